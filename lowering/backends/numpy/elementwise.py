@@ -1,0 +1,62 @@
+"""NumPy implementations of the IR's elementwise ops: the reference semantics of each one.
+
+16-bit floats are computed in float32 and rounded once at the end, as GPUs do.
+Constant folding uses the same table, so a folded constant equals the computed value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return 1.0 / np.sqrt(x)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _erf_array(x: np.ndarray) -> np.ndarray:
+    return _erf(np.asarray(x, dtype=np.float64)).astype(np.float64)
+
+
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power,
+    "maximum": np.maximum, "minimum": np.minimum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+}
+
+UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "neg": np.negative, "abs": np.abs, "not": np.invert, "exp": np.exp, "exp2": np.exp2,
+    "log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "tanh": np.tanh, "sigmoid": _sigmoid,
+    "erf": _erf_array,
+}
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """16-bit floats (float16, bfloat16) compute in float32."""
+    return np.dtype(np.float32) if dtype.kind in "fV" and dtype.itemsize == 2 else dtype
+
+
+def apply(name: str, operands: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
+    """Evaluate elementwise op `name` and return an array of `out_dtype`."""
+    work = _compute_dtype(operands[0].dtype)
+    args = [o.astype(work, copy=False) for o in operands]
+    with np.errstate(all="ignore"):
+        if name in BINARY:
+            result = BINARY[name](args[0], args[1])
+        else:
+            result = UNARY[name](args[0])
+    return np.asarray(result).astype(out_dtype, copy=False)
+
+
+ELEMENTWISE = frozenset(BINARY) | frozenset(UNARY)

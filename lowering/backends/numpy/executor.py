@@ -1,0 +1,257 @@
+"""The NumPy backend's interpreter: runs lowered IR for one config, all grid programs at once.
+
+Inside a grid every value has shape `prefix + tile` (see `memory`), so each op is one NumPy call
+for the whole grid; only `for` loops iterate in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from lowering.backends.numpy import memory
+from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
+from lowering.backends.numpy.memory import GridScalar, RangeRT
+from tiledsl.config import Config
+from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
+
+Env = dict[Value, Any]
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class Executor:
+    def __init__(self, fn: Function, config: Config) -> None:
+        self.fn = fn
+        self.blocks = dict(zip(fn.symbols, config.block_sizes))
+        self.rank = 0  # number of grid axes while inside a grid
+        self.grid_sizes: tuple[int, ...] = ()
+        self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
+
+    def block_size(self, d: Dim) -> int:
+        return d if isinstance(d, int) else self.blocks[d]
+
+    def tile_shape(self, t: TileType) -> tuple[int, ...]:
+        return tuple(self.block_size(d) for d in t.shape)
+
+    def run(self, args: list[Any]) -> list[Any]:
+        env: Env = {}
+        for v, a in zip(self.fn.args, args):
+            if isinstance(v.type, TensorType):
+                env[v] = a
+            else:
+                env[v] = np.asarray(a, dtype=v.type.dtype.np)  # type: ignore[union-attr]
+        with np.errstate(all="ignore"):
+            return self.block(self.fn.body, env)
+
+    def block(self, block: Block, env: Env) -> list[Any]:
+        for op in block.ops:
+            if op.name in ("return", "yield"):
+                return [env[o] for o in op.operands]
+            rule = RULES.get(op.name)
+            if rule is not None:
+                outs = rule(self, op, [env[o] for o in op.operands])
+            elif op.name in ELEMENTWISE:
+                outs = [apply(op.name, [env[o] for o in op.operands], op.result.type.dtype.np)]  # type: ignore[union-attr]
+            elif op.name == "grid":
+                self.grid(op, env)
+                continue
+            elif op.name == "for":
+                outs = self.loop(op, env)
+            else:
+                raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
+            for r, o in zip(op.results, outs):
+                env[r] = o
+        return []
+
+    def grid(self, op: Op, env: Env) -> None:
+        region = op.regions[0]
+        ranges = [a.type for a in region.args]
+        self.rank = len(ranges)
+        self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
+        inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
+                     and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
+        for i, (a, r) in enumerate(zip(region.args, ranges)):
+            assert isinstance(r, RangeType)
+            shape = [1] * self.rank
+            shape[i] = self.grid_sizes[i]
+            block = self.block_size(r.block)
+            begin = (np.arange(self.grid_sizes[i]) * block).reshape(shape)
+            inner[a] = self.ranges[a] = RangeRT(r.extent, block, begin, i)
+        self.block(region, inner)
+        self.rank, self.grid_sizes, self.ranges = 0, (), {}
+
+    def loop(self, op: Op, env: Env) -> list[Any]:
+        region = op.regions[0]
+        r = region.args[0].type
+        assert isinstance(r, RangeType)
+        block = self.block_size(r.block)
+        carried = [env[o] for o in op.operands]
+        inner = dict(env)
+        for j in range(_cdiv(r.extent, block)):
+            begin = np.full((1,) * self.rank, j * block)
+            inner[region.args[0]] = RangeRT(r.extent, block, begin, None)
+            for a, v in zip(region.args[1:], carried):
+                inner[a] = v
+            carried = self.block(region, inner)
+        return carried
+
+    def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
+        """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
+        full = op.attrs.get("full", ())
+        values = iter(zip(op.operands[1:], operands[1:]))
+        out: list[memory.Index] = []
+        for d in range(len(tensor.shape)):
+            if d in full:
+                out.append(None)
+                continue
+            v, x = next(values)
+            producer = v.owner
+            if producer is not None and producer.name == "tile.begin":
+                rt = self.ranges.get(producer.operands[0])
+                if rt is not None and rt.grid_axis is not None and rt.block == 1:
+                    out.append(GridScalar(rt.grid_axis))
+                    continue
+            out.append(x)
+        return out
+
+
+Rule = Callable[[Executor, Op, list[Any]], list[Any]]
+RULES: dict[str, Rule] = {}
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        RULES[name] = fn
+        return fn
+    return deco
+
+
+@rule("const")
+def _const(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+    return [np.full((1,) * ex.rank, op.attrs["value"], dtype=dtype)]
+
+
+@rule("cast")
+def _cast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [xs[0].astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
+
+
+@rule("where")
+def _where(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [np.where(xs[0], xs[1], xs[2])]
+
+
+@rule("broadcast")
+def _broadcast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    x = xs[0]
+    tile = ex.tile_shape(op.result.type)  # type: ignore[arg-type]
+    x = x.reshape(x.shape[:ex.rank] + (1,) * (len(tile) - (x.ndim - ex.rank)) + x.shape[ex.rank:])
+    return [np.broadcast_to(x, x.shape[:ex.rank] + tile)]
+
+
+@rule("expand_dims")
+def _expand_dims(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [np.expand_dims(xs[0], ex.rank + op.attrs["axis"])]
+
+
+@rule("transpose")
+def _transpose(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    perm = list(range(ex.rank)) + [ex.rank + p for p in op.attrs["perm"]]
+    return [np.transpose(xs[0], perm)]
+
+
+@rule("dot")
+def _dot(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+    return [np.matmul(xs[0].astype(dtype, copy=False), xs[1].astype(dtype, copy=False))]
+
+
+@rule("reduce")
+def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    kind, keep = op.attrs["kind"], op.attrs["keepdims"]
+    axis = ex.rank + op.attrs["axis"]
+    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+    x = xs[0]
+    if kind in ("sum", "mean"):
+        x = x.astype(dtype, copy=False)
+        f = np.sum if kind == "sum" else np.mean
+        return [np.asarray(f(x, axis=axis, keepdims=keep, dtype=dtype))]
+    f = np.max if kind == "max" else np.min
+    return [np.asarray(f(x, axis=axis, keepdims=keep))]
+
+
+@rule("mask")
+def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    x = xs[0]
+    t = op.operands[0].type
+    assert isinstance(t, TileType)
+    ranges = iter(xs[1:])
+    valid = None
+    for axis in op.attrs["axes"]:
+        if isinstance(t.shape[axis], int):
+            continue  # constant axes are never padded here
+        r: RangeRT = next(ranges)
+        idx = r.index()
+        shape = [1] * t.rank
+        shape[axis] = r.block
+        ok = (idx < r.extent).reshape(idx.shape[:-1] + tuple(shape))
+        valid = ok if valid is None else valid & ok
+    if valid is None or valid.all():
+        return [x]
+    return [np.where(valid, x, np.asarray(op.attrs["value"]).astype(x.dtype))]
+
+
+@rule("tile.index")
+def _tile_index(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [xs[0].index().astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
+
+
+@rule("tile.begin")
+def _tile_begin(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [xs[0].begin.astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
+
+
+@rule("tile.size")
+def _tile_size(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    r: RangeRT = xs[0]
+    size = np.minimum(r.block, r.extent - r.begin)
+    return [size.astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
+
+
+@rule("load")
+def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    tensor = op.operands[0].type
+    assert isinstance(tensor, TensorType)
+    ntile = len(op.result.type.shape)  # type: ignore[union-attr]
+    out = memory.load(xs[0], ex.indices(op, xs, tensor), ex.rank, ntile, op.attrs.get("other"))
+    return [out]
+
+
+@rule("store")
+def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    tensor = op.operands[0].type
+    assert isinstance(tensor, TensorType)
+    value = op.operands[-1].type
+    assert isinstance(value, TileType)
+    memory.store(xs[0], ex.indices(op, xs[:-1], tensor), ex.rank, value.rank, xs[-1])
+    return []
+
+
+@rule("tensor.empty")
+def _tensor_empty(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    return [np.full(t.shape, memory.poison(t.dtype.np), dtype=t.dtype.np)]
+
+
+@rule("tensor.full")
+def _tensor_full(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    return [np.full(t.shape, xs[0], dtype=t.dtype.np)]

@@ -1,0 +1,180 @@
+"""Loads and stores of the NumPy backend, vectorized over every program of the grid at once.
+
+Every value inside a grid has shape `prefix + tile`: one prefix axis per grid axis (size 1 where
+the value does not vary along it). A load gathers the tiles of all programs in one NumPy
+operation: a view (reshape/slice/transpose, no copy) when no tile is partial, otherwise a gather
+with clipped indices where out-of-range elements become the load's `other` value or poison (NaN
+for floats), so that a missing mask shows up as a wrong result instead of hiding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class RangeRT:
+    """A range's runtime state: where each program's tile begins along it."""
+
+    extent: int
+    block: int
+    begin: np.ndarray  # prefix-shaped int64
+    grid_axis: int | None  # the grid axis it varies along; None for a loop's range
+
+    def index(self) -> np.ndarray:
+        return self.begin[..., None] + np.arange(self.block)
+
+
+@dataclass(frozen=True)
+class GridScalar:
+    """An index that is the program id along a grid axis of block 1 (from `td.grid`)."""
+
+    axis: int
+
+
+Index = Union[RangeRT, GridScalar, np.ndarray, None]  # None: the whole dimension (`:`)
+
+
+def poison(dtype: np.dtype) -> object:
+    if dtype == np.bool_:
+        return True
+    if np.issubdtype(dtype, np.integer):
+        return np.iinfo(dtype).min
+    return np.nan
+
+
+def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
+    """Slicing and reshaping that select every program's tile as a view, or None if a tile is
+    partial. Returns (slices, reshape, axis tags) with tags ("g", grid axis) or ("t", tile pos)."""
+    slices: list[object] = []
+    new_shape: list[int] = []
+    tags: list[tuple[str, int]] = []
+    pos = 0
+    for n, idx in zip(shape, indices):
+        if idx is None:
+            slices.append(slice(None))
+            new_shape.append(n)
+            tags.append(("t", pos))
+            pos += 1
+        elif isinstance(idx, GridScalar):
+            slices.append(slice(None))
+            new_shape.append(n)
+            tags.append(("g", idx.axis))
+        elif isinstance(idx, RangeRT):
+            if idx.grid_axis is not None:
+                if n % idx.block:
+                    return None
+                slices.append(slice(None))
+                new_shape += [n // idx.block, idx.block]
+                tags += [("g", idx.grid_axis), ("t", pos)]
+            else:
+                b = int(idx.begin.flat[0])
+                if b + idx.block > n:
+                    return None
+                slices.append(slice(b, b + idx.block))
+                new_shape.append(idx.block)
+                tags.append(("t", pos))
+            pos += 1
+        else:
+            if idx.size != 1:
+                return None
+            i = int(idx.flat[0])
+            if not 0 <= i < n:
+                return None
+            slices.append(i)
+    return slices, new_shape, tags
+
+
+def _view(arr: np.ndarray, indices: list[Index], rank: int) -> np.ndarray | None:
+    """`prefix + tile` view of `arr` for these indices (None when a gather is needed)."""
+    plan = _fast_axes(arr.shape, indices, rank)
+    if plan is None:
+        return None
+    slices, new_shape, tags = plan
+    grid_tags = [t for t in tags if t[0] == "g"]
+    if len(grid_tags) != len(set(grid_tags)):
+        return None  # one grid axis indexes two dimensions (a diagonal): gather
+    v = arr[tuple(slices)]
+    if v.shape != tuple(new_shape):
+        try:
+            v = np.reshape(v, new_shape, copy=False)
+        except ValueError:
+            return None  # strides do not allow a view: gather (and scatter) instead
+    order = sorted(range(len(tags)), key=lambda i: (tags[i][0] == "t", tags[i][1]))
+    v = v.transpose(order)
+    present = {tags[i][1] for i in order if tags[i][0] == "g"}
+    missing = [a for a in range(rank) if a not in present]
+    return np.expand_dims(v, missing) if missing else v
+
+
+def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile: int):
+    """Broadcastable index arrays (one per tensor dim) over `prefix + tile`, and validity."""
+    idxs, valid = [], None
+    pos = 0
+    for n, idx in zip(shape, indices):
+        if idx is None or isinstance(idx, RangeRT):
+            if idx is None:
+                ix = np.arange(n).reshape((1,) * rank + (n,))
+            else:
+                ix = idx.index()
+            tail = [1] * ntile
+            tail[pos] = ix.shape[-1]
+            ix = ix.reshape(ix.shape[:-1] + tuple(tail))
+            pos += 1
+        elif isinstance(idx, GridScalar):
+            g = [1] * rank
+            g[idx.axis] = n
+            ix = np.arange(n).reshape(tuple(g) + (1,) * ntile)
+        else:
+            ix = np.asarray(idx).reshape(idx.shape + (1,) * ntile)
+        ok = (ix >= 0) & (ix < n)
+        valid = ok if valid is None else valid & ok
+        idxs.append(np.clip(ix, 0, n - 1))
+    return idxs, valid
+
+
+def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
+         other: object | None) -> np.ndarray:
+    v = _view(arr, indices, rank)
+    if v is not None:
+        return v
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
+    out = arr[tuple(idxs)]
+    if valid is not None and not valid.all():
+        fill = poison(arr.dtype) if other is None else other
+        out = np.where(valid, out, np.asarray(fill).astype(arr.dtype))
+    return out
+
+
+def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) -> np.ndarray:
+    """Programs that differ only along grid axes the store does not index write the same
+    elements; as if they ran in order, the last one wins."""
+    indexed = {i.grid_axis for i in indices if isinstance(i, RangeRT) and i.grid_axis is not None}
+    indexed |= {i.axis for i in indices if isinstance(i, GridScalar)}
+    for idx in indices:
+        if isinstance(idx, np.ndarray):
+            indexed |= {a for a in range(rank) if idx.shape[a] > 1}
+    for a in range(rank):
+        if a not in indexed and value.shape[a] > 1:
+            value = value.take([-1], axis=a)
+    return value
+
+
+def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: np.ndarray) -> None:
+    value = _last_along_unindexed(value, indices, rank)
+    v = _view(arr, indices, rank)
+    if v is not None:
+        v[...] = value
+        return
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
+    shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))
+    full = [np.broadcast_to(i, shape) for i in idxs]
+    value = np.broadcast_to(value, shape)
+    if valid is None or valid.all():
+        arr[tuple(full)] = value
+        return
+    keep = np.broadcast_to(valid, shape)
+    arr[tuple(i[keep] for i in full)] = value[keep]

@@ -1,0 +1,1 @@
+"""One pass per file; `lowering.pipeline` puts them in order."""

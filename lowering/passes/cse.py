@@ -1,0 +1,35 @@
+"""cse: common-subexpression elimination of pure ops, scoped by region (outer values are reused)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.ops import OPS, attr_key
+
+
+@dataclass(frozen=True)
+class CSEPass:
+    name: str = "cse"
+
+    def run(self, fn: Function) -> None:
+        self._block(fn.body, {}, {})
+
+    def _block(self, block: Block, seen: dict[tuple, Op], repl: dict[Value, Value]) -> None:
+        seen = dict(seen)  # values defined in this block are not visible outside it
+        ops: list[Op] = []
+        for op in block.ops:
+            op.operands = [repl.get(o, o) for o in op.operands]
+            for region in op.regions:
+                self._block(region, seen, repl)
+            if OPS[op.name].pure and not op.regions and op.results:
+                key = (op.name, tuple(id(o) for o in op.operands), attr_key(op.attrs),
+                       tuple(str(r.type) for r in op.results))
+                prior = seen.get(key)
+                if prior is not None:
+                    for old, new in zip(op.results, prior.results):
+                        repl[old] = new
+                    continue
+                seen[key] = op
+            ops.append(op)
+        block.ops = ops

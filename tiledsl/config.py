@@ -1,0 +1,216 @@
+"""Configs (block sizes and backend knobs) and the finite config space the compiler derives."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from tiledsl.errors import ConfigError
+
+
+@dataclass(frozen=True, init=False)
+class Config:
+    """One point of a kernel's config space: hashable, JSON round-trip.
+
+    `block_sizes` has one entry per tunable tile dimension, in the order the kernel creates them.
+    """
+
+    block_sizes: tuple[int, ...]
+    num_warps: int | None
+    num_stages: int | None
+    knobs: tuple[tuple[str, Any], ...]
+
+    def __init__(self, block_sizes: Any = (), num_warps: int | None = None,
+                 num_stages: int | None = None, **knobs: Any) -> None:
+        if isinstance(block_sizes, int):
+            block_sizes = (block_sizes,)
+        object.__setattr__(self, "block_sizes", tuple(block_sizes))
+        object.__setattr__(self, "num_warps", num_warps)
+        object.__setattr__(self, "num_stages", num_stages)
+        object.__setattr__(self, "knobs", tuple(sorted(knobs.items())))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in ("block_sizes", "num_warps", "num_stages"):
+            value = getattr(self, name)
+            return default if value is None else value
+        return dict(self.knobs).get(name, default)
+
+    def replace(self, **changes: Any) -> Config:
+        d = self.to_dict()
+        d.update(changes)
+        return Config.from_dict(d)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"block_sizes": list(self.block_sizes)}
+        if self.num_warps is not None:
+            d["num_warps"] = self.num_warps
+        if self.num_stages is not None:
+            d["num_stages"] = self.num_stages
+        d.update(self.knobs)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Config:
+        d = dict(d)
+        return cls(tuple(d.pop("block_sizes", ())), d.pop("num_warps", None),
+                   d.pop("num_stages", None), **d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Config:
+        return cls.from_dict(json.loads(text))
+
+    def __repr__(self) -> str:
+        parts = [f"block_sizes={self.block_sizes}"]
+        if self.num_warps is not None:
+            parts.append(f"num_warps={self.num_warps}")
+        if self.num_stages is not None:
+            parts.append(f"num_stages={self.num_stages}")
+        parts += [f"{k}={v!r}" for k, v in self.knobs]
+        return f"Config({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tunable: a block size (`block_sizes[i]`) or a backend knob, with its choices."""
+
+    name: str
+    choices: tuple[Any, ...]
+    default: Any
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule configs must satisfy: `check(config)` returns None or the reason it fails."""
+
+    name: str
+    check: Callable[[Config], str | None]
+
+
+def _block_index(name: str) -> int | None:
+    if name.startswith("block_sizes[") and name.endswith("]"):
+        return int(name[len("block_sizes["):-1])
+    return None
+
+
+@dataclass(frozen=True)
+class ConfigSpace:
+    """The finite set of valid configs of one kernel for one argument signature.
+
+    Backends extend it with knobs (`with_param`) and constraints (`with_constraint`).
+    """
+
+    kernel: str
+    params: tuple[Param, ...]
+    constraints: tuple[Constraint, ...] = ()
+
+    @property
+    def num_blocks(self) -> int:
+        return sum(1 for p in self.params if _block_index(p.name) is not None)
+
+    def with_param(self, param: Param) -> ConfigSpace:
+        return ConfigSpace(self.kernel, self.params + (param,), self.constraints)
+
+    def with_constraint(self, constraint: Constraint) -> ConfigSpace:
+        return ConfigSpace(self.kernel, self.params, self.constraints + (constraint,))
+
+    def make(self, values: dict[str, Any]) -> Config:
+        """A Config from one value per param name."""
+        blocks = [values[p.name] for p in self.params if _block_index(p.name) is not None]
+        knobs = {p.name: values[p.name] for p in self.params if _block_index(p.name) is None}
+        return Config(tuple(blocks), **knobs)
+
+    def values(self, config: Config) -> dict[str, Any]:
+        out = {}
+        for p in self.params:
+            i = _block_index(p.name)
+            out[p.name] = config.block_sizes[i] if i is not None else config.get(p.name)
+        return out
+
+    def reason(self, config: Config) -> str | None:
+        """Why `config` is not in this space (None if it is)."""
+        if len(config.block_sizes) != self.num_blocks:
+            blocks = [p for p in self.params if _block_index(p.name) is not None]
+            listing = "; ".join(f"{p.name}: {p.doc}" for p in blocks) or "none"
+            return (f"{len(config.block_sizes)} block sizes given, the kernel has "
+                    f"{self.num_blocks} tunable tile dimensions ({listing})")
+        for p, v in self.values(config).items():
+            param = next(q for q in self.params if q.name == p)
+            if _block_index(p) is not None and (not isinstance(v, int) or v < 1 or v & (v - 1)):
+                return f"{p} = {v!r} is not a power of two ({param.doc})"
+            if v not in param.choices:
+                return f"{p} = {v!r} is not one of {list(param.choices)} ({param.doc})"
+        known = {p.name for p in self.params}
+        extra = [k for k, _ in config.knobs if k not in known]
+        if extra:
+            return f"unknown knobs {extra}; this space has {sorted(known)}"
+        for c in self.constraints:
+            why = c.check(config)
+            if why is not None:
+                return f"{c.name}: {why}"
+        return None
+
+    def validate(self, config: Config) -> Config:
+        why = self.reason(config)
+        if why is not None:
+            raise ConfigError(f"invalid config {config}: {why}", kernel=self.kernel)
+        return config
+
+    def __contains__(self, config: object) -> bool:
+        return isinstance(config, Config) and self.reason(config) is None
+
+    @property
+    def size_upper_bound(self) -> int:
+        n = 1
+        for p in self.params:
+            n *= len(p.choices)
+        return n
+
+    def __iter__(self) -> Iterator[Config]:
+        names = [p.name for p in self.params]
+        for combo in itertools.product(*(p.choices for p in self.params)):
+            config = self.make(dict(zip(names, combo)))
+            if all(c.check(config) is None for c in self.constraints):
+                yield config
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def default(self) -> Config:
+        """Each param's default; if the constraints reject that, the nearest valid config."""
+        config = self.make({p.name: p.default for p in self.params})
+        if config in self:
+            return config
+        best = min(self, key=lambda c: sum(a != b for a, b in zip(self.values(c).values(),
+                                                                  self.values(config).values())),
+                   default=None)
+        if best is None:
+            raise ConfigError("the config space is empty: no config satisfies its constraints",
+                              kernel=self.kernel)
+        return best
+
+    def sample(self, n: int, seed: int | None = None) -> list[Config]:
+        """Up to `n` distinct valid configs drawn uniformly (all of them if there are fewer)."""
+        rng = random.Random(seed)
+        if self.size_upper_bound <= 4 * n or self.size_upper_bound <= 4096:
+            pool = list(self)
+            rng.shuffle(pool)
+            return pool[:n]
+        out: dict[Config, None] = {}
+        for _ in range(200 * n):
+            config = self.make({p.name: rng.choice(p.choices) for p in self.params})
+            if config not in out and all(c.check(config) is None for c in self.constraints):
+                out[config] = None
+                if len(out) == n:
+                    break
+        return list(out)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{p.name}={list(p.choices)}" for p in self.params)
+        return f"ConfigSpace({self.kernel}: {inner}; {len(self.constraints)} constraints)"

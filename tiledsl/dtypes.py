@@ -1,0 +1,125 @@
+"""Element types: the DSL's dtypes, their NumPy equivalents and the promotion rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type. `name` is the public name, `short` the IR spelling (f32, bf16, i1...)."""
+
+    name: str
+    short: str
+    kind: str  # "f" float, "i" signed int, "b" bool
+    bits: int
+
+    @property
+    def np(self) -> np.dtype:
+        return _TO_NUMPY[self.short]
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    def __repr__(self) -> str:
+        return f"td.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+float16 = DType("float16", "f16", "f", 16)
+bfloat16 = DType("bfloat16", "bf16", "f", 16)
+float32 = DType("float32", "f32", "f", 32)
+float64 = DType("float64", "f64", "f", 64)
+int8 = DType("int8", "i8", "i", 8)
+int16 = DType("int16", "i16", "i", 16)
+int32 = DType("int32", "i32", "i", 32)
+int64 = DType("int64", "i64", "i", 64)
+bool_ = DType("bool", "i1", "b", 1)
+
+ALL: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32, int64, bool_)
+BY_SHORT: dict[str, DType] = {d.short: d for d in ALL}
+
+_TO_NUMPY: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "i1": np.dtype(np.bool_),
+}
+_FROM_NUMPY: dict[np.dtype, DType] = {v: BY_SHORT[k] for k, v in _TO_NUMPY.items()}
+
+
+def from_any(value: Any) -> DType | None:
+    """A DType from a td dtype, a NumPy dtype or type, or a name ("float32", "f32"); else None."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        for d in ALL:
+            if value in (d.name, d.short):
+                return d
+        return None
+    try:
+        return _FROM_NUMPY.get(np.dtype(value))
+    except TypeError:
+        return None
+
+
+def index_dtype(extent: int) -> DType:
+    """The integer type of indices into a dimension: int32 unless int32 could overflow."""
+    return int32 if extent < 2**31 else int64
+
+
+def promote(a: DType, b: DType) -> DType | None:
+    """The common type of two dtypes (None if there is none).
+
+    Floats win over ints and bools; within a kind the wider type wins; float16 and bfloat16
+    meet at float32 (neither holds the other).
+    """
+    if a == b:
+        return a
+    if a.kind == b.kind:
+        if a.bits == b.bits:  # float16 vs bfloat16
+            return float32
+        return a if a.bits > b.bits else b
+    order = {"b": 0, "i": 1, "f": 2}
+    return a if order[a.kind] > order[b.kind] else b
+
+
+def accumulator(d: DType) -> DType:
+    """The type a dot or a sum accumulates in: float32 for 16-bit floats, int32 for small ints."""
+    if d.is_float:
+        return float32 if d.bits < 32 else d
+    if d.bits < 32:
+        return int32
+    return d
+
+
+def identity(kind: str, d: DType) -> float | int | bool:
+    """The neutral element of a reduction ('sum', 'max', 'min') in dtype d."""
+    if kind in ("sum", "mean"):
+        return False if d.is_bool else 0
+    if d.is_float:
+        return -float("inf") if kind == "max" else float("inf")
+    if d.is_bool:
+        return kind != "max"
+    info = np.iinfo(d.np)
+    return int(info.min) if kind == "max" else int(info.max)

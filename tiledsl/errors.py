@@ -1,0 +1,110 @@
+"""tiledsl's exception hierarchy: every error names the kernel and, when tracing, the user's line."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("tiledsl", "lowering", "autotune"))
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A source location in the user's file."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.file, self.line).strip()
+
+
+def is_internal(filename: str) -> bool:
+    """True for frames inside tiledsl itself (and generated helper code)."""
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE_DIRS) or filename.startswith("<")
+
+
+def user_loc(depth: int = 1) -> Loc | None:
+    """The innermost caller frame outside tiledsl: the user's line that triggered an op."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not is_internal(name):
+            return Loc(name, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+class TileDSLError(Exception):
+    """Root of every error tiledsl raises on purpose."""
+
+    def __init__(self, message: str, *, kernel: str | None = None, loc: Loc | None = None,
+                 hint: str | None = None) -> None:
+        self.message = message
+        self.kernel = kernel
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        head = ""
+        if self.loc is not None:
+            head += f"{self.loc}: "
+        if self.kernel is not None:
+            head += f"in kernel '{self.kernel}': "
+        text = head + self.message
+        if self.loc is not None:
+            line = self.loc.source_line()
+            if line:
+                text += f"\n    {line}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def with_context(self, *, kernel: str | None = None, loc: Loc | None = None) -> TileDSLError:
+        """Fill in the kernel name / location if they are not set yet (re-formats the message)."""
+        if (kernel is None or self.kernel is not None) and (loc is None or self.loc is not None):
+            return self
+        self.kernel = self.kernel or kernel
+        self.loc = self.loc or loc
+        self.args = (self._format(),)
+        return self
+
+
+class TraceError(TileDSLError):
+    """The kernel body does something the DSL does not allow."""
+
+
+class ShapeError(TraceError, ValueError):
+    """Shapes do not line up: `@`, stores, broadcasting, a tile on the wrong dimension."""
+
+
+class DTypeError(TraceError, TypeError):
+    """Element types clash or an op does not accept a dtype."""
+
+
+class ControlFlowError(TraceError):
+    """Python control flow on a traced tile value (use td.where)."""
+
+
+class ArgumentError(TileDSLError, TypeError):
+    """A kernel was called with arguments it cannot take."""
+
+
+class ConfigError(TileDSLError, ValueError):
+    """A config does not fit the kernel's config space."""
+
+
+class IRError(TileDSLError):
+    """The tile IR is malformed (verifier) or its text does not parse."""
+
+
+class BackendError(TileDSLError):
+    """A backend is missing, unavailable on this machine, or cannot run the kernel."""

@@ -1,0 +1,134 @@
+"""The tile IR's data structures: SSA values, ops with regions, blocks and the kernel function.
+
+Ops are plain records; what an op *means* (its operands, attributes and result types) lives in
+`tiledsl.ir.ops`. Passes work on a clone (`Function.clone`) and mutate it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from tiledsl.errors import Loc
+from tiledsl.ir.types import Type
+
+
+class Value:
+    """An SSA value: the result of an op or an argument of a block. Compared by identity."""
+
+    __slots__ = ("type", "hint", "owner")
+
+    def __init__(self, type: Type, hint: str | None = None, owner: Op | None = None) -> None:
+        self.type = type
+        self.hint = hint
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"Value({self.hint or id(self)}: {self.type})"
+
+
+@dataclass(eq=False)
+class Block:
+    """A straight-line list of ops with arguments (the loop variables of a grid or for)."""
+
+    args: list[Value] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Op:
+    """One operation. `attrs` values are ints, floats, bools, strings or tuples of those."""
+
+    name: str
+    operands: list[Value]
+    results: list[Value]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    regions: list[Block] = field(default_factory=list)
+    loc: Loc | None = None
+
+    def __post_init__(self) -> None:
+        for r in self.results:
+            r.owner = self
+
+    @property
+    def result(self) -> Value:
+        assert len(self.results) == 1, f"{self.name} has {len(self.results)} results"
+        return self.results[0]
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A block-size symbol: the tile dimension it cuts and where the user wrote it."""
+
+    name: str
+    extent: int
+    loc: Loc | None = None
+
+
+@dataclass(eq=False)
+class Function:
+    """A traced kernel: arguments, a body ending in `return`, and its block-size symbols."""
+
+    name: str
+    args: list[Value]
+    body: Block
+    symbols: dict[str, Symbol]
+    file: str = ""
+
+    @property
+    def arg_names(self) -> list[str]:
+        return [a.hint or f"arg{i}" for i, a in enumerate(self.args)]
+
+    @property
+    def outputs(self) -> list[Value]:
+        ret = self.body.ops[-1]
+        assert ret.name == "return"
+        return list(ret.operands)
+
+    def walk(self) -> Iterator[Op]:
+        return walk(self.body)
+
+    def clone(self) -> Function:
+        vmap: dict[Value, Value] = {}
+        args = [_clone_value(a, vmap) for a in self.args]
+        body = clone_block(self.body, vmap)
+        return Function(self.name, args, body, dict(self.symbols), self.file)
+
+
+def walk(block: Block) -> Iterator[Op]:
+    """Every op in `block`, nested regions included, in program order (pre-order)."""
+    for op in block.ops:
+        yield op
+        for region in op.regions:
+            yield from walk(region)
+
+
+def _clone_value(v: Value, vmap: dict[Value, Value]) -> Value:
+    nv = Value(v.type, v.hint)
+    vmap[v] = nv
+    return nv
+
+
+def clone_block(block: Block, vmap: dict[Value, Value]) -> Block:
+    args = [_clone_value(a, vmap) for a in block.args]
+    ops = []
+    for op in block.ops:
+        operands = [vmap.get(o, o) for o in op.operands]
+        regions = [clone_block(r, vmap) for r in op.regions]
+        results = [_clone_value(r, vmap) for r in op.results]
+        ops.append(Op(op.name, operands, results, dict(op.attrs), regions, op.loc))
+    return Block(args, ops)
+
+
+def replace_uses(block: Block, old: Value, new: Value) -> None:
+    """Replace every use of `old` by `new` in `block` and its regions."""
+    for op in walk(block):
+        op.operands = [new if o is old else o for o in op.operands]
+
+
+def use_counts(block: Block) -> dict[Value, int]:
+    counts: dict[Value, int] = {}
+    for op in walk(block):
+        for o in op.operands:
+            counts[o] = counts.get(o, 0) + 1
+    return counts

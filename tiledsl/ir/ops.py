@@ -1,0 +1,353 @@
+"""Every op of the tile IR with its typing rule, in one table.
+
+A rule takes the operand types, the attributes and (for ops whose result type is written out,
+such as `cast` or `const`) the declared result types, and returns the result types or raises.
+The tracer builds ops through these rules and the verifier re-checks them, so an op's meaning
+is defined once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from tiledsl import dtypes
+from tiledsl.dtypes import DType
+from tiledsl.errors import DTypeError, IRError, ShapeError
+from tiledsl.ir.types import Dim, RangeType, TensorType, TileType, Type
+
+Rule = Callable[[Sequence[Type], dict, Sequence[Type] | None], list[Type]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    rule: Rule
+    explicit_type: bool = False  # result types are written by the producer, the rule checks them
+    pure: bool = True  # no effect beyond its results (CSE and DCE may touch it)
+    regions: int = 0
+    terminator: bool = False
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _def(name: str, *, explicit_type: bool = False, pure: bool = True, regions: int = 0,
+         terminator: bool = False) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        OPS[name] = OpDef(name, rule, explicit_type, pure, regions, terminator)
+        return rule
+    return register
+
+
+def tile(t: Type, what: str) -> TileType:
+    if not isinstance(t, TileType):
+        raise IRError(f"{what} must be a tile value, got {t}")
+    return t
+
+
+def _same(ts: Sequence[Type], name: str) -> TileType:
+    first = tile(ts[0], f"{name} operand")
+    for t in ts[1:]:
+        if t != first:
+            raise IRError(f"{name}: operand types differ: {first} vs {t}")
+    return first
+
+
+def _arity(ts: Sequence[Type], n: int, name: str) -> None:
+    if len(ts) != n:
+        raise IRError(f"{name} takes {n} operands, got {len(ts)}")
+
+
+BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
+          "and", "or", "xor")
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+FLOAT_UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
+UNARY = ("neg", "abs", "not") + FLOAT_UNARY
+REDUCTIONS = ("sum", "max", "min", "mean")
+
+
+def _binary_rule(name: str) -> Rule:
+    def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+        _arity(ts, 2, name)
+        t = _same(ts, name)
+        if name in ("and", "or", "xor") and t.dtype.is_float:
+            raise DTypeError(f"bitwise '{name}' needs integer or bool operands, got {t.dtype}")
+        if name in ("div", "pow") and not t.dtype.is_float:
+            raise DTypeError(f"'{name}' needs float operands, got {t.dtype}")
+        if name in ("add", "sub", "mul", "floordiv", "mod") and t.dtype.is_bool:
+            raise DTypeError(f"'{name}' is not defined on bool tiles; cast with .astype first")
+        return [t]
+    return rule
+
+
+def _compare_rule(name: str) -> Rule:
+    def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+        _arity(ts, 2, name)
+        return [_same(ts, name).with_dtype(dtypes.bool_)]
+    return rule
+
+
+def _unary_rule(name: str) -> Rule:
+    def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+        _arity(ts, 1, name)
+        t = tile(ts[0], name)
+        if name in FLOAT_UNARY and not t.dtype.is_float:
+            raise DTypeError(f"'{name}' needs a float operand, got {t.dtype}")
+        if name == "not" and t.dtype.is_float:
+            raise DTypeError(f"'~' needs an integer or bool operand, got {t.dtype}")
+        if name in ("neg", "abs") and t.dtype.is_bool:
+            raise DTypeError(f"'{name}' is not defined on bool tiles")
+        return [t]
+    return rule
+
+
+for _n in BINARY:
+    _def(_n)(_binary_rule(_n))
+for _n in COMPARE:
+    _def(_n)(_compare_rule(_n))
+for _n in UNARY:
+    _def(_n)(_unary_rule(_n))
+
+
+@_def("where")
+def _where(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 3, "where")
+    c, x, y = (tile(t, "where operand") for t in ts)
+    if not c.dtype.is_bool:
+        raise DTypeError(f"where: condition must be bool, got {c.dtype}")
+    if x != y or c.shape != x.shape:
+        raise IRError(f"where: operand types differ: {c}, {x}, {y}")
+    return [x]
+
+
+@_def("const", explicit_type=True)
+def _const(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 0, "const")
+    if res is None or len(res) != 1 or tile(res[0], "const").shape != ():
+        raise IRError("const produces one scalar")
+    if not isinstance(attrs.get("value"), (bool, int, float)):
+        raise IRError("const needs a numeric 'value' attribute")
+    return list(res)
+
+
+@_def("cast", explicit_type=True)
+def _cast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "cast")
+    src = tile(ts[0], "cast operand")
+    if res is None or len(res) != 1 or tile(res[0], "cast result").shape != src.shape:
+        raise IRError("cast keeps the shape")
+    return list(res)
+
+
+def broadcastable(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> bool:
+    if not src:
+        return True
+    return len(src) == len(dst) and all(s == d or s == 1 for s, d in zip(src, dst))
+
+
+@_def("broadcast", explicit_type=True)
+def _broadcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "broadcast")
+    src = tile(ts[0], "broadcast operand")
+    if res is None or len(res) != 1:
+        raise IRError("broadcast produces one tile")
+    dst = tile(res[0], "broadcast result")
+    if dst.dtype != src.dtype or not broadcastable(src.shape, dst.shape):
+        raise IRError(f"cannot broadcast {src} to {dst}")
+    return [dst]
+
+
+@_def("expand_dims")
+def _expand_dims(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "expand_dims")
+    t = tile(ts[0], "expand_dims operand")
+    axis = attrs["axis"]
+    if not 0 <= axis <= t.rank:
+        raise IRError(f"expand_dims: axis {axis} out of range for {t}")
+    return [TileType(t.shape[:axis] + (1,) + t.shape[axis:], t.dtype)]
+
+
+@_def("transpose")
+def _transpose(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "transpose")
+    t = tile(ts[0], "transpose operand")
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(t.rank)):
+        raise IRError(f"transpose: {perm} is not a permutation of {t.rank} axes")
+    return [TileType(tuple(t.shape[p] for p in perm), t.dtype)]
+
+
+@_def("dot")
+def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 2, "dot")
+    a, b = tile(ts[0], "dot lhs"), tile(ts[1], "dot rhs")
+    if a.rank != 2 or b.rank != 2:
+        raise ShapeError(f"'@' needs two 2-D tiles, got {a.rank}-D and {b.rank}-D")
+    if a.shape[1] != b.shape[0]:
+        raise ShapeError(f"'@' contraction dimensions differ: {a} @ {b}")
+    if a.dtype != b.dtype:
+        raise DTypeError(f"'@' operand dtypes differ: {a.dtype} @ {b.dtype}; cast one with .astype")
+    if a.dtype.is_bool:
+        raise DTypeError("'@' is not defined on bool tiles")
+    return [TileType((a.shape[0], b.shape[1]), dtypes.accumulator(a.dtype))]
+
+
+def reduce_dtype(kind: str, d: DType) -> DType:
+    if kind == "sum":
+        return dtypes.accumulator(d)
+    if kind == "mean":
+        return dtypes.accumulator(d) if d.is_float else dtypes.float32
+    return d
+
+
+@_def("reduce")
+def _reduce(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "reduce")
+    t = tile(ts[0], "reduce operand")
+    kind, axis, keep = attrs["kind"], attrs["axis"], attrs["keepdims"]
+    if kind not in REDUCTIONS:
+        raise IRError(f"unknown reduction {kind!r}")
+    if not 0 <= axis < t.rank:
+        raise IRError(f"reduce: axis {axis} out of range for {t}")
+    shape = t.shape[:axis] + ((1,) if keep else ()) + t.shape[axis + 1:]
+    return [TileType(shape, reduce_dtype(kind, t.dtype))]
+
+
+@_def("mask")
+def _mask(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    t = tile(ts[0], "mask operand")
+    axes = tuple(attrs["axes"])
+    ranges = list(ts[1:])
+    symbolic = [a for a in axes if isinstance(t.shape[a], str)]
+    if len(ranges) != len(symbolic):
+        raise IRError(f"mask: needs one range per symbolic axis {symbolic}, got {len(ranges)}")
+    for a, r in zip(symbolic, ranges):
+        if not isinstance(r, RangeType) or r.block != t.shape[a]:
+            raise IRError(f"mask: axis {a} of {t} is not cut by {r}")
+    return [t]
+
+
+def _range(t: Type, what: str) -> RangeType:
+    if not isinstance(t, RangeType):
+        raise IRError(f"{what} must be a range, got {t}")
+    return t
+
+
+@_def("tile.index")
+def _tile_index(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "tile.index")
+    r = _range(ts[0], "tile.index operand")
+    return [TileType((r.block,), dtypes.index_dtype(r.extent))]
+
+
+def _scalar_of_range(name: str) -> Rule:
+    def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+        _arity(ts, 1, name)
+        r = _range(ts[0], f"{name} operand")
+        return [TileType((), dtypes.index_dtype(r.extent))]
+    return rule
+
+
+_def("tile.begin")(_scalar_of_range("tile.begin"))
+_def("tile.size")(_scalar_of_range("tile.size"))
+
+
+def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int]) -> tuple[Dim, ...]:
+    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it."""
+    if len(indices) + len(full) != len(tensor.shape):
+        raise IRError(f"{len(indices) + len(full)} indices for a {len(tensor.shape)}-D tensor")
+    shape: list[Dim] = []
+    it = iter(indices)
+    for d, extent in enumerate(tensor.shape):
+        if d in full:
+            shape.append(extent)
+            continue
+        idx = next(it)
+        if isinstance(idx, RangeType):
+            if idx.extent != extent:
+                raise ShapeError(f"a range over {idx.extent} indexes dimension {d} of size {extent}")
+            shape.append(idx.block)
+        elif not (isinstance(idx, TileType) and idx.shape == () and idx.dtype.is_int):
+            raise IRError(f"index {idx} must be a range or an integer scalar")
+    return tuple(shape)
+
+
+def _tensor(t: Type, what: str) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise IRError(f"{what} must be a tensor, got {t}")
+    return t
+
+
+@_def("load")
+def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    tensor = _tensor(ts[0], "load source")
+    return [TileType(indexed_shape(tensor, ts[1:], attrs.get("full", ())), tensor.dtype)]
+
+
+@_def("store", pure=False)
+def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    tensor = _tensor(ts[0], "store target")
+    shape = indexed_shape(tensor, ts[1:-1], attrs.get("full", ()))
+    value = tile(ts[-1], "stored value")
+    if value != TileType(shape, tensor.dtype):
+        raise IRError(f"store of {value} into a region of type {TileType(shape, tensor.dtype)}")
+    return []
+
+
+@_def("tensor.empty", explicit_type=True)
+def _tensor_empty(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 0, "tensor.empty")
+    if res is None or len(res) != 1:
+        raise IRError("tensor.empty produces one tensor")
+    return [_tensor(res[0], "tensor.empty result")]
+
+
+@_def("tensor.full", explicit_type=True)
+def _tensor_full(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 1, "tensor.full")
+    if res is None or len(res) != 1:
+        raise IRError("tensor.full produces one tensor")
+    out = _tensor(res[0], "tensor.full result")
+    if tile(ts[0], "tensor.full value") != TileType((), out.dtype):
+        raise IRError("tensor.full takes a scalar of the tensor's dtype")
+    return [out]
+
+
+@_def("grid", pure=False, regions=1)
+def _grid(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    _arity(ts, 0, "grid")
+    return []
+
+
+@_def("for", explicit_type=True, pure=False, regions=1)
+def _for(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    if res is None or list(res) != list(ts):
+        raise IRError("for: results must have the types of the initial values")
+    return list(res)
+
+
+@_def("yield", pure=False, terminator=True)
+def _yield(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    return []
+
+
+@_def("return", pure=False, terminator=True)
+def _return(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    for t in ts:
+        _tensor(t, "returned value")
+    return []
+
+
+def result_types(name: str, operand_types: Sequence[Type], attrs: dict,
+                 declared: Sequence[Type] | None = None) -> list[Type]:
+    """Apply `name`'s rule; raises for unknown ops and ill-typed uses."""
+    opdef = OPS.get(name)
+    if opdef is None:
+        raise IRError(f"unknown op '{name}'")
+    return opdef.rule(operand_types, attrs, declared if opdef.explicit_type else None)
+
+
+def attr_key(attrs: dict[str, Any]) -> tuple:
+    """A hashable, order-independent form of an attribute dict (for CSE)."""
+    return tuple(sorted((k, repr(v)) for k, v in attrs.items()))

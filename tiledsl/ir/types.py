@@ -1,0 +1,60 @@
+"""IR types: global tensors, tiles (shapes over block-size symbols and constants) and tile ranges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from tiledsl.dtypes import DType
+
+# A tile dimension: a constant extent, or the name of a block-size symbol ("B0") set by the config.
+Dim = Union[int, str]
+
+
+def dim_str(d: Dim) -> str:
+    return str(d)
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A tensor in global memory: a kernel argument or an output it allocates."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+
+    def __str__(self) -> str:
+        return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.dtype.short + ">"
+
+
+@dataclass(frozen=True)
+class TileType:
+    """A value held by one program: a tile of `shape` (empty for a scalar) of `dtype`."""
+
+    shape: tuple[Dim, ...]
+    dtype: DType
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def with_dtype(self, dtype: DType) -> TileType:
+        return TileType(self.shape, dtype)
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return self.dtype.short
+        return "tile<" + "".join(f"{d}x" for d in self.shape) + self.dtype.short + ">"
+
+
+@dataclass(frozen=True)
+class RangeType:
+    """The iteration space of one tile dimension: `extent` elements cut into blocks of `block`."""
+
+    extent: int
+    block: Dim
+
+    def __str__(self) -> str:
+        return f"range<{self.extent}x{self.block}>"
+
+
+Type = Union[TensorType, TileType, RangeType]

@@ -1,0 +1,245 @@
+"""`@td.tile_kernel`: the kernel object users call, trace, tune and inspect.
+
+Tracing and the lowering pipeline run once per argument signature (shapes, dtypes, scalar kinds);
+a config is applied only when a backend generates code or runs, so trying a config is cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import traceback
+from dataclasses import dataclass
+from types import FunctionType
+from typing import Any, Callable
+
+import numpy as np
+
+from tiledsl import dtypes, registry
+from tiledsl.config import Config, ConfigSpace, Param
+from tiledsl.errors import ArgumentError, Loc, TileDSLError, TraceError, is_internal
+from tiledsl.ir.core import Function, Value
+from tiledsl.ir.printer import ir_hash, print_ir
+from tiledsl.ir.types import TensorType, TileType
+from tiledsl.ir.verify import verify
+from tiledsl.rewrite import rewrite
+from tiledsl.tracer import Tracer, tracing
+from tiledsl.values import Tensor, TileValue
+
+# One entry per argument: ("tensor", shape, dtype short) or ("scalar", dtype short, weak).
+ArgSpec = tuple
+DEFAULT_BLOCK = 64
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A kernel traced for one argument signature: its IR before and after the pipeline."""
+
+    ir: Function
+    lowered: Function
+    labels: dict[str, str]  # block symbol -> the user's loop variable name
+    returns: str  # "none", "single" or "tuple"
+
+    @property
+    def hash(self) -> str:
+        return ir_hash(self.ir)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+class TileKernel:
+    """A tile kernel: call it on NumPy arrays, or use `run`, `config_space`, `source`."""
+
+    def __init__(self, fn: FunctionType) -> None:
+        if not inspect.isfunction(fn):
+            raise TraceError(f"@td.tile_kernel decorates a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name: str = fn.__name__
+        self.file: str = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        self.signature = inspect.signature(fn)
+        for p in self.signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TraceError(f"kernel '{self.name}' cannot take *args or **kwargs",
+                                 loc=Loc(self.file, fn.__code__.co_firstlineno))
+        self._body: Callable[..., Any] | None = None
+        self._traces: dict[tuple, Traced] = {}
+        self._spaces: dict[tuple, ConfigSpace] = {}
+
+    def __repr__(self) -> str:
+        return f"<tile_kernel {self.name} ({self.file}:{self.fn.__code__.co_firstlineno})>"
+
+    # ---- arguments -------------------------------------------------------------------------
+    def bind(self, args: tuple, kwargs: dict) -> list[Any]:
+        """Positional argument values in the order of the kernel's parameters."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            params = ", ".join(self.signature.parameters)
+            raise ArgumentError(f"{e} (parameters: {params})", kernel=self.name) from None
+        bound.apply_defaults()
+        return list(bound.arguments.values())
+
+    def arg_spec(self, values: list[Any]) -> tuple[ArgSpec, ...]:
+        """The signature a trace is cached under; raises ArgumentError for what no backend takes."""
+        specs = []
+        for name, v in zip(self.signature.parameters, values):
+            specs.append(self._spec(name, v))
+        return tuple(specs)
+
+    def _spec(self, name: str, v: Any) -> ArgSpec:
+        if isinstance(v, (bool, int, float)):
+            from tiledsl.values import weak_dtype
+            return ("scalar", weak_dtype(v).short, True)
+        if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
+            d = dtypes.from_any(v.dtype)
+            if d is None:
+                raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype}",
+                                    kernel=self.name)
+            return ("scalar", d.short, False)
+        if isinstance(v, np.ndarray):
+            d = dtypes.from_any(v.dtype)
+            if d is None:
+                supported = ", ".join(x.name for x in dtypes.ALL)
+                raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype} "
+                                    f"(supported: {supported})", kernel=self.name)
+            if 0 in v.shape:
+                raise ArgumentError(f"argument '{name}' has an empty dimension (shape {v.shape})",
+                                    kernel=self.name)
+            return ("tensor", tuple(int(s) for s in v.shape), d.short)
+        raise ArgumentError(f"argument '{name}' is a {type(v).__module__}.{type(v).__qualname__}; "
+                            "pass a NumPy array or a number", kernel=self.name)
+
+    # ---- tracing ---------------------------------------------------------------------------
+    def traced(self, *args: Any, **kwargs: Any) -> Traced:
+        """The IR for these arguments (traced once per signature, then cached)."""
+        spec = self.arg_spec(self.bind(args, kwargs))
+        return self._traced(spec)
+
+    def _traced(self, spec: tuple[ArgSpec, ...]) -> Traced:
+        hit = self._traces.get(spec)
+        if hit is None:
+            hit = self._traces[spec] = self._trace(spec)
+        return hit
+
+    def _trace(self, spec: tuple[ArgSpec, ...]) -> Traced:
+        if self._body is None:
+            self._body = rewrite(self.fn)
+        tracer = Tracer(self.name, self.file)
+        values: list[Value] = []
+        proxies: list[Any] = []
+        for name, s in zip(self.signature.parameters, spec):
+            if s[0] == "tensor":
+                v = Value(TensorType(s[1], dtypes.BY_SHORT[s[2]]), name)
+                proxies.append(Tensor(v, name))
+            else:
+                v = Value(TileType((), dtypes.BY_SHORT[s[1]]), name)
+                proxies.append(TileValue(v, weak=s[2]))
+            values.append(v)
+        with tracing(tracer):
+            try:
+                result = self._body(*proxies)
+                outputs, returns = self._outputs(tracer, result)
+                tracer.emit("return", [t.value for t in outputs],
+                            loc=Loc(self.file, self.fn.__code__.co_firstlineno))
+            except TileDSLError as e:
+                raise e.with_context(kernel=self.name) from None
+            except Exception as e:  # the user's own Python error while tracing
+                raise TraceError(f"{type(e).__name__}: {e}", kernel=self.name,
+                                 loc=_user_frame(e)) from e
+        fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
+        verify(fn)
+        lowered = registry.pipeline()(fn.clone())
+        verify(lowered)
+        return Traced(fn, lowered, dict(tracer.labels), returns)
+
+    def _outputs(self, tracer: Tracer, result: Any) -> tuple[list[Tensor], str]:
+        if result is None:
+            return [], "none"
+        items, returns = (list(result), "tuple") if isinstance(result, (tuple, list)) else \
+            ([result], "single")
+        for r in items:
+            if isinstance(r, TileValue):
+                tracer.fail(TraceError, "the kernel returns a tile value",
+                            hint="return tensors: allocate with td.empty(...) and store tiles "
+                                 "into them inside the tile loop")
+            if not isinstance(r, Tensor):
+                tracer.fail(TraceError, f"the kernel returns a {type(r).__name__}; kernels return "
+                            "tensors (or nothing, when they write into arguments)")
+        return items, returns
+
+    # ---- configs ---------------------------------------------------------------------------
+    def config_space(self, *args: Any, backend: str | None = None, **kwargs: Any) -> ConfigSpace:
+        """The valid configs for these arguments (with `backend`'s knobs and constraints)."""
+        spec = self.arg_spec(self.bind(args, kwargs))
+        return self._space(spec, backend)
+
+    def _space(self, spec: tuple[ArgSpec, ...], backend: str | None) -> ConfigSpace:
+        key = (spec, backend)
+        if key not in self._spaces:
+            t = self._traced(spec)
+            params = []
+            for i, sym in enumerate(t.ir.symbols.values()):
+                top = _next_pow2(sym.extent)
+                choices = tuple(1 << j for j in range(top.bit_length()))
+                where = f" (line {sym.loc.line})" if sym.loc else ""
+                doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {sym.extent}{where}"
+                params.append(Param(f"block_sizes[{i}]", choices, min(top, DEFAULT_BLOCK), doc))
+            space = ConfigSpace(self.name, tuple(params))
+            if backend is not None:
+                space = registry.backend(backend).extend_space(space, t.lowered)
+            self._spaces[key] = space
+        return self._spaces[key]
+
+    # ---- running ---------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.run(*args, **kwargs)
+
+    def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
+            **kwargs: Any) -> Any:
+        """Run on `backend` with `config` (the space's default when None)."""
+        values = self.bind(args, kwargs)
+        spec = self.arg_spec(values)
+        impl = registry.backend(backend)
+        space = self._space(spec, backend)
+        if config is None:
+            config = space.default()
+        elif not isinstance(config, Config):
+            raise ArgumentError(f"config must be a td.Config, got {type(config).__name__}",
+                                kernel=self.name)
+        else:
+            space.validate(config)
+        t = self._traced(spec)
+        outputs = impl.run(t.lowered, values, config)
+        if t.returns == "none":
+            return None
+        return outputs[0] if t.returns == "single" else tuple(outputs)
+
+    def source(self, *args: Any, target: str = "ir", config: Config | None = None,
+               **kwargs: Any) -> str:
+        """What the kernel becomes: "ir" (after the pipeline), "ir-traced", or a backend target."""
+        t = self.traced(*args, **kwargs)
+        if target == "ir":
+            return print_ir(t.lowered)
+        if target == "ir-traced":
+            return print_ir(t.ir)
+        spec = self.arg_spec(self.bind(args, kwargs))
+        space = self._space(spec, target)
+        config = space.default() if config is None else space.validate(config)
+        return registry.target(target)(t.lowered, config)
+
+
+def _user_frame(e: BaseException) -> Loc | None:
+    """The innermost frame of the traceback that is the user's code."""
+    loc = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        if not is_internal(frame.filename) and frame.lineno is not None:
+            loc = Loc(frame.filename, frame.lineno)
+    return loc
+
+
+def tile_kernel(fn: FunctionType) -> TileKernel:
+    """Make a tile kernel of a Python function (see the README for the language)."""
+    return TileKernel(fn)

@@ -1,0 +1,209 @@
+"""The functions a kernel body calls: td.tile, td.grid, allocation, math and reductions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.dtypes import DType
+from tiledsl.errors import Loc, ShapeError, TraceError, user_loc
+from tiledsl.ir.types import Dim, TensorType
+from tiledsl.tracer import current
+from tiledsl.values import (
+    Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, reduce, to_value, unary,
+)
+from tiledsl.values import dot as _dot
+from tiledsl.values import where as _where
+
+
+@dataclass(frozen=True)
+class TileRange:
+    """What `td.tile(...)` / `td.grid(...)` return: consumed by a `for` statement in a kernel."""
+
+    sizes: tuple[int, ...]
+    block_sizes: tuple[int | None, ...]
+    kind: str  # "tile" or "grid"
+    loc: Loc | None
+
+    def __iter__(self) -> Any:
+        current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
+                       "of a @td.tile_kernel function", loc=self.loc)
+
+
+def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
+    tr = current(f"td.{kind}()")
+    if not sizes:
+        tr.fail(TraceError, f"td.{kind}() needs at least one size")
+    out = []
+    for s in sizes:
+        if isinstance(s, TileValue):
+            tr.fail(TraceError, f"td.{kind}() sizes must be known when tracing (ints from "
+                    "shapes), got a runtime value")
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            tr.fail(TraceError, f"td.{kind}() sizes must be ints, got {type(s).__name__} {s!r}")
+        if s < 1:
+            tr.fail(ShapeError, f"td.{kind}() over an empty dimension (size {int(s)})",
+                    hint="tiled dimensions must have at least one element")
+        out.append(int(s))
+    return tuple(out)
+
+
+def tile(*sizes: int, block_size: int | tuple[int | None, ...] | None = None) -> TileRange:
+    """Cut each size into tiles. The outermost tile loop is the parallel grid, inner ones loop.
+
+    Block sizes come from the config unless `block_size` fixes them (an int for every size, or
+    a tuple with None where the config decides).
+    """
+    ns = _sizes("tile", sizes)
+    tr = current()
+    if block_size is None or isinstance(block_size, (int, np.integer)):
+        blocks: tuple[int | None, ...] = (block_size,) * len(ns)  # type: ignore[assignment]
+    else:
+        blocks = tuple(block_size)
+    if len(blocks) != len(ns):
+        tr.fail(TraceError, f"td.tile(): {len(blocks)} block sizes for {len(ns)} sizes")
+    for b in blocks:
+        if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
+            tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
+    return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc())
+
+
+def grid(*sizes: int) -> TileRange:
+    """Scalar indices over each size (block size 1), e.g. for a batch dimension."""
+    ns = _sizes("grid", sizes)
+    return TileRange(ns, (1,) * len(ns), "grid", user_loc())
+
+
+def _dtype_arg(dtype: Any, what: str) -> DType:
+    return dtypes.float32 if dtype is None else as_dtype(dtype, what)
+
+
+def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
+    tr = current()
+    items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for s in items:
+        if isinstance(s, Tile):
+            tr.fail(TraceError, f"{what}: tile '{s.label}' in the shape of a tensor allocated "
+                    "outside the tile loops", hint="allocate tensors with int sizes (from shapes)")
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
+        if s < 1:
+            tr.fail(ShapeError, f"{what}: empty dimension {int(s)} in shape {tuple(items)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
+    tr = current()
+    items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out: list[Dim] = []
+    for s in items:
+        if isinstance(s, Tile):
+            out.append(s.range.block)
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
+            out.append(int(s))
+        else:
+            tr.fail(ShapeError, f"{what}: shape entries must be tiles or positive ints, got {s!r}")
+    return tuple(out)
+
+
+def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
+    tr = current(f"td.{what}()")
+    t = TensorType(_host_shape(shape, f"td.{what}"), dtype)
+    if fill is None:
+        v = tr.emit("tensor.empty", [], types=[t])[0]
+    else:
+        scalar = cast(to_value(fill), dtype)
+        if scalar.shape != ():
+            tr.fail(ShapeError, f"td.{what}: the fill value must be a scalar")
+        v = tr.emit("tensor.full", [scalar.value], types=[t])[0]
+    return Tensor(v, f"<{what} at line {user_loc().line if user_loc() else '?'}>")
+
+
+def empty(shape: Any, dtype: Any = None) -> Tensor:
+    """A new output tensor in global memory (outside the tile loops)."""
+    tr = current("td.empty()")
+    if tr.depth != "host":
+        tr.fail(TraceError, "td.empty() allocates a tensor and cannot be used inside a tile loop",
+                hint="use td.zeros(...) or td.full(...) for a tile")
+    return _new_tensor(shape, _dtype_arg(dtype, "td.empty"), "empty", None)
+
+
+def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
+    tr = current("td.empty_like()")
+    if not isinstance(x, Tensor):
+        tr.fail(TraceError, f"td.empty_like() takes a tensor, got {type(x).__name__}")
+    return empty(x.shape, x.dtype if dtype is None else dtype)
+
+
+def full(shape: Any, value: Any, dtype: Any = None) -> Tensor | TileValue:
+    """A tile filled with `value` inside tile loops; a filled tensor outside them."""
+    tr = current("td.full()")
+    v = to_value(value)
+    d = v.dtype if dtype is None and not v.weak else _dtype_arg(dtype, "td.full")
+    if tr.depth == "host":
+        return _new_tensor(shape, d, "full", v)
+    if v.shape != ():
+        tr.fail(ShapeError, "td.full: the fill value must be a scalar")
+    return broadcast_to(cast(v, d), _tile_shape(shape, "td.full"))
+
+
+def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
+    """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside."""
+    return full(shape, 0, _dtype_arg(dtype, "td.zeros"))
+
+
+def where(cond: Any, x: Any, y: Any) -> TileValue:
+    """Elementwise select: x where cond is true, else y (broadcast like NumPy)."""
+    return _where(cond, x, y)
+
+
+def dot(a: Any, b: Any) -> TileValue:
+    """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32."""
+    return _dot(a, b)
+
+
+def exp(x: Any) -> TileValue: return unary("exp", x)
+def exp2(x: Any) -> TileValue: return unary("exp2", x)
+def log(x: Any) -> TileValue: return unary("log", x)
+def sqrt(x: Any) -> TileValue: return unary("sqrt", x)
+def rsqrt(x: Any) -> TileValue: return unary("rsqrt", x)
+def tanh(x: Any) -> TileValue: return unary("tanh", x)
+def sigmoid(x: Any) -> TileValue: return unary("sigmoid", x)
+def erf(x: Any) -> TileValue: return unary("erf", x)
+def abs(x: Any) -> TileValue: return unary("abs", x)  # noqa: A001 (mirrors numpy.abs)
+def maximum(x: Any, y: Any) -> TileValue: return binary("maximum", x, y)
+def minimum(x: Any, y: Any) -> TileValue: return binary("minimum", x, y)
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:  # noqa: A001
+    """Sum over `axis` (all axes if None); 16-bit floats accumulate and return float32."""
+    return reduce("sum", x, axis, keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:  # noqa: A001
+    return reduce("max", x, axis, keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:  # noqa: A001
+    return reduce("min", x, axis, keepdims)
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:
+    """Mean over the elements in range (a partial tile divides by its true size)."""
+    return reduce("mean", x, axis, keepdims)
+
+
+def astype(x: Any, dtype: Any) -> TileValue:
+    return cast(to_value(x), as_dtype(dtype, "td.astype"))
+
+
+__all__ = [
+    "TileRange", "abs", "astype", "dot", "empty", "empty_like", "erf", "exp", "exp2", "full",
+    "grid", "log", "max", "maximum", "mean", "min", "minimum", "rsqrt", "sigmoid", "sqrt", "sum",
+    "tanh", "tile", "where", "zeros",
+]

@@ -1,0 +1,161 @@
+"""Runtime support for the loops `tiledsl.rewrite` turns into functions of their carried names.
+
+A rewritten `for` statement calls `loop(iterable, body, env, assigned, labels, line)`: `env` holds
+the names the body assigns that were bound before the loop, and `body(item, env)` returns the
+names bound at its end. Over a `td.tile`/`td.grid` range this traces the body once into a `grid`
+or `for` op; over anything else it is an ordinary Python loop (unrolled while tracing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from tiledsl.errors import Loc, TraceError
+from tiledsl.ir.core import Block, Op, Value
+from tiledsl.ir.ops import broadcastable
+from tiledsl.ir.types import RangeType
+from tiledsl.language import TileRange
+from tiledsl.tracer import Tracer, current
+from tiledsl.values import Tile, TileValue, broadcast_to, cast, to_value
+
+Body = Callable[[Any, dict], dict]
+_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def capture(scope: dict, names: tuple[str, ...]) -> dict:
+    """The subset of `names` bound in `scope` (a `locals()` snapshot)."""
+    return {n: scope[n] for n in names if n in scope}
+
+
+collect = capture
+
+
+def plain(iterable: Any, line: int) -> Any:
+    """The iterable of a loop the rewrite left alone (it has break/continue/return/else)."""
+    if isinstance(iterable, TileRange):
+        current().fail(TraceError, f"a td.{iterable.kind}() loop cannot contain break, continue, "
+                       "return or an else clause", loc=iterable.loc,
+                       hint="use td.where to skip work for some elements")
+    return iterable
+
+
+def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
+         labels: tuple[str, ...] | None, line: int) -> dict:
+    if not isinstance(iterable, TileRange):
+        env = dict(env)
+        for item in iterable:
+            env.update(body(item, env))
+        return env
+    tr = current()
+    names = labels if labels and len(labels) == len(iterable.sizes) else tuple(
+        f"t{line}_{i}" for i in range(len(iterable.sizes)))
+    if tr.depth == "host":
+        return _grid(tr, iterable, body, env, assigned, names)
+    return _for(tr, iterable, body, env, assigned, names)
+
+
+def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
+    out = []
+    for size, block, name in zip(rng.sizes, rng.block_sizes, names):
+        if block is None:
+            block = tr.new_symbol(size, rng.loc)  # type: ignore[assignment]
+            tr.labels[block] = name  # type: ignore[index]
+        out.append(Value(RangeType(size, block), name))  # type: ignore[arg-type]
+    return out
+
+
+def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
+    if rng.kind == "grid":
+        return TileValue(tr.emit("tile.begin", [r], hint=name)[0])
+    return Tile(r, name)
+
+
+def _item(handles: list[Any]) -> Any:
+    return handles[0] if len(handles) == 1 else tuple(handles)
+
+
+def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
+          names: tuple[str, ...]) -> dict:
+    ranges = _ranges(tr, rng, names)
+    block = Block(list(ranges))
+    tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))
+    with tr.region(block, "grid"):
+        out = body(_item([_handle(tr, rng, r, n) for r, n in zip(ranges, names)]), env)
+    for n in assigned:
+        if n in env and n in out and out[n] is not env[n]:
+            tr.fail(TraceError, f"'{n}' is defined before the grid loop and rebound inside it; "
+                    "grid programs run in parallel, so no value can flow out of the grid loop",
+                    loc=rng.loc, hint=f"use a new name inside the loop, or store '{n}' to a tensor")
+    return {}
+
+
+class _Mismatch(Exception):
+    def __init__(self, name: str, result: TileValue) -> None:
+        self.name = name
+        self.result = result
+
+
+def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
+         names: tuple[str, ...]) -> dict:
+    carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
+    inits = {n: to_value(env[n]) for n in carried}
+    for _attempt in range(len(carried) + 1):
+        block, symbols = tr.blocks[-1], len(tr.symbols)
+        start = len(block.ops)
+        try:
+            results, out = _nest(tr, rng, body, env, carried, inits, names)
+            break
+        except _Mismatch as m:
+            del block.ops[start:]
+            tr.rollback_symbols(symbols)
+            inits[m.name] = _widen(tr, rng.loc, m.name, inits[m.name], m.result)
+    for n in assigned:  # names bound to non-values may not change inside the loop
+        if n in env and n not in inits and out.get(n) is not env[n]:
+            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a tile loop",
+                    loc=rng.loc, hint="only tile values and numbers can be carried across iterations")
+    return {n: TileValue(v, inits[n].weak) for n, v in zip(carried, results)}
+
+
+def _widen(tr: Tracer, loc: Loc | None, name: str, init: TileValue, res: TileValue) -> TileValue:
+    """A weak initial value (a Python number) takes the type its loop body gives it."""
+    if init.weak and broadcastable(init.shape, res.shape):
+        return broadcast_to(cast(init, res.dtype), res.shape)
+    tr.fail(TraceError, f"loop-carried '{name}' is {init.dtype}{tr.describe_shape(init.shape)} "
+            f"before the loop but {res.dtype}{tr.describe_shape(res.shape)} after an iteration",
+            loc=loc, hint="give it its final dtype and shape before the loop, e.g. "
+                          "td.zeros((tm, tn), dtype=td.float32), or cast with .astype(...)")
+
+
+def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
+          inits: dict[str, TileValue], names: tuple[str, ...]) -> tuple[list[Value], dict]:
+    """One `for` op per size of `rng` (outermost first), the body traced in the innermost."""
+    ranges = _ranges(tr, rng, names)
+    out: dict = {}
+
+    def level(i: int, values: list[Value]) -> list[Value]:
+        nonlocal out
+        args = [Value(v.type, n) for v, n in zip(values, carried)]
+        block = Block([ranges[i], *args])
+        results = [Value(v.type, n) for v, n in zip(values, carried)]
+        tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
+        with tr.region(block, "loop"):
+            if i + 1 < len(ranges):
+                yielded = level(i + 1, args)
+            else:
+                handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]
+                inner = dict(env)
+                inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
+                out = body(_item(handles), inner)
+                yielded = []
+                for n, a in zip(carried, args):
+                    v = to_value(out.get(n, inner[n]))
+                    if v.type != a.type:
+                        raise _Mismatch(n, v)
+                    yielded.append(v.value)
+            tr.emit("yield", yielded)
+        return results
+
+    return level(0, [inits[n].value for n in carried]), out
+

@@ -1,0 +1,83 @@
+"""Where backends and the lowering pipeline plug in. The frontend never imports them directly.
+
+Plugins are the modules listed under the `tiledsl.plugins` entry point group (pyproject.toml);
+importing one runs its `register_*` calls. A new backend touches its own folder plus one line.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from tiledsl.errors import BackendError
+
+if TYPE_CHECKING:
+    from tiledsl.config import Config, ConfigSpace
+    from tiledsl.ir.core import Function
+
+
+class Backend(Protocol):
+    """What a backend provides: knobs for the config space and a way to run lowered IR."""
+
+    name: str
+
+    def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace: ...
+
+    def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]: ...
+
+
+Pipeline = Callable[["Function"], "Function"]
+
+_backends: dict[str, Backend] = {}
+_targets: dict[str, Callable[..., str]] = {}
+_pipeline: list[Pipeline] = []
+_loaded = False
+
+
+def register_backend(backend: Backend) -> Backend:
+    _backends[backend.name] = backend
+    return backend
+
+
+def register_target(name: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Register `fn(lowered_ir, config, **options) -> str` as a `k.source(target=name)`."""
+    def deco(fn: Callable[..., str]) -> Callable[..., str]:
+        _targets[name] = fn
+        return fn
+    return deco
+
+
+def register_pipeline(fn: Pipeline) -> Pipeline:
+    _pipeline[:] = [fn]
+    return fn
+
+
+def load_plugins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for ep in entry_points(group="tiledsl.plugins"):
+        ep.load()
+
+
+def backend(name: str) -> Backend:
+    load_plugins()
+    if name not in _backends:
+        raise BackendError(f"no backend named {name!r}; available: {sorted(_backends)}"
+                           + ("" if _backends else " (is tiledsl installed? pip install -e .)"))
+    return _backends[name]
+
+
+def target(name: str) -> Callable[..., str]:
+    load_plugins()
+    if name not in _targets:
+        raise BackendError(f"no source target named {name!r}; available: {sorted(_targets)}")
+    return _targets[name]
+
+
+def pipeline() -> Pipeline:
+    load_plugins()
+    if not _pipeline:
+        raise BackendError("no lowering pipeline registered (is tiledsl installed? pip install -e .)")
+    return _pipeline[0]

@@ -1,0 +1,194 @@
+"""The AST rewrite that lets plain Python rebinding carry values through tile loops.
+
+Tracing alone cannot see `acc += x` inside a loop, so every `for` statement of a kernel becomes
+
+    def _td_body_7(_td_item, _td_env):
+        if 'acc' in _td_env: acc = _td_env['acc']      # each name the body assigns
+        tk = _td_item                                   # the loop target
+        ...the original body...
+        return _td_rt.collect(locals(), NAMES)
+    _td_env_7 = _td_rt.loop(ITER, _td_body_7, _td_rt.capture(locals(), NAMES), NAMES, LABELS, 7)
+    if 'acc' in _td_env_7: acc = _td_env_7['acc']
+
+`tiledsl.loops.loop` traces the body once for a `td.tile`/`td.grid` range and runs it as a plain
+Python loop otherwise. Loops with break/continue/return/else are left as they are (they may not
+iterate a tile range). Line numbers are kept, so errors point at the user's source.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from types import FunctionType
+from typing import Any, Callable
+
+from tiledsl import loops
+from tiledsl.errors import TraceError
+
+
+class _Assigned(ast.NodeVisitor):
+    """Names a statement list binds, not looking into nested functions, classes or lambdas."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store) and node.id not in self.names:
+            self.names.append(node.id)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if not node.name.startswith("_td_body_") and node.name not in self.names:
+            self.names.append(node.name)
+        if node.name.startswith("_td_body_"):
+            return
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name not in self.names:
+            self.names.append(node.name)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        return
+
+    def visit_ListComp(self, node: ast.AST) -> None:
+        return
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
+
+
+class _Escapes(ast.NodeVisitor):
+    """Whether a loop body leaves the loop early (break/continue at this level, or return)."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self.loops = 0
+
+    def visit_Break(self, node: ast.AST) -> None:
+        if self.loops == 0:
+            self.found = True
+
+    visit_Continue = visit_Break  # type: ignore[assignment]
+
+    def visit_Return(self, node: ast.AST) -> None:
+        self.found = True
+
+    def visit_For(self, node: ast.AST) -> None:  # break/continue there belong to that loop
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+
+    visit_While = visit_AsyncFor = visit_For  # type: ignore[assignment]
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:
+        return
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef  # type: ignore
+
+
+def _target_names(target: ast.expr) -> tuple[str, ...] | None:
+    if isinstance(target, ast.Name):
+        return (target.id,)
+    if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+        return tuple(e.id for e in target.elts)  # type: ignore[attr-defined]
+    return None
+
+
+def _stmts(code: str, at: ast.AST) -> list[ast.stmt]:
+    tree = ast.parse(code).body
+    for node in tree:
+        for n in ast.walk(node):
+            ast.copy_location(n, at)
+            if hasattr(n, "end_lineno"):
+                n.end_lineno = getattr(at, "end_lineno", None)
+    return tree
+
+
+class _LoopRewriter(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.count = 0
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        if self.depth > 0:  # a helper defined inside the kernel: leave it alone
+            return node
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node
+
+    def visit_For(self, node: ast.For) -> Any:
+        self.generic_visit(node)
+        escapes = _Escapes()
+        for stmt in node.body:
+            escapes.visit(stmt)
+        if escapes.found or node.orelse:
+            node.iter = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), "plain", ast.Load()),
+                                 [node.iter, ast.Constant(node.lineno)], [])
+            ast.fix_missing_locations(ast.copy_location(node.iter, node))
+            return node
+        self.count += 1
+        k = f"{node.lineno}_{self.count}"
+        finder = _Assigned()
+        finder.visit(node.target)
+        for stmt in node.body:
+            finder.visit(stmt)
+        names = tuple(finder.names)
+        labels = _target_names(node.target)
+        prologue = "".join(f"if {n!r} in _td_env: {n} = _td_env[{n!r}]\n" for n in names)
+        func = _stmts(f"def _td_body_{k}(_td_item, _td_env):\n"
+                      + textwrap.indent(prologue or "pass\n", "    "), node)[0]
+        assert isinstance(func, ast.FunctionDef)
+        unpack = ast.Assign([node.target], ast.Name("_td_item", ast.Load()))
+        ast.copy_location(unpack, node)
+        ret = _stmts(f"return _td_rt.collect(locals(), {names!r})", node)
+        func.body = func.body + [unpack] + node.body + ret
+        call = _stmts(f"_td_env_{k} = _td_rt.loop(None, _td_body_{k}, "
+                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {labels!r}, {node.lineno})",
+                      node)[0]
+        assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
+        call.value.args[0] = node.iter
+        rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
+                                for n in names), node) if names else []
+        return [ast.fix_missing_locations(func), call, *rebind]
+
+
+def rewrite(fn: FunctionType) -> Callable[..., Any]:
+    """`fn` with its loops rewritten (same globals, closure values and line numbers)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as e:
+        raise TraceError(f"cannot read the source of kernel '{fn.__name__}' ({e}); tile kernels "
+                         "must be defined in a file") from None
+    tree = ast.parse(source)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TraceError(f"@td.tile_kernel needs a plain `def` function, got {type(fdef).__name__}")
+    fdef.decorator_list = []
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    _LoopRewriter().visit(fdef)
+    freevars = fn.__code__.co_freevars
+    factory = ast.FunctionDef(
+        name="_td_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg("_td_rt")] + [ast.arg(v) for v in freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))],
+        decorator_list=[], returns=None, type_params=[],
+    )
+    ast.copy_location(factory, fdef)
+    module = ast.fix_missing_locations(ast.Module([factory], type_ignores=[]))
+    namespace: dict[str, Any] = {}
+    exec(compile(module, file, "exec"), fn.__globals__, namespace)
+    cells = [c.cell_contents for c in (fn.__closure__ or ())]
+    new = namespace["_td_factory"](loops, *cells)
+    new.__defaults__ = fn.__defaults__
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new

@@ -1,0 +1,59 @@
+"""Helpers to compare kernel outputs with float64 NumPy references, with tolerances per dtype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl import dtypes
+
+# Relative error ||out - ref|| / ||ref|| allowed for an output of each dtype.
+TOLERANCE: dict[str, float] = {
+    "f64": 1e-12,
+    "f32": 2e-5,
+    "f16": 5e-3,
+    "bf16": 3e-2,
+    "i8": 0.0,
+    "i16": 0.0,
+    "i32": 0.0,
+    "i64": 0.0,
+    "i1": 0.0,
+}
+
+
+def tolerance(dtype: Any) -> float:
+    d = dtypes.from_any(dtype)
+    if d is None:
+        raise ValueError(f"no tolerance for dtype {dtype!r}")
+    return TOLERANCE[d.short]
+
+
+def relative_error(out: Any, ref: Any) -> float:
+    """||out - ref|| / ||ref|| in float64 (the absolute error when ref is all zeros)."""
+    o = np.asarray(out).astype(np.float64)
+    r = np.asarray(ref).astype(np.float64)
+    if o.shape != r.shape:
+        raise AssertionError(f"shape mismatch: output {o.shape} vs reference {r.shape}")
+    if not np.all(np.isfinite(o) == np.isfinite(r)):
+        return float("inf")
+    finite = np.isfinite(r)
+    diff = float(np.linalg.norm((o - r)[finite]))
+    norm = float(np.linalg.norm(r[finite]))
+    return diff / norm if norm > 0 else diff
+
+
+def as_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def assert_close(out: Any, ref: Any, dtype: Any = None, *, factor: float = 1.0) -> None:
+    """Assert each output matches its reference within the tolerance of its dtype."""
+    outs, refs = as_tuple(out), as_tuple(ref)
+    if len(outs) != len(refs):
+        raise AssertionError(f"{len(outs)} outputs but {len(refs)} references")
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        tol = tolerance(dtype if dtype is not None else np.asarray(o).dtype) * factor
+        err = relative_error(o, r)
+        if not err <= tol:
+            raise AssertionError(f"output {i}: relative error {err:.3g} exceeds {tol:.3g}")

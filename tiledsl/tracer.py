@@ -1,0 +1,100 @@
+"""The tracer: the state shared by every DSL call while a kernel body runs on proxies."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator, NoReturn
+
+from tiledsl.errors import Loc, TileDSLError, TraceError, user_loc
+from tiledsl.ir.core import Block, Op, Symbol, Value
+from tiledsl.ir.ops import result_types
+from tiledsl.ir.types import Type
+
+_active: list[Tracer] = []
+
+
+class Tracer:
+    """Builds one kernel's IR: a stack of open blocks and the block-size symbols made so far."""
+
+    def __init__(self, kernel: str, file: str) -> None:
+        self.kernel = kernel
+        self.file = file
+        self.body = Block()
+        self.blocks: list[Block] = [self.body]
+        self.depths: list[str] = ["host"]  # "host", then "grid", then "loop" for each nested loop
+        self.symbols: dict[str, Symbol] = {}
+        self.labels: dict[str, str] = {}  # block symbol -> the user's loop variable name
+
+    @property
+    def depth(self) -> str:
+        return self.depths[-1]
+
+    def fail(self, cls: type[TileDSLError], message: str, hint: str | None = None,
+             loc: Loc | None = None) -> NoReturn:
+        raise cls(message, kernel=self.kernel, loc=loc or user_loc(), hint=hint)
+
+    def emit(self, name: str, operands: list[Value], attrs: dict[str, Any] | None = None,
+             types: list[Type] | None = None, hint: str | None = None,
+             loc: Loc | None = None) -> list[Value]:
+        """Append one op to the current block, typed by its rule; returns its results."""
+        attrs = attrs or {}
+        loc = loc or user_loc()
+        try:
+            rtypes = result_types(name, [o.type for o in operands], attrs, types)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.kernel, loc=loc) from None
+        results = [Value(t, hint) for t in rtypes]
+        self.blocks[-1].ops.append(Op(name, operands, results, attrs, [], loc))
+        return results
+
+    def new_symbol(self, extent: int, loc: Loc | None) -> str:
+        name = f"B{len(self.symbols)}"
+        self.symbols[name] = Symbol(name, extent, loc)
+        return name
+
+    def rollback_symbols(self, count: int) -> None:
+        """Forget symbols made after the first `count` (a loop body traced again)."""
+        for name in list(self.symbols)[count:]:
+            del self.symbols[name]
+            self.labels.pop(name, None)
+
+    @contextmanager
+    def region(self, block: Block, depth: str) -> Iterator[Block]:
+        self.blocks.append(block)
+        self.depths.append(depth)
+        try:
+            yield block
+        finally:
+            self.blocks.pop()
+            self.depths.pop()
+
+    def describe_dim(self, d: int | str) -> str:
+        """A dimension as the user wrote it: a loop variable's name, or an int."""
+        if isinstance(d, str):
+            return self.labels.get(d, d)
+        return str(d)
+
+    def describe_shape(self, shape: tuple) -> str:
+        inner = ", ".join(self.describe_dim(d) for d in shape)
+        return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def current(what: str = "this") -> Tracer:
+    """The active tracer; outside a kernel trace, a TraceError that names the call."""
+    if not _active:
+        raise TraceError(f"{what} can only be used inside a @td.tile_kernel function",
+                         loc=user_loc())
+    return _active[-1]
+
+
+def active() -> Tracer | None:
+    return _active[-1] if _active else None
+
+
+@contextmanager
+def tracing(tracer: Tracer) -> Iterator[Tracer]:
+    _active.append(tracer)
+    try:
+        yield tracer
+    finally:
+        _active.pop()

@@ -1,0 +1,493 @@
+"""The proxies a kernel body computes with while it is traced: tiles, tensors and tile handles.
+
+Python numbers are *weak*: they take the dtype of the tile they meet (`x * 2.0` keeps x's dtype),
+as in JAX and Triton. Tiles of different dtypes meet at `dtypes.promote`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.dtypes import DType
+from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError
+from tiledsl.ir.core import Value
+from tiledsl.ir.ops import broadcastable
+from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
+from tiledsl.tracer import Tracer, current
+
+Number = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+class TileValue:
+    """A traced value held by one program: a tile or a scalar."""
+
+    __slots__ = ("value", "weak")
+    __array_ufunc__ = None  # keep NumPy from treating a tile as an object array
+
+    def __init__(self, value: Value, weak: bool = False) -> None:
+        self.value = value
+        self.weak = weak
+
+    @property
+    def type(self) -> TileType:
+        t = self.value.type
+        assert isinstance(t, TileType)
+        return t
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype
+
+    @property
+    def shape(self) -> tuple[Dim, ...]:
+        return self.type.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.type.rank
+
+    def __repr__(self) -> str:
+        return f"TileValue({self.type})"
+
+    # Python control flow cannot see traced values.
+    def __bool__(self) -> bool:
+        current().fail(ControlFlowError,
+                       "a tile value has no Python truth value (used in `if`, `while`, `and`, "
+                       "`or` or `not`)", hint="use td.where(cond, x, y) to select elementwise")
+
+    def __iter__(self) -> Any:
+        current().fail(TraceError, "cannot iterate over a tile value",
+                       hint="index it with tiles, or reduce it with td.sum / td.max")
+
+    def __index__(self) -> int:
+        current().fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
+                       "be used as a Python int (shapes, range(), list indices)")
+
+    __int__ = __index__
+    __float__ = __index__  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        current().fail(TraceError, "len() of a tile value is not known at trace time")
+
+    # Arithmetic.
+    def __add__(self, o: Any) -> TileValue: return binary("add", self, o)
+    def __radd__(self, o: Any) -> TileValue: return binary("add", o, self)
+    def __sub__(self, o: Any) -> TileValue: return binary("sub", self, o)
+    def __rsub__(self, o: Any) -> TileValue: return binary("sub", o, self)
+    def __mul__(self, o: Any) -> TileValue: return binary("mul", self, o)
+    def __rmul__(self, o: Any) -> TileValue: return binary("mul", o, self)
+    def __truediv__(self, o: Any) -> TileValue: return binary("div", self, o)
+    def __rtruediv__(self, o: Any) -> TileValue: return binary("div", o, self)
+    def __floordiv__(self, o: Any) -> TileValue: return binary("floordiv", self, o)
+    def __rfloordiv__(self, o: Any) -> TileValue: return binary("floordiv", o, self)
+    def __mod__(self, o: Any) -> TileValue: return binary("mod", self, o)
+    def __rmod__(self, o: Any) -> TileValue: return binary("mod", o, self)
+    def __pow__(self, o: Any) -> TileValue: return binary("pow", self, o)
+    def __rpow__(self, o: Any) -> TileValue: return binary("pow", o, self)
+    def __and__(self, o: Any) -> TileValue: return binary("and", self, o)
+    def __rand__(self, o: Any) -> TileValue: return binary("and", o, self)
+    def __or__(self, o: Any) -> TileValue: return binary("or", self, o)
+    def __ror__(self, o: Any) -> TileValue: return binary("or", o, self)
+    def __xor__(self, o: Any) -> TileValue: return binary("xor", self, o)
+    def __rxor__(self, o: Any) -> TileValue: return binary("xor", o, self)
+    def __eq__(self, o: Any) -> TileValue: return binary("eq", self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> TileValue: return binary("ne", self, o)  # type: ignore[override]
+    def __lt__(self, o: Any) -> TileValue: return binary("lt", self, o)
+    def __le__(self, o: Any) -> TileValue: return binary("le", self, o)
+    def __gt__(self, o: Any) -> TileValue: return binary("gt", self, o)
+    def __ge__(self, o: Any) -> TileValue: return binary("ge", self, o)
+    def __matmul__(self, o: Any) -> TileValue: return dot(self, o)
+    def __rmatmul__(self, o: Any) -> TileValue: return dot(o, self)
+    def __neg__(self) -> TileValue: return unary("neg", self)
+    def __pos__(self) -> TileValue: return self
+    def __abs__(self) -> TileValue: return unary("abs", self)
+    def __invert__(self) -> TileValue: return unary("not", self)
+
+    __hash__ = object.__hash__
+
+    # Shape manipulation.
+    def __getitem__(self, idx: Any) -> TileValue:
+        """`v[:, None]` / `v[None, :]`: insert unit axes; `:` keeps an axis."""
+        items = idx if isinstance(idx, tuple) else (idx,)
+        out, axis = self, 0
+        for it in items:
+            if it is None:
+                out = TileValue(current().emit("expand_dims", [out.value], {"axis": axis})[0], out.weak)
+                axis += 1
+            elif isinstance(it, slice) and it == slice(None):
+                axis += 1
+            else:
+                current().fail(TraceError, f"tile values can only be indexed with `:` and None, "
+                               f"got {it!r}", hint="index tensors with tiles; reshape tiles with "
+                               "v[:, None]")
+        if axis > out.ndim:
+            current().fail(ShapeError, f"too many indices for a {self.ndim}-D tile")
+        return out
+
+    @property
+    def T(self) -> TileValue:
+        perm = tuple(reversed(range(self.ndim)))
+        return TileValue(current().emit("transpose", [self.value], {"perm": perm})[0], self.weak)
+
+    def astype(self, dtype: Any) -> TileValue:
+        return cast(self, as_dtype(dtype, "astype"))
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> TileValue:
+        return reduce("sum", self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> TileValue:
+        return reduce("max", self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> TileValue:
+        return reduce("min", self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> TileValue:
+        return reduce("mean", self, axis, keepdims)
+
+
+class Tile:
+    """One tile of a `td.tile` loop: indexes tensors; `.index`, `.begin`, `.size` are values."""
+
+    __slots__ = ("value", "label")
+
+    def __init__(self, value: Value, label: str) -> None:
+        self.value = value
+        self.label = label
+
+    @property
+    def range(self) -> RangeType:
+        t = self.value.type
+        assert isinstance(t, RangeType)
+        return t
+
+    @property
+    def extent(self) -> int:
+        return self.range.extent
+
+    @property
+    def index(self) -> TileValue:
+        return TileValue(current().emit("tile.index", [self.value], hint=f"{self.label}_index")[0])
+
+    @property
+    def begin(self) -> TileValue:
+        return TileValue(current().emit("tile.begin", [self.value], hint=f"{self.label}_begin")[0])
+
+    @property
+    def size(self) -> TileValue:
+        return TileValue(current().emit("tile.size", [self.value], hint=f"{self.label}_size")[0])
+
+    @property
+    def end(self) -> TileValue:
+        return self.begin + self.size
+
+    def __repr__(self) -> str:
+        return f"Tile({self.label} over {self.extent})"
+
+    def _no_math(self, *_: Any) -> Any:
+        current().fail(TraceError, f"tile '{self.label}' is not a value",
+                       hint=f"use {self.label}.index (the indices it covers), "
+                            f"{self.label}.begin or {self.label}.size")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_math
+    __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __index__ = _no_math  # type: ignore[assignment]
+
+
+class Tensor:
+    """A tensor in global memory (an argument or an output) seen from the kernel body."""
+
+    __slots__ = ("value", "name")
+    __array_ufunc__ = None
+
+    def __init__(self, value: Value, name: str) -> None:
+        self.value = value
+        self.name = name
+
+    @property
+    def type(self) -> TensorType:
+        t = self.value.type
+        assert isinstance(t, TensorType)
+        return t
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name}: {self.type})"
+
+    def __getitem__(self, idx: Any) -> TileValue:
+        tr = current()
+        operands, full = _indices(tr, self, idx)
+        return TileValue(tr.emit("load", [self.value, *operands], {"full": full} if full else {})[0])
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        tr = current()
+        operands, full = _indices(tr, self, idx)
+        from tiledsl.ir.ops import indexed_shape
+        shape = indexed_shape(self.type, [o.type for o in operands], full)
+        v = to_value(value)
+        if v.dtype.is_float and not self.dtype.is_float:
+            tr.fail(DTypeError, f"storing a {v.dtype} tile into {self.dtype} tensor '{self.name}'",
+                    hint="cast explicitly with .astype(...) if truncation is intended")
+        if not broadcastable(v.shape, shape) and len(v.shape) <= len(shape):
+            v = _expand_to_rank(tr, v, len(shape))
+        if not broadcastable(v.shape, shape):
+            tr.fail(ShapeError, f"cannot store a tile of shape {tr.describe_shape(v.shape)} into "
+                    f"'{self.name}[...]' of shape {tr.describe_shape(shape)}")
+        v = broadcast_to(cast(v, self.dtype), shape)
+        tr.emit("store", [self.value, *operands, v.value], {"full": full} if full else {})
+
+    def _no_math(self, *_: Any) -> Any:
+        current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing with it",
+                       hint=f"load a tile first, e.g. {self.name}[tm, tk]")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
+    __truediv__ = __rtruediv__ = __neg__ = __bool__ = _no_math  # type: ignore[assignment]
+
+
+def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...]]:
+    """Index operands (ranges and integer scalars) and the dims taken whole by `:`."""
+    if tr.depth == "host":
+        tr.fail(TraceError, f"tensor '{t.name}' can only be indexed inside a td.tile/td.grid loop")
+    items = list(idx) if isinstance(idx, tuple) else [idx]
+    if any(it is Ellipsis for it in items):
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (t.ndim - len(items) + 1)
+    if len(items) > t.ndim:
+        tr.fail(ShapeError, f"tensor '{t.name}' has {t.ndim} dimension(s) but is indexed with "
+                f"{len(items)} indices")
+    items += [slice(None)] * (t.ndim - len(items))
+    operands: list[Value] = []
+    full: list[int] = []
+    for d, (it, extent) in enumerate(zip(items, t.shape)):
+        if isinstance(it, Tile):
+            if it.extent != extent:
+                tr.fail(ShapeError, f"tile '{it.label}' covers {it.extent} elements but indexes "
+                        f"dimension {d} of '{t.name}', which has {extent} (shape {t.shape})",
+                        hint="each tile must index a dimension of the size it was made for")
+            operands.append(it.value)
+        elif isinstance(it, slice):
+            if it != slice(None):
+                tr.fail(TraceError, f"only `:` slices are supported, got {it}",
+                        hint="make a tile with td.tile(n) for partial ranges")
+            full.append(d)
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+            i = int(it) + (extent if it < 0 else 0)
+            if not 0 <= i < extent:
+                tr.fail(ShapeError, f"index {int(it)} is out of range for dimension {d} of "
+                        f"'{t.name}' (size {extent})")
+            operands.append(constant(i, dtypes.index_dtype(extent)).value)
+        elif isinstance(it, TileValue) and it.shape == () and it.dtype.is_int:
+            operands.append(it.value)
+        elif isinstance(it, TileValue):
+            tr.fail(TraceError, f"tensor '{t.name}' indexed with a {it.type} value",
+                    hint="index with tiles, integers, integer scalars or `:`")
+        else:
+            tr.fail(TraceError, f"tensor '{t.name}' indexed with {type(it).__name__} {it!r}",
+                    hint="index with tiles, integers, integer scalars or `:`")
+    return operands, tuple(full)
+
+
+def as_dtype(value: Any, what: str) -> DType:
+    d = dtypes.from_any(value)
+    if d is None:
+        current().fail(DTypeError, f"{what}: {value!r} is not a tiledsl dtype",
+                       hint="use td.float32, td.float16, td.bfloat16, td.int32, ...")
+    return d
+
+
+def constant(v: Any, dtype: DType, weak: bool = False) -> TileValue:
+    if dtype.is_bool:
+        v = bool(v)
+    elif dtype.is_int:
+        v = int(v)
+    else:
+        v = float(v)
+    t = TileType((), dtype)
+    return TileValue(current().emit("const", [], {"value": v}, [t])[0], weak)
+
+
+def weak_dtype(v: Any) -> DType:
+    if isinstance(v, (bool, np.bool_)):
+        return dtypes.bool_
+    if isinstance(v, (int, np.integer)):
+        return dtypes.int32 if -2**31 <= int(v) < 2**31 else dtypes.int64
+    return dtypes.float32
+
+
+def to_value(v: Any) -> TileValue:
+    """A TileValue from a tile value or a number (Python numbers are weak, NumPy scalars not)."""
+    if isinstance(v, TileValue):
+        return v
+    if isinstance(v, (np.generic,)) and dtypes.from_any(v.dtype) is not None:
+        return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
+    if isinstance(v, (bool, int, float)):
+        return constant(v, weak_dtype(v), weak=True)
+    if isinstance(v, Tile):
+        current().fail(TraceError, f"tile '{v.label}' is not a value",
+                       hint=f"use {v.label}.index, {v.label}.begin or {v.label}.size")
+    if isinstance(v, Tensor):
+        current().fail(TraceError, f"tensor '{v.name}' must be indexed before computing with it",
+                       hint=f"load a tile first, e.g. {v.name}[tm, :]")
+    current().fail(TraceError, f"cannot use a {type(v).__name__} in a tile expression")
+
+
+def cast(v: TileValue, dtype: DType) -> TileValue:
+    if v.dtype == dtype:
+        return v
+    return TileValue(current().emit("cast", [v.value], types=[v.type.with_dtype(dtype)])[0])
+
+
+def _expand_to_rank(tr: Tracer, v: TileValue, rank: int) -> TileValue:
+    while v.ndim < rank and v.ndim > 0:
+        v = TileValue(tr.emit("expand_dims", [v.value], {"axis": 0})[0], v.weak)
+    return v
+
+
+def broadcast_shapes(tr: Tracer, shapes: Sequence[tuple[Dim, ...]]) -> tuple[Dim, ...]:
+    rank = max(len(s) for s in shapes)
+    out: list[Dim] = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
+        if len(dims) > 1:
+            tr.fail(ShapeError, "shapes " + " and ".join(tr.describe_shape(s) for s in shapes)
+                    + " do not broadcast", hint="tiles from different td.tile calls have "
+                    "different block sizes; index with the same tile to line them up")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def broadcast_to(v: TileValue, shape: tuple[Dim, ...]) -> TileValue:
+    if v.shape == shape:
+        return v
+    tr = current()
+    v = _expand_to_rank(tr, v, len(shape))
+    return TileValue(tr.emit("broadcast", [v.value], types=[TileType(shape, v.dtype)])[0], v.weak)
+
+
+def common_dtype(vals: Sequence[TileValue]) -> tuple[DType, bool]:
+    """The dtype operands meet at, and whether the result stays weak."""
+    strong = [v.dtype for v in vals if not v.weak]
+    weak = [v.dtype for v in vals if v.weak]
+    if not strong:
+        out = weak[0]
+        for d in weak[1:]:
+            out = dtypes.promote(out, d) or out
+        return out, True
+    out = strong[0]
+    for d in strong[1:]:
+        p = dtypes.promote(out, d)
+        if p is None:
+            current().fail(DTypeError, f"dtypes {out} and {d} do not mix")
+        out = p
+    for d in weak:  # a weak number only lifts the kind (int tile * 2.5 -> float32)
+        if d.is_float and not out.is_float:
+            out = dtypes.float32
+        elif d.is_int and out.is_bool:
+            out = dtypes.int32
+    return out, False
+
+
+def coerce(vals: Sequence[Any], dtype: DType | None = None) -> tuple[list[TileValue], bool]:
+    """Operands converted to one dtype and one shape (explicit cast and broadcast ops)."""
+    tvs = [to_value(v) for v in vals]
+    common, weak = common_dtype(tvs)
+    dtype = dtype or common
+    shape = broadcast_shapes(current(), [v.shape for v in tvs])
+    return [broadcast_to(cast(v, dtype), shape) for v in tvs], weak
+
+
+_NAMES = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+          "pow": "**", "and": "&", "or": "|", "xor": "^", "eq": "==", "ne": "!=", "lt": "<",
+          "le": "<=", "gt": ">", "ge": ">="}
+
+
+def binary(name: str, a: Any, b: Any) -> TileValue:
+    tvs = [to_value(a), to_value(b)]
+    dtype, weak = common_dtype(tvs)
+    if name in ("div", "pow") and not dtype.is_float:
+        dtype = dtypes.float32
+    if name in ("and", "or", "xor") and dtype.is_float:
+        current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}")
+    if name in ("add", "sub", "mul", "floordiv", "mod") and dtype.is_bool:
+        dtype = dtypes.int32
+    ops, _ = coerce(tvs, dtype)
+    out = current().emit(name, [o.value for o in ops])[0]
+    return TileValue(out, weak)
+
+
+def unary(name: str, a: Any) -> TileValue:
+    v = to_value(a)
+    from tiledsl.ir.ops import FLOAT_UNARY
+    if name in FLOAT_UNARY and not v.dtype.is_float:
+        v = cast(v, dtypes.float32)
+    if name in ("neg", "abs") and v.dtype.is_bool:
+        v = cast(v, dtypes.int32)
+    return TileValue(current().emit(name, [v.value])[0], v.weak)
+
+
+def dot(a: Any, b: Any) -> TileValue:
+    tr = current()
+    if not isinstance(a, TileValue) or not isinstance(b, TileValue):
+        bad = b if isinstance(a, TileValue) else a
+        if isinstance(bad, Tensor):
+            to_value(bad)
+        tr.fail(TraceError, f"'@' needs two tiles, got {type(bad).__name__}")
+    if a.ndim != 2 or b.ndim != 2:
+        tr.fail(ShapeError, f"'@' needs two 2-D tiles, got shapes {tr.describe_shape(a.shape)} "
+                f"and {tr.describe_shape(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        tr.fail(ShapeError, f"'@' contraction dimensions differ: {tr.describe_shape(a.shape)} @ "
+                f"{tr.describe_shape(b.shape)}", hint="index both operands with the same tile "
+                "along the contracted dimension (a[tm, tk] @ b[tk, tn])")
+    if a.dtype != b.dtype:
+        tr.fail(DTypeError, f"'@' operand dtypes differ: {a.dtype} @ {b.dtype}",
+                hint="cast one side with .astype(...)")
+    return TileValue(tr.emit("dot", [a.value, b.value])[0])
+
+
+def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
+    v = to_value(x)
+    tr = current()
+    if axis is None:
+        axes = list(range(v.ndim))
+    else:
+        axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
+    norm = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or not -v.ndim <= a < v.ndim:
+            tr.fail(ShapeError, f"td.{kind}: axis {a!r} is out of range for a {v.ndim}-D tile")
+        norm.append(int(a) % v.ndim)
+    out = v
+    for a in sorted(set(norm), reverse=True):
+        attrs = {"kind": kind, "axis": a, "keepdims": bool(keepdims)}
+        out = TileValue(tr.emit("reduce", [out.value], attrs)[0], v.weak)
+    return out
+
+
+def where(cond: Any, x: Any, y: Any) -> TileValue:
+    c = to_value(cond)
+    if not c.dtype.is_bool:
+        current().fail(DTypeError, f"td.where: the condition must be bool, got {c.dtype}",
+                       hint="compare to make a mask, e.g. td.where(x > 0, x, 0.0)")
+    tvs = [to_value(x), to_value(y)]
+    dtype, weak = common_dtype(tvs)
+    shape = broadcast_shapes(current(), [c.shape, tvs[0].shape, tvs[1].shape])
+    ops = [broadcast_to(c, shape)] + [broadcast_to(cast(v, dtype), shape) for v in tvs]
+    return TileValue(current().emit("where", [o.value for o in ops])[0], weak)
+
