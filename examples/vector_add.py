@@ -20,7 +20,7 @@ def vector_add(x, y):
     return out
 
 
-DIMS = {"n": 1000}
+DIMS = {"n": 300}
 
 
 def make_inputs(rng: np.random.Generator, dims: dict[str, int] = DIMS, dtype=np.float32) -> tuple:

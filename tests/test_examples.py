@@ -24,7 +24,10 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "axpby": [{"m": 1, "n": 53}, {"m": 37, "n": 2}],
     "row_sum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "matmul": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
-    "batched_matmul": [{"batch": 1, "m": 37, "k": 23, "n": 2}, {"batch": 2, "m": 1, "k": 1, "n": 19}],
+    "batched_matmul": [
+        {"batch": 1, "m": 37, "k": 23, "n": 2},
+        {"batch": 2, "m": 1, "k": 1, "n": 19},
+    ],
     "gemm_bias_gelu": [{"m": 37, "k": 1, "n": 53}, {"m": 2, "k": 67, "n": 1}],
     "softmax": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "layer_norm": [{"m": 37, "n": 2}, {"m": 1, "n": 131}],
@@ -43,7 +46,8 @@ DTYPES = {
 
 def load(name: str) -> ModuleType:
     """Import examples/<name>.py by path (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"tiledsl_example_{name}", EXAMPLES_DIR / f"{name}.py")
+    path = EXAMPLES_DIR / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tiledsl_example_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

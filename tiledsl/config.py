@@ -117,6 +117,12 @@ class ConfigSpace:
     def with_param(self, param: Param) -> ConfigSpace:
         return ConfigSpace(self.kernel, self.params + (param,), self.constraints)
 
+    def with_default(self, name: str, value: Any) -> ConfigSpace:
+        """The same space with param `name` defaulting to `value` (a backend's preference)."""
+        params = tuple(Param(p.name, p.choices, value, p.doc) if p.name == name else p
+                       for p in self.params)
+        return ConfigSpace(self.kernel, params, self.constraints)
+
     def with_constraint(self, constraint: Constraint) -> ConfigSpace:
         return ConfigSpace(self.kernel, self.params, self.constraints + (constraint,))
 

@@ -10,11 +10,20 @@ from tiledsl.config import Config, ConfigSpace
 from tiledsl.ir.core import Function
 
 
+# Every grid program runs at once, so only loop iterations cost Python overhead: big tiles
+# (few iterations, large BLAS calls) are fastest. Capped to keep tiles of memory-friendly size.
+DEFAULT_BLOCK = 1024
+
+
 class NumpyBackend:
     name = "numpy"
 
     def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace:
-        return space  # no knobs: any block sizes run, only speed changes
+        """No knobs (any block sizes run, only speed changes); big default blocks."""
+        for p in space.params:
+            if p.name.startswith("block_sizes["):
+                space = space.with_default(p.name, min(max(p.choices), DEFAULT_BLOCK))
+        return space
 
     def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
         return Executor(fn, config).run(args)
