@@ -68,7 +68,7 @@ def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
 
 def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
     if rng.kind == "grid":
-        return TileValue(tr.emit("tile.begin", [r], hint=name)[0])
+        return TileValue(tr.emit("tile.begin", [r], hint=name, loc=rng.loc)[0])
     return Tile(r, name)
 
 

@@ -1,7 +1,8 @@
 """The proxies a kernel body computes with while it is traced: tiles, tensors and tile handles.
 
 Python numbers are *weak*: they take the dtype of the tile they meet (`x * 2.0` keeps x's dtype),
-as in JAX and Triton. Tiles of different dtypes meet at `dtypes.promote`.
+as in JAX and Triton; alone, a Python float is an exact float64. Tiles of different dtypes meet
+at `dtypes.promote`.
 """
 
 from __future__ import annotations
@@ -323,11 +324,13 @@ def constant(v: Any, dtype: DType, weak: bool = False) -> TileValue:
 
 
 def weak_dtype(v: Any) -> DType:
+    """The IR type of a Python number: float64 keeps a float exact until it meets a typed tile
+    (then it is rounded once, to that tile's dtype)."""
     if isinstance(v, (bool, np.bool_)):
         return dtypes.bool_
     if isinstance(v, (int, np.integer)):
         return dtypes.int32 if -2**31 <= int(v) < 2**31 else dtypes.int64
-    return dtypes.float32
+    return dtypes.float64
 
 
 def to_value(v: Any) -> TileValue:

@@ -1,0 +1,160 @@
+"""The `tiledsl` command: run and inspect the kernels of a Python file.
+
+    tiledsl run examples/matmul.py          # random inputs, NumPy backend, checked against reference()
+    tiledsl show examples/matmul.py --ir    # the tile IR after the lowering pipeline
+
+A file is a module with one or more `@td.tile_kernel` functions; `make_inputs(rng)` and
+`reference(*args)` (float64 NumPy) let `run` build inputs and check the results (see examples/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Sequence
+
+import numpy as np
+
+from tiledsl import testing
+from tiledsl.errors import TileDSLError
+from tiledsl.kernel import TileKernel
+
+
+class CLIError(Exception):
+    """A problem with the command line or the file it names (exit status 2)."""
+
+
+def load_file(path: str) -> tuple[ModuleType, list[TileKernel]]:
+    """Import a kernel file; returns the module and its kernels, optionally `FILE::KERNEL`."""
+    file, _, only = path.partition("::")
+    p = Path(file)
+    if not p.is_file():
+        raise CLIError(f"no such file: {file}")
+    spec = importlib.util.spec_from_file_location(f"tiledsl_user_{p.stem}", p)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    kernels = [v for v in vars(module).values() if isinstance(v, TileKernel)]
+    if only:
+        kernels = [k for k in kernels if k.name == only]
+        if not kernels:
+            raise CLIError(f"{file} has no tile kernel named {only!r}")
+    if not kernels:
+        raise CLIError(f"{file} defines no @td.tile_kernel function")
+    return module, kernels
+
+
+def example_args(module: ModuleType, kernel: TileKernel, seed: int) -> tuple:
+    make = getattr(module, f"make_inputs_{kernel.name}", None) or getattr(module, "make_inputs", None)
+    if make is None:
+        raise CLIError(f"{module.__file__} has no make_inputs(rng) to build inputs for "
+                       f"'{kernel.name}'")
+    return tuple(make(np.random.default_rng(seed)))
+
+
+def _fresh(args: tuple) -> tuple:
+    """Copies of array arguments (kernels may write into them)."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _fmt_table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def cmd_run(opts: argparse.Namespace) -> int:
+    module, kernels = load_file(opts.file)
+    rows, failed = [], False
+    for k in kernels:
+        args = example_args(module, k, opts.seed)
+        ref_fn = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
+        ref = ref_fn(*_fresh(args)) if ref_fn is not None else None
+        space = k.config_space(*args, backend=opts.backend)
+        configs = [space.default()] + [c for c in space.sample(opts.samples, seed=opts.seed)
+                                       if c != space.default()][:opts.samples]
+        for i, cfg in enumerate(configs):
+            call_args = _fresh(args)
+            start = time.perf_counter()
+            out = k.run(*call_args, backend=opts.backend, config=cfg)
+            ms = (time.perf_counter() - start) * 1e3
+            if out is None:  # the kernel wrote into its arguments
+                out = tuple(a for a, b in zip(call_args, args)
+                            if isinstance(a, np.ndarray) and not np.array_equal(a, b, equal_nan=True))
+            status, err_text = "ran", "-"
+            if ref is not None:
+                outs, refs = testing.as_tuple(out), testing.as_tuple(ref)
+                errs = [testing.relative_error(o, r) for o, r in zip(outs, refs)]
+                tol = max(testing.tolerance(np.asarray(o).dtype) for o in outs)
+                ok = len(outs) == len(refs) and all(e <= tol for e in errs)
+                err_text = f"{max(errs):.1e}"
+                status = "ok" if ok else "FAIL"
+                failed |= not ok
+            label = "default" if i == 0 else "sampled"
+            rows.append([k.name, label, str(cfg.block_sizes), f"{ms:.2f}", err_text, status])
+    print(_fmt_table(rows, ["kernel", "config", "block_sizes", "ms", "rel.err", "status"]))
+    return 1 if failed else 0
+
+
+def cmd_show(opts: argparse.Namespace) -> int:
+    module, kernels = load_file(opts.file)
+    for k in kernels:
+        args = example_args(module, k, opts.seed)
+        if opts.space:
+            space = k.config_space(*args, backend=opts.backend)
+            print(f"# config space of {k.name} ({len(space)} configs)")
+            for p in space.params:
+                print(f"{p.name}: {list(p.choices)} default {p.default}  # {p.doc}")
+        else:
+            print(k.source(*args, target="ir-traced" if opts.traced else "ir"), end="")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tiledsl", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a file's kernels on random inputs and check them",
+                         description="Trace and run each kernel of FILE on make_inputs(rng), "
+                                     "with the default config and sampled configs, and compare "
+                                     "with the file's reference() in float64.")
+    run.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    run.add_argument("--backend", default="numpy", help="backend to run on (default: numpy)")
+    run.add_argument("--samples", type=int, default=3, help="sampled configs besides the default")
+    run.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
+    run.set_defaults(func=cmd_run)
+
+    show = sub.add_parser("show", help="print a kernel's IR or config space",
+                          description="Print what the kernels of FILE become for the inputs "
+                                      "make_inputs(rng) builds.")
+    show.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    what = show.add_mutually_exclusive_group()
+    what.add_argument("--ir", action="store_true", help="the tile IR after the pipeline (default)")
+    what.add_argument("--traced", action="store_true", help="the tile IR as traced, before passes")
+    what.add_argument("--space", action="store_true", help="the config space")
+    show.add_argument("--backend", default="numpy", help="backend whose config space to show")
+    show.add_argument("--seed", type=int, default=0, help="seed for make_inputs")
+    show.set_defaults(func=cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    opts = build_parser().parse_args(argv)
+    try:
+        return int(opts.func(opts))
+    except CLIError as e:
+        print(f"tiledsl: {e}", file=sys.stderr)
+        return 2
+    except TileDSLError as e:
+        print(f"tiledsl: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
