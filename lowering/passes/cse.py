@@ -22,7 +22,7 @@ class CSEPass:
             op.operands = [repl.get(o, o) for o in op.operands]
             for region in op.regions:
                 self._block(region, seen, repl)
-            if OPS[op.name].pure and not op.regions and op.results:
+            if OPS[op.name].pure and OPS[op.name].cse and not op.regions and op.results:
                 key = (op.name, tuple(id(o) for o in op.operands), attr_key(op.attrs),
                        tuple(str(r.type) for r in op.results))
                 prior = seen.get(key)

@@ -24,7 +24,8 @@ class OpDef:
     name: str
     rule: Rule
     explicit_type: bool = False  # result types are written by the producer, the rule checks them
-    pure: bool = True  # no effect beyond its results (CSE and DCE may touch it)
+    pure: bool = True  # no effect beyond its results (DCE may remove it when unused)
+    cse: bool = True  # two equal ops compute the same value (false for allocations)
     regions: int = 0
     terminator: bool = False
 
@@ -32,10 +33,10 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 
 
-def _def(name: str, *, explicit_type: bool = False, pure: bool = True, regions: int = 0,
-         terminator: bool = False) -> Callable[[Rule], Rule]:
+def _def(name: str, *, explicit_type: bool = False, pure: bool = True, cse: bool = True,
+         regions: int = 0, terminator: bool = False) -> Callable[[Rule], Rule]:
     def register(rule: Rule) -> Rule:
-        OPS[name] = OpDef(name, rule, explicit_type, pure, regions, terminator)
+        OPS[name] = OpDef(name, rule, explicit_type, pure, cse, regions, terminator)
         return rule
     return register
 
@@ -295,7 +296,7 @@ def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list
     return []
 
 
-@_def("tensor.empty", explicit_type=True)
+@_def("tensor.empty", explicit_type=True, cse=False)
 def _tensor_empty(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 0, "tensor.empty")
     if res is None or len(res) != 1:
@@ -303,7 +304,7 @@ def _tensor_empty(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -
     return [_tensor(res[0], "tensor.empty result")]
 
 
-@_def("tensor.full", explicit_type=True)
+@_def("tensor.full", explicit_type=True, cse=False)
 def _tensor_full(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "tensor.full")
     if res is None or len(res) != 1:

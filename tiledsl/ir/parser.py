@@ -13,7 +13,7 @@ from tiledsl.ir.ops import OPS, result_types
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType, Type
 
 _TOKEN = re.compile(r"""
-    (?P<ws>\s+)
+    (?P<ws>\s+|//[^\n]*)
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<type>(?:tensor|tile|range)<[^>]*>)
   | (?P<value>%[A-Za-z0-9_]+)
@@ -149,7 +149,11 @@ class Parser:
         if kind not in ("type", "ident"):
             raise self.error(f"expected a type, found {text!r}")
         self.i += 1
-        return parse_type(text)
+        try:
+            return parse_type(text)
+        except (IRError, ValueError, IndexError) as e:
+            self.i -= 1
+            raise self.error(f"bad type {text!r}: {getattr(e, 'message', e)}") from None
 
     def op(self) -> Op:
         results: list[str] = []

@@ -1,0 +1,244 @@
+"""The language's semantics on the NumPy backend: loops, carried values, dtypes, edges, outputs."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tiledsl as td
+from tiledsl.testing import assert_close
+
+RNG = np.random.default_rng(0)
+CONFIGS = [td.Config((2, 4)), td.Config((8, 1)), td.Config((64, 32)), td.Config((1, 32))]
+
+
+def rand(*shape: int, dtype=np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def helper_scale(v, s):  # an ordinary Python helper called from a kernel
+    return v * s
+
+
+@td.tile_kernel
+def stats(x):
+    """Several carried names at once, a Python-number initial value, a plain Python loop."""
+    m, n = x.shape
+    total = td.empty((m,), dtype=td.float32)
+    biggest = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        s = 0.0
+        big = td.full((tm,), -float("inf"))
+        for tn in td.tile(n):
+            v = x[tm, tn]
+            for _ in range(2):  # unrolled while tracing: adds v twice
+                s = s + td.sum(v, axis=1)
+            big = td.maximum(big, v.max(axis=-1))
+        total[tm] = helper_scale(s, 0.5)
+        biggest[tm] = big
+    return total, biggest
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_multiple_carried_values_and_outputs(config: td.Config) -> None:
+    x = rand(37, 29) - 3.0  # all negative: an unmasked 0 would win the max
+    total, biggest = stats.run(x, config=config)
+    assert_close(total, x.astype(np.float64).sum(1), np.float32)
+    assert_close(biggest, x.max(1), np.float32)
+
+
+@td.tile_kernel
+def scale_in_place(x, alpha):
+    for t in td.tile(x.shape[0]):
+        x[t] = x[t] * alpha
+
+
+def test_outputs_written_into_arguments() -> None:
+    x = rand(101)
+    expected = x.astype(np.float64) * 2.5
+    assert scale_in_place.run(x, 2.5, config=td.Config((16,))) is None
+    assert_close(x, expected, np.float32)
+
+
+@td.tile_kernel
+def positions(x):
+    (n,) = x.shape
+    idx = td.empty((n,), dtype=td.int32)
+    begin = td.empty((n,), dtype=td.int32)
+    size = td.empty((n,), dtype=td.int32)
+    for t in td.tile(n):
+        idx[t] = t.index
+        begin[t] = t.begin
+        size[t] = t.size
+    return idx, begin, size
+
+
+@pytest.mark.parametrize("block", [1, 4, 16, 64])
+def test_tile_index_begin_size(block: int) -> None:
+    n = 37
+    idx, begin, size = positions.run(rand(n), config=td.Config((block,)))
+    ar = np.arange(n)
+    assert np.array_equal(idx, ar)
+    assert np.array_equal(begin, ar // block * block)
+    assert np.array_equal(size, np.minimum(block, n - ar // block * block))
+
+
+@td.tile_kernel
+def int_ops(a, b):
+    (n,) = a.shape
+    q = td.empty((n,), dtype=td.int32)
+    r = td.empty((n,), dtype=td.int32)
+    bits = td.empty((n,), dtype=td.int32)
+    sel = td.empty((n,), dtype=td.int32)
+    for t in td.tile(n):
+        x, y = a[t], b[t]
+        q[t] = x // y
+        r[t] = x % y
+        bits[t] = (x & y) | (~x ^ y)
+        sel[t] = td.where((x > 0) & (y < 0), x, -y)
+    return q, r, bits, sel
+
+
+def test_integer_semantics_follow_python() -> None:
+    a = RNG.integers(-50, 50, 61).astype(np.int32)
+    b = RNG.integers(1, 9, 61).astype(np.int32) * RNG.choice([-1, 1], 61).astype(np.int32)
+    q, r, bits, sel = int_ops.run(a, b, config=td.Config((8,)))
+    assert np.array_equal(q, a // b) and np.array_equal(r, a % b)
+    assert np.array_equal(bits, (a & b) | (~a ^ b))
+    assert np.array_equal(sel, np.where((a > 0) & (b < 0), a, -b))
+
+
+@td.tile_kernel
+def mixed(x, h):
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    sums = td.empty((m,), dtype=td.float32)
+    for tm, tn in td.tile(m, n):
+        v = h[tm, tn] * 2.0  # a weak float keeps h's dtype (float16)
+        out[tm, tn] = x[tm, tn] + v.astype(td.float32)
+    for tm in td.tile(m):
+        sums[tm] = td.sum(h[tm, :], axis=1)  # float16 sums accumulate and return float32
+    return out, sums
+
+
+def test_weak_numbers_and_16_bit_accumulation() -> None:
+    x, h = rand(13, 70), rand(13, 70, dtype=np.float16)
+    assert "mul %" in mixed.source(x, h) and ": tile<B0xB1xf16>" in mixed.source(x, h)
+    out, sums = mixed.run(x, h, config=td.Config((4, 32, 8)))
+    assert_close(out, x.astype(np.float64) + 2.0 * h.astype(np.float64), np.float32)
+    assert sums.dtype == np.float32
+    assert_close(sums, h.astype(np.float64).sum(1), np.float32)
+
+
+@td.tile_kernel
+def reductions(x):
+    m, n = x.shape
+    mean = td.empty((m,), dtype=td.float32)
+    every = td.empty((1,), dtype=td.float32)
+    lo = td.empty((m, 1), dtype=td.float32)
+    for tm in td.tile(m):
+        v = x[tm, :]
+        mean[tm] = td.mean(v, axis=1)
+        lo[tm, :] = td.min(v, axis=1, keepdims=True)
+    for one in td.tile(1):
+        tot = 0.0
+        for tm in td.tile(m):
+            tot += td.sum(td.mean(x[tm, :], axis=1) * 0.0 + 1.0)  # counts in-range rows
+        every[one] = tot
+    return mean, every, lo
+
+
+@pytest.mark.parametrize("config", [td.Config((4, 1, 4)), td.Config((32, 1, 64)),
+                                    td.Config((1, 1, 2))],
+                         ids=str)
+def test_reductions_are_exact_on_partial_tiles(config: td.Config) -> None:
+    x = rand(37, 23) + 5.0  # all positive: an unmasked 0 would win the min
+    mean, every, lo = reductions.run(x, config=config)
+    assert_close(mean, x.astype(np.float64).mean(1), np.float32)
+    assert every[0] == 37.0
+    assert_close(lo, x.min(1, keepdims=True), np.float32)
+
+
+@td.tile_kernel
+def transpose_outer(x, y):
+    (m,) = x.shape
+    (n,) = y.shape
+    out = td.empty((n, m), dtype=td.float32)
+    for tm, tn in td.tile(m, n):
+        outer = x[tm][:, None] * y[tn][None, :]
+        out[tn, tm] = outer.T
+    return out
+
+
+def test_broadcast_and_transpose() -> None:
+    x, y = rand(19), rand(45)
+    out = transpose_outer.run(x, y, config=td.Config((8, 16)))
+    assert_close(out, np.outer(y, x), np.float32)
+
+
+@td.tile_kernel
+def bf16_matmul(a, b):
+    m, k = a.shape
+    _, n = b.shape
+    out = td.empty((m, n), dtype=td.float32)
+    for tm, tn in td.tile(m, n):
+        acc = td.zeros((tm, tn))
+        for tk in td.tile(k):
+            acc += td.dot(a[tm, tk], b[tk, tn])
+        out[tm, tn] = acc
+    return out
+
+
+def test_16_bit_dot_accumulates_in_float32() -> None:
+    a, b = rand(33, 130, dtype=ml_dtypes.bfloat16), rand(130, 17, dtype=ml_dtypes.bfloat16)
+    out = bf16_matmul.run(a, b, config=td.Config((16, 16, 32)))
+    assert out.dtype == np.float32
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert td.testing.relative_error(out, ref) < 1e-6  # products of bf16 are exact in float32
+
+
+@td.tile_kernel
+def grid_and_nested_tiles(x):
+    b, m, n = x.shape
+    out = td.empty((b,), dtype=td.float32)
+    for i in td.grid(b):
+        acc = 0.0
+        for tm, tn in td.tile(m, n):  # two sequential loops, one carried value
+            acc += td.sum(x[i, tm, tn])
+        out[i] = acc
+    return out
+
+
+def test_grid_scalars_and_multi_dimensional_inner_loops() -> None:
+    x = rand(5, 9, 14)
+    for config in [td.Config((4, 8)), td.Config((16, 1)), td.Config((1, 16))]:
+        assert_close(grid_and_nested_tiles.run(x, config=config),
+                     x.astype(np.float64).sum((1, 2)), np.float32)
+
+
+@td.tile_kernel
+def host_tensors(x):
+    (n,) = x.shape
+    zeros = td.zeros((n,))
+    sevens = td.full((n, 2), 7, dtype=td.int32)
+    for t in td.tile(n):
+        zeros[t] = zeros[t] + x[t]
+    return zeros, sevens
+
+
+def test_host_allocations_are_initialized() -> None:
+    x = rand(10)
+    zeros, sevens = host_tensors(x)
+    assert_close(zeros, x, np.float32)
+    assert sevens.dtype == np.int32 and (sevens == 7).all()
+
+
+def test_traces_once_per_signature() -> None:
+    k = stats
+    before = len(k._traces)
+    k(rand(5, 6))
+    k(rand(5, 6))
+    assert len(k._traces) == before + 1
+    k(rand(5, 7))
+    assert len(k._traces) == before + 2

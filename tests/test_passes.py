@@ -1,0 +1,65 @@
+"""Golden tests of each pass and of the whole pipeline on the examples.
+
+Each tests/golden/passes/<pass-name>.ir is parsed, the pass of that name runs on it, and the
+result must equal <pass-name>.expected.ir. The examples' IR after the pipeline is pinned in
+tests/golden/examples/. Regenerate after a deliberate change with TILEDSL_ACCEPT=1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lowering.pipeline import PASSES, Pipeline
+from tiledsl.ir.parser import parse_ir
+from tiledsl.ir.printer import print_ir
+from tiledsl.ir.verify import verify
+
+GOLDEN = Path(__file__).parent / "golden"
+ROOT = Path(__file__).parent.parent
+ACCEPT = os.environ.get("TILEDSL_ACCEPT") == "1"
+PASS_CASES = sorted(p for p in (GOLDEN / "passes").glob("*.ir") if not p.name.endswith(".expected.ir"))
+GOLDEN_EXAMPLES = ["matmul", "softmax", "layer_norm", "attention"]
+
+
+def check_golden(path: Path, text: str) -> None:
+    if ACCEPT or not path.exists():
+        path.write_text(text)
+        if not ACCEPT:
+            pytest.fail(f"{path} did not exist; wrote it (check it and commit)")
+    assert text == path.read_text(), f"{path} differs (TILEDSL_ACCEPT=1 to regenerate)"
+
+
+@pytest.mark.parametrize("case", PASS_CASES, ids=lambda p: p.stem)
+def test_pass_golden(case: Path) -> None:
+    fn = parse_ir(case.read_text())
+    verify(fn)
+    PASSES[case.name.split(".")[0]].run(fn)
+    verify(fn)
+    check_golden(case.with_suffix(".expected.ir"), print_ir(fn, locs=False))
+
+
+def test_every_pass_has_a_golden_case() -> None:
+    assert {p.name.split(".")[0] for p in PASS_CASES} == set(PASSES)
+
+
+def load_example(name: str):
+    spec = importlib.util.spec_from_file_location(f"golden_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", GOLDEN_EXAMPLES)
+def test_example_pipeline_golden(name: str) -> None:
+    module = load_example(name)
+    kernel = getattr(module, name)
+    args = module.make_inputs(np.random.default_rng(0))
+    traced = kernel.traced(*args)
+    lowered = Pipeline(verify_each=True)(traced.ir.clone())
+    assert print_ir(lowered) == print_ir(traced.lowered)
+    check_golden(GOLDEN / "examples" / f"{name}.ir", print_ir(traced.lowered, locs=False))
