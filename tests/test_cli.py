@@ -1,0 +1,72 @@
+"""The `tiledsl` command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tiledsl.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def test_run_checks_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(EXAMPLES / "matmul.py"), "--samples", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["kernel", "config", "block_sizes", "ms", "rel.err",
+                                           "status"]
+    assert out.count(" ok") == 3 and "default" in out and "sampled" in out
+
+
+def test_run_reports_a_wrong_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import numpy as np\nimport tiledsl as td\n\n@td.tile_kernel\ndef double(x):\n"
+        "    out = td.empty_like(x)\n    for t in td.tile(x.shape[0]):\n"
+        "        out[t] = x[t] * 3.0\n    return out\n\n"
+        "def make_inputs(rng):\n    return (rng.standard_normal(50).astype(np.float32),)\n\n"
+        "def reference(x):\n    return 2.0 * x.astype(np.float64)\n")
+    assert main(["run", str(bad), "--samples", "1"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_show_prints_ir_and_space(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(EXAMPLES / "softmax.py"), "--ir"]) == 0
+    assert "kernel @softmax" in capsys.readouterr().out
+    assert main(["show", str(EXAMPLES / "softmax.py"), "--space"]) == 0
+    assert "block_sizes[0]" in capsys.readouterr().out
+
+
+def test_kernel_selector_and_bad_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", f"{EXAMPLES / 'matmul.py'}::nope"]) == 2
+    assert "no tile kernel named 'nope'" in capsys.readouterr().err
+    assert main(["run", "does/not/exist.py"]) == 2
+
+
+def test_trace_errors_exit_1_with_the_message(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "ctrl.py"
+    bad.write_text(
+        "import numpy as np\nimport tiledsl as td\n\n@td.tile_kernel\ndef k(x):\n"
+        "    out = td.empty_like(x)\n    for t in td.tile(x.shape[0]):\n"
+        "        if x[t] > 0:\n            out[t] = x[t]\n    return out\n\n"
+        "def make_inputs(rng):\n    return (rng.standard_normal(5).astype(np.float32),)\n")
+    assert main(["run", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "ControlFlowError" in err and "ctrl.py:8" in err and "td.where" in err
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["show", "--help"]])
+def test_help_everywhere(args: list[str]) -> None:
+    result = subprocess.run([sys.executable, "-m", "tiledsl.cli", *args], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0 and "usage: tiledsl" in result.stdout
+
+
+def test_console_script_is_installed() -> None:
+    result = subprocess.run(["tiledsl", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "run" in result.stdout
