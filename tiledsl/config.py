@@ -38,11 +38,6 @@ class Config:
             return default if value is None else value
         return dict(self.knobs).get(name, default)
 
-    def replace(self, **changes: Any) -> Config:
-        d = self.to_dict()
-        d.update(changes)
-        return Config.from_dict(d)
-
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"block_sizes": list(self.block_sizes)}
         if self.num_warps is not None:

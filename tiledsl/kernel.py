@@ -24,7 +24,7 @@ from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
 from tiledsl.rewrite import rewrite
 from tiledsl.tracer import Tracer, tracing
-from tiledsl.values import Tensor, TileValue
+from tiledsl.values import Tensor, TileValue, weak_dtype
 
 # One entry per argument: ("tensor", shape, dtype short) or ("scalar", dtype short, weak).
 ArgSpec = tuple
@@ -91,7 +91,6 @@ class TileKernel:
 
     def _spec(self, name: str, v: Any) -> ArgSpec:
         if isinstance(v, (bool, int, float)):
-            from tiledsl.values import weak_dtype
             return ("scalar", weak_dtype(v).short, True)
         if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
             d = dtypes.from_any(v.dtype)

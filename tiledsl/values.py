@@ -19,9 +19,6 @@ from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.tracer import Tracer, current
 
-Number = (bool, int, float, np.bool_, np.integer, np.floating)
-
-
 class TileValue:
     """A traced value held by one program: a tile or a scalar."""
 

@@ -120,12 +120,6 @@ def clone_block(block: Block, vmap: dict[Value, Value]) -> Block:
     return Block(args, ops)
 
 
-def replace_uses(block: Block, old: Value, new: Value) -> None:
-    """Replace every use of `old` by `new` in `block` and its regions."""
-    for op in walk(block):
-        op.operands = [new if o is old else o for o in op.operands]
-
-
 def use_counts(block: Block) -> dict[Value, int]:
     counts: dict[Value, int] = {}
     for op in walk(block):

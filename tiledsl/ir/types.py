@@ -11,10 +11,6 @@ from tiledsl.dtypes import DType
 Dim = Union[int, str]
 
 
-def dim_str(d: Dim) -> str:
-    return str(d)
-
-
 @dataclass(frozen=True)
 class TensorType:
     """A tensor in global memory: a kernel argument or an output it allocates."""
