@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from tiledsl.errors import ConfigError
+from tiledsl.errors import ArgumentError, ConfigError
 
 
 @dataclass(frozen=True, init=False)
@@ -27,6 +27,9 @@ class Config:
                  num_stages: int | None = None, **knobs: Any) -> None:
         if isinstance(block_sizes, int):
             block_sizes = (block_sizes,)
+        if not isinstance(block_sizes, (tuple, list)) or not all(
+                isinstance(b, int) and not isinstance(b, bool) for b in block_sizes):
+            raise ConfigError(f"block_sizes must be a tuple of ints, got {block_sizes!r}")
         object.__setattr__(self, "block_sizes", tuple(block_sizes))
         object.__setattr__(self, "num_warps", num_warps)
         object.__setattr__(self, "num_stages", num_stages)
@@ -49,8 +52,12 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Config:
+        if not isinstance(d, dict):
+            raise ConfigError(f"a config is a JSON object (dict), got {type(d).__name__}")
         d = dict(d)
-        return cls(tuple(d.pop("block_sizes", ())), d.pop("num_warps", None),
+        if not isinstance(d.get("block_sizes", ()), (list, tuple)):
+            raise ConfigError(f"block_sizes must be a list of ints, got {d['block_sizes']!r}")
+        return cls(d.pop("block_sizes", ()), d.pop("num_warps", None),
                    d.pop("num_stages", None), **d)
 
     def to_json(self) -> str:
@@ -58,7 +65,10 @@ class Config:
 
     @classmethod
     def from_json(cls, text: str) -> Config:
-        return cls.from_dict(json.loads(text))
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"config is not valid JSON: {e}") from None
 
     def __repr__(self) -> str:
         parts = [f"block_sizes={self.block_sizes}"]
@@ -158,6 +168,9 @@ class ConfigSpace:
         return None
 
     def validate(self, config: Config) -> Config:
+        if not isinstance(config, Config):
+            raise ArgumentError(f"config must be a td.Config, got {type(config).__name__}",
+                                kernel=self.kernel)
         why = self.reason(config)
         if why is not None:
             raise ConfigError(f"invalid config {config}: {why}", kernel=self.kernel)

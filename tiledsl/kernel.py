@@ -23,7 +23,7 @@ from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
 from tiledsl.rewrite import rewrite
-from tiledsl.tracer import Tracer, tracing
+from tiledsl.tracer import Tracer, active, tracing
 from tiledsl.values import Tensor, TileValue, weak_dtype
 
 # One entry per argument: ("tensor", shape, dtype short) or ("scalar", dtype short, weak).
@@ -60,10 +60,13 @@ class TileKernel:
         self.name: str = fn.__name__
         self.file: str = inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.signature = inspect.signature(fn)
+        if self.name == "<lambda>":
+            raise TraceError("@td.tile_kernel needs a function written with `def`, got a lambda",
+                             kernel=self.name, loc=Loc(self.file, fn.__code__.co_firstlineno))
         for p in self.signature.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise TraceError(f"kernel '{self.name}' cannot take *args or **kwargs",
-                                 loc=Loc(self.file, fn.__code__.co_firstlineno))
+                raise TraceError(f"kernel '{self.name}' cannot take *args or **kwargs", kernel=self.name,
+                                 loc=Loc(self.file, _def_line(fn)))
         self._body: Callable[..., Any] | None = None
         self._traces: dict[tuple, Traced] = {}
         self._spaces: dict[tuple, ConfigSpace] = {}
@@ -125,7 +128,10 @@ class TileKernel:
 
     def _trace(self, spec: tuple[ArgSpec, ...]) -> Traced:
         if self._body is None:
-            self._body = rewrite(self.fn)
+            try:
+                self._body = rewrite(self.fn)
+            except TileDSLError as e:
+                raise e.with_context(kernel=self.name) from None
         tracer = Tracer(self.name, self.file)
         values: list[Value] = []
         proxies: list[Any] = []
@@ -140,34 +146,32 @@ class TileKernel:
         with tracing(tracer):
             try:
                 result = self._body(*proxies)
-                outputs, returns = self._outputs(tracer, result)
+                outputs, returns = self._outputs(result)
                 tracer.emit("return", [t.value for t in outputs],
-                            loc=Loc(self.file, self.fn.__code__.co_firstlineno))
+                            loc=Loc(self.file, _def_line(self.fn)))
             except TileDSLError as e:
                 raise e.with_context(kernel=self.name) from None
             except Exception as e:  # the user's own Python error while tracing
+                hint = None
+                if isinstance(e, NameError):
+                    hint = ("a name bound only inside a tile loop does not exist after it; bind "
+                            "it before the loop to carry its value out")
                 raise TraceError(f"{type(e).__name__}: {e}", kernel=self.name,
-                                 loc=_user_frame(e)) from e
+                                 loc=_user_frame(e), hint=hint) from e
         fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
         verify(fn)
         lowered = registry.pipeline()(fn.clone())
         verify(lowered)
         return Traced(fn, lowered, dict(tracer.labels), returns)
 
-    def _outputs(self, tracer: Tracer, result: Any) -> tuple[list[Tensor], str]:
+    @staticmethod
+    def _outputs(result: Any) -> tuple[list[Tensor], str]:
+        """The returned tensors (checked at the `return` line by `loops.result`)."""
         if result is None:
             return [], "none"
-        items, returns = (list(result), "tuple") if isinstance(result, (tuple, list)) else \
-            ([result], "single")
-        for r in items:
-            if isinstance(r, TileValue):
-                tracer.fail(TraceError, "the kernel returns a tile value",
-                            hint="return tensors: allocate with td.empty(...) and store tiles "
-                                 "into them inside the tile loop")
-            if not isinstance(r, Tensor):
-                tracer.fail(TraceError, f"the kernel returns a {type(r).__name__}; kernels return "
-                            "tensors (or nothing, when they write into arguments)")
-        return items, returns
+        if isinstance(result, (tuple, list)):
+            return list(result), "tuple"
+        return [result], "single"
 
     # ---- configs ---------------------------------------------------------------------------
     def config_space(self, *args: Any, backend: str | None = None, **kwargs: Any) -> ConfigSpace:
@@ -199,17 +203,19 @@ class TileKernel:
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
             **kwargs: Any) -> Any:
         """Run on `backend` with `config` (the space's default when None)."""
+        tracer = active()
+        if tracer is not None:
+            tracer.fail(TraceError, f"kernel '{tracer.kernel}' calls kernel '{self.name}'; "
+                        "kernels cannot call kernels", hint=f"move the shared code of "
+                        f"'{self.name}' into a plain Python function and call that")
         values = self.bind(args, kwargs)
         spec = self.arg_spec(values)
-        impl = registry.backend(backend)
+        try:
+            impl = registry.backend(backend)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
         space = self._space(spec, backend)
-        if config is None:
-            config = space.default()
-        elif not isinstance(config, Config):
-            raise ArgumentError(f"config must be a td.Config, got {type(config).__name__}",
-                                kernel=self.name)
-        else:
-            space.validate(config)
+        config = space.default() if config is None else space.validate(config)
         t = self._traced(spec)
         outputs = impl.run(t.lowered, values, config)
         if t.returns == "none":
@@ -228,6 +234,18 @@ class TileKernel:
         space = self._space(spec, target)
         config = space.default() if config is None else space.validate(config)
         return registry.target(target)(t.lowered, config)
+
+
+def _def_line(fn: FunctionType) -> int:
+    """The line of `def` (co_firstlineno is the first decorator's)."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return fn.__code__.co_firstlineno
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return start + i
+    return start
 
 
 def _user_frame(e: BaseException) -> Loc | None:

@@ -154,51 +154,71 @@ def full(shape: Any, value: Any, dtype: Any = None) -> Tensor | TileValue:
 
 def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
     """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside."""
+    current("td.zeros()")
     return full(shape, 0, _dtype_arg(dtype, "td.zeros"))
 
 
 def where(cond: Any, x: Any, y: Any) -> TileValue:
     """Elementwise select: x where cond is true, else y (broadcast like NumPy)."""
+    current("td.where()")
     return _where(cond, x, y)
 
 
 def dot(a: Any, b: Any) -> TileValue:
     """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32."""
+    current("td.dot()")
     return _dot(a, b)
 
 
-def exp(x: Any) -> TileValue: return unary("exp", x)
-def exp2(x: Any) -> TileValue: return unary("exp2", x)
-def log(x: Any) -> TileValue: return unary("log", x)
-def sqrt(x: Any) -> TileValue: return unary("sqrt", x)
-def rsqrt(x: Any) -> TileValue: return unary("rsqrt", x)
-def tanh(x: Any) -> TileValue: return unary("tanh", x)
-def sigmoid(x: Any) -> TileValue: return unary("sigmoid", x)
-def erf(x: Any) -> TileValue: return unary("erf", x)
-def abs(x: Any) -> TileValue: return unary("abs", x)  # noqa: A001 (mirrors numpy.abs)
-def maximum(x: Any, y: Any) -> TileValue: return binary("maximum", x, y)
-def minimum(x: Any, y: Any) -> TileValue: return binary("minimum", x, y)
+def _unary(name: str) -> Any:
+    def fn(x: Any) -> TileValue:
+        current(f"td.{name}()")
+        return unary(name, x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} (16-bit floats compute in float32)."
+    return fn
 
 
-def sum(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:  # noqa: A001
-    """Sum over `axis` (all axes if None); 16-bit floats accumulate and return float32."""
-    return reduce("sum", x, axis, keepdims)
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+abs = _unary("abs")  # noqa: A001 (mirrors numpy.abs)
 
 
-def max(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:  # noqa: A001
-    return reduce("max", x, axis, keepdims)
+def maximum(x: Any, y: Any) -> TileValue:
+    current("td.maximum()")
+    return binary("maximum", x, y)
 
 
-def min(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:  # noqa: A001
-    return reduce("min", x, axis, keepdims)
+def minimum(x: Any, y: Any) -> TileValue:
+    current("td.minimum()")
+    return binary("minimum", x, y)
 
 
-def mean(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:
-    """Mean over the elements in range (a partial tile divides by its true size)."""
-    return reduce("mean", x, axis, keepdims)
+def _reduction(kind: str, doc: str) -> Any:
+    def fn(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:
+        current(f"td.{kind}()")
+        return reduce(kind, x, axis, keepdims)
+    fn.__name__ = fn.__qualname__ = kind
+    fn.__doc__ = doc
+    return fn
+
+
+sum = _reduction("sum", "Sum over `axis` (all if None); 16-bit floats accumulate and return "  # noqa: A001
+                 "float32.")
+max = _reduction("max", "Maximum over `axis` (all if None).")  # noqa: A001
+min = _reduction("min", "Minimum over `axis` (all if None).")  # noqa: A001
+mean = _reduction("mean", "Mean over the elements in range (a partial tile divides by its true "
+                  "size).")
 
 
 def astype(x: Any, dtype: Any) -> TileValue:
+    current("td.astype()")
     return cast(to_value(x), as_dtype(dtype, "td.astype"))
 
 

@@ -18,7 +18,7 @@ from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import RangeType
 from tiledsl.language import TileRange
 from tiledsl.tracer import Tracer, current
-from tiledsl.values import Tile, TileValue, broadcast_to, cast, to_value
+from tiledsl.values import Tensor, Tile, TileValue, broadcast_to, cast, to_value
 
 Body = Callable[[Any, dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -30,6 +30,25 @@ def capture(scope: dict, names: tuple[str, ...]) -> dict:
 
 
 collect = capture
+
+
+def result(value: Any, line: int) -> Any:
+    """What the kernel returns: tensors (or nothing); anything else is an error at `line`."""
+    if value is None:
+        return None
+    tr = current()
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    for r in items:
+        if isinstance(r, TileValue):
+            tr.fail(TraceError, "the kernel returns a tile value", loc=Loc(tr.file, line),
+                    hint="return tensors: allocate with td.empty(...) and store tiles into them "
+                         "inside the tile loop")
+        if not isinstance(r, Tensor):
+            name = type(r).__name__
+            article = "an" if name[:1].lower() in "aeiou" else "a"
+            tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
+                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line))
+    return value
 
 
 def plain(iterable: Any, line: int) -> Any:

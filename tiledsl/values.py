@@ -250,12 +250,24 @@ class Tensor:
         v = broadcast_to(cast(v, self.dtype), shape)
         tr.emit("store", [self.value, *operands, v.value], {"full": full} if full else {})
 
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        current().fail(TraceError, f"cannot iterate over tensor '{self.name}'",
+                       hint=f"cut it into tiles: for t in td.tile({self.name}.shape[0]): "
+                            f"... {self.name}[t] ...")
+
     def _no_math(self, *_: Any) -> Any:
         current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing with it",
                        hint=f"load a tile first, e.g. {self.name}[tm, tk]")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
-    __truediv__ = __rtruediv__ = __neg__ = __bool__ = _no_math  # type: ignore[assignment]
+    __rmatmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_math
+    __mod__ = __rmod__ = __pow__ = __rpow__ = __and__ = __rand__ = __or__ = __ror__ = _no_math
+    __xor__ = __rxor__ = __neg__ = __pos__ = __abs__ = __invert__ = __bool__ = _no_math
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_math  # type: ignore[assignment]
+    __hash__ = object.__hash__
 
 
 def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...]]:
