@@ -6,17 +6,14 @@ and on a second set of ragged dims (primes and size-1 dimensions) chosen per exa
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 import tiledsl as td
+from support import EXAMPLES_DIR, example
 
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 
 # A second set of ragged dims per example: primes and size-1 dimensions.
 OTHER_DIMS: dict[str, list[dict[str, int]]] = {
@@ -42,25 +39,6 @@ DTYPES = {
     "bfloat16": ml_dtypes.bfloat16,
     "float64": np.float64,
 }
-
-
-def load(name: str) -> ModuleType:
-    """Import examples/<name>.py by path (examples/ is not a package)."""
-    path = EXAMPLES_DIR / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"tiledsl_example_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_MODULES: dict[str, ModuleType] = {}
-
-
-def example(name: str) -> ModuleType:
-    if name not in _MODULES:
-        _MODULES[name] = load(name)
-    return _MODULES[name]
 
 
 def test_every_example_is_covered() -> None:

@@ -7,7 +7,6 @@ tests/golden/examples/. Regenerate after a deliberate change with TILEDSL_ACCEPT
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -15,12 +14,12 @@ import numpy as np
 import pytest
 
 from lowering.pipeline import PASSES, Pipeline
+from support import example
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
 from tiledsl.ir.verify import verify
 
 GOLDEN = Path(__file__).parent / "golden"
-ROOT = Path(__file__).parent.parent
 ACCEPT = os.environ.get("TILEDSL_ACCEPT") == "1"
 PASS_CASES = sorted(p for p in (GOLDEN / "passes").glob("*.ir") if not p.name.endswith(".expected.ir"))
 GOLDEN_EXAMPLES = ["matmul", "softmax", "layer_norm", "attention"]
@@ -47,16 +46,9 @@ def test_every_pass_has_a_golden_case() -> None:
     assert {p.name.split(".")[0] for p in PASS_CASES} == set(PASSES)
 
 
-def load_example(name: str):
-    spec = importlib.util.spec_from_file_location(f"golden_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("name", GOLDEN_EXAMPLES)
 def test_example_pipeline_golden(name: str) -> None:
-    module = load_example(name)
+    module = example(name)
     kernel = getattr(module, name)
     args = module.make_inputs(np.random.default_rng(0))
     traced = kernel.traced(*args)

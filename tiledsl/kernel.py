@@ -230,10 +230,14 @@ class TileKernel:
             return print_ir(t.lowered)
         if target == "ir-traced":
             return print_ir(t.ir)
-        spec = self.arg_spec(self.bind(args, kwargs))
-        space = self._space(spec, target)
+        values = self.bind(args, kwargs)
+        try:
+            emit, backend = registry.target(target)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+        space = self._space(self.arg_spec(values), backend)
         config = space.default() if config is None else space.validate(config)
-        return registry.target(target)(t.lowered, config)
+        return emit(t.lowered, config, values)
 
 
 def _def_line(fn: FunctionType) -> int:

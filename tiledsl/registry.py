@@ -29,7 +29,7 @@ class Backend(Protocol):
 Pipeline = Callable[["Function"], "Function"]
 
 _backends: dict[str, Backend] = {}
-_targets: dict[str, Callable[..., str]] = {}
+_targets: dict[str, tuple[Callable[..., str], str]] = {}
 _pipeline: list[Pipeline] = []
 _loaded = False
 
@@ -39,10 +39,11 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
-def register_target(name: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
-    """Register `fn(lowered_ir, config, **options) -> str` as a `k.source(target=name)`."""
+def register_target(name: str, backend: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Register `fn(lowered_ir, config, args) -> str` as `k.source(target=name)`; configs come
+    from `backend`'s config space."""
     def deco(fn: Callable[..., str]) -> Callable[..., str]:
-        _targets[name] = fn
+        _targets[name] = (fn, backend)
         return fn
     return deco
 
@@ -69,10 +70,12 @@ def backend(name: str) -> Backend:
     return _backends[name]
 
 
-def target(name: str) -> Callable[..., str]:
+def target(name: str) -> tuple[Callable[..., str], str]:
+    """The emitter of source target `name` and the backend whose configs it takes."""
     load_plugins()
     if name not in _targets:
-        raise BackendError(f"no source target named {name!r}; available: {sorted(_targets)}")
+        known = sorted(_targets) + ["ir", "ir-traced"]
+        raise BackendError(f"no source target named {name!r}; available: {sorted(known)}")
     return _targets[name]
 
 

@@ -1,0 +1,115 @@
+"""`backend="triton-interpret"`: the generated Triton module run by Triton's interpreter on the CPU.
+
+NumPy arguments become torch CPU tensors without copies (the interpreter needs torch), so kernels
+that write into their arguments write into the caller's arrays. This is how CI checks the code
+generator on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import ml_dtypes
+import numpy as np
+
+from lowering.backends.triton import space as triton_space
+from lowering.backends.triton.codegen import generate_cached
+from lowering.backends.triton.loader import load
+from tiledsl import registry
+from tiledsl.config import Config, ConfigSpace
+from tiledsl.errors import BackendError
+from tiledsl.ir.core import Function, Value
+from tiledsl.ir.types import TensorType
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise BackendError("backend 'triton-interpret' needs torch (the Triton interpreter runs "
+                           "on torch CPU tensors): pip install torch==2.13.0") from None
+    return torch
+
+
+def to_torch(a: np.ndarray) -> Any:
+    """A torch view of `a` (a copy only when torch cannot view it: read-only, negative strides)."""
+    torch = _torch()
+    if not a.flags.writeable or any(s < 0 for s in a.strides):
+        a = a.copy()
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    torch = _torch()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _torch_dtype(name: str) -> Any:
+    torch = _torch()
+    return {"bool": torch.bool}.get(name) or getattr(torch, name)
+
+
+def scalar(v: Any) -> Any:
+    """Python numbers as Triton expects them (it refuses NumPy scalars)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    return float(v)
+
+
+def strides_of(fn: Function, tensors: list[Any]) -> dict[Value, tuple[int, ...]]:
+    return {a: tuple(int(s) for s in t.stride()) for a, t in zip(fn.args, tensors)
+            if isinstance(a.type, TensorType)}
+
+
+@contextmanager
+def interpreted_stdlib() -> Iterator[None]:
+    """Let interpreted kernels call Triton's own `@jit` library (tl.sum, tl.max, tl.sigmoid...).
+
+    Those are compiled-mode functions unless TRITON_INTERPRET was set before triton.language was
+    first imported; a process that also compiles for GPUs cannot set it, so while an interpreted
+    kernel runs, calls to compiled-mode functions go through the interpreter instead."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.__call__
+    interpreted: dict[Any, Any] = {}
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.fn not in interpreted:
+            interpreted[self.fn] = InterpretedFunction(self.fn)
+        return interpreted[self.fn](*args, **kwargs)
+
+    JITFunction.__call__ = call  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original  # type: ignore[method-assign]
+
+
+class TritonInterpretBackend:
+    name = "triton-interpret"
+
+    def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace:
+        return triton_space.extend(space, fn)
+
+    def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
+        torch = _torch()
+        targs = [to_torch(a) if isinstance(a, np.ndarray) else scalar(a) for a in args]
+        module = load(generate_cached(fn, config, strides_of(fn, targs), interpret=True).source, interpret=True)
+        with interpreted_stdlib():
+            outs = module.launch(
+                *targs,
+                empty=lambda shape, dtype: torch.empty(shape, dtype=_torch_dtype(dtype)),
+                full=lambda shape, value, dtype: torch.full(shape, value, dtype=_torch_dtype(dtype)))
+        by_tensor = {id(t): a for t, a in zip(targs, args)}
+        return [by_tensor.get(id(o)) if id(o) in by_tensor else to_numpy(o) for o in outs]
+
+
+registry.register_backend(TritonInterpretBackend())

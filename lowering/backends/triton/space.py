@@ -1,0 +1,78 @@
+"""The Triton backend's knobs and the constraints that rule configs out before any compile."""
+
+from __future__ import annotations
+
+import math
+
+from lowering.backends.triton.codegen import padded
+from tiledsl.config import Config, ConfigSpace, Constraint, Param
+from tiledsl.ir.core import Function, walk
+from tiledsl.ir.types import TileType
+
+MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
+MAX_PER_THREAD = 256  # values of the largest tile per thread: beyond this, registers spill
+DOT_MIN = 16  # tl.dot needs M, N, K >= 16
+SHARED_BYTES = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+
+
+def _numel(t: TileType, blocks: dict[str, int]) -> int:
+    return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
+
+
+def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
+    tiles, dot_dims, dots = [], set(), []
+    for op in walk(fn.body):
+        for r in op.results:
+            if isinstance(r.type, TileType):
+                tiles.append(r.type)
+        if op.name == "dot":
+            a, b = (o.type for o in op.operands)
+            assert isinstance(a, TileType) and isinstance(b, TileType)
+            dots.append((a, b))
+            dot_dims |= {d for d in a.shape + b.shape if isinstance(d, str)}
+    return tiles, dot_dims, dots
+
+
+def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace:
+    """Add num_warps, num_stages and group_m, and constraints known before compiling."""
+    tiles, dot_dims, dots = _facts(fn)
+    symbols = list(fn.symbols)
+    space = space.with_param(Param("num_warps", (2, 4, 8), 4, "warps per program"))
+    space = space.with_param(Param("num_stages", (1, 2, 3, 4), 3, "software pipeline depth"))
+    grid_2d = any(op.name == "grid" and len(op.regions[0].args) == 2 for op in fn.body.ops)
+    if grid_2d:
+        space = space.with_param(Param("group_m", (1, 4, 8), 8, "L2-friendly program order"))
+    for p in space.params:  # a dot's dimensions start at its minimum
+        if p.name.startswith("block_sizes["):
+            sym = symbols[int(p.name[12:-1])]
+            if sym in dot_dims and p.default < DOT_MIN and max(p.choices) >= DOT_MIN:
+                space = space.with_default(p.name, DOT_MIN)
+
+    def blocks(c: Config) -> dict[str, int]:
+        return dict(zip(symbols, c.block_sizes))
+
+    def dot_min(c: Config) -> str | None:
+        small = [s for s in dot_dims if blocks(c)[s] < DOT_MIN]
+        return f"tl.dot needs blocks >= {DOT_MIN}, got {small}" if small else None
+
+    def tile_size(c: Config) -> str | None:
+        b = blocks(c)
+        biggest = max((_numel(t, b) for t in tiles), default=1)
+        if biggest > MAX_NUMEL:
+            return f"a tile of {biggest} elements exceeds Triton's {MAX_NUMEL}"
+        threads = 32 * int(c.get("num_warps", 4))
+        if biggest > MAX_PER_THREAD * threads:
+            return f"a tile of {biggest} elements over {threads} threads would spill registers"
+        return None
+
+    def shared(c: Config) -> str | None:
+        b = blocks(c)
+        stages = int(c.get("num_stages", 3))
+        need = max((stages * (_numel(a, b) * a.dtype.bits + _numel(bb, b) * bb.dtype.bits) // 8
+                    for a, bb in dots), default=0)
+        limit = SHARED_BYTES[arch]
+        return f"{need} bytes of shared memory > {limit} on {arch}" if need > limit else None
+
+    for name, check in (("dot-min", dot_min), ("tile-size", tile_size), ("shared-memory", shared)):
+        space = space.with_constraint(Constraint(name, check))
+    return space
