@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from tiledsl import testing
+from tiledsl.config import Config
 from tiledsl.errors import TileDSLError
 from tiledsl.kernel import TileKernel
 
@@ -115,6 +116,39 @@ def cmd_show(opts: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compile(opts: argparse.Namespace) -> int:
+    """Compile each kernel for --arch with the default and sampled configs; report resources."""
+    module, kernels = load_file(opts.file)
+    out_dir = Path(opts.out) if opts.out else None
+    rows = []
+    for k in kernels:
+        args = example_args(module, k, opts.seed)
+        space = k.config_space(*args, backend="triton")
+        configs = [space.default()] + [c for c in space.sample(opts.samples, seed=opts.seed)
+                                       if c != space.default()][:opts.samples]
+        for i, cfg in enumerate(configs):
+            report = k.compile(*args, config=cfg, arch=opts.arch)
+            for c in report:
+                rows.append([k.name, "default" if i == 0 else "sampled", _short(cfg), opts.arch,
+                             f"{c.compile_seconds:.2f}", str(c.registers), str(c.spill_bytes),
+                             str(c.shared_bytes), c.problem or "ok"])
+                if out_dir is not None:
+                    stem = out_dir / f"{k.name}_{i}_{c.kernel}"
+                    out_dir.mkdir(parents=True, exist_ok=True)
+                    stem.with_suffix(".ptx").write_text(c.ptx)
+                    stem.with_suffix(".cubin").write_bytes(c.cubin)
+    print(_fmt_table(rows, ["kernel", "config", "knobs", "arch", "compile s", "regs", "spill B",
+                            "smem B", "status"]))
+    return 0
+
+
+def _short(cfg: Config) -> str:
+    knobs = "".join(f" {k}={v}" for k, v in cfg.knobs)
+    warps = f" w{cfg.num_warps}" if cfg.num_warps else ""
+    stages = f" s{cfg.num_stages}" if cfg.num_stages else ""
+    return f"{cfg.block_sizes}{warps}{stages}{knobs}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tiledsl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,6 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--backend", default="numpy", help="backend whose config space to show")
     show.add_argument("--seed", type=int, default=0, help="seed for make_inputs")
     show.set_defaults(func=cmd_show)
+
+    comp = sub.add_parser("compile", help="compile kernels to PTX/cubin (no GPU needed)",
+                          description="Generate Triton code for each kernel of FILE, compile it "
+                                      "ahead of time for --arch and report registers, spills and "
+                                      "shared memory per config.")
+    comp.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    comp.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
+    comp.add_argument("--samples", type=int, default=0, help="sampled configs besides the default")
+    comp.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
+    comp.add_argument("--out", help="write each config's .ptx and .cubin to this directory")
+    comp.set_defaults(func=cmd_compile)
     return parser
 
 

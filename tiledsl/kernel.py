@@ -101,8 +101,8 @@ class TileKernel:
                 raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype}",
                                     kernel=self.name)
             return ("scalar", d.short, False)
-        if isinstance(v, np.ndarray):
-            d = dtypes.from_any(v.dtype)
+        if isinstance(v, np.ndarray) or _is_gpu_array(v):
+            d = dtypes.from_any(str(v.dtype).rsplit(".", 1)[-1])
             if d is None:
                 supported = ", ".join(x.name for x in dtypes.ALL)
                 raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype} "
@@ -198,7 +198,9 @@ class TileKernel:
 
     # ---- running ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.run(*args, **kwargs)
+        """Run on the backend the arrays live on: NumPy -> "numpy", CuPy/torch CUDA -> "triton"."""
+        gpu = any(_is_gpu_array(a) for a in (*args, *kwargs.values()))
+        return self.run(*args, backend="triton" if gpu else "numpy", **kwargs)
 
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
             **kwargs: Any) -> Any:
@@ -222,9 +224,23 @@ class TileKernel:
             return None
         return outputs[0] if t.returns == "single" else tuple(outputs)
 
+    def compile(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
+                **kwargs: Any) -> list[Any]:
+        """Compile ahead of time for `arch` (no GPU needed): one report per generated kernel
+        with PTX, cubin, registers, spills and shared memory (`.problem` if it should not run)."""
+        values = self.bind(args, kwargs)
+        t = self._traced(self.arg_spec(values))
+        space = self._space(self.arg_spec(values), "triton")
+        config = space.default() if config is None else space.validate(config)
+        try:
+            return registry.backend("triton").compile(t.lowered, config, values, arch)  # type: ignore[attr-defined]
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+
     def source(self, *args: Any, target: str = "ir", config: Config | None = None,
-               **kwargs: Any) -> str:
-        """What the kernel becomes: "ir" (after the pipeline), "ir-traced", or a backend target."""
+               arch: str = "sm_90", **kwargs: Any) -> str:
+        """What the kernel becomes: "ir" (after the pipeline), "ir-traced", "triton" (the
+        generated module) or "ptx" (compiled for `arch`, no GPU needed)."""
         t = self.traced(*args, **kwargs)
         if target == "ir":
             return print_ir(t.lowered)
@@ -237,7 +253,15 @@ class TileKernel:
             raise e.with_context(kernel=self.name) from None
         space = self._space(self.arg_spec(values), backend)
         config = space.default() if config is None else space.validate(config)
-        return emit(t.lowered, config, values)
+        return emit(t.lowered, config, values, arch=arch)
+
+
+def _is_gpu_array(v: Any) -> bool:
+    """A CuPy array or a torch CUDA tensor (anything exposing __cuda_array_interface__)."""
+    try:
+        return hasattr(v, "__cuda_array_interface__")
+    except Exception:  # torch raises for CPU tensors when asked for the interface
+        return False
 
 
 def _def_line(fn: FunctionType) -> int:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from lowering.backends.numpy.executor import Executor
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
+from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function
+from tiledsl.ir.types import TensorType
 
 
 # Every grid program runs at once, so only loop iterations cost Python overhead: big tiles
@@ -26,6 +30,10 @@ class NumpyBackend:
         return space
 
     def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
+        for v, a in zip(fn.args, args):
+            if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
+                raise BackendError(f"backend 'numpy' runs on NumPy arrays; argument '{v.hint}' "
+                                   f"is a {type(a).__module__}.{type(a).__qualname__}")
         return Executor(fn, config).run(args)
 
 

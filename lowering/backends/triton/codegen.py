@@ -216,7 +216,7 @@ class _Kernel:
     def value(self, v: Value) -> str:
         if v in self.names:
             return self.names[v]
-        if v in self.params:
+        if v in self.params and self.params[v].kind != "scalar_ptr":
             return self.params[v].name
         raise BackendError(f"triton codegen: value {v} has no name (internal error)")
 
@@ -237,9 +237,10 @@ class _Kernel:
         self.ranges[r] = rg
         rg.name = self.namer.fresh(label)
         lines.append(f"begin_{rg.name} = {begin}")
-        lines.append(f"offs_{rg.name} = begin_{rg.name} + tl.arange(0, {block_expr})")
-        if rg.ragged:
-            lines.append(f"mask_{rg.name} = offs_{rg.name} < {t.extent}")
+        if any(u.name != "tile.begin" for u in self.uses.get(r, [])):  # used as a vector
+            lines.append(f"offs_{rg.name} = begin_{rg.name} + tl.arange(0, {block_expr})")
+            if rg.ragged:
+                lines.append(f"mask_{rg.name} = offs_{rg.name} < {t.extent}")
         for line in lines:
             self.emit(indent, line)
 
@@ -331,8 +332,11 @@ class _Kernel:
             src = op.operands[0]
             if self.scalar_types.get(src) == rt.dtype:
                 self.alias(op, args[0])  # the launcher already passes it in this dtype
-            elif src in self.params:  # a scalar argument: a Python number in the interpreter
+            elif src in self.params and src not in self.names:  # a Python number when interpreted
                 self.assign(op, f"tl.cast({args[0]}, {tl_dtype(rt.dtype)})", indent)
+            elif self.interpret and rt.dtype.short == "bf16" and src.type.dtype.short == "f64":  # type: ignore[union-attr]
+                # The interpreter converts float64 to bfloat16 wrongly (triton 3.9): go via float32.
+                self.assign(op, f"{args[0]}.to(tl.float32).to(tl.bfloat16)", indent)
             else:
                 self.assign(op, f"{args[0]}.to({tl_dtype(rt.dtype)})", indent)
         elif name == "broadcast":
@@ -507,12 +511,11 @@ class _Kernel:
         label_block = self.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(block)
         self.open_range(r, f"{it} * {label_block}", indent + 1, [])
         self.block(region, indent + 1)
-        yielded = region.ops[-1].operands
-        if carried:
-            lhs = ", ".join(carried)
-            rhs = ", ".join(self.value(v) for v in yielded)
-            if lhs != rhs:
-                self.emit(indent + 1, f"{lhs} = {rhs}")
+        changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
+                   if self.value(v) != c]
+        if changes:  # one simultaneous assignment, so carried values can swap
+            self.emit(indent + 1, ", ".join(c for c, _ in changes) + " = "
+                      + ", ".join(v for _, v in changes))
 
     def write_in_place(self, region: Block, carried: list[str]) -> None:
         """Name a yielded value after its carried variable (`acc = tl.dot(a, b, acc)`) when it is
@@ -557,8 +560,9 @@ def _default_name(op: Op) -> str:
     if op.name == "load":
         return f"{op.operands[0].hint or 'x'}_tile"
     if op.name == "reduce":
-        return op.attrs["kind"]
-    return {"dot": "prod", "tile.size": "size", "mask": "masked"}.get(op.name, "v")
+        return f"{op.attrs['kind']}_{op.attrs['axis']}"
+    return {"dot": "prod", "tile.size": "size", "mask": "masked", "transpose": "trans"}.get(
+        op.name, "tmp")
 
 
 def _is_literal(expr: str) -> bool:
@@ -569,18 +573,24 @@ def _paren(expr: str) -> str:
     return expr if re.fullmatch(r"[\w.\[\]:, ()]+", expr) and " " not in expr.strip() else f"({expr})"
 
 
-def _scalar_param_type(fn: Function, v: Value, uses: dict[Value, list[Op]]) -> tuple[str, DType]:
-    """How a scalar argument is passed: by value, in the dtype all its uses cast it to when they
-    agree on a 32-bit-or-narrower type (Triton passes Python floats as fp32), else in its own."""
+_BY_VALUE = {"f32": "fp32", "i32": "i32", "i64": "i64", "i1": "i1"}
+
+
+def _scalar_param_type(v: Value, uses: dict[Value, list[Op]]) -> tuple[str, DType]:
+    """How a scalar argument is passed: ("fp32", f32) etc. by value, or ("ptr", dtype) as a
+    1-element tensor. Triton's JIT passes Python floats as fp32, so a float64 scalar goes by value
+    only when every use casts it to float32 (the rounding is the same); other types that the JIT
+    cannot pass exactly (float64, 16-bit, small ints) go through memory."""
     t = v.type
     assert isinstance(t, TileType)
     users = uses.get(v, [])
     targets = {u.result.type.dtype for u in users if u.name == "cast"}  # type: ignore[union-attr]
-    if t.dtype.is_float and t.dtype.bits == 64 and users and all(u.name == "cast" for u in users) \
+    if t.dtype.short == "f64" and users and all(u.name == "cast" for u in users) \
             and len(targets) == 1 and next(iter(targets)).short == "f32":
         return "fp32", next(iter(targets))
-    names = {"f64": "fp64", "f32": "fp32", "f16": "fp16", "bf16": "bf16", "i1": "i1"}
-    return names.get(t.dtype.short, t.dtype.short), t.dtype
+    if t.dtype.short in _BY_VALUE:
+        return _BY_VALUE[t.dtype.short], t.dtype
+    return "ptr", t.dtype
 
 
 def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]],
@@ -627,12 +637,18 @@ def _grid_kernel(k: _Kernel, grid: Op, name: str, host_scalars: set[Value]) -> t
         block = rt.block if isinstance(rt.block, int) else k.blocks[rt.block]
         counts.append(-(-rt.extent // block))
     # scalar arguments used in this grid become parameters
+    body_start = len(k.lines)
     for a in sorted(host_scalars, key=lambda v: k.fn.args.index(v)):
         if a in k.uses:
-            ttype, dtype = _scalar_param_type(k.fn, a, k.uses)
-            k.params[a] = KernelParam(k.namer.fresh(a.hint), "scalar", a, dtype=ttype)
-            k.scalar_types[a] = dtype
-    body_start = len(k.lines)
+            ttype, dtype = _scalar_param_type(a, k.uses)
+            if ttype == "ptr":
+                ptr = k.namer.fresh(f"{a.hint}_ptr")
+                k.params[a] = KernelParam(ptr, "scalar_ptr", a)
+                k.names[a] = k.namer.fresh(a.hint)
+                k.emit(1, f"{k.names[a]} = tl.load({ptr})")
+            else:
+                k.params[a] = KernelParam(k.namer.fresh(a.hint), "scalar", a, dtype=ttype)
+                k.scalar_types[a] = dtype
     group_m = k.config.get("group_m", 1)
     k.emit(1, "pid = tl.program_id(0)")
     pids = [k.namer.fresh(f"pid_{r.hint or 'g'}") for r in ranges]
@@ -662,7 +678,7 @@ def _grid_kernel(k: _Kernel, grid: Op, name: str, host_scalars: set[Value]) -> t
     k.block(region, 1)
     for line in reversed(k.preamble):
         k.lines.insert(preamble_at, "    " + line)
-    tensors = [p for p in k.params.values() if p.kind == "tensor"]
+    tensors = [p for p in k.params.values() if p.kind in ("tensor", "scalar_ptr")]
     scalars = [p for p in k.params.values() if p.kind == "scalar"]
     blocks = list(k.block_params.values())
     sig = [p.name for p in tensors] + [p.name for p in scalars] + \
@@ -711,6 +727,9 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
         for p in k.params:
             if p.kind == "block":
                 call_args.append(f"{p.name}={p.value}")
+            elif p.kind == "scalar_ptr":
+                assert p.source is not None and isinstance(p.source.type, TileType)
+                call_args.append(f"full((1,), {values[p.source]}, {p.source.type.dtype.name!r})")
             else:
                 assert p.source is not None
                 call_args.append(values[p.source])

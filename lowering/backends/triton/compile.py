@@ -1,0 +1,158 @@
+"""Ahead-of-time compilation of generated kernels to PTX and cubin, without a GPU.
+
+`triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))` runs on any machine. The
+resource usage (registers, spills, shared memory) comes from the cubin through the `cuobjdump`
+shipped inside Triton's package. Results are cached on disk by content hash: the generated
+source, the signature, the options, the target and the Triton version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lowering.backends.triton.codegen import GeneratedKernel, Module
+from lowering.backends.triton.loader import cache_dir, load
+from lowering.backends.triton.space import SHARED_BYTES
+from tiledsl.errors import BackendError
+from tiledsl.ir.types import TensorType, TileType
+
+ARCHS = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90}
+POINTER = {"f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "f64": "*fp64", "i8": "*i8",
+           "i16": "*i16", "i32": "*i32", "i64": "*i64", "i1": "*i1"}
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One kernel compiled for one architecture, with what the cubin says it uses."""
+
+    kernel: str  # the entry point's name in the cubin
+    arch: str
+    num_warps: int
+    num_stages: int
+    shared_bytes: int  # dynamic shared memory to request at launch
+    registers: int
+    spill_bytes: int  # local memory per thread (spills and stack)
+    static_shared_bytes: int
+    compile_seconds: float
+    triton_version: str
+    ptx_path: str
+    cubin_path: str
+
+    @property
+    def ptx(self) -> str:
+        return Path(self.ptx_path).read_text()
+
+    @property
+    def cubin(self) -> bytes:
+        return Path(self.cubin_path).read_bytes()
+
+    @property
+    def problem(self) -> str | None:
+        """Why this config should not be used (None if it is fine)."""
+        if self.spill_bytes > 0:
+            return f"spills {self.spill_bytes} bytes of local memory per thread"
+        limit = SHARED_BYTES.get(self.arch, SHARED_BYTES["sm_80"])
+        if self.shared_bytes + self.static_shared_bytes > limit:
+            return f"needs {self.shared_bytes} bytes of shared memory, {self.arch} has {limit}"
+        return None
+
+
+def _triton() -> Any:
+    try:
+        import triton
+    except ImportError:
+        raise BackendError("compiling to PTX needs triton: pip install triton") from None
+    return triton
+
+
+def signature(k: GeneratedKernel) -> tuple[dict[str, str], dict[str, int], dict[tuple, list]]:
+    """ASTSource's signature, constexprs and attrs: pointers are 16-byte aligned (so Triton
+    vectorizes and pipelines loads); block sizes are constexpr."""
+    sig: dict[str, str] = {}
+    consts: dict[str, int] = {}
+    attrs: dict[tuple, list] = {}
+    for i, p in enumerate(k.params):
+        if p.kind == "block":
+            sig[p.name] = "constexpr"
+            assert p.value is not None
+            consts[p.name] = p.value
+        elif p.kind in ("tensor", "scalar_ptr"):
+            assert p.source is not None
+            t = p.source.type
+            dtype = t.dtype if isinstance(t, (TensorType, TileType)) else None
+            assert dtype is not None
+            sig[p.name] = POINTER[dtype.short]
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        else:
+            sig[p.name] = p.dtype
+    return sig, consts, attrs
+
+
+def resource_usage(cubin: bytes) -> dict[str, int]:
+    """REG / LOCAL / SHARED of the cubin's kernel, read with Triton's bundled cuobjdump."""
+    tool = Path(_triton().__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    try:
+        out = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True,
+                             text=True, timeout=60).stdout
+    finally:
+        os.unlink(f.name)
+    m = re.search(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)", out)
+    if m is None:
+        raise BackendError(f"cuobjdump printed no resource usage:\n{out}")
+    reg, stack, shared, local = (int(x) for x in m.groups())
+    return {"registers": reg, "spill_bytes": local + stack, "static_shared_bytes": shared}
+
+
+def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
+    """PTX and cubin of kernel `k` of `module` for `arch` (sm_80, sm_90, ...), from the cache."""
+    if arch not in ARCHS:
+        raise BackendError(f"unknown architecture {arch!r}; known: {sorted(ARCHS)}")
+    triton = _triton()
+    sig, consts, attrs = signature(k)
+    options = {"num_warps": k.num_warps, "num_stages": k.num_stages, "enable_fp_fusion": True}
+    key_text = json.dumps([module.source, k.name, sig, consts, sorted(map(str, attrs)), options,
+                           arch, triton.__version__], sort_keys=True)
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
+    folder = cache_dir() / "compiled" / key
+    meta_path = folder / "compiled.json"
+    if meta_path.exists():
+        return Compiled(**json.loads(meta_path.read_text()))
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    fn = getattr(load(module.source, interpret=False), k.name)
+    start = time.perf_counter()
+    try:
+        ck = triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs),
+                            target=GPUTarget("cuda", ARCHS[arch], 32), options=options)
+    except Exception as e:  # Triton's compiler errors carry its own source excerpt
+        raise BackendError(f"Triton failed to compile {k.name} for {arch}: {e}") from e
+    seconds = time.perf_counter() - start
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{k.name}.ptx").write_text(ck.asm["ptx"])
+    (folder / f"{k.name}.cubin").write_bytes(ck.asm["cubin"])
+    usage = resource_usage(ck.asm["cubin"])
+    compiled = Compiled(kernel=ck.metadata.name, arch=arch, num_warps=ck.metadata.num_warps,
+                        num_stages=k.num_stages, shared_bytes=ck.metadata.shared,
+                        compile_seconds=seconds, triton_version=triton.__version__,
+                        ptx_path=str(folder / f"{k.name}.ptx"),
+                        cubin_path=str(folder / f"{k.name}.cubin"), **usage)
+    tmp = meta_path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(compiled), indent=1))
+    tmp.replace(meta_path)
+    return compiled
+
+
+def compile_module(module: Module, arch: str) -> list[Compiled]:
+    return [compile_kernel(module, k, arch) for k in module.kernels]

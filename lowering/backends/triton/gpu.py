@@ -1,0 +1,100 @@
+"""`backend="triton"`: the generated module launched on an NVIDIA GPU.
+
+Takes torch CUDA tensors (launched on torch's current stream) and CuPy arrays (viewed as torch
+tensors through DLPack and launched on CuPy's current stream); outputs come back as the caller's
+kind of array, on the inputs' device.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any
+
+from lowering.backends.triton import space as triton_space
+from lowering.backends.triton.codegen import generate_cached
+from lowering.backends.triton.compile import Compiled, compile_module
+from lowering.backends.triton.interpret import scalar, strides_of
+from lowering.backends.triton.loader import load
+from lowering.backends.triton.targets import array_strides
+from tiledsl import registry
+from tiledsl.config import Config, ConfigSpace
+from tiledsl.errors import BackendError
+from tiledsl.ir.core import Function
+from tiledsl.ir.types import TensorType
+
+
+def is_cupy(a: Any) -> bool:
+    return type(a).__module__.startswith("cupy")
+
+
+def is_torch(a: Any) -> bool:
+    return type(a).__module__.startswith("torch")
+
+
+def gpu_torch() -> Any:
+    """torch with a usable CUDA device, or a BackendError that says what is missing."""
+    try:
+        import torch
+    except ImportError:
+        raise BackendError("backend 'triton' launches through torch: pip install torch") from None
+    if not torch.cuda.is_available():
+        raise BackendError("backend 'triton' needs an NVIDIA GPU and driver, and none is "
+                           "available; use backend='numpy' or 'triton-interpret' on the CPU")
+    return torch
+
+
+class TritonBackend:
+    name = "triton"
+
+    def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace:
+        return triton_space.extend(space, fn)
+
+    def compile(self, fn: Function, config: Config, args: list[Any], arch: str) -> list[Compiled]:
+        """PTX and cubin for `arch`, with resource usage (works without a GPU)."""
+        return compile_module(generate_cached(fn, config, array_strides(fn, args)), arch)
+
+    def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
+        tensors = [(v, a) for v, a in zip(fn.args, args) if isinstance(v.type, TensorType)]
+        for v, a in tensors:
+            if not (is_cupy(a) or (is_torch(a) and a.is_cuda)):
+                raise BackendError(f"backend 'triton' runs on GPU arrays (CuPy or torch CUDA); "
+                                   f"argument '{v.hint}' is a {type(a).__module__}."
+                                   f"{type(a).__qualname__}")
+        torch = gpu_torch()
+        cupy_in = any(is_cupy(a) for _, a in tensors)
+        if cupy_in and not all(is_cupy(a) for _, a in tensors):
+            raise BackendError("mixing CuPy arrays and torch tensors in one call")
+        targs = [torch.from_dlpack(a) if is_cupy(a) else a if isinstance(v.type, TensorType)
+                 else scalar(a) for v, a in zip(fn.args, args)]
+        devices = {t.device for v, t in zip(fn.args, targs) if isinstance(v.type, TensorType)}
+        if len(devices) > 1:
+            raise BackendError(f"arguments live on different devices: {sorted(map(str, devices))}")
+        device = devices.pop() if devices else torch.device("cuda")
+        stream = nullcontext()
+        if cupy_in:
+            import cupy
+            stream = torch.cuda.stream(torch.cuda.ExternalStream(
+                cupy.cuda.get_current_stream().ptr, device=device))
+        module = load(generate_cached(fn, config, strides_of(fn, targs)).source, interpret=False)
+
+        def dtype(name: str) -> Any:
+            return torch.bool if name == "bool" else getattr(torch, name)
+
+        with torch.cuda.device(device), stream:
+            outs = module.launch(
+                *targs, empty=lambda s, d: torch.empty(s, dtype=dtype(d), device=device),
+                full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device))
+        by_tensor = {id(t): a for t, a in zip(targs, args)}
+        results = []
+        for o in outs:
+            if id(o) in by_tensor:
+                results.append(by_tensor[id(o)])
+            elif cupy_in:
+                import cupy
+                results.append(cupy.from_dlpack(o))
+            else:
+                results.append(o)
+        return results
+
+
+registry.register_backend(TritonBackend())

@@ -1,0 +1,119 @@
+"""Generated Triton code: golden sources, and ahead-of-time PTX/cubin for sm_80 and sm_90 on a
+machine without a GPU, with resource usage read from the cubin."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import EXAMPLE_NAMES, example, kernel_of
+
+pytest.importorskip("triton")
+
+GOLDEN = Path(__file__).parent / "golden" / "triton"
+ACCEPT = os.environ.get("TILEDSL_ACCEPT") == "1"
+GOLDEN_EXAMPLES = {  # name: (dims, config)
+    "matmul": ({"m": 300, "k": 200, "n": 100}, td.Config((64, 64, 32), 4, 3, group_m=8)),
+    "softmax": ({"m": 150, "n": 300}, td.Config((4,), 4, 3)),
+    "layer_norm": ({"m": 150, "n": 256}, td.Config((8,), 4, 3)),
+    "attention": ({"batch": 2, "seq": 128, "d": 64}, td.Config((64, 32), 4, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_EXAMPLES))
+def test_generated_source_golden(name: str) -> None:
+    dims, config = GOLDEN_EXAMPLES[name]
+    args = example(name).make_inputs(np.random.default_rng(0), dims, np.float16)
+    text = kernel_of(name).source(*args, target="triton", config=config)
+    path = GOLDEN / f"{name}.py"
+    if ACCEPT or not path.exists():
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if not ACCEPT:
+            pytest.fail(f"{path} did not exist; wrote it (check it and commit)")
+    assert text == path.read_text(), f"{path} differs (TILEDSL_ACCEPT=1 to regenerate)"
+
+
+def test_masks_only_where_edges_are_ragged() -> None:
+    mod = example("matmul")
+    aligned = mod.make_inputs(np.random.default_rng(0), {"m": 128, "k": 64, "n": 128}, np.float16)
+    text = mod.matmul.source(*aligned, target="triton", config=td.Config((64, 64, 32), 4, 3,
+                                                                          group_m=8))
+    assert "mask" not in text and "tl.dot(a_tile, b_tile, acc)" in text
+    ragged = mod.make_inputs(np.random.default_rng(0), {"m": 100, "k": 64, "n": 128}, np.float16)
+    text = mod.matmul.source(*ragged, target="triton", config=td.Config((64, 64, 32), 4, 3,
+                                                                         group_m=8))
+    assert "mask_tm = offs_tm < 100" in text and "mask_tn" not in text and "mask_tk" not in text
+
+
+def test_int64_offsets_only_when_int32_could_overflow() -> None:
+    mod = example("vector_add")
+    small = mod.make_inputs(np.random.default_rng(0), {"n": 1000}, np.float32)
+    assert "int64" not in mod.vector_add.source(*small, target="triton")
+    big = [np.lib.stride_tricks.as_strided(a, (3 * 2**30,), (0,)) for a in small[:2]]
+    text = mod.vector_add.source(*big, target="triton")  # zero strides: no memory is touched
+    loads = [ln for ln in text.splitlines() if "tl.load" in ln]
+    stores = [ln for ln in text.splitlines() if "tl.store" in ln]
+    assert loads and not any("int64" in ln for ln in loads)  # a stride of 0 never overflows
+    assert stores and all(".to(tl.int64)" in ln for ln in stores)  # 3 * 2**30 outputs do
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_every_example_compiles(name: str, arch: str) -> None:
+    args = example(name).make_inputs(np.random.default_rng(0), dtype=np.float16)
+    reports = kernel_of(name).compile(*args, arch=arch)
+    assert reports
+    for r in reports:
+        assert r.arch == arch and r.registers > 0 and r.shared_bytes >= 0
+        assert f".target {arch}" in r.ptx and len(r.cubin) > 1000
+        assert r.spill_bytes >= 0 and r.compile_seconds >= 0
+
+
+def test_hopper_matmul_uses_wgmma_and_pipelines() -> None:
+    mod = example("matmul")
+    args = mod.make_inputs(np.random.default_rng(0), {"m": 512, "k": 512, "n": 512}, np.float16)
+    config = td.Config((128, 128, 64), num_warps=8, num_stages=3, group_m=8)
+    ptx = mod.matmul.source(*args, target="ptx", config=config, arch="sm_90")
+    assert "wgmma" in ptx
+    (report,) = mod.matmul.compile(*args, config=config, arch="sm_90")
+    assert report.shared_bytes >= 3 * (128 * 64 + 64 * 128) * 2 * 2 // 3  # >= 2 stages in smem
+    assert report.problem is None
+
+
+def test_compile_cache_hits() -> None:
+    mod = example("softmax")
+    args = mod.make_inputs(np.random.default_rng(0), dtype=np.float32)
+    first = mod.softmax.compile(*args, arch="sm_80")[0]
+    again = mod.softmax.compile(*args, arch="sm_80")[0]
+    assert again == first  # read back from the disk cache: same paths, same numbers
+
+
+def test_spilling_configs_are_reported() -> None:
+    mod = example("matmul")
+    args = mod.make_inputs(np.random.default_rng(0), dtype=np.float32)
+    (report,) = mod.matmul.compile(*args, config=td.Config((128, 32, 16), 4, 1, group_m=4),
+                                   arch="sm_90")
+    assert report.spill_bytes > 0 and "spills" in (report.problem or "")
+
+
+def test_unknown_arch_is_a_clear_error() -> None:
+    args = example("softmax").make_inputs(np.random.default_rng(0))
+    with pytest.raises(td.BackendError, match="unknown architecture 'sm_7'") as info:
+        kernel_of("softmax").compile(*args, arch="sm_7")
+    assert info.value.kernel == "softmax"
+
+
+def test_config_space_prunes_what_cannot_compile() -> None:
+    mod = example("matmul")
+    args = mod.make_inputs(np.random.default_rng(0), {"m": 512, "k": 512, "n": 512}, np.float16)
+    space = mod.matmul.config_space(*args, backend="triton")
+    assert {p.name for p in space.params} >= {"num_warps", "num_stages", "group_m"}
+    assert "tl.dot needs blocks >= 16" in (space.reason(td.Config((8, 64, 64), 4, 3, group_m=8))
+                                           or "")
+    assert "shared memory" in (space.reason(td.Config((256, 256, 256), 8, 4, group_m=8)) or "")
+    assert all(min(c.block_sizes) >= 16 for c in space.sample(20, seed=0))
