@@ -60,7 +60,25 @@ def test_trace_errors_exit_1_with_the_message(tmp_path: Path,
     assert "ControlFlowError" in err and "ctrl.py:8" in err and "td.where" in err
 
 
-@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["show", "--help"]])
+def test_compile_reports_resources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("triton")
+    assert main(["compile", str(EXAMPLES / "softmax.py"), "--arch", "sm_80", "--samples", "1",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:4] == ["kernel", "config", "knobs", "arch"]
+    assert "sm_80" in out and out.count("softmax") == 2
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".cubin", ".cubin", ".ptx", ".ptx"]
+
+
+def test_run_on_the_interpreter(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    assert main(["run", str(EXAMPLES / "rms_norm.py"), "--backend", "triton-interpret",
+                 "--samples", "1"]) == 0
+    assert capsys.readouterr().out.count(" ok") == 2
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["show", "--help"],
+                                  ["compile", "--help"]])
 def test_help_everywhere(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", "tiledsl.cli", *args], capture_output=True,
                             text=True, timeout=60)

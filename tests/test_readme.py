@@ -55,3 +55,14 @@ def test_sample_error_matches_the_readme() -> None:
     printed = str(info.value).splitlines()
     assert re.sub(r"^.*?:\d+: ", "", printed[0]) == shown[0]
     assert [ln.strip() for ln in printed[1:]] == [ln.strip() for ln in shown[1:]]
+
+
+def test_triton_tour_runs() -> None:
+    pytest.importorskip("torch")
+    code = README.split("## Triton:", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    code += ("\nassert report.registers > 0 and 'wgmma' in ptx\n"
+             "print(td.testing.relative_error(out, a.astype(float) @ b))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)  # as in a REPL at the repository root
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.strip().splitlines()[-1]) < 5e-3

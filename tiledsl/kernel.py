@@ -219,7 +219,10 @@ class TileKernel:
         space = self._space(spec, backend)
         config = space.default() if config is None else space.validate(config)
         t = self._traced(spec)
-        outputs = impl.run(t.lowered, values, config)
+        try:
+            outputs = impl.run(t.lowered, values, config)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
         if t.returns == "none":
             return None
         return outputs[0] if t.returns == "single" else tuple(outputs)
