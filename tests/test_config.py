@@ -91,3 +91,10 @@ def test_numpy_backend_prefers_big_blocks_by_default() -> None:
     numpy_default = matmul.config_space(A, B, backend="numpy").default()
     assert generic == td.Config((64, 8))
     assert numpy_default == td.Config((512, 8))
+
+
+def test_knobs_left_out_take_their_defaults() -> None:
+    space = matmul.config_space(A, B).with_param(Param("num_warps", (4, 8), 8))
+    partial = td.Config((64, 4))
+    assert partial in space and space.reason(partial) is None
+    assert space.validate(partial) == td.Config((64, 4), num_warps=8)

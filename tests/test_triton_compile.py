@@ -85,6 +85,15 @@ def test_hopper_matmul_uses_wgmma_and_pipelines() -> None:
     assert report.problem is None
 
 
+def test_tma_lowers_to_bulk_tensor_copies_on_hopper() -> None:
+    mod = example("matmul")
+    args = mod.make_inputs(np.random.default_rng(0), {"m": 512, "k": 512, "n": 512}, np.float16)
+    config = td.Config((128, 128, 64), 4, 3, group_m=8, tma=True, persistent=True)
+    hopper = mod.matmul.compile(*args, config=config, arch="sm_90")[0]
+    ampere = mod.matmul.compile(*args, config=config, arch="sm_80")[0]
+    assert "cp.async.bulk.tensor" in hopper.ptx and "cp.async.bulk.tensor" not in ampere.ptx
+
+
 def test_compile_cache_hits() -> None:
     mod = example("softmax")
     args = mod.make_inputs(np.random.default_rng(0), dtype=np.float32)
@@ -117,3 +126,24 @@ def test_config_space_prunes_what_cannot_compile() -> None:
                                            or "")
     assert "shared memory" in (space.reason(td.Config((256, 256, 256), 8, 4, group_m=8)) or "")
     assert all(min(c.block_sizes) >= 16 for c in space.sample(20, seed=0))
+
+
+def test_interpreted_runs_leave_triton_language_untouched() -> None:
+    """The interpreter patches triton.language for nested calls; a later compile must not see
+    it (this once broke GPU compiles that followed interpreted runs in one process)."""
+    pytest.importorskip("torch")
+    import triton.language as tl
+
+    from lowering.backends.triton.interpret import _language_objects
+    before = [dict(vars(o)) for o in _language_objects()]
+    mod = example("rms_norm")  # tl.sum and a float-math helper: nested interpreted calls
+    args = mod.make_inputs(np.random.default_rng(0), {"m": 5, "n": 40}, np.float32)
+    mod.rms_norm.run(*args, backend="triton-interpret")
+    after = [dict(vars(o)) for o in _language_objects()]
+    for b, a in zip(before, after):  # every attribute that existed is the original again
+        assert {k for k in b if a.get(k) is not b[k]} == set()
+    assert tl.core.program_id is before[1]["program_id"]
+    gelu = example("gemm_bias_gelu")  # compiles fine right after the interpreted run
+    gargs = gelu.make_inputs(np.random.default_rng(0), dtype=np.float16)
+    config = td.Config((32, 32, 16), 4, 1, group_m=4, tma=False, persistent=False)
+    assert gelu.gemm_bias_gelu.compile(*gargs, config=config, arch="sm_80")[0].registers > 0

@@ -41,6 +41,12 @@ class Config:
             return default if value is None else value
         return dict(self.knobs).get(name, default)
 
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some fields or knobs changed."""
+        d = self.to_dict()
+        d.update(changes)
+        return Config.from_dict(d)
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"block_sizes": list(self.block_sizes)}
         if self.num_warps is not None:
@@ -144,8 +150,16 @@ class ConfigSpace:
             out[p.name] = config.block_sizes[i] if i is not None else config.get(p.name)
         return out
 
+    def complete(self, config: Config) -> Config:
+        """`config` with every knob it leaves out set to that knob's default."""
+        given = dict(config.knobs)
+        missing = {p.name: p.default for p in self.params if _block_index(p.name) is None
+                   and config.get(p.name) is None and p.name not in given}
+        return config.replace(**missing) if missing else config
+
     def reason(self, config: Config) -> str | None:
-        """Why `config` is not in this space (None if it is)."""
+        """Why `config` (its missing knobs at their defaults) is not in this space, or None."""
+        config = self.complete(config)
         if len(config.block_sizes) != self.num_blocks:
             blocks = [p for p in self.params if _block_index(p.name) is not None]
             listing = "; ".join(f"{p.name}: {p.doc}" for p in blocks) or "none"
@@ -174,7 +188,7 @@ class ConfigSpace:
         why = self.reason(config)
         if why is not None:
             raise ConfigError(f"invalid config {config}: {why}", kernel=self.kernel)
-        return config
+        return self.complete(config)
 
     def __contains__(self, config: object) -> bool:
         return isinstance(config, Config) and self.reason(config) is None

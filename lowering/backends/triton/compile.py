@@ -85,6 +85,10 @@ def signature(k: GeneratedKernel) -> tuple[dict[str, str], dict[str, int], dict[
             sig[p.name] = "constexpr"
             assert p.value is not None
             consts[p.name] = p.value
+        elif p.kind == "desc":
+            assert p.source is not None and isinstance(p.source.type, TensorType)
+            box = ", ".join(map(str, p.box))
+            sig[p.name] = f"tensordesc<{POINTER[p.source.type.dtype.short][1:]}[{box}]>"
         elif p.kind in ("tensor", "scalar_ptr"):
             assert p.source is not None
             t = p.source.type

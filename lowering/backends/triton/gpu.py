@@ -83,7 +83,8 @@ class TritonBackend:
         with torch.cuda.device(device), stream:
             outs = module.launch(
                 *targs, empty=lambda s, d: torch.empty(s, dtype=dtype(d), device=device),
-                full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device))
+                full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
+                num_sms=torch.cuda.get_device_properties(device).multi_processor_count)
         by_tensor = {id(t): a for t, a in zip(targs, args)}
         results = []
         for o in outs:

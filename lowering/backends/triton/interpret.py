@@ -68,16 +68,38 @@ def strides_of(fn: Function, tensors: list[Any]) -> dict[Value, tuple[int, ...]]
             if isinstance(a.type, TensorType)}
 
 
+def _language_objects() -> list[Any]:
+    """The modules and classes of triton.language that the interpreter patches."""
+    import triton.language as tl
+    mods = [tl, tl.core, tl.math, tl.standard]
+    classes = [tl.tensor, tl.dtype, tl.core.condition, tl.core.tensor_descriptor_base]
+    return mods + classes
+
+
+def _restore(snapshot: list[tuple[Any, dict]]) -> None:
+    """Put back every attribute the interpreter replaced (names it added stay: its cached,
+    rewritten functions refer to them, and compiled code never does)."""
+    for obj, before in snapshot:
+        now = vars(obj)
+        for name, value in before.items():
+            if now.get(name) is not value:
+                setattr(obj, name, value)
+
+
 @contextmanager
 def interpreted_stdlib() -> Iterator[None]:
-    """Let interpreted kernels call Triton's own `@jit` library (tl.sum, tl.max, tl.sigmoid...).
+    """Let interpreted kernels call Triton's own `@jit` library (tl.sum, tl.max, tl.sigmoid...),
+    and leave triton.language as it was afterwards.
 
     Those are compiled-mode functions unless TRITON_INTERPRET was set before triton.language was
     first imported; a process that also compiles for GPUs cannot set it, so while an interpreted
-    kernel runs, calls to compiled-mode functions go through the interpreter instead."""
+    kernel runs, calls to compiled-mode functions go through the interpreter instead. The
+    interpreter patches triton.language for nested calls without undoing it (triton 3.9), which
+    would break later GPU compiles in the same process: everything it changes is restored."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
+    snapshot = [(obj, dict(vars(obj))) for obj in _language_objects()]
     original = JITFunction.__call__
     interpreted: dict[Any, Any] = {}
 
@@ -91,6 +113,11 @@ def interpreted_stdlib() -> Iterator[None]:
         yield
     finally:
         JITFunction.__call__ = original  # type: ignore[method-assign]
+        _restore(snapshot)
+
+
+# Persistent kernels launch this many programs in the interpreter, so each walks several tiles.
+INTERPRETER_SMS = 3
 
 
 class TritonInterpretBackend:
@@ -107,7 +134,8 @@ class TritonInterpretBackend:
             outs = module.launch(
                 *targs,
                 empty=lambda shape, dtype: torch.empty(shape, dtype=_torch_dtype(dtype)),
-                full=lambda shape, value, dtype: torch.full(shape, value, dtype=_torch_dtype(dtype)))
+                full=lambda shape, value, dtype: torch.full(shape, value, dtype=_torch_dtype(dtype)),
+                num_sms=INTERPRETER_SMS)
         by_tensor = {id(t): a for t, a in zip(targs, args)}
         return [by_tensor.get(id(o)) if id(o) in by_tensor else to_numpy(o) for o in outs]
 

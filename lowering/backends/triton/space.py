@@ -42,6 +42,11 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     grid_2d = any(op.name == "grid" and len(op.regions[0].args) == 2 for op in fn.body.ops)
     if grid_2d:
         space = space.with_param(Param("group_m", (1, 4, 8), 8, "L2-friendly program order"))
+    if dots:  # Hopper knobs, for the kernels they are made for (GEMM-like ones)
+        space = space.with_param(Param("tma", (False, True), False,
+                                       "tensor descriptors (TMA on sm_90; plain loads before)"))
+        space = space.with_param(Param("persistent", (False, True), False,
+                                       "one program per SM, each walking many tiles"))
     for p in space.params:  # a dot's dimensions start at its minimum
         if p.name.startswith("block_sizes["):
             sym = symbols[int(p.name[12:-1])]

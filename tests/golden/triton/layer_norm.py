@@ -5,13 +5,13 @@ import triton.language as tl
 
 @triton.jit(do_not_specialize=['eps'])
 def layer_norm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr, eps, BLOCK_TM: tl.constexpr):
-    # 19 programs over 19 tiles of tm
+    # 19 tiles: 19 of tm
+    offs_256 = tl.arange(0, 256)
     pid = tl.program_id(0)
     pid_tm = pid
     begin_tm = pid_tm * BLOCK_TM
     offs_tm = begin_tm + tl.arange(0, BLOCK_TM)
     mask_tm = offs_tm < 150
-    offs_256 = tl.arange(0, 256)
     x_tile = tl.load(x_ptr + offs_tm[:, None] * 256 + offs_256[None, :], mask=mask_tm[:, None])
     tmp = x_tile.to(tl.float32)
     sum_1 = tl.sum(tmp, axis=1, keep_dims=True)
@@ -34,10 +34,11 @@ def layer_norm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr, eps, BLOCK_TM: tl.co
     tmp_14 = tmp_13.to(tl.float16)
     tl.store(out_ptr + offs_tm[:, None] * 256 + offs_256[None, :], tmp_14, mask=mask_tm[:, None])
 
-def launch(x, weight, bias, eps, *, empty, full):
+def launch(x, weight, bias, eps, *, empty, full, num_sms=132):
     """Run layer_norm on tensors Triton can take (torch, or objects with data_ptr).
 
-    `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device.
+    `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device;
+    persistent kernels launch `num_sms` programs at most.
     """
     out = empty((150, 256), 'float16')
     layer_norm_kernel[(19,)](x, weight, bias, out, eps, BLOCK_TM=8, num_warps=4, num_stages=3)

@@ -5,14 +5,14 @@ import triton.language as tl
 
 @triton.jit
 def softmax_kernel(x_ptr, out_ptr, BLOCK_TM: tl.constexpr):
-    # 38 programs over 38 tiles of tm
+    # 38 tiles: 38 of tm
+    offs_300 = tl.arange(0, 512)
+    mask_300 = offs_300 < 300
     pid = tl.program_id(0)
     pid_tm = pid
     begin_tm = pid_tm * BLOCK_TM
     offs_tm = begin_tm + tl.arange(0, BLOCK_TM)
     mask_tm = offs_tm < 150
-    offs_300 = tl.arange(0, 512)
-    mask_300 = offs_300 < 300
     x_tile = tl.load(x_ptr + offs_tm[:, None] * 300 + offs_300[None, :], mask=mask_tm[:, None] & mask_300[None, :])
     tmp = x_tile.to(tl.float32)
     masked = tl.where(mask_300[None, :], tmp, -float("inf"))
@@ -25,10 +25,11 @@ def softmax_kernel(x_ptr, out_ptr, BLOCK_TM: tl.constexpr):
     tmp_4 = tmp_3.to(tl.float16)
     tl.store(out_ptr + offs_tm[:, None] * 300 + offs_300[None, :], tmp_4, mask=mask_tm[:, None] & mask_300[None, :])
 
-def launch(x, *, empty, full):
+def launch(x, *, empty, full, num_sms=132):
     """Run softmax on tensors Triton can take (torch, or objects with data_ptr).
 
-    `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device.
+    `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device;
+    persistent kernels launch `num_sms` programs at most.
     """
     out = empty((150, 300), 'float16')
     softmax_kernel[(38,)](x, out, BLOCK_TM=4, num_warps=4, num_stages=3)
