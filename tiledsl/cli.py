@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from tiledsl import testing
-from tiledsl.config import Config
+from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import TileDSLError
 from tiledsl.kernel import TileKernel
 
@@ -63,6 +63,13 @@ def _fresh(args: tuple) -> tuple:
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
+def _configs(space: ConfigSpace, opts: argparse.Namespace) -> list[Config]:
+    """The space's default config, then --samples others drawn with --seed."""
+    default = space.default()
+    return [default] + [c for c in space.sample(opts.samples + 1, seed=opts.seed)
+                        if c != default][:opts.samples]
+
+
 def _fmt_table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
@@ -76,9 +83,7 @@ def cmd_run(opts: argparse.Namespace) -> int:
         args = example_args(module, k, opts.seed)
         ref_fn = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
         ref = ref_fn(*_fresh(args)) if ref_fn is not None else None
-        space = k.config_space(*args, backend=opts.backend)
-        configs = [space.default()] + [c for c in space.sample(opts.samples, seed=opts.seed)
-                                       if c != space.default()][:opts.samples]
+        configs = _configs(k.config_space(*args, backend=opts.backend), opts)
         for i, cfg in enumerate(configs):
             call_args = _fresh(args)
             start = time.perf_counter()
@@ -123,9 +128,7 @@ def cmd_compile(opts: argparse.Namespace) -> int:
     rows = []
     for k in kernels:
         args = example_args(module, k, opts.seed)
-        space = k.config_space(*args, backend="triton")
-        configs = [space.default()] + [c for c in space.sample(opts.samples, seed=opts.seed)
-                                       if c != space.default()][:opts.samples]
+        configs = _configs(k.config_space(*args, backend="triton"), opts)
         for i, cfg in enumerate(configs):
             report = k.compile(*args, config=cfg, arch=opts.arch)
             for c in report:
@@ -149,6 +152,14 @@ def _short(cfg: Config) -> str:
     return f"{cfg.block_sizes}{warps}{stages}{knobs}"
 
 
+def _common(p: argparse.ArgumentParser, samples: int | None) -> None:
+    p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    p.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
+    if samples is not None:
+        p.add_argument("--samples", type=int, default=samples,
+                       help=f"sampled configs besides the default (default {samples})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tiledsl", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -158,32 +169,27 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Trace and run each kernel of FILE on make_inputs(rng), "
                                      "with the default config and sampled configs, and compare "
                                      "with the file's reference() in float64.")
-    run.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    _common(run, samples=3)
     run.add_argument("--backend", default="numpy", help="backend to run on (default: numpy)")
-    run.add_argument("--samples", type=int, default=3, help="sampled configs besides the default")
-    run.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
     run.set_defaults(func=cmd_run)
 
     show = sub.add_parser("show", help="print a kernel's IR or config space",
                           description="Print what the kernels of FILE become for the inputs "
                                       "make_inputs(rng) builds.")
-    show.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    _common(show, samples=None)
     what = show.add_mutually_exclusive_group()
     what.add_argument("--ir", action="store_true", help="the tile IR after the pipeline (default)")
     what.add_argument("--traced", action="store_true", help="the tile IR as traced, before passes")
     what.add_argument("--space", action="store_true", help="the config space")
     show.add_argument("--backend", default="numpy", help="backend whose config space to show")
-    show.add_argument("--seed", type=int, default=0, help="seed for make_inputs")
     show.set_defaults(func=cmd_show)
 
     comp = sub.add_parser("compile", help="compile kernels to PTX/cubin (no GPU needed)",
                           description="Generate Triton code for each kernel of FILE, compile it "
                                       "ahead of time for --arch and report registers, spills and "
                                       "shared memory per config.")
-    comp.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    _common(comp, samples=0)
     comp.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
-    comp.add_argument("--samples", type=int, default=0, help="sampled configs besides the default")
-    comp.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
     comp.add_argument("--out", help="write each config's .ptx and .cubin to this directory")
     comp.set_defaults(func=cmd_compile)
     return parser
