@@ -210,6 +210,9 @@ class ConfigSpace:
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def default_is_valid(self) -> bool:
+        return self.make({p.name: p.default for p in self.params}) in self
+
     def default(self) -> Config:
         """Each param's default; if the constraints reject that, the nearest valid config."""
         config = self.make({p.name: p.default for p in self.params})

@@ -174,13 +174,15 @@ class TileKernel:
         return [result], "single"
 
     # ---- configs ---------------------------------------------------------------------------
-    def config_space(self, *args: Any, backend: str | None = None, **kwargs: Any) -> ConfigSpace:
-        """The valid configs for these arguments (with `backend`'s knobs and constraints)."""
+    def config_space(self, *args: Any, backend: str | None = None, arch: Any = None,
+                     **kwargs: Any) -> ConfigSpace:
+        """The valid configs for these arguments (with `backend`'s knobs and constraints; the
+        spatial backend's depend on `arch`)."""
         spec = self.arg_spec(self.bind(args, kwargs))
-        return self._space(spec, backend)
+        return self._space(spec, backend, arch)
 
-    def _space(self, spec: tuple[ArgSpec, ...], backend: str | None) -> ConfigSpace:
-        key = (spec, backend)
+    def _space(self, spec: tuple[ArgSpec, ...], backend: str | None, arch: Any = None) -> ConfigSpace:
+        key = (spec, backend, getattr(arch, "name", arch))
         if key not in self._spaces:
             t = self._traced(spec)
             params = []
@@ -192,7 +194,8 @@ class TileKernel:
                 params.append(Param(f"block_sizes[{i}]", choices, min(top, DEFAULT_BLOCK), doc))
             space = ConfigSpace(self.name, tuple(params))
             if backend is not None:
-                space = registry.backend(backend).extend_space(space, t.lowered)
+                options = {} if arch is None else {"arch": arch}
+                space = registry.backend(backend).extend_space(space, t.lowered, **options)
             self._spaces[key] = space
         return self._spaces[key]
 
@@ -203,8 +206,9 @@ class TileKernel:
         return self.run(*args, backend="triton" if gpu else "numpy", **kwargs)
 
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
-            **kwargs: Any) -> Any:
-        """Run on `backend` with `config` (the space's default when None)."""
+            arch: Any = None, **kwargs: Any) -> Any:
+        """Run on `backend` with `config` (the space's default when None); `arch` picks the
+        spatial backend's architecture."""
         tracer = active()
         if tracer is not None:
             tracer.fail(TraceError, f"kernel '{tracer.kernel}' calls kernel '{self.name}'; "
@@ -216,11 +220,11 @@ class TileKernel:
             impl = registry.backend(backend)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
-        space = self._space(spec, backend)
+        space = self._space(spec, backend, arch)
         config = space.default() if config is None else space.validate(config)
         t = self._traced(spec)
         try:
-            outputs = impl.run(t.lowered, values, config)
+            outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
         if t.returns == "none":
@@ -240,10 +244,29 @@ class TileKernel:
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
+    def simulate(self, *args: Any, arch: Any = None, config: Config | None = None,
+                 trace: str | None = None, **kwargs: Any) -> Any:
+        """Time the kernel on a spatial architecture (a preset name or an Arch) with the C++
+        simulator; returns a SimReport. `trace` writes a Chrome/Perfetto trace to that path."""
+        values = self.bind(args, kwargs)
+        spec = self.arg_spec(values)
+        space = self._space(spec, "spatial", arch)
+        config = space.default() if config is None else space.validate(config)
+        t = self._traced(spec)
+        try:
+            result = registry.backend("spatial").simulate(  # type: ignore[attr-defined]
+                t.lowered, config, arch=arch, trace=trace is not None)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+        if trace is not None:
+            result.chrome_trace(trace)
+        return result
+
     def source(self, *args: Any, target: str = "ir", config: Config | None = None,
-               arch: str = "sm_90", **kwargs: Any) -> str:
+               arch: Any = None, **kwargs: Any) -> str:
         """What the kernel becomes: "ir" (after the pipeline), "ir-traced", "triton" (the
-        generated module) or "ptx" (compiled for `arch`, no GPU needed)."""
+        generated module), "ptx" (compiled for `arch`, default sm_90, no GPU needed) or
+        "spatial" (the dataflow config for `arch`, a preset name, as JSON)."""
         t = self.traced(*args, **kwargs)
         if target == "ir":
             return print_ir(t.lowered)
@@ -254,8 +277,10 @@ class TileKernel:
             emit, backend = registry.target(target)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
-        space = self._space(self.arg_spec(values), backend)
+        space = self._space(self.arg_spec(values), backend, arch if backend == "spatial" else None)
         config = space.default() if config is None else space.validate(config)
+        if arch is None and target == "ptx":
+            arch = "sm_90"
         return emit(t.lowered, config, values, arch=arch)
 
 

@@ -22,14 +22,14 @@ DEFAULT_BLOCK = 1024
 class NumpyBackend:
     name = "numpy"
 
-    def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace:
+    def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
         """No knobs (any block sizes run, only speed changes); big default blocks."""
         for p in space.params:
             if p.name.startswith("block_sizes["):
                 space = space.with_default(p.name, min(max(p.choices), DEFAULT_BLOCK))
         return space
 
-    def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
+    def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         for v, a in zip(fn.args, args):
             if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
                 raise BackendError(f"backend 'numpy' runs on NumPy arrays; argument '{v.hint}' "

@@ -25,8 +25,12 @@ def _cdiv(a: int, b: int) -> int:
 
 
 class Executor:
-    def __init__(self, fn: Function, config: Config) -> None:
+    """Runs `fn` under `config`; with `programs` (rows of grid indices) only those programs run,
+    stacked on one prefix axis (how the spatial backend executes each PE's share)."""
+
+    def __init__(self, fn: Function, config: Config, programs: np.ndarray | None = None) -> None:
         self.fn = fn
+        self.programs = programs
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
         self.rank = 0  # number of grid axes while inside a grid
         self.grid_sizes: tuple[int, ...] = ()
@@ -38,7 +42,10 @@ class Executor:
     def tile_shape(self, t: TileType) -> tuple[int, ...]:
         return tuple(self.block_size(d) for d in t.shape)
 
-    def run(self, args: list[Any]) -> list[Any]:
+    def run(self, args: list[Any], tensors: dict[Value, np.ndarray] | None = None) -> list[Any]:
+        """Run on `args`; host allocations listed in `tensors` reuse those arrays (so several
+        runs over different programs fill the same outputs)."""
+        self.tensors = tensors or {}
         env: Env = {}
         for v, a in zip(self.fn.args, args):
             if isinstance(v.type, TensorType):
@@ -53,7 +60,9 @@ class Executor:
             if op.name in ("return", "yield"):
                 return [env[o] for o in op.operands]
             rule = RULES.get(op.name)
-            if rule is not None:
+            if op.name in ("tensor.empty", "tensor.full") and op.result in self.tensors:
+                outs = [self.tensors[op.result]]
+            elif rule is not None:
                 outs = rule(self, op, [env[o] for o in op.operands])
             elif op.name in ELEMENTWISE:
                 outs = [apply(op.name, [env[o] for o in op.operands], op.result.type.dtype.np)]  # type: ignore[union-attr]
@@ -71,15 +80,20 @@ class Executor:
     def grid(self, op: Op, env: Env) -> None:
         region = op.regions[0]
         ranges = [a.type for a in region.args]
-        self.rank = len(ranges)
+        subset = self.programs is not None
+        self.rank = 1 if subset else len(ranges)
         self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
         inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
                      and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
         for i, (a, r) in enumerate(zip(region.args, ranges)):
             assert isinstance(r, RangeType)
+            block = self.block_size(r.block)
+            if subset:  # one prefix axis: the listed programs
+                assert self.programs is not None
+                inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)
+                continue
             shape = [1] * self.rank
             shape[i] = self.grid_sizes[i]
-            block = self.block_size(r.block)
             begin = (np.arange(self.grid_sizes[i]) * block).reshape(shape)
             inner[a] = self.ranges[a] = RangeRT(r.extent, block, begin, i)
         self.block(region, inner)

@@ -71,6 +71,8 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
                 new_shape += [n // idx.block, idx.block]
                 tags += [("g", idx.grid_axis), ("t", pos)]
             else:
+                if idx.begin.size != 1:
+                    return None  # programs begin at different places (a subset of the grid)
                 b = int(idx.begin.flat[0])
                 if b + idx.block > n:
                     return None
@@ -152,11 +154,11 @@ def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
 def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) -> np.ndarray:
     """Programs that differ only along grid axes the store does not index write the same
     elements; as if they ran in order, the last one wins."""
-    indexed = {i.grid_axis for i in indices if isinstance(i, RangeRT) and i.grid_axis is not None}
-    indexed |= {i.axis for i in indices if isinstance(i, GridScalar)}
+    indexed = {i.axis for i in indices if isinstance(i, GridScalar)}
     for idx in indices:
-        if isinstance(idx, np.ndarray):
-            indexed |= {a for a in range(rank) if idx.shape[a] > 1}
+        shape = idx.begin.shape if isinstance(idx, RangeRT) else np.shape(idx) if idx is not None \
+            and not isinstance(idx, GridScalar) else ()
+        indexed |= {a for a in range(min(rank, len(shape))) if shape[a] > 1}
     for a in range(rank):
         if a not in indexed and value.shape[a] > 1:
             value = value.take([-1], axis=a)

@@ -46,14 +46,14 @@ def gpu_torch() -> Any:
 class TritonBackend:
     name = "triton"
 
-    def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace:
+    def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
         return triton_space.extend(space, fn)
 
     def compile(self, fn: Function, config: Config, args: list[Any], arch: str) -> list[Compiled]:
         """PTX and cubin for `arch`, with resource usage (works without a GPU)."""
         return compile_module(generate_cached(fn, config, array_strides(fn, args)), arch)
 
-    def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
+    def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         tensors = [(v, a) for v, a in zip(fn.args, args) if isinstance(v.type, TensorType)]
         for v, a in tensors:
             if not (is_cupy(a) or (is_torch(a) and a.is_cuda)):

@@ -123,10 +123,10 @@ INTERPRETER_SMS = 3
 class TritonInterpretBackend:
     name = "triton-interpret"
 
-    def extend_space(self, space: ConfigSpace, fn: Function) -> ConfigSpace:
+    def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
         return triton_space.extend(space, fn)
 
-    def run(self, fn: Function, args: list[Any], config: Config) -> list[Any]:
+    def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         torch = _torch()
         targs = [to_torch(a) if isinstance(a, np.ndarray) else scalar(a) for a in args]
         module = load(generate_cached(fn, config, strides_of(fn, targs), interpret=True).source, interpret=True)

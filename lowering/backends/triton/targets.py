@@ -28,11 +28,11 @@ def array_strides(fn: Function, args: list[Any]) -> dict:
 
 
 @registry.register_target("triton", backend="triton")
-def triton_source(fn: Function, config: Config, args: list[Any], arch: str = "sm_90") -> str:
+def triton_source(fn: Function, config: Config, args: list[Any], arch: Any = None) -> str:
     return generate_cached(fn, config, array_strides(fn, args)).source
 
 
 @registry.register_target("ptx", backend="triton")
-def ptx_source(fn: Function, config: Config, args: list[Any], arch: str = "sm_90") -> str:
+def ptx_source(fn: Function, config: Config, args: list[Any], arch: Any = "sm_90") -> str:
     module = generate_cached(fn, config, array_strides(fn, args))
     return "\n".join(c.ptx for c in compile_module(module, arch))

@@ -1,0 +1,198 @@
+"""The spatial accelerator's architecture: a 2-D grid of PEs with SRAM, a mesh NoC, DRAM at
+the edges. JSON-serializable; every preset value says whether it is published or assumed.
+
+    arch = preset("wormhole-like")
+    arch.to_json(); Arch.from_json(text)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tiledsl.errors import BackendError
+
+
+@dataclass(frozen=True)
+class Value:
+    """A number with its provenance: `source` is "published: <where>" or "assumed: <why>"."""
+
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class DramChannel:
+    name: str
+    attach: tuple[int, int]  # the PE (row, col) where the channel enters the mesh
+    bytes_per_cycle: float
+    latency_cycles: float
+    min_burst_bytes: int  # transfers below this use the channel at proportionally lower efficiency
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    rows: int
+    cols: int
+    clock_ghz: float
+    macs_per_cycle: dict[str, float]  # per PE, by dtype ("bf16", "f16", "f32", "i8")
+    min_mma: tuple[int, int, int]  # (m, n, k): smaller operands run at proportionally lower rate
+    vector_lanes: int
+    sram_bytes: int
+    dma_channels: int  # DMA engines per PE (reader, writer, multicaster agents)
+    op_overhead_cycles: float  # issuing one compute step
+    link_bytes_per_cycle: float
+    hop_latency_cycles: float
+    transfer_overhead_cycles: float  # per DMA transfer (descriptor setup, NoC handshake)
+    channels_per_link: int  # distinct routes one link can carry (stream switch ports / colors)
+    multicast: bool
+    packet_bytes: int
+    dram: tuple[DramChannel, ...]
+    timing: str = "dataflow"  # or "static": every step has a start cycle fixed at compile time
+    sources: dict[str, str] = field(default_factory=dict)  # field -> provenance
+
+    @property
+    def pes(self) -> int:
+        return self.rows * self.cols
+
+    def peak_macs(self, dtype: str) -> float:
+        return self.macs_per_cycle.get(dtype, self.macs_per_cycle.get("f32", 0.0)) * self.pes
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        return sum(d.bytes_per_cycle for d in self.dram)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["min_mma"] = list(self.min_mma)
+        d["dram"] = [dict(asdict(c), attach=list(c.attach)) for c in self.dram]
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Arch:
+        d = dict(d)
+        d["min_mma"] = tuple(d["min_mma"])
+        d["dram"] = tuple(DramChannel(**dict(c, attach=tuple(c["attach"]))) for c in d["dram"])
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> Arch:
+        return cls.from_dict(json.loads(text))
+
+
+def _build(name: str, timing: str, **values: Value | Any) -> Arch:
+    plain = {k: (v.value if isinstance(v, Value) else v) for k, v in values.items()}
+    sources = {k: v.source for k, v in values.items() if isinstance(v, Value)}
+    for k in ("rows", "cols", "vector_lanes", "sram_bytes", "dma_channels", "channels_per_link",
+              "packet_bytes"):
+        plain[k] = int(plain[k])
+    return Arch(name=name, timing=timing, sources=sources, **plain)
+
+
+def _edge_dram(rows: int, cols: int, total: Value, latency: Value,
+               burst: int) -> tuple[DramChannel, ...]:
+    """DRAM ports on the west edge (one per row) and the north edge (one per column), sharing
+    `total` bytes/cycle: row operands enter from the west, column operands from the north."""
+    each = total.value / (rows + cols)
+    west = [DramChannel(f"dram_w{r}", (r, 0), each, latency.value, burst) for r in range(rows)]
+    north = [DramChannel(f"dram_n{c}", (0, c), each, latency.value, burst) for c in range(cols)]
+    return tuple(west + north)
+
+
+A = "assumed: "
+TT = "published: tt-metal tech_reports/GEMM_FLOPS and METALIUM_GUIDE (Wormhole)"
+TTL = "published: tt-lang CycleEstimator (Wormhole N300 profile, noc_latencies.yaml)"
+AIE = "published: AMD AIE-ML architecture manual AM020 / MLIR-AIE docs"
+
+
+def _generic() -> Arch:
+    dram_bw = Value(256.0, A + "256 B/cycle in all (HBM-class at 1 GHz)")
+    lat = Value(300.0, A + "typical DRAM round trip in cycles")
+    return _build(
+        "generic-8x8", "dataflow",
+        rows=Value(8, A + "a square 8x8 mesh"), cols=Value(8, A + "a square 8x8 mesh"),
+        clock_ghz=Value(1.0, A + "round number"),
+        macs_per_cycle={"bf16": 1024.0, "f16": 1024.0, "f32": 256.0, "i8": 2048.0, "f64": 64.0},
+        min_mma=(8, 16, 16), vector_lanes=Value(32, A + "one 32-lane vector unit"),
+        sram_bytes=Value(1 << 20, A + "1 MiB per PE"), dma_channels=Value(4, A),
+        op_overhead_cycles=Value(16.0, A + "issue cost of one compute step"),
+        link_bytes_per_cycle=Value(32.0, A + "256-bit links"),
+        hop_latency_cycles=Value(1.0, A), transfer_overhead_cycles=Value(100.0, A),
+        channels_per_link=Value(8, A), multicast=True, packet_bytes=Value(2048, A),
+        dram=_edge_dram(8, 8, dram_bw, lat, 256),
+    )
+
+
+def _aie_like() -> Arch:
+    return _build(
+        "aie-like-4x8", "dataflow",
+        rows=Value(4, AIE + " (4x8 compute tiles of the Ryzen AI NPU / AIE-ML array)"),
+        cols=Value(8, AIE),
+        clock_ghz=Value(1.25, AIE + " (AIE-ML 1.25 GHz class)"),
+        macs_per_cycle={"bf16": 256.0, "f16": 256.0, "i8": 512.0, "f32": 32.0, "f64": 8.0},
+        min_mma=(4, 8, 8), vector_lanes=Value(32, AIE + " (512-bit vector unit)"),
+        sram_bytes=Value(64 * 1024, AIE + " (64 KB data memory per compute tile)"),
+        dma_channels=Value(4, AIE + " (2 MM2S + 2 S2MM DMA channels per tile)"),
+        op_overhead_cycles=Value(32.0, A + "kernel call overhead on the core"),
+        link_bytes_per_cycle=Value(4.0, AIE + " (32-bit stream switch ports per cycle)"),
+        hop_latency_cycles=Value(2.0, A), transfer_overhead_cycles=Value(50.0, A + "BD setup"),
+        channels_per_link=Value(6, AIE + " (stream switch ports per direction)"),
+        multicast=True, packet_bytes=Value(1024, A),
+        dram=_edge_dram(4, 8, Value(64.0, A + "shim DMAs, 64 B/cycle in all"),
+                        Value(200.0, A), 128),
+    )
+
+
+def _wormhole_like() -> Arch:
+    # Wormhole: 2048 / 1024 / 512 MAC/cycle per Tensix at LoFi / HiFi2 / HiFi4 (8x16x16 per cycle
+    # at LoFi); we model bf16 at HiFi2. 288 GB/s DRAM per chip at 1 GHz = 288 B/cycle.
+    return _build(
+        "wormhole-like", "dataflow",
+        rows=Value(8, TT + " (8x8 Tensix grid used for the GEMM report)"), cols=Value(8, TT),
+        clock_ghz=Value(1.0, TT),
+        macs_per_cycle={"bf16": 1024.0, "f16": 1024.0, "i8": 2048.0, "f32": 256.0, "f64": 64.0},
+        min_mma=(8, 16, 16), vector_lanes=Value(32, TT + " (SFPU 32 lanes)"),
+        sram_bytes=Value(1536 * 1024, TT + " (~1.5 MB L1 per Tensix on Wormhole)"),
+        dma_channels=Value(4, TT + " (2 data-movement RISC-Vs x 2 NoCs)"),
+        op_overhead_cycles=Value(20.0, A + "LLK call overhead"),
+        link_bytes_per_cycle=Value(25.3, TTL + " (25.3 B/cycle NoC)"),
+        hop_latency_cycles=Value(1.0, A), transfer_overhead_cycles=Value(293.0, TTL + " (293-cycle floor)"),
+        channels_per_link=Value(16, A + "virtual channels"), multicast=True,
+        packet_bytes=Value(2048, TT + " (2 KB bf16 32x32 tile)"),
+        dram=_edge_dram(8, 8, Value(288.0, TTL + " (288 GB/s per chip at 1 GHz)"),
+                        Value(400.0, A + "DRAM latency"), 256),
+    )
+
+
+def _lpu_like() -> Arch:
+    return _build(
+        "lpu-like", "static",
+        rows=Value(8, A + "functional slices folded onto an 8x8 grid"), cols=Value(8, A),
+        clock_ghz=Value(0.9, "published: Abts et al., ISCA 2020 (TSP at 900 MHz)"),
+        macs_per_cycle={"bf16": 1024.0, "f16": 1024.0, "i8": 4096.0, "f32": 256.0, "f64": 64.0},
+        min_mma=(16, 16, 16), vector_lanes=Value(320, "published: Abts et al., ISCA 2020 (320-lane SIMD)"),
+        sram_bytes=Value(3 * 1024 * 1024, A + "220 MiB on-chip SRAM spread over the slices"),
+        dma_channels=Value(4, A), op_overhead_cycles=Value(4.0, A + "statically issued"),
+        link_bytes_per_cycle=Value(64.0, A), hop_latency_cycles=Value(1.0, A),
+        transfer_overhead_cycles=Value(8.0, A + "no handshakes: the schedule is static"),
+        channels_per_link=Value(16, A), multicast=True, packet_bytes=Value(4096, A),
+        dram=_edge_dram(8, 8, Value(512.0, A + "host/HBM stream ports"), Value(200.0, A), 512),
+    )
+
+
+PRESETS = {"generic-8x8": _generic, "aie-like-4x8": _aie_like, "wormhole-like": _wormhole_like,
+           "lpu-like": _lpu_like}
+
+
+def preset(name: str | Arch) -> Arch:
+    """An architecture by preset name (or an Arch, returned as is)."""
+    if isinstance(name, Arch):
+        return name
+    if name not in PRESETS:
+        raise BackendError(f"unknown spatial architecture {name!r}; presets: {sorted(PRESETS)}")
+    return PRESETS[name]()

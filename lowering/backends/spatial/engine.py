@@ -1,0 +1,229 @@
+"""Runs a dataflow config on the C++ event-driven simulator (`_tiledsl_sim`, built from csrc/)
+and reports cycles, utilization, traffic and the roofline bound.
+
+In static timing mode (Groq/LPX-like parts) the compiler fixes every step's start cycle: the
+schedule is derived from an arbitrated run with whole-transfer packets, and the simulator then
+verifies it (no link or DRAM channel booked twice, no data used before it arrives).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lowering.backends.spatial.arch import Arch
+from tiledsl.errors import BackendError
+
+
+def _sim() -> Any:
+    try:
+        import _tiledsl_sim
+    except ImportError as e:
+        raise BackendError("the spatial simulator extension is not built; reinstall with "
+                           f"`pip install -e .` ({e})") from None
+    return _tiledsl_sim
+
+
+@dataclass
+class SimReport:
+    """What one simulation measured, with the roofline bound it cannot beat."""
+
+    kernel: str
+    arch: str
+    timing: str
+    cycles: float
+    events: int
+    macs: int  # useful multiply-accumulates
+    peak_macs_per_cycle: float
+    dram_bytes: int
+    compulsory_dram_bytes: int
+    busiest_link_bytes: int
+    bound_cycles: float  # max(MACs / peak, DRAM bytes / DRAM BW, busiest link bytes / link BW)
+    bound_kind: str  # which term of the roofline bound is largest
+    sram_peak_bytes: dict[str, int]  # per PE
+    agents: list[dict[str, Any]]
+    links: list[dict[str, Any]]
+    drams: list[dict[str, Any]]
+    clock_ghz: float
+    trace: list[tuple] = field(default_factory=list, repr=False)
+
+    @property
+    def mac_utilization(self) -> float:
+        return self.macs / (self.cycles * self.peak_macs_per_cycle) if self.cycles else 0.0
+
+    @property
+    def bound_efficiency(self) -> float:
+        """The roofline bound over the simulated cycles: how close the mapping is to ideal."""
+        return self.bound_cycles / self.cycles if self.cycles else 1.0
+
+    @property
+    def microseconds(self) -> float:
+        return self.cycles / (self.clock_ghz * 1e3)
+
+    def summary(self) -> str:
+        stall = sum(a["stall"] for a in self.agents if a["name"].startswith("compute"))
+        busy = sum(a["busy"] for a in self.agents if a["name"].startswith("compute"))
+        return "\n".join([
+            f"kernel {self.kernel} on {self.arch} ({self.timing} timing)",
+            f"  cycles            {self.cycles:,.0f} ({self.microseconds:,.1f} us)",
+            f"  MAC utilization   {self.mac_utilization:.1%} ({self.macs:,} MACs)",
+            f"  roofline bound    {self.bound_cycles:,.0f} cycles ({self.bound_kind}); "
+            f"mapping efficiency {self.bound_efficiency:.1%}",
+            f"  DRAM traffic      {self.dram_bytes:,} B (compulsory {self.compulsory_dram_bytes:,} B)",
+            f"  busiest link      {self.busiest_link_bytes:,} B",
+            f"  compute busy/stall {busy:,.0f} / {stall:,.0f} cycles over all PEs",
+            f"  SRAM peak per PE  {max(self.sram_peak_bytes.values(), default=0):,} B",
+            f"  events            {self.events:,}",
+        ])
+
+    def chrome_trace(self, path: str | Path) -> None:
+        """Write a Chrome/Perfetto trace (open in ui.perfetto.dev): one row per agent."""
+        names = [a["name"] for a in self.agents]
+        events = [{"name": kind, "ph": "X", "pid": 0, "tid": agent, "ts": start / self.clock_ghz / 1e3,
+                   "dur": (end - start) / self.clock_ghz / 1e3, "args": {"amount": amount}}
+                  for agent, kind, start, end, amount in self.trace]
+        events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": n}}
+                   for i, n in enumerate(names)]
+        Path(path).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+
+
+class Program:
+    """A dataflow config translated into simulator resources and per-agent instructions."""
+
+    def __init__(self, config: dict[str, Any], arch: Arch) -> None:
+        self.config = config
+        self.arch = arch
+        self.sems = {s["id"]: i for i, s in enumerate(config["semaphores"])}
+        self.routes = {r["id"]: r for r in config["routes"]}
+        self.drams = {d.name: i for i, d in enumerate(arch.dram)}
+
+    def transfer(self, copy: dict[str, Any], sim: Any) -> tuple:
+        route = self.routes[copy["route"]]
+        arch = self.arch
+        ends = [route["src"]] + list(route["dst"])
+        drams = [self.drams[e["dram"]] for e in ends if "dram" in e]
+        latency = route["hops"] * arch.hop_latency_cycles
+        for d in drams:
+            channel = arch.dram[d]
+            latency += channel.latency_cycles
+            if copy["bytes"] < channel.min_burst_bytes:  # short bursts waste DRAM time
+                latency += (channel.min_burst_bytes - copy["bytes"]) / channel.bytes_per_cycle
+        return (sim.TRANSFER, int(copy["bytes"]), float(arch.transfer_overhead_cycles),
+                float(latency), list(route["links"]), drams)
+
+    def instructions(self, steps: list[dict[str, Any]], sim: Any) -> list[tuple]:
+        out: list[tuple] = []
+        for step in steps:
+            if "acquire" in step:
+                out.append((sim.ACQUIRE, self.sems[step["acquire"]], int(step.get("n", 1))))
+            elif "release" in step:
+                out.append((sim.RELEASE, self.sems[step["release"]], int(step.get("n", 1))))
+            elif "op" in step:
+                out.append((sim.COMPUTE, float(step["op"]["cycles"]), int(step["op"]["macs"])))
+            elif "copy" in step:
+                out.append(self.transfer(step["copy"], sim))
+            elif "loop" in step:
+                body = self.instructions(step["body"], sim)
+                out.append((sim.LOOP, int(step["loop"]), len(body)))
+                out.extend(body)
+            else:
+                raise BackendError(f"unknown dataflow step {sorted(step)}")
+        return out
+
+    def bottleneck(self, transfer: tuple) -> float:
+        """The slowest bandwidth on a transfer's resources (bytes/cycle)."""
+        _, _, _, _, links, drams = transfer
+        rates = [self.arch.link_bytes_per_cycle] * bool(links) + \
+            [self.arch.dram[d].bytes_per_cycle for d in drams]
+        return min(rates) if rates else float("inf")
+
+    def simulator(self, programs: list[list[tuple]]) -> Any:
+        sim = _sim()
+        s = sim.Simulator()
+        for link in self.config["links"]:
+            s.add_link(f"link{link['id']}:{link['from']}{link['dir']}", self.arch.link_bytes_per_cycle)
+        for d in self.arch.dram:
+            s.add_dram(d.name, d.bytes_per_cycle)
+        for sem in self.config["semaphores"]:
+            s.add_semaphore(sem["id"], int(sem["init"]), int(sem["max"]))
+        for agent, program in zip(self.config["agents"], programs):
+            s.set_program(s.add_agent(agent["id"]), program)
+        return s
+
+    def run(self, trace: bool = False) -> dict[str, Any]:
+        sim = _sim()
+        programs = [self.instructions(a["program"], sim) for a in self.config["agents"]]
+        if self.config["timing"] != "static":
+            return self.simulator(programs).run(packet_bytes=self.arch.packet_bytes, trace=trace)
+        # Static: schedule with whole-transfer packets, then verify that schedule.
+        whole = max([ins[1] for p in programs for ins in _unroll(p, sim) if ins[0] == sim.TRANSFER],
+                    default=1)
+        arbitrated = self.simulator(programs).run(packet_bytes=whole, trace=True)
+        scheduled = _schedule(programs, arbitrated["trace"], sim, self.bottleneck)
+        self.config["static_schedule"] = [
+            {"agent": self.config["agents"][a]["id"], "step": i, "start": ins[-1]}
+            for a, prog in enumerate(scheduled) for i, ins in enumerate(prog)]
+        return self.simulator(scheduled).run(packet_bytes=whole, static=True, trace=trace)
+
+
+def _unroll(program: list[tuple], sim: Any) -> list[tuple]:
+    out: list[tuple] = []
+    i = 0
+    while i < len(program):
+        ins = program[i]
+        if ins[0] == sim.LOOP:
+            body = program[i + 1:i + 1 + _span(program, i + 1, ins[2], sim)]
+            inner = _unroll(body, sim)
+            out.extend(inner * ins[1])
+            i += 1 + len(body)
+        else:
+            out.append(ins)
+            i += 1
+    return out
+
+
+def _span(program: list[tuple], start: int, count: int, sim: Any) -> int:
+    """How many entries the next `count` instructions (with nested loops) occupy."""
+    i, seen = start, 0
+    while seen < count:
+        if program[i][0] == sim.LOOP:
+            i += 1 + _span(program, i + 1, program[i][2], sim)
+        else:
+            i += 1
+        seen += 1
+    return i - start
+
+
+def _schedule(programs: list[list[tuple]], trace: list[tuple], sim: Any,
+              bottleneck: Any) -> list[list[tuple]]:
+    """Start cycles for every step, read off an arbitrated run's trace. A transfer that waited
+    for a busy link or channel starts (statically) when its data actually moved."""
+    by_agent: dict[int, list[tuple]] = {}
+    for ev in trace:
+        by_agent.setdefault(ev[0], []).append(ev)
+    out = []
+    for a, program in enumerate(programs):
+        events = sorted(by_agent.get(a, []), key=lambda e: (e[2], e[3]))
+        k, t, timed = 0, 0.0, []
+        for ins in _unroll(program, sim):
+            if ins[0] == sim.ACQUIRE:
+                if k < len(events) and events[k][1] == "stall" and events[k][2] <= t + 1e-9:
+                    t = events[k][3]
+                    k += 1
+                timed.append((*ins, t))
+            elif ins[0] == sim.RELEASE:
+                timed.append((*ins, t))
+            else:
+                while k < len(events) and events[k][1] == "stall":
+                    k += 1
+                start, end = events[k][2], events[k][3]
+                k += 1
+                if ins[0] == sim.TRANSFER and ins[1] > 0:
+                    _, nbytes, overhead, latency, _, _ = ins
+                    start = max(start, end - latency - nbytes / bottleneck(ins) - overhead)
+                timed.append((*ins, start))
+                t = end
+        out.append(timed)
+    return out

@@ -1,0 +1,521 @@
+"""The mapper: lowered tile IR + config + architecture -> a dataflow config (JSON-ready dict).
+
+It follows the recipe real spatial compilers share (MLIR-AIE, TT-Metalium, Cerebras):
+- the grid's programs are placed on PEs (the `fold` knob);
+- every PE runs one reader DMA agent per operand stream, a compute agent and a writer DMA
+  (TT-Metalium's reader/compute/writer kernels), joined by buffers of `buffer_depth` slots
+  guarded by empty/full counting semaphores (AIE ObjectFifos), so transfers overlap compute;
+- operands that programs in one PE row (column) share are multicast along it by one DMA
+  (GEMM's A along rows, B along columns);
+- loop-carried values (accumulators) stay resident in SRAM, and stores drain through the writer.
+Ragged edges are exact: each transfer moves only the in-range part of its tile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from lowering.backends.spatial.arch import Arch
+from tiledsl.config import Config
+from tiledsl.errors import ConfigError
+from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.ops import FLOAT_UNARY
+from tiledsl.ir.printer import ir_hash
+from tiledsl.ir.types import RangeType, TensorType, TileType
+
+SCHEMA_VERSION = 1
+
+TRANSCENDENTAL_COST = 4  # vector cycles per element of exp/log/erf/... relative to an add
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass
+class Segment:
+    """Straight-line work of a program: loads, then compute, then stores."""
+
+    loads: list[Op] = field(default_factory=list)
+    compute: list[Op] = field(default_factory=list)
+    stores: list[Op] = field(default_factory=list)
+
+
+@dataclass
+class Loop:
+    range: Value
+    body: list[Segment | Loop]
+
+
+Step = Segment | Loop
+
+
+def _structure(block: Block) -> list[Step]:
+    """The grid body as segments and loops, in program order."""
+    steps: list[Step] = []
+    current = Segment()
+    for op in block.ops:
+        if op.name == "for":
+            if current.loads or current.compute or current.stores:
+                steps.append(current)
+                current = Segment()
+            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0])))
+        elif op.name == "load":
+            current.loads.append(op)
+        elif op.name == "store":
+            current.stores.append(op)
+        elif op.name != "yield":
+            current.compute.append(op)
+    if current.loads or current.compute or current.stores:
+        steps.append(current)
+    return steps
+
+
+class Mapping:
+    """Builds the dataflow config for one (kernel, config, arch)."""
+
+    def __init__(self, fn: Function, config: Config, arch: Arch) -> None:
+        self.fn = fn
+        self.config = config
+        self.arch = arch
+        self.blocks = dict(zip(fn.symbols, config.block_sizes))
+        grids = [op for op in fn.body.ops if op.name == "grid"]
+        if len(grids) != 1:
+            raise ConfigError(f"the spatial mapper maps kernels with one grid, this one has "
+                              f"{len(grids)}", kernel=fn.name)
+        self.grid = grids[0]
+        self.ranges = self.grid.regions[0].args
+        self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
+        self.depth = int(config.get("buffer_depth", 2))
+        self.steps = _structure(self.grid.regions[0])
+        self.links: dict[tuple[int, int, str], int] = {}
+        self.routes: list[dict[str, Any]] = []
+        self.route_ids: dict[tuple, str] = {}
+        self.link_routes: dict[int, set[str]] = {}
+        self.place()
+
+    # ---- basic facts ----------------------------------------------------------------------
+    @staticmethod
+    def rt(r: Value) -> RangeType:
+        t = r.type
+        assert isinstance(t, RangeType)
+        return t
+
+    def block(self, d: int | str) -> int:
+        return d if isinstance(d, int) else self.blocks[d]
+
+    def numel(self, t: TileType) -> int:
+        return math.prod(self.block(d) for d in t.shape)
+
+    # ---- placement ------------------------------------------------------------------------
+    def place(self) -> None:
+        arch = self.arch
+        programs = list(itertools.product(*(range(c) for c in self.counts)))
+        fold = self.config.get("fold", "rows")
+        self.on_pe: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        for i, g in enumerate(programs):
+            if fold == "rows" and len(g) == 2:
+                pe = (g[0] % arch.rows, g[1] % arch.cols)
+            else:
+                pe = divmod(i % arch.pes, arch.cols)
+            self.on_pe.setdefault(pe, []).append(g)
+        even = len(self.counts) == 2 and fold == "rows" and \
+            self.counts[0] % arch.rows == 0 and self.counts[1] % arch.cols == 0
+        self.multicast = bool(self.config.get("multicast", True)) and arch.multicast and even
+
+    def shared_axis(self, load: Op) -> int | None:
+        """The grid axis a load does not depend on (so PEs along it share the tile), if any."""
+        if not self.multicast:
+            return None
+        uses = set()
+        for idx in load.operands[1:]:
+            if idx in self.ranges:
+                uses.add(self.ranges.index(idx))
+            elif idx.owner is not None and idx.owner.operands and idx.owner.operands[0] in self.ranges:
+                uses.add(self.ranges.index(idx.owner.operands[0]))
+            elif not (idx.owner is not None and idx.owner.name == "const") and \
+                    not isinstance(idx.type, RangeType):
+                return None  # a runtime index: do not share
+        free = {0, 1} - uses
+        return free.pop() if len(free) == 1 else None
+
+    # ---- NoC ------------------------------------------------------------------------------
+    def link(self, r: int, c: int, d: str) -> int:
+        key = (r, c, d)
+        if key not in self.links:
+            self.links[key] = len(self.links)
+        return self.links[key]
+
+    def xy_path(self, src: tuple[int, int], dst: tuple[int, int]) -> list[int]:
+        """Dimension-ordered routing: along the row (x) first, then along the column (y)."""
+        (r, c), out = src, []
+        while c != dst[1]:
+            step = 1 if dst[1] > c else -1
+            out.append(self.link(r, c, "E" if step > 0 else "W"))
+            c += step
+        while r != dst[0]:
+            step = 1 if dst[0] > r else -1
+            out.append(self.link(r, c, "S" if step > 0 else "N"))
+            r += step
+        return out
+
+    def dram_for(self, pe: tuple[int, int]) -> int:
+        """The DRAM channel nearest a PE (channels enter at the west edge)."""
+        return min(range(len(self.arch.dram)),
+                   key=lambda i: (abs(self.arch.dram[i].attach[0] - pe[0]) +
+                                  abs(self.arch.dram[i].attach[1] - pe[1]), i))
+
+    def route(self, dram: int, dsts: list[tuple[int, int]], stream: str,
+              to_dram: bool = False) -> dict[str, Any]:
+        """The route from DRAM channel `dram` to PEs `dsts` (a multicast tree when several), or
+        with `to_dram` from the single PE in `dsts` back to the channel. Routes of one `stream`
+        (one operand from one source) share a packet-switched channel on the links they use."""
+        key = (dram, tuple(dsts), to_dram)
+        if key in self.route_ids:
+            return self.routes[int(self.route_ids[key][1:])]
+        attach = self.arch.dram[dram].attach
+        links: list[int] = []
+        for d in dsts:  # a multicast tree: the union of the XY paths
+            path = self.xy_path(d, attach) if to_dram else self.xy_path(attach, d)
+            links += [link for link in path if link not in links]
+        hops = max((len(self.xy_path(attach, d)) for d in dsts), default=0)
+        rid = f"r{len(self.routes)}"
+        end = {"dram": self.arch.dram[dram].name}
+        route = {"id": rid, "src": {"pe": list(dsts[0])} if to_dram else end,
+                 "dst": [end] if to_dram else [{"pe": list(d)} for d in dsts],
+                 "links": links, "hops": hops,
+                 "kind": "multicast" if len(dsts) > 1 else "unicast"}
+        key_stream = f"{end['dram']}:{stream}"
+        for link in links:
+            self.link_routes.setdefault(link, set()).add(key_stream)
+        route["stream"] = key_stream
+        route["channel"] = sorted(set().union(*(self.link_routes[x] for x in links))).index(
+            key_stream) if links else 0
+        self.routes.append(route)
+        self.route_ids[key] = rid
+        return route
+
+    # ---- tiles ----------------------------------------------------------------------------
+    def access(self, op: Op, g: tuple[int, ...], iters: dict[Value, int]) -> tuple[int, list[int], list[int], int]:
+        """(offset, sizes, strides, bytes) of the in-range part of a load/store's tile."""
+        tensor = op.operands[0].type
+        assert isinstance(tensor, TensorType)
+        full = op.attrs.get("full", ())
+        strides = [math.prod(tensor.shape[i + 1:]) for i in range(len(tensor.shape))]
+        idx_vals = iter(op.operands[1:] if op.name == "load" else op.operands[1:-1])
+        offset, sizes, out_strides = 0, [], []
+        for d, extent in enumerate(tensor.shape):
+            if d in full:
+                sizes.append(extent)
+                out_strides.append(strides[d])
+                continue
+            idx = next(idx_vals)
+            if isinstance(idx.type, RangeType):
+                block = self.block(self.rt(idx).block)
+                pos = g[self.ranges.index(idx)] if idx in self.ranges else iters[idx]
+                begin = pos * block
+                sizes.append(max(0, min(block, extent - begin)))
+                out_strides.append(strides[d])
+            else:  # a scalar index: a td.grid position or a constant
+                owner = idx.owner
+                if owner is not None and owner.name == "tile.begin" and owner.operands[0] in self.ranges:
+                    begin = g[self.ranges.index(owner.operands[0])]
+                elif owner is not None and owner.name == "tile.begin":
+                    begin = iters.get(owner.operands[0], 0)
+                elif owner is not None and owner.name == "const":
+                    begin = int(owner.attrs["value"])
+                else:
+                    begin = 0  # a runtime scalar: address unknown until run time
+            offset += begin * strides[d]
+        return offset, sizes, out_strides, math.prod(sizes) * tensor.dtype.bits // 8
+
+    def compute_cost(self, ops: list[Op], g: tuple[int, ...], iters: dict[Value, int]) -> tuple[float, int]:
+        """(cycles, useful MACs) of a segment's compute on one PE."""
+        arch = self.arch
+        cycles, macs = 0.0, 0
+        for op in ops:
+            if op.name == "dot":
+                a, b = (o.type for o in op.operands)
+                assert isinstance(a, TileType) and isinstance(b, TileType)
+                m, k = (self.block(d) for d in a.shape)
+                n = self.block(b.shape[1])
+                mm, mn, mk = arch.min_mma
+                padded = (_cdiv(m, mm) * mm) * (_cdiv(n, mn) * mn) * (_cdiv(k, mk) * mk)
+                rate = arch.macs_per_cycle.get(a.dtype.short, arch.macs_per_cycle.get("f32", 1.0))
+                cycles += padded / rate
+                macs += self.valid(a.shape[0], g, iters) * self.valid(a.shape[1], g, iters) * \
+                    self.valid(b.shape[1], g, iters)
+            elif op.results and isinstance(op.result.type, TileType) and op.name not in (
+                    "const", "broadcast", "expand_dims", "tile.index", "tile.begin", "tile.size"):
+                per = TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else 1
+                src = op.operands[0].type if op.name == "reduce" else op.result.type
+                assert isinstance(src, TileType)
+                cycles += per * _cdiv(self.numel(src), arch.vector_lanes)
+        if ops:
+            cycles += arch.op_overhead_cycles
+        return cycles, macs
+
+    def valid(self, d: int | str, g: tuple[int, ...], iters: dict[Value, int]) -> int:
+        """The in-range length of a tile dimension for program g at these loop positions."""
+        if isinstance(d, int):
+            return d
+        for r in list(self.ranges) + list(iters):
+            t = self.rt(r)
+            if t.block == d:
+                pos = g[self.ranges.index(r)] if r in self.ranges else iters[r]
+                return max(0, min(self.blocks[d], t.extent - pos * self.blocks[d]))
+        return self.blocks[d]
+
+    # ---- resources ------------------------------------------------------------------------
+    def sram_bytes(self) -> int:
+        """SRAM one PE needs: every operand/output buffer times its depth, plus accumulators."""
+        total = self._carried_bytes()
+        for op in self._ops("load") + self._ops("store"):
+            t = op.results[0].type if op.results else op.operands[-1].type
+            assert isinstance(t, TileType)
+            total += self.numel(t) * t.dtype.bits // 8 * self.depth
+        return total
+
+    def check(self) -> str | None:
+        """Why this mapping cannot run on the architecture (None if it can): SRAM per PE,
+        DMA channels per PE, routes per NoC link."""
+        arch = self.arch
+        need = self.sram_bytes()
+        if need > arch.sram_bytes:
+            return (f"each PE needs {need} bytes of SRAM ({self.depth} slots per buffer), "
+                    f"{arch.name} has {arch.sram_bytes}")
+        dma = len(self._ops("load")) + min(1, len(self._ops("store")))  # readers + one writer
+        if dma > arch.dma_channels:
+            return f"each PE needs {dma} DMA channels, {arch.name} has {arch.dma_channels}"
+        for pe in self.on_pe:  # enumerate the routes the agents will use
+            for op in self._ops("load"):
+                axis = self.shared_axis(op)
+                stream = f"ld{self._op_index(op)}"
+                if axis is None:
+                    self.route(self.dram_for(pe), [pe], stream)
+                elif (axis == 1 and pe[1] == 0) or (axis == 0 and pe[0] == 0):
+                    self.route(self.dram_for(pe), self._line(pe, axis), stream)
+            for op in self._ops("store"):
+                self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
+        busiest = max((len(v) for v in self.link_routes.values()), default=0)
+        if busiest > arch.channels_per_link:
+            return (f"a NoC link carries {busiest} streams, {arch.name} has "
+                    f"{arch.channels_per_link} channels per link (try multicast or another fold)")
+        return None
+
+    def _line(self, pe: tuple[int, int], axis: int) -> list[tuple[int, int]]:
+        """The PEs sharing a tile that does not depend on grid axis `axis`: a row or a column."""
+        if axis == 1:
+            return [(pe[0], c) for c in range(self.arch.cols)]
+        return [(r, pe[1]) for r in range(self.arch.rows)]
+
+    # ---- agents ---------------------------------------------------------------------------
+    def build(self) -> dict[str, Any]:
+        why = self.check()
+        if why is not None:
+            raise ConfigError(f"config {self.config} does not fit {self.arch.name}: {why}",
+                              kernel=self.fn.name)
+        arch = self.arch
+        buffers: list[dict[str, Any]] = []
+        semaphores: list[dict[str, Any]] = []
+        agents: list[dict[str, Any]] = []
+        loads = [op for op in self._ops("load")]
+        stores = [op for op in self._ops("store")]
+        carried = self._carried_bytes()
+        for pe, programs in sorted(self.on_pe.items()):
+            tag = f"{pe[0]}_{pe[1]}"
+            addr = 0
+            for op in loads + stores:
+                name = f"{'ld' if op.name == 'load' else 'st'}{self._op_index(op)}_{tag}"
+                t = op.results[0].type if op.results else op.operands[-1].type
+                assert isinstance(t, TileType)
+                size = self.numel(t) * t.dtype.bits // 8
+                buffers.append({"id": name, "pe": list(pe), "bytes": size, "depth": self.depth,
+                                "addr": addr, "role": "operand" if op.name == "load" else "output"})
+                addr += size * self.depth
+                semaphores.append({"id": f"{name}.empty", "pe": list(pe), "init": self.depth,
+                                   "max": self.depth})
+                semaphores.append({"id": f"{name}.full", "pe": list(pe), "init": 0,
+                                   "max": self.depth})
+            if carried:
+                buffers.append({"id": f"acc_{tag}", "pe": list(pe), "bytes": carried, "depth": 1,
+                                "addr": addr, "role": "accumulator"})
+                addr += carried
+            readers: dict[int, list] = {self._op_index(op): [] for op in loads}
+            compute: list = []
+            writer: list = []
+            for g in programs:
+                self._program(pe, g, self.steps, {}, readers, compute, writer)
+            agents.append({"id": f"compute_{tag}", "kind": "compute", "pe": list(pe),
+                           "programs": [list(g) for g in programs], "program": compute})
+            for i, program in readers.items():
+                agents.append({"id": f"reader{i}_{tag}", "kind": "dma", "pe": list(pe),
+                               "program": program})
+            agents.append({"id": f"writer_{tag}", "kind": "dma", "pe": list(pe), "program": writer})
+        return {
+            "version": SCHEMA_VERSION, "kernel": self.fn.name, "ir_hash": ir_hash(self.fn),
+            "config": self.config.to_dict(), "arch": arch.name, "timing": arch.timing,
+            "grid": self.counts, "multicast": self.multicast,
+            "tensors": self._tensors(), "buffers": buffers, "semaphores": semaphores,
+            "routes": self.routes, "agents": agents, "static_schedule": None,
+            "links": [{"id": i, "from": [r, c], "dir": d} for (r, c, d), i in self.links.items()],
+        }
+
+    def _ops(self, name: str) -> list[Op]:
+        out: list[Op] = []
+
+        def walk(steps: list[Step]) -> None:
+            for s in steps:
+                if isinstance(s, Loop):
+                    walk(s.body)
+                else:
+                    out.extend(s.loads if name == "load" else s.stores)
+        walk(self.steps)
+        return out
+
+    def _op_index(self, op: Op) -> int:
+        return (self._ops("load") + self._ops("store")).index(op)
+
+    def _carried_bytes(self) -> int:
+        total = 0
+        for op in self.grid.regions[0].ops:
+            if op.name == "for":
+                for r in op.results:
+                    if isinstance(r.type, TileType):
+                        total += self.numel(r.type) * r.type.dtype.bits // 8
+        return total
+
+    def _tensors(self) -> list[dict[str, Any]]:
+        out = []
+        roles = {v: "input" for v in self.fn.args if isinstance(v.type, TensorType)}
+        for v in self.fn.outputs:
+            roles[v] = "output" if v not in roles else "inout"
+        for op in self.fn.body.ops:
+            if op.name in ("tensor.empty", "tensor.full"):
+                roles.setdefault(op.result, "temporary")
+        for v, role in roles.items():
+            t = v.type
+            assert isinstance(t, TensorType)
+            out.append({"name": self._tensor_name(v), "dtype": t.dtype.short, "shape": list(t.shape),
+                        "home": "dram (tiles interleaved over the channel nearest each PE)",
+                        "role": role})
+        return out
+
+    def _tensor_name(self, v: Value) -> str:
+        if v in self.fn.args:
+            return v.hint or f"arg{self.fn.args.index(v)}"
+        allocs = [op.result for op in self.fn.body.ops if op.name in ("tensor.empty", "tensor.full")]
+        return f"out{allocs.index(v)}"
+
+    def _program(self, pe: tuple[int, int], g: tuple[int, ...], steps: list[Step],
+                 iters: dict[Value, int], readers: dict[int, list], compute: list,
+                 writer: list) -> None:
+        for s in steps:
+            if isinstance(s, Loop):
+                n = _cdiv(self.rt(s.range).extent, self.block(self.rt(s.range).block))
+                r_bodies: dict[int, list] = {i: [] for i in readers}
+                c_body, w_body = [], []
+                # iterations differ only in offsets (and the last one in size): emit them all,
+                # with identical iterations folded into loops of the simulator program
+                for it in range(n):
+                    rb: dict[int, list] = {i: [] for i in readers}
+                    cb: list = []
+                    wb: list = []
+                    self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb)
+                    for i in readers:
+                        r_bodies[i].append(rb[i])
+                    c_body.append(cb)
+                    w_body.append(wb)
+                for i in readers:
+                    readers[i].extend(_fold_loop(r_bodies[i]))
+                compute.extend(_fold_loop(c_body))
+                writer.extend(_fold_loop(w_body))
+                continue
+            tag = f"{pe[0]}_{pe[1]}"
+            for op in s.loads:
+                buf = f"ld{self._op_index(op)}_{tag}"
+                compute.append({"acquire": f"{buf}.full", "n": 1})
+                axis = self.shared_axis(op)
+                stream = readers[self._op_index(op)]
+                if axis is None:
+                    stream.extend(self._copy(op, g, iters, [pe], buf))
+                elif (axis == 1 and pe[1] == 0) or (axis == 0 and pe[0] == 0):
+                    stream.extend(self._copy(op, g, iters, self._line(pe, axis), None))
+            cycles, macs = self.compute_cost(s.compute, g, iters)
+            compute.append({"op": {"program": list(g), "cycles": cycles, "macs": macs,
+                                   "ops": [o.name for o in s.compute]}})
+            for op in s.loads:
+                compute.append({"release": f"ld{self._op_index(op)}_{tag}.empty", "n": 1})
+            for op in s.stores:
+                buf = f"st{self._op_index(op)}_{tag}"
+                compute.append({"acquire": f"{buf}.empty", "n": 1})
+                compute.append({"release": f"{buf}.full", "n": 1})
+                offset, sizes, strides, nbytes = self.access(op, g, iters)
+                route = self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
+                writer.append({"acquire": f"{buf}.full", "n": 1})
+                writer.append({"copy": {"src": {"buffer": buf},
+                                        "dst": {"tensor": self._tensor_name(op.operands[0]),
+                                                "offset": offset, "sizes": sizes,
+                                                "strides": strides},
+                                        "route": route["id"], "bytes": nbytes}})
+                writer.append({"release": f"{buf}.empty", "n": 1})
+
+    def _copy(self, op: Op, g: tuple[int, ...], iters: dict[Value, int],
+              dsts: list[tuple[int, int]], own: str | None) -> list[dict[str, Any]]:
+        """A DRAM -> SRAM copy of a load's tile to one PE or (multicast) a row/column of PEs."""
+        offset, sizes, strides, nbytes = self.access(op, g, iters)
+        route = self.route(self.dram_for(dsts[0]), dsts, f"ld{self._op_index(op)}")
+        bufs = [own] if own is not None else \
+            [f"ld{self._op_index(op)}_{d[0]}_{d[1]}" for d in dsts]
+        steps: list[dict[str, Any]] = [{"acquire": f"{b}.empty", "n": 1} for b in bufs]
+        steps.append({"copy": {"src": {"tensor": self._tensor_name(op.operands[0]),
+                                       "offset": offset, "sizes": sizes, "strides": strides},
+                               "dst": {"buffers": bufs}, "route": route["id"], "bytes": nbytes}})
+        steps += [{"release": f"{b}.full", "n": 1} for b in bufs]
+        return steps
+
+
+def _fold_loop(bodies: list[list[dict]]) -> list[dict]:
+    """Consecutive identical iteration bodies (up to copy offsets) become one `loop` step."""
+    out: list[dict] = []
+    i = 0
+    while i < len(bodies):
+        j = i + 1
+        key = _shape_key(bodies[i])
+        while j < len(bodies) and _shape_key(bodies[j]) == key:
+            j += 1
+        if j - i == 1:
+            out.extend(bodies[i])
+        else:
+            out.append({"loop": j - i, "body": bodies[i], "offset_steps": _offset_steps(bodies[i], bodies[i + 1])})
+        i = j
+    return out
+
+
+def _shape_key(body: list[dict]) -> str:
+    """A body's steps with copy offsets and program positions blanked out."""
+    def strip(step: dict) -> Any:
+        if "copy" in step:
+            c = step["copy"]
+            return ("copy", c["bytes"], c.get("route"), tuple(sorted(c["dst"].items(), key=str)),
+                    str(c["src"].get("sizes")))
+        if "op" in step:
+            return ("op", step["op"]["cycles"], step["op"]["macs"])
+        if "loop" in step:
+            return ("loop", step["loop"], tuple(strip(s) for s in step["body"]))
+        return tuple(sorted((k, str(v)) for k, v in step.items()))
+    return repr([strip(s) for s in body])
+
+
+def _offset_steps(first: list[dict], second: list[dict]) -> list[int]:
+    """How each copy's offset advances per iteration (affine access patterns, like AIE BDs)."""
+    out = []
+    for a, b in zip(first, second):
+        if "copy" in a:
+            src_a = a["copy"]["src"].get("offset", a["copy"]["dst"].get("offset", 0))
+            src_b = b["copy"]["src"].get("offset", b["copy"]["dst"].get("offset", 0))
+            out.append(int(src_b - src_a))
+    return out

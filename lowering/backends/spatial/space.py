@@ -1,0 +1,38 @@
+"""The spatial backend's knobs and the constraints an architecture puts on configs."""
+
+from __future__ import annotations
+
+from lowering.backends.spatial.arch import Arch
+from tiledsl.config import Config, ConfigSpace, Constraint, Param
+from tiledsl.ir.core import Function
+
+
+def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
+    """Add how the grid folds onto the PE array, buffer depth and multicast; rule out configs
+    whose buffers overflow a PE's SRAM or whose routes overflow a link's channels."""
+    from lowering.backends.spatial.mapper import Mapping
+
+    grids = [op for op in fn.body.ops if op.name == "grid"]
+    two_d = bool(grids) and len(grids[0].regions[0].args) == 2
+    space = space.with_param(Param("fold", ("rows", "linear") if two_d else ("linear",),
+                                   "rows" if two_d else "linear",
+                                   "grid -> PE placement: by grid row/column, or round robin"))
+    space = space.with_param(Param("buffer_depth", (2, 3, 4), 2,
+                                   "slots per streamed buffer (2 = double buffering)"))
+    space = space.with_param(Param("multicast", (True, False), True,
+                                   "share row/column operands by NoC multicast"))
+
+    def fits(c: Config) -> str | None:
+        return Mapping(fn, c, arch).check()
+
+    space = space.with_constraint(Constraint(f"fits-{arch.name}", fits))
+    # Default: the largest uniform block size (down from 64) whose buffers fit, so `default()`
+    # does not scan the space on small-SRAM parts.
+    blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
+    for size in (64, 32, 16, 8, 4, 2, 1):
+        trial = space
+        for p in blocks:
+            trial = trial.with_default(p.name, min(size, max(p.choices)))
+        if trial.default_is_valid():
+            return trial
+    return space
