@@ -274,6 +274,7 @@ void Simulator::Agent::reset() {
     packet_index = 0;
     prev_end = 0.0;
     prev_instr = -1;
+    deferred_at = ~std::uint64_t{0};
 }
 
 void Simulator::reset_run_state(const RunOptions& options) {
@@ -288,6 +289,7 @@ void Simulator::reset_run_state(const RunOptions& options) {
     for (auto& r : resources_) r.reset();
     for (auto& s : sems_) s.reset();
     for (auto& a : agents_) a.reset();
+    static_progress_ = 0;
     queue_.clear();
     queue_.reserve(agents_.size() * 2 + 16);
     events_ = 0;

@@ -107,6 +107,8 @@ private:
         // static mode: when the previous instruction ends
         double prev_end = 0.0;
         std::int64_t prev_instr = -1;
+        // static mode: the progress count when this agent's ACQUIRE was last deferred
+        std::uint64_t deferred_at = ~std::uint64_t{0};
 
         void reset();
     };
@@ -132,6 +134,7 @@ private:
     // static mode
     void run_static();
     void static_instr(std::int32_t a, double now);
+    std::uint64_t static_progress_ = 0;  // static mode: instructions and packets completed
     void static_packet(std::int32_t a, double now);
     void push_next_static(std::int32_t a);
 

@@ -2,7 +2,9 @@
 // instruction's start cycle. The engine replays the schedule in start-time order and verifies it
 // instead of arbitrating:
 //   1. an instruction may not start before the same agent's previous instruction ends;
-//   2. an ACQUIRE must be satisfiable at its start cycle ("data not present" otherwise);
+//   2. an ACQUIRE must be satisfiable at its start cycle ("data not present" otherwise); a
+//      release made in the same cycle counts, whatever the order of the cycle's other events, so
+//      a failing ACQUIRE is retried after them and fails only if nothing else progressed;
 //   3. a TRANSFER's packets go back to back from start + overhead, and a packet may not start
 //      while one of its resources is still booked by an earlier packet ("double-booked").
 // The first violation in time order raises ScheduleError.
@@ -78,6 +80,12 @@ void Simulator::static_instr(std::int32_t ai, double now) {
     switch (in.op) {
         case ACQUIRE: {
             Semaphore& s = sems_[static_cast<std::size_t>(in.sem)];
+            if (s.count < in.n && a.deferred_at != static_progress_) {
+                a.deferred_at = static_progress_;  // retry after this cycle's other events
+                --instructions_;
+                queue_.push(now, 2u, ai, EventType::Step);
+                return;
+            }
             if (s.count < in.n) {
                 std::ostringstream os;
                 os << "data not present: " << where() << ": semaphore '" << s.name
@@ -135,6 +143,8 @@ void Simulator::static_instr(std::int32_t ai, double now) {
     a.prev_end = end;
     a.prev_instr = static_cast<std::int64_t>(a.pc);
     a.finish = std::max(a.finish, end);
+    a.deferred_at = ~std::uint64_t{0};
+    ++static_progress_;
     ++a.pc;
     push_next_static(ai);
 }
@@ -169,6 +179,7 @@ void Simulator::static_packet(std::int32_t ai, double now) {
     }
     a.bytes_left -= size;
     ++a.packet_index;
+    ++static_progress_;
     if (a.bytes_left > 0) queue_.push(now + fsize / in.min_bw, 0, ai, EventType::Packet);
 }
 

@@ -493,6 +493,19 @@ def test_static_rejects_an_acquire_before_the_data_is_there():
     assert by_name(r)["consumer"]["stall"] == 100.0
 
 
+def test_static_counts_a_release_later_in_the_same_cycle():
+    """Data released in a cycle is present in that cycle, even when the releasing agent gets
+    there through zero-length steps queued after the consumer's ACQUIRE."""
+    s = sim.Simulator()
+    full, empty = s.add_semaphore("full", 0, 1), s.add_semaphore("empty", 1, 1)
+    p, c = s.add_agent("producer"), s.add_agent("consumer")
+    s.set_program(c, [(ACQ, full, 1, 50.0), (COMP, 10, 1, 50.0)])
+    s.set_program(p, [(COMP, 50, 0, 0.0), (COMP, 0, 0, 50.0), (ACQ, empty, 1, 50.0),
+                      (REL, full, 1, 50.0)])
+    r = s.run(static=True)
+    assert r["cycles"] == 60.0 and by_name(r)["consumer"]["stall"] == 50.0
+
+
 def test_static_rejects_overlapping_instructions_of_one_agent():
     s = sim.Simulator()
     a = s.add_agent("core")
