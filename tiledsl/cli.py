@@ -145,6 +145,17 @@ def cmd_compile(opts: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(opts: argparse.Namespace) -> int:
+    """Map each kernel onto a spatial architecture preset and time it on the simulator."""
+    module, kernels = load_file(opts.file)
+    for k in kernels:
+        args = example_args(module, k, opts.seed)
+        config = Config.from_json(opts.config) if opts.config else None
+        report = k.simulate(*args, arch=opts.arch, config=config, trace=opts.trace)
+        print(report.summary())
+    return 0
+
+
 def _short(cfg: Config) -> str:
     knobs = "".join(f" {k}={v}" for k, v in cfg.knobs)
     warps = f" w{cfg.num_warps}" if cfg.num_warps else ""
@@ -192,6 +203,18 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
     comp.add_argument("--out", help="write each config's .ptx and .cubin to this directory")
     comp.set_defaults(func=cmd_compile)
+
+    simu = sub.add_parser("simulate", help="time kernels on a spatial dataflow accelerator",
+                          description="Map each kernel of FILE onto a spatial architecture "
+                                      "preset and run the dataflow config on the event-driven "
+                                      "simulator: cycles, MAC utilization, roofline bound, "
+                                      "traffic.")
+    _common(simu, samples=None)
+    simu.add_argument("--arch", default="generic-8x8",
+                      help="preset: generic-8x8, aie-like-4x8, wormhole-like, lpu-like")
+    simu.add_argument("--config", help='a config as JSON, e.g. \'{"block_sizes": [64, 64, 32]}\'')
+    simu.add_argument("--trace", help="write a Chrome/Perfetto trace JSON to this path")
+    simu.set_defaults(func=cmd_simulate)
     return parser
 
 

@@ -229,14 +229,18 @@ class ConfigSpace:
     def sample(self, n: int, seed: int | None = None) -> list[Config]:
         """Up to `n` distinct valid configs drawn uniformly (all of them if there are fewer)."""
         rng = random.Random(seed)
-        if self.size_upper_bound <= 4 * n or self.size_upper_bound <= 4096:
+        if self.size_upper_bound <= 4 * n:  # small: enumerate (constraints may be costly)
             pool = list(self)
             rng.shuffle(pool)
             return pool[:n]
         out: dict[Config, None] = {}
+        tried: set[Config] = set()
         for _ in range(200 * n):
             config = self.make({p.name: rng.choice(p.choices) for p in self.params})
-            if config not in out and all(c.check(config) is None for c in self.constraints):
+            if config in tried:
+                continue
+            tried.add(config)
+            if all(c.check(config) is None for c in self.constraints):
                 out[config] = None
                 if len(out) == n:
                     break

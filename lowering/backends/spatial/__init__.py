@@ -98,8 +98,19 @@ class SpatialBackend:
                  trace: bool = False) -> SimReport:
         a = preset(arch or DEFAULT_ARCH)
         dataflow = dataflow_config(fn, config, a)
-        raw = Program(dataflow, a).run(trace=trace)
-        return report(fn, dataflow, a, raw)
+        return report(fn, dataflow, a, run_program(dataflow, a, trace))
+
+
+def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False) -> dict[str, Any]:
+    """Simulate a dataflow config; the simulator's deadlocks and schedule violations become
+    BackendErrors that keep its message (which agents wait on what, which link is booked twice)."""
+    import _tiledsl_sim as sim
+    try:
+        return Program(dataflow, arch).run(trace=trace)
+    except sim.DeadlockError as e:
+        raise BackendError(f"the dataflow config deadlocks on {arch.name}: {e}") from None
+    except sim.ScheduleError as e:
+        raise BackendError(f"the static schedule is invalid on {arch.name}: {e}") from None
 
 
 registry.register_backend(SpatialBackend())

@@ -169,31 +169,19 @@ class Program:
 
 
 def _unroll(program: list[tuple], sim: Any) -> list[tuple]:
+    """The program with its loops expanded (LOOP's body length counts flat entries)."""
     out: list[tuple] = []
     i = 0
     while i < len(program):
         ins = program[i]
         if ins[0] == sim.LOOP:
-            body = program[i + 1:i + 1 + _span(program, i + 1, ins[2], sim)]
-            inner = _unroll(body, sim)
-            out.extend(inner * ins[1])
+            body = program[i + 1:i + 1 + ins[2]]
+            out.extend(_unroll(body, sim) * ins[1])
             i += 1 + len(body)
         else:
             out.append(ins)
             i += 1
     return out
-
-
-def _span(program: list[tuple], start: int, count: int, sim: Any) -> int:
-    """How many entries the next `count` instructions (with nested loops) occupy."""
-    i, seen = start, 0
-    while seen < count:
-        if program[i][0] == sim.LOOP:
-            i += 1 + _span(program, i + 1, program[i][2], sim)
-        else:
-            i += 1
-        seen += 1
-    return i - start
 
 
 def _schedule(programs: list[list[tuple]], trace: list[tuple], sim: Any,

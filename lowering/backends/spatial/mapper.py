@@ -95,6 +95,7 @@ class Mapping:
         self.routes: list[dict[str, Any]] = []
         self.route_ids: dict[tuple, str] = {}
         self.link_routes: dict[int, set[str]] = {}
+        self.nearest: dict[tuple[int, int], int] = {}
         self.place()
 
     # ---- basic facts ----------------------------------------------------------------------
@@ -163,17 +164,19 @@ class Mapping:
         return out
 
     def dram_for(self, pe: tuple[int, int]) -> int:
-        """The DRAM channel nearest a PE (channels enter at the west edge)."""
-        return min(range(len(self.arch.dram)),
-                   key=lambda i: (abs(self.arch.dram[i].attach[0] - pe[0]) +
-                                  abs(self.arch.dram[i].attach[1] - pe[1]), i))
+        """The DRAM channel nearest a PE (ties: the lowest-numbered)."""
+        if pe not in self.nearest:
+            self.nearest[pe] = min(range(len(self.arch.dram)),
+                                   key=lambda i: (abs(self.arch.dram[i].attach[0] - pe[0]) +
+                                                  abs(self.arch.dram[i].attach[1] - pe[1]), i))
+        return self.nearest[pe]
 
     def route(self, dram: int, dsts: list[tuple[int, int]], stream: str,
               to_dram: bool = False) -> dict[str, Any]:
         """The route from DRAM channel `dram` to PEs `dsts` (a multicast tree when several), or
         with `to_dram` from the single PE in `dsts` back to the channel. Routes of one `stream`
         (one operand from one source) share a packet-switched channel on the links they use."""
-        key = (dram, tuple(dsts), to_dram)
+        key = (dram, tuple(dsts), to_dram, stream)
         if key in self.route_ids:
             return self.routes[int(self.route_ids[key][1:])]
         attach = self.arch.dram[dram].attach
@@ -236,7 +239,10 @@ class Mapping:
         """(cycles, useful MACs) of a segment's compute on one PE."""
         arch = self.arch
         cycles, macs = 0.0, 0
+        dots = {op.result for op in ops if op.name == "dot"}
         for op in ops:
+            if op.name == "add" and any(o in dots for o in op.operands):
+                continue  # acc + a @ b: the matrix unit accumulates in place
             if op.name == "dot":
                 a, b = (o.type for o in op.operands)
                 assert isinstance(a, TileType) and isinstance(b, TileType)
@@ -487,7 +493,9 @@ def _fold_loop(bodies: list[list[dict]]) -> list[dict]:
         key = _shape_key(bodies[i])
         while j < len(bodies) and _shape_key(bodies[j]) == key:
             j += 1
-        if j - i == 1:
+        if not bodies[i]:
+            pass  # nothing happens in these iterations (e.g. a PE fed by a neighbour's multicast)
+        elif j - i == 1:
             out.extend(bodies[i])
         else:
             out.append({"loop": j - i, "body": bodies[i], "offset_steps": _offset_steps(bodies[i], bodies[i + 1])})

@@ -1,0 +1,152 @@
+"""The spatial target: architecture presets, the mapper's dataflow configs, functional execution
+against NumPy, and the simulator's timing against the roofline bound."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from lowering.backends.spatial import dataflow_config, run_program
+from lowering.backends.spatial.arch import PRESETS, Arch, preset
+from lowering.backends.spatial.schema import validate
+from support import EXAMPLE_NAMES, example, fresh, kernel_of
+
+SMALL = {  # ragged sizes that keep every config's mapping quick
+    "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
+    "matmul": {"m": 37, "k": 45, "n": 29}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
+    "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},
+    "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
+    "attention": {"batch": 2, "seq": 37, "d": 24},
+}
+ARCHS = sorted(PRESETS)
+
+
+def inputs(name: str, dtype: type = np.float32) -> tuple:
+    return example(name).make_inputs(np.random.default_rng(5), SMALL[name], dtype)
+
+
+def configs(name: str, arch: str, n: int = 2) -> list[td.Config]:
+    """The default config and a few sampled ones with blocks of at least 4 (quick to map)."""
+    space = kernel_of(name).config_space(*inputs(name), backend="spatial", arch=arch)
+    picked = [c for c in space.sample(40, seed=1) if min(c.block_sizes, default=4) >= 4]
+    return [space.default()] + picked[:n]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_presets_round_trip_and_cite_their_values(arch: str) -> None:
+    a = preset(arch)
+    assert Arch.from_json(a.to_json()) == a
+    assert a.sources and all(s.startswith(("published:", "assumed:")) for s in a.sources.values())
+    assert a.timing == ("static" if arch == "lpu-like" else "dataflow")
+    wormhole = preset("wormhole-like")
+    assert wormhole.sources["link_bytes_per_cycle"].startswith("published")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_examples_match_numpy(name: str, arch: str) -> None:
+    args = inputs(name)
+    ref = example(name).reference(*fresh(args))
+    for config in configs(name, arch):
+        call = fresh(args)
+        out = kernel_of(name).run(*call, backend="spatial", arch=arch, config=config)
+        td.testing.assert_close(call[0] if out is None else out, ref, np.float32)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_configs_validate_and_timing_respects_the_roofline(name: str, arch: str) -> None:
+    args = inputs(name)
+    k = kernel_of(name)
+    for config in configs(name, arch):
+        text = k.source(*args, target="spatial", arch=arch, config=config)
+        validate(json.loads(text))
+        report = k.simulate(*args, arch=arch, config=config)
+        assert report.cycles >= report.bound_cycles * (1 - 1e-9) > 0
+        assert 0 < report.bound_efficiency <= 1 and 0 <= report.mac_utilization <= 1
+        assert report.dram_bytes >= report.compulsory_dram_bytes * 0.999
+
+
+def test_simulation_is_deterministic() -> None:
+    args = inputs("attention")
+    first = kernel_of("attention").simulate(*args, arch="generic-8x8")
+    second = kernel_of("attention").simulate(*args, arch="generic-8x8")
+    assert (first.cycles, first.events, first.agents) == (second.cycles, second.events, second.agents)
+
+
+def test_gemm_shares_operands_by_multicast_and_streams_them_double_buffered() -> None:
+    a, b = inputs("matmul")[:2]
+    a, b = np.ones((256, 256), np.float32), np.ones((256, 256), np.float32)
+    config = td.Config((32, 32, 32), fold="rows", buffer_depth=2, multicast=True)
+    df = json.loads(kernel_of("matmul").source(a, b, target="spatial", arch="generic-8x8",
+                                               config=config))
+    assert df["multicast"] and any(r["kind"] == "multicast" for r in df["routes"])
+    operand = [b for b in df["buffers"] if b["role"] == "operand"]
+    assert operand and all(b["depth"] >= 2 for b in operand)
+    readers = [a for a in df["agents"] if a["id"].startswith("reader")]
+    assert any(not a["program"] for a in readers)  # PEs fed by a neighbour's multicast
+    unicast = json.loads(kernel_of("matmul").source(
+        a, b, target="spatial", arch="generic-8x8", config=config.replace(multicast=False)))
+    cast = kernel_of("matmul").simulate(a, b, arch="generic-8x8", config=config)
+    uni = kernel_of("matmul").simulate(a, b, arch="generic-8x8", config=config.replace(multicast=False))
+    assert not unicast["multicast"] and uni.dram_bytes > cast.dram_bytes
+
+
+def test_an_underprovisioned_semaphore_deadlocks_and_names_the_waiters() -> None:
+    args = inputs("softmax")
+    k = kernel_of("softmax")
+    t = k.traced(*args)
+    config = k.config_space(*args, backend="spatial").default()
+    df = dataflow_config(t.lowered, config, "generic-8x8")
+    broken = copy.deepcopy(df)
+    for s in broken["semaphores"]:
+        if s["id"].endswith(".empty"):
+            s["init"] = 0  # no free slot: readers can never start
+    with pytest.raises(td.BackendError, match="deadlocks on generic-8x8") as info:
+        run_program(broken, preset("generic-8x8"))
+    assert "reader" in str(info.value) and ".empty" in str(info.value)
+
+
+def test_configs_that_overflow_sram_or_link_channels_are_rejected() -> None:
+    a = np.ones((512, 512), np.float32)
+    space = kernel_of("matmul").config_space(a, a, backend="spatial", arch="aie-like-4x8")
+    big = td.Config((256, 256, 128), fold="rows", buffer_depth=2, multicast=True)
+    assert "SRAM" in (space.reason(big) or "")
+    with pytest.raises(td.ConfigError, match="SRAM"):
+        kernel_of("matmul").run(a, a, backend="spatial", arch="aie-like-4x8", config=big)
+    narrow = Arch.from_dict(dict(preset("generic-8x8").to_dict(), name="narrow",
+                                 channels_per_link=1))
+    reason = kernel_of("matmul").config_space(a, a, backend="spatial", arch=narrow).reason(
+        td.Config((64, 64, 64), fold="linear", buffer_depth=2, multicast=False))
+    assert reason is not None and "channels per link" in reason
+
+
+def test_static_timing_verifies_a_schedule() -> None:
+    args = inputs("matmul")
+    report = kernel_of("matmul").simulate(*args, arch="lpu-like")
+    assert report.timing == "static" and report.cycles >= report.bound_cycles
+    t = kernel_of("matmul").traced(*args)
+    config = kernel_of("matmul").config_space(*args, backend="spatial", arch="lpu-like").default()
+    df = dataflow_config(t.lowered, config, "lpu-like")
+    run_program(df, preset("lpu-like"))
+    assert df["static_schedule"] and all(s["start"] >= 0 for s in df["static_schedule"])
+    validate(df)
+
+
+def test_chrome_trace(tmp_path) -> None:
+    path = tmp_path / "trace.json"
+    kernel_of("rms_norm").simulate(*inputs("rms_norm"), arch="wormhole-like", trace=str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    kinds = {e["name"] for e in events}
+    assert {"compute", "transfer"} <= kinds and "thread_name" in kinds
+
+
+def test_backend_spatial_needs_numpy_arrays() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.ones(10)
+    with pytest.raises(td.ArgumentError):
+        kernel_of("vector_add").run(x, x, backend="spatial")
