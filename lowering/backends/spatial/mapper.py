@@ -421,24 +421,29 @@ class Mapping:
                  writer: list) -> None:
         for s in steps:
             if isinstance(s, Loop):
-                n = _cdiv(self.rt(s.range).extent, self.block(self.rt(s.range).block))
-                r_bodies: dict[int, list] = {i: [] for i in readers}
-                c_body, w_body = [], []
-                # iterations differ only in offsets (and the last one in size): emit them all,
-                # with identical iterations folded into loops of the simulator program
-                for it in range(n):
+                rt = self.rt(s.range)
+                block = self.block(rt.block)
+                n = _cdiv(rt.extent, block)
+                # Iterations differ only in their copies' offsets (affine in the iteration), except
+                # a ragged last one: build the first, the second (for the offset strides) and the
+                # last, and let `_fold_loop` turn the rest into loop counts.
+                built = [0, 1] if n > 1 else [0]
+                if n > 2 and rt.extent % block:
+                    built.append(n - 1)
+                bodies = []
+                for it in built:
                     rb: dict[int, list] = {i: [] for i in readers}
                     cb: list = []
                     wb: list = []
                     self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb)
-                    for i in readers:
-                        r_bodies[i].append(rb[i])
-                    c_body.append(cb)
-                    w_body.append(wb)
+                    bodies.append((rb, cb, wb))
+                middle = n - len(built)  # iterations identical to the second one
+                order = [0] + [1] * (1 + middle) + ([2] if len(built) == 3 else []) \
+                    if n > 1 else [0]
                 for i in readers:
-                    readers[i].extend(_fold_loop(r_bodies[i]))
-                compute.extend(_fold_loop(c_body))
-                writer.extend(_fold_loop(w_body))
+                    readers[i].extend(_fold_loop([bodies[k][0][i] for k in order]))
+                compute.extend(_fold_loop([bodies[k][1] for k in order]))
+                writer.extend(_fold_loop([bodies[k][2] for k in order]))
                 continue
             tag = f"{pe[0]}_{pe[1]}"
             for op in s.loads:
@@ -487,11 +492,18 @@ class Mapping:
 def _fold_loop(bodies: list[list[dict]]) -> list[dict]:
     """Consecutive identical iteration bodies (up to copy offsets) become one `loop` step."""
     out: list[dict] = []
+    keys: dict[int, str] = {}  # bodies repeat as the same objects: one key each
+
+    def key_of(body: list[dict]) -> str:
+        if id(body) not in keys:
+            keys[id(body)] = _shape_key(body)
+        return keys[id(body)]
+
     i = 0
     while i < len(bodies):
         j = i + 1
-        key = _shape_key(bodies[i])
-        while j < len(bodies) and _shape_key(bodies[j]) == key:
+        key = key_of(bodies[i])
+        while j < len(bodies) and key_of(bodies[j]) == key:
             j += 1
         if not bodies[i]:
             pass  # nothing happens in these iterations (e.g. a PE fed by a neighbour's multicast)
