@@ -77,8 +77,18 @@ def test_run_on_the_interpreter(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.count(" ok") == 2
 
 
+def test_simulate_prints_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.json"
+    assert main(["simulate", str(EXAMPLES / "softmax.py"), "--arch", "lpu-like",
+                 "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "static timing" in out and "roofline bound" in out and trace.exists()
+    assert main(["simulate", str(EXAMPLES / "matmul.py"), "--arch", "nope"]) == 1
+    assert "unknown spatial architecture 'nope'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["show", "--help"],
-                                  ["compile", "--help"]])
+                                  ["compile", "--help"], ["simulate", "--help"]])
 def test_help_everywhere(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", "tiledsl.cli", *args], capture_output=True,
                             text=True, timeout=60)

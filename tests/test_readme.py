@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -66,3 +67,15 @@ def test_triton_tour_runs() -> None:
                             timeout=300, cwd=ROOT)  # as in a REPL at the repository root
     assert result.returncode == 0, result.stderr
     assert float(result.stdout.strip().splitlines()[-1]) < 5e-3
+
+
+def test_spatial_tour_runs(tmp_path: Path) -> None:
+    code = README.split("## Spatial dataflow", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    code += ("\nassert report.cycles >= report.bound_cycles and 'agents' in config_json\n"
+             "print(td.testing.relative_error(out, a.astype(float) @ b))\n")
+    code = "import tiledsl as td\n" + code
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.strip().splitlines()[-1]) < 1e-5
+    assert (tmp_path / "gemm_trace.json").exists() and "MAC utilization" in result.stdout

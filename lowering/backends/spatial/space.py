@@ -26,10 +26,10 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
         return Mapping(fn, c, arch).check()
 
     space = space.with_constraint(Constraint(f"fits-{arch.name}", fits))
-    # Default: the largest uniform block size (down from 64) whose buffers fit, so `default()`
-    # does not scan the space on small-SRAM parts.
+    # Default: the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
+    # operands and amortize per-transfer costs; `default()` then need not scan the space.
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
-    for size in (64, 32, 16, 8, 4, 2, 1):
+    for size in (256, 128, 64, 32, 16, 8, 4, 2, 1):
         trial = space
         for p in blocks:
             trial = trial.with_default(p.name, min(size, max(p.choices)))
