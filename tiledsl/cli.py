@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tiledsl import testing
+from tiledsl import registry, testing
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import TileDSLError
 from tiledsl.kernel import TileKernel
@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     simu.add_argument("--config", help='a config as JSON, e.g. \'{"block_sizes": [64, 64, 32]}\'')
     simu.add_argument("--trace", help="write a Chrome/Perfetto trace JSON to this path")
     simu.set_defaults(func=cmd_simulate)
+
+    for add in registry.commands().values():  # e.g. `tune` and `replay` from autotune
+        add(sub)
     return parser
 
 

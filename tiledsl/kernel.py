@@ -70,6 +70,7 @@ class TileKernel:
         self._body: Callable[..., Any] | None = None
         self._traces: dict[tuple, Traced] = {}
         self._spaces: dict[tuple, ConfigSpace] = {}
+        self._tuned: dict[tuple, Config | None] = {}  # memo of result-cache lookups
 
     def __repr__(self) -> str:
         return f"<tile_kernel {self.name} ({self.file}:{self.fn.__code__.co_firstlineno})>"
@@ -221,7 +222,10 @@ class TileKernel:
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
         space = self._space(spec, backend, arch)
-        config = space.default() if config is None else space.validate(config)
+        if config is None:
+            config = self._tuned_config(values, spec, backend, arch, space) or space.default()
+        else:
+            config = space.validate(config)
         t = self._traced(spec)
         try:
             outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
@@ -243,6 +247,25 @@ class TileKernel:
             return registry.backend("triton").compile(t.lowered, config, values, arch)  # type: ignore[attr-defined]
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
+
+    def _tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
+                      space: ConfigSpace) -> Config | None:
+        """The tuned config the result cache holds for these arguments (looked up once)."""
+        memo = (spec, backend, getattr(arch, "name", arch),
+                tuple(getattr(v, "strides", None) for v in values))
+        if memo not in self._tuned:
+            try:
+                found = registry.service("tuner").cached_config(self, values, backend, arch)
+            except TileDSLError:
+                found = None
+            self._tuned[memo] = found if found is not None and found in space else None
+        return self._tuned[memo]
+
+    def autotune(self, *args: Any, backend: str = "spatial", **options: Any) -> Any:
+        """Tune the config for these arguments; the best is cached and used by `k(*args)` and
+        `k.run` from then on. Options: arch, trials, timeout, strategy, storage, study_name,
+        seed, check, progress (see autotune.tuner.tune). Returns a TuneResult."""
+        return registry.service("tuner").tune(self, list(args), backend=backend, **options)
 
     def simulate(self, *args: Any, arch: Any = None, config: Config | None = None,
                  trace: str | None = None, **kwargs: Any) -> Any:

@@ -31,6 +31,8 @@ Pipeline = Callable[["Function"], "Function"]
 _backends: dict[str, Backend] = {}
 _targets: dict[str, tuple[Callable[..., str], str]] = {}
 _pipeline: list[Pipeline] = []
+_commands: dict[str, Callable[[Any], None]] = {}  # CLI subcommands plugins add
+_services: dict[str, Any] = {}  # e.g. "tuner": what k.autotune calls
 _loaded = False
 
 
@@ -51,6 +53,28 @@ def register_target(name: str, backend: str) -> Callable[[Callable[..., str]], C
 def register_pipeline(fn: Pipeline) -> Pipeline:
     _pipeline[:] = [fn]
     return fn
+
+
+def register_command(name: str, add: Callable[[Any], None]) -> None:
+    """`add(subparsers)` adds the `tiledsl NAME` subcommand (the plugin owns its code)."""
+    _commands[name] = add
+
+
+def commands() -> dict[str, Callable[[Any], None]]:
+    load_plugins()
+    return dict(_commands)
+
+
+def register_service(name: str, service: Any) -> Any:
+    _services[name] = service
+    return service
+
+
+def service(name: str) -> Any:
+    load_plugins()
+    if name not in _services:
+        raise BackendError(f"no {name} installed (is tiledsl installed? pip install -e .)")
+    return _services[name]
 
 
 def load_plugins() -> None:

@@ -1,0 +1,113 @@
+"""Running measurements in a separate process, so a hang, a crash or an illegal memory access
+fails one trial and never the tuner.
+
+The child builds its runner once from a `module:function` factory (so it can import the user's
+kernel file and, on a GPU, create its CUDA context once), then answers configs one by one. A
+config that times out or kills the child is reported as failed and the child is restarted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from tiledsl.config import Config
+
+
+class TrialFailed(Exception):
+    """A candidate could not be measured: it crashed, hung, raised, or gave wrong numbers."""
+
+
+def _resolve(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _serve(conn: Connection, factory: str, args: tuple) -> None:
+    try:
+        runner = _resolve(factory)(*args)
+    except BaseException:  # noqa: BLE001 - report anything, the parent decides
+        conn.send(("setup-error", traceback.format_exc(limit=3)))
+        return
+    conn.send(("ready", None))
+    while True:
+        message = conn.recv()
+        if message is None:
+            return
+        try:
+            conn.send(("ok", runner.measure(Config.from_dict(message))))
+        except BaseException as e:  # noqa: BLE001
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+class Isolated:
+    """`measure(config)` in a child process, with a per-trial timeout in seconds."""
+
+    def __init__(self, factory: str, args: tuple = (), timeout: float = 60.0) -> None:
+        self.factory = factory
+        self.args = args
+        self.timeout = timeout
+        self.ctx = mp.get_context("spawn")
+        self.proc: Any = None
+        self.conn: Connection | None = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_serve, args=(child, self.factory, self.args),
+                                     daemon=True)
+        self.proc.start()
+        self.conn = parent
+        if not parent.poll(max(self.timeout, 120.0)):
+            self.close()
+            raise TrialFailed("the measuring process did not start")
+        status, detail = parent.recv()
+        if status != "ready":
+            self.close()
+            raise TrialFailed(f"the measuring process failed to set up: {detail}")
+
+    def measure(self, config: Config) -> float:
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
+        assert self.conn is not None
+        self.conn.send(config.to_dict())
+        try:
+            ready = self.conn.poll(self.timeout)
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            alive = self.proc.is_alive()
+            self.close()
+            self.restarts += 1
+            raise TrialFailed(f"timed out after {self.timeout:g} s" if alive else
+                              "the measuring process died (crash or illegal memory access)")
+        try:
+            status, value = self.conn.recv()
+        except (EOFError, OSError):
+            self.close()
+            self.restarts += 1
+            raise TrialFailed("the measuring process died (crash or illegal memory access)") from None
+        if status != "ok":
+            raise TrialFailed(str(value))
+        return float(value)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+            self.conn.close()
+            self.conn = None
+        if self.proc is not None:
+            self.proc.join(timeout=1.0)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join()
+            self.proc = None
+
+    def __del__(self) -> None:
+        self.close()

@@ -1,0 +1,222 @@
+"""Strategies backed by Optuna samplers (the only module of the project that imports optuna).
+
+Every parameter with more than one value is given to Optuna as the integer index of its value
+in the Param's ordered tuple (so samplers see the order: neighbours in the tuple are neighbours
+for the sampler); parameters with a single value are filled in and never shown to the sampler.
+
+Proposals are "repaired", never wasted: a proposal that is outside the space (`space.contains`
+false) or was already evaluated is replaced by the nearest valid, not yet evaluated point
+(L1 distance over indices normalised to [0, 1] per parameter), which is evaluated instead. The
+trial the sampler proposed is told that point's value (Baldwinian repair: the sampler optimises
+f(repair(x)), a function defined everywhere), so a proposal never costs budget unless it yields
+one new distinct evaluation. A failed evaluation (None) is told as the worst value seen so far
+(the sampler learns to avoid the region), or as a failed trial before any value was seen.
+Values are told as log(value): the order is the same (TPE and CMA-ES only use ranks), and the
+GP models a log-time better.
+
+Registered: "tpe" (multivariate TPE), "cmaes" (CMA-ES with margin), "gp" (Optuna's GPSampler).
+
+To run a sampler against a study created elsewhere (e.g. a persistent one):
+
+    study = optuna.create_study(storage="sqlite:///tune.db", study_name="k", load_if_exists=True)
+    optimize(space, evaluate, seed=0, initial=[...], sampler_name="tpe", study=study)
+
+`optimize` replaces the study's sampler by the named one (pass sampler_name=None to keep the
+study's own), enqueues the initial points, and asks/tells until `evaluate.done`. Trials already
+in the study (from an earlier session) are part of the sampler's history; the points they name
+are not re-evaluated when `evaluate` already knows them (the Evaluator's memory).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Callable
+
+import numpy as np
+import optuna
+from optuna.distributions import IntDistribution
+from optuna.trial import TrialState
+
+from autotune.space import Evaluator, Point, SearchSpace
+from autotune.strategies import register
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+ENUMERATE_LIMIT = 2_000_000  # enumerate the valid points of spaces up to this raw size
+
+
+class Repair:
+    """Maps any index vector to the nearest valid point not yet evaluated."""
+
+    def __init__(self, space: SearchSpace) -> None:
+        self.space = space
+        self.free = [p for p in space.params if len(p.values) > 1]
+        self.fixed = {p.name: p.values[0] for p in space.params if len(p.values) == 1}
+        self.scale = np.array([1.0 / (len(p.values) - 1) for p in self.free])
+        self.points: list[Point] | None = None
+        if space.size_upper_bound <= ENUMERATE_LIMIT:
+            self.points = list(space.points())
+            self.keys = {SearchSpace.key(p): i for i, p in enumerate(self.points)}
+            self.coords = np.array([[p.values.index(pt[p.name]) for p in self.free]
+                                    for pt in self.points], dtype=float).reshape(
+                                        len(self.points), len(self.free)) * self.scale
+            self.used = np.zeros(len(self.points), dtype=bool)
+
+    def decode(self, idx: list[int]) -> Point:
+        point = {p.name: p.values[i] for p, i in zip(self.free, idx)}
+        point.update(self.fixed)
+        return {p.name: point[p.name] for p in self.space.params}
+
+    def encode(self, point: Point) -> dict[str, int]:
+        return {p.name: p.values.index(point[p.name]) for p in self.free}
+
+    def mark(self, point: Point) -> None:
+        if self.points is not None:
+            i = self.keys.get(SearchSpace.key(point))
+            if i is not None:
+                self.used[i] = True
+
+    def nearest(self, idx: list[int], seen: Callable[[Point], bool],
+                rng: random.Random) -> Point | None:
+        """The nearest valid point not `seen` (None when every valid point was seen)."""
+        if self.points is not None:
+            x = np.asarray(idx, dtype=float) * self.scale
+            d = np.abs(self.coords - x).sum(axis=1) if len(self.free) else np.zeros(
+                len(self.points))
+            d[self.used] = np.inf
+            i = int(np.argmin(d)) if len(d) else -1
+            if i < 0 or math.isinf(d[i]):
+                return None
+            return dict(self.points[i])
+        # A space too big to enumerate: widening random moves around the proposal, then any
+        # unseen sample.
+        for radius in range(1, 8):
+            for _ in range(50 * radius):
+                j = [min(len(p.values) - 1, max(0, i + rng.randint(-radius, radius)))
+                     for p, i in zip(self.free, idx)]
+                q = self.decode(j)
+                if self.space.contains(q) and not seen(q):
+                    return q
+        for _ in range(1000):
+            q = self.space.sample(rng)
+            if q is None:
+                return None
+            if not seen(q):
+                return q
+        return None
+
+
+def make_sampler(name: str, seed: int, n_params: int = 1) -> optuna.samplers.BaseSampler:
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True,
+                                          n_startup_trials=max(10, 2 * n_params))
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, with_margin=True,
+                                            n_startup_trials=0, warn_independent_sampling=False)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=max(10, 2 * n_params))
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise KeyError(f"unknown optuna sampler {name!r}")
+
+
+def optimize(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point],
+             sampler_name: str | None = "tpe", study: optuna.Study | None = None,
+             stop: Callable[[], bool] | None = None, lamarckian: bool | None = None,
+             max_repeats: int = 3,
+             on_new: Callable[[Point, float | None, Callable[[Point, float | None], None]],
+                              None] | None = None) -> optuna.Study:
+    """Ask/tell `study` (a fresh in-memory one if None) with the named sampler until
+    `evaluate.done` (or `stop()`), each trial yielding one new distinct evaluation (see the
+    module docstring for the repair of invalid or repeated proposals). Returns the study."""
+    rng = random.Random(seed)
+    repair = Repair(space)
+    n = len(repair.free)
+    if study is None:
+        study = optuna.create_study(direction="minimize",
+                                    sampler=make_sampler(sampler_name or "tpe", seed, n))
+    elif sampler_name is not None:
+        study.sampler = make_sampler(sampler_name, seed, n)
+    dists = {p.name: IntDistribution(0, len(p.values) - 1) for p in repair.free}
+    for point in initial:
+        if all(point.get(p.name) in p.values for p in repair.free):
+            study.enqueue_trial(repair.encode(point), skip_if_exists=True)
+    for point, _ in evaluate.history:
+        repair.mark(point)
+    seen_key = evaluate.results.__contains__
+
+    def seen(q: Point) -> bool:
+        return seen_key(SearchSpace.key(q))
+
+    worst: float | None = None
+    for _, v in evaluate.history:
+        if v is not None and v > 0:
+            worst = max(worst or v, v)
+
+    def told(value: float | None) -> float | None:
+        """What the sampler is told for an objective value (None: fail the trial)."""
+        if value is not None and value > 0:
+            return math.log(value)
+        if value is not None:
+            return value
+        return math.log(worst) if worst is not None else None
+
+    def record(point: Point, value: float | None) -> None:
+        """Add an evaluation made outside the sampler's proposals as a finished trial."""
+        t = told(value)
+        state = TrialState.COMPLETE if t is not None else TrialState.FAIL
+        study.add_trial(optuna.trial.create_trial(
+            params=repair.encode(point), distributions=dists, value=t, state=state))
+
+    lamarck = lamarckian if lamarckian is not None else not isinstance(
+        study.sampler, optuna.samplers.CmaEsSampler)
+    repeats = 0
+    while not evaluate.done and not (stop is not None and stop()):
+        trial = study.ask(dists)
+        idx = [trial.params[p.name] for p in repair.free]
+        point = repair.decode(idx)
+        inside = space.contains(point)
+        if inside and seen(point) and repeats < max_repeats:
+            # A repeated proposal: answered from memory, costs nothing.
+            repeats += 1
+            t = told(evaluate(point))
+            study.tell(trial, t) if t is not None else study.tell(trial, state=TrialState.FAIL)
+            continue
+        repeats = 0
+        repaired = False
+        if not inside or seen(point):
+            q = repair.nearest(idx, seen, rng)
+            if q is None:  # every valid point was evaluated
+                study.tell(trial, state=TrialState.FAIL)
+                return study
+            point, repaired = q, True
+        value = evaluate(point)
+        repair.mark(point)
+        if value is not None and value > 0:
+            worst = value if worst is None else max(worst, value)
+        t = told(value)
+        if repaired and lamarck:
+            study.tell(trial, state=TrialState.FAIL)  # the sampler learns the real point
+            record(point, value)
+        elif t is None:
+            study.tell(trial, state=TrialState.FAIL)
+        else:
+            study.tell(trial, t)
+        if on_new is not None:
+            on_new(point, value, record)
+    return study
+
+
+def _strategy(name: str) -> Callable[[SearchSpace, Evaluator, int, list[Point]], None]:
+    def run(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
+        optimize(space, evaluate, seed, initial, name)
+    run.__name__ = f"optuna_{name}"
+    run.__doc__ = f"Optuna {name} sampler over index-encoded parameters, proposals repaired."
+    return run
+
+
+for _name in ("tpe", "cmaes", "gp"):
+    register(_name)(_strategy(_name))
+
+_ = Any

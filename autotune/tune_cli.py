@@ -1,0 +1,79 @@
+"""`tiledsl tune FILE[::KERNEL]`: tune a file's kernels, print a table against the baselines,
+optionally write a convergence plot and a JSON report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from autotune.tuner import tune
+from tiledsl import registry
+
+
+def _default_backend() -> str:
+    """The GPU when there is one, else the spatial simulator (which runs anywhere)."""
+    try:
+        import torch
+        return "triton" if torch.cuda.is_available() else "spatial"
+    except ImportError:
+        return "spatial"
+
+
+def cmd_tune(opts: argparse.Namespace) -> int:
+    from tiledsl.cli import _fresh, example_args, load_file
+    module, kernels = load_file(opts.file)
+    backend = opts.backend or _default_backend()
+    trials = opts.trials if opts.trials is not None else (12 if opts.quick else 40)
+    reports = []
+    for k in kernels:
+        args = example_args(module, k, opts.seed)
+        baselines: dict[str, Any] = {}
+        ref = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
+        if ref is not None:
+            baselines["NumPy reference (CPU)"] = lambda ref=ref, args=args: ref(*_fresh(args))
+        baselines["tiledsl numpy backend"] = lambda k=k, args=args: k.run(*_fresh(args))
+        result = tune(k, list(args), backend=backend, arch=opts.arch, trials=trials,
+                      timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
+                      study_name=opts.study, seed=opts.seed, check=not opts.no_check,
+                      progress=not opts.no_progress, baselines=baselines)
+        print(result.table())
+        if opts.plot:
+            path = opts.plot if len(kernels) == 1 else opts.plot.replace(".png", f"_{k.name}.png")
+            result.plot(path)
+            print(f"  convergence plot: {path}")
+        reports.append(result.to_json())
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(reports if len(reports) > 1 else reports[0], f, indent=1, default=float)
+    return 0
+
+
+def add(sub: Any) -> None:
+    p = sub.add_parser("tune", help="autotune a file's kernels (resumable, shareable studies)",
+                       description="Search each kernel's config space with the default strategy "
+                                   "(or --strategy), check every candidate against NumPy, keep the "
+                                   "best in the result cache (k(*args) uses it), and compare with "
+                                   "the baselines. Studies live in --storage: an interrupted run "
+                                   "resumes, and several workers can share one study.")
+    p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    p.add_argument("--backend", choices=["spatial", "model", "numpy", "triton"],
+                   help="what to measure: spatial (simulated, default without a GPU), model (GPU "
+                        "cost model, no GPU needed), numpy (CPU wall time), triton (GPU)")
+    p.add_argument("--arch", help="spatial preset (generic-8x8, aie-like-4x8, wormhole-like, lpu-like)")
+    p.add_argument("--trials", type=int, help="evaluations per kernel (default 40; 12 with --quick)")
+    p.add_argument("--timeout", type=float, help="stop after this many seconds")
+    p.add_argument("--strategy", help="search strategy (default: the one chosen by replay)")
+    p.add_argument("--storage", help="Optuna storage URL: sqlite:///f.db, postgresql://..., "
+                                     "journal:/path (default: ~/.cache/tiledsl/studies.db)")
+    p.add_argument("--study", help="study name (default: derived from kernel, shapes, backend)")
+    p.add_argument("--seed", type=int, default=0, help="seed for inputs and the search")
+    p.add_argument("--quick", action="store_true", help="a short run (12 trials)")
+    p.add_argument("--no-check", action="store_true", help="skip checking numbers against NumPy")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--plot", help="write a convergence plot (PNG) to this path")
+    p.add_argument("--json", help="write the report as JSON to this path")
+    p.set_defaults(func=cmd_tune)
+
+
+registry.register_command("tune", add)

@@ -1,0 +1,263 @@
+"""The tuner: a strategy searches the compiler's config space, a runner measures candidates,
+every candidate's numbers are checked against NumPy, and the study lives in an Optuna storage so
+an interrupted run resumes and several workers can share it. The best config goes to the cache,
+where `k(*args)` finds it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from autotune import cache
+from autotune.isolate import Isolated, TrialFailed
+from autotune.runners import RUNNERS, Runner
+from autotune.space import Evaluator, Param, Point, SearchSpace
+from autotune.strategies import DEFAULT, get
+from autotune.strategies import optuna_storage_tmp as studies
+from lowering.backends.triton.loader import cache_dir
+from tiledsl import registry
+from tiledsl.config import Config, ConfigSpace
+from tiledsl.errors import TileDSLError
+from tiledsl.kernel import TileKernel
+
+SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "triton": "triton"}
+
+
+@dataclass
+class Trial:
+    config: Config
+    value: float | None
+    status: str  # "ok", "resumed", or why it failed ("timed out", "wrong numbers: ...")
+
+
+@dataclass
+class TuneResult:
+    kernel: str
+    backend: str
+    unit: str
+    best: Config | None
+    best_value: float | None
+    default: Config
+    default_value: float | None
+    trials: list[Trial]
+    study: str
+    storage: str
+    seconds: float
+    baselines: dict[str, float] = field(default_factory=dict)  # name -> milliseconds
+
+    @property
+    def best_so_far(self) -> list[float | None]:
+        out: list[float | None] = []
+        best: float | None = None
+        for t in self.trials:
+            if t.value is not None and (best is None or t.value < best):
+                best = t.value
+            out.append(best)
+        return out
+
+    @property
+    def rejected(self) -> list[Trial]:
+        return [t for t in self.trials if t.value is None]
+
+    def table(self) -> str:
+        rows = [("tuned", str(self.best), self.best_value, self.unit),
+                ("default", str(self.default), self.default_value, self.unit)]
+        rows += [(f"baseline: {name}", "", ms, "ms") for name, ms in self.baselines.items()]
+        lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
+                 f"{self.seconds:.1f} s, {len(self.rejected)} rejected (study {self.study!r})"]
+        width = max(len(r[1]) for r in rows)
+        for name, cfg, value, unit in rows:
+            shown = "-" if value is None else f"{value:,.4g}"
+            lines.append(f"  {name:22} {cfg:{width}}  {shown:>12} {unit}")
+        if self.best_value and self.default_value:
+            lines.append(f"  speedup over the default config: {self.default_value / self.best_value:.2f}x")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "backend": self.backend, "unit": self.unit,
+                "best": self.best.to_dict() if self.best else None, "best_value": self.best_value,
+                "default": self.default.to_dict(), "default_value": self.default_value,
+                "trials": [{"config": t.config.to_dict(), "value": t.value, "status": t.status}
+                           for t in self.trials],
+                "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
+                "study": self.study, "storage": self.storage, "seconds": self.seconds}
+
+    def plot(self, path: str | Path) -> None:
+        """A convergence plot: every trial's value and the best so far (PNG)."""
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise TileDSLError("plots need matplotlib: pip install matplotlib") from None
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        xs = [i + 1 for i, t in enumerate(self.trials) if t.value is not None]
+        ax.scatter(xs, [t.value for t in self.trials if t.value is not None], s=10,
+                   color="0.6", label="trial")
+        best = self.best_so_far
+        ax.step(range(1, len(best) + 1), [b if b is not None else np.nan for b in best],
+                where="post", label="best so far")
+        if self.default_value is not None:
+            ax.axhline(self.default_value, color="tab:red", ls="--", lw=1, label="default config")
+        ax.set_xlabel("trial")
+        ax.set_ylabel(self.unit)
+        ax.set_title(f"{self.kernel} ({self.backend})")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+
+
+def search_space(space: ConfigSpace) -> SearchSpace:
+    """The compiler's config space as the strategies see it."""
+    params = [Param(p.name, tuple(p.choices)) for p in space.params]
+    return SearchSpace(params, valid=lambda point: space.reason(space.make(point)) is None,
+                       default=space.values(space.default()))
+
+
+def analytic_candidates(space: ConfigSpace) -> list[Point]:
+    """Configs worth trying first: the default, then uniform block sizes (large first)."""
+    points = [space.values(space.default())]
+    for size in (128, 64, 256, 32):
+        cfg = space.default()
+        blocks = tuple(min(size, max(p.choices)) for p in space.params
+                       if p.name.startswith("block_sizes["))
+        cfg = cfg.replace(block_sizes=list(blocks))
+        if cfg in space and space.values(cfg) not in points:
+            points.append(space.values(cfg))
+    return points
+
+
+def default_storage() -> str:
+    path = cache_dir() / "studies.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+class _Budget(Evaluator):
+    """An Evaluator that also stops at a wall-clock deadline."""
+
+    def __init__(self, objective: Callable[[Point], float | None], budget: int,
+                 deadline: float | None) -> None:
+        super().__init__(objective, budget)
+        self.deadline = deadline
+
+    @property
+    def done(self) -> bool:
+        return super().done or (self.deadline is not None and time.monotonic() > self.deadline)
+
+
+def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch: Any = None,
+         trials: int = 40, timeout: float | None = None, strategy: str | None = None,
+         storage: str | None = None, study_name: str | None = None, seed: int = 0,
+         check: bool = True, isolate: bool | None = None, trial_timeout: float = 60.0,
+         progress: bool = False, baselines: dict[str, Callable[[], Any]] | None = None,
+         use_cache: bool = True) -> TuneResult:
+    """Tune `kernel` for `args` on `backend` ("spatial", "numpy", "model" or "triton")."""
+    start = time.monotonic()
+    values = kernel.bind(tuple(args), {})
+    config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
+                                       **({} if arch is None else {"arch": arch}))
+    space = search_space(config_space)
+    runner: Runner = RUNNERS[backend](kernel, values, arch)
+    isolated = None
+    if isolate if isolate is not None else backend == "triton":
+        numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
+        isolated = Isolated("autotune.runners:from_file",
+                            (kernel.file, kernel.name, numpy_args, backend, arch), trial_timeout)
+    key = cache.key(kernel, values, backend, arch)
+    url = storage or default_storage()
+    name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
+    study = studies.open_study(url, name)
+    statuses: dict[tuple, str] = {}
+
+    def objective(point: Point) -> float | None:
+        config = config_space.make(point)
+        try:
+            if check and backend != "triton":  # the triton runner checks in its own process
+                why = runner.check(config)
+                if why is not None:
+                    raise TrialFailed(why)
+            value = isolated.measure(config) if isolated else runner.measure(config)
+            statuses[SearchSpace.key(point)] = "ok"
+        except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
+            statuses[SearchSpace.key(point)] = str(e).splitlines()[0][:200]
+            value = None
+        studies.record(study, space, point, value, {"status": statuses[SearchSpace.key(point)]})
+        return value
+
+    deadline = start + timeout if timeout is not None else None
+    evaluate = _Budget(objective, trials, deadline)
+    for point, value in studies.load_trials(study):  # resume: what earlier runs measured
+        k = SearchSpace.key(point)
+        if k not in evaluate.results:
+            evaluate.results[k] = value
+            evaluate.history.append((point, value))
+            statuses[k] = "resumed"
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=trials, initial=len(evaluate.history), desc=f"tuning {kernel.name}",
+                   unit="trial", leave=False)
+        inner = evaluate.objective
+
+        def counted(point: Point) -> float | None:
+            value = inner(point)
+            bar.update(1)
+            return value
+        evaluate.objective = counted
+    try:
+        get(strategy or DEFAULT)(space, evaluate, seed, analytic_candidates(config_space))
+    finally:
+        if bar is not None:
+            bar.close()
+        if isolated is not None:
+            isolated.close()
+    default = config_space.default()
+    default_key = SearchSpace.key(config_space.values(default))
+    if default_key not in evaluate.results:
+        evaluate.results[default_key] = objective(config_space.values(default))
+    best = evaluate.best
+    best_config = config_space.make(best[0]) if best else None
+    if best_config is not None and use_cache:
+        cache.store(key, best_config, best[1], runner.unit)  # type: ignore[index]
+        kernel._tuned.clear()  # the in-process memo of cache lookups
+    measured = {name: _time_ms(fn) for name, fn in (baselines or {}).items()}
+    return TuneResult(
+        kernel.name, backend, runner.unit, best_config, best[1] if best else None, default,
+        evaluate.results.get(default_key),
+        [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"))
+         for p, v in evaluate.history],
+        name, url, time.monotonic() - start, measured)
+
+
+def _time_ms(fn: Callable[[], Any], repeats: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return float(np.median(times))
+
+
+class Tuner:
+    """What tiledsl's kernels reach through the registry: tuning and cache lookups."""
+
+    def tune(self, kernel: TileKernel, args: list[Any], **options: Any) -> TuneResult:
+        return tune(kernel, args, **options)
+
+    def cached_config(self, kernel: TileKernel, args: list[Any], backend: str,
+                      arch: Any = None) -> Config | None:
+        try:
+            return cache.load(cache.key(kernel, args, backend, arch))
+        except (OSError, ValueError, TileDSLError):
+            return None
+
+
+registry.register_service("tuner", Tuner())

@@ -1,0 +1,164 @@
+"""The autotuner on the CPU: spatial and model runners, wrong-number rejection, crash and hang
+isolation, resume after interruption, shared studies, the result cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from autotune import cache
+from autotune.isolate import Isolated, TrialFailed
+from autotune.strategies import optuna_storage_tmp as studies
+from autotune.tuner import tune
+from support import example, kernel_of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_matmul() -> tuple:
+    return example("matmul").make_inputs(np.random.default_rng(0), {"m": 70, "k": 50, "n": 40})
+
+
+def test_spatial_tuning_finds_a_config_at_least_as_good_as_the_default(tmp_path: Path) -> None:
+    a, b = small_matmul()
+    k = kernel_of("matmul")
+    r = tune(k, [a, b], backend="spatial", trials=10, storage=f"sqlite:///{tmp_path}/s.db")
+    assert r.best is not None and r.best_value is not None and r.default_value is not None
+    assert r.best_value <= r.default_value and len(r.trials) >= 10
+    assert r.trials[0].config == r.default  # the study starts from the default config
+    best_so_far = r.best_so_far
+    assert all(x >= y for x, y in zip(best_so_far, best_so_far[1:]) if x is not None)
+    # the result cache: the next call without a config uses the tuned one
+    assert cache.load(cache.key(k, [a, b], "spatial")) == r.best
+    k._tuned.clear()
+    k.run(a, b, backend="spatial")
+    assert r.best in k._tuned.values()
+
+
+@td.tile_kernel
+def buggy_row_sum(x):
+    """Overwrites instead of accumulating: right only when one tile covers a whole row."""
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,))
+        for tn in td.tile(n):
+            acc = td.sum(x[tm, tn], axis=1)
+        out[tm] = acc
+    return out
+
+
+def test_wrong_numbers_are_rejected_and_reported(tmp_path: Path) -> None:
+    x = np.random.default_rng(1).standard_normal((9, 40)).astype(np.float32)
+    r = tune(buggy_row_sum, [x], backend="spatial", trials=25, strategy="random",
+             storage=f"sqlite:///{tmp_path}/s.db")
+    wrong = [t for t in r.trials if t.status.startswith("wrong numbers")]
+    assert wrong, "some sampled configs split the row and must be caught"
+    assert r.best is not None and r.best.block_sizes[1] >= 40  # only a whole-row tile is right
+    assert all(t.value is None for t in wrong)
+
+
+def test_isolation_survives_hangs_crashes_and_exceptions() -> None:
+    iso = Isolated("isolation_helpers:make", (), timeout=2.0)
+    try:
+        assert iso.measure(td.Config((8,))) == 8.0
+        with pytest.raises(TrialFailed, match="timed out after 2 s"):
+            iso.measure(td.Config((1,)))
+        with pytest.raises(TrialFailed, match="died"):
+            iso.measure(td.Config((2,)))
+        with pytest.raises(TrialFailed, match="kernel launch failed"):
+            iso.measure(td.Config((3,)))
+        assert iso.measure(td.Config((16,))) == 16.0  # a fresh process took over
+        assert iso.restarts == 2
+    finally:
+        iso.close()
+
+
+def test_isolated_tuning_runs_the_kernel_in_a_child_process(tmp_path: Path) -> None:
+    x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 20, "n": 30})[0]
+    r = tune(kernel_of("softmax"), [x], backend="numpy", trials=3, isolate=True,
+             storage=f"sqlite:///{tmp_path}/s.db")
+    assert r.best_value is not None and r.best_value > 0 and r.unit == "ms"
+
+
+def test_resume_after_interruption(tmp_path: Path) -> None:
+    a, b = small_matmul()
+    url = f"sqlite:///{tmp_path}/resume.db"
+    first = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=4, storage=url,
+                 study_name="resume", use_cache=False)
+    assert len(first.trials) == 4
+    second = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=9, storage=url,
+                  study_name="resume", use_cache=False)
+    assert len(second.trials) == 9
+    assert sum(t.status == "resumed" for t in second.trials) == 4
+    assert len(studies.load_trials(studies.open_study(url, "resume"))) == 9
+
+
+def _worker(url: str, study: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    return subprocess.Popen([sys.executable, "-m", "tiledsl.cli", "tune",
+                             str(ROOT / "examples" / "vector_add.py"), "--backend", "spatial",
+                             "--trials", "6", "--storage", url, "--study", study,
+                             "--no-progress"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _two_workers(url: str) -> None:
+    workers = [_worker(url, "shared"), _worker(url, "shared")]
+    for w in workers:
+        out, err = w.communicate(timeout=240)
+        assert w.returncode == 0, err
+        assert "vector_add on spatial" in out
+    trials = studies.load_trials(studies.open_study(url, "shared"))
+    assert 6 <= len(trials) <= 12
+
+
+def test_two_workers_share_a_sqlite_study(tmp_path: Path) -> None:
+    _two_workers(f"sqlite:///{tmp_path}/shared.db")
+
+
+def test_two_workers_share_a_journal_file(tmp_path: Path) -> None:
+    _two_workers(f"journal:{tmp_path}/shared.journal")
+
+
+@pytest.mark.skipif(not os.environ.get("TILEDSL_TEST_POSTGRES"),
+                    reason="set TILEDSL_TEST_POSTGRES to a PostgreSQL URL (.ci/run starts one)")
+def test_two_workers_share_a_postgresql_study() -> None:
+    pytest.importorskip("psycopg")
+    _two_workers(os.environ["TILEDSL_TEST_POSTGRES"])
+
+
+def test_model_runner_ranks_configs_without_a_gpu(tmp_path: Path) -> None:
+    a, b = example("matmul").make_inputs(np.random.default_rng(0), {"m": 256, "k": 256, "n": 256},
+                                         np.float16)
+    r = tune(kernel_of("matmul"), [a, b], backend="model", trials=4, check=False,
+             storage=f"sqlite:///{tmp_path}/m.db")
+    assert r.unit.startswith("us") and r.best_value is not None and r.best_value > 0
+
+
+def test_a_changed_kernel_or_shape_misses_the_cache() -> None:
+    a, b = small_matmul()
+    base = cache.key(kernel_of("matmul"), [a, b], "spatial")
+    assert cache.key(kernel_of("matmul"), [a[:-1], b], "spatial").digest != base.digest
+    assert cache.key(kernel_of("matmul"), [a, b], "spatial", "wormhole-like").digest != base.digest
+    assert cache.key(kernel_of("batched_matmul"), list(example("batched_matmul").make_inputs(
+        np.random.default_rng(0))), "spatial").digest != base.digest
+    assert cache.load(cache.CacheKey("never stored")) is None
+
+
+def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
+    from tiledsl.cli import main
+    plot, report = tmp_path / "c.png", tmp_path / "r.json"
+    assert main(["tune", str(ROOT / "examples" / "rms_norm.py"), "--quick", "--no-progress",
+                 "--storage", f"sqlite:///{tmp_path}/c.db", "--plot", str(plot),
+                 "--json", str(report)]) == 0
+    assert plot.stat().st_size > 1000
+    import json
+    data = json.loads(report.read_text())
+    assert data["backend"] == "spatial" and len(data["trials"]) >= 12
