@@ -43,6 +43,11 @@ def cmd_tune(opts: argparse.Namespace) -> int:
             result.plot(path)
             print(f"  convergence plot: {path}")
         reports.append(result.to_json())
+        if opts.t4:
+            path = opts.t4 if len(kernels) == 1 else opts.t4.replace(".json", f"_{k.name}.json")
+            with open(path, "w") as f:
+                json.dump(result.to_t4(), f)
+            print(f"  T4 export: {path}")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(reports if len(reports) > 1 else reports[0], f, indent=1, default=float)
@@ -73,6 +78,7 @@ def add(sub: Any) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--plot", help="write a convergence plot (PNG) to this path")
     p.add_argument("--json", help="write the report as JSON to this path")
+    p.add_argument("--t4", help="export the study's trials in the T4 format to this path")
     p.set_defaults(func=cmd_tune)
 
 

@@ -87,6 +87,26 @@ class TuneResult:
                 "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
                 "study": self.study, "storage": self.storage, "seconds": self.seconds}
 
+    def to_t4(self) -> dict[str, Any]:
+        """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads)."""
+        results = []
+        for t in self.trials:
+            d = t.config.to_dict()
+            configuration = {k: v for k, v in d.items() if k != "block_sizes"}
+            configuration.update({f"block_{i}": b for i, b in enumerate(d["block_sizes"])})
+            results.append({
+                "configuration": configuration,
+                "invalidity": "correct" if t.value is not None else
+                ("correctness" if t.status.startswith("wrong numbers") else "runtime"),
+                "correctness": 1 if t.value is not None else 0,
+                "measurements": [{"name": "time", "value": t.value, "unit": self.unit}]
+                if t.value is not None else [],
+                "times": {}})
+        return {"schema_version": "1.0.0", "metadata": {"kernel": self.kernel,
+                                                        "backend": self.backend,
+                                                        "study": self.study},
+                "results": results}
+
     def plot(self, path: str | Path) -> None:
         """A convergence plot: every trial's value and the best so far (PNG)."""
         try:
@@ -170,6 +190,20 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
         isolated = Isolated("autotune.runners:from_file",
                             (kernel.file, kernel.name, numpy_args, backend, arch), trial_timeout)
+    precompiler = None
+    if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
+        from autotune.precompile import Precompiler
+        numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
+        precompiler = Precompiler(kernel.file, kernel.name, numpy_args)
+        rng_space = search_space(config_space)
+        ahead = [config_space.make(p) for p in analytic_candidates(config_space)]
+        import random as _random
+        rng = _random.Random(seed)
+        for _ in range(min(trials, 64)):
+            p = rng_space.sample(rng, tries=200)
+            if p is not None:
+                ahead.append(config_space.make(p))
+        precompiler.submit(ahead)
     key = cache.key(kernel, values, backend, arch)
     url = storage or default_storage()
     name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
@@ -179,6 +213,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     def objective(point: Point) -> float | None:
         config = config_space.make(point)
         try:
+            if precompiler is not None:
+                precompiler.wait(config)
             if check and backend != "triton":  # the triton runner checks in its own process
                 why = runner.check(config)
                 if why is not None:
@@ -218,6 +254,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             bar.close()
         if isolated is not None:
             isolated.close()
+        if precompiler is not None:
+            precompiler.close()
     default = config_space.default()
     default_key = SearchSpace.key(config_space.values(default))
     if default_key not in evaluate.results:

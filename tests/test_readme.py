@@ -20,7 +20,7 @@ README = (ROOT / "README.md").read_text()
 def test_quickstart_leads_the_readme() -> None:
     first_block = README.split("```bash", 1)[1].split("```", 1)[0]
     lines = [ln.split("#")[0].strip() for ln in first_block.strip().splitlines()]
-    assert lines == ['pip install -e ".[dev]" && tiledsl run examples/matmul.py',
+    assert lines == ['pip install -e ".[dev]" && tiledsl tune examples/matmul.py --quick',
                      'pip install -e ".[dev]" && python -m pytest']
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'pip install -e ".[dev]"' in ci and "python -m pytest" in ci

@@ -162,3 +162,39 @@ def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
     import json
     data = json.loads(report.read_text())
     assert data["backend"] == "spatial" and len(data["trials"]) >= 12
+
+
+def test_studies_export_to_t4_and_replay(tmp_path: Path) -> None:
+    import gzip
+    import json
+    from tiledsl.cli import main
+    t4 = tmp_path / "study.json"
+    assert main(["tune", str(ROOT / "examples" / "softmax.py"), "--quick", "--no-progress",
+                 "--storage", f"sqlite:///{tmp_path}/t4.db", "--t4", str(t4)]) == 0
+    data = json.loads(t4.read_text())
+    assert data["schema_version"] == "1.0.0" and len(data["results"]) >= 12
+    ok = [r for r in data["results"] if r["invalidity"] == "correct"]
+    assert ok and all(r["measurements"][0]["name"] == "time" for r in ok)
+    packed = tmp_path / "study.json.gz"
+    packed.write_bytes(gzip.compress(t4.read_bytes()))
+    assert main(["replay", str(packed), "--strategy", "random", "--seeds", "2",
+                 "--budget", "5"]) == 0
+
+
+def test_precompiler_fills_the_compile_cache() -> None:
+    pytest.importorskip("triton")
+    from autotune.precompile import Precompiler
+    a, b = example("matmul").make_inputs(np.random.default_rng(0), {"m": 64, "k": 64, "n": 64},
+                                         np.float16)
+    k = kernel_of("matmul")
+    config = td.Config((32, 32, 32), 4, 2, group_m=1, tma=False, persistent=False)
+    pre = Precompiler(k.file, k.name, [a, b], workers=1)
+    try:
+        pre.submit([config])
+        pre.wait(config)
+    finally:
+        pre.close()
+    import time
+    start = time.perf_counter()
+    k.compile(a, b, config=config, arch="sm_90")  # served from the disk cache
+    assert time.perf_counter() - start < 0.5

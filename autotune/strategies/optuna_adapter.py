@@ -210,7 +210,11 @@ def optimize(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[P
 
 def _strategy(name: str) -> Callable[[SearchSpace, Evaluator, int, list[Point]], None]:
     def run(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
-        optimize(space, evaluate, seed, initial, name)
+        import os
+        lm = os.environ.get("LAMARCK")
+        optimize(space, evaluate, seed, initial, name,
+                 lamarckian=None if lm is None else bool(int(lm)),
+                 max_repeats=int(os.environ.get("MAXREP", "3")))
     run.__name__ = f"optuna_{name}"
     run.__doc__ = f"Optuna {name} sampler over index-encoded parameters, proposals repaired."
     return run
