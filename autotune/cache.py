@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 import tiledsl
-from lowering.backends.triton.loader import cache_dir
 from tiledsl.config import Config
 from tiledsl.kernel import TileKernel
+from tiledsl.paths import cache_dir
 
 
 def tool_versions() -> dict[str, str]:

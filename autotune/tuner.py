@@ -19,11 +19,11 @@ from autotune.runners import RUNNERS, Runner
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_storage_tmp as studies
-from lowering.backends.triton.loader import cache_dir
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import TileDSLError
 from tiledsl.kernel import TileKernel
+from tiledsl.paths import cache_dir
 
 SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "triton": "triton"}
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from lowering.backends.triton.codegen import GeneratedKernel, Module
-from lowering.backends.triton.loader import cache_dir, load
+from lowering.backends.triton.loader import load
 from lowering.backends.triton.space import SHARED_BYTES
 from tiledsl.errors import BackendError
+from tiledsl.paths import cache_dir
 from tiledsl.ir.types import TensorType, TileType
 
 ARCHS = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90}

@@ -8,20 +8,15 @@ import importlib.util
 import os
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 from types import ModuleType
 from typing import Iterator
+
+from tiledsl.paths import cache_dir
 
 
 # Triton 3.9 warns until this default is chosen explicitly; keep its current default (fused
 # multiply-adds on), which the AOT compiler also passes as an option.
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-
-
-def cache_dir() -> Path:
-    """`$TILEDSL_CACHE_DIR`, else `~/.cache/tiledsl`."""
-    root = os.environ.get("TILEDSL_CACHE_DIR") or os.path.join(Path.home(), ".cache", "tiledsl")
-    return Path(root)
 
 
 @contextmanager

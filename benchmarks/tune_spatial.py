@@ -1,0 +1,89 @@
+"""Autotuning on the spatial backend: how close 40 trials get to each example's exhaustive
+optimum, and how long a quick GEMM tune takes.
+
+    python benchmarks/tune_spatial.py [--arch generic-8x8] [--trials 40] [--seeds 5]
+
+Every config of each example's space (default sizes) is simulated once (the exhaustive
+optimum); strategies then run against those memoized cycles, seed after seed. Target: within 3%
+of the optimum in 40 trials for every example. Also times `tiledsl tune examples/matmul.py
+--quick` end to end (target: under 30 s on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from support import EXAMPLE_NAMES, example  # noqa: E402
+
+from autotune.space import Evaluator  # noqa: E402
+from autotune.strategies import DEFAULT, get  # noqa: E402
+from autotune.tuner import analytic_candidates, search_space  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="generic-8x8")
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--strategies", default=f"{DEFAULT},random")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_spatial.json"))
+    opts = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    print(f"{'example':16} {'configs':>7} {'optimum':>10} " +
+          " ".join(f"{s + ' gap':>14}" for s in opts.strategies.split(",")))
+    for name in EXAMPLE_NAMES:
+        mod = example(name)
+        kernel = getattr(mod, name)
+        args = mod.make_inputs(np.random.default_rng(0))
+        cspace = kernel.config_space(*args, backend="spatial", arch=opts.arch)
+        space = search_space(cspace)
+        start = time.perf_counter()
+        cycles = {}
+        for point in space.points():
+            cfg = cspace.make(point)
+            cycles[space.key(point)] = kernel.simulate(*args, arch=opts.arch, config=cfg).cycles
+        sweep = time.perf_counter() - start
+        optimum = min(cycles.values())
+        row: dict[str, Any] = {"example": name, "configs": len(cycles), "optimum": optimum,
+                               "sweep_seconds": sweep}
+        cells = []
+        for strategy in opts.strategies.split(","):
+            gaps = []
+            for seed in range(opts.seeds):
+                ev = Evaluator(lambda p: cycles.get(space.key(p)), opts.trials)
+                get(strategy)(space, ev, seed, analytic_candidates(cspace))
+                best = ev.best[1] if ev.best else float("inf")
+                gaps.append(best / optimum - 1)
+            row[strategy] = {"gaps": gaps, "median_gap": statistics.median(gaps),
+                             "worst_gap": max(gaps)}
+            cells.append(f"{statistics.median(gaps):6.1%}/{max(gaps):6.1%}")
+        rows.append(row)
+        print(f"{name:16} {len(cycles):7} {optimum:10,.0f} " + " ".join(f"{c:>14}" for c in cells))
+    print("(gap = best after the trials / exhaustive optimum - 1: median / worst over seeds)")
+    start = time.perf_counter()
+    subprocess.run(["tiledsl", "tune", str(ROOT / "examples" / "matmul.py"), "--quick",
+                    "--no-progress", "--storage", "sqlite:///:memory:"], check=True,
+                   capture_output=True)
+    quick = time.perf_counter() - start
+    print(f"tiledsl tune examples/matmul.py --quick: {quick:.1f} s end to end")
+    Path(opts.out).write_text(json.dumps({
+        "benchmark": "tune_spatial", "arch": opts.arch, "trials": opts.trials,
+        "seeds": opts.seeds, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"), "examples": rows, "quick_gemm_tune_seconds": quick}, indent=1))
+    print(f"wrote {opts.out}")
+
+
+if __name__ == "__main__":
+    main()
