@@ -1,4 +1,5 @@
-"""(To be merged into optuna_adapter.py: studies in persistent storages.)"""
+"""Optuna studies in persistent storages (SQLite, PostgreSQL, journal files): open, load and
+record trials. With optuna_adapter.py (samplers) the only place that imports Optuna."""
 
 from __future__ import annotations
 
