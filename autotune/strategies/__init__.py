@@ -10,7 +10,6 @@ from autotune.space import Evaluator, Point, SearchSpace
 Strategy = Callable[[SearchSpace, Evaluator, int, list[Point]], None]
 STRATEGIES: dict[str, Strategy] = {}
 DEFAULT = "random"  # chosen by measurement on the replay spaces (benchmarks/replay.py)
-DEFAULT = "random"  # chosen by measurement: benchmarks/replay.py
 
 
 def register(name: str) -> Callable[[Strategy], Strategy]:
