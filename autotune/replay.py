@@ -18,9 +18,10 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from autotune.space import Evaluator, Param, Point, SearchSpace
 
@@ -179,7 +180,7 @@ def summarize(rs: ReplaySpace, runs: list[dict[str, Any]],
     }
 
 
-def _fmt(v: float | int | None) -> str:
+def _fmt(v: float | None) -> str:
     if v is None:
         return "-"
     return f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}"
@@ -187,8 +188,8 @@ def _fmt(v: float | int | None) -> str:
 
 def format_table(rs: ReplaySpace, strategy: str, summary: dict[str, Any]) -> str:
     keys = list(summary["median"])
-    lines = [f"{rs.name}: {summary['n_valid']} valid configurations, optimum {rs.optimum:.6g}; "
-             f"strategy {strategy}",
+    lines = [(f"{rs.name}: {summary['n_valid']} valid configurations, "
+              f"optimum {rs.optimum:.6g}; strategy {strategy}"),
              f"evaluations to get within {'/'.join(keys)} of the optimum ('-': not in budget)",
              f"{'seed':>10} " + " ".join(f"{k:>8}" for k in keys)]
     for s in summary["per_seed"]:
@@ -199,7 +200,7 @@ def format_table(rs: ReplaySpace, strategy: str, summary: dict[str, Any]) -> str
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from autotune.strategies import STRATEGIES, get
+    from autotune.strategies import get
 
     try:
         get(args.strategy)
@@ -220,7 +221,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
                           "optimum": rs.optimum, "runs": runs}))
     else:
         print(format_table(rs, args.strategy, summarize(rs, runs)))
-    _ = STRATEGIES
     return 0
 
 
@@ -230,7 +230,7 @@ def add(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay", help="replay a search strategy on a brute-forced tuning space (T4 file)",
         description="Replay a search strategy on a recorded T4 tuning space: evaluations "
-                    "needed per seed to get within 1/2/5%% of the optimum, their medians, and "
+                    "needed per seed to get within 1/2/5 percent of the optimum, their medians, and "
                     "random search's expectation (N+1)/(K+1).")
     p.add_argument("space", help="a T4 results file (.json or .json.gz)")
     p.add_argument("--strategy", default=DEFAULT, help=f"search strategy (default: {DEFAULT})")

@@ -9,7 +9,7 @@ from autotune.space import Evaluator, Point, SearchSpace
 
 Strategy = Callable[[SearchSpace, Evaluator, int, list[Point]], None]
 STRATEGIES: dict[str, Strategy] = {}
-DEFAULT = "random"  # chosen by measurement on the replay spaces (benchmarks/replay.py)
+DEFAULT = "bo+local"  # chosen by measurement on the replay spaces (benchmarks/replay.py)
 
 
 def register(name: str) -> Callable[[Strategy], Strategy]:
@@ -20,7 +20,8 @@ def register(name: str) -> Callable[[Strategy], Strategy]:
 
 
 def get(name: str) -> Strategy:
-    from autotune.strategies import exhaustive, local, random_search  # noqa: F401 (registration)
+    # Importing a strategy module registers its strategies.
+    from autotune.strategies import bo, exhaustive, local, random_search  # noqa: F401
     try:
         from autotune.strategies import optuna_adapter  # noqa: F401
     except ImportError:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from autotune.space import Evaluator, Point, SearchSpace
 from autotune.strategies import register
@@ -82,8 +82,16 @@ def descend(space: SearchSpace, evaluate: Evaluator, start: Point, rng: random.R
 
 @register("local")
 def local(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
+    """Descents from the initial points, then from uniform random points, until the budget is
+    spent. (Kicking the best optimum instead of restarting -- iterated local search -- was
+    measured worse on the shared spaces.)"""
     rng = random.Random(seed)
     starts = [p for p in initial if space.contains(p)]
+    for p in starts:  # the initial points first; then descents from the best of them
+        if evaluate.done:
+            return
+        evaluate(p)
+    starts.sort(key=lambda p: _score(evaluate.results.get(SearchSpace.key(p))))
     stale = 0
     while not evaluate.done and stale < 1000:
         if starts:
@@ -107,10 +115,12 @@ def _memetic(sampler: str) -> Callable[[SearchSpace, Evaluator, int, list[Point]
         rng = random.Random(seed + 7919)
         best = [math.inf]
         busy = [False]
+        queued = [len(initial)]  # the initial points go first, unpolished
 
         def on_new(point: Point, value: float | None,
                    record: Callable[[Point, float | None], None]) -> None:
-            if busy[0] or value is None or value >= best[0]:
+            queued[0] -= 1
+            if busy[0] or queued[0] > 0 or value is None or value >= best[0]:
                 best[0] = min(best[0], _score(value))
                 return
             best[0] = value

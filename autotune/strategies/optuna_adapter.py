@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Callable
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 import optuna
@@ -42,6 +43,8 @@ from autotune.space import Evaluator, Point, SearchSpace
 from autotune.strategies import register
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning,
+                        module="optuna")
 
 ENUMERATE_LIMIT = 2_000_000  # enumerate the valid points of spaces up to this raw size
 
@@ -123,13 +126,20 @@ def make_sampler(name: str, seed: int, n_params: int = 1) -> optuna.samplers.Bas
 
 def optimize(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point],
              sampler_name: str | None = "tpe", study: optuna.Study | None = None,
-             stop: Callable[[], bool] | None = None, lamarckian: bool | None = None,
-             max_repeats: int = 3,
+             stop: Callable[[], bool] | None = None, lamarckian: bool = False,
+             max_repeats: int = 0,
              on_new: Callable[[Point, float | None, Callable[[Point, float | None], None]],
                               None] | None = None) -> optuna.Study:
     """Ask/tell `study` (a fresh in-memory one if None) with the named sampler until
     `evaluate.done` (or `stop()`), each trial yielding one new distinct evaluation (see the
-    module docstring for the repair of invalid or repeated proposals). Returns the study."""
+    module docstring for the repair of invalid or repeated proposals). Returns the study.
+
+    Measured variants (benchmarks/replay.py): `lamarckian=True` fails the proposed trial and
+    adds the repaired point as its own trial instead (worse for TPE on the shared spaces, and
+    CMA-ES cannot learn from added trials); `max_repeats=k` answers up to k consecutive
+    repeated proposals from memory before repairing (also worse). `on_new(point, value,
+    record)` sees each new evaluation; `record(point, value)` adds an evaluation made outside
+    the sampler (e.g. by a local descent) to the study as a finished trial."""
     rng = random.Random(seed)
     repair = Repair(space)
     n = len(repair.free)
@@ -169,8 +179,7 @@ def optimize(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[P
         study.add_trial(optuna.trial.create_trial(
             params=repair.encode(point), distributions=dists, value=t, state=state))
 
-    lamarck = lamarckian if lamarckian is not None else not isinstance(
-        study.sampler, optuna.samplers.CmaEsSampler)
+    lamarck = lamarckian and not isinstance(study.sampler, optuna.samplers.CmaEsSampler)
     repeats = 0
     while not evaluate.done and not (stop is not None and stop()):
         trial = study.ask(dists)
@@ -210,11 +219,7 @@ def optimize(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[P
 
 def _strategy(name: str) -> Callable[[SearchSpace, Evaluator, int, list[Point]], None]:
     def run(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
-        import os
-        lm = os.environ.get("LAMARCK")
-        optimize(space, evaluate, seed, initial, name,
-                 lamarckian=None if lm is None else bool(int(lm)),
-                 max_repeats=int(os.environ.get("MAXREP", "3")))
+        optimize(space, evaluate, seed, initial, name)
     run.__name__ = f"optuna_{name}"
     run.__doc__ = f"Optuna {name} sampler over index-encoded parameters, proposals repaired."
     return run
@@ -223,4 +228,3 @@ def _strategy(name: str) -> Callable[[SearchSpace, Evaluator, int, list[Point]],
 for _name in ("tpe", "cmaes", "gp"):
     register(_name)(_strategy(_name))
 
-_ = Any

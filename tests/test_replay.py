@@ -1,0 +1,137 @@
+"""Replaying strategies on recorded (T4) tuning spaces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from autotune import replay as rp
+from autotune.space import Evaluator, SearchSpace
+from tiledsl import cli
+
+SHARED = Path(__file__).parents[2] / "shared" / "tuning-spaces"
+
+
+def t4(tmp_path: Path, rows: list[tuple[dict, str, float]], gz: bool = True) -> Path:
+    results = [{"configuration": c, "invalidity": inv, "times": {"runtimes": [t, t]},
+                "measurements": [{"name": "time", "value": t, "unit": "ms"}]}
+               for c, inv, t in rows]
+    data = json.dumps({"schema_version": "1.0.0", "results": results})
+    path = tmp_path / ("space_T4.json.gz" if gz else "space_T4.json")
+    if gz:
+        with gzip.open(path, "wt") as f:
+            f.write(data)
+    else:
+        path.write_text(data)
+    return path
+
+
+def small_rows() -> list[tuple[dict, str, float]]:
+    rows = []
+    for bx in (64, 16, 32, 128):  # unsorted on purpose
+        for by in (1, 2, 4):
+            for unroll in (0, 1):
+                if bx * by > 256:
+                    continue  # not in the file: outside the space
+                t = 1.0 + abs(bx - 32) / 16 + abs(by - 2) + 0.25 * unroll
+                inv = "runtime" if (bx, by) == (128, 1) else "correct"
+                rows.append(({"bx": bx, "by": by, "unroll": unroll, "fixed": 7}, inv, t))
+    return rows
+
+
+def test_load_points_values_and_validity(tmp_path: Path) -> None:
+    rows = small_rows()
+    rs = rp.load(t4(tmp_path, rows))
+    assert [p.name for p in rs.space.params] == ["bx", "by", "unroll", "fixed"]
+    assert rs.space.params[0].values == (16, 32, 64, 128)
+    assert {SearchSpace.key(p) for p in rs.space.points()} == {
+        SearchSpace.key(c) for c, _, _ in rows}
+    assert not rs.space.contains({"bx": 128, "by": 4, "unroll": 0, "fixed": 7})
+    assert rs.objective({"bx": 128, "by": 1, "unroll": 0, "fixed": 7}) is None
+    assert rs.objective({"bx": 32, "by": 2, "unroll": 1, "fixed": 7}) == 1.25
+    assert rs.optimum == 1.0
+    assert len(rs.valid_times) == len(rows) - 2
+
+
+def test_best_so_far_semantics(tmp_path: Path) -> None:
+    rs = rp.load(t4(tmp_path, small_rows(), gz=False))
+    ev = Evaluator(rs.objective, 10)
+    seq = [({"bx": 128, "by": 1, "unroll": 0, "fixed": 7}, None),   # fails: null
+           ({"bx": 128, "by": 1, "unroll": 1, "fixed": 7}, None),   # fails: null
+           ({"bx": 64, "by": 4, "unroll": 1, "fixed": 7}, 5.25),
+           ({"bx": 128, "by": 1, "unroll": 0, "fixed": 7}, None),   # a repeat: not counted
+           ({"bx": 16, "by": 1, "unroll": 0, "fixed": 7}, 3.0),
+           ({"bx": 64, "by": 2, "unroll": 0, "fixed": 7}, 3.0),     # worse: repeats 3.0
+           ({"bx": 128, "by": 2, "unroll": 0, "fixed": 7}, 7.0)]
+    for point, value in seq:
+        assert ev(point) == value
+    assert ev.best_so_far() == [None, None, 5.25, 3.0, 3.0, 3.0]
+    assert rp.evaluations_to(ev.best_so_far(), 2.9, 0.05) == 4
+    assert rp.evaluations_to(ev.best_so_far(), 1.0, 0.05) is None
+
+
+def test_random_expectation(tmp_path: Path) -> None:
+    assert rp.random_expectation(9, 1) == 5.0
+    assert rp.random_expectation(4201, 1) == 2101.0
+    rs = rp.load(t4(tmp_path, small_rows()))
+    n = len(rs.valid_times)
+    k = sum(1 for t in rs.valid_times if t <= 1.0 * 1.3)
+    assert rs.within(0.3) == k == 2  # 1.0 and 1.25
+    assert rs.random_expectation(0.3) == (n + 1) / (k + 1)
+    # Random search's mean over many seeds agrees with the formula (K = 1 at 2%).
+    runs = rp.replay(rs, "random", 300, budget=len(list(rs.space.points())))
+    mean = sum(rp.evaluations_to(r["best_so_far"], rs.optimum, 0.02) for r in runs) / 300
+    assert abs(mean - rs.random_expectation(0.02)) < 1.5
+
+
+def test_median_counts_misses_as_infinite() -> None:
+    assert rp.median_evaluations([1, 3, None]) == 3.0
+    assert rp.median_evaluations([1, None, None]) is None
+
+
+def test_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = t4(tmp_path, small_rows())
+    assert cli.main(["replay", str(path), "--strategy", "random", "--seeds", "3",
+                     "--budget", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"space", "strategy", "optimum", "runs"}
+    assert out["strategy"] == "random" and out["optimum"] == 1.0 and out["space"] == str(path)
+    assert [r["seed"] for r in out["runs"]] == [0, 1, 2]
+    for r in out["runs"]:
+        assert set(r) == {"seed", "best_so_far"} and len(r["best_so_far"]) == 5
+        bsf = r["best_so_far"]
+        first = next((i for i, b in enumerate(bsf) if b is not None), len(bsf))
+        assert all(b is None for b in bsf[:first])
+        assert all(a >= b for a, b in zip(bsf[first:], bsf[first + 1:]))
+
+
+def test_cli_table_and_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from autotune.strategies import DEFAULT
+
+    path = t4(tmp_path, small_rows())
+    assert cli.main(["replay", str(path), "--seeds", "2", "--budget", "20"]) == 0
+    out = capsys.readouterr().out
+    assert f"strategy {DEFAULT}" in out and "median" in out and "random" in out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["replay", "--help"])
+    assert e.value.code == 0
+    assert "--strategy" in capsys.readouterr().out
+    assert cli.main(["replay", str(path), "--strategy", "nope"]) == 2
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared tuning spaces not available")
+def test_shared_space_small_budget() -> None:
+    path = SHARED / "convolution_milo-MI250X_T4.json.gz"
+    rs = rp.load(path)
+    assert len(rs.valid_times) == 4362
+    assert math.isclose(rs.random_expectation(0.02), 872.6, rel_tol=1e-3)
+    runs = rp.replay(rs, "local", [0, 1], budget=30)
+    for r in runs:
+        assert len(r["best_so_far"]) == 30
+        assert all(b is None or b >= rs.optimum for b in r["best_so_far"])
+    summary = rp.summarize(rs, runs)
+    assert summary["random"]["2%"] == rs.random_expectation(0.02)

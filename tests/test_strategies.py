@@ -1,0 +1,83 @@
+"""Every registered search strategy on a small synthetic space with a known optimum."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.space import Evaluator, Param, SearchSpace
+from autotune.strategies import DEFAULT, STRATEGIES, get
+
+get("random")  # load every strategy module (registration)
+
+PARAMS = [Param("bx", (16, 32, 64, 128, 256)), Param("by", (1, 2, 4, 8)),
+          Param("unroll", (1, 2, 3, 4, 5, 6)), Param("fixed", ("on",))]
+OPT = {"bx": 64, "by": 4, "unroll": 3, "fixed": "on"}
+
+
+def valid(p: dict) -> bool:
+    return p["bx"] * p["by"] <= 512 and not (p["unroll"] == 6 and p["by"] == 8)
+
+
+def objective(p: dict) -> float | None:
+    if p["bx"] == 128 and p["unroll"] == 5:  # valid, but fails at run time
+        return None
+    i = [PARAMS[k].values.index(p[PARAMS[k].name]) for k in range(3)]
+    return 1.0 + (i[0] - 2) ** 2 + 0.5 * (i[1] - 2) ** 2 + 0.3 * abs(i[2] - 2)
+
+
+SPACE = SearchSpace(PARAMS, valid=valid)
+N_VALID = sum(1 for _ in SPACE.points())
+NAMES = sorted(STRATEGIES)
+
+
+class Checked(Evaluator):
+    def __init__(self, budget: int) -> None:
+        super().__init__(self._objective, budget)
+        self.invalid: list[dict] = []
+
+    def _objective(self, p: dict) -> float | None:
+        if not SPACE.contains(p):
+            self.invalid.append(p)
+        return objective(p)
+
+
+def run(name: str, budget: int, seed: int = 0, initial: list | None = None) -> Checked:
+    ev = Checked(budget)
+    get(name)(SPACE, ev, seed, list(initial or []))
+    return ev
+
+
+def test_default_is_registered() -> None:
+    assert DEFAULT in STRATEGIES
+    assert {"random", "exhaustive", "local", "tpe", "cmaes", "gp"} <= set(STRATEGIES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_finds_optimum_valid_only_within_budget(name: str) -> None:
+    budget = N_VALID if name in ("random", "exhaustive") else 40
+    ev = run(name, budget)
+    assert ev.invalid == []
+    assert len(ev.history) <= budget
+    assert len({SearchSpace.key(p) for p, _ in ev.history}) == len(ev.history)
+    assert ev.best is not None and ev.best[0] == OPT
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_budget_is_respected_and_spent(name: str) -> None:
+    ev = run(name, 7)
+    assert len(ev.history) == 7
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deterministic_for_a_seed(name: str) -> None:
+    a = [p for p, _ in run(name, 15, seed=3).history]
+    b = [p for p, _ in run(name, 15, seed=3).history]
+    assert a == b
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_initial_points_first(name: str) -> None:
+    initial = [{"bx": 16, "by": 1, "unroll": 1, "fixed": "on"},
+               {"bx": 256, "by": 2, "unroll": 6, "fixed": "on"}]
+    ev = run(name, 10, initial=initial)
+    assert [p for p, _ in ev.history[:2]] == initial
