@@ -6,6 +6,7 @@ where `k(*args)` finds it.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,12 +196,10 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         from autotune.precompile import Precompiler
         numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
         precompiler = Precompiler(kernel.file, kernel.name, numpy_args)
-        rng_space = search_space(config_space)
         ahead = [config_space.make(p) for p in analytic_candidates(config_space)]
-        import random as _random
-        rng = _random.Random(seed)
+        rng = random.Random(seed)
         for _ in range(min(trials, 64)):
-            p = rng_space.sample(rng, tries=200)
+            p = space.sample(rng, tries=200)
             if p is not None:
                 ahead.append(config_space.make(p))
         precompiler.submit(ahead)
