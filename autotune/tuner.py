@@ -19,7 +19,7 @@ from autotune.isolate import Isolated, TrialFailed
 from autotune.runners import RUNNERS, Runner
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
-from autotune.strategies import optuna_studies as studies
+from autotune.strategies import optuna_adapter as studies
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import TileDSLError

@@ -1,17 +1,20 @@
 """Autotuning on the spatial backend: how close 40 trials get to each example's exhaustive
 optimum, and how long a quick GEMM tune takes.
 
-    python benchmarks/tune_spatial.py [--arch generic-8x8] [--trials 40] [--seeds 5]
+    python benchmarks/tune_spatial.py [--arch generic-8x8] [--trials 40] [--seeds 5] [--jobs N]
 
 Every config of each example's space (default sizes) is simulated once (the exhaustive
 optimum); strategies then run against those memoized cycles, seed after seed. Target: within 3%
-of the optimum in 40 trials for every example. Also times `tiledsl tune examples/matmul.py
+of the optimum in 40 trials for every example. The sweep runs in a process pool (`--jobs`,
+default every core). Also times `tiledsl tune examples/matmul.py
 --quick` end to end (target: under 30 s on this machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import datetime
 import json
 import statistics
@@ -32,28 +35,46 @@ from autotune.strategies import DEFAULT, get  # noqa: E402
 from autotune.tuner import analytic_candidates, search_space  # noqa: E402
 
 
+_worker: dict[str, Any] = {}
+
+
+def _init(name: str, arch: str) -> None:
+    mod = example(name)
+    _worker.update(kernel=getattr(mod, name), args=mod.make_inputs(np.random.default_rng(0)),
+                   arch=arch)
+    _worker["cspace"] = _worker["kernel"].config_space(*_worker["args"], backend="spatial",
+                                                       arch=arch)
+
+
+def _cycles(point: dict[str, Any]) -> int:
+    w = _worker
+    return w["kernel"].simulate(*w["args"], arch=w["arch"], config=w["cspace"].make(point)).cycles
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="generic-8x8")
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--examples", default=",".join(EXAMPLE_NAMES))
     parser.add_argument("--strategies", default=f"{DEFAULT},random")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_spatial.json"))
     opts = parser.parse_args()
     rows: list[dict[str, Any]] = []
     print(f"{'example':16} {'configs':>7} {'optimum':>10} " +
           " ".join(f"{s + ' gap':>14}" for s in opts.strategies.split(",")))
-    for name in EXAMPLE_NAMES:
+    for name in opts.examples.split(","):
         mod = example(name)
         kernel = getattr(mod, name)
         args = mod.make_inputs(np.random.default_rng(0))
         cspace = kernel.config_space(*args, backend="spatial", arch=opts.arch)
         space = search_space(cspace)
         start = time.perf_counter()
-        cycles = {}
-        for point in space.points():
-            cfg = cspace.make(point)
-            cycles[space.key(point)] = kernel.simulate(*args, arch=opts.arch, config=cfg).cycles
+        points = list(space.points())
+        with multiprocessing.Pool(opts.jobs, _init, (name, opts.arch)) as pool:
+            values = pool.map(_cycles, points, chunksize=4)
+        cycles = {space.key(p): v for p, v in zip(points, values)}
         sweep = time.perf_counter() - start
         optimum = min(cycles.values())
         row: dict[str, Any] = {"example": name, "configs": len(cycles), "optimum": optimum,

@@ -81,3 +81,14 @@ def test_initial_points_first(name: str) -> None:
                {"bx": 256, "by": 2, "unroll": 6, "fixed": "on"}]
     ev = run(name, 10, initial=initial)
     assert [p for p, _ in ev.history[:2]] == initial
+
+
+def test_optuna_is_imported_by_the_adapter_only() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    pattern = re.compile(r"^\s*(import optuna|from optuna)", re.M)
+    importers = sorted(str(p.relative_to(root)) for d in ("tiledsl", "lowering", "autotune")
+                       for p in (root / d).rglob("*.py") if pattern.search(p.read_text()))
+    assert importers == ["autotune/strategies/optuna_adapter.py"]

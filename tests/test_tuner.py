@@ -14,7 +14,7 @@ import pytest
 import tiledsl as td
 from autotune import cache
 from autotune.isolate import Isolated, TrialFailed
-from autotune.strategies import optuna_studies as studies
+from autotune.strategies import optuna_adapter as studies
 from autotune.tuner import tune
 from support import example, kernel_of
 

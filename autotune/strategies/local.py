@@ -20,6 +20,7 @@ Strategies:
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
 from collections.abc import Callable, Iterable
@@ -136,10 +137,6 @@ def _memetic(sampler: str) -> Callable[[SearchSpace, Evaluator, int, list[Point]
     return run
 
 
-try:
-    import optuna as _optuna  # noqa: F401
-except ImportError:  # the Optuna hybrids need optuna
-    pass
-else:
+if importlib.util.find_spec("optuna") is not None:  # the Optuna hybrids need optuna
     for _s in ("tpe", "cmaes", "gp"):
         register(f"{_s}+local")(_memetic(_s))
