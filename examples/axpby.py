@@ -12,7 +12,7 @@ import tiledsl as td
 
 
 @td.tile_kernel
-def axpby(x, y, alpha, beta):
+def axpby(x, y, alpha: float, beta: float):
     m, n = x.shape
     out = td.empty((m, n), dtype=x.dtype)
     for tm, tn in td.tile(m, n):  # the parallel grid over 2-D tiles

@@ -13,7 +13,7 @@ import tiledsl as td
 
 
 @td.tile_kernel
-def layer_norm(x, weight, bias, eps):
+def layer_norm(x, weight, bias, eps: float):
     m, n = x.shape
     cdt = td.float64 if x.dtype == td.float64 else td.float32
     out = td.empty((m, n), dtype=x.dtype)

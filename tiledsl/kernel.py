@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import dtypes, registry
+from tiledsl import arrays, dtypes, registry
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import ArgumentError, Loc, TileDSLError, TraceError, is_internal
 from tiledsl.ir.core import Function, Value
@@ -202,9 +202,43 @@ class TileKernel:
 
     # ---- running ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run on the backend the arrays live on: NumPy -> "numpy", CuPy/torch CUDA -> "triton"."""
-        gpu = any(_is_gpu_array(a) for a in (*args, *kwargs.values()))
-        return self.run(*args, backend="triton" if gpu else "numpy", **kwargs)
+        """Run where the arrays live: CPU arrays of any DLPack library (NumPy, torch, JAX...) on
+        the NumPy backend through zero-copy views, GPU arrays (CuPy, torch CUDA...) on "triton";
+        outputs come back as the caller's kind of array (see tiledsl/arrays.py)."""
+        values = self.bind(args, kwargs)
+        at = arrays.where(self.name, list(self.signature.parameters), values)
+        if at is None or at.library == "numpy":
+            return self.run(*values, backend="numpy")
+        if at.gpu and at.library in ("torch", "cupy"):
+            return self.run(*values, backend="triton")
+        if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
+            import torch
+            inner = [torch.from_dlpack(v) if arrays.is_array(v) else v for v in values]
+            back = arrays.from_dlpack_like
+        else:
+            names = list(self.signature.parameters)
+            inner = [arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
+                     for n, v in zip(names, values)]
+            back = arrays.from_numpy
+        result = self.run(*inner, backend="triton" if at.gpu else "numpy")
+        like = next(v for v in values if arrays.is_array(v))
+        originals = {id(i): v for i, v in zip(inner, values) if arrays.is_array(v)}
+
+        def convert(out: Any) -> Any:
+            return originals[id(out)] if id(out) in originals else back(out, like)
+        if isinstance(result, tuple):
+            return tuple(convert(o) for o in result)
+        return None if result is None else convert(result)
+
+    def written_args(self, *args: Any, **kwargs: Any) -> list[str]:
+        """The arguments the kernel stores into (in place) for these arguments."""
+        values = self.bind(args, kwargs)
+        return self._written(self.arg_spec(values))
+
+    def _written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
+        fn = self._traced(spec).ir
+        stored = {op.operands[0] for op in fn.walk() if op.name == "store"}
+        return [n for n, a in zip(self.signature.parameters, fn.args) if a in stored]
 
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
             arch: Any = None, **kwargs: Any) -> Any:
@@ -217,6 +251,8 @@ class TileKernel:
                         f"'{self.name}' into a plain Python function and call that")
         values = self.bind(args, kwargs)
         spec = self.arg_spec(values)
+        if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
+            self._check_writable(values, spec)
         try:
             impl = registry.backend(backend)
         except TileDSLError as e:
@@ -234,6 +270,14 @@ class TileKernel:
         if t.returns == "none":
             return None
         return outputs[0] if t.returns == "single" else tuple(outputs)
+
+    def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
+        for name in self._written(spec):
+            v = values[list(self.signature.parameters).index(name)]
+            if isinstance(v, np.ndarray) and not v.flags.writeable:
+                raise ArgumentError(f"kernel '{self.name}' writes argument '{name}' in place, but "
+                                    "that array is read-only (JAX arrays and some DLPack views "
+                                    "are); pass a writable array", kernel=self.name)
 
     def compile(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
                 **kwargs: Any) -> list[Any]:

@@ -1,0 +1,125 @@
+"""td.torch_op: tile kernels as PyTorch custom ops, eager, under torch.compile(fullgraph=True),
+and checked by torch.library.opcheck (CPU tensors; CUDA launches are in test_triton_gpu)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import EXAMPLE_NAMES, example, fresh
+from tiledsl.testing import assert_close
+
+torch = pytest.importorskip("torch")
+_ids = itertools.count()
+
+
+def op_for(name: str, **options):  # type: ignore[no-untyped-def]
+    """A fresh op name per registration (torch keeps ops for the process)."""
+    return td.torch_op(getattr(example(name), name), name=f"tdtest::{name}_{next(_ids)}",
+                       **options)
+
+
+def torch_args(args: tuple) -> tuple:
+    return tuple(torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_examples_eager_compiled_and_opcheck(name: str) -> None:
+    mod = example(name)
+    args = mod.make_inputs(np.random.default_rng(11))
+    ref = mod.reference(*fresh(args))
+    op = op_for(name)
+    targs = torch_args(fresh(args))
+    eager = op(*targs)
+    torch._dynamo.reset()  # one compiled lambda per test, not recompiles of one
+    compiled = torch.compile(lambda *a: op(*a), fullgraph=True, dynamic=False)(*targs)
+    for out in (eager, compiled):
+        assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
+        assert_close(out.numpy(), ref, np.float32)
+    torch.library.opcheck(op, targs)
+
+
+def test_schema_reads_scalar_annotations_and_return_arity() -> None:
+    assert str(op_for("axpby")._opoverload._schema).endswith(
+        "(Tensor x, Tensor y, float alpha, float beta) -> Tensor")
+    assert str(op_for("matmul")._opoverload._schema).endswith("(Tensor a, Tensor b) -> Tensor")
+
+
+def test_fake_tensors_get_the_traced_shapes_and_dtypes() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    op = op_for("matmul")
+    with FakeTensorMode():
+        a = torch.empty(301, 77, dtype=torch.bfloat16)
+        b = torch.empty(77, 45, dtype=torch.bfloat16)
+        out = op(a, b)
+    assert out.shape == (301, 45) and out.dtype == torch.bfloat16
+
+
+def test_compiled_graph_has_no_breaks_around_the_op() -> None:
+    op = op_for("softmax")
+    x = torch.randn(70, 130)
+    explain = torch._dynamo.explain(lambda t: op(t * 2) - 1)(x)
+    assert explain.graph_break_count == 0 and explain.graph_count == 1
+
+
+@td.tile_kernel
+def scale_(x, s: float):
+    for t in td.tile(x.shape[0]):
+        x[t] = x[t] * s
+
+
+@td.tile_kernel
+def scaled_copy(x, s: float):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * s
+    return out
+
+
+def test_in_place_kernels_declare_what_they_mutate() -> None:
+    op = td.torch_op(scale_, name="tdtest::scale_", mutates_args=("x",))
+    x = torch.randn(257)
+    before = x.clone()
+    assert op(x, 3.0) is None
+    torch.testing.assert_close(x, before * 3.0)
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        t = t + 1
+        op(t, 2.0)
+        return t
+    y = torch.randn(100)
+    torch.testing.assert_close(torch.compile(f, fullgraph=True)(y), (y + 1) * 2.0)
+    torch.library.opcheck(op, (torch.randn(33), 0.5))
+
+
+def test_an_undeclared_write_is_a_clear_error() -> None:
+    op = td.torch_op(scale_, name="tdtest::scale_undeclared")
+    with pytest.raises(td.ArgumentError, match=r"writes \['x'\] in place; declare them with "
+                       r"td.torch_op\(..., mutates_args=\('x',\)\)"):
+        op(torch.randn(10), 2.0)
+
+
+def test_decorator_form() -> None:
+    @td.torch_op(name="tdtest::decorated")
+    @td.tile_kernel
+    def double(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = x[t] * 2
+        return out
+
+    x = torch.randn(99, dtype=torch.float64)
+    torch.testing.assert_close(double(x), x * 2)
+
+
+def test_bad_registrations_are_clear_errors() -> None:
+    with pytest.raises(td.ArgumentError, match="must be 'namespace::name'"):
+        td.torch_op(scaled_copy, name="no_namespace")
+    with pytest.raises(td.ArgumentError, match=r"mutates_args names \['y'\]"):
+        td.torch_op(scaled_copy, name="tdtest::bad", mutates_args=("y",))
+    with pytest.raises(td.ArgumentError, match="takes a @td.tile_kernel"):
+        td.torch_op(lambda x: x, name="tdtest::lam")  # type: ignore[arg-type]

@@ -1,0 +1,141 @@
+"""Arrays from any library that speaks DLPack: where the caller's arrays live, zero-copy NumPy
+views of CPU arrays, and outputs handed back as the caller's kind of array.
+
+`k(*args)` accepts NumPy arrays, torch tensors, CuPy arrays, JAX arrays, or any array with
+`__dlpack__`. All array arguments of one call must come from one library and one device (a
+kernel cannot guess where its outputs should live otherwise):
+
+* CPU arrays run on the NumPy backend through zero-copy views (`np.from_dlpack`; bfloat16,
+  which NumPy's DLPack import does not take, goes through an int16 view of the same memory), and
+  outputs come back through the caller's library without a copy where it allows one;
+* GPU arrays (CuPy, torch CUDA, or another library's CUDA arrays viewed as torch tensors) run on
+  the Triton backend, which returns the caller's kind of array on the inputs' device.
+
+An output that is one of the arguments (a kernel that writes in place) is returned as the
+caller's own object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from tiledsl.errors import ArgumentError
+
+# DLPack device types (dlpack.h): the ones a kernel can run on, by backend.
+_CPU_DEVICES = {1, 3}  # kDLCPU, kDLCUDAHost (pinned host memory)
+_CUDA_DEVICES = {2, 13}  # kDLCUDA, kDLCUDAManaged
+_DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+                 10: "rocm", 13: "cuda_managed", 14: "oneapi"}
+
+
+@dataclass(frozen=True)
+class Where:
+    """The library and device of a call's array arguments."""
+
+    library: str  # "numpy", "torch", "cupy", "jax", or the array type's top-level module
+    device: str  # "cpu" or "cuda:N"
+
+    @property
+    def gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+def library_of(v: Any) -> str:
+    root = type(v).__module__.split(".", 1)[0]
+    return "jax" if root in ("jax", "jaxlib") else root
+
+
+def is_array(v: Any) -> bool:
+    """Anything a kernel takes as a tensor argument (not a Python or NumPy scalar)."""
+    if isinstance(v, np.ndarray):
+        return v.ndim > 0
+    return hasattr(v, "__dlpack__") or hasattr(v, "__cuda_array_interface__")
+
+
+def device_of(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return "cpu"
+    if hasattr(v, "__dlpack_device__"):
+        kind, index = (int(x) for x in v.__dlpack_device__())
+        if kind in _CPU_DEVICES:
+            return "cpu"
+        if kind in _CUDA_DEVICES:
+            return f"cuda:{index}"
+        return f"{_DEVICE_NAMES.get(kind, f'device type {kind}')}:{index}"
+    return "cuda:?"  # only __cuda_array_interface__
+
+
+def where(kernel: str, names: list[str], values: list[Any]) -> Where | None:
+    """The one library and device of the array arguments (None if there are none); an
+    ArgumentError naming the arguments if they are mixed."""
+    seen: dict[tuple[str, str], str] = {}
+    for name, v in zip(names, values):
+        if is_array(v):
+            seen.setdefault((library_of(v), device_of(v)), name)
+    if not seen:
+        return None
+    if len(seen) > 1:
+        parts = ", ".join(f"'{n}' is a {lib} array on {dev}" for (lib, dev), n in seen.items())
+        raise ArgumentError(f"arguments come from different libraries or devices ({parts}); "
+                            "pass arrays of one library on one device", kernel=kernel)
+    (library, device), name = next(iter(seen.items()))
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ArgumentError(f"argument '{name}' is a {library} array on {device}; tiledsl runs "
+                            "on the CPU (NumPy backend) and on NVIDIA GPUs", kernel=kernel)
+    return Where(library, device)
+
+
+def to_numpy(v: Any, kernel: str, name: str) -> np.ndarray:
+    """A zero-copy NumPy view of a CPU array of any DLPack library."""
+    if isinstance(v, np.ndarray):
+        return v
+    library = library_of(v)
+    if library == "torch" and str(v.dtype) == "torch.bfloat16":
+        return np.from_dlpack(v.detach().view(_torch().int16)).view(ml_dtypes.bfloat16)
+    if library == "torch" and v.requires_grad:
+        v = v.detach()  # the kernel is not differentiable; torch_op is the autograd-aware path
+    try:
+        return np.from_dlpack(v)
+    except (RuntimeError, TypeError, BufferError) as e:
+        if "bfloat16" in str(getattr(v, "dtype", "")):
+            return np.asarray(v)  # JAX's bfloat16 is ml_dtypes' (a copy)
+        raise ArgumentError(f"argument '{name}' ({library} array of dtype "
+                            f"{getattr(v, 'dtype', '?')}) cannot be viewed as a NumPy array: {e}",
+                            kernel=kernel) from None
+
+
+def from_numpy(out: np.ndarray, like: Any) -> Any:
+    """`out` as an array of `like`'s library, sharing memory where the library allows it."""
+    library = library_of(like)
+    if library == "numpy":
+        return out
+    if library == "torch":
+        torch = _torch()
+        if out.dtype == ml_dtypes.bfloat16:
+            return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(out)
+    if library == "jax":
+        import jax.numpy as jnp
+        return jnp.asarray(out)  # JAX arrays are immutable: JAX owns a copy
+    xp = getattr(like, "__array_namespace__", None)
+    if xp is not None:
+        return xp().from_dlpack(out)
+    return out
+
+
+def from_dlpack_like(out: Any, like: Any) -> Any:
+    """A GPU output (a torch tensor) as an array of `like`'s library, without a copy."""
+    if library_of(like) == "jax":
+        import jax.dlpack
+        return jax.dlpack.from_dlpack(out)
+    xp = getattr(like, "__array_namespace__", None)
+    return xp().from_dlpack(out) if xp is not None else out
+
+
+def _torch() -> Any:
+    import torch
+    return torch

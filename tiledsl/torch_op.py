@@ -1,0 +1,171 @@
+"""`td.torch_op`: a tile kernel as a PyTorch custom operator (`torch.library.custom_op`).
+
+    mm = td.torch_op(matmul, name="mylib::matmul")
+    out = torch.compile(lambda a, b: mm(a, b) + 1, fullgraph=True)(a, b)
+
+* Schema: each kernel parameter is a `Tensor`, except those annotated (or defaulted) `int`,
+  `float` or `bool`; the return is one `Tensor`, a tuple of them, or nothing, read from the
+  kernel's `return` statements (pass `outputs=N` when they are not literal).
+* Fake (meta) implementation: the kernel traced for the fake tensors' shapes and dtypes, with
+  no data, so torch.compile sees exact output shapes and dtypes and never breaks the graph.
+* Real implementation: CUDA tensors launch the Triton backend; CPU tensors run the NumPy backend
+  through zero-copy views (outputs are NumPy memory handed to torch without a copy).
+* Kernels that write arguments in place declare them with `mutates_args=("x",)`; a kernel that
+  writes an argument it did not declare is an ArgumentError (torch.compile would otherwise
+  reorder or drop the write). An output that aliases an argument is returned as a copy, as
+  custom operators require.
+
+torch is imported when `torch_op` is called, never by `import tiledsl`.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any, Sequence
+
+from tiledsl import arrays, dtypes
+from tiledsl.errors import ArgumentError, BackendError
+from tiledsl.ir.types import TensorType
+from tiledsl.kernel import TileKernel
+
+_SCALARS = {int: "int", float: "float", bool: "bool", "int": "int", "float": "float",
+            "bool": "bool"}
+
+
+def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Sequence[str] = (),
+             outputs: int | None = None) -> Any:
+    """Register `kernel` as the custom operator `name` ("namespace::op"); returns the op (a
+    callable `torch._library.custom_ops.CustomOpDef`). Also usable as a decorator above
+    `@td.tile_kernel`: `@td.torch_op(name="mylib::add")`."""
+    if kernel is None:
+        return lambda k: torch_op(k, name=name, mutates_args=mutates_args, outputs=outputs)
+    if not isinstance(kernel, TileKernel):
+        raise ArgumentError(f"td.torch_op takes a @td.tile_kernel, got {type(kernel).__name__}")
+    try:
+        import torch
+    except ImportError:
+        raise BackendError("td.torch_op needs PyTorch: pip install torch") from None
+    params = list(kernel.signature.parameters.values())
+    kinds = [_kind(kernel, p) for p in params]
+    unknown = set(mutates_args) - {p.name for p in params}
+    if unknown:
+        raise ArgumentError(f"mutates_args names {sorted(unknown)}, which are not parameters "
+                            f"of kernel '{kernel.name}'", kernel=kernel.name)
+    n_out = _count_outputs(kernel) if outputs is None else outputs
+    if "::" not in name:
+        raise ArgumentError(f"custom op name {name!r} must be 'namespace::name'",
+                            kernel=kernel.name)
+    declared = set(mutates_args)
+
+    def impl(*args: Any) -> Any:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+        undeclared = [w for w in kernel._written(spec) if w not in declared]
+        if undeclared:
+            raise ArgumentError(f"kernel '{kernel.name}' writes {undeclared} in place; declare "
+                                f"them with td.torch_op(..., mutates_args="
+                                f"{tuple(undeclared)!r})", kernel=kernel.name)
+        gpu = any(t.is_cuda for t in tensors)
+        if gpu:
+            result = kernel.run(*args, backend="triton")
+            values = list(args)
+        else:
+            values = [arrays.to_numpy(a, kernel.name, p.name) if isinstance(a, torch.Tensor)
+                      else a for p, a in zip(params, args)]
+            result = kernel.run(*values, backend="numpy")
+        outs = () if result is None else result if isinstance(result, tuple) else (result,)
+        if len(outs) != n_out:
+            raise ArgumentError(f"kernel '{kernel.name}' returned {len(outs)} outputs, the op "
+                                f"{name} was registered with {n_out}; pass outputs=",
+                                kernel=kernel.name)
+        converted = []
+        for out in outs:
+            alias = next((a for a, v in zip(args, values) if v is out), None)
+            if alias is not None:
+                converted.append(alias.clone())  # custom ops may not return their inputs
+            elif gpu:
+                converted.append(out)
+            else:
+                converted.append(arrays.from_numpy(out, tensors[0]))
+        return _pack(converted, n_out)
+
+    def fake(*args: Any) -> Any:
+        spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+        fn = kernel._traced(spec).ir
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        outs = []
+        for v in fn.outputs:
+            if v in fn.args:
+                outs.append(torch.empty_like(args[fn.args.index(v)]))
+                continue
+            t = v.type
+            assert isinstance(t, TensorType)
+            outs.append(torch.empty(t.shape, dtype=_torch_dtype(torch, t.dtype.name),
+                                    device=device))
+        return _pack(outs, n_out)
+
+    ret: Any = (None if n_out == 0 else torch.Tensor if n_out == 1
+                else tuple.__class_getitem__((torch.Tensor,) * n_out))
+    impl.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                           annotation=torch.Tensor if k == "Tensor" else _PY[k],
+                           default=p.default)
+         for p, k in zip(params, kinds)], return_annotation=ret)
+    impl.__name__ = kernel.name
+    op = torch.library.custom_op(name, impl, mutates_args=tuple(mutates_args))
+    op.register_fake(fake)
+    return op
+
+
+_PY: dict[str, type] = {"int": int, "float": float, "bool": bool}
+
+
+def _kind(kernel: TileKernel, p: inspect.Parameter) -> str:
+    if p.annotation is not inspect.Parameter.empty:
+        return _SCALARS.get(p.annotation, "Tensor")
+    if p.default is not inspect.Parameter.empty and type(p.default) in _SCALARS:
+        return _SCALARS[type(p.default)]
+    return "Tensor"
+
+
+def _count_outputs(kernel: TileKernel) -> int:
+    """Outputs per call, from the kernel's `return` statements (they must agree)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.fn)))
+    counts = set()
+    fn_node = tree.body[0]
+    for node in ast.walk(fn_node):
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not fn_node:
+            continue
+        if isinstance(node, ast.Return):
+            v = node.value
+            counts.add(0 if v is None else len(v.elts) if isinstance(v, ast.Tuple) else 1)
+    if len(counts) > 1:
+        raise ArgumentError(f"kernel '{kernel.name}' returns different numbers of outputs; "
+                            "pass outputs= to td.torch_op", kernel=kernel.name)
+    return counts.pop() if counts else 0
+
+
+def _fake_spec(kernel: TileKernel, name: str, a: Any) -> tuple:
+    if hasattr(a, "shape") and hasattr(a, "dtype"):
+        d = dtypes.from_any(str(a.dtype).rsplit(".", 1)[-1])
+        if d is None:
+            raise ArgumentError(f"argument '{name}' has unsupported dtype {a.dtype}",
+                                kernel=kernel.name)
+        try:
+            shape = tuple(int(s) for s in a.shape)
+        except Exception:  # an unbacked symbolic size cannot be specialized
+            raise ArgumentError(f"argument '{name}' has symbolic shape {tuple(a.shape)}; tile "
+                                "kernels are specialized to shapes: torch.compile with "
+                                "dynamic=False", kernel=kernel.name) from None
+        return ("tensor", shape, d.short)
+    return kernel._spec(name, a)
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return torch.bool if name == "bool" else getattr(torch, name)
+
+
+def _pack(outs: list[Any], n: int) -> Any:
+    return None if n == 0 else outs[0] if n == 1 else tuple(outs)
