@@ -79,3 +79,15 @@ def test_spatial_tour_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert float(result.stdout.strip().splitlines()[-1]) < 1e-5
     assert (tmp_path / "gemm_trace.json").exists() and "MAC utilization" in result.stdout
+
+
+FRAMEWORK_SCRIPTS = sorted((ROOT / "examples" / "frameworks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", FRAMEWORK_SCRIPTS, ids=[p.stem for p in FRAMEWORK_SCRIPTS])
+def test_framework_examples_run_and_are_shown_in_full(script: Path) -> None:
+    code = script.read_text().split('"""', 2)[2].strip()
+    assert code in README, f"README does not show {script.name} as it is"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -10,7 +10,7 @@ from support import example
 torch = pytest.importorskip("torch")
 tdt = pytest.importorskip("tiledsl.thunder")
 try:
-    thunder = tdt._import_thunder()
+    thunder = tdt.import_thunder()
 except Exception as e:  # noqa: BLE001 - any import failure means: not installed here
     pytest.skip(f"Thunder does not import here: {e}", allow_module_level=True)
 

@@ -71,6 +71,8 @@ class TileKernel:
         self._traces: dict[tuple, Traced] = {}
         self._spaces: dict[tuple, ConfigSpace] = {}
         self._tuned: dict[tuple, Config | None] = {}  # memo of result-cache lookups
+        self._plans: dict[tuple, tuple] = {}  # dispatch cache: backend, space, config, trace
+        self._arity = len(self.signature.parameters)
 
     def __repr__(self) -> str:
         return f"<tile_kernel {self.name} ({self.file}:{self.fn.__code__.co_firstlineno})>"
@@ -78,6 +80,8 @@ class TileKernel:
     # ---- arguments -------------------------------------------------------------------------
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
         """Positional argument values in the order of the kernel's parameters."""
+        if not kwargs and len(args) == self._arity:
+            return list(args)
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -102,6 +106,10 @@ class TileKernel:
                 raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype}",
                                     kernel=self.name)
             return ("scalar", d.short, False)
+        if isinstance(v, np.ndarray) and v.ndim > 0:
+            d = _NUMPY_DTYPES.get(v.dtype)
+            if d is not None and 0 not in v.shape:
+                return ("tensor", v.shape, d.short)
         if isinstance(v, np.ndarray) or _is_gpu_array(v):
             d = dtypes.from_any(str(v.dtype).rsplit(".", 1)[-1])
             if d is None:
@@ -206,11 +214,13 @@ class TileKernel:
         the NumPy backend through zero-copy views, GPU arrays (CuPy, torch CUDA...) on "triton";
         outputs come back as the caller's kind of array (see tiledsl/arrays.py)."""
         values = self.bind(args, kwargs)
+        if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
+            return self._run(values, "numpy", None, None)
         at = arrays.where(self.name, list(self.signature.parameters), values)
         if at is None or at.library == "numpy":
-            return self.run(*values, backend="numpy")
+            return self._run(values, "numpy", None, None)
         if at.gpu and at.library in ("torch", "cupy"):
-            return self.run(*values, backend="triton")
+            return self._run(values, "triton", None, None)
         if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
             import torch
             inner = [torch.from_dlpack(v) if arrays.is_array(v) else v for v in values]
@@ -220,7 +230,7 @@ class TileKernel:
             inner = [arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
                      for n, v in zip(names, values)]
             back = arrays.from_numpy
-        result = self.run(*inner, backend="triton" if at.gpu else "numpy")
+        result = self._run(inner, "triton" if at.gpu else "numpy", None, None)
         like = next(v for v in values if arrays.is_array(v))
         originals = {id(i): v for i, v in zip(inner, values) if arrays.is_array(v)}
 
@@ -242,27 +252,32 @@ class TileKernel:
 
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
             arch: Any = None, **kwargs: Any) -> Any:
-        """Run on `backend` with `config` (the space's default when None); `arch` picks the
-        spatial backend's architecture."""
+        """Run on `backend` with `config` (the tuned config from the result cache, else the
+        space's default, when None); `arch` picks the spatial backend's architecture."""
+        return self._run(self.bind(args, kwargs), backend, config, arch)
+
+    def _run(self, values: list[Any], backend: str, config: Config | None, arch: Any) -> Any:
         tracer = active()
         if tracer is not None:
             tracer.fail(TraceError, f"kernel '{tracer.kernel}' calls kernel '{self.name}'; "
                         "kernels cannot call kernels", hint=f"move the shared code of "
                         f"'{self.name}' into a plain Python function and call that")
-        values = self.bind(args, kwargs)
         spec = self.arg_spec(values)
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
-        try:
-            impl = registry.backend(backend)
-        except TileDSLError as e:
-            raise e.with_context(kernel=self.name) from None
-        space = self._space(spec, backend, arch)
-        if config is None:
-            config = self._tuned_config(values, spec, backend, arch, space) or space.default()
-        else:
-            config = space.validate(config)
-        t = self._traced(spec)
+        key = (spec, backend, getattr(arch, "name", arch),
+               tuple(getattr(v, "strides", None) for v in values))
+        plan = self._plans.get(key)
+        if plan is None:  # once per signature, backend and layout: the dispatch cache
+            try:
+                impl = registry.backend(backend)
+            except TileDSLError as e:
+                raise e.with_context(kernel=self.name) from None
+            space = self._space(spec, backend, arch)
+            tuned = self._tuned_config(values, spec, backend, arch, space)
+            plan = self._plans[key] = (impl, space, tuned or space.default(), self._traced(spec))
+        impl, space, chosen, t = plan
+        config = chosen if config is None else space.validate(config)
         try:
             outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
         except TileDSLError as e:
@@ -349,6 +364,10 @@ class TileKernel:
         if arch is None and target == "ptx":
             arch = "sm_90"
         return emit(t.lowered, config, values, arch=arch)
+
+
+_NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs on NumPy as is
+_NUMPY_DTYPES = dtypes._FROM_NUMPY
 
 
 def _is_gpu_array(v: Any) -> bool:

@@ -18,7 +18,7 @@ kernel's. The operator runs the kernel through `k(*args)`: CPU tensors on the Nu
 CUDA tensors on Triton.
 
 Thunder is optional (`pip install "tiledsl[thunder]"`). Thunder 0.2.6 refers, while importing,
-to torch's named-tensor methods, which torch 2.13 removed; `_import_thunder` defines those
+to torch's named-tensor methods, which torch 2.13 removed; `import_thunder()` defines those
 names as methods that raise, so Thunder imports (Thunder never calls them for plain tensors).
 """
 
@@ -37,7 +37,8 @@ _executors: dict[str, Any] = {}
 _ids = itertools.count()
 
 
-def _import_thunder() -> Any:
+def import_thunder() -> Any:
+    """`import thunder`, after the named-tensor shim; a BackendError if it is not installed."""
     try:
         import torch
     except ImportError:
@@ -64,7 +65,7 @@ def _removed(attr: str) -> Callable[..., Any]:
 
 def executor(name: str = "tiledsl") -> Any:
     """The Thunder `OperatorExecutor` called `name` (created and registered once)."""
-    thunder = _import_thunder()
+    thunder = import_thunder()
     if name not in _executors:
         from thunder.extend import OperatorExecutor, register_executor
 
@@ -81,7 +82,7 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
           checker: Callable[..., bool] | None = None) -> Any:
     """Execute `torch_fn` (e.g. `torch.nn.functional.layer_norm`) with `kernel` in Thunder
     programs using executor `ex`. Returns the registered Thunder operator."""
-    thunder = _import_thunder()
+    thunder = import_thunder()
     import thunder.torch as ltorch
     from thunder.core import dtypes as thunder_dtypes
     from thunder.core.proxies import TensorProxy

@@ -1,0 +1,23 @@
+"""A tile kernel as a PyTorch custom op: eager, under torch.compile(fullgraph=True), opcheck."""
+import sys
+from pathlib import Path
+
+import torch
+
+import tiledsl as td
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from matmul import matmul  # noqa: E402  (examples/matmul.py)
+
+mm = td.torch_op(matmul, name="mylib::matmul")  # schema: (Tensor a, Tensor b) -> Tensor
+
+
+@torch.compile(fullgraph=True)
+def mlp(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.relu(mm(x, w)) + 1
+
+
+x, w = torch.randn(300, 200), torch.randn(200, 100)
+torch.testing.assert_close(mlp(x, w), torch.relu(x @ w) + 1, rtol=1e-4, atol=1e-4)
+torch.library.opcheck(mm, (x, w))  # schema, fake tensors, autograd registration, AOT dispatch
+print("mylib::matmul: eager, torch.compile(fullgraph=True) and opcheck pass")
