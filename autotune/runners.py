@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from autotune.timing import cuda_median_ms
 from tiledsl import testing
 from tiledsl.config import Config
 from tiledsl.ir.core import walk
@@ -173,7 +174,8 @@ def _trip_counts(fn: Any, blocks: dict[str, int]) -> dict[int, int]:
 
 
 class TritonRunner(Runner):
-    """CUDA-event timing on the GPU: warm-up, L2 flushed before each repeat, median."""
+    """CUDA-event timing on the GPU (autotune/timing.py): warm-up, L2 flushed before each
+    repeat, median."""
 
     unit = "ms"
     backend = "triton"
@@ -186,7 +188,6 @@ class TritonRunner(Runner):
         from lowering.backends.triton.interpret import to_torch
         self.torch = torch
         self.gpu_args = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
-        self.flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
 
     def outputs(self, config: Config) -> Any:
         from lowering.backends.triton.interpret import to_numpy
@@ -199,21 +200,8 @@ class TritonRunner(Runner):
         why = self.check(config)
         if why is not None:
             raise ValueError(why)
-        torch = self.torch
-        run: Callable[[], Any] = lambda: self.kernel.run(*self.gpu_args, backend="triton",  # noqa: E731
-                                                          config=config)
-        for _ in range(3):
-            run()
-        times = []
-        for _ in range(self.repeats):
-            self.flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        return statistics.median(times)
+        return cuda_median_ms(lambda: self.kernel.run(*self.gpu_args, backend="triton",
+                                                      config=config), repeats=self.repeats)
 
 
 RUNNERS: dict[str, type[Runner]] = {"spatial": SpatialRunner, "numpy": NumpyRunner,

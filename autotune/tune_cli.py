@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+import numpy as np
+
 from autotune.tuner import tune
 from tiledsl import registry
 
@@ -20,19 +22,36 @@ def _default_backend() -> str:
         return "spatial"
 
 
+def _baselines(module: Any, k: Any, args: tuple, backend: str) -> dict[str, Any]:
+    """What the tuned kernel is compared with, timed as the runner times candidates.
+
+    A kernel file's `baseline(xp, *args)` (or `baseline_<kernel>`) is the computation written
+    with an array library: on the GPU it runs on CuPy (cuBLAS for matmuls), on the CPU on
+    NumPy. The NumPy backend's own run of the kernel is listed for CPU tunes too."""
+    from tiledsl.cli import _fresh
+    base = getattr(module, f"baseline_{k.name}", None) or getattr(module, "baseline", None)
+    out: dict[str, Any] = {}
+    if backend == "triton":
+        if base is not None:
+            import cupy
+            gpu = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+            out["CuPy (cuBLAS for GEMMs)"] = lambda: base(cupy, *gpu)
+        return out
+    if base is not None:
+        out["NumPy"] = lambda: base(np, *_fresh(args))
+    out["tiledsl numpy backend"] = lambda: k.run(*_fresh(args))
+    return out
+
+
 def cmd_tune(opts: argparse.Namespace) -> int:
-    from tiledsl.cli import _fresh, example_args, load_file
+    from tiledsl.cli import example_args, load_file
     module, kernels = load_file(opts.file)
     backend = opts.backend or _default_backend()
     trials = opts.trials if opts.trials is not None else (12 if opts.quick else 40)
     reports = []
     for k in kernels:
         args = example_args(module, k, opts.seed)
-        baselines: dict[str, Any] = {}
-        ref = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
-        if ref is not None:
-            baselines["NumPy reference (CPU)"] = lambda ref=ref, args=args: ref(*_fresh(args))
-        baselines["tiledsl numpy backend"] = lambda k=k, args=args: k.run(*_fresh(args))
+        baselines = _baselines(module, k, args, backend)
         result = tune(k, list(args), backend=backend, arch=opts.arch, trials=trials,
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
                       study_name=opts.study, seed=opts.seed, check=not opts.no_check,

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from autotune import cache
+from autotune.timing import cuda_median_ms, wall_median_ms
 from autotune.isolate import Isolated, TrialFailed
 from autotune.runners import RUNNERS, Runner
 from autotune.space import Evaluator, Param, Point, SearchSpace
@@ -72,9 +73,10 @@ class TuneResult:
         lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
                  f"{self.seconds:.1f} s, {len(self.rejected)} rejected (study {self.study!r})"]
         width = max(len(r[1]) for r in rows)
+        name_width = max(len(r[0]) for r in rows)
         for name, cfg, value, unit in rows:
             shown = "-" if value is None else f"{value:,.4g}"
-            lines.append(f"  {name:22} {cfg:{width}}  {shown:>12} {unit}")
+            lines.append(f"  {name:{name_width}} {cfg:{width}}  {shown:>12} {unit}")
         if self.best_value and self.default_value:
             lines.append(f"  speedup over the default config: {self.default_value / self.best_value:.2f}x")
         return "\n".join(lines)
@@ -263,24 +265,15 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     best_config = config_space.make(best[0]) if best else None
     if best_config is not None and use_cache:
         cache.store(key, best_config, best[1], runner.unit)  # type: ignore[index]
-        kernel._tuned.clear()  # the in-process memo of cache lookups
-    measured = {name: _time_ms(fn) for name, fn in (baselines or {}).items()}
+        kernel.forget_tuned()  # the in-process memo of cache lookups
+    timer = cuda_median_ms if backend == "triton" else wall_median_ms  # as the runner times
+    measured = {name: timer(fn) for name, fn in (baselines or {}).items()}
     return TuneResult(
         kernel.name, backend, runner.unit, best_config, best[1] if best else None, default,
         evaluate.results.get(default_key),
         [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"))
          for p, v in evaluate.history],
         name, url, time.monotonic() - start, measured)
-
-
-def _time_ms(fn: Callable[[], Any], repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return float(np.median(times))
 
 
 class Tuner:

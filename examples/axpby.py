@@ -36,6 +36,11 @@ def reference(x, y, alpha, beta) -> np.ndarray:
     return alpha * x.astype(np.float64) + beta * y.astype(np.float64)
 
 
+def baseline(xp, x, y, alpha, beta):
+    """What a user of the array library writes, in the input dtype."""
+    return alpha * x + beta * y
+
+
 def main() -> None:
     """Run on the NumPy backend with the default dims and print the relative error."""
     rng = np.random.default_rng(0)

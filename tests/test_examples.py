@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import EXAMPLES_DIR, example
+from support import EXAMPLES_DIR, example, fresh
 
 
 # A second set of ragged dims per example: primes and size-1 dimensions.
@@ -51,9 +51,20 @@ def test_file_convention(name: str) -> None:
     assert mod.__doc__ and mod.__doc__.strip()
     kernels = [v for v in vars(mod).values() if isinstance(v, type(getattr(mod, name)))]
     assert len(kernels) == 1, "exactly one tile kernel per example file"
-    for attr in ("DIMS", "make_inputs", "reference", "main"):
+    for attr in ("DIMS", "make_inputs", "reference", "baseline", "main"):
         assert hasattr(mod, attr), attr
     assert all(1 <= v <= 300 for v in mod.DIMS.values())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_baseline_computes_the_reference(name: str, dtype: type) -> None:
+    """`baseline(xp, *args)` is what the tuner times as the NumPy / CuPy (cuBLAS) baseline."""
+    mod = example(name)
+    args = mod.make_inputs(np.random.default_rng(9), dtype=dtype)
+    out = mod.baseline(np, *fresh(args))
+    assert out.dtype == dtype
+    td.testing.assert_close(out, mod.reference(*fresh(args)), dtype)
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

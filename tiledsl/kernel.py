@@ -307,6 +307,13 @@ class TileKernel:
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
+    def forget_tuned(self) -> None:
+        """Drop the in-process memo of result-cache lookups (and the dispatch cache built on
+        it), so the next call reads the result cache again: the tuner calls this after it
+        stores a new best config."""
+        self._tuned.clear()
+        self._plans.clear()
+
     def _tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
                       space: ConfigSpace) -> Config | None:
         """The tuned config the result cache holds for these arguments (looked up once)."""

@@ -1,0 +1,48 @@
+"""How the tuner times things: the same code for candidates and baselines.
+
+* `wall_median_ms`: CPU wall clock, one warm-up call, median of repeats.
+* `cuda_median_ms`: CUDA events around each call on the current stream, with the L2 cache
+  flushed before every repeat (a 256 MiB write), warm-up calls first, median of repeats: what
+  the GPU runner times candidates with and what the GPU baselines (CuPy / cuBLAS) are timed
+  with, so the final table compares like with like.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+L2_FLUSH_BYTES = 256 * 2**20
+_flush: dict[Any, Any] = {}
+
+
+def wall_median_ms(fn: Callable[[], Any], repeats: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return float(statistics.median(times))
+
+
+def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3) -> float:
+    import torch
+
+    device = torch.cuda.current_device()
+    if device not in _flush:
+        _flush[device] = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    flush = _flush[device]
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return float(statistics.median(times))
