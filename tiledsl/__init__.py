@@ -11,6 +11,8 @@
 """
 
 from tiledsl import testing as testing
+from tiledsl.aot import LoadedKernel as LoadedKernel
+from tiledsl.aot import load as load
 from tiledsl.config import Config as Config
 from tiledsl.config import ConfigSpace as ConfigSpace
 from tiledsl.dtypes import DType as DType

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -145,6 +146,25 @@ def cmd_compile(opts: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(opts: argparse.Namespace) -> int:
+    """Write an ahead-of-time package per kernel, compiled for the inputs make_inputs builds."""
+    from tiledsl.export import export
+
+    module, kernels = load_file(opts.file)
+    out = Path(opts.out)
+    config = Config.from_json(opts.config) if opts.config else None
+    rows = []
+    for k in kernels:
+        args = example_args(module, k, opts.seed)
+        path = export(k, out if len(kernels) == 1 else out / k.name, *args, arch=opts.arch,
+                      config=config)
+        manifest = json.loads((path / "manifest.json").read_text())
+        rows.append([k.name, opts.arch, _short(Config.from_dict(manifest["config"])),
+                     manifest["config_source"], str(len(manifest["launches"])), str(path)])
+    print(_fmt_table(rows, ["kernel", "arch", "config", "from", "launches", "package"]))
+    return 0
+
+
 def cmd_simulate(opts: argparse.Namespace) -> int:
     """Map each kernel onto a spatial architecture preset and time it on the simulator."""
     module, kernels = load_file(opts.file)
@@ -203,6 +223,19 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
     comp.add_argument("--out", help="write each config's .ptx and .cubin to this directory")
     comp.set_defaults(func=cmd_compile)
+
+    expo = sub.add_parser("export", help="write an ahead-of-time package (cubins + manifest)",
+                          description="Compile each kernel of FILE for the inputs make_inputs(rng) "
+                                      "builds (their shapes, dtypes and strides) and --arch, and "
+                                      "write a package that tiledsl.load() runs with CuPy alone, "
+                                      "without Triton. The config is --config, else the tuned one "
+                                      "from the result cache, else the default. With several "
+                                      "kernels, each goes to OUT/KERNEL.")
+    _common(expo, samples=None)
+    expo.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
+    expo.add_argument("--out", required=True, help="the package directory to write")
+    expo.add_argument("--config", help='a config as JSON, e.g. \'{"block_sizes": [64, 64, 32]}\'')
+    expo.set_defaults(func=cmd_export)
 
     simu = sub.add_parser("simulate", help="time kernels on a spatial dataflow accelerator",
                           description="Map each kernel of FILE onto a spatial architecture "

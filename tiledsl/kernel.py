@@ -10,6 +10,7 @@ import functools
 import inspect
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from types import FunctionType
 from typing import Any, Callable
 
@@ -306,6 +307,15 @@ class TileKernel:
             return registry.backend("triton").compile(t.lowered, config, values, arch)  # type: ignore[attr-defined]
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
+
+    def export(self, path: str | Path, *args: Any, arch: str = "sm_90",
+               config: Config | None = None, **kwargs: Any) -> Path:
+        """Write an ahead-of-time package to directory `path`: cubins for `arch` specialized to
+        these arguments' shapes, dtypes and strides, and a manifest that `td.load(path)` launches
+        with CuPy alone, without Triton (no GPU needed to export). The config is `config`, else
+        the tuned one from the result cache, else the default. Returns the path."""
+        from tiledsl.export import export
+        return export(self, path, *args, arch=arch, config=config, **kwargs)
 
     def forget_tuned(self) -> None:
         """Drop the in-process memo of result-cache lookups (and the dispatch cache built on

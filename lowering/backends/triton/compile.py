@@ -15,7 +15,7 @@ import re
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,12 @@ class Compiled:
     triton_version: str
     ptx_path: str
     cubin_path: str
+    # For launching the cubin without Triton (an AOT package): the `.param` entries of the PTX
+    # `.entry`, which include hidden trailing pointers the Python signature does not show, and the
+    # scratch memory Triton's own launcher would allocate for them.
+    param_count: int
+    global_scratch_bytes: int
+    profile_scratch_bytes: int
 
     @property
     def ptx(self) -> str:
@@ -119,6 +125,28 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     return {"registers": reg, "spill_bytes": local + stack, "static_shared_bytes": shared}
 
 
+def entry_param_count(ptx: str, name: str) -> int:
+    """How many `.param` entries the PTX `.entry` of kernel `name` declares."""
+    m = re.search(rf"\.entry\s+{re.escape(name)}\s*\((.*?)\)", ptx, re.S)
+    if m is None:
+        raise BackendError(f"the PTX has no .entry {name} (internal error)")
+    return len(re.findall(r"\.param\b", m.group(1)))
+
+
+def _cached(meta_path: Path) -> Compiled | None:
+    """The compile cached at `meta_path`; None (a miss) if there is none or it was written by an
+    older tiledsl whose Compiled had other fields."""
+    if not meta_path.exists():
+        return None
+    try:
+        data = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or set(data) != {f.name for f in fields(Compiled)}:
+        return None
+    return Compiled(**data)
+
+
 def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     """PTX and cubin of kernel `k` of `module` for `arch` (sm_80, sm_90, ...), from the cache."""
     if arch not in ARCHS:
@@ -131,8 +159,9 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     folder = cache_dir() / "compiled" / key
     meta_path = folder / "compiled.json"
-    if meta_path.exists():
-        return Compiled(**json.loads(meta_path.read_text()))
+    hit = _cached(meta_path)
+    if hit is not None:
+        return hit
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -148,11 +177,17 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     (folder / f"{k.name}.ptx").write_text(ck.asm["ptx"])
     (folder / f"{k.name}.cubin").write_bytes(ck.asm["cubin"])
     usage = resource_usage(ck.asm["cubin"])
-    compiled = Compiled(kernel=ck.metadata.name, arch=arch, num_warps=ck.metadata.num_warps,
-                        num_stages=k.num_stages, shared_bytes=ck.metadata.shared,
+    md = ck.metadata
+    compiled = Compiled(kernel=md.name, arch=arch, num_warps=md.num_warps,
+                        num_stages=k.num_stages, shared_bytes=md.shared,
                         compile_seconds=seconds, triton_version=triton.__version__,
                         ptx_path=str(folder / f"{k.name}.ptx"),
-                        cubin_path=str(folder / f"{k.name}.cubin"), **usage)
+                        cubin_path=str(folder / f"{k.name}.cubin"),
+                        param_count=entry_param_count(ck.asm["ptx"], md.name),
+                        # triton 3.6 and 3.9 both name them so; older ones had no scratch
+                        global_scratch_bytes=int(getattr(md, "global_scratch_size", 0) or 0),
+                        profile_scratch_bytes=int(getattr(md, "profile_scratch_size", 0) or 0),
+                        **usage)
     tmp = meta_path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(asdict(compiled), indent=1))
     tmp.replace(meta_path)

@@ -15,6 +15,7 @@ from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.compile import Compiled, compile_module
 from lowering.backends.triton.interpret import scalar, strides_of
 from lowering.backends.triton.loader import load
+from lowering.backends.triton.package import export_plan
 from lowering.backends.triton.targets import array_strides
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
@@ -52,6 +53,12 @@ class TritonBackend:
     def compile(self, fn: Function, config: Config, args: list[Any], arch: str) -> list[Compiled]:
         """PTX and cubin for `arch`, with resource usage (works without a GPU)."""
         return compile_module(generate_cached(fn, config, array_strides(fn, args)), arch)
+
+    def export_plan(self, fn: Function, config: Config, args: list[Any],
+                    arch: str) -> dict[str, Any]:
+        """What an ahead-of-time package needs (see package.export_plan): the manifest's
+        arguments, buffers, outputs and launches, and the files to copy (works without a GPU)."""
+        return export_plan(fn, config, args, arch)
 
     def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         tensors = [(v, a) for v, a in zip(fn.args, args) if isinstance(v.type, TensorType)]
@@ -96,6 +103,33 @@ class TritonBackend:
             else:
                 results.append(o)
         return results
+
+    def launch_traced(self, fn: Function, args: list[Any], config: Config, wrap: Any) -> list[Any]:
+        """Launch through `wrap` (torch.library.wrap_triton) on torch tensors, real or fake:
+        the body of a `torch.library.triton_op`, which torch.compile traces into. Streams and
+        devices are torch's business there, so none are set here."""
+        import torch
+
+        targs = [a if isinstance(v.type, TensorType) else scalar(a) for v, a in zip(fn.args, args)]
+        device = next((t.device for v, t in zip(fn.args, targs) if isinstance(v.type, TensorType)),
+                      torch.device("cuda"))
+        module = load(generate_cached(fn, config, strides_of(fn, targs)).source, interpret=False)
+
+        def dtype(name: str) -> Any:
+            return torch.bool if name == "bool" else getattr(torch, name)
+
+        outs = module.launch(
+            *targs, empty=lambda s, d: torch.empty(s, dtype=dtype(d), device=device),
+            full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
+            num_sms=_num_sms(torch, device), wrap=wrap)
+        return list(outs)
+
+
+def _num_sms(torch: Any, device: Any) -> int:
+    """The device's SM count (132, an H100's, when there is no device: fake tensors)."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132
 
 
 registry.register_backend(TritonBackend())
