@@ -25,7 +25,7 @@ import inspect
 import textwrap
 from typing import Any, Sequence
 
-from tiledsl import arrays, dtypes
+from tiledsl import arrays, dtypes, registry
 from tiledsl.errors import ArgumentError, BackendError
 from tiledsl.ir.types import TensorType
 from tiledsl.kernel import TileKernel
@@ -35,12 +35,20 @@ _SCALARS = {int: "int", float: "float", bool: "bool", "int": "int", "float": "fl
 
 
 def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Sequence[str] = (),
-             outputs: int | None = None) -> Any:
+             outputs: int | None = None, triton: bool = False) -> Any:
     """Register `kernel` as the custom operator `name` ("namespace::op"); returns the op (a
     callable `torch._library.custom_ops.CustomOpDef`). Also usable as a decorator above
-    `@td.tile_kernel`: `@td.torch_op(name="mylib::add")`."""
+    `@td.tile_kernel`: `@td.torch_op(name="mylib::add")`.
+
+    `triton=True` registers it with `torch.library.triton_op` instead: its body launches the
+    generated `@triton.jit` kernels through `torch.library.wrap_triton`, so torch.compile
+    traces into them (Inductor sees the Triton kernels, not an opaque call). It launches the
+    config space's default config (fake tensors cannot key the result cache, and eager and
+    compiled calls must agree); use the default path for tuned configs. CPU tensors still run
+    on the NumPy backend."""
     if kernel is None:
-        return lambda k: torch_op(k, name=name, mutates_args=mutates_args, outputs=outputs)
+        return lambda k: torch_op(k, name=name, mutates_args=mutates_args, outputs=outputs,
+                                  triton=triton)
     if not isinstance(kernel, TileKernel):
         raise ArgumentError(f"td.torch_op takes a @td.tile_kernel, got {type(kernel).__name__}")
     try:
@@ -114,8 +122,28 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                            default=p.default)
          for p, k in zip(params, kinds)], return_annotation=ret)
     impl.__name__ = kernel.name
-    op = torch.library.custom_op(name, impl, mutates_args=tuple(mutates_args))
-    op.register_fake(fake)
+    if not triton:
+        op = torch.library.custom_op(name, impl, mutates_args=tuple(mutates_args))
+        op.register_fake(fake)
+        return op
+
+    def traceable(*args: Any) -> Any:
+        """The triton_op body: generated kernels launched through wrap_triton (also the fake
+        implementation: torch runs it on fake tensors)."""
+        values = list(args)
+        spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+        space = kernel._space(spec, "triton")
+        backend = registry.backend("triton")
+        outs = backend.launch_traced(  # type: ignore[attr-defined]
+            kernel._traced(spec).lowered, values, space.default(),
+            wrap=torch.library.wrap_triton)
+        converted = [o.clone() if any(o is a for a in args) else o for o in outs]
+        return _pack(converted, n_out)
+
+    traceable.__signature__ = impl.__signature__  # type: ignore[attr-defined]
+    traceable.__name__ = kernel.name
+    op = torch.library.triton_op(name, traceable, mutates_args=tuple(mutates_args))
+    op.register_kernel("cpu")(impl)
     return op
 
 

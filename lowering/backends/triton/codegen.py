@@ -753,12 +753,15 @@ def _grid_kernel(k: _Kernel, grid: Op, name: str, host_scalars: set[Value]) -> t
 def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> str:
     """A plain-Python launcher: allocates outputs with `empty`, launches each kernel in order."""
     names = _Namer()
-    names.used |= {k.name for k in kernels} | {"empty", "full"}
+    names.used |= {k.name for k in kernels} | {"empty", "full", "wrap"}
     arg_names = {a: names.fresh(a.hint) for a in fn.args}
-    lines = [f"def launch({', '.join(arg_names.values())}, *, empty, full, num_sms=132):",
+    lines = [f"def launch({', '.join(arg_names.values())}, *, empty, full, num_sms=132, "
+             "wrap=None):",
              f'    """Run {fn.name} on tensors Triton can take (torch, or objects with data_ptr).'
              '\n\n    `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the '
-             'inputs\' device;\n    persistent kernels launch `num_sms` programs at most.\n    """']
+             'inputs\' device;\n    persistent kernels launch `num_sms` programs at most; '
+             '`wrap` (e.g.\n    torch.library.wrap_triton) wraps each kernel before it is '
+             'launched.\n    """', "    wrap = wrap or (lambda kernel: kernel)"]
     values: dict[Value, str] = dict(arg_names)
     for op in fn.body.ops:
         if op.name == "tensor.empty":
@@ -797,7 +800,7 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
                 call_args.append(values[p.source])
         opts = f"num_warps={k.num_warps}, num_stages={k.num_stages}"
         grid = f"min({k.programs}, num_sms)" if k.persistent else str(k.programs)
-        lines.append(f"    {k.name}[({grid},)]({', '.join(call_args)}, {opts})")
+        lines.append(f"    wrap({k.name})[({grid},)]({', '.join(call_args)}, {opts})")
     outs = [values[v] for v in fn.outputs]
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     return "\n".join(lines) + "\n"

@@ -49,12 +49,14 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK
         tmp_17 = tmp_16.to(tl.float16)
         tl.store(out_ptr + begin_bh * 8192 + offs_tq[:, None] * 64 + offs_64[None, :], tmp_17)
 
-def launch(q, k, v, *, empty, full, num_sms=132):
+def launch(q, k, v, *, empty, full, num_sms=132, wrap=None):
     """Run attention on tensors Triton can take (torch, or objects with data_ptr).
 
     `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device;
-    persistent kernels launch `num_sms` programs at most.
+    persistent kernels launch `num_sms` programs at most; `wrap` (e.g.
+    torch.library.wrap_triton) wraps each kernel before it is launched.
     """
+    wrap = wrap or (lambda kernel: kernel)
     out = empty((2, 128, 64), 'float16')
-    attention_kernel[(2,)](q, k, v, out, BLOCK_TQ=64, BLOCK_TK=32, num_warps=4, num_stages=2)
+    wrap(attention_kernel)[(2,)](q, k, v, out, BLOCK_TQ=64, BLOCK_TK=32, num_warps=4, num_stages=2)
     return (out,)

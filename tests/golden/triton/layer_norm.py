@@ -34,12 +34,14 @@ def layer_norm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr, eps, BLOCK_TM: tl.co
     tmp_14 = tmp_13.to(tl.float16)
     tl.store(out_ptr + offs_tm[:, None] * 256 + offs_256[None, :], tmp_14, mask=mask_tm[:, None])
 
-def launch(x, weight, bias, eps, *, empty, full, num_sms=132):
+def launch(x, weight, bias, eps, *, empty, full, num_sms=132, wrap=None):
     """Run layer_norm on tensors Triton can take (torch, or objects with data_ptr).
 
     `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device;
-    persistent kernels launch `num_sms` programs at most.
+    persistent kernels launch `num_sms` programs at most; `wrap` (e.g.
+    torch.library.wrap_triton) wraps each kernel before it is launched.
     """
+    wrap = wrap or (lambda kernel: kernel)
     out = empty((150, 256), 'float16')
-    layer_norm_kernel[(19,)](x, weight, bias, out, eps, BLOCK_TM=8, num_warps=4, num_stages=3)
+    wrap(layer_norm_kernel)[(19,)](x, weight, bias, out, eps, BLOCK_TM=8, num_warps=4, num_stages=3)
     return (out,)

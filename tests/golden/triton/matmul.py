@@ -29,12 +29,14 @@ def matmul_kernel(a_ptr, b_ptr, out_ptr, BLOCK_TM: tl.constexpr, BLOCK_TN: tl.co
     tmp = acc.to(tl.float16)
     tl.store(out_ptr + offs_tm[:, None] * 100 + offs_tn[None, :], tmp, mask=mask_tm[:, None] & mask_tn[None, :])
 
-def launch(a, b, *, empty, full, num_sms=132):
+def launch(a, b, *, empty, full, num_sms=132, wrap=None):
     """Run matmul on tensors Triton can take (torch, or objects with data_ptr).
 
     `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device;
-    persistent kernels launch `num_sms` programs at most.
+    persistent kernels launch `num_sms` programs at most; `wrap` (e.g.
+    torch.library.wrap_triton) wraps each kernel before it is launched.
     """
+    wrap = wrap or (lambda kernel: kernel)
     out = empty((300, 100), 'float16')
-    matmul_kernel[(10,)](a, b, out, BLOCK_TM=64, BLOCK_TN=64, BLOCK_TK=32, num_warps=4, num_stages=3)
+    wrap(matmul_kernel)[(10,)](a, b, out, BLOCK_TM=64, BLOCK_TN=64, BLOCK_TK=32, num_warps=4, num_stages=3)
     return (out,)

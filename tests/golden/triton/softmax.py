@@ -25,12 +25,14 @@ def softmax_kernel(x_ptr, out_ptr, BLOCK_TM: tl.constexpr):
     tmp_4 = tmp_3.to(tl.float16)
     tl.store(out_ptr + offs_tm[:, None] * 300 + offs_300[None, :], tmp_4, mask=mask_tm[:, None] & mask_300[None, :])
 
-def launch(x, *, empty, full, num_sms=132):
+def launch(x, *, empty, full, num_sms=132, wrap=None):
     """Run softmax on tensors Triton can take (torch, or objects with data_ptr).
 
     `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the inputs' device;
-    persistent kernels launch `num_sms` programs at most.
+    persistent kernels launch `num_sms` programs at most; `wrap` (e.g.
+    torch.library.wrap_triton) wraps each kernel before it is launched.
     """
+    wrap = wrap or (lambda kernel: kernel)
     out = empty((150, 300), 'float16')
-    softmax_kernel[(38,)](x, out, BLOCK_TM=4, num_warps=4, num_stages=3)
+    wrap(softmax_kernel)[(38,)](x, out, BLOCK_TM=4, num_warps=4, num_stages=3)
     return (out,)
