@@ -6,13 +6,17 @@ optimum, and how long a quick GEMM tune takes.
 Every config of each example's space (default sizes) is simulated once (the exhaustive
 optimum); strategies then run against those memoized cycles, seed after seed. Target: within 3%
 of the optimum in 40 trials for every example. The sweep runs in a process pool (`--jobs`,
-default every core). Also times `tiledsl tune examples/matmul.py
+default every core) and is kept in the tiledsl cache (`sweeps/`), keyed by the example's source,
+the architecture, the space and the source of the spatial backend and simulator, so a rerun
+after an unrelated change only replays the strategies. Also times `tiledsl tune examples/matmul.py
 --quick` end to end (target: under 30 s on this machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import multiprocessing
 import os
 import datetime
@@ -51,6 +55,32 @@ def _cycles(point: dict[str, Any]) -> int:
     return w["kernel"].simulate(*w["args"], arch=w["arch"], config=w["cspace"].make(point)).cycles
 
 
+def _sweep_path(name: str, arch: str, space: Any) -> Path:
+    from tiledsl.paths import cache_dir
+    h = hashlib.sha256()
+    h.update((ROOT / "examples" / f"{name}.py").read_bytes())
+    h.update(f"{arch} {[(p.name, p.values) for p in space.params]}".encode())
+    for d in ("lowering/backends/spatial", "csrc"):
+        for f in sorted((ROOT / d).rglob("*")):
+            if f.suffix in (".py", ".cpp", ".h", ".hpp", ".json"):
+                h.update(f.read_bytes())
+    return cache_dir() / "sweeps" / f"{name}-{arch}-{h.hexdigest()[:16]}.json.gz"
+
+
+def sweep(name: str, arch: str, space: Any, jobs: int) -> dict[tuple, int]:
+    """Simulated cycles of every valid config of the example's space (cached)."""
+    path = _sweep_path(name, arch, space)
+    if path.exists():
+        rows = json.loads(gzip.decompress(path.read_bytes()))
+        return {space.key(p): c for p, c in rows}
+    points = list(space.points())
+    with multiprocessing.Pool(jobs, _init, (name, arch)) as pool:
+        values = pool.map(_cycles, points, chunksize=4)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(json.dumps(list(zip(points, values))).encode()))
+    return {space.key(p): v for p, v in zip(points, values)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="generic-8x8")
@@ -71,14 +101,11 @@ def main() -> None:
         cspace = kernel.config_space(*args, backend="spatial", arch=opts.arch)
         space = search_space(cspace)
         start = time.perf_counter()
-        points = list(space.points())
-        with multiprocessing.Pool(opts.jobs, _init, (name, opts.arch)) as pool:
-            values = pool.map(_cycles, points, chunksize=4)
-        cycles = {space.key(p): v for p, v in zip(points, values)}
-        sweep = time.perf_counter() - start
+        cycles = sweep(name, opts.arch, space, opts.jobs)
+        seconds = time.perf_counter() - start
         optimum = min(cycles.values())
         row: dict[str, Any] = {"example": name, "configs": len(cycles), "optimum": optimum,
-                               "sweep_seconds": sweep}
+                               "sweep_seconds": seconds}
         cells = []
         for strategy in opts.strategies.split(","):
             gaps = []

@@ -150,3 +150,14 @@ def test_backend_spatial_needs_numpy_arrays() -> None:
     x = torch.ones(10)
     with pytest.raises(td.ArgumentError):
         kernel_of("vector_add").run(x, x, backend="spatial")
+
+
+@pytest.mark.parametrize("name,offered", [("matmul", (True, False)), ("gemm_bias_gelu",
+                         (True, False)), ("axpby", (True,)), ("softmax", (True,)),
+                         ("batched_matmul", (True,))])
+def test_multicast_is_offered_only_where_a_load_is_shared(name: str, offered: tuple) -> None:
+    """axpby's tiles are each read by one program, so multicast cannot change its mapping; the
+    space does not make the tuner try it (batched_matmul's grid is over the batch only)."""
+    args = example(name).make_inputs(np.random.default_rng(0))
+    space = kernel_of(name).config_space(*args, backend="spatial", arch="generic-8x8")
+    assert next(p.choices for p in space.params if p.name == "multicast") == offered

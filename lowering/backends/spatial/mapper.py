@@ -21,7 +21,7 @@ from typing import Any
 from lowering.backends.spatial.arch import Arch
 from tiledsl.config import Config
 from tiledsl.errors import ConfigError
-from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import FLOAT_UNARY
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.types import RangeType, TensorType, TileType
@@ -33,6 +33,33 @@ TRANSCENDENTAL_COST = 4  # vector cycles per element of exp/log/erf/... relative
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def shared_axis(load: Op, ranges: list[Value]) -> int | None:
+    """The axis of a 2-D grid with `ranges` that `load` does not depend on (so the programs
+    along it read the same tile, which multicast delivers once), if exactly one."""
+    uses = set()
+    for idx in load.operands[1:]:
+        if idx in ranges:
+            uses.add(ranges.index(idx))
+        elif idx.owner is not None and idx.owner.operands and idx.owner.operands[0] in ranges:
+            uses.add(ranges.index(idx.owner.operands[0]))
+        elif not (idx.owner is not None and idx.owner.name == "const") and \
+                not isinstance(idx.type, RangeType):
+            return None  # a runtime index: do not share
+    free = {0, 1} - uses
+    return free.pop() if len(free) == 1 else None
+
+
+def can_multicast(fn: Function) -> bool:
+    """Whether any load of the kernel's 2-D grid is shared along a grid axis: otherwise the
+    multicast knob changes nothing, and the config space does not offer it."""
+    grids = [op for op in fn.body.ops if op.name == "grid"]
+    if not grids or len(grids[0].regions[0].args) != 2:
+        return False
+    ranges = list(grids[0].regions[0].args)
+    return any(shared_axis(op, ranges) is not None
+               for op in walk(grids[0].regions[0]) if op.name == "load")
 
 
 @dataclass
@@ -129,19 +156,7 @@ class Mapping:
 
     def shared_axis(self, load: Op) -> int | None:
         """The grid axis a load does not depend on (so PEs along it share the tile), if any."""
-        if not self.multicast:
-            return None
-        uses = set()
-        for idx in load.operands[1:]:
-            if idx in self.ranges:
-                uses.add(self.ranges.index(idx))
-            elif idx.owner is not None and idx.owner.operands and idx.owner.operands[0] in self.ranges:
-                uses.add(self.ranges.index(idx.owner.operands[0]))
-            elif not (idx.owner is not None and idx.owner.name == "const") and \
-                    not isinstance(idx.type, RangeType):
-                return None  # a runtime index: do not share
-        free = {0, 1} - uses
-        return free.pop() if len(free) == 1 else None
+        return shared_axis(load, list(self.ranges)) if self.multicast else None
 
     # ---- NoC ------------------------------------------------------------------------------
     def link(self, r: int, c: int, d: str) -> int:

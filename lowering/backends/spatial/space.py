@@ -8,9 +8,10 @@ from tiledsl.ir.core import Function
 
 
 def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
-    """Add how the grid folds onto the PE array, buffer depth and multicast; rule out configs
+    """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
+    shareable loads); rule out configs
     whose buffers overflow a PE's SRAM or whose routes overflow a link's channels."""
-    from lowering.backends.spatial.mapper import Mapping
+    from lowering.backends.spatial.mapper import Mapping, can_multicast
 
     grids = [op for op in fn.body.ops if op.name == "grid"]
     two_d = bool(grids) and len(grids[0].regions[0].args) == 2
@@ -19,8 +20,9 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                                    "grid -> PE placement: by grid row/column, or round robin"))
     space = space.with_param(Param("buffer_depth", (2, 3, 4), 2,
                                    "slots per streamed buffer (2 = double buffering)"))
-    space = space.with_param(Param("multicast", (True, False), True,
-                                   "share row/column operands by NoC multicast"))
+    space = space.with_param(Param("multicast", (True, False) if can_multicast(fn) else (True,),
+                                   True, "share row/column operands by NoC multicast (offered "
+                                   "when some load is shared along a grid axis)"))
 
     def fits(c: Config) -> str | None:
         return Mapping(fn, c, arch).check()
