@@ -137,10 +137,14 @@ class TuneResult:
 
 
 def search_space(space: ConfigSpace) -> SearchSpace:
-    """The compiler's config space as the strategies see it."""
+    """The compiler's config space as the strategies see it: the valid configs, less those
+    that run exactly as another one does (the space's redundancy rules)."""
     params = [Param(p.name, tuple(p.choices)) for p in space.params]
-    return SearchSpace(params, valid=lambda point: space.reason(space.make(point)) is None,
-                       default=space.values(space.default()))
+
+    def valid(point: Point) -> bool:
+        config = space.make(point)
+        return space.reason(config) is None and space.duplicate(config) is None
+    return SearchSpace(params, valid=valid, default=space.values(space.default()))
 
 
 def analytic_candidates(space: ConfigSpace) -> list[Point]:

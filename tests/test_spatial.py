@@ -161,3 +161,19 @@ def test_multicast_is_offered_only_where_a_load_is_shared(name: str, offered: tu
     args = example(name).make_inputs(np.random.default_rng(0))
     space = kernel_of(name).config_space(*args, backend="spatial", arch="generic-8x8")
     assert next(p.choices for p in space.params if p.name == "multicast") == offered
+
+
+def test_searches_skip_configs_that_run_as_another_but_users_may_ask_for_them() -> None:
+    from autotune.tuner import search_space
+
+    args = example("matmul").make_inputs(np.random.default_rng(0))
+    k = kernel_of("matmul")
+    space = k.config_space(*args, backend="spatial", arch="generic-8x8")
+    idle = td.Config(block_sizes=(64, 32, 32), fold="linear", buffer_depth=2, multicast=False)
+    assert idle in space and space.duplicate(idle) is not None  # linear fold: no multicast
+    assert space.duplicate(idle.replace(multicast=True)) is None
+    points = list(search_space(space).points())
+    assert space.values(idle) not in points and space.values(idle.replace(multicast=True)) in points
+    a = k.simulate(*args, arch="generic-8x8", config=idle)
+    b = k.simulate(*args, arch="generic-8x8", config=idle.replace(multicast=True))
+    assert a.cycles == b.cycles  # the rule is right: the two run the same

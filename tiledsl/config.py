@@ -114,28 +114,45 @@ def _block_index(name: str) -> int | None:
 class ConfigSpace:
     """The finite set of valid configs of one kernel for one argument signature.
 
-    Backends extend it with knobs (`with_param`) and constraints (`with_constraint`).
+    Backends extend it with knobs (`with_param`) and constraints (`with_constraint`), and with
+    redundancy rules (`with_redundancy`): a config a rule flags runs exactly as another config
+    of the space does (a knob that cannot act on this kernel under the rest of the config), so
+    a search skips it, while a user who asks for it explicitly still gets it.
     """
 
     kernel: str
     params: tuple[Param, ...]
     constraints: tuple[Constraint, ...] = ()
+    redundant: tuple[Constraint, ...] = ()
 
     @property
     def num_blocks(self) -> int:
         return sum(1 for p in self.params if _block_index(p.name) is not None)
 
     def with_param(self, param: Param) -> ConfigSpace:
-        return ConfigSpace(self.kernel, self.params + (param,), self.constraints)
+        return ConfigSpace(self.kernel, self.params + (param,), self.constraints, self.redundant)
 
     def with_default(self, name: str, value: Any) -> ConfigSpace:
         """The same space with param `name` defaulting to `value` (a backend's preference)."""
         params = tuple(Param(p.name, p.choices, value, p.doc) if p.name == name else p
                        for p in self.params)
-        return ConfigSpace(self.kernel, params, self.constraints)
+        return ConfigSpace(self.kernel, params, self.constraints, self.redundant)
 
     def with_constraint(self, constraint: Constraint) -> ConfigSpace:
-        return ConfigSpace(self.kernel, self.params, self.constraints + (constraint,))
+        return ConfigSpace(self.kernel, self.params, self.constraints + (constraint,),
+                           self.redundant)
+
+    def with_redundancy(self, rule: Constraint) -> ConfigSpace:
+        return ConfigSpace(self.kernel, self.params, self.constraints, self.redundant + (rule,))
+
+    def duplicate(self, config: Config) -> str | None:
+        """Why a search may skip `config` (it runs as another config does), or None."""
+        config = self.complete(config)
+        for rule in self.redundant:
+            why = rule.check(config)
+            if why is not None:
+                return why
+        return None
 
     def make(self, values: dict[str, Any]) -> Config:
         """A Config from one value per param name."""

@@ -152,7 +152,8 @@ class Mapping:
             self.on_pe.setdefault(pe, []).append(g)
         even = len(self.counts) == 2 and fold == "rows" and \
             self.counts[0] % arch.rows == 0 and self.counts[1] % arch.cols == 0
-        self.multicast = bool(self.config.get("multicast", True)) and arch.multicast and even
+        self.multicast_possible = arch.multicast and even  # whatever the knob says
+        self.multicast = bool(self.config.get("multicast", True)) and self.multicast_possible
 
     def shared_axis(self, load: Op) -> int | None:
         """The grid axis a load does not depend on (so PEs along it share the tile), if any."""

@@ -28,6 +28,14 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
         return Mapping(fn, c, arch).check()
 
     space = space.with_constraint(Constraint(f"fits-{arch.name}", fits))
+
+    def multicast_idle(c: Config) -> str | None:
+        if c.get("multicast", True) or Mapping(fn, c, arch).multicast_possible:
+            return None
+        return ("multicast=False maps as multicast=True does here: this fold and grid share no "
+                "operand along whole PE rows or columns")
+
+    space = space.with_redundancy(Constraint("multicast-idle", multicast_idle))
     # Default: the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
     # operands and amortize per-transfer costs; `default()` then need not scan the space.
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
