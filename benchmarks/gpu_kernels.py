@@ -15,7 +15,6 @@ import argparse
 import datetime
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,8 @@ import tiledsl as td
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from support import example  # noqa: E402
+
+from autotune.timing import cuda_median_ms  # noqa: E402
 
 BF16 = ml_dtypes.bfloat16
 # (case, example, dims, dtype, flops(dims), bytes(dims), candidate configs)
@@ -110,33 +111,16 @@ def compile_only(quick: bool) -> list[dict]:
 
 
 # ---- on a GPU --------------------------------------------------------------------------------
-def cuda_time(fn: Callable[[], Any], flush: Any, repeats: int) -> float:
-    """Median milliseconds of fn with CUDA events; L2 flushed (written) before every repeat."""
-    import torch
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def ceilings(flush: Any, repeats: int) -> dict:
+def ceilings(repeats: int) -> dict:
     import cupy
     import torch
     src = torch.empty(2**30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    ms = cuda_time(lambda: dst.copy_(src), flush, repeats)
+    ms = cuda_median_ms(lambda: dst.copy_(src), repeats)
     a = cupy.asarray(np.random.default_rng(0).standard_normal((8192, 8192)).astype(np.float32))
     a16 = torch.from_dlpack(a).to(torch.bfloat16)
     a_cp = cupy.from_dlpack(a16)
-    gemm_ms = cuda_time(lambda: cupy.matmul(a_cp, a_cp), flush, repeats)
+    gemm_ms = cuda_median_ms(lambda: cupy.matmul(a_cp, a_cp), repeats)
     return {"copy_GBps": 2 * 2**30 / ms / 1e6, "cublas_bf16_8192_TFLOPs": 2 * 8192**3 / gemm_ms / 1e9}
 
 
@@ -168,8 +152,7 @@ def on_gpu(quick: bool, repeats: int) -> tuple[dict, list[dict]]:
     import torch
 
     from lowering.backends.triton.interpret import to_torch
-    flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
-    ceil = ceilings(flush, repeats)
+    ceil = ceilings(repeats)
     rows = []
     for case in cases(quick):
         mod = example(case["example"])
@@ -183,11 +166,11 @@ def on_gpu(quick: bool, repeats: int) -> tuple[dict, list[dict]]:
             except td.TileDSLError as e:
                 print(f"  {case['case']}: {config} failed: {e}")
                 continue
-            ms = cuda_time(lambda: kernel.run(*targs, backend="triton", config=config), flush,
-                           repeats)
+            ms = cuda_median_ms(lambda: kernel.run(*targs, backend="triton", config=config),
+                                repeats)
             if best is None or ms < best[0]:
                 best = (ms, config)
-        base_ms = cuda_time(baseline(case, targs), flush, repeats)
+        base_ms = cuda_median_ms(baseline(case, targs), repeats)
         if best is None:
             continue
         ms, config = best
