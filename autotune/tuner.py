@@ -140,10 +140,14 @@ def search_space(space: ConfigSpace) -> SearchSpace:
     """The compiler's config space as the strategies see it: the valid configs, less those
     that run exactly as another one does (the space's redundancy rules)."""
     params = [Param(p.name, tuple(p.choices)) for p in space.params]
+    known: dict[tuple, bool] = {}  # constraint checks map the kernel: each point once
 
     def valid(point: Point) -> bool:
-        config = space.make(point)
-        return space.reason(config) is None and space.duplicate(config) is None
+        key = SearchSpace.key(point)
+        if key not in known:
+            config = space.make(point)
+            known[key] = space.reason(config) is None and space.duplicate(config) is None
+        return known[key]
     return SearchSpace(params, valid=valid, default=space.values(space.default()))
 
 

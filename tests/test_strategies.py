@@ -92,3 +92,30 @@ def test_optuna_is_imported_by_the_adapter_only() -> None:
     importers = sorted(str(p.relative_to(root)) for d in ("tiledsl", "lowering", "autotune")
                        for p in (root / d).rglob("*.py") if pattern.search(p.read_text()))
     assert importers == ["autotune/strategies/optuna_adapter.py"]
+
+
+def test_bo_local_searches_near_the_elite() -> None:
+    """bo+local's proposals after the random start stay mostly within one parameter of the ten
+    best points so far (its trust region); a global EI search does not."""
+    import math
+
+    params = [Param(f"p{i}", tuple(range(8))) for i in range(4)]
+    space = SearchSpace(params)
+
+    def rugged(p: dict) -> float:
+        v = [p[f"p{i}"] for i in range(4)]
+        return (1 + 0.1 * sum((x - 5) ** 2 for x in v) + 0.5 * math.sin(3 * v[0] + 2 * v[1])
+                + 0.3 * math.cos(5 * v[2] * v[3]))
+
+    def near_elite(name: str, seed: int) -> float:
+        ev = Evaluator(rugged, 60)
+        get(name)(space, ev, seed, [])
+        near = []
+        for i in range(20, len(ev.history)):
+            top = sorted(ev.history[:i], key=lambda pv: pv[1])[:10]
+            q = ev.history[i][0]
+            near.append(any(sum(q[k] != p[k] for k in q) == 1 for p, _ in top))
+        return sum(near) / len(near)
+
+    assert min(near_elite("bo+local", s) for s in range(3)) >= 0.8
+    assert max(near_elite("bo", s) for s in range(3)) < 0.8
