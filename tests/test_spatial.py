@@ -177,3 +177,30 @@ def test_searches_skip_configs_that_run_as_another_but_users_may_ask_for_them() 
     a = k.simulate(*args, arch="generic-8x8", config=idle)
     b = k.simulate(*args, arch="generic-8x8", config=idle.replace(multicast=True))
     assert a.cycles == b.cycles  # the rule is right: the two run the same
+
+
+def test_memoized_link_check_agrees_with_the_full_route_enumeration() -> None:
+    """Validity tests over a space share route enumerations between configs that place alike
+    (check(memo=True)); every answer must be the one a fresh enumeration gives."""
+    import random
+
+    from lowering.backends.spatial.mapper import Mapping
+
+    a = np.ones((300, 200), np.float32)
+    k = kernel_of("matmul")
+    narrow = Arch.from_dict(dict(preset("generic-8x8").to_dict(), name="one-channel",
+                                 channels_per_link=1))
+    b = a.T.copy()
+    space = k.config_space(a, b, backend="spatial", arch=narrow)
+    fn = k.traced(a, b).lowered
+    rng = random.Random(0)
+    choices = [p.choices for p in space.params]
+    reasons = []
+    for _ in range(300):
+        config = space.make({p.name: rng.choice(c) for p, c in zip(space.params, choices)})
+        full = Mapping(fn, config, narrow).check()
+        assert Mapping(fn, config, narrow).check(memo=True) == full
+        assert Mapping(fn, config, narrow).check(memo=True) == full  # a memo hit
+        reasons.append(full)
+    assert any(r and "channels per link" in r for r in reasons)  # the memo decides some
+    assert any(r is None for r in reasons)

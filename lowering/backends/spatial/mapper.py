@@ -101,6 +101,10 @@ def _structure(block: Block) -> list[Step]:
     return steps
 
 
+_BUSIEST: dict[tuple, int] = {}  # check(memo=True): placement -> streams on the busiest link
+_BUSIEST_LIMIT = 100_000
+
+
 class Mapping:
     """Builds the dataflow config for one (kernel, config, arch)."""
 
@@ -123,6 +127,8 @@ class Mapping:
         self.route_ids: dict[tuple, str] = {}
         self.link_routes: dict[int, set[str]] = {}
         self.nearest: dict[tuple[int, int], int] = {}
+        self._op_lists: dict[str, list[Op]] = {}
+        self._op_indices: dict[Op, int] = {}
         self.place()
 
     # ---- basic facts ----------------------------------------------------------------------
@@ -301,9 +307,14 @@ class Mapping:
             total += self.numel(t) * t.dtype.bits // 8 * self.depth
         return total
 
-    def check(self) -> str | None:
+    def check(self, memo: bool = False) -> str | None:
         """Why this mapping cannot run on the architecture (None if it can): SRAM per PE,
-        DMA channels per PE, routes per NoC link."""
+        DMA channels per PE, routes per NoC link.
+
+        With `memo` (validity tests over a config space), the busiest link is looked up by what
+        determines it (the occupied PEs, each load's multicast axis, the stores), so configs
+        that place alike share one route enumeration. `build` does not use it: it needs this
+        mapping's own routes."""
         arch = self.arch
         need = self.sram_bytes()
         if need > arch.sram_bytes:
@@ -312,17 +323,28 @@ class Mapping:
         dma = len(self._ops("load")) + min(1, len(self._ops("store")))  # readers + one writer
         if dma > arch.dma_channels:
             return f"each PE needs {dma} DMA channels, {arch.name} has {arch.dma_channels}"
-        for pe in self.on_pe:  # enumerate the routes the agents will use
-            for op in self._ops("load"):
-                axis = self.shared_axis(op)
-                stream = f"ld{self._op_index(op)}"
-                if axis is None:
-                    self.route(self.dram_for(pe), [pe], stream)
-                elif (axis == 1 and pe[1] == 0) or (axis == 0 and pe[0] == 0):
-                    self.route(self.dram_for(pe), self._line(pe, axis), stream)
-            for op in self._ops("store"):
-                self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
-        busiest = max((len(v) for v in self.link_routes.values()), default=0)
+        key = None
+        if memo:
+            key = (arch.name, arch.rows, arch.cols, tuple((d.name, d.attach) for d in arch.dram),
+                   frozenset(self.on_pe), tuple(self.shared_axis(op) for op in self._ops("load")),
+                   len(self._ops("store")))
+        busiest = _BUSIEST.get(key) if key is not None else None
+        if busiest is None:
+            for pe in self.on_pe:  # enumerate the routes the agents will use
+                for op in self._ops("load"):
+                    axis = self.shared_axis(op)
+                    stream = f"ld{self._op_index(op)}"
+                    if axis is None:
+                        self.route(self.dram_for(pe), [pe], stream)
+                    elif (axis == 1 and pe[1] == 0) or (axis == 0 and pe[0] == 0):
+                        self.route(self.dram_for(pe), self._line(pe, axis), stream)
+                for op in self._ops("store"):
+                    self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
+            busiest = max((len(v) for v in self.link_routes.values()), default=0)
+            if key is not None:
+                if len(_BUSIEST) >= _BUSIEST_LIMIT:
+                    _BUSIEST.clear()
+                _BUSIEST[key] = busiest
         if busiest > arch.channels_per_link:
             return (f"a NoC link carries {busiest} streams, {arch.name} has "
                     f"{arch.channels_per_link} channels per link (try multicast or another fold)")
@@ -387,6 +409,9 @@ class Mapping:
         }
 
     def _ops(self, name: str) -> list[Op]:
+        """The grid body's loads or stores, in program order (computed once; do not modify)."""
+        if name in self._op_lists:
+            return self._op_lists[name]
         out: list[Op] = []
 
         def walk(steps: list[Step]) -> None:
@@ -396,10 +421,14 @@ class Mapping:
                 else:
                     out.extend(s.loads if name == "load" else s.stores)
         walk(self.steps)
+        self._op_lists[name] = out
         return out
 
     def _op_index(self, op: Op) -> int:
-        return (self._ops("load") + self._ops("store")).index(op)
+        if not self._op_indices:
+            for i, o in enumerate(self._ops("load") + self._ops("store")):
+                self._op_indices.setdefault(o, i)
+        return self._op_indices[op]
 
     def _carried_bytes(self) -> int:
         total = 0

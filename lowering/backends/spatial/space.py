@@ -25,7 +25,7 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                                    "when some load is shared along a grid axis)"))
 
     def fits(c: Config) -> str | None:
-        return Mapping(fn, c, arch).check()
+        return Mapping(fn, c, arch).check(memo=True)
 
     space = space.with_constraint(Constraint(f"fits-{arch.name}", fits))
 
