@@ -44,14 +44,11 @@ def schema() -> dict[str, Any]:
 def validate_manifest(manifest: Any, where: str = MANIFEST) -> None:
     """Raise BackendError naming the first place where `manifest` breaks the schema, or where
     its parts do not refer to each other consistently (a parameter naming an unknown buffer)."""
-    import jsonschema
+    from tiledsl.schema_check import first_violation
 
-    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(manifest),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        at = "/".join(str(p) for p in e.absolute_path) or "<root>"
-        raise BackendError(f"{where} does not match the package schema at {at}: {e.message}")
+    violation = first_violation(schema(), manifest)
+    if violation:
+        raise BackendError(f"{where} does not match the package schema {violation}")
     _check_references(manifest, where)
 
 

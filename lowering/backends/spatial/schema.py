@@ -18,11 +18,8 @@ def schema() -> dict[str, Any]:
 
 def validate(config: dict[str, Any]) -> None:
     """Raise BackendError naming the first place where `config` breaks the schema."""
-    import jsonschema
+    from tiledsl.schema_check import first_violation
 
-    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(config),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = "/".join(str(p) for p in e.absolute_path) or "<root>"
-        raise BackendError(f"dataflow config does not match its schema at {where}: {e.message}")
+    violation = first_violation(schema(), config)
+    if violation:
+        raise BackendError(f"dataflow config does not match its schema {violation}")
