@@ -204,3 +204,13 @@ def test_memoized_link_check_agrees_with_the_full_route_enumeration() -> None:
         reasons.append(full)
     assert any(r and "channels per link" in r for r in reasons)  # the memo decides some
     assert any(r is None for r in reasons)
+
+
+def test_a_config_that_breaks_the_schema_is_named_where() -> None:
+    df = json.loads(kernel_of("vector_add").source(*inputs("vector_add"), target="spatial",
+                                                   arch="generic-8x8"))
+    validate(df)
+    del df["routes"][0]["links"]
+    with pytest.raises(td.BackendError,
+                       match=r"dataflow config does not match its schema at routes/0: .*links"):
+        validate(df)
