@@ -260,6 +260,7 @@ void Simulator::set_program(int agent, const std::vector<InstrSpec>& program) {
 
 void Simulator::Agent::reset() {
     pc = 0;
+    executed = 0;
     loops.clear();
     done = false;
     blocked = false;
@@ -385,6 +386,7 @@ void Simulator::settle(Agent& a) {
 }
 
 void Simulator::advance(Agent& a) {
+    ++a.executed;
     ++a.pc;
     settle(a);
 }
@@ -414,7 +416,9 @@ void Simulator::wake(Semaphore& sem, double now) {
         Agent& b = agents_[static_cast<std::size_t>(w.agent)];
         b.blocked = false;
         b.stall += now - b.blocked_since;
-        if (now > b.blocked_since) record(w.agent, TraceKind::Stall, b.blocked_since, now, 0);
+        if (now > b.blocked_since)  // amount: which ACQUIRE, counted in executed instructions
+            record(w.agent, TraceKind::Stall, b.blocked_since, now,
+                   static_cast<std::int64_t>(b.executed));
         advance(b);
         queue_.push(now, priority_of_next(b), w.agent, EventType::Step);
     }

@@ -38,7 +38,8 @@ struct TraceRecord {
     TraceKind kind;
     double start;
     double end;
-    std::int64_t amount;  // bytes for transfers, MACs for computes, 0 for stalls
+    std::int64_t amount;  // bytes for transfers, MACs for computes; for stalls, which ACQUIRE
+                          // (its index among the agent's executed instructions, loops unrolled)
 };
 
 struct AgentReport {
@@ -91,6 +92,7 @@ private:
         Program program;
         // run state
         std::size_t pc = 0;
+        std::uint64_t executed = 0;  // instructions run so far, loops unrolled (LOOPs not counted)
         std::vector<LoopFrame> loops;
         bool done = false;
         bool blocked = false;

@@ -95,7 +95,7 @@ void Simulator::static_instr(std::int32_t ai, double now) {
             s.count -= in.n;
             if (now > a.prev_end) {
                 a.stall += now - a.prev_end;
-                record(ai, TraceKind::Stall, a.prev_end, now, 0);
+                record(ai, TraceKind::Stall, a.prev_end, now, static_cast<std::int64_t>(a.pc));
             }
             break;
         }

@@ -200,6 +200,21 @@ def test_stall_is_time_blocked_in_acquire():
     assert sum(t[3] - t[2] for t in stalls) == 4 * 100 + 3 * 50
 
 
+def test_a_stall_record_names_the_acquire_that_blocked():
+    """Several ACQUIREs can run in one cycle; the stall's amount says which one blocked (its
+    index among the agent's executed instructions, loops unrolled), which is what the static
+    scheduler needs to time each ACQUIRE."""
+    s = sim.Simulator()
+    free, late = s.add_semaphore("free", 2, 2), s.add_semaphore("late", 0, 1)
+    a, b = s.add_agent("a"), s.add_agent("b")
+    # executed: ACQ free 0, COMP 1, ACQ free 2, COMP 3 (the loop), REL 4, ACQ late 5 (blocks)
+    s.set_program(a, [(LOOP, 2, 2), (ACQ, free, 1), (COMP, 5, 0), (REL, free, 2), (ACQ, late, 1)])
+    s.set_program(b, [(COMP, 30, 0), (REL, late, 1)])
+    r = s.run(trace=True)
+    stalls = [t for t in r["trace"] if t[1] == "stall"]
+    assert stalls == [(0, "stall", 10.0, 30.0, 5)]
+
+
 # ------------------------------------------------------------------------------------------------
 # Semaphores and deadlock
 

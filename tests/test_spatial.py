@@ -137,6 +137,18 @@ def test_static_timing_verifies_a_schedule() -> None:
     validate(df)
 
 
+def test_static_schedules_time_each_acquire_even_when_several_share_a_cycle() -> None:
+    """One-element tiles: a compute agent acquires its output slot and, in the same cycle, the
+    next program's input, which blocks. The schedule must start the first at once (its release
+    feeds the writer) and only the second after the stall; all of axpby's small space runs."""
+    args = inputs("axpby")
+    k = kernel_of("axpby")
+    space = k.config_space(*args, backend="spatial", arch="lpu-like")
+    for config in [td.Config(block_sizes=(1, 1), fold="rows", buffer_depth=2), *space.sample(12, seed=2)]:
+        report = k.simulate(*args, arch="lpu-like", config=config)
+        assert report.timing == "static" and report.cycles >= report.bound_cycles
+
+
 def test_chrome_trace(tmp_path) -> None:
     path = tmp_path / "trace.json"
     kernel_of("rms_norm").simulate(*inputs("rms_norm"), arch="wormhole-like", trace=str(path))

@@ -186,26 +186,28 @@ def _unroll(program: list[tuple], sim: Any) -> list[tuple]:
 
 def _schedule(programs: list[list[tuple]], trace: list[tuple], sim: Any,
               bottleneck: Any) -> list[list[tuple]]:
-    """Start cycles for every step, read off an arbitrated run's trace. A transfer that waited
-    for a busy link or channel starts (statically) when its data actually moved."""
-    by_agent: dict[int, list[tuple]] = {}
+    """Start cycles for every step, read off an arbitrated run's trace. An ACQUIRE that blocked
+    has a stall record naming it (by its index among the agent's executed steps) and starts when
+    the stall ends; one that did not block starts when the agent got to it. A transfer that
+    waited for a busy link or channel starts (statically) when its data actually moved."""
+    stalls: dict[tuple[int, int], float] = {}
+    timed_events: dict[int, list[tuple]] = {}
     for ev in trace:
-        by_agent.setdefault(ev[0], []).append(ev)
+        if ev[1] == "stall":
+            stalls[ev[0], int(ev[4])] = ev[3]
+        else:
+            timed_events.setdefault(ev[0], []).append(ev)
     out = []
     for a, program in enumerate(programs):
-        events = sorted(by_agent.get(a, []), key=lambda e: (e[2], e[3]))
+        events = sorted(timed_events.get(a, []), key=lambda e: (e[2], e[3]))
         k, t, timed = 0, 0.0, []
-        for ins in _unroll(program, sim):
+        for i, ins in enumerate(_unroll(program, sim)):
             if ins[0] == sim.ACQUIRE:
-                if k < len(events) and events[k][1] == "stall" and events[k][2] <= t + 1e-9:
-                    t = events[k][3]
-                    k += 1
+                t = stalls.get((a, i), t)
                 timed.append((*ins, t))
             elif ins[0] == sim.RELEASE:
                 timed.append((*ins, t))
             else:
-                while k < len(events) and events[k][1] == "stall":
-                    k += 1
                 start, end = events[k][2], events[k][3]
                 k += 1
                 if ins[0] == sim.TRANSFER and ins[1] > 0:
