@@ -151,16 +151,41 @@ def search_space(space: ConfigSpace) -> SearchSpace:
     return SearchSpace(params, valid=valid, default=space.values(space.default()))
 
 
-def analytic_candidates(space: ConfigSpace) -> list[Point]:
-    """Configs worth trying first: the default, then uniform block sizes (large first)."""
-    points = [space.values(space.default())]
+MODEL_PICKS = 4  # configs the backend's estimate ranks best, tried right after the default
+RANK_LIMIT = 20_000  # spaces up to this raw size are ranked whole; larger ones by a sample
+RANK_SAMPLE = 2_000
+
+
+def analytic_candidates(config_space: ConfigSpace, space: SearchSpace | None = None,
+                        seed: int = 0) -> list[Point]:
+    """Configs worth trying first: the default; the `MODEL_PICKS` points of `space` the
+    backend's estimate (`ConfigSpace.estimate`) ranks best, one per distinct estimate (configs it
+    cannot tell apart count once); then uniform block sizes (large first)."""
+    points = [config_space.values(config_space.default())]
+    if config_space.estimate is not None and space is not None:
+        if space.size_upper_bound <= RANK_LIMIT:
+            pool = list(space.points())
+        else:
+            rng = random.Random(seed)
+            pool = [p for p in (space.sample(rng, tries=200) for _ in range(RANK_SAMPLE))
+                    if p is not None]
+        scored = sorted(((config_space.estimate(config_space.make(p)), i)
+                         for i, p in enumerate(pool)))
+        seen: set[float] = set()
+        for cost, i in scored:
+            if len(seen) == MODEL_PICKS:
+                break
+            if round(cost, 6) not in seen:
+                seen.add(round(cost, 6))
+                if pool[i] not in points:
+                    points.append(pool[i])
     for size in (128, 64, 256, 32):
-        cfg = space.default()
-        blocks = tuple(min(size, max(p.choices)) for p in space.params
+        cfg = config_space.default()
+        blocks = tuple(min(size, max(p.choices)) for p in config_space.params
                        if p.name.startswith("block_sizes["))
         cfg = cfg.replace(block_sizes=list(blocks))
-        if cfg in space and space.values(cfg) not in points:
-            points.append(space.values(cfg))
+        if cfg in config_space and config_space.values(cfg) not in points:
+            points.append(config_space.values(cfg))
     return points
 
 
@@ -195,6 +220,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))
     space = search_space(config_space)
+    initial = analytic_candidates(config_space, space, seed)
     runner: Runner = RUNNERS[backend](kernel, values, arch)
     isolated = None
     if isolate if isolate is not None else backend == "triton":
@@ -206,7 +232,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         from autotune.precompile import Precompiler
         numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
         precompiler = Precompiler(kernel.file, kernel.name, numpy_args)
-        ahead = [config_space.make(p) for p in analytic_candidates(config_space)]
+        ahead = [config_space.make(p) for p in initial]
         rng = random.Random(seed)
         for _ in range(min(trials, 64)):
             p = space.sample(rng, tries=200)
@@ -257,7 +283,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             return value
         evaluate.objective = counted
     try:
-        get(strategy or DEFAULT)(space, evaluate, seed, analytic_candidates(config_space))
+        get(strategy or DEFAULT)(space, evaluate, seed, initial)
     finally:
         if bar is not None:
             bar.close()

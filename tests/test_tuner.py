@@ -136,6 +136,33 @@ def test_two_workers_share_a_postgresql_study() -> None:
     _two_workers(os.environ["TILEDSL_TEST_POSTGRES"])
 
 
+def test_searches_start_from_the_configs_the_estimate_ranks_best() -> None:
+    """After the default, the points of the space with the lowest estimates, one per distinct
+    estimate (a knob the estimate cannot see does not spend a pick), then uniform blocks."""
+    from autotune.tuner import MODEL_PICKS, analytic_candidates, search_space
+    from tiledsl.config import ConfigSpace, Param
+
+    space = ConfigSpace("k", (Param("block_sizes[0]", (1, 2, 4, 8, 16), 4),
+                              Param("knob", ("a", "b"), "a")))
+    space = space.with_estimate(lambda c: abs(c.block_sizes[0] - 8))
+    points = analytic_candidates(space, search_space(space))
+    assert MODEL_PICKS == 4  # estimates 0, 4, 6, 7: blocks 8, 4 (the default), 2, 1
+    assert points == [{"block_sizes[0]": b, "knob": "a"} for b in (4, 8, 2, 1, 16)]
+    assert analytic_candidates(space) == [{"block_sizes[0]": b, "knob": "a"} for b in (4, 16)]
+
+
+def test_spatial_tuning_tries_the_estimates_best_config_early(tmp_path: Path) -> None:
+    from autotune.tuner import search_space
+
+    a, b = small_matmul()
+    k = kernel_of("matmul")
+    space = k.config_space(a, b, backend="spatial")
+    best = min(search_space(space).points(), key=lambda p: space.estimate(space.make(p)))
+    r = tune(k, [a, b], backend="spatial", trials=5, storage=f"sqlite:///{tmp_path}/s.db",
+             use_cache=False)
+    assert r.trials[0].config == r.default and r.trials[1].config == space.make(best)
+
+
 def test_model_runner_ranks_configs_without_a_gpu(tmp_path: Path) -> None:
     a, b = example("matmul").make_inputs(np.random.default_rng(0), {"m": 256, "k": 256, "n": 256},
                                          np.float16)

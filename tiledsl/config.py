@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import random
@@ -118,32 +119,39 @@ class ConfigSpace:
     redundancy rules (`with_redundancy`): a config a rule flags runs exactly as another config
     of the space does (a knob that cannot act on this kernel under the rest of the config), so
     a search skips it, while a user who asks for it explicitly still gets it.
+
+    A backend may also give an `estimate` (`with_estimate`): an analytic cost of a valid config,
+    lower is better, cheap enough to rank the whole space, that a tuner tries first.
     """
 
     kernel: str
     params: tuple[Param, ...]
     constraints: tuple[Constraint, ...] = ()
     redundant: tuple[Constraint, ...] = ()
+    estimate: Callable[[Config], float] | None = None
 
     @property
     def num_blocks(self) -> int:
         return sum(1 for p in self.params if _block_index(p.name) is not None)
 
     def with_param(self, param: Param) -> ConfigSpace:
-        return ConfigSpace(self.kernel, self.params + (param,), self.constraints, self.redundant)
+        return dataclasses.replace(self, params=self.params + (param,))
 
     def with_default(self, name: str, value: Any) -> ConfigSpace:
         """The same space with param `name` defaulting to `value` (a backend's preference)."""
         params = tuple(Param(p.name, p.choices, value, p.doc) if p.name == name else p
                        for p in self.params)
-        return ConfigSpace(self.kernel, params, self.constraints, self.redundant)
+        return dataclasses.replace(self, params=params)
 
     def with_constraint(self, constraint: Constraint) -> ConfigSpace:
-        return ConfigSpace(self.kernel, self.params, self.constraints + (constraint,),
-                           self.redundant)
+        return dataclasses.replace(self, constraints=self.constraints + (constraint,))
 
     def with_redundancy(self, rule: Constraint) -> ConfigSpace:
-        return ConfigSpace(self.kernel, self.params, self.constraints, self.redundant + (rule,))
+        return dataclasses.replace(self, redundant=self.redundant + (rule,))
+
+    def with_estimate(self, estimate: Callable[[Config], float]) -> ConfigSpace:
+        """The same space with an analytic cost model of its configs (lower is better)."""
+        return dataclasses.replace(self, estimate=estimate)
 
     def duplicate(self, config: Config) -> str | None:
         """Why a search may skip `config` (it runs as another config does), or None."""

@@ -13,10 +13,13 @@ Ragged edges are exact: each transfer moves only the in-range part of its tile.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from lowering.backends.spatial.arch import Arch
 from tiledsl.config import Config
@@ -101,6 +104,29 @@ def _structure(block: Block) -> list[Step]:
     return steps
 
 
+@functools.lru_cache(maxsize=65536)
+def xy_hops(src: tuple[int, int], dst: tuple[int, int]) -> tuple[tuple[int, int, str], ...]:
+    """Dimension-ordered routing: along the row (x) first, then along the column (y). Each hop
+    is the link (row, col, direction) it leaves by."""
+    (r, c), out = src, []
+    while c != dst[1]:
+        step = 1 if dst[1] > c else -1
+        out.append((r, c, "E" if step > 0 else "W"))
+        c += step
+    while r != dst[0]:
+        step = 1 if dst[0] > r else -1
+        out.append((r, c, "S" if step > 0 else "N"))
+        r += step
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _nearest(attach: tuple[tuple[int, int], ...], pe: tuple[int, int]) -> int:
+    """The DRAM channel (by its attachment PE) nearest `pe`; ties: the lowest-numbered."""
+    return min(range(len(attach)),
+               key=lambda i: (abs(attach[i][0] - pe[0]) + abs(attach[i][1] - pe[1]), i))
+
+
 _BUSIEST: dict[tuple, int] = {}  # check(memo=True): placement -> streams on the busiest link
 _BUSIEST_LIMIT = 100_000
 
@@ -126,7 +152,6 @@ class Mapping:
         self.routes: list[dict[str, Any]] = []
         self.route_ids: dict[tuple, str] = {}
         self.link_routes: dict[int, set[str]] = {}
-        self.nearest: dict[tuple[int, int], int] = {}
         self._op_lists: dict[str, list[Op]] = {}
         self._op_indices: dict[Op, int] = {}
         self.place()
@@ -145,17 +170,23 @@ class Mapping:
         return math.prod(self.block(d) for d in t.shape)
 
     # ---- placement ------------------------------------------------------------------------
+    def pe_indices(self) -> np.ndarray:
+        """The PE (row * cols + col) of every program, programs in row-major grid order:
+        `fold=rows` (2-D grids) puts program (i, j) on PE (i mod rows, j mod cols), `linear`
+        deals programs round robin."""
+        arch = self.arch
+        i = np.arange(math.prod(self.counts))
+        if self.config.get("fold", "rows") == "rows" and len(self.counts) == 2:
+            return (i // self.counts[1] % arch.rows) * arch.cols + i % self.counts[1] % arch.cols
+        return i % arch.pes
+
     def place(self) -> None:
         arch = self.arch
-        programs = list(itertools.product(*(range(c) for c in self.counts)))
-        fold = self.config.get("fold", "rows")
+        programs = itertools.product(*(range(c) for c in self.counts))
         self.on_pe: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-        for i, g in enumerate(programs):
-            if fold == "rows" and len(g) == 2:
-                pe = (g[0] % arch.rows, g[1] % arch.cols)
-            else:
-                pe = divmod(i % arch.pes, arch.cols)
-            self.on_pe.setdefault(pe, []).append(g)
+        for g, q in zip(programs, self.pe_indices().tolist()):
+            self.on_pe.setdefault(divmod(q, arch.cols), []).append(g)
+        fold = self.config.get("fold", "rows")
         even = len(self.counts) == 2 and fold == "rows" and \
             self.counts[0] % arch.rows == 0 and self.counts[1] % arch.cols == 0
         self.multicast_possible = arch.multicast and even  # whatever the knob says
@@ -173,25 +204,12 @@ class Mapping:
         return self.links[key]
 
     def xy_path(self, src: tuple[int, int], dst: tuple[int, int]) -> list[int]:
-        """Dimension-ordered routing: along the row (x) first, then along the column (y)."""
-        (r, c), out = src, []
-        while c != dst[1]:
-            step = 1 if dst[1] > c else -1
-            out.append(self.link(r, c, "E" if step > 0 else "W"))
-            c += step
-        while r != dst[0]:
-            step = 1 if dst[0] > r else -1
-            out.append(self.link(r, c, "S" if step > 0 else "N"))
-            r += step
-        return out
+        """The ids of the links from `src` to `dst` (`xy_hops`)."""
+        return [self.link(*hop) for hop in xy_hops(src, dst)]
 
     def dram_for(self, pe: tuple[int, int]) -> int:
         """The DRAM channel nearest a PE (ties: the lowest-numbered)."""
-        if pe not in self.nearest:
-            self.nearest[pe] = min(range(len(self.arch.dram)),
-                                   key=lambda i: (abs(self.arch.dram[i].attach[0] - pe[0]) +
-                                                  abs(self.arch.dram[i].attach[1] - pe[1]), i))
-        return self.nearest[pe]
+        return _nearest(tuple(d.attach for d in self.arch.dram), pe)
 
     def route(self, dram: int, dsts: list[tuple[int, int]], stream: str,
               to_dram: bool = False) -> dict[str, Any]:

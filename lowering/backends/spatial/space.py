@@ -10,7 +10,9 @@ from tiledsl.ir.core import Function
 def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
     shareable loads); rule out configs
-    whose buffers overflow a PE's SRAM or whose routes overflow a link's channels."""
+    whose buffers overflow a PE's SRAM or whose routes overflow a link's channels; estimate
+    configs' cycles analytically (`estimate.py`) so the tuner tries the best-ranked first."""
+    from lowering.backends.spatial.estimate import estimate_cycles
     from lowering.backends.spatial.mapper import Mapping, can_multicast
 
     grids = [op for op in fn.body.ops if op.name == "grid"]
@@ -36,6 +38,7 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                 "operand along whole PE rows or columns")
 
     space = space.with_redundancy(Constraint("multicast-idle", multicast_idle))
+    space = space.with_estimate(lambda c: estimate_cycles(Mapping(fn, c, arch)))
     # Default: the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
     # operands and amortize per-transfer costs; `default()` then need not scan the space.
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]

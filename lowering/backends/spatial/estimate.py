@@ -1,0 +1,176 @@
+"""An analytic estimate of a mapping's simulated cycles, from the mapping alone (no dataflow
+config built, nothing simulated): cheap enough to rank a whole config space, so the tuner can
+try the configs it ranks best first (`ConfigSpace.estimate`).
+
+The model follows what the simulator does with the agents the mapper builds:
+
+* Every reader DMA issues its transfers one after another; each costs the per-transfer
+  overhead, the latency (hops + DRAM round trip), its bytes at the slower of link and DRAM
+  channel, and, below the channel's minimum burst, the wasted burst time.
+* A DRAM channel serves every PE it is nearest to, and a NoC link every route over it: the
+  loads and stores of those PEs queue on it.
+* Buffers overlap transfers with compute, so a PE takes about
+  `max(loads done + last compute step, first load + all compute, all stores) + last store`,
+  where the loads are done when the slowest of its readers, its channel and the links its
+  loads cross is; the kernel takes as long as its slowest PE.
+
+Programs differ only in whether they hold a ragged last tile along each grid axis, so the work
+of a program is worked out once per such class and the programs of each PE are counted by class
+(a NumPy histogram); the sequential tile loops' ragged last iterations are counted exactly.
+
+Measured over whole spaces (`python benchmarks/tune_spatial.py`), the estimate's rank
+correlation with the simulated cycles is 0.97 to 1.0 on generic-8x8 and 0.86 to 1.0 on
+aie-like-4x8. It does not model packet interleaving or the order in which PEs contend, so
+configs it ranks within a few percent of each other are ties to the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lowering.backends.spatial.mapper import Loop, Mapping, Step, _cdiv, xy_hops
+from tiledsl.ir.core import Value
+
+
+@dataclass
+class Stream:
+    """The transfers one load or the stores make for one program."""
+
+    axis: int | None = None  # a multicast load: the grid axis its line of PEs shares
+    transfers: int = 0
+    bytes: int = 0
+    short: int = 0  # bytes the transfers fall short of the DRAM minimum burst, summed
+    first: int = -1  # bytes of the first transfer (-1: none yet)
+    last: int = 0  # bytes of the last transfer
+
+
+@dataclass
+class Work:
+    """What one program does: compute cycles, its loads by operand, its stores."""
+
+    compute: float = 0.0
+    last_compute: float = 0.0
+    loads: dict[int, Stream] = field(default_factory=dict)
+    stores: Stream = field(default_factory=Stream)
+
+
+def _add(stream: Stream, count: int, nbytes: int, burst: int) -> None:
+    stream.transfers += count
+    stream.bytes += count * nbytes
+    stream.short += count * max(0, burst - nbytes)
+    if stream.first < 0:
+        stream.first = nbytes
+    stream.last = nbytes
+
+
+def program_work(m: Mapping, g: tuple[int, ...], burst: int) -> Work:
+    """The work of program `g` (loops counted by trip count; a ragged last iteration apart)."""
+    work = Work()
+
+    def walk(steps: list[Step], count: int, iters: dict[Value, int]) -> None:
+        for s in steps:
+            if isinstance(s, Loop):
+                rt = m.rt(s.range)
+                block = m.block(rt.block)
+                n = _cdiv(rt.extent, block)
+                if n > 1 and rt.extent % block:
+                    walk(s.body, count * (n - 1), {**iters, s.range: 0})
+                    walk(s.body, count, {**iters, s.range: n - 1})
+                else:
+                    walk(s.body, count * n, {**iters, s.range: 0})
+                continue
+            for op in s.loads:
+                stream = work.loads.setdefault(m._op_index(op), Stream(axis=m.shared_axis(op)))
+                _add(stream, count, m.access(op, g, iters)[3], burst)
+            cycles, _ = m.compute_cost(s.compute, g, iters)
+            work.compute += count * cycles
+            work.last_compute = cycles or work.last_compute
+            for op in s.stores:
+                _add(work.stores, count, m.access(op, g, iters)[3], burst)
+
+    walk(m.steps, 1, {})
+    return work
+
+
+def estimate_cycles(m: Mapping) -> float:
+    """About how many cycles the simulator will take for this mapping."""
+    arch = m.arch
+    counts = m.counts
+    n = math.prod(counts)
+    pes = m.pe_indices()
+    index = np.arange(n)
+    coords = np.unravel_index(index, counts)
+    ragged = np.zeros(n, dtype=np.int64)  # bit d: the program is the last one along axis d
+    for d, c in enumerate(counts):
+        ragged |= (coords[d] == c - 1).astype(np.int64) << d
+    classes = 1 << len(counts)
+    table = np.bincount(pes * classes + ragged, minlength=arch.pes * classes).reshape(
+        arch.pes, classes)
+    occupied, first_program = np.unique(pes, return_index=True)
+    last_program = n - 1 - np.unique(pes[::-1], return_index=True)[1]
+    works: dict[tuple[int, int], Work] = {}
+
+    def work(cls: int, burst: int) -> Work:
+        if (cls, burst) not in works:
+            g = tuple(c - 1 if cls >> d & 1 else 0 for d, c in enumerate(counts))
+            works[cls, burst] = program_work(m, g, burst)
+        return works[cls, burst]
+
+    by_pe: dict[int, list[tuple[int, int]]] = {}  # PE -> (class, programs of it)
+    for q, cls in zip(*(a.tolist() for a in table.nonzero())):
+        by_pe.setdefault(q, []).append((cls, int(table[q, cls])))
+    channel_busy: dict[int, float] = {}  # cycles of DRAM channel time
+    link_busy: dict[tuple[int, int, str], float] = {}  # cycles of NoC link time
+    per_pe = []
+    for q, first, last in zip(occupied.tolist(), first_program.tolist(), last_program.tolist()):
+        pe = divmod(q, arch.cols)
+        ch = m.dram_for(pe)
+        dram = arch.dram[ch]
+        burst = dram.min_burst_bytes
+        hops = abs(dram.attach[0] - pe[0]) + abs(dram.attach[1] - pe[1])
+        bw = min(arch.link_bytes_per_cycle, dram.bytes_per_cycle) if hops else dram.bytes_per_cycle
+        fixed = arch.transfer_overhead_cycles + hops * arch.hop_latency_cycles + dram.latency_cycles
+
+        def time(s: Stream) -> float:
+            return s.transfers * fixed + s.short / dram.bytes_per_cycle + s.bytes / bw
+
+        def one(nbytes: int) -> float:
+            return fixed + max(0, burst - nbytes) / dram.bytes_per_cycle + nbytes / bw
+
+        def occupy(links: set[tuple[int, int, str]], s: Stream, k: int) -> None:
+            channel_busy[ch] = channel_busy.get(ch, 0.0) + \
+                k * (s.bytes + s.short) / dram.bytes_per_cycle
+            for link in links:
+                link_busy[link] = link_busy.get(link, 0.0) + \
+                    k * s.bytes / arch.link_bytes_per_cycle
+
+        readers: dict[int, float] = {}
+        paths: set[tuple[int, int, str]] = set()
+        store_path = set(xy_hops(pe, dram.attach))
+        compute = writer = 0.0
+        for cls, k in by_pe[q]:
+            w = work(cls, burst)
+            compute += k * w.compute
+            writer += k * time(w.stores)
+            if w.stores.transfers:
+                occupy(store_path, w.stores, k)
+            for i, s in w.loads.items():
+                if s.axis is None or pe[s.axis] == 0:  # it issues this operand's transfers
+                    readers[i] = readers.get(i, 0.0) + k * time(s)
+                    dsts = [pe] if s.axis is None else m._line(pe, s.axis)
+                    links = set().union(*(xy_hops(dram.attach, d) for d in dsts))
+                    paths |= links
+                    occupy(links, s, k)
+        head, tail = work(int(ragged[first]), burst), work(int(ragged[last]), burst)
+        first_load = max((one(s.first) for s in head.loads.values() if s.first >= 0), default=0.0)
+        last_store = one(tail.stores.last) if tail.stores.transfers else 0.0
+        per_pe.append((ch, paths, list(readers.values()), first_load, compute, tail.last_compute,
+                       writer, last_store))
+    worst = 0.0
+    for ch, paths, readers, first_load, compute, last_compute, writer, last_store in per_pe:
+        loaded = max(readers + [channel_busy.get(ch, 0.0)] + [link_busy[x] for x in paths])
+        worst = max(worst, max(loaded + last_compute, first_load + compute, writer) + last_store)
+    return worst
