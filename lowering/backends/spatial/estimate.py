@@ -141,6 +141,9 @@ def estimate_cycles(m: Mapping) -> float:
             return fixed + max(0, burst - nbytes) / dram.bytes_per_cycle + nbytes / bw
 
         def occupy(links: set[tuple[int, int, str]], s: Stream, k: int) -> None:
+            # The simulator charges a short burst's shortfall as latency only; charging it to the
+            # channel as well stands in for the idle channel time that many small transfers
+            # leave, and ranks better (axpby on aie-like-4x8: rank correlation 0.88, not 0.84).
             channel_busy[ch] = channel_busy.get(ch, 0.0) + \
                 k * (s.bytes + s.short) / dram.bytes_per_cycle
             for link in links:

@@ -154,6 +154,7 @@ class Mapping:
         self.link_routes: dict[int, set[str]] = {}
         self._op_lists: dict[str, list[Op]] = {}
         self._op_indices: dict[Op, int] = {}
+        self._attach = tuple(d.attach for d in arch.dram)
         self.place()
 
     # ---- basic facts ----------------------------------------------------------------------
@@ -180,12 +181,19 @@ class Mapping:
             return (i // self.counts[1] % arch.rows) * arch.cols + i % self.counts[1] % arch.cols
         return i % arch.pes
 
-    def place(self) -> None:
-        arch = self.arch
+    @functools.cached_property
+    def on_pe(self) -> dict[tuple[int, int], list[tuple[int, ...]]]:
+        """The programs each occupied PE runs, in grid order."""
+        out: dict[tuple[int, int], list[tuple[int, ...]]] = {}
         programs = itertools.product(*(range(c) for c in self.counts))
-        self.on_pe: dict[tuple[int, int], list[tuple[int, ...]]] = {}
         for g, q in zip(programs, self.pe_indices().tolist()):
-            self.on_pe.setdefault(divmod(q, arch.cols), []).append(g)
+            out.setdefault(divmod(q, self.arch.cols), []).append(g)
+        return out
+
+    def place(self) -> None:
+        """What the fold decides besides where each program runs (`on_pe`, listed on first
+        use): whether whole PE rows and columns share operands, so multicast can act."""
+        arch = self.arch
         fold = self.config.get("fold", "rows")
         even = len(self.counts) == 2 and fold == "rows" and \
             self.counts[0] % arch.rows == 0 and self.counts[1] % arch.cols == 0
@@ -209,7 +217,7 @@ class Mapping:
 
     def dram_for(self, pe: tuple[int, int]) -> int:
         """The DRAM channel nearest a PE (ties: the lowest-numbered)."""
-        return _nearest(tuple(d.attach for d in self.arch.dram), pe)
+        return _nearest(self._attach, pe)
 
     def route(self, dram: int, dsts: list[tuple[int, int]], stream: str,
               to_dram: bool = False) -> dict[str, Any]:
@@ -344,7 +352,8 @@ class Mapping:
         key = None
         if memo:
             key = (arch.name, arch.rows, arch.cols, tuple((d.name, d.attach) for d in arch.dram),
-                   frozenset(self.on_pe), tuple(self.shared_axis(op) for op in self._ops("load")),
+                   np.unique(self.pe_indices()).tobytes(),
+                   tuple(self.shared_axis(op) for op in self._ops("load")),
                    len(self._ops("store")))
         busiest = _BUSIEST.get(key) if key is not None else None
         if busiest is None:
