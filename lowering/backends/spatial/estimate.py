@@ -161,9 +161,9 @@ def estimate_cycles(m: Mapping) -> float:
             if w.stores.transfers:
                 occupy(store_path, w.stores, k)
             for i, s in w.loads.items():
-                if s.axis is None or pe[s.axis] == 0:  # it issues this operand's transfers
+                dsts = m.destinations(pe, s.axis)
+                if dsts:  # it issues this operand's transfers
                     readers[i] = readers.get(i, 0.0) + k * time(s)
-                    dsts = [pe] if s.axis is None else m._line(pe, s.axis)
                     links = set().union(*(xy_hops(dram.attach, d) for d in dsts))
                     paths |= links
                     occupy(links, s, k)

@@ -361,10 +361,9 @@ class Mapping:
                 for op in self._ops("load"):
                     axis = self.shared_axis(op)
                     stream = f"ld{self._op_index(op)}"
-                    if axis is None:
-                        self.route(self.dram_for(pe), [pe], stream)
-                    elif (axis == 1 and pe[1] == 0) or (axis == 0 and pe[0] == 0):
-                        self.route(self.dram_for(pe), self._line(pe, axis), stream)
+                    dsts = self.destinations(pe, axis)
+                    if dsts:
+                        self.route(self.dram_for(pe), dsts, stream)
                 for op in self._ops("store"):
                     self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
             busiest = max((len(v) for v in self.link_routes.values()), default=0)
@@ -376,6 +375,14 @@ class Mapping:
             return (f"a NoC link carries {busiest} streams, {arch.name} has "
                     f"{arch.channels_per_link} channels per link (try multicast or another fold)")
         return None
+
+    def destinations(self, pe: tuple[int, int], axis: int | None) -> list[tuple[int, int]]:
+        """Where the loads `pe`'s reader issues go: to `pe` itself for a load no PEs share
+        (`axis` None); to its whole row or column when `pe` heads the line sharing the load
+        along grid axis `axis`; nowhere when another PE's multicast feeds it."""
+        if axis is None:
+            return [pe]
+        return self._line(pe, axis) if pe[axis] == 0 else []
 
     def _line(self, pe: tuple[int, int], axis: int) -> list[tuple[int, int]]:
         """The PEs sharing a tile that does not depend on grid axis `axis`: a row or a column."""
@@ -523,10 +530,9 @@ class Mapping:
                 compute.append({"acquire": f"{buf}.full", "n": 1})
                 axis = self.shared_axis(op)
                 stream = readers[self._op_index(op)]
-                if axis is None:
-                    stream.extend(self._copy(op, g, iters, [pe], buf))
-                elif (axis == 1 and pe[1] == 0) or (axis == 0 and pe[0] == 0):
-                    stream.extend(self._copy(op, g, iters, self._line(pe, axis), None))
+                dsts = self.destinations(pe, axis)
+                if dsts:
+                    stream.extend(self._copy(op, g, iters, dsts, buf if axis is None else None))
             cycles, macs = self.compute_cost(s.compute, g, iters)
             compute.append({"op": {"program": list(g), "cycles": cycles, "macs": macs,
                                    "ops": [o.name for o in s.compute]}})
