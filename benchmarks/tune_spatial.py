@@ -147,8 +147,9 @@ def main() -> None:
     print(f"tiledsl tune examples/matmul.py --quick: {quick:.1f} s end to end")
     Path(opts.out).write_text(json.dumps({
         "benchmark": "tune_spatial", "arch": opts.arch, "trials": opts.trials,
-        "seeds": opts.seeds, "estimate_seeds": not opts.no_estimate, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"), "examples": rows, "quick_gemm_tune_seconds": quick}, indent=1))
+        "seeds": opts.seeds, "estimate_seeds": not opts.no_estimate,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "examples": rows, "quick_gemm_tune_seconds": quick}, indent=1))
     print(f"wrote {opts.out}")
 
 
