@@ -96,11 +96,19 @@ def interpreted_stdlib() -> Iterator[None]:
     kernel runs, calls to compiled-mode functions go through the interpreter instead. The
     interpreter patches triton.language for nested calls without undoing it (triton 3.9), which
     would break later GPU compiles in the same process: everything it changes is restored."""
+    from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     snapshot = [(obj, dict(vars(obj))) for obj in _language_objects()]
     original = JITFunction.__call__
+    patch_tensor = interpreter._patch_lang_tensor
+
+    def patch_tensor_index(tensor: Any, scope: Any) -> None:
+        # triton 3.6 indexes with int(data) on a 1-element array, which NumPy >= 2.4 refuses
+        # (`tl.range(tl.program_id(0), ...)` in persistent kernels); triton 3.9 squeezes first.
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
     interpreted: dict[Any, Any] = {}
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -109,10 +117,12 @@ def interpreted_stdlib() -> Iterator[None]:
         return interpreted[self.fn](*args, **kwargs)
 
     JITFunction.__call__ = call  # type: ignore[method-assign]
+    interpreter._patch_lang_tensor = patch_tensor_index
     try:
         yield
     finally:
         JITFunction.__call__ = original  # type: ignore[method-assign]
+        interpreter._patch_lang_tensor = patch_tensor
         _restore(snapshot)
 
 
