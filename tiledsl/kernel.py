@@ -308,6 +308,23 @@ class TileKernel:
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
+    def warm(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
+             num_sms: int | None = None, **kwargs: Any) -> int:
+        """Fill Triton's JIT cache for launching on arrays shaped, typed and strided like these
+        on a GPU of `arch` (no GPU needed): the first `backend="triton"` call of that shape then
+        loads its kernels instead of compiling them. `num_sms` (default: an H100's 132) matters
+        only to persistent configs. The config is `config`, else the space's default. Returns
+        how many kernels were compiled or found compiled."""
+        values = self.bind(args, kwargs)
+        t = self._traced(self.arg_spec(values))
+        space = self._space(self.arg_spec(values), "triton")
+        config = space.default() if config is None else space.validate(config)
+        try:
+            return registry.backend("triton").warm(  # type: ignore[attr-defined]
+                t.lowered, config, values, arch, num_sms)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+
     def export(self, path: str | Path, *args: Any, arch: str = "sm_90",
                config: Config | None = None, **kwargs: Any) -> Path:
         """Write an ahead-of-time package to directory `path`: cubins for `arch` specialized to

@@ -54,6 +54,13 @@ class TritonBackend:
         """PTX and cubin for `arch`, with resource usage (works without a GPU)."""
         return compile_module(generate_cached(fn, config, array_strides(fn, args)), arch)
 
+    def warm(self, fn: Function, config: Config, args: list[Any], arch: str,
+             num_sms: int | None = None) -> int:
+        """Compile into Triton's JIT cache what launching on `args` would compile on `arch`
+        (works without a GPU; see warmup.py). Returns the number of kernels."""
+        from lowering.backends.triton.warmup import DEFAULT_SMS, warm
+        return len(warm(fn, config, args, arch, num_sms or DEFAULT_SMS))
+
     def export_plan(self, fn: Function, config: Config, args: list[Any],
                     arch: str) -> dict[str, Any]:
         """What an ahead-of-time package needs (see package.export_plan): the manifest's
@@ -123,6 +130,15 @@ class TritonBackend:
             full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
             num_sms=_num_sms(torch, device), wrap=wrap)
         return list(outs)
+
+
+def device_target(device: int | None = None) -> tuple[str, int]:
+    """The current (or given) GPU as ("sm_<capability>", SM count): what `warm` compiles for
+    so that launches on this GPU find their kernels compiled."""
+    torch = gpu_torch()
+    index = torch.cuda.current_device() if device is None else device
+    major, minor = torch.cuda.get_device_capability(index)
+    return f"sm_{major}{minor}", torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def _num_sms(torch: Any, device: Any) -> int:
