@@ -102,6 +102,20 @@ class Evaluator:
         self.budget = budget
         self.results: dict[tuple, float | None] = {}
         self.history: list[tuple[Point, float | None]] = []
+        # Told the points a strategy expects to evaluate next (see `prefetch`).
+        self.on_prefetch: Callable[[list[Point]], None] | None = None
+
+    @property
+    def wants_prefetch(self) -> bool:
+        """Whether anyone listens to `prefetch` (strategies skip computing hints otherwise)."""
+        return self.on_prefetch is not None
+
+    def prefetch(self, points: Sequence[Point]) -> None:
+        """A strategy's hint: the points it expects to evaluate next, most likely first. It
+        changes no result; the tuner compiles them ahead, in parallel, while it measures. Each
+        hint replaces the previous one."""
+        if self.on_prefetch is not None:
+            self.on_prefetch([p for p in points if SearchSpace.key(p) not in self.results])
 
     @property
     def done(self) -> bool:

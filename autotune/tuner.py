@@ -51,6 +51,7 @@ class TuneResult:
     storage: str
     seconds: float
     baselines: dict[str, float] = field(default_factory=dict)  # name -> milliseconds
+    compiled_ahead: int | None = None  # trials a compile worker had compiled (GPU and model)
 
     @property
     def best_so_far(self) -> list[float | None]:
@@ -70,8 +71,10 @@ class TuneResult:
         rows = [("tuned", str(self.best), self.best_value, self.unit),
                 ("default", str(self.default), self.default_value, self.unit)]
         rows += [(f"baseline: {name}", "", ms, "ms") for name, ms in self.baselines.items()]
+        ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
         lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
-                 f"{self.seconds:.1f} s, {len(self.rejected)} rejected (study {self.study!r})"]
+                 f"{self.seconds:.1f} s, {len(self.rejected)} rejected{ahead} "
+                 f"(study {self.study!r})"]
         width = max(len(r[1]) for r in rows)
         name_width = max(len(r[0]) for r in rows)
         for name, cfg, value, unit in rows:
@@ -88,7 +91,8 @@ class TuneResult:
                 "trials": [{"config": t.config.to_dict(), "value": t.value, "status": t.status}
                            for t in self.trials],
                 "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
-                "study": self.study, "storage": self.storage, "seconds": self.seconds}
+                "study": self.study, "storage": self.storage, "seconds": self.seconds,
+                "compiled_ahead": self.compiled_ahead}
 
     def to_t4(self) -> dict[str, Any]:
         """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads)."""
@@ -228,17 +232,17 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         isolated = Isolated("autotune.runners:from_file",
                             (kernel.file, kernel.name, numpy_args, backend, arch), trial_timeout)
     precompiler = None
+    compiled_ahead = 0
     if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
         from autotune.precompile import Precompiler
         numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
-        precompiler = Precompiler(kernel.file, kernel.name, numpy_args)
-        ahead = [config_space.make(p) for p in initial]
-        rng = random.Random(seed)
-        for _ in range(min(trials, 64)):
-            p = space.sample(rng, tries=200)
-            if p is not None:
-                ahead.append(config_space.make(p))
-        precompiler.submit(ahead)
+        if backend == "triton":  # fill Triton's JIT cache for this GPU
+            from lowering.backends.triton.gpu import device_target
+            target, sms = device_target()
+            precompiler = Precompiler(kernel.file, kernel.name, numpy_args, "jit", target, sms)
+        else:
+            precompiler = Precompiler(kernel.file, kernel.name, numpy_args, "aot", "sm_90")
+        precompiler.submit([config_space.make(p) for p in initial])
     key = cache.key(kernel, values, backend, arch)
     url = storage or default_storage()
     name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
@@ -247,9 +251,10 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
 
     def objective(point: Point) -> float | None:
         config = config_space.make(point)
+        nonlocal compiled_ahead
         try:
-            if precompiler is not None:
-                precompiler.wait(config)
+            if precompiler is not None and precompiler.wait(config):
+                compiled_ahead += 1
             if check and backend != "triton":  # the triton runner checks in its own process
                 why = runner.check(config)
                 if why is not None:
@@ -264,6 +269,10 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
 
     deadline = start + timeout if timeout is not None else None
     evaluate = _Budget(objective, trials, deadline)
+    if precompiler is not None:
+        pool = precompiler
+        evaluate.on_prefetch = lambda points: pool.submit(
+            [config_space.make(p) for p in points], replace=True)
     for point, value in studies.load_trials(study):  # resume: what earlier runs measured
         k = SearchSpace.key(point)
         if k not in evaluate.results:
@@ -307,7 +316,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         evaluate.results.get(default_key),
         [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"))
          for p, v in evaluate.history],
-        name, url, time.monotonic() - start, measured)
+        name, url, time.monotonic() - start, measured,
+        compiled_ahead if precompiler is not None else None)
 
 
 class Tuner:

@@ -119,3 +119,43 @@ def test_bo_local_searches_near_the_elite() -> None:
 
     assert min(near_elite("bo+local", s) for s in range(3)) >= 0.8
     assert max(near_elite("bo", s) for s in range(3)) < 0.8
+
+
+class Hinted(Checked):
+    """Records the strategy's compile-ahead hints, and the latest one before each evaluation."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(budget)
+        self.hints: list[list[tuple]] = []
+        self.on_prefetch = lambda points: self.hints.append([SearchSpace.key(p) for p in points])
+        self.hint_before: list[list[tuple] | None] = []
+
+    def _objective(self, p: dict) -> float | None:
+        self.hint_before.append(self.hints[-1] if self.hints else None)
+        return super()._objective(p)
+
+
+def test_evaluated_points_are_left_out_of_hints() -> None:
+    ev = Hinted(10)
+    ev(OPT)
+    ev.prefetch([OPT, dict(OPT, unroll=2)])
+    assert ev.hints == [[SearchSpace.key(dict(OPT, unroll=2))]]
+
+
+@pytest.mark.parametrize("name", ["bo", "bo+local", "local", "exhaustive"])
+def test_strategies_announce_what_they_evaluate_next(name: str) -> None:
+    """What the tuner compiles ahead: bo's start points all at once, then before each model
+    proposal the proposal and its runners-up by expected improvement; a descent's neighbours in
+    the order it tries them; exhaustive search's next points."""
+    ev = Hinted(30)
+    initial = [dict(OPT, bx=16, by=1)]
+    get(name)(SPACE, ev, 0, initial)
+    assert len(ev.history) == 30
+    announced = [SearchSpace.key(p) in (hint or []) for (p, _), hint in
+                 zip(ev.history, ev.hint_before)]
+    if name.startswith("bo"):
+        first = ev.hints[0]
+        assert first[0] == SearchSpace.key(initial[0]) and len(first) == 8  # n_init for 3 params
+        assert [SearchSpace.key(p) for p, _ in ev.history[:8]] == first
+    assert sum(announced) >= (27 if name != "local" else 20), announced
+    assert run(name, 30, initial=initial).history == ev.history  # hints change nothing

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -169,6 +170,8 @@ def test_model_runner_ranks_configs_without_a_gpu(tmp_path: Path) -> None:
     r = tune(kernel_of("matmul"), [a, b], backend="model", trials=4, check=False,
              storage=f"sqlite:///{tmp_path}/m.db")
     assert r.unit.startswith("us") and r.best_value is not None and r.best_value > 0
+    assert r.compiled_ahead is not None and 0 <= r.compiled_ahead <= len(r.trials)
+    assert "compiled ahead" in r.table() and r.to_json()["compiled_ahead"] == r.compiled_ahead
 
 
 def test_a_changed_kernel_or_shape_misses_the_cache() -> None:
@@ -210,6 +213,15 @@ def test_studies_export_to_t4_and_replay(tmp_path: Path) -> None:
                  "--budget", "5"]) == 0
 
 
+def _started(pre: Any, config: td.Config) -> None:
+    """Wait until a worker has taken `config`'s compile."""
+    import time
+    future = pre.pending[config]
+    deadline = time.monotonic() + 120
+    while not (future.running() or future.done()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_precompiler_fills_the_compile_cache() -> None:
     pytest.importorskip("triton")
     from autotune.precompile import Precompiler
@@ -220,10 +232,50 @@ def test_precompiler_fills_the_compile_cache() -> None:
     pre = Precompiler(k.file, k.name, [a, b], workers=1)
     try:
         pre.submit([config])
-        pre.wait(config)
+        _started(pre, config)
+        assert pre.wait(config)  # a worker compiled it
     finally:
         pre.close()
     import time
     start = time.perf_counter()
     k.compile(a, b, config=config, arch="sm_90")  # served from the disk cache
     assert time.perf_counter() - start < 0.5
+
+
+def test_precompiler_warms_tritons_jit_cache_for_gpu_tuning(tmp_path: Path,
+                                                             monkeypatch: Any) -> None:
+    """The GPU runner's compiles are `k.warm`: they land in Triton's cache, where the measuring
+    process's launch looks."""
+    pytest.importorskip("triton")
+    from autotune.precompile import Precompiler
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # the spawned workers inherit it
+    a, b = example("matmul").make_inputs(np.random.default_rng(0), {"m": 64, "k": 64, "n": 64},
+                                         np.float16)
+    k = kernel_of("matmul")
+    config = td.Config((32, 32, 32), 4, 2, group_m=1, tma=False, persistent=False)
+    pre = Precompiler(k.file, k.name, [a, b], kind="jit", arch="sm_90", num_sms=132, workers=1)
+    try:
+        pre.submit([config])
+        _started(pre, config)
+        assert pre.wait(config)
+    finally:
+        pre.close()
+    assert list(tmp_path.glob("*/matmul_kernel.cubin"))
+
+
+def test_precompiler_follows_the_latest_hint() -> None:
+    """A new hint cancels the queued compiles it no longer names; a config whose compile has not
+    started when it is measured is withdrawn (the measurement compiles it)."""
+    from autotune.precompile import Precompiler
+    k = kernel_of("matmul")
+    a, b = small_matmul()
+    configs = [td.Config((bm, bn, 32), 4, 2, group_m=1) for bm in (16, 32, 64) for bn in (16, 32)]
+    pre = Precompiler(k.file, k.name, [a, b], workers=1)
+    try:
+        pre.submit(configs)  # one worker: three at most leave the queue before the first is done
+        assert pre.wait(configs[-1]) is False and configs[-1] not in pre.pending
+        pre.submit([configs[0]], replace=True)
+        assert configs[0] in pre.pending and configs[-2] not in pre.pending
+        assert pre.wait(td.Config((16, 16, 16), 4, 2, group_m=1)) is False  # never submitted
+    finally:
+        pre.close()

@@ -51,6 +51,7 @@ REFIT_GROWTH = 1.5  # refit the hyperparameters when the data grew by half
 EXPAND_EVERY = 3  # bo+local: every third proposal expands the elite
 TRUST_ELITE = 10  # bo+local: the trust region is the neighbourhood of the 10 best points
 GLOBAL_EVERY = 4  # bo+local: one model proposal in four is global
+PREFETCH = 16  # next-step candidates (by expected improvement) hinted for compiling ahead
 
 
 def n_init(n_free: int) -> int:
@@ -149,19 +150,27 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
     unseen = np.ones(len(pool), dtype=bool)
     marked = 0
 
-    for point in initial:
-        if evaluate.done:
-            return
-        if space.contains(point):
-            evaluate(point)
+    # The start: the initial points, then uniform random ones up to n_init, drawn up front so
+    # they can be compiled ahead while the first ones are measured.
+    start = [p for p in initial if space.contains(p)]
+    planned = {SearchSpace.key(p) for p in start} | set(evaluate.results)
     stale = 0
-    while not evaluate.done and len(evaluate.history) < n_init(len(free)) and stale < 1000:
+    while len(evaluate.history) + len(planned - set(evaluate.results)) < n_init(len(free)) \
+            and stale < 1000:
         q = space.sample(rng)
         if q is None:
+            break
+        if SearchSpace.key(q) in planned:
+            stale += 1
+            continue
+        planned.add(SearchSpace.key(q))
+        start.append(q)
+        stale = 0
+    evaluate.prefetch(start)
+    for point in start:
+        if evaluate.done:
             return
-        before = len(evaluate.history)
-        evaluate(q)
-        stale = stale + 1 if len(evaluate.history) == before else 0
+        evaluate(point)
 
     gp = GP(len(free))
     fitted_at = 0
@@ -221,6 +230,40 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
             exhausted.add(SearchSpace.key(point))
         return None
 
+    def unseen_pool() -> tuple[list[Point], np.ndarray]:
+        nonlocal marked
+        for p, _ in evaluate.history[marked:]:
+            i = pool_index.get(SearchSpace.key(p))
+            if i is not None:
+                unseen[i] = False
+        marked = len(evaluate.history)
+        idx = np.flatnonzero(unseen)
+        return [pool[i] for i in idx], pool_x[idx]
+
+    lookahead_rng = random.Random(seed + 1)  # the hints must not move the search's own stream
+
+    def announce(choice: Point, step: int, proposals: int) -> None:
+        """Hint what the next step will likely propose, before measuring `choice`: the best
+        candidates, by the current model's expected improvement, of the next step's branch."""
+        if not evaluate.wants_prefetch:
+            return
+        if expand_every and (step + 1) % expand_every == 0:
+            key = SearchSpace.key(choice)
+            ahead = next((fresh for fresh in (
+                [q for q in neighbours(p) if SearchSpace.key(q) not in evaluate.results
+                 and SearchSpace.key(q) != key] for p in ranked()) if fresh), [])
+        else:
+            ahead = trust_region() if trust and (proposals + 1) % GLOBAL_EVERY else []
+            if not ahead:
+                ahead = unseen_pool()[0] if enumerated else _sampled_candidates(
+                    space, evaluate, lookahead_rng)
+        ahead = [q for q in ahead if q != choice]
+        if ahead:
+            mu, sd = gp.predict(enc_all(ahead))
+            order = np.argsort(-expected_improvement(mu, sd, model_best), kind="stable")
+            ahead = [ahead[int(i)] for i in order[:PREFETCH]]
+        evaluate.prefetch([choice] + ahead)
+
     step = proposals = 0
     while not evaluate.done:
         step += 1
@@ -234,28 +277,27 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
         if expand_every and step % expand_every == 0:
             q = elite_neighbour()
             if q is not None:
+                announce(q, step, proposals)
                 evaluate(q)
                 continue
         proposals += 1
         if trust and proposals % GLOBAL_EVERY:
             local = trust_region()
             if local:
-                evaluate(best_ei(local, enc_all(local)))
+                q = best_ei(local, enc_all(local))
+                announce(q, step, proposals)
+                evaluate(q)
                 continue
         if enumerated:
-            for p, _ in evaluate.history[marked:]:
-                i = pool_index.get(SearchSpace.key(p))
-                if i is not None:
-                    unseen[i] = False
-            marked = len(evaluate.history)
-            idx = np.flatnonzero(unseen)
-            cand, cand_x = [pool[i] for i in idx], pool_x[idx]
+            cand, cand_x = unseen_pool()
         else:
             cand = _sampled_candidates(space, evaluate, rng)
             cand_x = enc_all(cand)
         if not cand:
             return
-        evaluate(best_ei(cand, cand_x))
+        q = best_ei(cand, cand_x)
+        announce(q, step, proposals)
+        evaluate(q)
 
 
 def _sampled_candidates(space: SearchSpace, evaluate: Evaluator,

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
+
 from autotune.space import Evaluator, Point, SearchSpace
 from autotune.strategies import register
+
+AHEAD = 32  # points announced for compiling ahead at a time
 
 
 @register("exhaustive")
 def exhaustive(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
     for point in initial:
         evaluate(point)
-    for point in space.points():
-        if evaluate.done:
+    points = space.points()
+    while not evaluate.done:
+        batch = list(itertools.islice(points, AHEAD))
+        if not batch:
             return
-        evaluate(point)
+        evaluate.prefetch(batch)
+        for point in batch:
+            if evaluate.done:
+                return
+            evaluate(point)

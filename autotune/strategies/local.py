@@ -69,6 +69,7 @@ def descend(space: SearchSpace, evaluate: Evaluator, start: Point, rng: random.R
     while not evaluate.done:
         neighbours = hamming_neighbors(space, current)
         rng.shuffle(neighbours)
+        evaluate.prefetch(neighbours)  # tried in this order until one is better
         for q in neighbours:
             if evaluate.done:
                 return current
