@@ -299,14 +299,7 @@ class TileKernel:
                 **kwargs: Any) -> list[Any]:
         """Compile ahead of time for `arch` (no GPU needed): one report per generated kernel
         with PTX, cubin, registers, spills and shared memory (`.problem` if it should not run)."""
-        values = self.bind(args, kwargs)
-        t = self._traced(self.arg_spec(values))
-        space = self._space(self.arg_spec(values), "triton")
-        config = space.default() if config is None else space.validate(config)
-        try:
-            return registry.backend("triton").compile(t.lowered, config, values, arch)  # type: ignore[attr-defined]
-        except TileDSLError as e:
-            raise e.with_context(kernel=self.name) from None
+        return self._on_triton("compile", args, kwargs, config, arch)
 
     def warm(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
              num_sms: int | None = None, **kwargs: Any) -> int:
@@ -315,13 +308,18 @@ class TileKernel:
         loads its kernels instead of compiling them. `num_sms` (default: an H100's 132) matters
         only to persistent configs. The config is `config`, else the space's default. Returns
         how many kernels were compiled or found compiled."""
+        return self._on_triton("warm", args, kwargs, config, arch, num_sms)
+
+    def _on_triton(self, method: str, args: tuple, kwargs: dict[str, Any],
+                   config: Config | None, *extra: Any) -> Any:
+        """The Triton backend's `method`(ir, config, values, *extra) for these arguments, under
+        `config` (validated) or the space's default; errors name the kernel."""
         values = self.bind(args, kwargs)
         t = self._traced(self.arg_spec(values))
         space = self._space(self.arg_spec(values), "triton")
         config = space.default() if config is None else space.validate(config)
         try:
-            return registry.backend("triton").warm(  # type: ignore[attr-defined]
-                t.lowered, config, values, arch, num_sms)
+            return getattr(registry.backend("triton"), method)(t.lowered, config, values, *extra)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 

@@ -17,6 +17,7 @@ from lowering.backends.triton.interpret import scalar, strides_of
 from lowering.backends.triton.loader import load
 from lowering.backends.triton.package import export_plan
 from lowering.backends.triton.targets import array_strides
+from lowering.backends.triton.warmup import DEFAULT_SMS
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
@@ -58,7 +59,7 @@ class TritonBackend:
              num_sms: int | None = None) -> int:
         """Compile into Triton's JIT cache what launching on `args` would compile on `arch`
         (works without a GPU; see warmup.py). Returns the number of kernels."""
-        from lowering.backends.triton.warmup import DEFAULT_SMS, warm
+        from lowering.backends.triton.warmup import warm
         return len(warm(fn, config, args, arch, num_sms or DEFAULT_SMS))
 
     def export_plan(self, fn: Function, config: Config, args: list[Any],
@@ -138,14 +139,14 @@ def device_target(device: int | None = None) -> tuple[str, int]:
     torch = gpu_torch()
     index = torch.cuda.current_device() if device is None else device
     major, minor = torch.cuda.get_device_capability(index)
-    return f"sm_{major}{minor}", torch.cuda.get_device_properties(index).multi_processor_count
+    return f"sm_{major}{minor}", _num_sms(torch, index)
 
 
 def _num_sms(torch: Any, device: Any) -> int:
-    """The device's SM count (132, an H100's, when there is no device: fake tensors)."""
+    """The device's SM count (an H100's when there is no device: fake tensors)."""
     if torch.cuda.is_available():
         return torch.cuda.get_device_properties(device).multi_processor_count
-    return 132
+    return DEFAULT_SMS
 
 
 registry.register_backend(TritonBackend())

@@ -34,7 +34,7 @@ from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 
-# Programs a persistent kernel launches per SM count: what `num_sms` defaults to (an H100 SXM).
+# SMs assumed when none is given (an H100 SXM's): persistent kernels launch one program each.
 DEFAULT_SMS = 132
 
 
