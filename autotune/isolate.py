@@ -2,8 +2,9 @@
 fails one trial and never the tuner.
 
 The child builds its runner once from a `module:function` factory (so it can import the user's
-kernel file and, on a GPU, create its CUDA context once), then answers configs one by one. A
-config that times out or kills the child is reported as failed and the child is restarted.
+kernel file and, on a GPU, create its CUDA context once), then answers configs one by one:
+`measure` (a candidate: checked, then timed) or `time` (a finalist, timed again). A config that
+times out or kills the child is reported as failed and the child is restarted.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def _serve(conn: Connection, factory: str, args: tuple) -> None:
         message = conn.recv()
         if message is None:
             return
+        kind, config = message
         try:
-            conn.send(("ok", runner.measure(Config.from_dict(message))))
+            conn.send(("ok", getattr(runner, kind)(Config.from_dict(config))))
         except BaseException as e:  # noqa: BLE001
             conn.send(("error", f"{type(e).__name__}: {e}"))
 
@@ -70,10 +72,18 @@ class Isolated:
             raise TrialFailed(f"the measuring process failed to set up: {detail}")
 
     def measure(self, config: Config) -> float:
+        """The runner's `measure(config)` in the child."""
+        return self._ask("measure", config)
+
+    def time(self, config: Config) -> float:
+        """The runner's `time(config)` in the child."""
+        return self._ask("time", config)
+
+    def _ask(self, kind: str, config: Config) -> float:
         if self.proc is None or not self.proc.is_alive():
             self._start()
         assert self.conn is not None
-        self.conn.send(config.to_dict())
+        self.conn.send((kind, config.to_dict()))
         try:
             ready = self.conn.poll(self.timeout)
         except (EOFError, OSError):

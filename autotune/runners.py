@@ -34,6 +34,7 @@ def _fresh(args: list[Any]) -> list[Any]:
 class Runner:
     unit = ""
     backend = ""
+    noisy = False  # timings vary run to run: the tuner re-times its finalists (finalists.py)
 
     def __init__(self, kernel: TileKernel, args: list[Any], arch: Any = None) -> None:
         self.kernel = kernel
@@ -65,6 +66,11 @@ class Runner:
         return None
 
     def measure(self, config: Config) -> float:
+        """A candidate's value in the search (the triton runner checks its numbers first)."""
+        return self.time(config)
+
+    def time(self, config: Config) -> float:
+        """The value alone, for configs already measured (re-timing the finalists)."""
         raise NotImplementedError
 
 
@@ -72,16 +78,17 @@ class SpatialRunner(Runner):
     unit = "cycles"
     backend = "spatial"
 
-    def measure(self, config: Config) -> float:
+    def time(self, config: Config) -> float:
         return self.kernel.simulate(*self.args, arch=self.arch, config=config).cycles
 
 
 class NumpyRunner(Runner):
     unit = "ms"
     backend = "numpy"
+    noisy = True
     repeats = 3
 
-    def measure(self, config: Config) -> float:
+    def time(self, config: Config) -> float:
         times = []
         for _ in range(self.repeats):
             call = _fresh(self.args)
@@ -111,7 +118,7 @@ class ModelRunner(Runner):
         out = self.kernel.run(*call, backend="triton-interpret", config=config)
         return tuple(a for a in call if isinstance(a, np.ndarray)) if out is None else out
 
-    def measure(self, config: Config) -> float:
+    def time(self, config: Config) -> float:
         reports = self.kernel.compile(*self.args, config=config, arch="sm_90")
         t = self.kernel.traced(*self.args).lowered
         blocks = dict(zip(t.symbols, config.block_sizes))
@@ -179,6 +186,7 @@ class TritonRunner(Runner):
 
     unit = "ms"
     backend = "triton"
+    noisy = True
     repeats = 20
 
     def __init__(self, kernel: TileKernel, args: list[Any], arch: Any = None) -> None:
@@ -200,6 +208,9 @@ class TritonRunner(Runner):
         why = self.check(config)
         if why is not None:
             raise ValueError(why)
+        return self.time(config)
+
+    def time(self, config: Config) -> float:
         return cuda_median_ms(lambda: self.kernel.run(*self.gpu_args, backend="triton",
                                                       config=config), repeats=self.repeats)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from autotune.finalists import FINALISTS, ROUNDS
 from autotune.tuner import tune
 from tiledsl import registry
 
@@ -55,7 +56,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
         result = tune(k, list(args), backend=backend, arch=opts.arch, trials=trials,
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
                       study_name=opts.study, seed=opts.seed, check=not opts.no_check,
-                      progress=not opts.no_progress, baselines=baselines)
+                      progress=not opts.no_progress, baselines=baselines,
+                      finalists=opts.finalists)
         print(result.table())
         if opts.plot:
             path = opts.plot if len(kernels) == 1 else opts.plot.replace(".png", f"_{k.name}.png")
@@ -94,6 +96,10 @@ def add(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for inputs and the search")
     p.add_argument("--quick", action="store_true", help="a short run (12 trials)")
     p.add_argument("--no-check", action="store_true", help="skip checking numbers against NumPy")
+    p.add_argument("--finalists", type=int, default=FINALISTS,
+                   help="timed backends (triton, numpy): re-time this many of the search's fastest "
+                        f"configs and the default, interleaved over {ROUNDS} rounds, and keep the "
+                        f"lowest median (default {FINALISTS}; 0 keeps the search's fastest trial)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--plot", help="write a convergence plot (PNG) to this path")
     p.add_argument("--json", help="write the report as JSON to this path")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from autotune import cache
+from autotune import cache, finalists as finals
 from autotune.isolate import Isolated, TrialFailed
 from autotune.strategies import optuna_adapter as studies
 from autotune.tuner import tune
@@ -35,6 +35,7 @@ def test_spatial_tuning_finds_a_config_at_least_as_good_as_the_default(tmp_path:
     assert r.best is not None and r.best_value is not None and r.default_value is not None
     assert r.best_value <= r.default_value and len(r.trials) >= 10
     assert r.trials[0].config == r.default  # the study starts from the default config
+    assert r.finalists == [] and r.best == r.search_best  # simulated cycles are not re-timed
     best_so_far = r.best_so_far
     assert all(x >= y for x, y in zip(best_so_far, best_so_far[1:]) if x is not None)
     # the result cache: the next call without a config uses the tuned one
@@ -79,6 +80,9 @@ def test_isolation_survives_hangs_crashes_and_exceptions() -> None:
             iso.measure(td.Config((3,)))
         assert iso.measure(td.Config((16,))) == 16.0  # a fresh process took over
         assert iso.restarts == 2
+        assert iso.time(td.Config((4,))) == 4.0  # re-timing a finalist goes the same way
+        with pytest.raises(TrialFailed, match="died"):
+            iso.time(td.Config((2,)))
     finally:
         iso.close()
 
@@ -86,8 +90,75 @@ def test_isolation_survives_hangs_crashes_and_exceptions() -> None:
 def test_isolated_tuning_runs_the_kernel_in_a_child_process(tmp_path: Path) -> None:
     x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 20, "n": 30})[0]
     r = tune(kernel_of("softmax"), [x], backend="numpy", trials=3, isolate=True,
-             storage=f"sqlite:///{tmp_path}/s.db")
+             storage=f"sqlite:///{tmp_path}/s.db", rounds=2)
     assert r.best_value is not None and r.best_value > 0 and r.unit == "ms"
+    # the finalists were re-timed by the child too: 3 trials, all finalists, 2 rounds each
+    assert len(r.finalists) == 3 and all(len(f.samples) == 2 for f in r.finalists)
+    assert r.best_value == min(f.value for f in r.finalists if f.value is not None)
+
+
+def test_finalists_are_re_timed_in_rounds_of_rotated_order() -> None:
+    calls: list[int] = []
+
+    def timer(point: dict) -> float:
+        calls.append(point["b"])
+        if point["b"] == 3 and calls.count(3) == 2:
+            raise RuntimeError("launch failed\nmore detail")
+        return {1: 5.0, 2: 4.0, 3: 1.0}[point["b"]] + 0.1 * len(calls)
+
+    chosen = finals.choose([({"b": 1}, 2.0), ({"b": 9}, None), ({"b": 2}, 1.5),
+                            ({"b": 3}, 1.0), ({"b": 4}, 3.0)], count=3)
+    assert [f.point["b"] for f in chosen] == [3, 2, 1]  # fastest first; failed trials never
+    finals.retime(chosen, timer, rounds=3)
+    # each round starts one finalist later; a finalist that fails is out and not timed again
+    assert calls == [3, 2, 1, 2, 1, 3, 1, 2]
+    assert chosen[0].failure == "launch failed" and chosen[0].value is None
+    assert [len(f.samples) for f in chosen] == [1, 3, 3]
+    won = finals.winner(chosen)
+    assert won is not None and won.point == {"b": 2}  # the fastest in the search failed
+    assert won.value == pytest.approx(4.4)  # the median of its samples (calls 2, 4 and 8)
+
+
+def test_the_default_config_joins_the_finalists() -> None:
+    history = [({"b": i}, float(i)) for i in range(1, 9)]
+    chosen = finals.choose(history, count=2, always={"b": 7})
+    assert [f.point["b"] for f in chosen] == [1, 2, 7]
+    assert [f.point["b"] for f in finals.choose(history, count=2, always={"b": 2})] == [1, 2]
+
+
+def test_a_lucky_search_timing_loses_to_the_re_timed_finalists(tmp_path: Path,
+                                                              monkeypatch: Any) -> None:
+    """The first config measured (the default) is timed once at half its true time; the second
+    is truly the fastest. The search picks the lucky one, the re-timing the right one."""
+    from autotune.runners import NumpyRunner
+    seen: dict[str, int] = {}
+
+    def fake_time(self: Any, config: td.Config) -> float:
+        key = str(config)
+        seen.setdefault(key, 0)
+        seen[key] += 1
+        order = list(seen).index(key)
+        if order == 0:
+            return 0.5 if seen[key] == 1 else 2.0
+        return 1.0 if order == 1 else 2.0
+    monkeypatch.setattr(NumpyRunner, "time", fake_time)
+    x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 20, "n": 30})[0]
+    k = kernel_of("softmax")
+
+    def run(finalists: int) -> Any:
+        seen.clear()
+        return tune(k, [x], backend="numpy", trials=6, check=False, finalists=finalists,
+                    storage=f"sqlite:///{tmp_path}/s{finalists}.db", use_cache=finalists > 0)
+    lucky = run(0)
+    assert lucky.best == lucky.default and lucky.best_value == 0.5 and not lucky.finalists
+    r = run(5)
+    assert r.search_best == r.default and r.best != r.default
+    assert r.best == r.trials[1].config and r.best_value == 1.0
+    assert r.default_value == 2.0  # re-timed like the winner, so the speedup is like for like
+    assert len(r.finalists) == 5 and all(len(f.samples) == finals.ROUNDS for f in r.finalists)
+    assert "finalists re-timed interleaved" in r.table()
+    assert r.to_json()["finalists"][0]["samples"] == [2.0] * finals.ROUNDS
+    assert cache.load(cache.key(k, [x], "numpy")) == r.best
 
 
 def test_resume_after_interruption(tmp_path: Path) -> None:
@@ -194,6 +265,21 @@ def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
     import json
     data = json.loads(report.read_text())
     assert data["backend"] == "spatial" and len(data["trials"]) >= 12
+
+
+def test_tune_cli_re_times_finalists_on_timed_backends(tmp_path: Path, capsys: Any) -> None:
+    import json
+    from tiledsl.cli import main
+    report = tmp_path / "r.json"
+    assert main(["tune", str(ROOT / "examples" / "softmax.py"), "--backend", "numpy",
+                 "--trials", "4", "--finalists", "2", "--no-progress", "--storage",
+                 f"sqlite:///{tmp_path}/f.db", "--json", str(report)]) == 0
+    assert "finalists re-timed interleaved, 5 rounds" in capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert len(data["finalists"]) in (2, 3)  # the two fastest, and the default if not among them
+    assert all(len(f["samples"]) == finals.ROUNDS for f in data["finalists"])
+    assert data["default"] in [f["config"] for f in data["finalists"]]
+    assert data["best_value"] == min(f["value"] for f in data["finalists"])
 
 
 def test_studies_export_to_t4_and_replay(tmp_path: Path) -> None:

@@ -355,7 +355,8 @@ class TileKernel:
     def autotune(self, *args: Any, backend: str = "spatial", **options: Any) -> Any:
         """Tune the config for these arguments; the best is cached and used by `k(*args)` and
         `k.run` from then on. Options: arch, trials, timeout, strategy, storage, study_name,
-        seed, check, progress (see autotune.tuner.tune). Returns a TuneResult."""
+        seed, check, progress, finalists, rounds (see autotune.tuner.tune). Returns a
+        TuneResult."""
         return registry.service("tuner").tune(self, list(args), backend=backend, **options)
 
     def simulate(self, *args: Any, arch: Any = None, config: Config | None = None,

@@ -1,0 +1,109 @@
+"""Do tunes on a noisy timer pick the right config, and the same one run after run? With and
+without re-timing the finalists interleaved (autotune/finalists.py).
+
+    python benchmarks/finalists.py [--backend numpy|triton] [--kernels matmul,softmax]
+                                   [--runs 20] [--trials 20] [--rounds 21] [--out FILE]
+
+Each kernel is tuned `--runs` times from the same seed with `finalists=0` (the search's fastest
+trial wins, as in Triton's @autotune and most tuners) and with the default (5 finalists and
+the default config re-timed over 5 rounds). Then every config any run picked is timed again,
+interleaved over `--rounds` rounds, and its median counts as its true time. Per mode: the
+regret of a pick (its true time over the fastest pick's, minus 1: median, mean and worst over
+the runs), how many distinct configs won, and the tune's wall time. The numpy backend times the CPU (this machine is shared and
+noisy); `--backend triton` times the GPU. Writes benchmarks/results/finalists_<backend>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = tempfile.mkdtemp(prefix="tiledsl-finalists-")
+os.environ.setdefault("TILEDSL_CACHE_DIR", f"{SCRATCH}/tiledsl")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+from support import example  # noqa: E402
+
+from autotune import finalists as finals  # noqa: E402
+from autotune.runners import RUNNERS  # noqa: E402
+from autotune.tuner import tune  # noqa: E402
+from tiledsl.cli import example_args  # noqa: E402
+
+MODES = {"search's fastest trial": 0, "finalists re-timed": finals.FINALISTS}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", choices=["numpy", "triton"], default="numpy")
+    ap.add_argument("--kernels", default="matmul,softmax,rms_norm")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=21, help="rounds of the final re-timing")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out")
+    opts = ap.parse_args()
+    rows = []
+    print(f"{opts.runs} tunes of {opts.trials} trials per kernel and mode on {opts.backend}; "
+          f"true times: every pick re-timed interleaved over {opts.rounds} rounds")
+    print(f"  {'kernel':10} {'mode':24} {'regret median':>14} {'mean':>6} {'max':>6} "
+          f"{'distinct winners':>17} {'tune s (median)':>16}")
+    for name in opts.kernels.split(","):
+        module = example(name)
+        kernel = getattr(module, name)
+        args = list(example_args(module, kernel, opts.seed))
+        picks: dict[str, list] = {mode: [] for mode in MODES}
+        seconds: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for run in range(opts.runs):
+            for mode, count in MODES.items():
+                r = tune(kernel, args, backend=opts.backend, trials=opts.trials, seed=opts.seed,
+                         storage=f"sqlite:///{SCRATCH}/studies.db",
+                         study_name=f"{name}-{mode}-{run}", finalists=count, use_cache=False)
+                assert r.best is not None, f"{name}: no valid config"
+                picks[mode].append(r.best)
+                seconds[mode].append(r.seconds)
+        distinct = list(dict.fromkeys(c for ps in picks.values() for c in ps))
+        runner = RUNNERS[opts.backend](kernel, args)
+        timed = finals.retime([finals.Finalist({"i": i}, 0.0) for i in range(len(distinct))],
+                              lambda p: runner.time(distinct[p["i"]]), opts.rounds)
+        true = {c: f.value for c, f in zip(distinct, timed)}
+        fastest = min(v for v in true.values() if v is not None)
+        for mode in MODES:
+            regrets = [true[c] / fastest - 1 for c in picks[mode]]  # type: ignore[operator]
+            row = {"kernel": name, "mode": mode, "finalists": MODES[mode],
+                   "regret_median": statistics.median(regrets),
+                   "regret_mean": statistics.mean(regrets), "regret_max": max(regrets),
+                   "distinct_winners": len(set(picks[mode])),
+                   "tune_seconds_median": statistics.median(seconds[mode]),
+                   "picks": [c.to_dict() for c in picks[mode]]}
+            rows.append(row)
+            print(f"  {name:10} {mode:24} {row['regret_median']:>14.1%} "
+                  f"{row['regret_mean']:>6.1%} {row['regret_max']:>6.1%} "
+                  f"{row['distinct_winners']:>17} "
+                  f"{row['tune_seconds_median']:>16.2f}")
+    device = platform.processor() or platform.machine()
+    if opts.backend == "triton":
+        import torch
+        device = torch.cuda.get_device_name()
+    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"finalists_{opts.backend}.json")
+    out.write_text(json.dumps({
+        "benchmark": "finalists", "backend": opts.backend, "runs": opts.runs,
+        "trials": opts.trials, "rounds": opts.rounds, "finalist_rounds": finals.ROUNDS,
+        "rows": rows, "device": device, "cpus": os.cpu_count(),
+        "python": platform.python_version(), "numpy": np.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
+        indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
