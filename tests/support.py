@@ -26,6 +26,13 @@ def example(name: str) -> ModuleType:
     return module
 
 
+def pythonpath(*paths: Path) -> str:
+    """PYTHONPATH for a child process: `paths`, then the caller's own (which may hold an install
+    made with `pip install --target`)."""
+    import os
+    return os.pathsep.join([*map(str, paths), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def kernel_of(name: str) -> Any:
     return getattr(example(name), name)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
+from support import pythonpath
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -75,7 +76,7 @@ def test_spatial_tour_runs(tmp_path: Path) -> None:
              "print(td.testing.relative_error(out, a.astype(float) @ b))\n")
     code = "import tiledsl as td\n" + code
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": pythonpath(ROOT)})
     assert result.returncode == 0, result.stderr
     assert float(result.stdout.strip().splitlines()[-1]) < 1e-5
     assert (tmp_path / "gemm_trace.json").exists() and "MAC utilization" in result.stdout

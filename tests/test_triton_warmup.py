@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import ROOT, example
+from support import ROOT, example, pythonpath
 
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
@@ -103,7 +103,7 @@ def test_a_warm_cache_serves_other_processes(tmp_path: Path) -> None:
     config, one for another config."""
     env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"),
                TILEDSL_CACHE_DIR=str(tmp_path / "tiledsl"),
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=pythonpath(ROOT))
     script = tmp_path / "warm.py"
     script.write_text(WARM_SCRIPT.format(tests=str(ROOT / "tests")))
 
