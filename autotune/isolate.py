@@ -11,11 +11,31 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing as mp
+import os
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
 from tiledsl.config import Config
+
+
+# Where compiles are kept. A spawned child re-imports the parent's main module, and a script that
+# sets these at import (to a fresh temporary folder, say) would point the child elsewhere: every
+# child is given the parent's values instead, so measurements find what compile workers made.
+CACHE_VARIABLES = ("TRITON_CACHE_DIR", "TILEDSL_CACHE_DIR")
+
+
+def cache_environment() -> dict[str, str | None]:
+    """This process's cache locations, for `adopt_environment` in a child."""
+    return {name: os.environ.get(name) for name in CACHE_VARIABLES}
+
+
+def adopt_environment(env: dict[str, str | None]) -> None:
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 class TrialFailed(Exception):
@@ -27,7 +47,8 @@ def _resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _serve(conn: Connection, factory: str, args: tuple) -> None:
+def _serve(conn: Connection, factory: str, args: tuple, env: dict[str, str | None]) -> None:
+    adopt_environment(env)
     try:
         runner = _resolve(factory)(*args)
     except BaseException:  # noqa: BLE001 - report anything, the parent decides
@@ -59,8 +80,8 @@ class Isolated:
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_serve, args=(child, self.factory, self.args),
-                                     daemon=True)
+        self.proc = self.ctx.Process(target=_serve, daemon=True,
+                                     args=(child, self.factory, self.args, cache_environment()))
         self.proc.start()
         self.conn = parent
         if not parent.poll(max(self.timeout, 120.0)):

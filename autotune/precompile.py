@@ -20,6 +20,7 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from autotune.isolate import adopt_environment, cache_environment
 from tiledsl.config import Config
 
 MAX_WORKERS = 16
@@ -54,7 +55,9 @@ class Precompiler:
         assert kind in ("aot", "jit")
         self.job = (file, name, args, kind, arch, num_sms)
         self.pool = ProcessPoolExecutor(max_workers=workers or default_workers(),
-                                        mp_context=mp.get_context("spawn"))
+                                        mp_context=mp.get_context("spawn"),
+                                        initializer=adopt_environment,
+                                        initargs=(cache_environment(),))
         self.pending: dict[Config, Future] = {}
 
     def submit(self, configs: list[Config], replace: bool = False) -> None:

@@ -26,3 +26,17 @@ class Misbehaving:
 
 def make() -> Misbehaving:
     return Misbehaving()
+
+
+class EnvProbe:
+    """measure: 1.0 if this process's TILEDSL_CACHE_DIR is `expected`, else 0.0."""
+
+    def __init__(self, expected: str) -> None:
+        self.expected = expected
+
+    def measure(self, config: Config) -> float:
+        return float(os.environ.get("TILEDSL_CACHE_DIR") == self.expected)
+
+
+def env_probe(expected: str) -> EnvProbe:
+    return EnvProbe(expected)

@@ -17,7 +17,7 @@ from autotune import cache, finalists as finals
 from autotune.isolate import Isolated, TrialFailed
 from autotune.strategies import optuna_adapter as studies
 from autotune.tuner import tune
-from support import example, kernel_of
+from support import example, kernel_of, pythonpath
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,6 +85,44 @@ def test_isolation_survives_hangs_crashes_and_exceptions() -> None:
             iso.time(td.Config((2,)))
     finally:
         iso.close()
+
+
+SCRIPT_WITH_ITS_OWN_CACHE = """
+import os, sys, tempfile
+os.environ["TILEDSL_CACHE_DIR"] = tempfile.mkdtemp()  # at import: a spawned child makes another
+from pathlib import Path
+import numpy as np
+import tiledsl as td
+from autotune.isolate import Isolated
+from autotune.precompile import Precompiler
+from support import EXAMPLES_DIR, example
+
+if __name__ == "__main__":
+    mine = os.environ["TILEDSL_CACHE_DIR"]
+    probe = Isolated("isolation_helpers:env_probe", (mine,), timeout=60)
+    print("isolated child:", probe.measure(td.Config((1,))))
+    probe.close()
+    args = example("matmul").make_inputs(np.random.default_rng(0), {"m": 32, "k": 32, "n": 32},
+                                         np.float16)
+    pool = Precompiler(str(EXAMPLES_DIR / "matmul.py"), "matmul", list(args), "aot", workers=1)
+    config = td.Config((16, 16, 16), 4, 1, group_m=1)
+    pool.submit([config])
+    pool.pending[config].result()
+    pool.close()
+    print("compile worker:", any(Path(mine).rglob("*")))
+"""
+
+
+def test_children_keep_the_parents_cache_folders(tmp_path: Path) -> None:
+    """A script that sets TILEDSL_CACHE_DIR at import (spawned children re-import it): the
+    measuring child and the compile workers still use the parent's folder."""
+    pytest.importorskip("triton")
+    script = tmp_path / "tune_script.py"
+    script.write_text(SCRIPT_WITH_ITS_OWN_CACHE)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": pythonpath(ROOT / "tests")})
+    assert out.returncode == 0, out.stderr
+    assert "isolated child: 1.0" in out.stdout and "compile worker: True" in out.stdout
 
 
 def test_isolated_tuning_runs_the_kernel_in_a_child_process(tmp_path: Path) -> None:
@@ -175,7 +213,7 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
 
 
 def _worker(url: str, study: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    env = {**os.environ, "PYTHONPATH": pythonpath(ROOT / "tests")}
     return subprocess.Popen([sys.executable, "-m", "tiledsl.cli", "tune",
                              str(ROOT / "examples" / "vector_add.py"), "--backend", "spatial",
                              "--trials", "6", "--storage", url, "--study", study,
