@@ -11,7 +11,10 @@ every candidate checked against NumPy, the finalists re-timed interleaved; cuBLA
 analytic H100 model in place of timing (a dry run of everything but the GPU).
 
 Caches start empty (a temporary TRITON_CACHE_DIR and TILEDSL_CACHE_DIR), so every compile is
-counted. Writes benchmarks/results/tune_gpu_<backend>.json.
+counted. On a GPU, once the tune is timed, the analytic H100 model (the `model` runner) predicts
+every measured config, in a process pool: the report gives its rank correlation with the
+measured times and each trial's pair, the data the model's calibration needs. Writes
+benchmarks/results/tune_gpu_<backend>.json.
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRATCH = tempfile.mkdtemp(prefix="tiledsl-tune-gpu-")
+# Empty caches, made once: the compile workers (spawned) re-import this file and must find the
+# parent's folders in their environment, not make their own.
+if "TILEDSL_TUNE_GPU_SCRATCH" not in os.environ:
+    os.environ["TILEDSL_TUNE_GPU_SCRATCH"] = tempfile.mkdtemp(prefix="tiledsl-tune-gpu-")
+SCRATCH = os.environ["TILEDSL_TUNE_GPU_SCRATCH"]
 os.environ["TRITON_CACHE_DIR"] = f"{SCRATCH}/triton"  # before Triton is imported: a cold start
 os.environ["TILEDSL_CACHE_DIR"] = f"{SCRATCH}/tiledsl"
 
@@ -38,7 +45,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
 from support import example  # noqa: E402
 
+from autotune.precompile import default_workers  # noqa: E402
 from autotune.tuner import tune  # noqa: E402
+from tiledsl.config import Config  # noqa: E402
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
 
@@ -58,6 +67,43 @@ def versions() -> dict[str, str | None]:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             pass
+    return out
+
+
+_runner: dict[str, object] = {}
+
+
+def _predict(file: str, name: str, args: list, config: dict) -> float | None:
+    """The model runner's value for one config (in a worker process)."""
+    from autotune.runners import from_file
+    if "model" not in _runner:
+        _runner["model"] = from_file(file, name, args, "model")
+    try:
+        return _runner["model"].time(Config.from_dict(config))  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a config the model cannot price is left out
+        return None
+
+
+def model_check(kernel: object, args: list, trials: list) -> dict:
+    """The model's predictions for the measured configs, and how well they rank them."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from scipy.stats import spearmanr
+    measured = [t for t in trials if t.value is not None]
+    with ProcessPoolExecutor(default_workers(), mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_predict, kernel.file, kernel.name, args,  # type: ignore[attr-defined]
+                               t.config.to_dict()) for t in measured]
+        predicted = [f.result() for f in futures]
+    pairs = [(t, p) for t, p in zip(measured, predicted) if p is not None]
+    out: dict = {"pairs": [{"config": t.config.to_dict(), "measured_ms": t.value,
+                            "model_us": p} for t, p in pairs]}
+    if len(pairs) >= 3:
+        out["spearman"] = float(spearmanr([t.value for t, _ in pairs],
+                                          [p for _, p in pairs]).statistic)
+        best = min(t.value for t, _ in pairs)
+        favourite = min(pairs, key=lambda tp: tp[1])[0]
+        out["model_favourite_over_best"] = favourite.value / best
     return out
 
 
@@ -99,6 +145,11 @@ def main() -> None:
         row["tuned_tflops"] = flops / (result.best_value * 1e-3) / 1e12
         for name, ms in result.baselines.items():
             row["ratio_to_" + name.split()[0]] = ms / result.best_value
+        row["model_check"] = check = model_check(mod.matmul, [a, b], result.trials)
+        if "spearman" in check:
+            print(f"the H100 model against the measured times: Spearman {check['spearman']:.2f} "
+                  f"over {len(check['pairs'])} configs; its favourite measured "
+                  f"{check['model_favourite_over_best']:.2f}x the fastest")
     print(f"\n{row['case']} on {backend}: {row['trials']} trials in {wall:.1f} s wall "
           f"({row['compiled_ahead']} compiled ahead, {row['rejected']} rejected); "
           f"target: under 120 s on a GPU")
