@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from autotune.finalists import FINALISTS, ROUNDS
-from autotune.tuner import tune
+from autotune.tuner import require_gpu, tune
 from tiledsl import registry
 
 
@@ -34,7 +34,12 @@ def _baselines(module: Any, k: Any, args: tuple, backend: str) -> dict[str, Any]
     out: dict[str, Any] = {}
     if backend == "triton":
         if base is not None:
-            import cupy
+            try:
+                import cupy
+            except ImportError:
+                print(f"  (no CuPy baseline for {k.name}: pip install cupy-cuda13x, or "
+                      "tiledsl's [gpu] extra)")
+                return out
             gpu = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
             out["CuPy (cuBLAS for GEMMs)"] = lambda: base(cupy, *gpu)
         return out
@@ -52,6 +57,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
     reports = []
     for k in kernels:
         args = example_args(module, k, opts.seed)
+        if backend == "triton":
+            require_gpu(k)  # before the CuPy baselines touch the device
         baselines = _baselines(module, k, args, backend)
         result = tune(k, list(args), backend=backend, arch=opts.arch, trials=trials,
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,

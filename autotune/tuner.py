@@ -23,7 +23,7 @@ from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
-from tiledsl.errors import TileDSLError
+from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 from tiledsl.paths import cache_dir
 
@@ -227,6 +227,19 @@ class _Budget(Evaluator):
         return super().done or (self.deadline is not None and time.monotonic() > self.deadline)
 
 
+def require_gpu(kernel: TileKernel) -> None:
+    """A GPU tune needs torch with a CUDA device: say so before any process starts."""
+    try:
+        import torch
+        found = torch.cuda.is_available()
+    except ImportError:
+        found = False
+    if not found:
+        raise BackendError(f"kernel '{kernel.name}': tuning on backend 'triton' needs torch and "
+                           "an NVIDIA GPU, and none is available; without one, tune with "
+                           "backend='model' (an H100 cost model) or 'spatial' (the simulator)")
+
+
 def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch: Any = None,
          trials: int = 40, timeout: float | None = None, strategy: str | None = None,
          storage: str | None = None, study_name: str | None = None, seed: int = 0,
@@ -240,6 +253,11 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     default are then re-timed interleaved over `rounds` rounds, and the lowest median wins
     (`finalists=0` keeps the search's fastest trial)."""
     start = time.monotonic()
+    if backend not in RUNNERS:
+        raise BackendError(f"kernel '{kernel.name}': no tuning backend {backend!r}; "
+                           f"choose from {sorted(RUNNERS)}")
+    if backend == "triton":
+        require_gpu(kernel)
     values = kernel.bind(tuple(args), {})
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))

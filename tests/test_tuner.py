@@ -293,6 +293,26 @@ def test_a_changed_kernel_or_shape_misses_the_cache() -> None:
     assert cache.load(cache.CacheKey("never stored")) is None
 
 
+def test_tuning_without_a_gpu_or_with_an_unknown_backend_says_so(capsys: Any) -> None:
+    from autotune.tuner import require_gpu
+    from tiledsl.cli import main
+    x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 20, "n": 30})[0]
+    with pytest.raises(td.TileDSLError, match="kernel 'softmax': no tuning backend 'cuda'"):
+        tune(kernel_of("softmax"), [x], backend="cuda")
+    try:
+        require_gpu(kernel_of("softmax"))
+    except td.TileDSLError:
+        pass
+    else:
+        pytest.skip("a GPU is available")
+    with pytest.raises(td.TileDSLError, match="needs torch and an NVIDIA GPU.*backend='model'"):
+        tune(kernel_of("softmax"), [x], backend="triton")
+    assert main(["tune", str(ROOT / "examples" / "softmax.py"), "--backend", "triton"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tiledsl: BackendError: kernel 'softmax': tuning on backend 'triton'")
+    assert "Traceback" not in err
+
+
 def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
     from tiledsl.cli import main
     plot, report = tmp_path / "c.png", tmp_path / "r.json"
