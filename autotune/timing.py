@@ -17,14 +17,16 @@ L2_FLUSH_BYTES = 256 * 2**20
 _flush: dict[Any, Any] = {}
 
 
-def wall_median_ms(fn: Callable[[], Any], repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
+def wall_median_ms(fn: Callable[..., Any], repeats: int = 5,
+                   setup: Callable[[], tuple] | None = None) -> float:
+    """`fn()`, or `fn(*setup())` with the setup (fresh copies of arguments, say) not timed."""
+    def call() -> float:
+        args = setup() if setup is not None else ()
         start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return float(statistics.median(times))
+        fn(*args)
+        return (time.perf_counter() - start) * 1e3
+    call()
+    return float(statistics.median(call() for _ in range(repeats)))
 
 
 def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3) -> float:

@@ -7,11 +7,18 @@ import argparse
 import json
 from typing import Any
 
-import numpy as np
-
+from autotune.baselines import file_baselines
 from autotune.finalists import FINALISTS, ROUNDS
 from autotune.tuner import require_gpu, tune
 from tiledsl import registry
+
+
+def input_options(p: Any) -> None:
+    """--dims and --dtype: the problem the inputs are made for (`make_inputs(rng, dims, dtype)`)."""
+    p.add_argument("--dims", default="", help="problem sizes, e.g. m=4096,k=4096,n=4096 (default: "
+                                              "the file's DIMS)")
+    from tiledsl.cli import DTYPES
+    p.add_argument("--dtype", choices=sorted(DTYPES), help="input dtype (default: the file's)")
 
 
 def _default_backend() -> str:
@@ -23,43 +30,19 @@ def _default_backend() -> str:
         return "spatial"
 
 
-def _baselines(module: Any, k: Any, args: tuple, backend: str) -> dict[str, Any]:
-    """What the tuned kernel is compared with, timed as the runner times candidates.
-
-    A kernel file's `baseline(xp, *args)` (or `baseline_<kernel>`) is the computation written
-    with an array library: on the GPU it runs on CuPy (cuBLAS for matmuls), on the CPU on
-    NumPy. The NumPy backend's own run of the kernel is listed for CPU tunes too."""
-    from tiledsl.cli import _fresh
-    base = getattr(module, f"baseline_{k.name}", None) or getattr(module, "baseline", None)
-    out: dict[str, Any] = {}
-    if backend == "triton":
-        if base is not None:
-            try:
-                import cupy
-            except ImportError:
-                print(f"  (no CuPy baseline for {k.name}: pip install cupy-cuda13x, or "
-                      "tiledsl's [gpu] extra)")
-                return out
-            gpu = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-            out["CuPy (cuBLAS for GEMMs)"] = lambda: base(cupy, *gpu)
-        return out
-    if base is not None:
-        out["NumPy"] = lambda: base(np, *_fresh(args))
-    out["tiledsl numpy backend"] = lambda: k.run(*_fresh(args))
-    return out
-
-
 def cmd_tune(opts: argparse.Namespace) -> int:
-    from tiledsl.cli import example_args, load_file
+    from tiledsl.cli import _fresh, example_args, load_file, parse_dims
     module, kernels = load_file(opts.file)
     backend = opts.backend or _default_backend()
     trials = opts.trials if opts.trials is not None else (12 if opts.quick else 40)
     reports = []
     for k in kernels:
-        args = example_args(module, k, opts.seed)
+        args = example_args(module, k, opts.seed, parse_dims(opts.dims), opts.dtype)
         if backend == "triton":
             require_gpu(k)  # before the CuPy baselines touch the device
-        baselines = _baselines(module, k, args, backend)
+        baselines = file_baselines(module, k, args, backend)
+        if backend != "triton":
+            baselines["tiledsl numpy backend"] = lambda: k.run(*_fresh(args))
         result = tune(k, list(args), backend=backend, arch=opts.arch, trials=trials,
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
                       study_name=opts.study, seed=opts.seed, check=not opts.no_check,
@@ -101,6 +84,7 @@ def add(sub: Any) -> None:
                                      "journal:/path (default: ~/.cache/tiledsl/studies.db)")
     p.add_argument("--study", help="study name (default: derived from kernel, shapes, backend)")
     p.add_argument("--seed", type=int, default=0, help="seed for inputs and the search")
+    input_options(p)
     p.add_argument("--quick", action="store_true", help="a short run (12 trials)")
     p.add_argument("--no-check", action="store_true", help="skip checking numbers against NumPy")
     p.add_argument("--finalists", type=int, default=FINALISTS,

@@ -88,7 +88,8 @@ def test_simulate_prints_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["show", "--help"],
-                                  ["compile", "--help"], ["simulate", "--help"]])
+                                  ["compile", "--help"], ["simulate", "--help"],
+                                  ["tune", "--help"], ["bench", "--help"], ["replay", "--help"]])
 def test_help_everywhere(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", "tiledsl.cli", *args], capture_output=True,
                             text=True, timeout=60)
@@ -98,3 +99,51 @@ def test_help_everywhere(args: list[str]) -> None:
 def test_console_script_is_installed() -> None:
     result = subprocess.run(["tiledsl", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "run" in result.stdout
+
+
+def test_bench_times_default_tuned_and_given_configs_against_the_baseline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    monkeypatch.setenv("TILEDSL_CACHE_DIR", str(tmp_path / "cache"))
+    report = tmp_path / "bench.json"
+    softmax = str(EXAMPLES / "softmax.py")
+    assert main(["bench", softmax, "--repeats", "3", "--dims", "m=33,n=70", "--dtype", "f16",
+                 "--config", '{"block_sizes": [4]}', "--json", str(report)]) == 0
+    rows = json.loads(report.read_text())["rows"]
+    assert [r["what"] for r in rows] == ["tiledsl numpy (default)", "tiledsl numpy (--config)",
+                                         "NumPy"]  # nothing tuned yet
+    assert all(r["ms"] > 0 and r["inputs"] == "33x70:float16" for r in rows)
+    assert rows[1]["config"] == "Config(block_sizes=(4,))" and rows[2]["over_baseline"] == 1.0
+    assert "x baseline" in capsys.readouterr().out
+    # after a tune for the same inputs, the cached config gets its own row
+    assert main(["tune", softmax, "--backend", "numpy", "--trials", "3", "--finalists", "0",
+                 "--dims", "m=33,n=70", "--dtype", "f16", "--no-progress",
+                 "--storage", f"sqlite:///{tmp_path}/s.db"]) == 0
+    assert main(["bench", softmax, "--repeats", "3", "--dims", "m=33,n=70", "--dtype", "f16",
+                 "--json", str(report)]) == 0
+    assert [r["what"] for r in json.loads(report.read_text())["rows"]][1] == \
+        "tiledsl numpy (tuned)"
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--dims", "q=3"], 2, "names its dimensions ['m', 'n'], not ['q']"),
+    (["--dims", "m=0"], 2, "--dims takes name=size pairs"),
+    (["--config", "nope"], 2, "--config takes a config as JSON"),
+    (["--config", '{"block_sizes": [3]}'], 1, "ConfigError: in kernel 'softmax'"),
+])
+def test_bench_rejects_bad_options_clearly(args: list[str], status: int, message: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", str(EXAMPLES / "softmax.py"), "--repeats", "1", *args]) == status
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bench_on_the_gpu_needs_one(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        import torch
+        if torch.cuda.is_available():
+            pytest.skip("a GPU is available")
+    except ImportError:
+        pass
+    assert main(["bench", str(EXAMPLES / "softmax.py"), "--backend", "triton"]) == 1
+    assert "needs torch and an NVIDIA GPU" in capsys.readouterr().err

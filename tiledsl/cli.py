@@ -51,12 +51,48 @@ def load_file(path: str) -> tuple[ModuleType, list[TileKernel]]:
     return module, kernels
 
 
-def example_args(module: ModuleType, kernel: TileKernel, seed: int) -> tuple:
+DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+
+
+def parse_dims(text: str) -> dict[str, int]:
+    """`m=4096,k=4096` -> {"m": 4096, "k": 4096}."""
+    dims = {}
+    for item in filter(None, text.split(",")):
+        name, eq, value = item.partition("=")
+        if not eq or not value.strip().isdigit() or int(value) < 1:
+            raise CLIError(f"--dims takes name=size pairs such as m=4096,k=1024; got {item!r}")
+        dims[name.strip()] = int(value)
+    return dims
+
+
+def example_args(module: ModuleType, kernel: TileKernel, seed: int,
+                 dims: dict[str, int] | None = None, dtype: str | None = None) -> tuple:
+    """The kernel's inputs from the file's `make_inputs(rng)`; `dims` (merged over the file's
+    `DIMS`) and `dtype` (f16, bf16, f32, f64) go to `make_inputs(rng, dims, dtype)`."""
     make = getattr(module, f"make_inputs_{kernel.name}", None) or getattr(module, "make_inputs", None)
     if make is None:
         raise CLIError(f"{module.__file__} has no make_inputs(rng) to build inputs for "
                        f"'{kernel.name}'")
-    return tuple(make(np.random.default_rng(seed)))
+    kwargs: dict = {}
+    if dims:
+        known = getattr(module, "DIMS", None)
+        unknown = sorted(set(dims) - set(known)) if isinstance(known, dict) else []
+        if unknown:
+            raise CLIError(f"--dims: {module.__file__} names its dimensions {sorted(known)}, "
+                           f"not {unknown}")
+        kwargs["dims"] = {**known, **dims} if isinstance(known, dict) else dims
+    if dtype:
+        if dtype not in DTYPES:
+            raise CLIError(f"--dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+        from tiledsl import dtypes
+        kwargs["dtype"] = getattr(dtypes, DTYPES[dtype]).np
+    try:
+        return tuple(make(np.random.default_rng(seed), **kwargs))
+    except TypeError as e:
+        if not kwargs:
+            raise
+        raise CLIError(f"{module.__file__}: make_inputs does not take {sorted(kwargs)} "
+                       f"(--dims and --dtype need make_inputs(rng, dims, dtype)): {e}") from None
 
 
 def _fresh(args: tuple) -> tuple:

@@ -1,0 +1,35 @@
+"""What a kernel is compared with: the computation written with an array library.
+
+A kernel file's `baseline(xp, *args)` (or `baseline_<kernel>`) computes what the kernel does with
+the array module `xp`. On the GPU it runs on CuPy (cuBLAS for the matmuls), on the CPU on NumPy.
+`tiledsl tune` and `tiledsl bench` time it with the code that times the kernel.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from tiledsl.kernel import TileKernel
+
+
+def file_baselines(module: ModuleType, k: TileKernel, args: tuple,
+                   backend: str) -> dict[str, Callable[[], Any]]:
+    """name -> a call of the file's baseline on this backend's device (none if the file has
+    no baseline, or on the GPU without CuPy)."""
+    base = getattr(module, f"baseline_{k.name}", None) or getattr(module, "baseline", None)
+    if base is None:
+        return {}
+    if backend == "triton":
+        try:
+            import cupy
+        except ImportError:
+            print(f"  (no CuPy baseline for {k.name}: pip install cupy-cuda13x, or tiledsl's "
+                  "[gpu] extra)")
+            return {}
+        gpu = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        return {"CuPy (cuBLAS for GEMMs)": lambda: base(cupy, *gpu)}
+    return {"NumPy": lambda: base(np, *[a.copy() if isinstance(a, np.ndarray) else a
+                                         for a in args])}

@@ -1,0 +1,105 @@
+"""`tiledsl bench FILE[::KERNEL]`: time a file's kernels, with the default config, the tuned
+one from the result cache and any given with --config, against the file's baseline, with the
+code the tuner times candidates with (wall clock on the CPU; CUDA events with a cold L2 on a
+GPU). Prints a table; writes JSON on request."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable
+
+import numpy as np
+
+from autotune.baselines import file_baselines
+from autotune.timing import cuda_median_ms, wall_median_ms
+from autotune.tune_cli import input_options
+from autotune.tuner import require_gpu
+from tiledsl import registry
+from tiledsl.config import Config
+from tiledsl.kernel import TileKernel
+
+
+def _timer(backend: str, repeats: int) -> Callable[[Callable[[], Any]], float]:
+    if backend == "triton":
+        return lambda fn: cuda_median_ms(fn, repeats=repeats)
+    return lambda fn: wall_median_ms(fn, repeats=repeats)
+
+
+def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dict[str, Config]:
+    """label -> config: the default, the tuned one (if the cache has it) and --config."""
+    from tiledsl.cli import CLIError
+    space = k.config_space(*args, backend=backend)
+    out = {"default": space.default()}
+    tuned = registry.service("tuner").cached_config(k, list(args), backend)
+    if tuned is not None and tuned in space:
+        out["tuned"] = tuned
+    if given:
+        try:
+            config = Config.from_dict(json.loads(given))
+        except (ValueError, TypeError, KeyError) as e:
+            raise CLIError(f"--config takes a config as JSON, e.g. "
+                           f"'{json.dumps(space.default().to_dict())}': {e}") from None
+        out["--config"] = space.validate(config)
+    return out
+
+
+def _call(k: TileKernel, args: tuple, backend: str, config: Config) -> Callable[[], Any]:
+    if backend == "triton":
+        from lowering.backends.triton.interpret import to_torch
+        gpu = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
+        return lambda: k.run(*gpu, backend="triton", config=config)
+    return lambda: k.run(*[a.copy() if isinstance(a, np.ndarray) else a for a in args],
+                         backend=backend, config=config)
+
+
+def cmd_bench(opts: argparse.Namespace) -> int:
+    from tiledsl.cli import _fmt_table, example_args, load_file, parse_dims
+    module, kernels = load_file(opts.file)
+    time = _timer(opts.backend, opts.repeats)
+    rows, report = [], []
+    for k in kernels:
+        if opts.backend == "triton":
+            require_gpu(k)
+        args = example_args(module, k, opts.seed, parse_dims(opts.dims), opts.dtype)
+        measured: list[tuple[str, str, float]] = []
+        for label, config in _configs(k, args, opts.backend, opts.config).items():
+            measured.append((f"tiledsl {opts.backend} ({label})", str(config),
+                             time(_call(k, args, opts.backend, config))))
+        baselines = [(name, "", time(fn))
+                     for name, fn in file_baselines(module, k, args, opts.backend).items()]
+        base_ms = baselines[0][2] if baselines else None
+        shapes = " ".join("x".join(map(str, a.shape)) + f":{a.dtype}" for a in args
+                          if isinstance(a, np.ndarray))
+        for name, config, ms in measured + baselines:
+            ratio = f"{ms / base_ms:.2f}" if base_ms else "-"
+            rows.append([k.name, name, config, f"{ms:.4g}", ratio])
+            report.append({"kernel": k.name, "what": name, "config": config, "ms": ms,
+                           "over_baseline": ms / base_ms if base_ms else None, "inputs": shapes})
+    print(_fmt_table(rows, ["kernel", "what", "config", "ms (median)", "x baseline"]))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"backend": opts.backend, "repeats": opts.repeats, "rows": report}, f,
+                      indent=1)
+    return 0
+
+
+def add(sub: Any) -> None:
+    p = sub.add_parser("bench", help="time a file's kernels against their baselines",
+                       description="Time each kernel of FILE with its default config, the tuned "
+                                   "config from the result cache and --config, and the file's "
+                                   "baseline(xp, *args) (NumPy on the CPU, CuPy on a GPU), with "
+                                   "the tuner's timing code: the median of --repeats.")
+    p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    p.add_argument("--backend", choices=["numpy", "triton"], default="numpy",
+                   help="numpy (CPU wall clock, the default) or triton (a GPU, CUDA events)")
+    p.add_argument("--config", help="also time this config, as JSON: "
+                                    "'{\"block_sizes\": [64, 64, 32]}'")
+    p.add_argument("--repeats", type=int, default=20, help="timed calls per row (median)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the inputs")
+    input_options(p)
+    p.add_argument("--json", help="write the rows as JSON to this path")
+    p.set_defaults(func=cmd_bench)
+
+
+registry.register_command("bench", add)
