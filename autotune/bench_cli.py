@@ -20,12 +20,6 @@ from tiledsl.config import Config
 from tiledsl.kernel import TileKernel
 
 
-def _timer(backend: str, repeats: int) -> Callable[[Callable[[], Any]], float]:
-    if backend == "triton":
-        return lambda fn: cuda_median_ms(fn, repeats=repeats)
-    return lambda fn: wall_median_ms(fn, repeats=repeats)
-
-
 def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dict[str, Config]:
     """label -> config: the default, the tuned one (if the cache has it) and --config."""
     from tiledsl.cli import CLIError
@@ -44,19 +38,23 @@ def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dic
     return out
 
 
-def _call(k: TileKernel, args: tuple, backend: str, config: Config) -> Callable[[], Any]:
+def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int) -> float:
+    """The kernel's median time; on the CPU each call gets fresh copies of the arrays (made
+    outside the timed region), since a kernel may write into its arguments."""
     if backend == "triton":
         from lowering.backends.triton.interpret import to_torch
         gpu = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
-        return lambda: k.run(*gpu, backend="triton", config=config)
-    return lambda: k.run(*[a.copy() if isinstance(a, np.ndarray) else a for a in args],
-                         backend=backend, config=config)
+        return cuda_median_ms(lambda: k.run(*gpu, backend="triton", config=config),
+                              repeats=repeats)
+    return wall_median_ms(lambda *call: k.run(*call, backend=backend, config=config), repeats,
+                          setup=lambda: tuple(a.copy() if isinstance(a, np.ndarray) else a
+                                              for a in args))
 
 
 def cmd_bench(opts: argparse.Namespace) -> int:
     from tiledsl.cli import _fmt_table, example_args, load_file, parse_dims
     module, kernels = load_file(opts.file)
-    time = _timer(opts.backend, opts.repeats)
+    time = cuda_median_ms if opts.backend == "triton" else wall_median_ms
     rows, report = [], []
     for k in kernels:
         if opts.backend == "triton":
@@ -65,8 +63,8 @@ def cmd_bench(opts: argparse.Namespace) -> int:
         measured: list[tuple[str, str, float]] = []
         for label, config in _configs(k, args, opts.backend, opts.config).items():
             measured.append((f"tiledsl {opts.backend} ({label})", str(config),
-                             time(_call(k, args, opts.backend, config))))
-        baselines = [(name, "", time(fn))
+                             _time(k, args, opts.backend, config, opts.repeats)))
+        baselines = [(name, "", time(fn, repeats=opts.repeats))
                      for name, fn in file_baselines(module, k, args, opts.backend).items()]
         base_ms = baselines[0][2] if baselines else None
         shapes = " ".join("x".join(map(str, a.shape)) + f":{a.dtype}" for a in args
