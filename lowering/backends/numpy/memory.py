@@ -2,9 +2,10 @@
 
 Every value inside a grid has shape `prefix + tile`: one prefix axis per grid axis (size 1 where
 the value does not vary along it). A load gathers the tiles of all programs in one NumPy
-operation: a view (reshape/slice/transpose, no copy) when no tile is partial, otherwise a gather
-with clipped indices where out-of-range elements become the load's `other` value or poison (NaN
-for floats), so that a missing mask shows up as a wrong result instead of hiding.
+operation: a view (reshape/slice/transpose, no copy) when no tile is partial; a view of a padded
+copy when the tiles cover the whole tensor but the last ones are partial; otherwise a gather
+with clipped indices. Out-of-range elements become the load's `other` value or poison (NaN for
+floats), so that a missing mask shows up as a wrong result instead of hiding.
 """
 
 from __future__ import annotations
@@ -138,17 +139,59 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
     return idxs, valid
 
 
+def _padded(arr: np.ndarray, indices: list[Index], fill: object,
+            copy: bool = True) -> np.ndarray | None:
+    """A load or store that covers the whole tensor (each index a grid tile over the whole
+    dimension, a grid scalar or `:`) but has partial tiles at the ends: the tensor copied into
+    one padded to whole tiles with `fill`, so the view path applies. One contiguous copy costs
+    a fraction of a gather (index arrays, clipping, masking). None when it does not apply.
+    Without `copy` only the padding is set (for a store that writes every element)."""
+    if len(indices) != arr.ndim:
+        return None
+    pad = []
+    for n, idx in zip(arr.shape, indices):
+        if idx is None or isinstance(idx, GridScalar):
+            pad.append(0)
+        elif isinstance(idx, RangeRT) and idx.grid_axis is not None and idx.extent == n:
+            pad.append(-n % idx.block)
+        else:
+            return None
+    if not any(pad):
+        return None
+    out = np.empty(tuple(n + p for n, p in zip(arr.shape, pad)), dtype=arr.dtype)
+    value = np.asarray(fill).astype(arr.dtype)
+    for d, (n, p) in enumerate(zip(arr.shape, pad)):
+        if p:
+            out[(slice(None),) * d + (slice(n, None),)] = value
+    if copy:
+        out[tuple(slice(0, n) for n in arr.shape)] = arr
+    return out
+
+
+def _fill(arr: np.ndarray, other: object | None) -> object:
+    return poison(arr.dtype) if other is None else other
+
+
+def gather(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
+           other: object | None) -> np.ndarray:
+    """The general load: index arrays, clipped, with out-of-range elements set to `other` or
+    poison."""
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
+    out = arr[tuple(idxs)]
+    if valid is not None and not valid.all():
+        out = np.where(valid, out, np.asarray(_fill(arr, other)).astype(arr.dtype))
+    return out
+
+
 def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
          other: object | None) -> np.ndarray:
     v = _view(arr, indices, rank)
     if v is not None:
         return v
-    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
-    out = arr[tuple(idxs)]
-    if valid is not None and not valid.all():
-        fill = poison(arr.dtype) if other is None else other
-        out = np.where(valid, out, np.asarray(fill).astype(arr.dtype))
-    return out
+    padded = _padded(arr, indices, _fill(arr, other))
+    if padded is not None and (v := _view(padded, indices, rank)) is not None:
+        return v
+    return gather(arr, indices, rank, ntile, other)
 
 
 def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) -> np.ndarray:
@@ -171,6 +214,18 @@ def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: n
     if v is not None:
         v[...] = value
         return
+    # Every element is written unless a grid scalar covers only part of its dimension.
+    padded = _padded(arr, indices, 0, copy=any(isinstance(i, GridScalar) for i in indices))
+    if padded is not None and (v := _view(padded, indices, rank)) is not None:
+        v[...] = value
+        arr[...] = padded[tuple(slice(0, n) for n in arr.shape)]
+        return
+    scatter(arr, indices, rank, ntile, value)
+
+
+def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
+            value: np.ndarray) -> None:
+    """The general store: index arrays; out-of-range elements are not written."""
     idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
     shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))
     full = [np.broadcast_to(i, shape) for i in idxs]
