@@ -3,5 +3,5 @@ that time or simulate candidates, a result cache, and resumable, shareable studi
 
 Importing it (as the `tiledsl.plugins` entry point does) registers its CLI commands."""
 
-from autotune import commands as commands  # noqa: F401 (registers `tiledsl tune` / `bench` / `replay`)
+from autotune import commands as commands  # noqa: F401 (`tiledsl tune`, `bench`, `replay`)
 from autotune import tuner as tuner  # noqa: F401 (registers the tuner service k.autotune uses)

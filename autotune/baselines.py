@@ -1,8 +1,9 @@
 """What a kernel is compared with: the computation written with an array library.
 
 A kernel file's `baseline(xp, *args)` (or `baseline_<kernel>`) computes what the kernel does with
-the array module `xp`, and returns the result without writing into its arguments. On the GPU it runs on CuPy (cuBLAS for the matmuls), on the CPU on NumPy.
-`tiledsl tune` and `tiledsl bench` time it with the code that times the kernel.
+the array module `xp`, and returns the result without writing into its arguments. On the GPU it
+runs on CuPy (cuBLAS for the matmuls), on the CPU on NumPy. `tiledsl tune` and `tiledsl bench`
+time it with the code that times the kernel.
 """
 
 from __future__ import annotations

@@ -72,6 +72,6 @@ def retime(finalists: list[Finalist], time: Callable[[Point], float], rounds: in
 
 def winner(finalists: Sequence[Finalist]) -> Finalist | None:
     """The finalist with the lowest median (ties: the search's order)."""
-    timed = [f for f in finalists if f.value is not None]
-    return min(timed, key=lambda f: f.value) if timed else None  # type: ignore[arg-type,return-value]
+    timed = [(f.value, i, f) for i, f in enumerate(finalists) if f.value is not None]
+    return min(timed)[2] if timed else None
 

@@ -9,8 +9,9 @@ trial wins, as in Triton's @autotune and most tuners) and with the default (5 fi
 the default config re-timed over 5 rounds). Then every config any run picked is timed again,
 interleaved over `--rounds` rounds, and its median counts as its true time. Per mode: the
 regret of a pick (its true time over the fastest pick's, minus 1: median, mean and worst over
-the runs), how many distinct configs won, and the tune's wall time. The numpy backend times the CPU (this machine is shared and
-noisy); `--backend triton` times the GPU. Writes benchmarks/results/finalists_<backend>.json.
+the runs), how many distinct configs won, and the tune's wall time. The numpy backend times the
+CPU (this machine is shared and noisy); `--backend triton` times the GPU. Writes
+benchmarks/results/finalists_<backend>.json.
 """
 
 from __future__ import annotations
