@@ -6,9 +6,9 @@
 On a GPU (`--backend triton`, the default there): the default strategy with compile workers
 warming Triton's JIT cache ahead of an isolated measuring process (CUDA events, cold L2, median),
 every candidate checked against NumPy, the finalists re-timed interleaved; cuBLAS
-(`cupy.matmul`) timed by the same code. The target
-(issue 5) is under 2 minutes. Without a GPU, `--backend model` runs the same pipeline with the
-analytic H100 model in place of timing (a dry run of everything but the GPU).
+(`cupy.matmul`) timed by the same code. The target (issue 5) is under 2 minutes. Without a GPU,
+`--backend model` runs the same pipeline with the analytic H100 model in place of timing (a dry
+run of everything but the GPU).
 
 Caches start empty (a temporary TRITON_CACHE_DIR and TILEDSL_CACHE_DIR), so every compile is
 counted. On a GPU, once the tune is timed, the analytic H100 model (the `model` runner) predicts
