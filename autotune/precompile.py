@@ -8,6 +8,9 @@ Two kinds of compile, by what the runner needs:
   measuring process's launch will look up (lowering/backends/triton/warmup.py);
 - `aot` (the model runner): `k.compile`, the PTX/cubin and resource usage in tiledsl's cache.
 
+Either way the worker also prices what it compiled with the cost model (autotune/model.py), so
+a GPU tune can skip timing a config predicted far slower than one it measured (prune.py).
+
 Each hint replaces the last: queued compiles it no longer names are cancelled, so workers follow
 the strategy. A candidate whose compile has not started when it is measured is compiled by the
 measurement itself, as without a pool.
@@ -27,18 +30,24 @@ MAX_WORKERS = 16
 
 
 def compile_config(file: str, name: str, args: list[Any], config: dict, kind: str, arch: str,
-                   num_sms: int | None) -> str | None:
-    """Compile one config (in a worker); returns why it failed, or None."""
+                   num_sms: int | None) -> tuple[str | None, float | None]:
+    """Compile one config (in a worker). Returns why it failed (None if it did not) and the cost
+    model's prediction in microseconds from what was compiled (None if there is none)."""
+    from autotune import model
     from autotune.runners import load_kernel
     try:
         kernel = load_kernel(file, name)
+        cfg = Config.from_dict(config)
         if kind == "jit":
-            kernel.warm(*args, config=Config.from_dict(config), arch=arch, num_sms=num_sms)
+            resources = model.warmed_resources(kernel, args, cfg, arch, num_sms)
         else:
-            kernel.compile(*args, config=Config.from_dict(config), arch=arch)
-        return None
+            resources = model.compiled_resources(kernel, args, cfg, arch)
     except Exception as e:  # noqa: BLE001 - the tuner records it as a failed trial later
-        return f"{type(e).__name__}: {e}"
+        return f"{type(e).__name__}: {e}", None
+    try:
+        return None, model.predict(kernel, args, cfg, resources)
+    except Exception:  # noqa: BLE001 - a kernel the model cannot price is timed unpruned
+        return None, None
 
 
 def default_workers() -> int:
@@ -59,6 +68,7 @@ class Precompiler:
                                         initializer=adopt_environment,
                                         initargs=(cache_environment(),))
         self.pending: dict[Config, Future] = {}
+        self.predicted: dict[Config, float] = {}  # microseconds, for configs waited for
 
     def submit(self, configs: list[Config], replace: bool = False) -> None:
         """Queue `configs` (in order) for compiling. With `replace`, first cancel the queued
@@ -76,11 +86,14 @@ class Precompiler:
 
     def wait(self, config: Config) -> bool:
         """Before measuring `config`: wait for its compile if a worker has started it, else
-        withdraw it (the measurement compiles it). True if a worker compiled it."""
+        withdraw it (the measurement compiles it). True if a worker compiled it; its cost-model
+        prediction is then in `predicted`."""
         future = self.pending.pop(config, None)
         if future is None or future.cancel():
             return False
-        future.result()
+        _, predicted = future.result()
+        if predicted is not None:
+            self.predicted[config] = predicted
         return True
 
     def close(self) -> None:
