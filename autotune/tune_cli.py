@@ -9,6 +9,7 @@ from typing import Any
 
 from autotune.baselines import file_baselines
 from autotune.finalists import FINALISTS, ROUNDS
+from autotune.prune import PRUNE_FACTOR
 from autotune.tuner import require_gpu, tune
 from tiledsl import registry
 
@@ -47,7 +48,7 @@ def cmd_tune(opts: argparse.Namespace) -> int:
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
                       study_name=opts.study, seed=opts.seed, check=not opts.no_check,
                       progress=not opts.no_progress, baselines=baselines,
-                      finalists=opts.finalists)
+                      finalists=opts.finalists, prune=None if opts.no_prune else opts.prune)
         print(result.table())
         if opts.plot:
             path = opts.plot if len(kernels) == 1 else opts.plot.replace(".png", f"_{k.name}.png")
@@ -91,6 +92,10 @@ def add(sub: Any) -> None:
                    help="timed backends (triton, numpy): re-time this many of the search's fastest "
                         f"configs and the default, interleaved over {ROUNDS} rounds, and keep the "
                         f"lowest median (default {FINALISTS}; 0 keeps the search's fastest trial)")
+    p.add_argument("--prune", type=float, default=PRUNE_FACTOR, metavar="FACTOR",
+                   help="GPU tunes: do not time a config the cost model predicts more than FACTOR "
+                        f"times slower than one already measured (default {PRUNE_FACTOR:g})")
+    p.add_argument("--no-prune", action="store_true", help="GPU tunes: time every config")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--plot", help="write a convergence plot (PNG) to this path")
     p.add_argument("--json", help="write the report as JSON to this path")

@@ -17,6 +17,7 @@ import numpy as np
 from autotune import cache, finalists as finals
 from autotune.timing import cuda_median_ms, wall_median_ms
 from autotune.isolate import Isolated, TrialFailed
+from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
 from autotune.runners import RUNNERS, Runner
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
@@ -34,7 +35,12 @@ SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "tri
 class Trial:
     config: Config
     value: float | None
-    status: str  # "ok", "resumed", or why it failed ("timed out", "wrong numbers: ...")
+    status: str  # "ok", "resumed", "pruned: ..." or why it failed ("timed out", "wrong numbers")
+    predicted: float | None = None  # the cost model's microseconds, if a compile worker priced it
+
+    @property
+    def pruned(self) -> bool:
+        return self.status.startswith(PRUNED)
 
 
 @dataclass
@@ -69,15 +75,22 @@ class TuneResult:
 
     @property
     def rejected(self) -> list[Trial]:
-        return [t for t in self.trials if t.value is None]
+        """Trials that failed or gave wrong numbers (not the pruned ones)."""
+        return [t for t in self.trials if t.value is None and not t.pruned]
+
+    @property
+    def pruned(self) -> list[Trial]:
+        """Trials not timed: the cost model predicted them far slower than a measured one."""
+        return [t for t in self.trials if t.pruned]
 
     def table(self) -> str:
         rows = [("tuned", str(self.best), self.best_value, self.unit),
                 ("default", str(self.default), self.default_value, self.unit)]
         rows += [(f"baseline: {name}", "", ms, "ms") for name, ms in self.baselines.items()]
         ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
+        pruned = f", {len(self.pruned)} pruned by the cost model" if self.pruned else ""
         lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
-                 f"{self.seconds:.1f} s, {len(self.rejected)} rejected{ahead} "
+                 f"{self.seconds:.1f} s, {len(self.rejected)} rejected{pruned}{ahead} "
                  f"(study {self.study!r})"]
         width = max(len(r[1]) for r in rows)
         name_width = max(len(r[0]) for r in rows)
@@ -99,8 +112,8 @@ class TuneResult:
         return {"kernel": self.kernel, "backend": self.backend, "unit": self.unit,
                 "best": self.best.to_dict() if self.best else None, "best_value": self.best_value,
                 "default": self.default.to_dict(), "default_value": self.default_value,
-                "trials": [{"config": t.config.to_dict(), "value": t.value, "status": t.status}
-                           for t in self.trials],
+                "trials": [{"config": t.config.to_dict(), "value": t.value, "status": t.status,
+                            "model_us": t.predicted} for t in self.trials],
                 "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
                 "study": self.study, "storage": self.storage, "seconds": self.seconds,
                 "compiled_ahead": self.compiled_ahead,
@@ -110,9 +123,12 @@ class TuneResult:
                               for f in self.finalists]}
 
     def to_t4(self) -> dict[str, Any]:
-        """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads)."""
+        """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads).
+        Pruned trials are left out: they were never measured, and they did not fail."""
         results = []
         for t in self.trials:
+            if t.pruned:
+                continue
             d = t.config.to_dict()
             configuration = {k: v for k, v in d.items() if k != "block_sizes"}
             configuration.update({f"block_{i}": b for i, b in enumerate(d["block_sizes"])})
@@ -246,9 +262,11 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
          check: bool = True, isolate: bool | None = None, trial_timeout: float = 60.0,
          progress: bool = False, baselines: dict[str, Callable[[], Any]] | None = None,
          use_cache: bool = True, finalists: int = finals.FINALISTS,
-         rounds: int = finals.ROUNDS) -> TuneResult:
+         rounds: int = finals.ROUNDS, prune: float | None = PRUNE_FACTOR) -> TuneResult:
     """Tune `kernel` for `args` on `backend` ("spatial", "numpy", "model" or "triton").
 
+    On the GPU, a candidate the cost model predicts more than `prune` times slower than a
+    config already measured is not timed (prune.py; `prune=None` times every candidate).
     On a noisy runner (GPU or CPU timing) the `finalists` fastest configs of the search and the
     default are then re-timed interleaved over `rounds` rounds, and the lowest median wins
     (`finalists=0` keeps the search's fastest trial)."""
@@ -258,6 +276,12 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                            f"choose from {sorted(RUNNERS)}")
     if backend == "triton":
         require_gpu(kernel)
+    try:
+        pruner = Pruner(prune)
+    except TileDSLError as e:
+        raise e.with_context(kernel=kernel.name) from None
+    if backend != "triton":
+        pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
     values = kernel.bind(tuple(args), {})
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))
@@ -286,23 +310,39 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
     study = studies.open_study(url, name)
     statuses: dict[tuple, str] = {}
+    predictions: dict[tuple, float] = {}
+    default = config_space.default()
+    default_point = config_space.values(default)
+    default_key = SearchSpace.key(default_point)
 
     def objective(point: Point) -> float | None:
         config = config_space.make(point)
+        key = SearchSpace.key(point)
         nonlocal compiled_ahead
+        value: float | None = None
         try:
             if precompiler is not None and precompiler.wait(config):
                 compiled_ahead += 1
+                if config in precompiler.predicted:
+                    predictions[key] = precompiler.predicted[config]
+            pruned = None if key == default_key else pruner.why(predictions.get(key))
+            if pruned is not None:
+                statuses[key] = pruned
+                studies.record(study, space, point, None,
+                               {"status": pruned, "model_us": predictions.get(key)})
+                return None
             if check and backend != "triton":  # the triton runner checks in its own process
                 why = runner.check(config)
                 if why is not None:
                     raise TrialFailed(why)
             value = isolated.measure(config) if isolated else runner.measure(config)
-            statuses[SearchSpace.key(point)] = "ok"
+            statuses[key] = "ok"
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
-            statuses[SearchSpace.key(point)] = str(e).splitlines()[0][:200]
+            statuses[key] = str(e).splitlines()[0][:200]
             value = None
-        studies.record(study, space, point, value, {"status": statuses[SearchSpace.key(point)]})
+        pruner.measured(predictions.get(key), value)
+        studies.record(study, space, point, value,
+                       {"status": statuses[key], "model_us": predictions.get(key)})
         return value
 
     deadline = start + timeout if timeout is not None else None
@@ -311,12 +351,16 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         pool = precompiler
         evaluate.on_prefetch = lambda points: pool.submit(
             [config_space.make(p) for p in points], replace=True)
-    for point, value in studies.load_trials(study):  # resume: what earlier runs measured
+    for point, value, attrs in studies.load_trials(study):  # resume: what earlier runs measured
         k = SearchSpace.key(point)
         if k not in evaluate.results:
             evaluate.results[k] = value
             evaluate.history.append((point, value))
-            statuses[k] = "resumed"
+            status = str(attrs.get("status", ""))
+            statuses[k] = status if status.startswith(PRUNED) else "resumed"
+            if isinstance(attrs.get("model_us"), (int, float)):
+                predictions[k] = float(attrs["model_us"])
+            pruner.measured(predictions.get(k), value)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -329,9 +373,6 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             bar.update(1)
             return value
         evaluate.objective = counted
-    default = config_space.default()
-    default_point = config_space.values(default)
-    default_key = SearchSpace.key(default_point)
     chosen: list[finals.Finalist] = []
     search_best: tuple[Point, float] | None = None
     try:
@@ -373,8 +414,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     return TuneResult(
         kernel.name, backend, runner.unit, best_config, best[1] if best else None, default,
         default_value,
-        [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"))
-         for p, v in evaluate.history],
+        [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"),
+               predictions.get(SearchSpace.key(p))) for p, v in evaluate.history],
         name, url, time.monotonic() - start, timed_baselines,
         compiled_ahead if precompiler is not None else None, chosen,
         config_space.make(search_best[0]) if search_best else None)

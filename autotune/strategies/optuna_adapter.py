@@ -85,17 +85,19 @@ def open_study(url: str, name: str) -> Any:
                                                  direction="minimize", load_if_exists=True))
 
 
-def load_trials(study: Any) -> list[tuple[Point, float | None]]:
-    """Every finished evaluation of the study (failed ones as None), in trial order."""
-    out: list[tuple[Point, float | None]] = []
+def load_trials(study: Any) -> list[tuple[Point, float | None, dict[str, Any]]]:
+    """Every finished evaluation of the study (failed ones as None), in trial order, with the
+    attributes it was recorded with (`record`'s `attrs`)."""
+    out: list[tuple[Point, float | None, dict[str, Any]]] = []
     for t in study.get_trials(deepcopy=False):
         if "point" not in t.user_attrs:
             continue
         point = json.loads(t.user_attrs["point"])
+        attrs = {k: v for k, v in t.user_attrs.items() if k != "point"}
         if t.state == optuna.trial.TrialState.COMPLETE:
-            out.append((point, float(t.value)))
+            out.append((point, float(t.value), attrs))
         elif t.state == optuna.trial.TrialState.FAIL:
-            out.append((point, None))
+            out.append((point, None, attrs))
     return out
 
 
