@@ -5,15 +5,18 @@
 
 On a GPU (`--backend triton`, the default there): the default strategy with compile workers
 warming Triton's JIT cache ahead of an isolated measuring process (CUDA events, cold L2, median),
-every candidate checked against NumPy, the finalists re-timed interleaved; cuBLAS
+every candidate checked against NumPy, configs the cost model predicts more than `--prune`
+times slower than a measured one left untimed, the finalists re-timed interleaved; cuBLAS
 (`cupy.matmul`) timed by the same code. The target (issue 5) is under 2 minutes. Without a GPU,
 `--backend model` runs the same pipeline with the analytic H100 model in place of timing (a dry
 run of everything but the GPU).
 
 Caches start empty (a temporary TRITON_CACHE_DIR and TILEDSL_CACHE_DIR), so every compile is
-counted. On a GPU, once the tune is timed, the analytic H100 model (the `model` runner) predicts
-every measured config, in a process pool: the report gives its rank correlation with the
-measured times and each trial's pair, the data the model's calibration needs. Writes
+counted. On a GPU, once the tune is timed, the report pairs each measured config's time with the
+analytic H100 model's prediction (the compile workers' own, else computed in a process pool):
+its rank correlation with the measured times, and the prune factor this tune needed (the
+fastest config's prediction over the lowest one measured), the data the model's calibration
+and the pruning's factor need. Writes
 benchmarks/results/tune_gpu_<backend>.json.
 """
 
@@ -46,6 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support import example  # noqa: E402
 
 from autotune.precompile import default_workers  # noqa: E402
+from autotune.prune import PRUNE_FACTOR  # noqa: E402
 from autotune.tuner import tune  # noqa: E402
 from tiledsl.config import Config  # noqa: E402
 
@@ -92,9 +96,10 @@ def model_check(kernel: object, args: list, trials: list) -> dict:
     from scipy.stats import spearmanr
     measured = [t for t in trials if t.value is not None]
     with ProcessPoolExecutor(default_workers(), mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(_predict, kernel.file, kernel.name, args,  # type: ignore[attr-defined]
+        futures = [None if t.predicted is not None else
+                   pool.submit(_predict, kernel.file, kernel.name, args,  # type: ignore[attr-defined]
                                t.config.to_dict()) for t in measured]
-        predicted = [f.result() for f in futures]
+        predicted = [t.predicted if f is None else f.result() for t, f in zip(measured, futures)]
     pairs = [(t, p) for t, p in zip(measured, predicted) if p is not None]
     out: dict = {"pairs": [{"config": t.config.to_dict(), "measured_ms": t.value,
                             "model_us": p} for t, p in pairs]}
@@ -104,6 +109,8 @@ def model_check(kernel: object, args: list, trials: list) -> dict:
         best = min(t.value for t, _ in pairs)
         favourite = min(pairs, key=lambda tp: tp[1])[0]
         out["model_favourite_over_best"] = favourite.value / best
+        fastest = min(pairs, key=lambda tp: tp[0].value)[1]
+        out["prune_factor_needed"] = fastest / min(p for _, p in pairs)
     return out
 
 
@@ -114,6 +121,8 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--backend", choices=["triton", "model"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prune", type=float, default=PRUNE_FACTOR,
+                    help="the cost model's prune factor (0: time every config)")
     ap.add_argument("--out")
     opts = ap.parse_args()
     backend = opts.backend or ("triton" if has_gpu() else "model")
@@ -129,12 +138,14 @@ def main() -> None:
     start = time.monotonic()
     result = tune(mod.matmul, [a, b], backend=backend, trials=opts.trials, seed=opts.seed,
                   storage=f"sqlite:///{SCRATCH}/study.db", check=backend == "triton",
-                  baselines=baselines, use_cache=False, progress=sys.stderr.isatty())
+                  baselines=baselines, use_cache=False, progress=sys.stderr.isatty(),
+                  prune=opts.prune or None)
     wall = time.monotonic() - start
     print(result.table())
     flops = 2.0 * m * k * n
     row = {"case": f"matmul {opts.dtype} {m}x{k}x{n}", "backend": backend,
            "trials": len(result.trials), "rejected": len(result.rejected),
+           "pruned": len(result.pruned), "prune_factor": opts.prune or None,
            "compiled_ahead": result.compiled_ahead, "wall_s": round(wall, 2),
            "best": result.best.to_dict() if result.best else None,
            "best_value": result.best_value, "default_value": result.default_value,
@@ -149,9 +160,12 @@ def main() -> None:
         if "spearman" in check:
             print(f"the H100 model against the measured times: Spearman {check['spearman']:.2f} "
                   f"over {len(check['pairs'])} configs; its favourite measured "
-                  f"{check['model_favourite_over_best']:.2f}x the fastest")
+                  f"{check['model_favourite_over_best']:.2f}x the fastest; the fastest was "
+                  f"predicted {check['prune_factor_needed']:.2f}x the lowest prediction "
+                  f"(pruning at {opts.prune or 'off'})")
     print(f"\n{row['case']} on {backend}: {row['trials']} trials in {wall:.1f} s wall "
-          f"({row['compiled_ahead']} compiled ahead, {row['rejected']} rejected); "
+          f"({row['compiled_ahead']} compiled ahead, {row['rejected']} rejected, "
+          f"{row['pruned']} pruned); "
           f"target: under 120 s on a GPU")
     device = "CPU only (model dry run)"
     if backend == "triton":
