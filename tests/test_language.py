@@ -62,6 +62,34 @@ def test_outputs_written_into_arguments() -> None:
 
 
 @td.tile_kernel
+def summary(x, out):
+    """Stores at constant and grid-scalar int indices: one element per store."""
+    for _ in td.grid(1):
+        out[0] = td.sum(x[:])
+        out[1] = td.max(x[:])
+
+
+@td.tile_kernel
+def row_sums(x, out):
+    for b in td.grid(x.shape[0]):
+        out[b] = td.sum(x[b, :])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "spatial"])
+def test_stores_at_int_indices_write_the_output(backend: str) -> None:
+    """All-int indices once made the NumPy backend write into a copy (the output stayed
+    untouched); the spatial backend's functional run, one program per PE, hit the same path."""
+    x = rand(37)
+    out = np.full(2, np.nan, np.float32)
+    summary.run(x, out, backend=backend)
+    assert_close(out, np.array([x.astype(np.float64).sum(), x.max()]), np.float32)
+    y = rand(5, 23)
+    sums = np.full(5, np.nan, np.float32)
+    row_sums.run(y, sums, backend=backend)
+    assert_close(sums, y.astype(np.float64).sum(1), np.float32)
+
+
+@td.tile_kernel
 def positions(x):
     (n,) = x.shape
     idx = td.empty((n,), dtype=td.int32)

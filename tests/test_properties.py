@@ -553,22 +553,26 @@ def test_generated_tiled_row_reduction(kernel_files: KernelFiles, expr: Expr, m:
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_padded_loads_and_stores_match_the_gather_path(data: st.DataObject) -> None:
-    """The NumPy backend's padded-copy path (whole-tensor accesses with partial edge tiles)
-    reads and writes exactly what the general gather/scatter does, poison and `other` included."""
+    """The NumPy backend's view and padded-copy paths (whole-tensor accesses with partial edge
+    tiles; int indices) read and write exactly what the general gather/scatter does, poison and
+    `other` included."""
     from lowering.backends.numpy import memory
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     ndim = data.draw(st.integers(1, 3))
     shape = tuple(data.draw(st.integers(1, 40)) for _ in range(ndim))
     dtype = data.draw(st.sampled_from([np.float32, np.int32, np.float16]))
     arr = (rng.standard_normal(shape) * 50).astype(dtype)
-    kinds = [data.draw(st.sampled_from(["grid", "full", "scalar"])) for _ in range(ndim)]
-    grid_axes = [i for i, k in enumerate(kinds) if k != "full"]
+    kinds = [data.draw(st.sampled_from(["grid", "full", "scalar", "int"])) for _ in range(ndim)]
+    grid_axes = [i for i, k in enumerate(kinds) if k in ("grid", "scalar")]
     rank = len(grid_axes)
     indices: list[Any] = []
     sizes: list[int] = []
     for d, kind in enumerate(kinds):
         if kind == "full":
             indices.append(None)
+            continue
+        if kind == "int":  # the same element in every program (`out[0] = ...`)
+            indices.append(np.full((1,) * rank, data.draw(st.integers(0, shape[d] - 1))))
             continue
         axis = grid_axes.index(d)
         if kind == "scalar":
@@ -581,7 +585,7 @@ def test_padded_loads_and_stores_match_the_gather_path(data: st.DataObject) -> N
                                                        for a in range(rank)])
         indices.append(memory.RangeRT(shape[d], block, begin, axis))
         sizes.append(programs)
-    ntile = sum(k != "scalar" for k in kinds)
+    ntile = sum(k in ("grid", "full") for k in kinds)
     other = data.draw(st.sampled_from([None, 3]))
     expected = memory.gather(arr, indices, rank, ntile, other)
     got = memory.load(arr, indices, rank, ntile, other)

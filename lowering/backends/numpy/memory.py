@@ -87,7 +87,7 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
             i = int(idx.flat[0])
             if not 0 <= i < n:
                 return None
-            slices.append(i)
+            slices.append(slice(i, i + 1))  # not `i`: all-int indexing would copy, not view
     return slices, new_shape, tags
 
 
