@@ -58,7 +58,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
     rows, report = [], []
     for k in kernels:
         if opts.backend == "triton":
-            require_gpu(k)
+            require_gpu(k, "benchmarking", "use --backend numpy or spatial")
         args = example_args(module, k, opts.seed, parse_dims(opts.dims), opts.dtype)
         measured: list[tuple[str, str, float]] = []
         for label, config in _configs(k, args, opts.backend, opts.config).items():

@@ -243,17 +243,19 @@ class _Budget(Evaluator):
         return super().done or (self.deadline is not None and time.monotonic() > self.deadline)
 
 
-def require_gpu(kernel: TileKernel) -> None:
-    """A GPU tune needs torch with a CUDA device: say so before any process starts."""
+def require_gpu(kernel: TileKernel, doing: str = "tuning",
+                instead: str = "tune with backend='model' (an H100 cost model) or 'spatial' "
+                               "(the simulator)") -> None:
+    """A GPU tune (or benchmark) needs torch with a CUDA device: say so before any process
+    starts, and what to do `instead`."""
     try:
         import torch
         found = torch.cuda.is_available()
     except ImportError:
         found = False
     if not found:
-        raise BackendError(f"kernel '{kernel.name}': tuning on backend 'triton' needs torch and "
-                           "an NVIDIA GPU, and none is available; without one, tune with "
-                           "backend='model' (an H100 cost model) or 'spatial' (the simulator)")
+        raise BackendError(f"kernel '{kernel.name}': {doing} on backend 'triton' needs torch and "
+                           f"an NVIDIA GPU, and none is available; without one, {instead}")
 
 
 def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch: Any = None,

@@ -138,7 +138,7 @@ def test_bench_rejects_bad_options_clearly(args: list[str], status: int, message
     assert message in err and "Traceback" not in err
 
 
-def test_bench_on_the_gpu_needs_one(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_and_run_on_the_gpu_need_one(capsys: pytest.CaptureFixture[str]) -> None:
     try:
         import torch
         if torch.cuda.is_available():
@@ -146,4 +146,8 @@ def test_bench_on_the_gpu_needs_one(capsys: pytest.CaptureFixture[str]) -> None:
     except ImportError:
         pass
     assert main(["bench", str(EXAMPLES / "softmax.py"), "--backend", "triton"]) == 1
-    assert "needs torch and an NVIDIA GPU" in capsys.readouterr().err
+    assert "benchmarking on backend 'triton' needs torch and an NVIDIA GPU" in \
+        capsys.readouterr().err
+    assert main(["run", str(EXAMPLES / "softmax.py"), "--backend", "triton"]) == 1
+    err = capsys.readouterr().err
+    assert "BackendError: backend 'triton' needs an NVIDIA GPU" in err and "Traceback" not in err

@@ -71,3 +71,15 @@ def test_cupy_arrays_in_and_out() -> None:
     td.testing.assert_close(cupy.asnumpy(out), mod.reference(a, b), np.float32)
     with pytest.raises(td.BackendError, match="mixing"):
         mod.matmul(cupy.asarray(a), torch.from_numpy(b).cuda())
+
+
+@pytest.mark.gpu
+@gpu
+def test_run_cli_moves_the_example_inputs_to_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    from support import ROOT
+    from tiledsl.cli import main
+    for name in ("softmax", "matmul"):
+        assert main(["run", str(ROOT / "examples" / f"{name}.py"), "--backend", "triton",
+                     "--samples", "2"]) == 0
+        assert capsys.readouterr().out.count(" ok") == 3
+

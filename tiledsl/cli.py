@@ -22,7 +22,7 @@ import numpy as np
 
 from tiledsl import registry, testing
 from tiledsl.config import Config, ConfigSpace
-from tiledsl.errors import TileDSLError
+from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 
 
@@ -113,9 +113,34 @@ def _fmt_table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+class _GPU:
+    """The example's NumPy inputs moved to the GPU for `--backend triton`, and results back."""
+
+    def __init__(self) -> None:
+        try:
+            import torch
+        except ImportError:
+            raise BackendError("backend 'triton' launches through torch: pip install torch") \
+                from None
+        if not torch.cuda.is_available():
+            raise BackendError("backend 'triton' needs an NVIDIA GPU and driver, and none is "
+                               "available; use --backend numpy or triton-interpret on the CPU")
+        self.torch = torch
+
+    def put(self, args: tuple) -> list:
+        from tiledsl.arrays import from_numpy
+        like = self.torch.empty(0)
+        return [from_numpy(a, like).cuda() if isinstance(a, np.ndarray) else a for a in args]
+
+    def get(self, value: object, name: str) -> np.ndarray:
+        from tiledsl.arrays import to_numpy
+        return to_numpy(value.cpu(), "", name)  # type: ignore[attr-defined]
+
+
 def cmd_run(opts: argparse.Namespace) -> int:
     module, kernels = load_file(opts.file)
     rows, failed = [], False
+    gpu = _GPU() if opts.backend == "triton" else None
     for k in kernels:
         args = example_args(module, k, opts.seed)
         ref_fn = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
@@ -123,9 +148,20 @@ def cmd_run(opts: argparse.Namespace) -> int:
         configs = _configs(k.config_space(*args, backend=opts.backend), opts)
         for i, cfg in enumerate(configs):
             call_args = _fresh(args)
-            start = time.perf_counter()
-            out = k.run(*call_args, backend=opts.backend, config=cfg)
-            ms = (time.perf_counter() - start) * 1e3
+            if gpu is None:
+                start = time.perf_counter()
+                out = k.run(*call_args, backend=opts.backend, config=cfg)
+                ms = (time.perf_counter() - start) * 1e3
+            else:
+                on_gpu = gpu.put(call_args)
+                start = time.perf_counter()
+                out = k.run(*on_gpu, backend=opts.backend, config=cfg)
+                gpu.torch.cuda.synchronize()
+                ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
+                if out is not None:
+                    out = tuple(gpu.get(o, "output") for o in testing.as_tuple(out))
+                call_args = tuple(gpu.get(g, "argument") if isinstance(a, np.ndarray) else a
+                                  for a, g in zip(call_args, on_gpu))
             if out is None:  # the kernel wrote into its arguments
                 out = tuple(a for a, b in zip(call_args, args)
                             if isinstance(a, np.ndarray) and not np.array_equal(a, b, equal_nan=True))
