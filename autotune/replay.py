@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.space import Evaluator, Param, Point, SearchSpace
+from tiledsl.errors import ConfigError
 
 TARGETS = (0.01, 0.02, 0.05)  # within 1%, 2%, 5% of the optimum
 
@@ -204,8 +205,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     try:
         get(args.strategy)
-    except KeyError as e:
-        print(f"error: {e.args[0]}", file=sys.stderr)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     if args.seeds < 1 or args.budget < 1:
         print("error: --seeds and --budget must be at least 1", file=sys.stderr)

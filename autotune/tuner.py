@@ -278,13 +278,18 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                            f"choose from {sorted(RUNNERS)}")
     if backend == "triton":
         require_gpu(kernel)
-    try:
-        pruner = Pruner(prune)
+    values = kernel.bind(tuple(args), {})
+    key = cache.key(kernel, values, backend, arch)
+    url = storage or default_storage()
+    name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
+    try:  # the options' errors before any process starts
+        search = get(strategy or DEFAULT)
+        pruner = Pruner(prune)  # a bad factor is an error on every backend
+        if backend != "triton":
+            pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
+        study = studies.open_study(url, name)
     except TileDSLError as e:
         raise e.with_context(kernel=kernel.name) from None
-    if backend != "triton":
-        pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
-    values = kernel.bind(tuple(args), {})
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))
     space = search_space(config_space)
@@ -307,10 +312,6 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         else:
             precompiler = Precompiler(kernel.file, kernel.name, numpy_args, "aot", "sm_90")
         precompiler.submit([config_space.make(p) for p in initial])
-    key = cache.key(kernel, values, backend, arch)
-    url = storage or default_storage()
-    name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
-    study = studies.open_study(url, name)
     statuses: dict[tuple, str] = {}
     predictions: dict[tuple, float] = {}
     default = config_space.default()
@@ -378,7 +379,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     chosen: list[finals.Finalist] = []
     search_best: tuple[Point, float] | None = None
     try:
-        get(strategy or DEFAULT)(space, evaluate, seed, initial)
+        search(space, evaluate, seed, initial)
         if default_key not in evaluate.results:
             evaluate.results[default_key] = objective(default_point)
         search_best = evaluate.best

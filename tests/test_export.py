@@ -280,6 +280,11 @@ def test_export_replaces_packages_but_not_other_directories(tmp_path: Path) -> N
     with pytest.raises(td.ArgumentError, match="holds no kernel package") as info:
         export(kernel, other, *args, arch="sm_80")
     assert info.value.kernel == "softmax" and (other / "mine.txt").exists()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(td.ArgumentError, match="cannot write the package to") as info:
+        export(kernel, blocker / "pkg", *args, arch="sm_80")  # under a file: no folder possible
+    assert info.value.kernel == "softmax"
 
 
 def test_kernels_needing_scratch_memory_are_refused(packages: dict) -> None:

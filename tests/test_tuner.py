@@ -313,6 +313,24 @@ def test_tuning_without_a_gpu_or_with_an_unknown_backend_says_so(capsys: Any) ->
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"strategy": "nope"}, "unknown strategy 'nope'; known: "),
+    ({"storage": "nosuchdb://x"}, "cannot open the study storage 'nosuchdb://x'"),
+    ({"storage": "sqlite:////no/such/folder/s.db"}, "cannot open the study storage"),
+    ({"prune": 1.0}, "prune factor must be above 1")])
+def test_bad_tuning_options_are_clear_errors(options: dict, message: str, capsys: Any) -> None:
+    x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 5, "n": 7})[0]
+    with pytest.raises(td.ConfigError, match=message) as info:
+        tune(kernel_of("softmax"), [x], trials=2, **options)
+    assert info.value.kernel == "softmax"
+    from tiledsl.cli import main
+    flag, value = next(iter(options.items()))
+    assert main(["tune", str(ROOT / "examples" / "softmax.py"), f"--{flag}", str(value),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
 def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
     from tiledsl.cli import main
     plot, report = tmp_path / "c.png", tmp_path / "r.json"

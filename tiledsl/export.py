@@ -57,7 +57,10 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
     _check_target(root)
     staging = root.parent / f".{root.name}.{os.getpid()}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    try:
+        staging.mkdir(parents=True)
+    except OSError as e:
+        raise ArgumentError(f"cannot write the package to '{root}': {e.strerror or e}") from None
     try:
         for name, src in plan["files"].items():
             shutil.copyfile(src, staging / name)

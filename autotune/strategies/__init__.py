@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from autotune.space import Evaluator, Point, SearchSpace
+from tiledsl.errors import ConfigError
 
 Strategy = Callable[[SearchSpace, Evaluator, int, list[Point]], None]
 STRATEGIES: dict[str, Strategy] = {}
@@ -27,5 +28,5 @@ def get(name: str) -> Strategy:
     except ImportError:
         pass
     if name not in STRATEGIES:
-        raise KeyError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}")
+        raise ConfigError(f"unknown strategy {name!r}; known: {sorted(STRATEGIES)}")
     return STRATEGIES[name]

@@ -47,6 +47,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from autotune.space import Evaluator, Point, SearchSpace
+from tiledsl.errors import ConfigError
 from autotune.strategies import register
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -81,8 +82,13 @@ def _retrying(fn: Any, attempts: int = 8) -> Any:
 
 def open_study(url: str, name: str) -> Any:
     """The study `name` in storage `url`, created if it does not exist (workers share it)."""
-    return _retrying(lambda: optuna.create_study(storage=storage_for(url), study_name=name,
-                                                 direction="minimize", load_if_exists=True))
+    try:
+        return _retrying(lambda: optuna.create_study(storage=storage_for(url), study_name=name,
+                                                     direction="minimize", load_if_exists=True))
+    except Exception as e:  # sqlalchemy's and optuna's errors: a bad URL, no server, no driver
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"cannot open the study storage {url!r}: {first} (storage URLs: "
+                          "sqlite:///file.db, postgresql://user@host/db, journal:/path)") from e
 
 
 def load_trials(study: Any) -> list[tuple[Point, float | None, dict[str, Any]]]:
