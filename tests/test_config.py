@@ -36,6 +36,20 @@ def test_config_is_hashable_and_round_trips_json() -> None:
     assert "group_m=8" in repr(c)
 
 
+@pytest.mark.parametrize("fields, message", [
+    ({"group_m": [1, 2]}, "knob 'group_m' must be a bool, int, float or string"),
+    ({"tma": {"on": True}}, "knob 'tma' must be"),
+    ({"num_warps": 4.0}, "num_warps must be an int"),
+    ({"num_stages": "3"}, "num_stages must be an int"),
+    ({"num_warps": True}, "num_warps must be an int")])
+def test_configs_that_could_not_hash_or_round_trip_are_refused(fields: dict,
+                                                               message: str) -> None:
+    with pytest.raises(td.ConfigError, match=message):
+        td.Config((64,), **fields)
+    with pytest.raises(td.ConfigError, match=message):
+        td.Config.from_dict({"block_sizes": [64], **fields})
+
+
 def test_space_has_one_block_per_tunable_tile_dimension() -> None:
     space = matmul.config_space(A, B)
     assert space.num_blocks == 2  # tk's block size is fixed at 16

@@ -31,6 +31,13 @@ class Config:
         if not isinstance(block_sizes, (tuple, list)) or not all(
                 isinstance(b, int) and not isinstance(b, bool) for b in block_sizes):
             raise ConfigError(f"block_sizes must be a tuple of ints, got {block_sizes!r}")
+        for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ConfigError(f"{name} must be an int, got {value!r}")
+        for name, value in knobs.items():
+            if value is not None and not isinstance(value, (bool, int, float, str)):
+                raise ConfigError(f"knob {name!r} must be a bool, int, float or string (configs "
+                                  f"are hashable and JSON), got {value!r}")
         object.__setattr__(self, "block_sizes", tuple(block_sizes))
         object.__setattr__(self, "num_warps", num_warps)
         object.__setattr__(self, "num_stages", num_stages)
