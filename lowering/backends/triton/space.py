@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from lowering.backends.triton.codegen import padded
+from lowering.backends.triton.emit import padded
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
 from tiledsl.ir.types import TileType

@@ -1,0 +1,598 @@
+"""Emitting one generated kernel: the ops of one `grid` region as Triton statements.
+
+`KernelEmitter` walks the region and writes readable Triton: pointer arithmetic from the specialized
+shapes and strides, masks only on the dimensions that are ragged for the config's block sizes
+(or padded to a power of two), tensor descriptors for TMA, and the small `@triton.jit` helpers
+some ops need. codegen.py assembles the kernels and the launcher into a module.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiledsl.config import Config
+from tiledsl.dtypes import DType
+from tiledsl.errors import BackendError
+from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.ops import BINARY, COMPARE, UNARY
+from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
+
+TL_DTYPE = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64",
+            "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
+            "i1": "tl.int1"}
+_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
+             "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_CALL1 = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "sqrt": "tl.sqrt",
+          "rsqrt": "tl.rsqrt", "sigmoid": "tl.sigmoid", "erf": "tl.erf", "abs": "tl.abs",
+          "tanh": "_tanh"}
+_CALL2 = {"maximum": "tl.maximum", "minimum": "tl.minimum", "pow": "_pow",
+          "floordiv": "_floordiv", "mod": "_mod"}
+# Elementwise uses broadcast implicitly in Triton, so a `broadcast` feeding only them is free.
+_IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) | {"where", "store"}
+INT32_MAX = 2**31 - 1
+
+HELPERS = {
+    "_tanh": '''
+@triton.jit
+def _tanh(x):
+    # tanh from exp (libdevice is unavailable to the interpreter); a series near 0 keeps the
+    # relative error small where 1 - 2 / (exp(2x) + 1) would cancel.
+    a = tl.abs(x)
+    big = 1.0 - 2.0 / (tl.exp(2.0 * a) + 1.0)
+    a2 = a * a
+    small = a * (1.0 - a2 * (1.0 / 3.0 - a2 * (2.0 / 15.0 - a2 * (17.0 / 315.0))))
+    t = tl.where(a < 0.125, small, big)
+    return tl.where(x < 0, -t, t)
+''',
+    "_pow": '''
+@triton.jit
+def _pow(x, y):
+    # x ** y with NumPy's rules for negative bases (odd integer powers keep the sign).
+    r = tl.exp2(y * tl.log2(tl.abs(x)))
+    y_int = tl.floor(y) == y
+    odd = y_int & (tl.floor(y * 0.5) * 2.0 != y)
+    r = tl.where((x < 0) & odd, -r, r)
+    r = tl.where((x < 0) & ~y_int, float("nan"), r)
+    return tl.where(y == 0, 1.0, r)
+''',
+    "_floordiv": '''
+@triton.jit
+def _floordiv(a, b):
+    # Python's floor division (Triton's // truncates toward zero on integers).
+    q = a // b
+    return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)
+''',
+    "_mod": '''
+@triton.jit
+def _mod(a, b):
+    # Python's modulo: the result takes the sign of the divisor.
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+''',
+}
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def padded(d: int) -> int:
+    """Triton tiles are powers of two, and tl.dot wants at least 16: constant dims are padded."""
+    return 1 if d == 1 else max(16, next_pow2(d))
+
+
+def tl_dtype(d: DType) -> str:
+    return TL_DTYPE[d.short]
+
+
+def literal(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else '-float("inf")'
+        return repr(value)
+    return repr(value)
+
+
+@dataclass
+class KernelParam:
+    """A parameter of a generated kernel: a tensor pointer, a scalar, or a block size."""
+
+    name: str
+    kind: str  # "tensor", "desc", "scalar", "scalar_ptr", "num_programs" or "block"
+    source: Value | None = None  # the IR value (argument or allocation) behind it
+    value: int | None = None  # for "block"
+    dtype: str = ""  # Triton signature type for scalars ("fp32", "i32", ...)
+    box: tuple[int, ...] = ()  # for "desc": the block a tensor descriptor moves
+
+
+@dataclass
+class _Range:
+    name: str
+    extent: int
+    block: int  # resolved block size
+    block_expr: str  # "BLOCK_TM" or a literal
+    ragged: bool
+
+
+class Namer:
+    def __init__(self) -> None:
+        self.used: set[str] = {"tl", "triton", "range", "float", "pid", "grid"} | set(HELPERS)
+
+    def fresh(self, hint: str | None, default: str = "v") -> str:
+        base = re.sub(r"\W", "_", hint or default)
+        if not base or base[0].isdigit() or keyword.iskeyword(base):
+            base = f"{default}_{base}"
+        name, i = base, 1
+        while name in self.used:
+            name = f"{base}_{i}"
+            i += 1
+        self.used.add(name)
+        return name
+
+
+@dataclass
+class KernelEmitter:
+    """Emission state of one kernel (one grid op)."""
+
+    fn: Function
+    config: Config
+    strides: dict[Value, tuple[int, ...]]
+    blocks: dict[str, int]
+    interpret: bool = False
+    namer: Namer = field(default_factory=Namer)
+    lines: list[str] = field(default_factory=list)
+    names: dict[Value, str] = field(default_factory=dict)
+    ranges: dict[Value, _Range] = field(default_factory=dict)
+    params: dict[Value, KernelParam] = field(default_factory=dict)
+    descriptors: dict[tuple[Value, tuple[int, ...]], KernelParam] = field(default_factory=dict)
+    block_params: dict[str, KernelParam] = field(default_factory=dict)
+    const_offsets: dict[int, str] = field(default_factory=dict)
+    helpers: set[str] = field(default_factory=set)
+    uses: dict[Value, list[Op]] = field(default_factory=dict)
+    scalar_types: dict[Value, DType] = field(default_factory=dict)
+    preamble: list[str] = field(default_factory=list)  # constant offsets, before the body
+    fused: dict[Op, str] = field(default_factory=dict)  # add ops that become tl.dot(..., acc)
+    preset: dict[Value, str] = field(default_factory=dict)  # values written into carried names
+    carried_names: dict[Value, str] = field(default_factory=dict)  # for results -> variable
+
+    # ---- names and shapes -----------------------------------------------------------------
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def block_expr(self, d: Dim, label: str | None = None) -> str:
+        if isinstance(d, int):
+            return str(padded(d))
+        if d not in self.block_params:
+            name = self.namer.fresh(f"BLOCK_{(label or d).upper()}")
+            self.block_params[d] = KernelParam(name, "block", value=self.blocks[d])
+        return self.block_params[d].name
+
+    def shape(self, t: TileType) -> str:
+        dims = [self.block_expr(d) for d in t.shape]
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")" if dims else "[]"
+
+    def expand(self, expr: str, pos: int, rank: int) -> str:
+        """A 1-D expression placed at axis `pos` of a rank-`rank` tile."""
+        if rank <= 1:
+            return expr
+        idx = ", ".join(":" if i == pos else "None" for i in range(rank))
+        return f"{expr}[{idx}]"
+
+    def const_offsets_for(self, n: int, indent: int) -> tuple[str, str | None]:
+        """Offsets (and mask, if padded) of a whole constant dimension of size n."""
+        if n not in self.const_offsets:
+            name = self.namer.fresh(f"offs_{n}")
+            self.const_offsets[n] = name
+            self.preamble.append(f"{name} = tl.arange(0, {padded(n)})")
+            if padded(n) != n:
+                self.preamble.append(f"mask_{name[5:]} = {name} < {n}")
+        name = self.const_offsets[n]
+        return name, (f"mask_{name[5:]}" if padded(n) != n else None)
+
+    def value(self, v: Value) -> str:
+        if v in self.names:
+            return self.names[v]
+        if v in self.params and self.params[v].kind != "scalar_ptr":
+            return self.params[v].name
+        raise BackendError(f"triton codegen: value {v} has no name (internal error)")
+
+    def tensor_param(self, v: Value) -> str:
+        if v not in self.params:
+            hint = (v.hint or "out") + "_ptr"
+            self.params[v] = KernelParam(self.namer.fresh(hint), "tensor", v)
+        return self.params[v].name
+
+    # ---- ranges ---------------------------------------------------------------------------
+    def open_range(self, r: Value, begin: str, indent: int, lines: list[str]) -> None:
+        t = r.type
+        assert isinstance(t, RangeType)
+        block = t.block if isinstance(t.block, int) else self.blocks[t.block]
+        label = r.hint or "t"
+        block_expr = self.block_expr(t.block, label) if isinstance(t.block, str) else str(block)
+        rg = _Range(label, t.extent, block, block_expr, t.extent % block != 0)
+        self.ranges[r] = rg
+        rg.name = self.namer.fresh(label)
+        lines.append(f"begin_{rg.name} = {begin}")
+        if any(u.name != "tile.begin" for u in self.uses.get(r, [])):  # used as a vector
+            lines.append(f"offs_{rg.name} = begin_{rg.name} + tl.arange(0, {block_expr})")
+            if rg.ragged:
+                lines.append(f"mask_{rg.name} = offs_{rg.name} < {t.extent}")
+        for line in lines:
+            self.emit(indent, line)
+
+    # ---- memory ---------------------------------------------------------------------------
+    def address(self, op: Op, tensor: Value, indices: list[Value], rank: int,
+                indent: int) -> tuple[str, str | None]:
+        """The pointer expression and the mask of `tensor[indices]` as a rank-`rank` tile."""
+        t = tensor.type
+        assert isinstance(t, TensorType)
+        strides = self.strides[tensor]
+        full = op.attrs.get("full", ())
+        wide = sum((padded(n) - 1) * abs(s) for n, s in zip(t.shape, strides)) > INT32_MAX
+        terms, masks = [], []
+        it = iter(indices)
+        pos = 0
+        for d, (extent, stride) in enumerate(zip(t.shape, strides)):
+            if d in full:
+                offs, mask = self.const_offsets_for(extent, indent)
+                offs_e = self.expand(f"{offs}.to(tl.int64)" if wide else offs, pos, rank)
+                if mask:
+                    masks.append(self.expand(mask, pos, rank))
+                pos += 1
+            else:
+                idx = next(it)
+                if idx in self.ranges:
+                    rg = self.ranges[idx]
+                    offs = f"offs_{rg.name}.to(tl.int64)" if wide else f"offs_{rg.name}"
+                    offs_e = self.expand(offs, pos, rank)
+                    if rg.ragged:
+                        masks.append(self.expand(f"mask_{rg.name}", pos, rank))
+                    pos += 1
+                else:
+                    offs_e = self.value(idx)
+                    if wide:
+                        offs_e = f"{offs_e}.to(tl.int64)"
+                    if not self.in_bounds(idx, extent):
+                        masks.append(f"({offs_e} >= 0) & ({offs_e} < {extent})")
+            if stride != 0:
+                terms.append(offs_e if stride == 1 else f"{offs_e} * {stride}")
+        ptr = " + ".join([self.tensor_param(tensor)] + terms)
+        return ptr, " & ".join(masks) if masks else None
+
+    def descriptor(self, op: Op, tensor: Value, indices: list[Value]) -> tuple[str, str] | None:
+        """A TMA tensor descriptor for this access and its coordinates, when the config asks
+        for TMA and the access allows it: every dimension a tile or `:`, boxes of at most 256,
+        16-byte aligned strides with a contiguous last dimension, out-of-range reads of zero."""
+        t = tensor.type
+        assert isinstance(t, TensorType)
+        if not self.config.get("tma", False) or not 2 <= len(t.shape) <= 5:
+            return None
+        if op.name == "load" and op.attrs.get("other") not in (None, 0, 0.0, False):
+            return None
+        strides, size = self.strides[tensor], t.dtype.bits // 8
+        if strides[-1] != 1 or any(s * size % 16 for s in strides[:-1]) or size == 0:
+            return None
+        full = op.attrs.get("full", ())
+        it = iter(indices)
+        box, coords = [], []
+        for d, extent in enumerate(t.shape):
+            if d in full:
+                box.append(padded(extent))
+                coords.append("0")
+                continue
+            idx = next(it)
+            if idx not in self.ranges:
+                return None  # a scalar index: plain pointer arithmetic
+            rg = self.ranges[idx]
+            box.append(rg.block)
+            coords.append(f"begin_{rg.name}")
+        if max(box) > 256 or box[-1] * size < 16:
+            return None
+        key = (tensor, tuple(box))
+        if key not in self.descriptors:
+            name = self.namer.fresh(f"{tensor.hint or 'out'}_desc")
+            self.descriptors[key] = KernelParam(name, "desc", tensor, box=tuple(box))
+        return self.descriptors[key].name, ", ".join(coords)
+
+    def in_bounds(self, idx: Value, extent: int) -> bool:
+        """A scalar index that cannot leave [0, extent): a constant, or a grid/loop position."""
+        owner = idx.owner
+        if owner is not None and owner.name == "const":
+            return 0 <= owner.attrs["value"] < extent
+        if owner is not None and owner.name == "tile.begin":
+            r = owner.operands[0].type
+            return isinstance(r, RangeType) and r.block == 1 and r.extent == extent
+        return False
+
+    # ---- ops ------------------------------------------------------------------------------
+    def assign(self, op: Op, expr: str, indent: int) -> None:
+        r = op.result
+        name = self.preset.get(r) or self.namer.fresh(r.hint or _default_name(op))
+        self.names[r] = name
+        self.emit(indent, f"{name} = {expr}")
+
+    def alias(self, op: Op, expr: str) -> None:
+        self.names[op.result] = expr
+
+    def only_implicit_uses(self, v: Value) -> bool:
+        return all(u.name in _IMPLICIT_BROADCAST for u in self.uses.get(v, []))
+
+    def op(self, op: Op, indent: int) -> None:
+        name = op.name
+        args = [self.value(o) for o in op.operands] if name not in ("load", "store", "for",
+                                                                       "tile.index", "tile.begin",
+                                                                       "tile.size", "mask") else []
+        rt = op.results[0].type if op.results else None
+        if name == "const":
+            assert isinstance(rt, TileType)
+            value = op.attrs["value"]
+            feeds = self.uses.get(op.result, [])
+            if all(u.name == "broadcast" for u in feeds) or (
+                    rt.dtype.short in ("f32", "i32", "i1") and self.only_implicit_uses(op.result)):
+                self.alias(op, literal(bool(value) if rt.dtype.is_bool else value))
+            else:
+                self.assign(op, f"tl.full([], {literal(value)}, {tl_dtype(rt.dtype)})", indent)
+        elif name in BINARY or name in COMPARE:
+            self.elementwise(op, args, indent)
+        elif name in UNARY:
+            self.elementwise(op, args, indent)
+        elif name == "where":
+            self.assign(op, f"tl.where({args[0]}, {args[1]}, {args[2]})", indent)
+        elif name == "cast":
+            assert isinstance(rt, TileType)
+            src = op.operands[0]
+            if self.scalar_types.get(src) == rt.dtype:
+                self.alias(op, args[0])  # the launcher already passes it in this dtype
+            elif src in self.params and src not in self.names:  # a Python number when interpreted
+                self.assign(op, f"tl.cast({args[0]}, {tl_dtype(rt.dtype)})", indent)
+            elif self.interpret and rt.dtype.short == "bf16" and src.type.dtype.short == "f64":  # type: ignore[union-attr]
+                # The interpreter converts float64 to bfloat16 wrongly (triton 3.9): go via float32.
+                self.assign(op, f"{args[0]}.to(tl.float32).to(tl.bfloat16)", indent)
+            else:
+                self.assign(op, f"{args[0]}.to({tl_dtype(rt.dtype)})", indent)
+        elif name == "broadcast":
+            assert isinstance(rt, TileType)
+            src = op.operands[0]
+            if self.only_implicit_uses(op.result):
+                self.alias(op, args[0])
+            elif src.owner is not None and src.owner.name == "const":
+                value = literal(src.owner.attrs["value"])
+                self.assign(op, f"tl.full({self.shape(rt)}, {value}, {tl_dtype(rt.dtype)})", indent)
+            else:
+                self.assign(op, f"tl.broadcast_to({args[0]}, {self.shape(rt)})", indent)
+        elif name == "expand_dims":
+            src = op.operands[0].type
+            assert isinstance(src, TileType)
+            axis = op.attrs["axis"]
+            if src.rank == 0:
+                self.assign(op, f"tl.expand_dims({args[0]}, 0)", indent)
+            else:
+                idx = [":"] * src.rank
+                idx.insert(axis, "None")
+                self.assign(op, f"{args[0]}[{', '.join(idx)}]", indent)
+        elif name == "transpose":
+            perm = tuple(op.attrs["perm"])
+            expr = f"tl.trans({args[0]})" if perm == (1, 0) else f"tl.permute({args[0]}, {perm})"
+            self.assign(op, expr, indent)
+        elif name == "dot":
+            self.dot(op, args, indent)
+        elif name == "reduce":
+            self.reduce(op, args, indent)
+        elif name == "mask":
+            self.mask(op, indent)
+        elif name == "tile.index":
+            self.alias(op, f"offs_{self.ranges[op.operands[0]].name}")
+        elif name == "tile.begin":
+            self.alias(op, f"begin_{self.ranges[op.operands[0]].name}")
+        elif name == "tile.size":
+            rg = self.ranges[op.operands[0]]
+            self.assign(op, f"tl.minimum({rg.block_expr}, {rg.extent} - begin_{rg.name})", indent)
+        elif name == "load" and (desc := self.descriptor(op, op.operands[0], op.operands[1:])):
+            self.assign(op, f"{desc[0]}.load([{desc[1]}])", indent)
+        elif name == "store" and (desc := self.descriptor(op, op.operands[0], op.operands[1:-1])):
+            value = op.operands[-1]
+            v = self.value(value)
+            if value.owner is not None and value.owner.name == "broadcast":  # a box-shaped value
+                v = f"tl.broadcast_to({v}, {self.shape(value.type)})"  # type: ignore[arg-type]
+            self.emit(indent, f"{desc[0]}.store([{desc[1]}], {v})")
+        elif name == "load":
+            assert isinstance(rt, TileType)
+            ptr, mask = self.address(op, op.operands[0], op.operands[1:], rt.rank, indent)
+            if mask is None:
+                self.assign(op, f"tl.load({ptr})", indent)
+            else:
+                other = op.attrs.get("other")
+                other_s = "" if other is None else f", other={literal(other)}"
+                self.assign(op, f"tl.load({ptr}, mask={mask}{other_s})", indent)
+        elif name == "store":
+            value = op.operands[-1]
+            vt = value.type
+            assert isinstance(vt, TileType)
+            ptr, mask = self.address(op, op.operands[0], op.operands[1:-1], vt.rank, indent)
+            mask_s = "" if mask is None else f", mask={mask}"
+            self.emit(indent, f"tl.store({ptr}, {self.value(value)}{mask_s})")
+        elif name == "for":
+            self.loop(op, indent)
+        else:
+            raise BackendError(f"the triton backend has no rule for op '{name}'", loc=op.loc)
+
+    def elementwise(self, op: Op, args: list[str], indent: int) -> None:
+        t = op.operands[0].type
+        assert isinstance(t, TileType)
+        rt = op.result.type
+        assert isinstance(rt, TileType)
+        upcast = t.dtype.is_float and t.dtype.bits == 16  # 16-bit floats compute in float32
+        if upcast:
+            args = [f"{a}.to(tl.float32)" if not _is_literal(a) else a for a in args]
+        name = op.name
+        if name in _OPERATOR:
+            expr = f"{_paren(args[0])} {_OPERATOR[name]} {_paren(args[1])}"
+        elif name == "neg":
+            expr = f"-{_paren(args[0])}"
+        elif name == "not":
+            expr = f"~{_paren(args[0])}"
+        elif name in _CALL1:
+            fn = _CALL1[name]
+            if fn.startswith("_"):
+                self.helpers.add(fn)
+            expr = f"{fn}({args[0]})"
+        else:
+            fn = _CALL2[name]
+            if name in ("floordiv", "mod") and t.dtype.is_float:
+                expr = (f"tl.floor({args[0]} / {args[1]})" if name == "floordiv" else
+                        f"{args[0]} - tl.floor({args[0]} / {args[1]}) * {args[1]}")
+            else:
+                if fn.startswith("_"):
+                    self.helpers.add(fn)
+                expr = f"{fn}({args[0]}, {args[1]})"
+        if upcast and not rt.dtype.is_bool:
+            expr = f"({expr}).to({tl_dtype(rt.dtype)})"
+        self.assign(op, expr, indent)
+
+    def dot(self, op: Op, args: list[str], indent: int) -> None:
+        a, b = (o.type for o in op.operands)
+        assert isinstance(a, TileType) and isinstance(b, TileType)
+        for t in (a, b):
+            for d in t.shape:
+                if isinstance(d, int) and padded(d) < 16:
+                    raise BackendError(f"tl.dot needs every dimension >= 16; {t} has {d}",
+                                       loc=op.loc)
+        extra = ""
+        if a.dtype.short == "f32":
+            extra = ', input_precision="ieee"'
+        elif a.dtype.is_int:
+            extra = ", out_dtype=tl.int32"
+        elif a.dtype.short == "bf16" and self.interpret:
+            # Triton's interpreter computes bfloat16 tl.dot wrongly (triton 3.9); products of
+            # bfloat16 values are exact in float32, so upcasting gives the GPU's result.
+            args = [f"{x}.to(tl.float32)" for x in args]
+            extra = ', input_precision="ieee"' 
+        users = self.uses.get(op.result, [])
+        if len(users) == 1 and users[0].name == "add" and users[0].operands[1] is op.result \
+                and users[0].operands[0].type == op.result.type:
+            # acc + a @ b -> tl.dot(a, b, acc): the accumulation stays in the MMA registers.
+            self.fused[users[0]] = f"tl.dot({args[0]}, {args[1]}, {{acc}}{extra})"
+            return
+        self.assign(op, f"tl.dot({args[0]}, {args[1]}{extra})", indent)
+
+    def reduce(self, op: Op, args: list[str], indent: int) -> None:
+        x = op.operands[0].type
+        rt = op.result.type
+        assert isinstance(x, TileType) and isinstance(rt, TileType)
+        kind = op.attrs["kind"]
+        src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
+        keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
+        fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}.get(kind)
+        if fn is None:  # mean (the pipeline lowers it; kept for completeness)
+            n = x.shape[op.attrs["axis"]]
+            count = self.block_expr(n) if isinstance(n, str) else str(n)
+            self.assign(op, f"tl.sum({src}, axis={op.attrs['axis']}{keep}) / {count}", indent)
+            return
+        self.assign(op, f"{fn}({src}, axis={op.attrs['axis']}{keep})", indent)
+
+    def mask(self, op: Op, indent: int) -> None:
+        x = op.operands[0]
+        t = x.type
+        assert isinstance(t, TileType)
+        ranges = iter(op.operands[1:])
+        conds = []
+        for axis in op.attrs["axes"]:
+            d = t.shape[axis]
+            if isinstance(d, str):
+                rg = self.ranges[next(ranges)]
+                if rg.ragged:
+                    conds.append(self.expand(f"mask_{rg.name}", axis, t.rank))
+            elif padded(d) != d:
+                _, m = self.const_offsets_for(d, indent)
+                conds.append(self.expand(m or "", axis, t.rank))
+        if not conds:
+            self.alias(op, self.value(x))
+            return
+        self.assign(op, f"tl.where({' & '.join(conds)}, {self.value(x)}, "
+                        f"{literal(op.attrs['value'])})", indent)
+
+    def loop(self, op: Op, indent: int) -> None:
+        region = op.regions[0]
+        r = region.args[0]
+        rt = r.type
+        assert isinstance(rt, RangeType)
+        carried = []
+        for init, arg, res in zip(op.operands, region.args[1:], op.results):
+            name = self.carried_names[res]
+            if self.value(init) != name:
+                self.emit(indent, f"{name} = {self.value(init)}")
+            self.names[arg] = self.names[res] = name
+            carried.append(name)
+        self.write_in_place(region, carried)
+        block = rt.block if isinstance(rt.block, int) else self.blocks[rt.block]
+        it = self.namer.fresh(f"{r.hint or 'k'}_iter")
+        self.emit(indent, f"for {it} in range(0, {-(-rt.extent // block)}):")
+        label_block = self.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(block)
+        self.open_range(r, f"{it} * {label_block}", indent + 1, [])
+        self.block(region, indent + 1)
+        changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
+                   if self.value(v) != c]
+        if changes:  # one simultaneous assignment, so carried values can swap
+            self.emit(indent + 1, ", ".join(c for c, _ in changes) + " = "
+                      + ", ".join(v for _, v in changes))
+
+    def write_in_place(self, region: Block, carried: list[str]) -> None:
+        """Name a yielded value after its carried variable (`acc = tl.dot(a, b, acc)`) when it is
+        made in this body, used only by the yield, and after the last read of the old value."""
+        position = {op: i for i, op in enumerate(region.ops)}
+        yielded = region.ops[-1].operands
+        for arg, v, name in zip(region.args[1:], yielded, carried):
+            owner = v.owner
+            if owner not in position or len(self.uses.get(v, [])) != 1 or v in self.preset:
+                continue
+            reads = [position.get(_top(u, region), -1) for u in self.uses.get(arg, [])]
+            if all(0 <= i <= position[owner] for i in reads):
+                self.preset[v] = name
+
+    def block(self, block: Block, indent: int) -> None:
+        for op in block.ops:  # a loop's initial value is made under its carried name
+            if op.name == "for":
+                for init, res in zip(op.operands, op.results):
+                    name = self.carried_names[res] = self.namer.fresh(res.hint)
+                    if init.owner in block.ops and len(self.uses.get(init, [])) == 1:
+                        self.preset.setdefault(init, name)
+        for op in block.ops:
+            if op.name == "yield":
+                continue
+            if op in self.fused:
+                acc = self.value(op.operands[0])
+                self.assign(op, self.fused[op].format(acc=acc), indent)
+                continue
+            self.op(op, indent)
+
+
+
+def _top(op: Op, region: Block) -> Op | None:
+    """The op of `region` that contains `op` (itself, or an op whose region holds it)."""
+    for candidate in region.ops:
+        if candidate is op or any(op in list(walk(r)) for r in candidate.regions):
+            return candidate
+    return None
+
+
+def _default_name(op: Op) -> str:
+    if op.name == "load":
+        return f"{op.operands[0].hint or 'x'}_tile"
+    if op.name == "reduce":
+        return f"{op.attrs['kind']}_{op.attrs['axis']}"
+    return {"dot": "prod", "tile.size": "size", "mask": "masked", "transpose": "trans"}.get(
+        op.name, "tmp")
+
+
+def _is_literal(expr: str) -> bool:
+    return bool(re.fullmatch(r"-?[\d.e+-]+|True|False|-?float\(\"\w+\"\)", expr))
+
+
+def _paren(expr: str) -> str:
+    return expr if re.fullmatch(r"[\w.\[\]:, ()]+", expr) and " " not in expr.strip() else f"({expr})"
