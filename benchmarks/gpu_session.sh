@@ -4,10 +4,11 @@
 # tiledsl (the C++ simulator too), then run the steps named (default: all but `suite`) and leave
 # logs and JSON reports in $OUT.
 #
-#   bash benchmarks/gpu_session.sh [gpu-tests] [tune] [kernels] [finalists] [suite]
+#   bash benchmarks/gpu_session.sh [gpu-tests] [tune] [tune-noprune] [kernels] [finalists] [suite]
 #
 #   gpu-tests  pytest -m gpu tests/            (the GPU paths: launch, torch ops, export)
 #   tune       benchmarks/tune_gpu.py           (a cold 40-trial 4096^3 fp16 GEMM tune vs cuBLAS)
+#   tune-noprune  the same tune timing every config (what the cost model's pruning saves)
 #   kernels    benchmarks/gpu_kernels.py --quick (kernels vs cuBLAS/torch, ceilings measured)
 #   finalists  benchmarks/finalists.py --backend triton --kernels matmul --runs 5
 #   suite      the whole test suite under the image's versions (slowest; not in the default)
@@ -22,8 +23,8 @@
 #     scikit-build-core pybind11
 # and the call names it: run(command="bash benchmarks/gpu_session.sh", carry=[".whl"]). One call
 # may run 10 minutes: split the steps over calls where they would take longer (setup, about 15 s,
-# is repeated by each), e.g. "gpu-tests tune" then "kernels finalists". Each step stops after
-# STEP_TIMEOUT seconds (default 420).
+# is repeated by each), e.g. "gpu-tests tune tune-noprune" then "kernels finalists". Each step
+# stops after STEP_TIMEOUT seconds (default 420).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tiledsl-gpu-session}
@@ -31,7 +32,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(gpu-tests tune kernels finalists)
+[ ${#steps[@]} -eq 0 ] && steps=(gpu-tests tune tune-noprune kernels finalists)
 status=0
 
 step() {  # name, then the command; its log goes to $OUT/<name>.log
@@ -76,6 +77,8 @@ for s in "${steps[@]}"; do
     case $s in
         gpu-tests) step gpu-tests $PY -m pytest -m gpu tests/ -rs -p no:cacheprovider ;;
         tune) step tune $PY benchmarks/tune_gpu.py --out "$OUT/tune_gpu_triton.json" ;;
+        tune-noprune) step tune-noprune $PY benchmarks/tune_gpu.py --prune 0 \
+                          --out "$OUT/tune_gpu_triton_noprune.json" ;;
         kernels) step kernels $PY benchmarks/gpu_kernels.py --quick --out "$OUT/gpu_kernels.json" ;;
         finalists) step finalists $PY benchmarks/finalists.py --backend triton --kernels matmul \
                        --runs 5 --out "$OUT/finalists_triton.json" ;;
