@@ -3,7 +3,8 @@ kernel's IR and the compiled kernels' resource usage (no GPU needed).
 
 The roofline of the tile traffic and FLOPs, derated by how many programs fit on an SM
 (registers, shared memory, warps) and by the last partial wave; spills add their local-memory
-traffic. It ranks configs, not times them: `backend="model"` tunes with it, and a GPU tune uses
+traffic; loads and math add up instead of overlapping when nothing can run meanwhile (one
+pipeline stage, one program per SM). It ranks configs, not times them: `backend="model"` tunes with it, and a GPU tune uses
 it to skip timing configs it predicts far slower than one already measured (prune.py).
 
 The resource usage comes from either compile: `k.compile`'s reports (the model runner) or the
@@ -99,9 +100,13 @@ def predict_us(fn: Function, config: Config, resources: list[Resources],
     spill = sum(r.spill_bytes for r in resources) * threads * programs
     t_compute = flops / (gpu["tflops"].get(dtype, 67.0) * 1e12)
     t_memory = (traffic + 2 * spill) / (gpu["hbm_gbps"] * 1e9)
+    # Loads overlap the math only when something runs meanwhile: a second pipeline stage (the
+    # next iteration's loads in flight) or a second program on the SM. One stage and one
+    # program per SM wait for each load, then compute.
+    overlapped = (config.num_stages or 3) >= 2 or per_sm >= 2
+    t_body = max(t_compute, t_memory) if overlapped else t_compute + t_memory
     occupancy = min(1.0, per_sm * threads / 256)  # latency hiding needs ~8 warps per SM
-    return (max(t_compute, t_memory) * quantization / max(occupancy, 0.25)) * 1e6 + \
-        gpu["launch_us"]
+    return (t_body * quantization / max(occupancy, 0.25)) * 1e6 + gpu["launch_us"]
 
 
 def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:

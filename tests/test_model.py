@@ -1,0 +1,85 @@
+"""The analytic H100 cost model (autotune/model.py): what it must rank right, on given resource
+usage (no compile), and on what `k.compile` reports."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from autotune.model import Resources, predict, predict_us
+from support import example, kernel_of
+
+M = K = N = 4096
+
+
+def gemm() -> tuple[td.TileKernel, list[np.ndarray]]:
+    a, b = example("matmul").make_inputs(np.random.default_rng(0), {"m": M, "k": K, "n": N},
+                                         np.float16)
+    return kernel_of("matmul"), [a, b]
+
+
+def config(bm: int, bn: int, bk: int, warps: int = 8, stages: int = 3,
+           group_m: int = 8) -> td.Config:
+    return td.Config((bm, bn, bk), warps, stages, group_m=group_m, tma=False, persistent=False)
+
+
+def us(c: td.Config, registers: int = 128, shared: int = 64 * 1024, spill: int = 0) -> float:
+    k, args = gemm()
+    return predict(k, args, c, [Resources(c.num_warps or 4, registers, shared, spill)])
+
+
+def test_a_compute_bound_gemm_sits_on_the_tensor_core_roofline() -> None:
+    flops_us = 2.0 * M * N * K / 989e12 * 1e6  # an H100's dense fp16 peak
+    programs, per_sm = (M // 128) * (N // 256), 2  # 2 by registers: 128 x 256 threads each
+    waves = programs / (132 * per_sm)
+    expected = flops_us * math.ceil(waves) / waves + 3.0  # the last wave partial; the launch
+    assert us(config(128, 256, 64)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_small_tiles_re_read_their_operands_and_are_memory_bound() -> None:
+    assert us(config(32, 32, 32, warps=4)) > 4 * us(config(128, 256, 64))
+
+
+def test_spills_registers_and_shared_memory_cost_time() -> None:
+    c = config(128, 128, 64, warps=4)
+    base = us(c, registers=128, shared=64 * 1024)
+    assert us(c, spill=512) > base
+    # 2 programs per SM by registers, 3 by shared memory, then 1: latency no longer hidden.
+    assert us(c, registers=255, shared=200 * 1024) > base
+
+
+def test_one_stage_with_one_program_per_sm_does_not_overlap_loads_and_math() -> None:
+    big = dict(registers=200, shared=120 * 1024)  # one 256-thread program per SM
+    assert us(config(128, 256, 64, stages=1), **big) > 1.2 * us(config(128, 256, 64, stages=3),
+                                                                **big)
+    small = dict(registers=64, shared=40 * 1024)  # several programs per SM overlap each other
+    assert us(config(128, 256, 64, stages=1), **small) == us(config(128, 256, 64, stages=3),
+                                                             **small)
+
+
+def test_a_partial_last_wave_costs_a_whole_wave() -> None:
+    """133 programs, one per SM, take two waves on 132 SMs; 132 take one."""
+    def lowered(tiles_m: int, tiles_n: int) -> object:
+        a, b = example("matmul").make_inputs(np.random.default_rng(0),
+                                             {"m": 128 * tiles_m, "k": 1024, "n": 256 * tiles_n},
+                                             np.float16)
+        return kernel_of("matmul").traced(a, b).lowered
+    one_per_sm = [Resources(8, 255, 200 * 1024, 0)]
+    c = config(128, 256, 64)
+    t132 = predict_us(lowered(6, 22), c, one_per_sm)  # type: ignore[arg-type]
+    t133 = predict_us(lowered(7, 19), c, one_per_sm)  # type: ignore[arg-type]
+    launch = 3.0
+    assert t133 - launch > 1.8 * (t132 - launch)
+
+
+def test_the_model_prices_what_k_compile_reports() -> None:
+    pytest.importorskip("triton")
+    from autotune.model import compiled_resources
+    k, args = gemm()
+    fast, slow = config(128, 256, 64), config(32, 32, 32, warps=4)
+    p_fast = predict(k, args, fast, compiled_resources(k, args, fast))
+    p_slow = predict(k, args, slow, compiled_resources(k, args, slow))
+    assert 0 < p_fast < p_slow
