@@ -1,43 +1,20 @@
-"""The analytic GPU cost model: predicted microseconds of one config on an H100, from the
-kernel's IR and the compiled kernels' resource usage (no GPU needed).
-
-The roofline of the tile traffic and FLOPs, derated by how many programs fit on an SM
-(registers, shared memory, warps) and by the last partial wave; spills add their local-memory
-traffic; loads and math add up instead of overlapping when nothing can run meanwhile (one
-pipeline stage, one program per SM). It ranks configs, not times them: `backend="model"` tunes with it, and a GPU tune uses
-it to skip timing configs it predicts far slower than one already measured (prune.py).
-
-The resource usage comes from either compile: `k.compile`'s reports (the model runner) or the
-kernels Triton's JIT compiled while warming its cache (the GPU tuner's compile workers), so the
-prediction costs no extra compile.
+"""Pricing compiled configs with the Triton backend's cost model
+(lowering/backends/triton/cost.py): the resource usage of what was actually compiled, from
+`k.compile`'s reports (the model runner) or from the kernels Triton's JIT compiled while warming
+its cache (the GPU tuner's compile workers), so a prediction costs no extra compile. A GPU tune
+uses the predictions to skip timing configs far slower than one it measured (prune.py).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
+from lowering.backends.triton.cost import H100, Resources, predict_us
 from tiledsl.config import Config
-from tiledsl.ir.core import Function, walk
-from tiledsl.ir.types import TensorType, TileType
 from tiledsl.kernel import TileKernel
 
-# An H100 SXM, as published by NVIDIA (dense).
-H100 = {"sms": 132, "tflops": {"f16": 989.0, "bf16": 989.0, "f32": 67.0, "i8": 1979.0,
-                               "f64": 67.0},
-        "hbm_gbps": 3350.0, "regs_per_sm": 65536, "smem_per_sm": 228 * 1024,
-        "max_warps_per_sm": 64, "launch_us": 3.0}
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What one compiled kernel uses per program."""
-
-    num_warps: int
-    registers: int  # per thread
-    shared_bytes: int  # dynamic and static shared memory
-    spill_bytes: int  # local memory per thread
+__all__ = ["H100", "Resources", "compiled_resources", "from_jit", "from_reports", "predict",
+           "predict_us", "warmed_resources"]
 
 
 def from_reports(reports: list[Any]) -> list[Resources]:
@@ -56,73 +33,6 @@ def from_jit(compiled: list[Any]) -> list[Resources]:
         out.append(Resources(int(ck.metadata.num_warps), usage["registers"],
                              int(ck.metadata.shared) + usage["static_shared_bytes"],
                              usage["spill_bytes"]))
-    return out
-
-
-def predict_us(fn: Function, config: Config, resources: list[Resources],
-               gpu: dict[str, Any] = H100) -> float:
-    """Predicted microseconds of lowered function `fn` under `config` on `gpu`."""
-    blocks = dict(zip(fn.symbols, config.block_sizes))
-
-    def size(d: Any) -> int:
-        return blocks.get(d, d) if isinstance(d, str) else d
-
-    flops, traffic, dtype, programs = 0.0, 0.0, "f32", 1
-    for op in walk(fn.body):
-        if op.name == "grid":
-            programs = math.prod(-(-r.type.extent // size(r.type.block))
-                                 for r in op.regions[0].args)  # type: ignore[union-attr]
-    trips = _trip_counts(fn, blocks)
-    for op in walk(fn.body):
-        mult = trips.get(id(op), 1)
-        if op.name == "dot":
-            a, b = (o.type for o in op.operands)
-            assert isinstance(a, TileType) and isinstance(b, TileType)
-            m, k, n = (size(d) for d in (*a.shape, b.shape[1]))
-            flops += 2.0 * m * k * n * mult * programs
-            dtype = a.dtype.short
-        elif op.name in ("load", "store"):
-            tt = op.result.type if op.name == "load" else op.operands[-1].type
-            tensor = op.operands[0].type
-            assert isinstance(tt, TileType) and isinstance(tensor, TensorType)
-            elems = math.prod(size(d) for d in tt.shape)
-            traffic += elems * tensor.dtype.bits / 8 * mult * programs
-    # L2 catches re-reads of shared operands; grouped ordering helps it (a rough factor).
-    traffic /= 4.0 if config.get("group_m", 1) > 1 else 2.0
-    threads = 32 * max(r.num_warps for r in resources)
-    regs = max(r.registers for r in resources)
-    smem = max(r.shared_bytes for r in resources)
-    per_sm = min(gpu["regs_per_sm"] // max(1, regs * threads),
-                 gpu["smem_per_sm"] // max(1, smem) if smem else 32,
-                 gpu["max_warps_per_sm"] * 32 // threads) or 1
-    waves = programs / (gpu["sms"] * per_sm)
-    quantization = math.ceil(waves) / waves if waves > 0 else 1.0
-    spill = sum(r.spill_bytes for r in resources) * threads * programs
-    t_compute = flops / (gpu["tflops"].get(dtype, 67.0) * 1e12)
-    t_memory = (traffic + 2 * spill) / (gpu["hbm_gbps"] * 1e9)
-    # Loads overlap the math only when something runs meanwhile: a second pipeline stage (the
-    # next iteration's loads in flight) or a second program on the SM. One stage and one
-    # program per SM wait for each load, then compute.
-    overlapped = (config.num_stages or 3) >= 2 or per_sm >= 2
-    t_body = max(t_compute, t_memory) if overlapped else t_compute + t_memory
-    occupancy = min(1.0, per_sm * threads / 256)  # latency hiding needs ~8 warps per SM
-    return (t_body * quantization / max(occupancy, 0.25)) * 1e6 + gpu["launch_us"]
-
-
-def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
-    """How many times each op runs per program (the product of its enclosing loop trips)."""
-    out: dict[int, int] = {}
-
-    def visit(block: Any, mult: int) -> None:
-        for op in block.ops:
-            out[id(op)] = mult
-            if op.name == "for":
-                r = op.regions[0].args[0].type
-                b = blocks.get(r.block, r.block) if isinstance(r.block, str) else r.block
-                visit(op.regions[0], mult * -(-r.extent // b))
-            elif op.name == "grid":
-                visit(op.regions[0], mult)
-    visit(fn.body, 1)
     return out
 
 

@@ -83,3 +83,24 @@ def test_the_model_prices_what_k_compile_reports() -> None:
     p_fast = predict(k, args, fast, compiled_resources(k, args, fast))
     p_slow = predict(k, args, slow, compiled_resources(k, args, slow))
     assert 0 < p_fast < p_slow
+
+
+def test_the_triton_space_ranks_configs_before_compiling() -> None:
+    """The space's estimate is the model on resources guessed from the IR; the guesses are
+    close to what the compiler reports, and the ranking is the compiled one's."""
+    pytest.importorskip("triton")
+    from autotune.model import compiled_resources
+    from lowering.backends.triton.cost import estimated_resources
+    k, args = gemm()
+    space = k.config_space(*args, backend="triton")
+    assert space.estimate is not None
+    fn = k.traced(*args).lowered
+    configs = [config(128, 256, 64), config(64, 64, 64, warps=4), config(32, 32, 32, warps=4)]
+    for c in configs:
+        (guess,), (real,) = estimated_resources(fn, c), compiled_resources(k, args, c)
+        assert abs(guess.registers - real.registers) <= 0.2 * real.registers, (c, guess, real)
+        assert abs(guess.shared_bytes - real.shared_bytes) <= 0.25 * real.shared_bytes + 1024, \
+            (c, guess, real)
+        assert guess.num_warps == real.num_warps and guess.spill_bytes == real.spill_bytes == 0
+    estimates = [space.estimate(c) for c in configs]
+    assert estimates == sorted(estimates)

@@ -1,9 +1,11 @@
-"""The Triton backend's knobs and the constraints that rule configs out before any compile."""
+"""The Triton backend's knobs, the constraints that rule configs out before any compile, and the
+cost model's estimate that ranks the rest (cost.py)."""
 
 from __future__ import annotations
 
 import math
 
+from lowering.backends.triton.cost import estimate_us
 from lowering.backends.triton.emit import padded
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
@@ -80,4 +82,5 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
 
     for name, check in (("dot-min", dot_min), ("tile-size", tile_size), ("shared-memory", shared)):
         space = space.with_constraint(Constraint(name, check))
-    return space
+    # The cost model on resources guessed without compiling: tuners try its favourites first.
+    return space.with_estimate(lambda c: estimate_us(fn, c))
