@@ -1,5 +1,5 @@
-"""Pruning before timing: a GPU tune skips timing a config that the cost model (model.py)
-predicts far slower than a config it has already measured.
+"""Pruning before timing: a GPU tune skips timing a config that the cost model
+(lowering/backends/triton/cost.py) predicts far slower than a config it has already measured.
 
 The rule: if the model's ratio between two configs is right to within `factor`, a config
 predicted more than `factor` times slower than some measured config M is slower than M, so it
@@ -18,10 +18,11 @@ from __future__ import annotations
 from tiledsl.errors import ConfigError
 
 # How far the model's ratios may be off before pruning loses the fastest config. The model is a
-# roofline with occupancy and waves: it ignores software pipelining and instruction mix, so it
-# can miss a config's real speed by 2x, rarely by more; what it predicts 4x slower (tiny tiles
-# that re-read their operands many times, spills, one program per SM) is slow. Calibrated by the
-# GPU tune's `model_check` (benchmarks/tune_gpu.py), which reports the factor each tune needed.
+# roofline with occupancy, waves and a coarse pipelining rule: it ignores the instruction mix
+# and guesses the L2's reuse, so it can miss a config's real speed by 2x; what it predicts 4x
+# slower (tiny tiles that re-read their operands many times, spills, starved SMs) is slow. Not
+# yet checked on a GPU: the GPU tune's `model_check` (benchmarks/tune_gpu.py) reports the
+# factor each tune needed.
 PRUNE_FACTOR = 4.0
 PRUNED = "pruned"  # how a pruned trial's status begins
 

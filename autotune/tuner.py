@@ -330,19 +330,16 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                     predictions[key] = precompiler.predicted[config]
             pruned = None if key == default_key else pruner.why(predictions.get(key))
             if pruned is not None:
-                statuses[key] = pruned
-                studies.record(study, space, point, None,
-                               {"status": pruned, "model_us": predictions.get(key)})
-                return None
-            if check and backend != "triton":  # the triton runner checks in its own process
-                why = runner.check(config)
-                if why is not None:
-                    raise TrialFailed(why)
-            value = isolated.measure(config) if isolated else runner.measure(config)
-            statuses[key] = "ok"
+                statuses[key] = pruned  # not timed; recorded as failed
+            else:
+                if check and backend != "triton":  # the triton runner checks in its own process
+                    why = runner.check(config)
+                    if why is not None:
+                        raise TrialFailed(why)
+                value = isolated.measure(config) if isolated else runner.measure(config)
+                statuses[key] = "ok"
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
             statuses[key] = str(e).splitlines()[0][:200]
-            value = None
         pruner.measured(predictions.get(key), value)
         studies.record(study, space, point, value,
                        {"status": statuses[key], "model_us": predictions.get(key)})

@@ -163,8 +163,18 @@ def test_compile_workers_price_what_the_jit_compiled_as_the_model_runner_does(
     assert pre.predicted[configs[0]] != pre.predicted[configs[1]]
 
 
-def test_tune_cli_takes_a_prune_factor(capsys: Any) -> None:
+def test_tune_cli_takes_a_prune_factor(capsys: Any, monkeypatch: Any) -> None:
+    import autotune.tune_cli
     from tiledsl.cli import main
-    assert main(["tune", str(ROOT / "examples" / "softmax.py"), "--prune", "0.5",
-                 "--no-progress"]) == 1
+    softmax = str(ROOT / "examples" / "softmax.py")
+    assert main(["tune", softmax, "--prune", "0.5", "--no-progress"]) == 1
     assert "prune factor must be above 1" in capsys.readouterr().err
+    given: list[Any] = []
+
+    def record(*args: Any, prune: Any = "unset", **kwargs: Any) -> Any:
+        given.append(prune)
+        raise ConfigError("stop here")
+    monkeypatch.setattr(autotune.tune_cli, "tune", record)
+    for flags in ([], ["--prune", "6"], ["--no-prune"]):
+        assert main(["tune", softmax, "--no-progress", *flags]) == 1
+    assert given == [PRUNE_FACTOR, 6.0, None]
