@@ -110,26 +110,32 @@ MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory
 BASE_REGISTERS = 40  # addresses, indices, masks and loop state, seen on compiled GEMMs
 
 
+def numel(t: TileType, blocks: dict[str, int]) -> int:
+    """Elements of a tile under these block sizes (fixed dimensions padded to a power of two)."""
+    return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
+
+
+def dot_shared_bytes(a: TileType, b: TileType, blocks: dict[str, int], stages: int) -> int:
+    """Shared memory a dot's operands take: one copy of each per pipeline stage."""
+    return stages * (numel(a, blocks) * a.dtype.bits + numel(b, blocks) * b.dtype.bits) // 8
+
+
 def estimated_resources(fn: Function, config: Config) -> list[Resources]:
     """What the kernels will use, guessed without compiling: registers for the largest tile
     spread over the program's threads (in 32-bit words) plus a base, spilling past 255; shared
     memory for the dot operands of every pipeline stage."""
     blocks = dict(zip(fn.symbols, config.block_sizes))
-
-    def numel(t: TileType) -> int:
-        return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
-
     warps = int(config.num_warps or 4)
     words, shared = 0, 0
     stages = int(config.num_stages or 3)
     for op in walk(fn.body):
         for r in op.results:
             if isinstance(r.type, TileType):
-                words = max(words, numel(r.type) * max(r.type.dtype.bits, 32) // 32)
+                words = max(words, numel(r.type, blocks) * max(r.type.dtype.bits, 32) // 32)
         if op.name == "dot":
             a, b = (o.type for o in op.operands)
             assert isinstance(a, TileType) and isinstance(b, TileType)
-            shared = max(shared, stages * (numel(a) * a.dtype.bits + numel(b) * b.dtype.bits) // 8)
+            shared = max(shared, dot_shared_bytes(a, b, blocks, stages))
     needed = -(-words // (32 * warps)) + BASE_REGISTERS
     registers = min(MAX_REGISTERS, needed)
     return [Resources(warps, registers, shared, 4 * max(0, needed - MAX_REGISTERS))]

@@ -3,10 +3,7 @@ cost model's estimate that ranks the rest (cost.py)."""
 
 from __future__ import annotations
 
-import math
-
-from lowering.backends.triton.cost import estimate_us
-from lowering.backends.triton.emit import padded
+from lowering.backends.triton.cost import dot_shared_bytes, estimate_us, numel
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
 from tiledsl.ir.types import TileType
@@ -15,10 +12,6 @@ MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
 MAX_PER_THREAD = 256  # values of the largest tile per thread: beyond this, registers spill
 DOT_MIN = 16  # tl.dot needs M, N, K >= 16
 SHARED_BYTES = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
-
-
-def _numel(t: TileType, blocks: dict[str, int]) -> int:
-    return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
 
 
 def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
@@ -64,7 +57,7 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
 
     def tile_size(c: Config) -> str | None:
         b = blocks(c)
-        biggest = max((_numel(t, b) for t in tiles), default=1)
+        biggest = max((numel(t, b) for t in tiles), default=1)
         if biggest > MAX_NUMEL:
             return f"a tile of {biggest} elements exceeds Triton's {MAX_NUMEL}"
         threads = 32 * int(c.get("num_warps", 4))
@@ -75,8 +68,7 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     def shared(c: Config) -> str | None:
         b = blocks(c)
         stages = int(c.get("num_stages", 3))
-        need = max((stages * (_numel(a, b) * a.dtype.bits + _numel(bb, b) * bb.dtype.bits) // 8
-                    for a, bb in dots), default=0)
+        need = max((dot_shared_bytes(a, bb, b, stages) for a, bb in dots), default=0)
         limit = SHARED_BYTES[arch]
         return f"{need} bytes of shared memory > {limit} on {arch}" if need > limit else None
 
