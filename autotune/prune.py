@@ -7,9 +7,10 @@ cannot be the fastest; timing it would only spend the measuring process's time, 
 of a GPU tune (compiles run ahead, in parallel). So a candidate is pruned when its prediction
 exceeds `factor` times the lowest prediction among the configs measured valid so far.
 
-Predictions come free with the compile workers' compiles (precompile.py); a candidate no worker
-compiled has none and is timed. The tuner never prunes the default config (the speedup is
-measured against it). A pruned trial is recorded as failed, with the model's numbers as its
+Predictions come free with the compile workers' compiles (precompile.py). A candidate no worker
+compiled is priced on resources guessed from the IR (the Triton space's `estimate`), so it is
+pruned before anything compiles it, and the tuner does not hint such configs to the workers.
+The tuner never prunes the default config (the speedup is measured against it). A pruned trial is recorded as failed, with the model's numbers as its
 status, so resumed and shared studies do not time it either.
 """
 

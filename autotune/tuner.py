@@ -313,7 +313,9 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             precompiler = Precompiler(kernel.file, kernel.name, numpy_args, "aot", "sm_90")
         precompiler.submit([config_space.make(p) for p in initial])
     statuses: dict[tuple, str] = {}
-    predictions: dict[tuple, float] = {}
+    predictions: dict[tuple, float] = {}  # the cost model's microseconds (GPU and model tunes)
+    # What no worker compiled is priced on resources guessed from the IR (GPU tunes only).
+    guess = config_space.estimate if backend == "triton" else None
     default = config_space.default()
     default_point = config_space.values(default)
     default_key = SearchSpace.key(default_point)
@@ -328,6 +330,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 compiled_ahead += 1
                 if config in precompiler.predicted:
                     predictions[key] = precompiler.predicted[config]
+            if key not in predictions and guess is not None:
+                predictions[key] = guess(config)
             pruned = None if key == default_key else pruner.why(predictions.get(key))
             if pruned is not None:
                 statuses[key] = pruned  # not timed; recorded as failed
@@ -349,8 +353,13 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     evaluate = _Budget(objective, trials, deadline)
     if precompiler is not None:
         pool = precompiler
-        evaluate.on_prefetch = lambda points: pool.submit(
-            [config_space.make(p) for p in points], replace=True)
+
+        def hint(points: list[Point]) -> None:
+            configs = [config_space.make(p) for p in points]
+            if guess is not None:  # not worth compiling what the model would prune
+                configs = [c for c in configs if c == default or pruner.why(guess(c)) is None]
+            pool.submit(configs, replace=True)
+        evaluate.on_prefetch = hint
     for point, value, attrs in studies.load_trials(study):  # resume: what earlier runs measured
         k = SearchSpace.key(point)
         if k not in evaluate.results:

@@ -37,17 +37,21 @@ def test_pruner_compares_with_the_best_prediction_measured_valid() -> None:
 
 
 class _Precompiler:
-    """Stands in for the compile workers: every config compiled ahead, priced by `PREDICT`."""
+    """Stands in for the compile workers: every config compiled ahead and priced by
+    `_predict`, or (`ahead` False) none, with what the tuner asked for logged in `EVENTS`."""
+
+    ahead = True
 
     def __init__(self, *_: Any, **__: Any) -> None:
         self.predicted: dict[td.Config, float] = {}
 
     def submit(self, configs: list[td.Config], replace: bool = False) -> None:
-        pass
+        EVENTS.append(("compile", list(configs)))
 
     def wait(self, config: td.Config) -> bool:
-        self.predicted[config] = _predict(config)
-        return True
+        if self.ahead:
+            self.predicted[config] = _predict(config)
+        return self.ahead
 
     def close(self) -> None:
         pass
@@ -66,6 +70,9 @@ def _true_ms(config: td.Config) -> float:
         (0.9 if config.num_warps == 4 else 1.0)
 
 
+EVENTS: list[tuple[str, Any]] = []  # ("compile", configs) and ("time", config), in order
+
+
 class _GPU(Runner):
     unit = "ms"
     backend = "triton"
@@ -74,13 +81,15 @@ class _GPU(Runner):
 
     def measure(self, config: td.Config) -> float:
         _GPU.timed.append(config)
+        EVENTS.append(("time", config))
         return _true_ms(config)
 
     def time(self, config: td.Config) -> float:
         return _true_ms(config)
 
 
-def _gpu_tune(tmp_path: Path, monkeypatch: Any, prune: float | None) -> Any:
+def _gpu_tune(tmp_path: Path, monkeypatch: Any, prune: float | None,
+              dims: tuple[int, int, int] = (1000, 700, 900)) -> Any:
     """A GPU tune on the CPU: the compile workers, the device and the timing are stand-ins;
     the search, the pruning and the bookkeeping are the tuner's own."""
     import autotune.precompile
@@ -92,11 +101,15 @@ def _gpu_tune(tmp_path: Path, monkeypatch: Any, prune: float | None) -> Any:
     monkeypatch.setattr(autotune.precompile, "Precompiler", _Precompiler)
     monkeypatch.setitem(autotune.runners.RUNNERS, "triton", _GPU)
     monkeypatch.setattr(_GPU, "timed", [])
-    a, b = example("matmul").make_inputs(np.random.default_rng(0),
-                                         {"m": 1000, "k": 700, "n": 900}, np.float16)
-    return tune(kernel_of("matmul"), [a, b], backend="triton", trials=40, isolate=False,
+    EVENTS.clear()
+    return tune(kernel_of("matmul"), _gemm(*dims), backend="triton", trials=40, isolate=False,
                 prune=prune, finalists=2, storage=f"sqlite:///{tmp_path}/s.db",
-                study_name=f"prune-{prune}", use_cache=False)
+                study_name=f"prune-{prune}-{dims}", use_cache=False)
+
+
+def _gemm(m: int, k: int, n: int) -> list[np.ndarray]:
+    return list(example("matmul").make_inputs(np.random.default_rng(0), {"m": m, "k": k, "n": n},
+                                              np.float16))
 
 
 def test_a_gpu_tune_does_not_time_configs_predicted_far_slower(tmp_path: Path,
@@ -132,6 +145,31 @@ def test_a_gpu_tune_does_not_time_configs_predicted_far_slower(tmp_path: Path,
     # Without pruning every proposal is timed.
     r0 = _gpu_tune(tmp_path, monkeypatch, None)
     assert not r0.pruned and len(_GPU.timed) >= len(r0.trials)
+
+
+def test_what_no_worker_compiled_is_priced_from_the_ir_and_not_compiled_if_pruned(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Without compiles ahead, candidates are priced by the space's estimate (the model on
+    resources guessed from the IR), pruned by it, and hinted compiles skip what it would
+    prune."""
+    monkeypatch.setattr(_Precompiler, "ahead", False)
+    dims = (4096, 4096, 4096)
+    r = _gpu_tune(tmp_path, monkeypatch, PRUNE_FACTOR, dims)
+    space = kernel_of("matmul").config_space(*_gemm(*dims), backend="triton")
+    assert space.estimate is not None
+    assert all(t.predicted == space.estimate(t.config) for t in r.trials)
+    assert r.pruned and not r.rejected and len(_GPU.timed) >= len(r.trials) - len(r.pruned)
+    reference = None  # the lowest estimate timed so far, event by event
+    hinted = 0
+    for kind, what in EVENTS:
+        if kind == "time":
+            e = space.estimate(what)
+            reference = e if reference is None else min(reference, e)
+        elif reference is not None:
+            hinted += len(what)
+            assert all(c == r.default or space.estimate(c) <= PRUNE_FACTOR * reference
+                       for c in what)
+    assert hinted > 0
 
 
 def test_compile_workers_price_what_the_jit_compiled_as_the_model_runner_does(
