@@ -379,7 +379,14 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
 
         def counted(point: Point) -> float | None:
             value = inner(point)
-            bar.update(1)
+            values = [v for _, v in evaluate.history] + [value]  # history gets `point` after
+            best = min((v for v in values if v is not None), default=None)
+            pruned = sum(s.startswith(PRUNED) for s in statuses.values())
+            failed = values.count(None) - pruned
+            shown = [f"best {best:.4g} {runner.unit}" if best is not None else "no valid trial"]
+            shown += [f"{failed} rejected"] * bool(failed) + [f"{pruned} pruned"] * bool(pruned)
+            bar.n += 1
+            bar.set_postfix_str(", ".join(shown))  # refreshes: each trial shows
             return value
         evaluate.objective = counted
     chosen: list[finals.Finalist] = []

@@ -104,7 +104,7 @@ def _gpu_tune(tmp_path: Path, monkeypatch: Any, prune: float | None,
     EVENTS.clear()
     return tune(kernel_of("matmul"), _gemm(*dims), backend="triton", trials=40, isolate=False,
                 prune=prune, finalists=2, storage=f"sqlite:///{tmp_path}/s.db",
-                study_name=f"prune-{prune}-{dims}", use_cache=False)
+                study_name=f"prune-{prune}-{dims}", use_cache=False, progress=True)
 
 
 def _gemm(m: int, k: int, n: int) -> list[np.ndarray]:
@@ -112,9 +112,11 @@ def _gemm(m: int, k: int, n: int) -> list[np.ndarray]:
                                               np.float16))
 
 
-def test_a_gpu_tune_does_not_time_configs_predicted_far_slower(tmp_path: Path,
-                                                               monkeypatch: Any) -> None:
+def test_a_gpu_tune_does_not_time_configs_predicted_far_slower(tmp_path: Path, monkeypatch: Any,
+                                                               capsys: Any) -> None:
     r = _gpu_tune(tmp_path, monkeypatch, PRUNE_FACTOR)
+    err = capsys.readouterr().err  # the progress bar's last state counts the pruned trials
+    assert "40/40 [" in err
     assert all(t.predicted == _predict(t.config) for t in r.trials)
     # Replay the rule over the trials in order: pruned exactly when predicted above the factor
     # times the lowest prediction measured so far; the default is always timed.
@@ -132,6 +134,7 @@ def test_a_gpu_tune_does_not_time_configs_predicted_far_slower(tmp_path: Path,
     measured = [t for t in r.trials if not t.pruned]
     assert r.search_best == min(measured, key=lambda t: t.value).config
     assert f"{len(r.pruned)} pruned by the cost model" in r.table()
+    assert f"{len(r.pruned)} pruned]" in err
     assert r.pruned[0].status.startswith("pruned: the cost model predicts")
     report = json.loads(json.dumps(r.to_json()))
     assert [t["model_us"] for t in report["trials"]] == [t.predicted for t in r.trials]

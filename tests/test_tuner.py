@@ -58,14 +58,17 @@ def buggy_row_sum(x):
     return out
 
 
-def test_wrong_numbers_are_rejected_and_reported(tmp_path: Path) -> None:
+def test_wrong_numbers_are_rejected_and_reported(tmp_path: Path, capsys: Any) -> None:
     x = np.random.default_rng(1).standard_normal((9, 40)).astype(np.float32)
     r = tune(buggy_row_sum, [x], backend="spatial", trials=25, strategy="random",
-             storage=f"sqlite:///{tmp_path}/s.db")
+             storage=f"sqlite:///{tmp_path}/s.db", progress=True)
     wrong = [t for t in r.trials if t.status.startswith("wrong numbers")]
     assert wrong, "some sampled configs split the row and must be caught"
     assert r.best is not None and r.best.block_sizes[1] >= 40  # only a whole-row tile is right
     assert all(t.value is None for t in wrong)
+    bar = capsys.readouterr().err  # the progress bar shows the best so far and the rejections
+    assert f"25/25 [" in bar and f", best {r.best_so_far[-1]:.4g} cycles, {len(wrong)} rejected]" \
+        in bar, bar
 
 
 def test_isolation_survives_hangs_crashes_and_exceptions() -> None:
