@@ -180,8 +180,7 @@ def search_space(space: ConfigSpace) -> SearchSpace:
     def valid(point: Point) -> bool:
         key = SearchSpace.key(point)
         if key not in known:
-            config = space.make(point)
-            known[key] = space.reason(config) is None and space.duplicate(config) is None
+            known[key] = space.admits(space.make(point))
         return known[key]
     return SearchSpace(params, valid=valid, default=space.values(space.default()))
 

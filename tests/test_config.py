@@ -100,6 +100,23 @@ def test_backends_extend_the_space_with_knobs_and_constraints() -> None:
     assert wide.default().block_sizes[0] <= 64  # the nearest valid config to the defaults
 
 
+@pytest.mark.parametrize("backend", ["triton", "spatial"])
+def test_the_searchs_fast_membership_test_agrees_with_reason(backend: str) -> None:
+    """`admits` (constraints and redundancy rules only, for configs made from the choices) says
+    what `reason` and `duplicate` say, on every point of the product."""
+    import itertools
+    b = np.random.default_rng(2).standard_normal((48, 40)).astype(np.float32)
+    space = matmul.config_space(A, b, backend=backend)
+    names = [p.name for p in space.params]
+    seen = {True: 0, False: 0}
+    for combo in itertools.product(*(p.choices for p in space.params)):
+        c = space.make(dict(zip(names, combo)))
+        full = space.reason(c) is None and space.duplicate(c) is None
+        assert space.admits(c) == full, c
+        seen[full] += 1
+    assert seen[True] and seen[False]
+
+
 def test_numpy_backend_prefers_big_blocks_by_default() -> None:
     generic = matmul.config_space(A, B).default()
     numpy_default = matmul.config_space(A, B, backend="numpy").default()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import random
@@ -26,22 +27,21 @@ class Config:
 
     def __init__(self, block_sizes: Any = (), num_warps: int | None = None,
                  num_stages: int | None = None, **knobs: Any) -> None:
-        if isinstance(block_sizes, int):
+        # Searches build hundreds of thousands of these: the checks stay cheap.
+        if type(block_sizes) is int:
             block_sizes = (block_sizes,)
-        if not isinstance(block_sizes, (tuple, list)) or not all(
-                isinstance(b, int) and not isinstance(b, bool) for b in block_sizes):
+        if not isinstance(block_sizes, (tuple, list)) or \
+                not all(type(b) is int for b in block_sizes):
             raise ConfigError(f"block_sizes must be a tuple of ints, got {block_sizes!r}")
         for name, value in (("num_warps", num_warps), ("num_stages", num_stages)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            if value is not None and type(value) is not int:
                 raise ConfigError(f"{name} must be an int, got {value!r}")
         for name, value in knobs.items():
             if value is not None and not isinstance(value, (bool, int, float, str)):
                 raise ConfigError(f"knob {name!r} must be a bool, int, float or string (configs "
                                   f"are hashable and JSON), got {value!r}")
-        object.__setattr__(self, "block_sizes", tuple(block_sizes))
-        object.__setattr__(self, "num_warps", num_warps)
-        object.__setattr__(self, "num_stages", num_stages)
-        object.__setattr__(self, "knobs", tuple(sorted(knobs.items())))
+        self.__dict__.update(block_sizes=tuple(block_sizes), num_warps=num_warps,
+                             num_stages=num_stages, knobs=tuple(sorted(knobs.items())))
 
     def get(self, name: str, default: Any = None) -> Any:
         if name in ("block_sizes", "num_warps", "num_stages"):
@@ -112,6 +112,7 @@ class Constraint:
     check: Callable[[Config], str | None]
 
 
+@functools.lru_cache(maxsize=None)
 def _block_index(name: str) -> int | None:
     if name.startswith("block_sizes[") and name.endswith("]"):
         return int(name[len("block_sizes["):-1])
@@ -137,9 +138,15 @@ class ConfigSpace:
     redundant: tuple[Constraint, ...] = ()
     estimate: Callable[[Config], float] | None = None
 
+    @functools.cached_property
+    def _split(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The param names of the block sizes (in order) and of the knobs."""
+        return (tuple(p.name for p in self.params if _block_index(p.name) is not None),
+                tuple(p.name for p in self.params if _block_index(p.name) is None))
+
     @property
     def num_blocks(self) -> int:
-        return sum(1 for p in self.params if _block_index(p.name) is not None)
+        return len(self._split[0])
 
     def with_param(self, param: Param) -> ConfigSpace:
         return dataclasses.replace(self, params=self.params + (param,))
@@ -147,6 +154,12 @@ class ConfigSpace:
     def with_default(self, name: str, value: Any) -> ConfigSpace:
         """The same space with param `name` defaulting to `value` (a backend's preference)."""
         params = tuple(Param(p.name, p.choices, value, p.doc) if p.name == name else p
+                       for p in self.params)
+        return dataclasses.replace(self, params=params)
+
+    def with_choices(self, name: str, choices: tuple[Any, ...], default: Any) -> ConfigSpace:
+        """The same space with param `name` taking `choices` (a backend's own range)."""
+        params = tuple(Param(p.name, tuple(choices), default, p.doc) if p.name == name else p
                        for p in self.params)
         return dataclasses.replace(self, params=params)
 
@@ -171,9 +184,15 @@ class ConfigSpace:
 
     def make(self, values: dict[str, Any]) -> Config:
         """A Config from one value per param name."""
-        blocks = [values[p.name] for p in self.params if _block_index(p.name) is not None]
-        knobs = {p.name: values[p.name] for p in self.params if _block_index(p.name) is None}
-        return Config(tuple(blocks), **knobs)
+        blocks, knobs = self._split
+        return Config(tuple(values[n] for n in blocks), **{n: values[n] for n in knobs})
+
+    def admits(self, config: Config) -> bool:
+        """For a config `make` built from one choice per param (the search's points): its
+        constraints hold and no redundancy rule flags it. The fast test a search runs over the
+        whole product; `reason` says why any other config is not in the space."""
+        return all(c.check(config) is None for c in self.constraints) and \
+            all(r.check(config) is None for r in self.redundant)
 
     def values(self, config: Config) -> dict[str, Any]:
         out = {}
@@ -197,8 +216,9 @@ class ConfigSpace:
             listing = "; ".join(f"{p.name}: {p.doc}" for p in blocks) or "none"
             return (f"{len(config.block_sizes)} block sizes given, the kernel has "
                     f"{self.num_blocks} tunable tile dimensions ({listing})")
-        for p, v in self.values(config).items():
-            param = next(q for q in self.params if q.name == p)
+        values = self.values(config)
+        for param in self.params:
+            p, v = param.name, values[param.name]
             if _block_index(p) is not None and (not isinstance(v, int) or v < 1 or v & (v - 1)):
                 return f"{p} = {v!r} is not a power of two ({param.doc})"
             if v not in param.choices:

@@ -45,7 +45,10 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     for p in space.params:  # a dot's dimensions start at its minimum
         if p.name.startswith("block_sizes["):
             sym = symbols[int(p.name[12:-1])]
-            if sym in dot_dims and p.default < DOT_MIN and max(p.choices) >= DOT_MIN:
+            if sym in dot_dims and max(p.choices) < DOT_MIN:
+                # A dimension shorter than tl.dot's minimum (n=5 outputs): one masked block.
+                space = space.with_choices(p.name, (DOT_MIN,), DOT_MIN)
+            elif sym in dot_dims and p.default < DOT_MIN:
                 space = space.with_default(p.name, DOT_MIN)
 
     def blocks(c: Config) -> dict[str, int]:
