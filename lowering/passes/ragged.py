@@ -10,7 +10,8 @@ pass neutralizes the out-of-range part of the mixed axis:
 
 A mask of a `load` becomes the load's `other` fill value instead of a separate op. Axes cut by a
 block symbol are masked (whether the edge is really ragged depends on the config, which backends
-see later); constant axes are masked only when a backend might pad them (not a power of two).
+see later); constant axes are masked only when a backend might pad them (not a power of two, or
+under 16).
 """
 
 from __future__ import annotations
@@ -22,8 +23,13 @@ from tiledsl.ir.core import Block, Function, Op, Value
 from tiledsl.ir.types import RangeType, TileType
 
 
+# Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
+# minimum): a dimension of 2, 4 or 8 is padded too.
+MIN_PADDED = 16
+
+
 def _maybe_padded(dim: int | str) -> bool:
-    return isinstance(dim, str) or dim & (dim - 1) != 0
+    return isinstance(dim, str) or (dim > 1 and (dim & (dim - 1) != 0 or dim < MIN_PADDED))
 
 
 @dataclass(frozen=True)
