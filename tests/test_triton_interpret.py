@@ -107,3 +107,14 @@ def test_reductions_over_rows_shorter_than_16(name: str, n: int) -> None:
     for config in [space.default(), *space.sample(2, seed=3)]:
         out = kernel_of(name).run(*fresh(args), backend=BACKEND, config=config)
         td.testing.assert_close(out, ref, np.float32)
+
+
+def test_a_whole_dimension_of_one_under_a_dot_is_a_clear_error() -> None:
+    """A constant dimension of 1 stays 1 (it broadcasts), so it cannot feed tl.dot: attention
+    with a head dimension of 1 says so, at the kernel's line, instead of failing in Triton."""
+    args = example("attention").make_inputs(np.random.default_rng(0),
+                                            {"batch": 1, "seq": 9, "d": 1}, np.float16)
+    with pytest.raises(td.BackendError, match=r"tl.dot needs every dimension >= 16") as info:
+        kernel_of("attention").run(*args, backend=BACKEND)
+    assert info.value.kernel == "attention" and info.value.loc is not None
+    assert info.value.loc.file.endswith("attention.py")
