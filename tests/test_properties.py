@@ -490,8 +490,9 @@ F32_TOL = 1e-5
 
 
 def check_generated(kernel: td.TileKernel, expr: Expr, x: np.ndarray, y: np.ndarray,
-                    cfg: td.Config, reduce: str | None, source: str) -> None:
-    out = kernel.run(x.copy(), y.copy(), backend="numpy", config=cfg)
+                    cfg: td.Config, reduce: str | None, source: str,
+                    backend: str = "numpy") -> None:
+    out = kernel.run(x.copy(), y.copy(), backend=backend, config=cfg)
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     value = np.broadcast_to(evaluate(expr, x64, y64), x.shape)
     mag = np.broadcast_to(magnitude(expr, x64, y64), x.shape)
@@ -548,6 +549,29 @@ def test_generated_row_reduction(kernel_files: KernelFiles, expr: Expr, m: int, 
     y = rng.uniform(-2.0, 2.0, (m, n)).astype(np.float32)
     cfg = draw_config(data.draw, kernel.config_space(x, y, backend="numpy"))
     check_generated(kernel, expr, x, y, cfg, reduce, source)
+
+
+@property_settings(40)
+@given(expr=expressions.map(fold), m=inputs_1d, n=inputs_1d,
+       reduce=st.sampled_from([None, "sum", "max", "min", "mean"]), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_generated_programs_on_the_triton_interpreter(kernel_files: KernelFiles, expr: Expr,
+                                                      m: int, n: int, reduce: str | None,
+                                                      seed: int, data: st.DataObject) -> None:
+    """The same generated elementwise and row-reduction programs, through the Triton code
+    generator, under a config drawn from the Triton space."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    source = ROW_REDUCTION.format(expr=render(expr), reduce=reduce) if reduce else \
+        ELEMENTWISE.format(expr=render(expr))
+    kernel = kernel_files.load(source).k
+    rng = np.random.default_rng(seed)
+    shape = (m, n) if reduce else (n,)
+    x = rng.uniform(-2.0, 2.0, shape).astype(np.float32)
+    y = rng.uniform(-2.0, 2.0, shape).astype(np.float32)
+    space = kernel.config_space(x, y, backend="triton-interpret")
+    cfg = data.draw(st.sampled_from([space.default(), *space.sample(3, seed=0)]), label="config")
+    check_generated(kernel, expr, x, y, cfg, reduce, source, backend="triton-interpret")
 
 
 def test_generator_evaluates_like_python() -> None:
