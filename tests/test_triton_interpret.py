@@ -118,3 +118,22 @@ def test_a_whole_dimension_of_one_under_a_dot_is_a_clear_error() -> None:
         kernel_of("attention").run(*args, backend=BACKEND)
     assert info.value.kernel == "attention" and info.value.loc is not None
     assert info.value.loc.file.endswith("attention.py")
+
+
+def test_the_interpreter_poisons_masked_off_lanes() -> None:
+    """A GPU leaves the lanes a masked load skips undefined, and Triton's interpreter fills them
+    with zeros, which hid a kernel reading them (attention over a head dimension of 8, before
+    the masking pass covered it). Under the interpreter the generator fills them with NaN."""
+    from lowering.backends.triton.codegen import generate
+    from lowering.backends.triton.interpret import strides_of, to_torch
+    args = example("attention").make_inputs(np.random.default_rng(0),
+                                            {"batch": 1, "seq": 37, "d": 8}, np.float16)
+    k = kernel_of("attention")
+    fn = k.traced(*args).lowered
+    config = k.config_space(*args, backend=BACKEND).default()
+    strides = strides_of(fn, [to_torch(a) for a in args])
+    gpu, interpreted = (generate(fn, config, strides, interpret=i).source for i in (False, True))
+    def k_load(source: str) -> str:
+        return next(line for line in source.splitlines() if "k_tile = tl.load(" in line)
+    assert "other=" not in k_load(gpu)  # never read: the pass masks k before the dot
+    assert k_load(interpreted).endswith(', other=float("nan"))')

@@ -89,6 +89,15 @@ def tl_dtype(d: DType) -> str:
     return TL_DTYPE[d.short]
 
 
+def poison(d: DType) -> Any:
+    """A value no correct kernel reads: NaN, the most negative integer, or True."""
+    if d.is_bool:
+        return True
+    if d.is_int:
+        return -(1 << (d.bits - 1))
+    return float("nan")
+
+
 def literal(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
@@ -408,6 +417,10 @@ class KernelEmitter:
                 self.assign(op, f"tl.load({ptr})", indent)
             else:
                 other = op.attrs.get("other")
+                if other is None and self.interpret:
+                    # A GPU leaves masked-off lanes undefined; the interpreter fills zeros, which
+                    # would hide a kernel that uses them. Poison them, as the NumPy backend does.
+                    other = poison(rt.dtype)
                 other_s = "" if other is None else f", other={literal(other)}"
                 self.assign(op, f"tl.load({ptr}, mask={mask}{other_s})", indent)
         elif name == "store":
