@@ -313,8 +313,14 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         precompiler.submit([config_space.make(p) for p in initial])
     statuses: dict[tuple, str] = {}
     predictions: dict[tuple, float] = {}  # the cost model's microseconds (GPU and model tunes)
-    # What no worker compiled is priced on resources guessed from the IR (GPU tunes only).
-    guess = config_space.estimate if backend == "triton" else None
+    estimate = config_space.estimate if backend == "triton" else None
+
+    def guess(config: Config) -> float | None:
+        """What no worker compiled is priced on resources guessed from the IR (GPU tunes)."""
+        try:
+            return estimate(config) if estimate is not None else None
+        except Exception:  # noqa: BLE001 - a kernel the model cannot price is timed unpruned
+            return None
     default = config_space.default()
     default_point = config_space.values(default)
     default_key = SearchSpace.key(default_point)
@@ -329,8 +335,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 compiled_ahead += 1
                 if config in precompiler.predicted:
                     predictions[key] = precompiler.predicted[config]
-            if key not in predictions and guess is not None:
-                predictions[key] = guess(config)
+            if key not in predictions and (price := guess(config)) is not None:
+                predictions[key] = price
             pruned = None if key == default_key else pruner.why(predictions.get(key))
             if pruned is not None:
                 statuses[key] = pruned  # not timed; recorded as failed
@@ -355,7 +361,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
 
         def hint(points: list[Point]) -> None:
             configs = [config_space.make(p) for p in points]
-            if guess is not None:  # not worth compiling what the model would prune
+            if estimate is not None:  # not worth compiling what the model would prune
                 configs = [c for c in configs if c == default or pruner.why(guess(c)) is None]
             pool.submit(configs, replace=True)
         evaluate.on_prefetch = hint
