@@ -485,7 +485,7 @@ class KernelEmitter:
             # Triton's interpreter computes bfloat16 tl.dot wrongly (triton 3.9); products of
             # bfloat16 values are exact in float32, so upcasting gives the GPU's result.
             args = [f"{x}.to(tl.float32)" for x in args]
-            extra = ', input_precision="ieee"' 
+            extra = ', input_precision="ieee"'
         users = self.uses.get(op.result, [])
         if len(users) == 1 and users[0].name == "add" and users[0].operands[1] is op.result \
                 and users[0].operands[0].type == op.result.type:
