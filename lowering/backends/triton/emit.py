@@ -470,12 +470,15 @@ class KernelEmitter:
 
     def dot(self, op: Op, args: list[str], indent: int) -> None:
         a, b = (o.type for o in op.operands)
-        assert isinstance(a, TileType) and isinstance(b, TileType)
-        for t in (a, b):
-            for d in t.shape:
-                if isinstance(d, int) and padded(d) < 16:
-                    raise BackendError(f"tl.dot needs every dimension >= 16; {t} has {d}",
-                                       loc=op.loc)
+        rt = op.result.type
+        assert isinstance(a, TileType) and isinstance(b, TileType) and isinstance(rt, TileType)
+        if any(isinstance(d, int) and padded(d) < 16 for d in (*a.shape, *b.shape)):
+            # A whole dimension of 1 (it broadcasts, so it is not padded) cannot feed tl.dot,
+            # which needs 16: multiply and sum instead, accumulating in the dot's result dtype.
+            acc_t = tl_dtype(rt.dtype)
+            self.assign(op, f"tl.sum({args[0]}.to({acc_t})[:, :, None] * "
+                            f"{args[1]}.to({acc_t})[None, :, :], axis=1)", indent)
+            return
         extra = ""
         if a.dtype.short == "f32":
             extra = ', input_precision="ieee"'
