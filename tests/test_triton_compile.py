@@ -71,7 +71,17 @@ def test_every_example_compiles(name: str, arch: str) -> None:
     for r in reports:
         assert r.arch == arch and r.registers > 0 and r.shared_bytes >= 0
         assert f".target {arch}" in r.ptx and len(r.cubin) > 1000
-        assert r.spill_bytes >= 0 and r.compile_seconds >= 0
+        assert r.spill_bytes == 0 and r.compile_seconds >= 0  # the default config
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="fp32 attention still spills 312 bytes at 8 warps (6928 at 4); the "
+    "space offers no 16")) if n == "attention" else n for n in EXAMPLE_NAMES])
+def test_default_fp32_configs_do_not_spill_on_hopper(name: str) -> None:
+    """Big default tiles get 8 warps: with 4, softmax, layer norm and RMS norm over 300 fp32
+    columns spilled 3144, 1360 and 600 bytes per thread on sm_90, an fp32 batched matmul 440."""
+    args = example(name).make_inputs(np.random.default_rng(0), dtype=np.float32)
+    assert [r.problem for r in kernel_of(name).compile(*args, arch="sm_90")] == [None]
 
 
 def test_hopper_matmul_uses_wgmma_and_pipelines() -> None:

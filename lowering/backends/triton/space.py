@@ -12,6 +12,8 @@ MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
 MAX_PER_THREAD = 256  # values of the largest tile per thread: beyond this, registers spill
 DOT_MIN = 16  # tl.dot needs M, N, K >= 16
 SHARED_BYTES = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+WORDS_PER_THREAD = 64  # of the largest tile under the default blocks, before the default
+                       # number of warps doubles
 
 
 def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
@@ -50,6 +52,25 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
                 space = space.with_choices(p.name, (DOT_MIN,), DOT_MIN)
             elif sym in dot_dims and p.default < DOT_MIN:
                 space = space.with_default(p.name, DOT_MIN)
+
+    # Big default tiles get 8 warps: with 4, each thread would hold more than WORDS_PER_THREAD
+    # values of the largest tile, or of an fp32 dot's operands and result together (fp32 dots
+    # run on FMAs, from registers). On sm_90, 4 warps spilled 600 to 3144 bytes per thread for
+    # softmax, layer and RMS norm over 300 fp32 columns, and 440 for an fp32 batched matmul;
+    # 8 warps, none.
+    default_blocks = dict(zip(symbols, (p.default for p in space.params
+                                        if p.name.startswith("block_sizes["))))
+
+    def words(t: TileType) -> int:
+        return numel(t, default_blocks) * max(t.dtype.bits, 32) // 32
+
+    held = [words(t) for t in tiles]
+    for a, b in dots:
+        if a.dtype.short == "f32":
+            result = TileType((a.shape[0], b.shape[1]), a.dtype)
+            held.append(words(a) + words(b) + words(result))
+    if max(held, default=1) > WORDS_PER_THREAD * 32 * 4:
+        space = space.with_default("num_warps", 8)
 
     def blocks(c: Config) -> dict[str, int]:
         return dict(zip(symbols, c.block_sizes))
