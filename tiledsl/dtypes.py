@@ -113,6 +113,16 @@ def accumulator(d: DType) -> DType:
     return d
 
 
+def poison(d: DType) -> float | int | bool:
+    """What a backend puts where no correct kernel reads (lanes a load masks off, outside a
+    tensor): NaN, the most negative integer, or True."""
+    if d.is_bool:
+        return True
+    if d.is_int:
+        return -(1 << (d.bits - 1))
+    return float("nan")
+
+
 def identity(kind: str, d: DType) -> float | int | bool:
     """The neutral element of a reduction ('sum', 'max', 'min') in dtype d."""
     if kind in ("sum", "mean"):

@@ -15,6 +15,8 @@ from typing import Union
 
 import numpy as np
 
+from tiledsl import dtypes
+
 
 @dataclass(frozen=True)
 class RangeRT:
@@ -40,11 +42,8 @@ Index = Union[RangeRT, GridScalar, np.ndarray, None]  # None: the whole dimensio
 
 
 def poison(dtype: np.dtype) -> object:
-    if dtype == np.bool_:
-        return True
-    if np.issubdtype(dtype, np.integer):
-        return np.iinfo(dtype).min
-    return np.nan
+    d = dtypes.from_any(dtype)
+    return np.nan if d is None else dtypes.poison(d)
 
 
 def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tiledsl.config import Config
+from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
@@ -87,15 +88,6 @@ def padded(d: int) -> int:
 
 def tl_dtype(d: DType) -> str:
     return TL_DTYPE[d.short]
-
-
-def poison(d: DType) -> Any:
-    """A value no correct kernel reads: NaN, the most negative integer, or True."""
-    if d.is_bool:
-        return True
-    if d.is_int:
-        return -(1 << (d.bits - 1))
-    return float("nan")
 
 
 def literal(value: Any) -> str:
@@ -420,7 +412,7 @@ class KernelEmitter:
                 if other is None and self.interpret:
                     # A GPU leaves masked-off lanes undefined; the interpreter fills zeros, which
                     # would hide a kernel that uses them. Poison them, as the NumPy backend does.
-                    other = poison(rt.dtype)
+                    other = dtypes.poison(rt.dtype)
                 other_s = "" if other is None else f", other={literal(other)}"
                 self.assign(op, f"tl.load({ptr}, mask={mask}{other_s})", indent)
         elif name == "store":
