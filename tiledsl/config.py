@@ -153,9 +153,8 @@ class ConfigSpace:
 
     def with_default(self, name: str, value: Any) -> ConfigSpace:
         """The same space with param `name` defaulting to `value` (a backend's preference)."""
-        params = tuple(Param(p.name, p.choices, value, p.doc) if p.name == name else p
-                       for p in self.params)
-        return dataclasses.replace(self, params=params)
+        choices = next(p.choices for p in self.params if p.name == name)
+        return self.with_choices(name, choices, value)
 
     def with_choices(self, name: str, choices: tuple[Any, ...], default: Any) -> ConfigSpace:
         """The same space with param `name` taking `choices` (a backend's own range)."""
