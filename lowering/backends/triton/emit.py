@@ -52,13 +52,15 @@ def _tanh(x):
     "_pow": '''
 @triton.jit
 def _pow(x, y):
-    # x ** y with NumPy's rules for negative bases (odd integer powers keep the sign).
+    # x ** y with C's (and NumPy's) rules: a negative base keeps its sign under odd integer
+    # powers and gives NaN under non-integer ones (but -inf gives inf or 0); x ** 0 and
+    # 1 ** y are 1. Nested wheres, not `&` of masks: the interpreter cannot `&` a scalar y's
+    # mask with x's.
     r = tl.exp2(y * tl.log2(tl.abs(x)))
-    y_int = tl.floor(y) == y
-    odd = y_int & (tl.floor(y * 0.5) * 2.0 != y)
-    r = tl.where((x < 0) & odd, -r, r)
-    r = tl.where((x < 0) & ~y_int, float("nan"), r)
-    return tl.where(y == 0, 1.0, r)
+    odd = tl.floor(y * 0.5) * 2.0 != y
+    fractional = tl.where(x == -float("inf"), r, float("nan"))
+    r = tl.where(x < 0, tl.where(tl.floor(y) == y, tl.where(odd, -r, r), fractional), r)
+    return tl.where(y == 0, 1.0, tl.where(x == 1.0, 1.0, r))
 ''',
     "_floordiv": '''
 @triton.jit
@@ -66,6 +68,35 @@ def _floordiv(a, b):
     # Python's floor division (Triton's // truncates toward zero on integers).
     q = a // b
     return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)
+''',
+    "_max_nan": '''
+@triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_min_nan": '''
+@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_floordiv_f": '''
+@triton.jit
+def _floordiv_f(a, b):
+    # NumPy's (and Python's) float floor division, from the remainder as NumPy computes it:
+    # 1.0 // 0.1 is 9.0 (floor(1.0 / 0.1) would be 10.0) and inf // 2.0 is NaN.
+    m = a % b  # C's fmod for floats: the sign of a
+    d = (a - m) / b
+    d = tl.where(m != 0, tl.where((b < 0) != (m < 0), d - 1.0, d), d)
+    f = tl.floor(d)
+    f = tl.where(d - f > 0.5, f + 1.0, f)
+    return tl.where(b == 0, a / b, tl.where(d == 0, 0.0 * (a / b), f))
+''',
+    "_mod_f": '''
+@triton.jit
+def _mod_f(a, b):
+    # NumPy's (and Python's) float modulo: fmod, moved to the sign of the divisor.
+    m = a % b
+    return tl.where(m != 0, tl.where((b < 0) != (m < 0), m + b, m), m)
 ''',
     "_mod": '''
 @triton.jit
@@ -450,8 +481,14 @@ class KernelEmitter:
         else:
             fn = _CALL2[name]
             if name in ("floordiv", "mod") and t.dtype.is_float:
-                expr = (f"tl.floor({args[0]} / {args[1]})" if name == "floordiv" else
-                        f"{args[0]} - tl.floor({args[0]} / {args[1]}) * {args[1]}")
+                fn = f"{fn}_f"
+                self.helpers.add(fn)
+                expr = f"{fn}({args[0]}, {args[1]})"
+            elif name == "pow" and (power := _small_power(args[0], args[1])) is not None:
+                expr = power
+            elif name in ("maximum", "minimum") and t.dtype.is_float:
+                # NaN wins, as in NumPy (Triton's default returns the other operand).
+                expr = f"{fn}({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"
             else:
                 if fn.startswith("_"):
                     self.helpers.add(fn)
@@ -497,6 +534,11 @@ class KernelEmitter:
         src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
         keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
         fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}.get(kind)
+        if kind in ("max", "min") and rt.dtype.is_float:
+            # NaN wins, as in NumPy (tl.max and tl.min drop it on a GPU).
+            self.helpers.add(f"_{kind}_nan")
+            self.assign(op, f"tl.reduce({src}, {op.attrs['axis']}, _{kind}_nan{keep})", indent)
+            return
         if fn is None:  # mean (the pipeline lowers it; kept for completeness)
             n = x.shape[op.attrs["axis"]]
             count = self.block_expr(n) if isinstance(n, str) else str(n)
@@ -596,6 +638,21 @@ def _default_name(op: Op) -> str:
         return f"{op.attrs['kind']}_{op.attrs['axis']}"
     return {"dot": "prod", "tile.size": "size", "mask": "masked", "transpose": "trans"}.get(
         op.name, "tmp")
+
+
+def _small_power(base: str, exponent: str) -> str | None:
+    """`x ** n` for a literal n in {-2, -1, 1, 2, 3, 4}: multiplies, as one would write by hand
+    (exact where exp2/log2 rounds, and no special cases for negative bases); `x ** 0.5`: a
+    square root, as NumPy computes it (so (-inf) ** 0.5 is NaN there too)."""
+    if not _is_literal(exponent) or "float" in exponent or exponent in ("True", "False"):
+        return None
+    n = float(exponent)
+    if n == 0.5:
+        return f"tl.sqrt({base})"
+    if n != int(n) or int(n) not in (-2, -1, 1, 2, 3, 4):
+        return None
+    product = " * ".join([_paren(base)] * abs(int(n)))
+    return product if n > 0 else f"1.0 / ({product})"
 
 
 def _is_literal(expr: str) -> bool:

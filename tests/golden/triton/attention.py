@@ -4,6 +4,10 @@ import triton
 import triton.language as tl
 
 @triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+@triton.jit
 def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK_TK: tl.constexpr):
     # 2 tiles: 2 of bh
     offs_64 = tl.arange(0, 64)
@@ -28,8 +32,8 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK
             tmp_2 = offs_tk[None, :]
             tmp_3 = tmp_1 >= tmp_2
             tmp_4 = tl.where(tmp_3, tmp, -float("inf"))
-            max_1 = tl.max(tmp_4, axis=1)
-            tmp_5 = tl.maximum(m_i, max_1)
+            max_1 = tl.reduce(tmp_4, 1, _max_nan)
+            tmp_5 = tl.maximum(m_i, max_1, propagate_nan=tl.PropagateNan.ALL)
             tmp_6 = m_i - tmp_5
             tmp_7 = tl.exp(tmp_6)
             tmp_8 = tmp_5[:, None]

@@ -4,6 +4,10 @@ import triton
 import triton.language as tl
 
 @triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+@triton.jit
 def softmax_kernel(x_ptr, out_ptr, BLOCK_TM: tl.constexpr):
     # 38 tiles: 38 of tm
     offs_300 = tl.arange(0, 512)
@@ -16,7 +20,7 @@ def softmax_kernel(x_ptr, out_ptr, BLOCK_TM: tl.constexpr):
     x_tile = tl.load(x_ptr + offs_tm[:, None] * 300 + offs_300[None, :], mask=mask_tm[:, None] & mask_300[None, :])
     tmp = x_tile.to(tl.float32)
     masked = tl.where(mask_300[None, :], tmp, -float("inf"))
-    max_1 = tl.max(masked, axis=1, keep_dims=True)
+    max_1 = tl.reduce(masked, 1, _max_nan, keep_dims=True)
     tmp_1 = tmp - max_1
     tmp_2 = tl.exp(tmp_1)
     masked_1 = tl.where(mask_300[None, :], tmp_2, 0.0)
