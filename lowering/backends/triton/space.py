@@ -12,6 +12,8 @@ MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
 MAX_PER_THREAD = 256  # values of the largest tile per thread: beyond this, registers spill
 DOT_MIN = 16  # tl.dot needs M, N, K >= 16
 SHARED_BYTES = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+DEFAULT_TILE = 2048  # elements of the largest tile under the default blocks, without dots
+FP32_DOT_WORDS = 48  # per thread at 8 warps: all fp32 dots' operands and results, by default
 WORDS_PER_THREAD = 64  # of the largest tile under the default blocks, before the default
                        # number of warps doubles
 
@@ -28,6 +30,86 @@ def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType,
             dots.append((a, b))
             dot_dims |= {d for d in a.shape + b.shape if isinstance(d, str)}
     return tiles, dot_dims, dots
+
+
+def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: list[str]
+                      ) -> ConfigSpace:
+    """Default blocks that make the largest tile of a kernel without dots DEFAULT_TILE elements
+    (or as near as its extents allow), as Triton's tutorials size them (1024 for a vector add,
+    whole rows a few at a time for a softmax). The generic default of 64 per dimension gives a
+    vector add 64 elements over 128 threads, and a softmax over 300 fp32 columns 64 rows of 512
+    (it spilled 3336 bytes per thread on sm_90 with 4 warps; 4 rows, none)."""
+    params = _block_params(space, symbols)
+    blocks = {s: p.default for s, p in params.items()}
+    if not tiles or not blocks:
+        return space
+
+    def largest() -> TileType:
+        return max(tiles, key=lambda t: numel(t, blocks))
+
+    def step(sym: str, up: bool) -> int | None:
+        return _step(params[sym], blocks[sym], up)
+
+    while numel(largest(), blocks) > DEFAULT_TILE:  # halve the largest block of the largest tile
+        dims = [d for d in largest().shape if isinstance(d, str) and step(d, False)]
+        if not dims:
+            break
+        sym = max(dims, key=lambda d: blocks[d])
+        blocks[sym] = step(sym, False) or blocks[sym]
+    grown = True
+    while grown:  # double the innermost block that keeps the largest tile within DEFAULT_TILE
+        grown = False
+        for d in reversed(largest().shape):
+            if isinstance(d, str) and (up := step(d, True)) is not None:
+                trial = {**blocks, d: up}
+                if max(numel(t, trial) for t in tiles) <= DEFAULT_TILE:
+                    blocks, grown = trial, True
+                    break
+    return _with_default_blocks(space, params, blocks)
+
+
+def _default_fp32_dot_blocks(space: ConfigSpace, dots: list[tuple[TileType, TileType]],
+                             symbols: list[str]) -> ConfigSpace:
+    """Halve the largest default block of the fp32 dots until their operands and results
+    together fit FP32_DOT_WORDS per thread at 8 warps. fp32 dots run on FMAs, from registers:
+    attention's two fp32 dots at 64x64 spilled 312 bytes per thread at 8 warps on sm_90 (more
+    at 16), at 32x32 none."""
+    fp32 = [(a, b, TileType((a.shape[0], b.shape[1]), a.dtype)) for a, b in dots
+            if a.dtype.short == "f32"]
+    params = _block_params(space, symbols)
+    blocks = {s: p.default for s, p in params.items()}
+
+    def footprint() -> int:
+        return sum(numel(t, blocks) for triple in fp32 for t in triple)
+
+    while footprint() > FP32_DOT_WORDS * 32 * 8:
+        dims = [d for triple in fp32 for t in triple for d in t.shape
+                if isinstance(d, str) and (down := _step(params[d], blocks[d], False)) is not None
+                and down >= DOT_MIN]
+        if not dims:
+            break
+        sym = max(dims, key=lambda d: blocks[d])
+        blocks[sym] = _step(params[sym], blocks[sym], False) or blocks[sym]
+    return _with_default_blocks(space, params, blocks)
+
+
+def _block_params(space: ConfigSpace, symbols: list[str]) -> dict[str, Param]:
+    return {symbols[int(p.name[12:-1])]: p for p in space.params
+            if p.name.startswith("block_sizes[")}
+
+
+def _step(param: Param, block: int, up: bool) -> int | None:
+    """The next larger (or smaller) choice of a block param, if any."""
+    options = sorted(c for c in param.choices if (c > block if up else c < block))
+    return (options[0] if up else options[-1]) if options else None
+
+
+def _with_default_blocks(space: ConfigSpace, params: dict[str, Param],
+                         blocks: dict[str, int]) -> ConfigSpace:
+    for sym, p in params.items():
+        if blocks[sym] != p.default:
+            space = space.with_default(p.name, blocks[sym])
+    return space
 
 
 def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace:
@@ -53,11 +135,16 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
             elif sym in dot_dims and p.default < DOT_MIN:
                 space = space.with_default(p.name, DOT_MIN)
 
+    if not dots:
+        space = _default_tiles_of(space, tiles, symbols)
+    else:
+        space = _default_fp32_dot_blocks(space, dots, symbols)
+
     # Big default tiles get 8 warps: with 4, each thread would hold more than WORDS_PER_THREAD
-    # values of the largest tile, or of an fp32 dot's operands and result together (fp32 dots
-    # run on FMAs, from registers). On sm_90, 4 warps spilled 600 to 3144 bytes per thread for
-    # softmax, layer and RMS norm over 300 fp32 columns, and 440 for an fp32 batched matmul;
-    # 8 warps, none.
+    # values of the largest tile, or of the fp32 dots' operands and results together (fp32 dots
+    # run on FMAs, from registers). On sm_90, 4 warps spilled 440 bytes per thread for an fp32
+    # batched matmul, 8 warps none; softmax, layer and RMS norm over 300 fp32 columns, 64 rows
+    # at a time, spilled 600 to 3144 with 4 warps and none with 8 (they now take 4 rows).
     default_blocks = dict(zip(symbols, (p.default for p in space.params
                                         if p.name.startswith("block_sizes["))))
 
@@ -65,10 +152,8 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
         return numel(t, default_blocks) * max(t.dtype.bits, 32) // 32
 
     held = [words(t) for t in tiles]
-    for a, b in dots:
-        if a.dtype.short == "f32":
-            result = TileType((a.shape[0], b.shape[1]), a.dtype)
-            held.append(words(a) + words(b) + words(result))
+    held.append(sum(words(a) + words(b) + words(TileType((a.shape[0], b.shape[1]), a.dtype))
+                    for a, b in dots if a.dtype.short == "f32"))  # all fp32 dots together
     if max(held, default=1) > WORDS_PER_THREAD * 32 * 4:
         space = space.with_default("num_warps", 8)
 
