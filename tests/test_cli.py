@@ -17,8 +17,8 @@ EXAMPLES = ROOT / "examples"
 def test_run_checks_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(EXAMPLES / "matmul.py"), "--samples", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["kernel", "config", "block_sizes", "ms", "rel.err",
-                                           "status"]
+    assert out.splitlines()[0].split() == ["kernel", "config", "block_sizes", "first-call-ms",
+                                           "rel.err", "status"]
     assert out.count(" ok") == 3 and "default" in out and "sampled" in out
 
 

@@ -176,7 +176,8 @@ def cmd_run(opts: argparse.Namespace) -> int:
                 failed |= not ok
             label = "default" if i == 0 else "sampled"
             rows.append([k.name, label, str(cfg.block_sizes), f"{ms:.2f}", err_text, status])
-    print(_fmt_table(rows, ["kernel", "config", "block_sizes", "ms", "rel.err", "status"]))
+    print(_fmt_table(rows, ["kernel", "config", "block_sizes", "first-call-ms", "rel.err",
+                            "status"]))
     return 1 if failed else 0
 
 
@@ -271,7 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a file's kernels on random inputs and check them",
                          description="Trace and run each kernel of FILE on make_inputs(rng), "
                                      "with the default config and sampled configs, and compare "
-                                     "with the file's reference() in float64.")
+                                     "with the file's reference() in float64. first-call-ms is "
+                                     "the wall time of that one call, tracing and compiling "
+                                     "included; `tiledsl bench` times kernels.")
     _common(run, samples=3)
     run.add_argument("--backend", default="numpy", help="backend to run on (default: numpy)")
     run.set_defaults(func=cmd_run)
