@@ -6,7 +6,8 @@ zeros, infinities, NaN, zero divisors) and the cases where a naive lowering diff
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,7 +158,7 @@ def test_max_and_min_propagate_nan(dtype: str, backend: str) -> None:
 
 @td.tile_kernel
 def every_helper(x, y):
-    m, n = x.shape
+    m, _ = x.shape
     out = td.empty((m,), dtype=x.dtype)
     for tm in td.tile(m):
         a = x[tm, :]

@@ -13,7 +13,8 @@ import math
 import weakref
 from dataclasses import dataclass
 
-from lowering.backends.triton.emit import HELPERS, KernelParam, KernelEmitter, Namer, literal
+from lowering.backends.triton.emit import KernelParam, KernelEmitter, Namer, literal
+from lowering.backends.triton.helpers import HELPERS
 from tiledsl.config import Config
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
