@@ -51,6 +51,15 @@ def test_spills_registers_and_shared_memory_cost_time() -> None:
     assert us(c, registers=255, shared=200 * 1024) > base
 
 
+def test_spills_in_the_k_loop_cost_more_than_any_sane_config() -> None:
+    """A 512 x 128 tile at 8 warps compiles to 255 registers and 512 bytes of spills per
+    thread on sm_90: its accumulator goes to local memory and back on each of the 64 trips of
+    the K loop, so it must price far above the 64 x 64 default (it was priced best once)."""
+    spilling = us(config(512, 128, 64, stages=2), registers=255, shared=160 * 1024, spill=512)
+    default = us(config(64, 64, 64, warps=4), registers=72, shared=96 * 1024)
+    assert spilling > 4 * default
+
+
 def test_one_stage_with_one_program_per_sm_does_not_overlap_loads_and_math() -> None:
     big = dict(registers=200, shared=120 * 1024)  # one 256-thread program per SM
     assert us(config(128, 256, 64, stages=1), **big) > 1.2 * us(config(128, 256, 64, stages=3),

@@ -77,7 +77,10 @@ def predict_us(fn: Function, config: Config, resources: list[Resources],
                  gpu["max_warps_per_sm"] * 32 // threads) or 1
     waves = programs / (gpu["sms"] * per_sm)
     quantization = math.ceil(waves) / waves if waves > 0 else 1.0
-    spill = sum(r.spill_bytes for r in resources) * threads * programs
+    # Spilled values (a GEMM's accumulator) go out and come back in every trip of the hot
+    # loop, not once per program: 512 bytes per thread over a 64-trip K loop is 64 reloads.
+    hot = max(trips.values(), default=1)
+    spill = sum(r.spill_bytes for r in resources) * threads * programs * hot
     t_compute = flops / (gpu["tflops"].get(dtype, 67.0) * 1e12)
     t_memory = (traffic + 2 * spill) / (gpu["hbm_gbps"] * 1e9)
     # Loads overlap the math only when something runs meanwhile: a second pipeline stage (the
