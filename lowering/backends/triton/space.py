@@ -74,23 +74,26 @@ def _default_fp32_dot_blocks(space: ConfigSpace, dots: list[tuple[TileType, Tile
     together fit FP32_DOT_WORDS per thread at 8 warps. fp32 dots run on FMAs, from registers:
     attention's two fp32 dots at 64x64 spilled 312 bytes per thread at 8 warps on sm_90 (more
     at 16), at 32x32 none."""
-    fp32 = [(a, b, TileType((a.shape[0], b.shape[1]), a.dtype)) for a, b in dots
-            if a.dtype.short == "f32"]
     params = _block_params(space, symbols)
     blocks = {s: p.default for s, p in params.items()}
-
-    def footprint() -> int:
-        return sum(numel(t, blocks) for triple in fp32 for t in triple)
-
-    while footprint() > FP32_DOT_WORDS * 32 * 8:
-        dims = [d for triple in fp32 for t in triple for d in t.shape
-                if isinstance(d, str) and (down := _step(params[d], blocks[d], False)) is not None
-                and down >= DOT_MIN]
+    while _fp32_dot_words(dots, blocks) > FP32_DOT_WORDS * 32 * 8:
+        dims = [d for t in _fp32_dot_tiles(dots) for d in t.shape
+                if isinstance(d, str) and (_step(params[d], blocks[d], False) or 0) >= DOT_MIN]
         if not dims:
             break
         sym = max(dims, key=lambda d: blocks[d])
         blocks[sym] = _step(params[sym], blocks[sym], False) or blocks[sym]
     return _with_default_blocks(space, params, blocks)
+
+
+def _fp32_dot_tiles(dots: list[tuple[TileType, TileType]]) -> list[TileType]:
+    """The operands and results of the fp32 dots (which run on FMAs, from registers)."""
+    return [t for a, b in dots if a.dtype.short == "f32"
+            for t in (a, b, TileType((a.shape[0], b.shape[1]), a.dtype))]
+
+
+def _fp32_dot_words(dots: list[tuple[TileType, TileType]], blocks: dict[str, int]) -> int:
+    return sum(numel(t, blocks) for t in _fp32_dot_tiles(dots))
 
 
 def _block_params(space: ConfigSpace, symbols: list[str]) -> dict[str, Param]:
@@ -126,14 +129,12 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
                                        "tensor descriptors (TMA on sm_90; plain loads before)"))
         space = space.with_param(Param("persistent", (False, True), False,
                                        "one program per SM, each walking many tiles"))
-    for p in space.params:  # a dot's dimensions start at its minimum
-        if p.name.startswith("block_sizes["):
-            sym = symbols[int(p.name[12:-1])]
-            if sym in dot_dims and max(p.choices) < DOT_MIN:
-                # A dimension shorter than tl.dot's minimum (n=5 outputs): one masked block.
-                space = space.with_choices(p.name, (DOT_MIN,), DOT_MIN)
-            elif sym in dot_dims and p.default < DOT_MIN:
-                space = space.with_default(p.name, DOT_MIN)
+    for sym, p in _block_params(space, symbols).items():  # dot dimensions start at the minimum
+        if sym in dot_dims and max(p.choices) < DOT_MIN:
+            # A dimension shorter than tl.dot's minimum (n=5 outputs): one masked block.
+            space = space.with_choices(p.name, (DOT_MIN,), DOT_MIN)
+        elif sym in dot_dims and p.default < DOT_MIN:
+            space = space.with_default(p.name, DOT_MIN)
 
     if not dots:
         space = _default_tiles_of(space, tiles, symbols)
@@ -145,15 +146,9 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     # run on FMAs, from registers). On sm_90, 4 warps spilled 440 bytes per thread for an fp32
     # batched matmul, 8 warps none; softmax, layer and RMS norm over 300 fp32 columns, 64 rows
     # at a time, spilled 600 to 3144 with 4 warps and none with 8 (they now take 4 rows).
-    default_blocks = dict(zip(symbols, (p.default for p in space.params
-                                        if p.name.startswith("block_sizes["))))
-
-    def words(t: TileType) -> int:
-        return numel(t, default_blocks) * max(t.dtype.bits, 32) // 32
-
-    held = [words(t) for t in tiles]
-    held.append(sum(words(a) + words(b) + words(TileType((a.shape[0], b.shape[1]), a.dtype))
-                    for a, b in dots if a.dtype.short == "f32"))  # all fp32 dots together
+    default_blocks = {s: p.default for s, p in _block_params(space, symbols).items()}
+    held = [numel(t, default_blocks) * max(t.dtype.bits, 32) // 32 for t in tiles]
+    held.append(_fp32_dot_words(dots, default_blocks))  # all fp32 dots together
     if max(held, default=1) > WORDS_PER_THREAD * 32 * 4:
         space = space.with_default("num_warps", 8)
 
