@@ -1,7 +1,8 @@
-"""Every elementwise operator and math function of the language, on every CPU backend, against
-NumPy in float64, element by element: random data of a ragged size, special values (signed
-zeros, infinities, NaN, zero divisors) and the cases where a naive lowering differs from NumPy
-(`1.0 // 0.1` is 9.0, `inf // 2.0` is NaN, `(-8.0) ** 3` is -512)."""
+"""Every elementwise operator and math function of the language, on every CPU backend under the
+default and a sampled config, against NumPy in float64, element by element: random data of a
+ragged size, special values (signed zeros, infinities, NaN, zero divisors) and the cases where a
+naive lowering differs from NumPy (`1.0 // 0.1` is 9.0, `inf // 2.0` is NaN, `(-8.0) ** 3` is
+-512)."""
 
 from __future__ import annotations
 
@@ -92,9 +93,16 @@ def test_elementwise_op_matches_numpy(op: str, dtype: str, backend: str) -> None
         pytest.importorskip("torch")
         pytest.importorskip("triton")
     x, y = inputs(DTYPES[dtype])
+    kernel = KERNELS[op]
+    space = kernel.config_space(x, y, backend=backend)
+    for config in (space.default(), *space.sample(1, seed=len(op))):
+        check_op(op, dtype, x, y, kernel.run(x, y, backend=backend, config=config))
+
+
+def check_op(op: str, dtype: str, x: np.ndarray, y: np.ndarray, result: Any) -> None:
     with np.errstate(all="ignore"):
         ref = np.asarray(OPS[op][1](x.astype(np.float64), y.astype(np.float64)), np.float64)
-        out = np.asarray(KERNELS[op].run(x, y, backend=backend)).astype(np.float64)
+        out = np.asarray(result).astype(np.float64)
     if op == "pow_literal_0.5":  # NumPy: nan for x ** 0.5, inf for x ** array(0.5)
         ref[x == -np.inf] = out[x == -np.inf]
     if dtype == "f16":  # the reference rounded as the output is
