@@ -41,7 +41,7 @@ def hit_rates(path: Path, seed: int, budget: int) -> dict[int, float]:
     evaluate = Evaluator(objective, budget)
     evaluate.on_prefetch = lambda points: hints.append([SearchSpace.key(p) for p in points])
     get(DEFAULT)(rs.space, evaluate, seed, [])
-    start = n_init(sum(1 for p in rs.space.params if len(p.values) > 1))
+    start = n_init(sum(1 for p in rs.space.params if len(p.values) > 1), len(rs.times))
     out = {}
     for w in WORKERS:
         hits = [SearchSpace.key(p) in current[j - 1][:w + 1]

@@ -160,3 +160,16 @@ def test_strategies_announce_what_they_evaluate_next(name: str) -> None:
         assert keys[:8] == first
     assert sum(ahead) >= {"local": 15, "exhaustive": 25}.get(name, 20), ahead
     assert run(name, 30, initial=initial).history == ev.history  # hints change nothing
+
+
+@pytest.mark.parametrize("name", ["bo", "bo+local"])
+def test_bo_starts_small_on_a_small_space(name: str) -> None:
+    """The random start takes at most an eighth of a small space (at least 3 points): on 24
+    configs a fixed start of 8 would spend a third of the space before the model says anything."""
+    space = SearchSpace([Param("a", (1, 2, 4, 8)), Param("b", (1, 2, 3)), Param("c", (0, 1))])
+    hints: list[list] = []
+    ev = Evaluator(lambda p: float(p["a"] + p["b"] + p["c"]), 10)
+    ev.on_prefetch = hints.append
+    get(name)(space, ev, 0, [])
+    assert len(hints[0]) == 3
+    assert len(ev.history) == 10 and ev.best is not None

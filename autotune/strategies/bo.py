@@ -10,8 +10,9 @@ found to beat the others on GPU tuning spaces (Willemsen et al., PMBS@SC21), in 
   scales, signal and noise variances by maximum marginal likelihood (refitted each time the data
   grew by half). A failed evaluation is imputed as the worst value seen (a region to avoid).
 * Acquisition: expected improvement over the unevaluated candidates, ties broken at random.
-* Start: the initial points, then uniform random points up to `n_init(space)` (2 per free
-  parameter, at least 8 and at most 20), then one model-chosen point per evaluation.
+* Start: the initial points, then uniform random points up to `n_init` (2 per free
+  parameter, at least 8 and at most 20, but no more than an eighth of a small space's valid
+  points, and at least 3), then one model-chosen point per evaluation.
 
 "bo+local" (the default) keeps the search near the elite, as trust-region BO does (TuRBO,
 Eriksson et al., NeurIPS 2019), in the neighbourhood tuning spaces have:
@@ -54,8 +55,11 @@ GLOBAL_EVERY = 4  # bo+local: one model proposal in four is global
 PREFETCH = 16  # next-step candidates (by expected improvement) hinted for compiling ahead
 
 
-def n_init(n_free: int) -> int:
-    return min(20, max(8, 2 * n_free))
+def n_init(n_free: int, n_points: int | None = None) -> int:
+    """The size of the random start. On a small space (`n_points` valid configs) a fixed
+    design would spend a third of the space before the model says anything."""
+    n = min(20, max(8, 2 * n_free))
+    return n if n_points is None else min(n, max(3, n_points // 8))
 
 
 def _matern(a: np.ndarray, b: np.ndarray, ls: np.ndarray) -> np.ndarray:
@@ -155,8 +159,8 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
     start = [p for p in initial if space.contains(p)]
     planned = {SearchSpace.key(p) for p in start} | set(evaluate.results)
     stale = 0
-    while len(evaluate.history) + len(planned - set(evaluate.results)) < n_init(len(free)) \
-            and stale < 1000:
+    size = n_init(len(free), len(pool) if enumerated else None)
+    while len(evaluate.history) + len(planned - set(evaluate.results)) < size and stale < 1000:
         q = space.sample(rng)
         if q is None:
             break
