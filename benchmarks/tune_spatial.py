@@ -2,6 +2,7 @@
 optimum, and how long a quick GEMM tune takes.
 
     python benchmarks/tune_spatial.py [--arch generic-8x8] [--trials 40] [--seeds 5] [--jobs N]
+                                      [--t4 DIR]
 
 Every config of each example's space (default sizes) is simulated once (the exhaustive
 optimum); strategies then run against those memoized cycles, seed after seed. Target: within 3%
@@ -11,6 +12,9 @@ the architecture, the space and the source of the spatial backend (less the esti
 does not change cycles) and simulator, so a rerun after an unrelated change only replays the
 strategies. Also times `tiledsl tune examples/matmul.py --quick` end to end (target: under 30 s
 on this machine).
+
+`--t4 DIR` also writes each sweep as a T4 file (`DIR/<example>-<arch>_T4.json.gz`): spaces the
+search strategies were not chosen on, for `python benchmarks/replay.py --spaces DIR`.
 
 The searches start, as `tiledsl tune` does, from the default config and the configs the spatial
 backend's analytic estimate ranks best (`--no-estimate` leaves those out); the table also shows
@@ -88,6 +92,16 @@ def sweep(name: str, arch: str, space: Any, jobs: int) -> dict[tuple, int]:
     return {space.key(p): v for p, v in zip(points, values)}
 
 
+def write_t4(path: Path, cycles: dict[tuple, int]) -> None:
+    """A sweep as a brute-forced space in the T4 format (what `tiledsl replay` reads)."""
+    results = [{"configuration": dict(key), "invalidity": "correct", "correctness": 1,
+                "measurements": [{"name": "time", "value": value, "unit": "cycles"}], "times": {}}
+               for key, value in cycles.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(json.dumps({"schema_version": "1.0.0",
+                                               "results": results}).encode()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="generic-8x8")
@@ -99,6 +113,7 @@ def main() -> None:
     parser.add_argument("--no-estimate", action="store_true",
                         help="start the searches without the configs the estimate ranks best")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_spatial.json"))
+    parser.add_argument("--t4", metavar="DIR", help="also write every sweep as a T4 space here")
     opts = parser.parse_args()
     rows: list[dict[str, Any]] = []
     print(f"{'example':16} {'configs':>7} {'optimum':>10} {'est. rho':>9} {'seeds gap':>9} " +
@@ -112,6 +127,8 @@ def main() -> None:
         start = time.perf_counter()
         cycles = sweep(name, opts.arch, space, opts.jobs)
         seconds = time.perf_counter() - start
+        if opts.t4:
+            write_t4(Path(opts.t4) / f"{name}-{opts.arch}_T4.json.gz", cycles)
         optimum = min(cycles.values())
         keys = list(cycles)
         estimates = [cspace.estimate(cspace.make(dict(k))) for k in keys]
