@@ -98,6 +98,12 @@ class ArgumentError(TileDSLError, TypeError):
     """A kernel was called with arguments it cannot take."""
 
 
+class OutOfBoundsError(TileDSLError, IndexError):
+    """A scalar index (a runtime argument, or arithmetic on grid indices) falls outside its
+    tensor's dimension. The NumPy and spatial backends check every access; compiled Triton code
+    masks it (reads are undefined, writes are dropped), as Triton and CUDA do."""
+
+
 class ConfigError(TileDSLError, ValueError):
     """A config does not fit the kernel's config space."""
 

@@ -6,6 +6,8 @@ for the whole grid; only `for` loops iterate in Python.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -14,6 +16,7 @@ from lowering.backends.numpy import memory
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
+from tiledsl.errors import OutOfBoundsError
 from tiledsl.ir.core import Block, Function, Op, Value
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
@@ -127,7 +130,8 @@ class Executor:
             producer = v.owner
             if producer is not None and producer.name == "tile.begin":
                 rt = self.ranges.get(producer.operands[0])
-                if rt is not None and rt.grid_axis is not None and rt.block == 1:
+                if rt is not None and rt.grid_axis is not None and rt.block == 1 \
+                        and rt.extent == tensor.shape[d]:  # the grid spans the whole dimension
                     out.append(GridScalar(rt.grid_axis))
                     continue
             out.append(x)
@@ -243,7 +247,9 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     tensor = op.operands[0].type
     assert isinstance(tensor, TensorType)
     ntile = len(op.result.type.shape)  # type: ignore[union-attr]
-    out = memory.load(xs[0], ex.indices(op, xs, tensor), ex.rank, ntile, op.attrs.get("other"))
+    with _bounds(ex, op):
+        out = memory.load(xs[0], ex.indices(op, xs, tensor), ex.rank, ntile,
+                          op.attrs.get("other"))
     return [out]
 
 
@@ -253,8 +259,25 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     assert isinstance(tensor, TensorType)
     value = op.operands[-1].type
     assert isinstance(value, TileType)
-    memory.store(xs[0], ex.indices(op, xs[:-1], tensor), ex.rank, value.rank, xs[-1])
+    with _bounds(ex, op):
+        memory.store(xs[0], ex.indices(op, xs[:-1], tensor), ex.rank, value.rank, xs[-1])
     return []
+
+
+@contextlib.contextmanager
+def _bounds(ex: Executor, op: Op) -> Iterator[None]:
+    """A scalar index out of range becomes an OutOfBoundsError naming the tensor and line."""
+    try:
+        yield
+    except memory.OutOfRange as e:
+        name = op.operands[0].hint or "a tensor"
+        what = "load from" if op.name == "load" else "store to"
+        raise OutOfBoundsError(
+            f"{what} '{name}': index {e.value} is out of bounds for dimension {e.dim} "
+            f"(size {e.size})",
+            kernel=ex.fn.name, loc=op.loc,
+            hint="a scalar index (an int argument, or arithmetic on td.grid indices) must lie "
+                 "in the dimension; only a tile's lanes past the edge are masked") from None
 
 
 @rule("tensor.empty")

@@ -33,12 +33,21 @@ class RangeRT:
 
 @dataclass(frozen=True)
 class GridScalar:
-    """An index that is the program id along a grid axis of block 1 (from `td.grid`)."""
+    """An index that is the program id along a grid axis of block 1 (from `td.grid`) whose
+    extent is the whole tensor dimension it indexes."""
 
     axis: int
 
 
 Index = Union[RangeRT, GridScalar, np.ndarray, None]  # None: the whole dimension (`:`)
+
+
+class OutOfRange(Exception):
+    """A scalar index outside its dimension (the executor names the tensor and the line)."""
+
+    def __init__(self, dim: int, value: int, size: int) -> None:
+        super().__init__(dim, value, size)
+        self.dim, self.value, self.size = dim, value, size
 
 
 def poison(dtype: np.dtype) -> object:
@@ -65,8 +74,8 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
             tags.append(("g", idx.axis))
         elif isinstance(idx, RangeRT):
             if idx.grid_axis is not None:
-                if n % idx.block:
-                    return None
+                if n % idx.block or idx.extent != n:
+                    return None  # partial tiles, or the grid spans part of the dimension
                 slices.append(slice(None))
                 new_shape += [n // idx.block, idx.block]
                 tags += [("g", idx.grid_axis), ("t", pos)]
@@ -116,7 +125,7 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
     """Broadcastable index arrays (one per tensor dim) over `prefix + tile`, and validity."""
     idxs, valid = [], None
     pos = 0
-    for n, idx in zip(shape, indices):
+    for d, (n, idx) in enumerate(zip(shape, indices)):
         if idx is None or isinstance(idx, RangeRT):
             if idx is None:
                 ix = np.arange(n).reshape((1,) * rank + (n,))
@@ -132,6 +141,9 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
             ix = np.arange(n).reshape(tuple(g) + (1,) * ntile)
         else:
             ix = np.asarray(idx).reshape(idx.shape + (1,) * ntile)
+            bad = (ix < 0) | (ix >= n)
+            if bad.any():  # a tile's lanes may be out of range, a scalar index may not
+                raise OutOfRange(d, int(ix[bad].flat[0]), n)
         ok = (ix >= 0) & (ix < n)
         valid = ok if valid is None else valid & ok
         idxs.append(np.clip(ix, 0, n - 1))

@@ -197,13 +197,15 @@ class KernelEmitter:
         strides = self.strides[tensor]
         full = op.attrs.get("full", ())
         wide = sum((padded(n) - 1) * abs(s) for n, s in zip(t.shape, strides)) > INT32_MAX
-        terms, masks = [], []
+        terms, masks, conds = [], [], []  # conds: bounds of scalar indices (scalars)
+        block_offs: str | None = None  # one tile dimension's offsets, expanded to rank
         it = iter(indices)
         pos = 0
         for d, (extent, stride) in enumerate(zip(t.shape, strides)):
             if d in full:
                 offs, mask = self.const_offsets_for(extent, indent)
                 offs_e = self.expand(f"{offs}.to(tl.int64)" if wide else offs, pos, rank)
+                block_offs = block_offs or offs_e
                 if mask:
                     masks.append(self.expand(mask, pos, rank))
                 pos += 1
@@ -213,6 +215,7 @@ class KernelEmitter:
                     rg = self.ranges[idx]
                     offs = f"offs_{rg.name}.to(tl.int64)" if wide else f"offs_{rg.name}"
                     offs_e = self.expand(offs, pos, rank)
+                    block_offs = block_offs or offs_e
                     if rg.ragged:
                         masks.append(self.expand(f"mask_{rg.name}", pos, rank))
                     pos += 1
@@ -221,11 +224,18 @@ class KernelEmitter:
                     if wide:
                         offs_e = f"{offs_e}.to(tl.int64)"
                     if not self.in_bounds(idx, extent):
-                        masks.append(f"({offs_e} >= 0) & ({offs_e} < {extent})")
+                        conds.append(f"({offs_e} >= 0) & ({offs_e} < {extent})")
             if stride != 0:
                 terms.append(offs_e if stride == 1 else f"{offs_e} * {stride}")
         ptr = " + ".join([self.tensor_param(tensor)] + terms)
-        return ptr, " & ".join(masks) if masks else None
+        mask = " & ".join(masks) if masks else None
+        if conds and block_offs is not None:
+            # A scalar condition selects the tile's mask (`block & scalar` fails in Triton's
+            # interpreter: "mask has unsupported dtype"; a select compiles the same).
+            mask = f"tl.where({' & '.join(conds)}, {mask or f'{block_offs} >= 0'}, False)"
+        elif conds:
+            mask = " & ".join(conds)
+        return ptr, mask
 
     def descriptor(self, op: Op, tensor: Value, indices: list[Value]) -> tuple[str, str] | None:
         """A TMA tensor descriptor for this access and its coordinates, when the config asks

@@ -1,0 +1,144 @@
+"""Indices other than a tile over a whole dimension: grids over part of a dimension, offset grid
+indices (stencils), scalar arguments as indices; on every CPU backend under the default and
+sampled configs, against NumPy, and compiled for sm_90. A scalar index out of its dimension is
+an OutOfBoundsError on the backends that check it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+
+BACKENDS = ["numpy", "triton-interpret", "spatial"]
+
+
+@td.tile_kernel
+def scale_rows(x, w):
+    """out[j] = sum over the g rows of w of w[i] * x[i, j]; x has more rows than w."""
+    (g,) = w.shape
+    _, n = x.shape
+    out = td.zeros((n,), dtype=td.float32)
+    for tn in td.tile(n):
+        acc = td.zeros((tn,), dtype=td.float32)
+        for i in td.grid(g):
+            acc += x[i, tn] * w[i]
+        out[tn] = acc
+    return out
+
+
+@td.tile_kernel
+def pick_rows(x, w):
+    """out[i, :] = w[i] * x[i, :] for the first g rows (a grid shorter than x's rows)."""
+    (g,) = w.shape
+    _, n = x.shape
+    out = td.empty((g, n), dtype=x.dtype)
+    for i in td.grid(g):
+        for tn in td.tile(n):
+            out[i, tn] = x[i, tn] * w[i]
+    return out
+
+
+@td.tile_kernel
+def stencil(x):
+    """out = x[:-2] + x[2:] (an offset grid index)."""
+    m, n = x.shape
+    out = td.empty((m - 2, n), dtype=x.dtype)
+    for i in td.grid(m - 2):
+        for tn in td.tile(n):
+            out[i, tn] = x[i, tn] + x[i + 2, tn]
+    return out
+
+
+@td.tile_kernel
+def row_at(x, r: int):
+    """out = x[r] (a runtime scalar index)."""
+    _, n = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for tn in td.tile(n):
+        out[tn] = x[r, tn]
+    return out
+
+
+@td.tile_kernel
+def put_row(x, v, r: int):
+    """x[r] = v, in place."""
+    (n,) = v.shape
+    for tn in td.tile(n):
+        x[r, tn] = v[tn]
+
+
+rng = np.random.default_rng(5)
+X = rng.standard_normal((66, 45)).astype(np.float32)
+CASES: dict[str, tuple[Any, tuple, Callable[..., np.ndarray]]] = {
+    "grid of one": (scale_rows, (X, np.array([1.5], np.float32)), lambda x, w: w[0] * x[0]),
+    "grid of three": (scale_rows, (X, np.array([1.5, -2.0, 0.5], np.float32)),
+                      lambda x, w: w @ x[:3]),
+    "pick rows": (pick_rows, (X, rng.standard_normal(7).astype(np.float32)),
+                  lambda x, w: w[:, None] * x[:7]),
+    "stencil": (stencil, (X,), lambda x: x[:-2] + x[2:]),
+    "runtime index": (row_at, (X, 37), lambda x, r: x[r]),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(CASES))
+def test_partial_and_offset_indices_match_numpy(case: str, backend: str) -> None:
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+        pytest.importorskip("triton")
+    kernel, args, reference = CASES[case]
+    ref = reference(*(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args))
+    space = kernel.config_space(*args, backend=backend)
+    for config in (space.default(), *space.sample(2, seed=3)):
+        out = kernel.run(*args, backend=backend, config=config)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg=f"{config}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_index_writes_in_place(backend: str) -> None:
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+        pytest.importorskip("triton")
+    x, v = X.copy(), rng.standard_normal(45).astype(np.float32)
+    put_row.run(x, v, 9, backend=backend)
+    ref = X.copy()
+    ref[9] = v
+    np.testing.assert_array_equal(x, ref)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "spatial"])
+@pytest.mark.parametrize("r", [-1, 66, 1000])
+def test_a_scalar_index_out_of_bounds_is_an_error(backend: str, r: int) -> None:
+    with pytest.raises(td.OutOfBoundsError, match=rf"row_at.*load from 'x': index {r} is out of "
+                       r"bounds for dimension 0 \(size 66\)(.|\n)*x\[r, tn\]"):
+        row_at.run(X, r, backend=backend)
+    x = X.copy()
+    with pytest.raises(td.OutOfBoundsError, match=rf"store to 'x': index {r} is out"):
+        put_row.run(x, X[0], r, backend=backend)
+    np.testing.assert_array_equal(x, X)  # nothing was written
+
+
+def test_an_offset_past_the_end_is_an_error() -> None:
+    @td.tile_kernel
+    def shifted(x):
+        m, n = x.shape
+        out = td.empty((m, n), dtype=x.dtype)
+        for i in td.grid(m):
+            for tn in td.tile(n):
+                out[i, tn] = x[i + 1, tn]
+        return out
+
+    with pytest.raises(td.OutOfBoundsError, match="index 66 is out of bounds for dimension 0"):
+        shifted(X)
+
+
+@pytest.mark.parametrize("case", ["stencil", "runtime index", "grid of one"])
+def test_scalar_bounds_masks_compile_for_hopper(case: str) -> None:
+    pytest.importorskip("triton")
+    kernel, args, _ = CASES[case]
+    (report,) = kernel.compile(*args, arch="sm_90")
+    assert report.problem is None
