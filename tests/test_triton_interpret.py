@@ -141,3 +141,25 @@ def test_the_interpreter_poisons_masked_off_lanes() -> None:
         return next(line for line in source.splitlines() if "k_tile = tl.load(" in line)
     assert "other=" not in k_load(gpu)  # never read: the pass masks k before the dot
     assert k_load(interpreted).endswith(', other=float("nan"))')
+
+
+@td.tile_kernel
+def host_arithmetic(x, alpha, k: int):
+    """Scalars computed outside the tile loop: each program of the Triton kernel computes them."""
+    n, = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    scale = alpha * 2.0 + 1.0
+    shift = k * 3 - 1
+    for t in td.tile(n):
+        out[t] = x[t] * scale + shift
+    return out
+
+
+def test_host_arithmetic_on_scalar_arguments() -> None:
+    x = np.random.default_rng(2).standard_normal(77).astype(np.float32)
+    ref = x.astype(np.float64) * 7.5 + 11
+    for config in host_arithmetic.config_space(x, 3.25, 4).sample(2, seed=0):
+        out = host_arithmetic.run(x, 3.25, 4, backend=BACKEND, config=config)
+        td.testing.assert_close(out, ref, np.float32)
+    (report,) = host_arithmetic.compile(x, 3.25, 4, arch="sm_90")
+    assert report.problem is None

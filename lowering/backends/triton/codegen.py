@@ -122,6 +122,8 @@ def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
             else:
                 k.params[a] = KernelParam(k.namer.fresh(a.hint), "scalar", a, dtype=ttype)
                 k.scalar_types[a] = dtype
+    for op in _host_ops(k.fn, grid):  # host arithmetic on scalars, computed by each program
+        k.op(op, 1)
     programs = math.prod(counts)
     preamble_at = len(k.lines)
     persistent = bool(k.config.get("persistent", False))
@@ -173,6 +175,19 @@ def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
     gk = GeneratedKernel(name, descs + tensors + scalars + blocks, programs,
                          int(k.config.num_warps or 4), int(k.config.num_stages or 3), persistent)
     return text, gk
+
+
+def _host_ops(fn: Function, grid: Op) -> list[Op]:
+    """The kernel's top-level scalar ops (constants, arithmetic on scalar arguments) whose
+    results the grid uses, in order."""
+    needed = {o for op in walk(grid.regions[0]) for o in op.operands}
+    ops: list[Op] = []
+    for op in reversed(fn.body.ops):
+        if op.name not in ("grid", "return", "tensor.empty", "tensor.full") and \
+                any(r in needed for r in op.results):
+            ops.append(op)
+            needed.update(op.operands)
+    return ops[::-1]
 
 
 def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> str:
