@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from lowering.passes.base import Pass
+from lowering.passes.carried import KeepCarriedLanesPass
 from lowering.passes.cse import CSEPass
 from lowering.passes.dce import DCEPass
 from lowering.passes.fold import FoldConstantsPass
@@ -14,7 +15,8 @@ from tiledsl.ir.core import Function
 from tiledsl.ir.verify import verify
 
 CANONICALIZE: tuple[Pass, ...] = (FoldConstantsPass(), CSEPass(), DCEPass())
-DEFAULT: tuple[Pass, ...] = CANONICALIZE + (MaskRaggedEdgesPass(),) + CANONICALIZE
+DEFAULT: tuple[Pass, ...] = CANONICALIZE + (MaskRaggedEdgesPass(), KeepCarriedLanesPass()) + \
+    CANONICALIZE
 
 
 @dataclass

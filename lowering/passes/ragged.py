@@ -10,26 +10,45 @@ pass neutralizes the out-of-range part of the mixed axis:
 
 A mask of a `load` becomes the load's `other` fill value instead of a separate op. Axes cut by a
 block symbol are masked (whether the edge is really ragged depends on the config, which backends
-see later); constant axes are masked only when a backend might pad them (not a power of two, or
-under 16).
+see later); constant axes are masked when a backend might pad them (not a power of two, or under
+16), and where they hold the lanes of a range whose constant block does not divide its extent
+(`td.tile(n, block_size=64)` with n = 150; see `lanes.py`): `where(index < n, x, identity)`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lowering.passes.lanes import Lanes, along, emit, in_range
 from tiledsl import dtypes
 from tiledsl.ir.core import Block, Function, Op, Value
 from tiledsl.ir.types import RangeType, TileType
-
 
 # Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
 # minimum): a dimension of 2, 4 or 8 is padded too.
 MIN_PADDED = 16
 
 
-def _maybe_padded(dim: int | str) -> bool:
+def maybe_padded(dim: int | str) -> bool:
     return isinstance(dim, str) or (dim > 1 and (dim & (dim - 1) != 0 or dim < MIN_PADDED))
+
+
+@dataclass
+class _Scope:
+    """The ranges a block sees: by block symbol, and those of constant blocks that end ragged."""
+
+    symbolic: dict[str, Value]
+    fixed: tuple[Value, ...] = ()
+
+    def enter(self, block: Block) -> _Scope:
+        symbolic, fixed = dict(self.symbolic), list(self.fixed)
+        for a in block.args:
+            t = a.type
+            if isinstance(t, RangeType) and isinstance(t.block, str):
+                symbolic[t.block] = a
+            elif isinstance(t, RangeType) and t.extent % t.block:
+                fixed.append(a)
+        return _Scope(symbolic, tuple(fixed))
 
 
 @dataclass(frozen=True)
@@ -37,50 +56,61 @@ class MaskRaggedEdgesPass:
     name: str = "mask-ragged-edges"
 
     def run(self, fn: Function) -> None:
-        self._block(fn.body, {})
+        self._block(fn.body, _Scope({}))
 
-    def _block(self, block: Block, ranges: dict[str, Value]) -> None:
-        ranges = dict(ranges)
-        for a in block.args:
-            if isinstance(a.type, RangeType) and isinstance(a.type.block, str):
-                ranges[a.type.block] = a
+    def _block(self, block: Block, outer: _Scope) -> None:
+        scope = outer.enter(block)
         out: list[Op] = []
         for op in block.ops:
             for region in op.regions:
-                self._block(region, ranges)
+                self._block(region, scope)
             if op.name == "reduce" and op.attrs["kind"] == "mean":
-                out.extend(self._mean(op, ranges))
+                out.extend(self._mean(op, scope))
                 continue
             if op.name == "reduce":
                 x = op.operands[0]
                 ident = dtypes.identity(op.attrs["kind"], x.type.dtype)  # type: ignore[union-attr]
-                op.operands[0] = self._mask(x, op.attrs["axis"], ident, ranges, out, op)
+                op.operands[0] = self._mask(x, op.attrs["axis"], ident, scope, out, op)
             elif op.name == "dot":
                 a, b = op.operands
-                op.operands = [self._mask(a, 1, 0, ranges, out, op),
-                               self._mask(b, 0, 0, ranges, out, op)]
+                op.operands = [self._mask(a, 1, 0, scope, out, op),
+                               self._mask(b, 0, 0, scope, out, op)]
             out.append(op)
         block.ops = out
 
-    def _mask(self, x: Value, axis: int, fill: object, ranges: dict[str, Value],
-              out: list[Op], at: Op) -> Value:
+    def _mask(self, x: Value, axis: int, fill: object, scope: _Scope, out: list[Op],
+              at: Op) -> Value:
         t = x.type
         assert isinstance(t, TileType)
         dim = t.shape[axis]
-        if not _maybe_padded(dim):
-            return x
         fill = bool(fill) if t.dtype.is_bool else float(fill) if t.dtype.is_float else int(fill)  # type: ignore[arg-type]
-        producer = x.owner
-        if producer is not None and producer.name == "load" and \
-                producer.attrs.get("other", fill) == fill:
-            producer.attrs["other"] = fill
+        if isinstance(dim, int):  # lanes of a constant block that ends ragged
+            for r in scope.fixed:
+                if axis in Lanes(r).of(x) and not self._fill_load(x, fill):
+                    valid = along(in_range(r, out, at), axis, t, out, at)
+                    fill_v = emit(out, "broadcast", [emit(out, "const", [], TileType((), t.dtype),
+                                                          at, {"value": fill})], t, at)
+                    x = emit(out, "where", [valid, x, fill_v], t, at)
+        if not maybe_padded(dim):
             return x
-        operands = [x] + ([ranges[dim]] if isinstance(dim, str) else [])
+        if self._fill_load(x, fill):
+            return x
+        operands = [x] + ([scope.symbolic[dim]] if isinstance(dim, str) else [])
         masked = Value(t, x.hint)
         out.append(Op("mask", operands, [masked], {"axes": (axis,), "value": fill}, [], at.loc))
         return masked
 
-    def _mean(self, op: Op, ranges: dict[str, Value]) -> list[Op]:
+    @staticmethod
+    def _fill_load(x: Value, fill: object) -> bool:
+        """Make a load's out-of-range elements `fill` (its `other`), if it is a load."""
+        producer = x.owner
+        if producer is not None and producer.name == "load" and \
+                producer.attrs.get("other", fill) == fill:
+            producer.attrs["other"] = fill
+            return True
+        return False
+
+    def _mean(self, op: Op, scope: _Scope) -> list[Op]:
         """mean(x, axis) -> sum(mask(x), axis) / count, count = the in-range extent."""
         out: list[Op] = []
         x = op.operands[0]
@@ -88,18 +118,20 @@ class MaskRaggedEdgesPass:
         assert isinstance(xt, TileType) and isinstance(rt, TileType)
         axis = op.attrs["axis"]
         dim = xt.shape[axis]
+        cut = scope.symbolic.get(dim) if isinstance(dim, str) else next(
+            (r for r in scope.fixed if axis in Lanes(r).of(x)), None)
         if xt.dtype != rt.dtype:
             cast = Value(xt.with_dtype(rt.dtype), x.hint)
             out.append(Op("cast", [x], [cast], {}, [], op.loc))
             x = cast
-        x = self._mask(x, axis, 0, ranges, out, op)
+        x = self._mask(x, axis, 0, scope, out, op)
         total = Value(rt, op.result.hint)
         out.append(Op("reduce", [x], [total], dict(op.attrs, kind="sum"), [], op.loc))
         scalar = TileType((), rt.dtype)
         count = Value(scalar, "count")
-        if isinstance(dim, str):
-            size = Value(TileType((), dtypes.index_dtype(ranges[dim].type.extent)), "size")  # type: ignore[union-attr]
-            out.append(Op("tile.size", [ranges[dim]], [size], {}, [], op.loc))
+        if cut is not None:  # the in-range lanes of the tile that cuts the axis
+            size = Value(TileType((), dtypes.index_dtype(cut.type.extent)), "size")  # type: ignore[union-attr]
+            out.append(Op("tile.size", [cut], [size], {}, [], op.loc))
             out.append(Op("cast", [size], [count], {}, [], op.loc))
         else:
             out.append(Op("const", [], [count], {"value": float(dim)}, [], op.loc))

@@ -1,0 +1,120 @@
+"""Lanes of a range: which axes of a tile value hold one element per lane of a range's tile, and
+the ops that build "this lane is in range" along such an axis. Used by the passes that keep
+out-of-range lanes of partial tiles from changing a result (mask-ragged-edges for constant-size
+blocks, keep-carried-lanes).
+
+A load indexed by the range puts its lanes on the load's axis for that dimension, `tile.index`
+on axis 0; elementwise ops, casts, broadcasts, transposes and expand_dims move them with the
+axes; a reduction or a dot over them removes them.
+"""
+
+from __future__ import annotations
+
+from tiledsl import dtypes
+from tiledsl.ir.core import Op, Value
+from tiledsl.ir.ops import BINARY, COMPARE, UNARY
+from tiledsl.ir.types import RangeType, TileType
+
+_SAME_SHAPE = set(BINARY) | set(COMPARE) | set(UNARY) | {"where", "cast", "mask"}
+
+
+class Lanes:
+    """Which axes of each value hold lanes of the range `r` (memoized per value)."""
+
+    def __init__(self, r: Value) -> None:
+        self.r = r
+        self.memo: dict[Value, frozenset[int]] = {}
+
+    def of(self, v: Value) -> frozenset[int]:
+        if v not in self.memo:
+            self.memo[v] = frozenset()  # cycles (carried values of inner loops): none so far
+            self.memo[v] = self._compute(v)
+        return self.memo[v]
+
+    def _compute(self, v: Value) -> frozenset[int]:
+        op = v.owner
+        if op is None or not isinstance(v.type, TileType):
+            return frozenset()  # block arguments (carried values start clean), tensors, ranges
+        if op.name == "load":
+            return self._load(op)
+        if op.name == "tile.index":
+            return frozenset({0}) if op.operands[0] is self.r else frozenset()
+        if op.name in _SAME_SHAPE:
+            out: frozenset[int] = frozenset()
+            for o in op.operands:
+                if isinstance(o.type, TileType) and o.type.rank == v.type.rank:
+                    out |= self.of(o)
+            return out
+        if op.name == "broadcast":
+            src = op.operands[0].type
+            assert isinstance(src, TileType)
+            shift = v.type.rank - src.rank
+            return frozenset(a + shift for a in self.of(op.operands[0]) if src.shape[a] != 1)
+        if op.name == "expand_dims":
+            axis = op.attrs["axis"]
+            return frozenset(a + (a >= axis) for a in self.of(op.operands[0]))
+        if op.name == "transpose":
+            rank = v.type.rank
+            return frozenset(rank - 1 - a for a in self.of(op.operands[0]))
+        if op.name == "reduce":
+            axis, keep = op.attrs["axis"], op.attrs["keepdims"]
+            return frozenset(a - (a > axis and not keep)
+                             for a in self.of(op.operands[0]) if a != axis)
+        if op.name == "dot":
+            a, b = self.of(op.operands[0]), self.of(op.operands[1])
+            return frozenset(({0} if 0 in a else set()) | ({1} if 1 in b else set()))
+        if op.name == "for":
+            i = op.results.index(v)
+            body = op.regions[0]
+            inner = body.ops[-1].operands[i]  # what the inner loop yields
+            return self.of(op.operands[i]) | self.of(inner)
+        return frozenset()
+
+    def _load(self, op: Op) -> frozenset[int]:
+        full = op.attrs.get("full", ())
+        tensor = op.operands[0].type
+        indices = iter(op.operands[1:])
+        out, pos = set(), 0
+        for d in range(len(tensor.shape)):  # type: ignore[union-attr]
+            if d in full:
+                pos += 1
+                continue
+            idx = next(indices)
+            if isinstance(idx.type, RangeType):
+                if idx is self.r:
+                    out.add(pos)
+                pos += 1
+        return frozenset(out)
+
+
+def emit(ops: list[Op], name: str, operands: list[Value], t: TileType, at: Op,
+         attrs: dict | None = None) -> Value:
+    """Append `name(operands) : t` to `ops` (at `at`'s source line); its result."""
+    v = Value(t)
+    ops.append(Op(name, operands, [v], attrs or {}, [], at.loc))
+    return v
+
+
+def in_range(r: Value, ops: list[Op], at: Op) -> Value:
+    """`r.index < extent`: which lanes of the range's tile are in range (a 1-D bool tile)."""
+    rt = r.type
+    assert isinstance(rt, RangeType)
+    index_t = TileType((rt.block,), dtypes.index_dtype(rt.extent))
+    index = emit(ops, "tile.index", [r], index_t, at)
+    scalar = emit(ops, "const", [], TileType((), index_t.dtype), at, {"value": rt.extent})
+    extent = emit(ops, "broadcast", [scalar], index_t, at)
+    return emit(ops, "lt", [index, extent], index_t.with_dtype(dtypes.bool_), at)
+
+
+def along(valid: Value, axis: int, t: TileType, ops: list[Op], at: Op) -> Value:
+    """A 1-D bool tile `valid` placed on `axis` of a tile of type `t`, broadcast to its shape."""
+    v = valid
+    for k in range(t.rank - 1):
+        vt = v.type
+        assert isinstance(vt, TileType)
+        where = 0 if k < axis else vt.rank
+        shape = vt.shape[:where] + (1,) + vt.shape[where:]
+        v = emit(ops, "expand_dims", [v], TileType(shape, dtypes.bool_), at, {"axis": where})
+    if v.type != TileType(t.shape, dtypes.bool_):
+        v = emit(ops, "broadcast", [v], TileType(t.shape, dtypes.bool_), at)
+    return v
