@@ -14,15 +14,17 @@ import numpy as np
 
 from lowering.backends.numpy.executor import RULES, Executor
 from tiledsl.config import Config
-from tiledsl.ir.core import Function, Value
+from tiledsl.ir.core import Block, Function, Value
+from tiledsl.ir.types import TileType
 
 
 def execute(fn: Function, config: Config, dataflow: dict[str, Any], args: list[Any]) -> list[Any]:
     allocations: dict[Value, np.ndarray] = {}
     host = Executor(fn, config)
+    scalars = _host_values(fn, host, args)
     for op in fn.body.ops:
         if op.name in ("tensor.empty", "tensor.full"):
-            fill = [] if op.name == "tensor.empty" else [_host_value(fn, op.operands[0], args)]
+            fill = [] if op.name == "tensor.empty" else [scalars[op.operands[0]]]
             allocations[op.result] = RULES[op.name](host, op, fill)[0]
     outputs = None
     for agent in dataflow["agents"]:
@@ -34,9 +36,12 @@ def execute(fn: Function, config: Config, dataflow: dict[str, Any], args: list[A
     return outputs
 
 
-def _host_value(fn: Function, v: Value, args: list[Any]) -> Any:
-    """A host scalar (a constant, in the kernels the mapper accepts)."""
-    owner = v.owner
-    if owner is not None and owner.name == "const":
-        return owner.attrs["value"]
-    return args[fn.args.index(v)]
+def _host_values(fn: Function, host: Executor, args: list[Any]) -> dict[Value, Any]:
+    """The kernel's host scalars: its scalar arguments, and the constants, arithmetic and casts
+    on them outside the grids, computed by the NumPy backend's rules (as `td.full` fills)."""
+    env: dict[Value, Any] = {v: np.asarray(a, dtype=v.type.dtype.np)
+                             for v, a in zip(fn.args, args) if isinstance(v.type, TileType)}
+    ops = [op for op in fn.body.ops
+           if op.results and all(isinstance(r.type, TileType) for r in op.results)]
+    host.block(Block([], ops), env)  # no return: it fills env
+    return env

@@ -47,6 +47,11 @@ def padded(d: int) -> int:
     return 1 if d == 1 else max(16, next_pow2(d))
 
 
+def tl_dot_takes(d: DType) -> bool:
+    """Whether tl.dot takes operands of dtype d: floats, and int8 only among integers."""
+    return d.is_float or d.short == "i8"
+
+
 def tl_dtype(d: DType) -> str:
     return TL_DTYPE[d.short]
 
@@ -79,7 +84,8 @@ class _Range:
     extent: int
     block: int  # resolved block size
     block_expr: str  # "BLOCK_TM" or a literal
-    ragged: bool
+    ragged: bool  # some lanes of some tile are masked: past the extent, or padding
+    padding: bool = False  # a constant block padded to a power of two (at least 16)
 
 
 class Namer:
@@ -177,14 +183,25 @@ class KernelEmitter:
         block = t.block if isinstance(t.block, int) else self.blocks[t.block]
         label = r.hint or "t"
         block_expr = self.block_expr(t.block, label) if isinstance(t.block, str) else str(block)
-        rg = _Range(label, t.extent, block, block_expr, t.extent % block != 0)
+        # A constant block's tiles are padded (as every constant dim is, block_expr): lane j of
+        # a tile is valid when j < block and begin + j < extent.
+        padding = isinstance(t.block, int) and padded(block) != block
+        ragged = t.extent % block != 0
+        rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding)
         self.ranges[r] = rg
         rg.name = self.namer.fresh(label)
         lines.append(f"begin_{rg.name} = {begin}")
         if any(u.name != "tile.begin" for u in self.uses.get(r, [])):  # used as a vector
-            lines.append(f"offs_{rg.name} = begin_{rg.name} + tl.arange(0, {block_expr})")
-            if rg.ragged:
-                lines.append(f"mask_{rg.name} = offs_{rg.name} < {t.extent}")
+            width = str(padded(block)) if padding else block_expr
+            offs, start = f"offs_{rg.name}", f"begin_{rg.name}"
+            lines.append(f"{offs} = {start} + tl.arange(0, {width})")
+            if padding and ragged:
+                lines.append(f"mask_{rg.name} = {offs} < tl.minimum({start} + {block}, "
+                             f"{t.extent})")
+            elif padding:
+                lines.append(f"mask_{rg.name} = {offs} < {start} + {block}")
+            elif ragged:
+                lines.append(f"mask_{rg.name} = {offs} < {t.extent}")
         for line in lines:
             self.emit(indent, line)
 
@@ -262,6 +279,8 @@ class KernelEmitter:
             if idx not in self.ranges:
                 return None  # a scalar index: plain pointer arithmetic
             rg = self.ranges[idx]
+            if rg.padding:
+                return None  # a box of the padded size would move the next tiles' elements
             box.append(rg.block)
             coords.append(f"begin_{rg.name}")
         if max(box) > 256 or box[-1] * size < 16:
@@ -441,12 +460,15 @@ class KernelEmitter:
         a, b = (o.type for o in op.operands)
         rt = op.result.type
         assert isinstance(a, TileType) and isinstance(b, TileType) and isinstance(rt, TileType)
-        if any(isinstance(d, int) and padded(d) < 16 for d in (*a.shape, *b.shape)):
+        if any(isinstance(d, int) and padded(d) < 16 for d in (*a.shape, *b.shape)) or \
+                not tl_dot_takes(a.dtype):
             # A whole dimension of 1 (it broadcasts, so it is not padded) cannot feed tl.dot,
-            # which needs 16: multiply and sum instead, accumulating in the dot's result dtype.
-            acc_t = tl_dtype(rt.dtype)
-            self.assign(op, f"tl.sum({args[0]}.to({acc_t})[:, :, None] * "
-                            f"{args[1]}.to({acc_t})[None, :, :], axis=1)", indent)
+            # which needs 16, nor can int16, int32 or int64: multiply and sum instead,
+            # accumulating in the dot's result dtype (exact for integers, as NumPy's matmul).
+            if a.dtype != rt.dtype:
+                args = [f"{x}.to({tl_dtype(rt.dtype)})" for x in args]
+            self.assign(op, f"tl.sum({args[0]}[:, :, None] * {args[1]}[None, :, :], axis=1)",
+                        indent)
             return
         extra = ""
         if a.dtype.short == "f32":

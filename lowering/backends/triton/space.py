@@ -4,6 +4,8 @@ cost model's estimate that ranks the rest (cost.py)."""
 from __future__ import annotations
 
 from lowering.backends.triton.cost import dot_shared_bytes, estimate_us, numel
+from lowering.backends.triton.emit import tl_dot_takes
+from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
 from tiledsl.ir.types import TileType
@@ -19,6 +21,8 @@ WORDS_PER_THREAD = 64  # of the largest tile under the default blocks, before th
 
 
 def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
+    """The kernel's tiles (with the products of the dots that become a multiply and a sum),
+    the block symbols tl.dot sees, and the dots' operand types."""
     tiles, dot_dims, dots = [], set(), []
     for op in walk(fn.body):
         for r in op.results:
@@ -28,8 +32,17 @@ def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType,
             a, b = (o.type for o in op.operands)
             assert isinstance(a, TileType) and isinstance(b, TileType)
             dots.append((a, b))
-            dot_dims |= {d for d in a.shape + b.shape if isinstance(d, str)}
+            if tl_dot_takes(a.dtype):
+                dot_dims |= {d for d in a.shape + b.shape if isinstance(d, str)}
+            else:
+                tiles.append(_product_tile(a, b))
     return tiles, dot_dims, dots
+
+
+def _product_tile(a: TileType, b: TileType) -> TileType:
+    """The elementwise products `a[:, :, None] * b[None, :, :]` of a dot that tl.dot does not
+    take (int16 to int64), which emit.py sums over axis 1."""
+    return TileType((a.shape[0], a.shape[1], b.shape[1]), dtypes.accumulator(a.dtype))
 
 
 def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: list[str]
@@ -73,7 +86,8 @@ def _default_fp32_dot_blocks(space: ConfigSpace, dots: list[tuple[TileType, Tile
     """Halve the largest default block of the fp32 dots until their operands and results
     together fit FP32_DOT_WORDS per thread at 8 warps. fp32 dots run on FMAs, from registers:
     attention's two fp32 dots at 64x64 spilled 312 bytes per thread at 8 warps on sm_90 (more
-    at 16), at 32x32 none."""
+    at 16), at 32x32 none. So do integer dots that tl.dot does not take, with their products
+    (an int16 matmul at 64x64x64 spilled 13736 bytes per thread with 4 warps)."""
     params = _block_params(space, symbols)
     blocks = {s: p.default for s, p in params.items()}
     while _fp32_dot_words(dots, blocks) > FP32_DOT_WORDS * 32 * 8:
@@ -87,9 +101,15 @@ def _default_fp32_dot_blocks(space: ConfigSpace, dots: list[tuple[TileType, Tile
 
 
 def _fp32_dot_tiles(dots: list[tuple[TileType, TileType]]) -> list[TileType]:
-    """The operands and results of the fp32 dots (which run on FMAs, from registers)."""
-    return [t for a, b in dots if a.dtype.short == "f32"
-            for t in (a, b, TileType((a.shape[0], b.shape[1]), a.dtype))]
+    """The operands and results of the dots that run on FMAs, from registers: fp32 dots, and
+    the multiply-and-sum of those tl.dot does not take, with their products."""
+    out: list[TileType] = []
+    for a, b in dots:
+        if a.dtype.short == "f32" or not tl_dot_takes(a.dtype):
+            out += [a, b, TileType((a.shape[0], b.shape[1]), dtypes.accumulator(a.dtype))]
+        if not tl_dot_takes(a.dtype):
+            out.append(_product_tile(a, b))
+    return out
 
 
 def _fp32_dot_words(dots: list[tuple[TileType, TileType]], blocks: dict[str, int]) -> int:
