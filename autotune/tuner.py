@@ -6,6 +6,7 @@ where `k(*args)` finds it.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -191,10 +192,11 @@ RANK_SAMPLE = 2_000
 
 
 def analytic_candidates(config_space: ConfigSpace, space: SearchSpace | None = None,
-                        seed: int = 0) -> list[Point]:
+                        seed: int = 0, deadline: float | None = None) -> list[Point]:
     """Configs worth trying first: the default; the `MODEL_PICKS` points of `space` the
     backend's estimate (`ConfigSpace.estimate`) ranks best, one per distinct estimate (configs it
-    cannot tell apart count once); then uniform block sizes (large first)."""
+    cannot tell apart count once); then uniform block sizes (large first). Past `deadline`
+    (time.monotonic()) the ranking stops where it is."""
     points = [config_space.values(config_space.default())]
     if config_space.estimate is not None and space is not None:
         if space.size_upper_bound <= RANK_LIMIT:
@@ -203,8 +205,12 @@ def analytic_candidates(config_space: ConfigSpace, space: SearchSpace | None = N
             rng = random.Random(seed)
             pool = [p for p in (space.sample(rng, tries=200) for _ in range(RANK_SAMPLE))
                     if p is not None]
-        scored = sorted(((config_space.estimate(config_space.make(p)), i)
-                         for i, p in enumerate(pool)))
+        scored = []
+        for i, p in enumerate(pool):
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            scored.append((config_space.estimate(config_space.make(p)), i))
+        scored.sort()
         seen: set[float] = set()
         for cost, i in scored:
             if len(seen) == MODEL_PICKS:
@@ -221,6 +227,15 @@ def analytic_candidates(config_space: ConfigSpace, space: SearchSpace | None = N
         if cfg in config_space and config_space.values(cfg) not in points:
             points.append(config_space.values(cfg))
     return points
+
+
+def _problem(key: cache.CacheKey, backend: str) -> tuple[str, str]:
+    """What a study's trials measure (the result cache's key without the kernel's source text,
+    whose comments do not change a measurement), and that in words."""
+    parts = json.loads(key.text)
+    identity = json.dumps({k: v for k, v in parts.items() if k != "source"}, sort_keys=True)
+    args = ", ".join(f"{a[2]}{a[1]}" if a[0] == "tensor" else a[1] for a in parts["args"])
+    return identity, f"kernel '{parts['kernel']}' on {backend} for ({args})"
 
 
 def default_storage() -> str:
@@ -287,12 +302,19 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         if backend != "triton":
             pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
         study = studies.open_study(url, name)
+        studies.bind_problem(study, *_problem(key, backend))
+        rank = studies.join(study)  # other workers on this study start elsewhere
     except TileDSLError as e:
         raise e.with_context(kernel=kernel.name) from None
+    seed += 7919 * rank
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))
     space = search_space(config_space)
-    initial = analytic_candidates(config_space, space, seed)
+    initial = analytic_candidates(config_space, space, seed,
+                                  start + timeout if timeout is not None else None)
+    if rank % 2:  # a second worker takes them from the other end, so the two do not chase
+        initial = initial[::-1]
+    initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]
     runner: Runner = RUNNERS[backend](kernel, values, arch)
     isolated = None
     if isolate if isolate is not None else backend == "triton":
@@ -330,6 +352,9 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         key = SearchSpace.key(point)
         nonlocal compiled_ahead
         value: float | None = None
+        if (shared := studies.find_trial(study, point, check)) is not None:  # another worker's
+            statuses[key] = "from another worker"
+            return shared
         try:
             if precompiler is not None and precompiler.wait(config):
                 compiled_ahead += 1
@@ -351,7 +376,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             statuses[key] = str(e).splitlines()[0][:200]
         pruner.measured(predictions.get(key), value)
         studies.record(study, space, point, value,
-                       {"status": statuses[key], "model_us": predictions.get(key)})
+                       {"status": statuses[key], "model_us": predictions.get(key),
+                        "checked": check})
         return value
 
     deadline = start + timeout if timeout is not None else None
@@ -367,6 +393,9 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         evaluate.on_prefetch = hint
     for point, value, attrs in studies.load_trials(study):  # resume: what earlier runs measured
         k = SearchSpace.key(point)
+        pruned_then = str(attrs.get("status", "")).startswith(PRUNED)
+        if (check and attrs.get("checked") is False) or (pruned_then and pruner.factor is None):
+            continue  # measured without checking its numbers, or never timed: evaluate again
         if k not in evaluate.results:
             evaluate.results[k] = value
             evaluate.history.append((point, value))
@@ -398,8 +427,9 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     search_best: tuple[Point, float] | None = None
     try:
         search(space, evaluate, seed, initial)
-        if default_key not in evaluate.results:
+        if default_key not in evaluate.results:  # always measured, even past a deadline
             evaluate.results[default_key] = objective(default_point)
+            evaluate.history.append((default_point, evaluate.results[default_key]))
         search_best = evaluate.best
         measured = list(evaluate.history)
         if evaluate.results[default_key] is not None and \

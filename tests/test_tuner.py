@@ -215,6 +215,59 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
     assert len(studies.load_trials(studies.open_study(url, "resume"))) == 9
 
 
+def test_a_study_of_another_problem_is_refused(tmp_path: Path) -> None:
+    """A study name reused for other shapes would feed one problem's measurements (and its
+    best config, into the result cache) to another."""
+    a, b = small_matmul()
+    url = f"sqlite:///{tmp_path}/named.db"
+    tune(kernel_of("matmul"), [a, b], backend="spatial", trials=2, storage=url,
+         study_name="named", use_cache=False)
+    with pytest.raises(td.ConfigError, match=r"matmul.*study 'named' holds trials of kernel "
+                       r"'matmul' on spatial for \(f32\(70, 50\), f32\(50, 40\)\), not of kernel "
+                       r"'matmul' on spatial for \(f32\(70, 50\), f32\(50, 33\)\)"):
+        tune(kernel_of("matmul"), [a, b[:, :33]], backend="spatial", trials=2, storage=url,
+             study_name="named", use_cache=False)
+    with pytest.raises(td.ConfigError, match="holds trials of kernel 'matmul'"):
+        tune(kernel_of("vector_add"), [a[0], a[0]], backend="spatial", trials=2, storage=url,
+             study_name="named", use_cache=False)
+
+
+def test_a_checked_tune_measures_again_what_was_measured_unchecked(tmp_path: Path) -> None:
+    a, b = small_matmul()
+    url = f"sqlite:///{tmp_path}/check.db"
+    first = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=3, storage=url,
+                 study_name="c", use_cache=False, check=False)
+    again = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=3, storage=url,
+                 study_name="c", use_cache=False)
+    assert len(first.trials) == 3 and len(again.trials) >= 3
+    assert not any(t.status == "resumed" for t in again.trials)
+    resumed = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=3, storage=url,
+                   study_name="c", use_cache=False)
+    assert all(t.status == "resumed" for t in resumed.trials)  # checked ones are trusted
+
+
+def test_the_default_config_counts_when_the_deadline_passes_first() -> None:
+    """The default is measured even past the deadline; it is then the tuned config."""
+    a, b = small_matmul()
+    r = tune(kernel_of("matmul"), [a, b], backend="spatial", timeout=1e-9,
+             storage="sqlite:///:memory:", use_cache=False)
+    assert [t.config for t in r.trials] == [r.default] and r.best == r.default
+    assert r.best_value == r.default_value is not None
+
+
+def test_a_custom_arch_with_a_preset_name_is_another_target() -> None:
+    """In-process caches (spaces, plans, tuned configs) key an Arch by its description."""
+    import dataclasses
+
+    from lowering.backends.spatial.arch import preset
+
+    a, b = small_matmul()
+    k = kernel_of("matmul")
+    small = dataclasses.replace(preset("generic-8x8"), sram_bytes=8192)
+    big = k.config_space(a, b, backend="spatial", arch="generic-8x8")
+    assert len(k.config_space(a, b, backend="spatial", arch=small)) < len(big)
+
+
 def _worker(url: str, study: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": pythonpath(ROOT / "tests")}
     return subprocess.Popen([sys.executable, "-m", "tiledsl.cli", "tune",
@@ -232,6 +285,10 @@ def _two_workers(url: str) -> None:
         assert "vector_add on spatial" in out
     trials = studies.load_trials(studies.open_study(url, "shared"))
     assert 6 <= len(trials) <= 12
+    # Each worker starts elsewhere and reuses what the other measured: no config twice (but
+    # for a race on one).
+    keys = [str(sorted(p.items())) for p, _, _ in trials]
+    assert len(keys) - len(set(keys)) <= 1, keys
 
 
 def test_two_workers_share_a_sqlite_study(tmp_path: Path) -> None:

@@ -192,7 +192,7 @@ class TileKernel:
         return self._space(spec, backend, arch)
 
     def _space(self, spec: tuple[ArgSpec, ...], backend: str | None, arch: Any = None) -> ConfigSpace:
-        key = (spec, backend, getattr(arch, "name", arch))
+        key = (spec, backend, _arch_key(arch))
         if key not in self._spaces:
             t = self._traced(spec)
             params = []
@@ -266,7 +266,7 @@ class TileKernel:
         spec = self.arg_spec(values)
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
-        key = (spec, backend, getattr(arch, "name", arch),
+        key = (spec, backend, _arch_key(arch),
                tuple(getattr(v, "strides", None) for v in values))
         plan = self._plans.get(key)
         if plan is None:  # once per signature, backend and layout: the dispatch cache
@@ -342,7 +342,7 @@ class TileKernel:
     def _tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
                       space: ConfigSpace) -> Config | None:
         """The tuned config the result cache holds for these arguments (looked up once)."""
-        memo = (spec, backend, getattr(arch, "name", arch),
+        memo = (spec, backend, _arch_key(arch),
                 tuple(getattr(v, "strides", None) for v in values))
         if memo not in self._tuned:
             try:
@@ -435,3 +435,9 @@ def _user_frame(e: BaseException) -> Loc | None:
 def tile_kernel(fn: FunctionType) -> TileKernel:
     """Make a tile kernel of a Python function (see the README for the language)."""
     return TileKernel(fn)
+
+
+def _arch_key(arch: Any) -> Any:
+    """An architecture as an in-process cache key: a preset's name, or a custom Arch's whole
+    description (one that keeps its preset's name but changes the SRAM is another target)."""
+    return arch.to_json() if hasattr(arch, "to_json") else arch

@@ -91,6 +91,37 @@ def open_study(url: str, name: str) -> Any:
                           "sqlite:///file.db, postgresql://user@host/db, journal:/path)") from e
 
 
+PROBLEM_ATTR = "tiledsl_problem"  # the study's user attribute naming what its trials measure
+
+
+def bind_problem(study: Any, identity: str, description: str) -> None:
+    """Tie the study to one tuning problem (kernel IR, argument shapes/dtypes/strides, backend,
+    device, tool versions: `identity`), or refuse it if its trials measure another one: a reused
+    study name must not feed one problem's measurements to another."""
+    attrs = study.user_attrs
+    held = attrs.get(PROBLEM_ATTR)
+    if held is None:
+        _retrying(lambda: study.set_user_attr(PROBLEM_ATTR, identity))
+        _retrying(lambda: study.set_user_attr(PROBLEM_ATTR + "_description", description))
+    elif held != identity:
+        other = attrs.get(PROBLEM_ATTR + "_description", "another problem")
+        raise ConfigError(f"study '{study.study_name}' holds trials of {other}, not of "
+                          f"{description}; name another study, or leave the name out (the "
+                          "default name is one per problem)")
+
+
+def join(study: Any) -> int:
+    """Register a worker with the study; its rank among the workers that joined so far (0 for
+    the first). Workers use it to start their searches at different points."""
+    import uuid
+    me = uuid.uuid4().hex
+    _retrying(lambda: study.add_trial(optuna.trial.create_trial(
+        state=TrialState.FAIL, user_attrs={"worker": me})))
+    workers = [t for t in study.get_trials(deepcopy=False) if "worker" in t.user_attrs]
+    return next(i for i, t in enumerate(sorted(workers, key=lambda t: t.number))
+                if t.user_attrs["worker"] == me)
+
+
 def load_trials(study: Any) -> list[tuple[Point, float | None, dict[str, Any]]]:
     """Every finished evaluation of the study (failed ones as None), in trial order, with the
     attributes it was recorded with (`record`'s `attrs`)."""
@@ -105,6 +136,17 @@ def load_trials(study: Any) -> list[tuple[Point, float | None, dict[str, Any]]]:
         elif t.state == optuna.trial.TrialState.FAIL:
             out.append((point, None, attrs))
     return out
+
+
+def find_trial(study: Any, point: Point, checked: bool = False) -> float | None:
+    """The value another worker measured for `point` (None if no one has, or it failed);
+    `checked`: only a measurement whose numbers were checked."""
+    want = SearchSpace.key(point)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if "point" in t.user_attrs and SearchSpace.key(json.loads(t.user_attrs["point"])) == want \
+                and not (checked and t.user_attrs.get("checked") is False):
+            return float(t.value)
+    return None
 
 
 def record(study: Any, space: SearchSpace, point: Point, value: float | None,
