@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from autotune.baselines import file_baselines
+from autotune.options import check_output, require
 from autotune.timing import cuda_median_ms, wall_median_ms
-from autotune.tune_cli import input_options
+from autotune.tune_cli import input_options, write_json
 from autotune.tuner import require_gpu
 from tiledsl import registry
 from tiledsl.config import Config
@@ -53,6 +54,10 @@ def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int
 
 def cmd_bench(opts: argparse.Namespace) -> int:
     from tiledsl.cli import _fmt_table, example_args, load_file, parse_dims
+    require(opts.repeats >= 1, "--repeats", "at least 1", opts.repeats)
+    require(opts.seed >= 0, "--seed", "at least 0", opts.seed)
+    if opts.json:
+        check_output("--json", opts.json)
     module, kernels = load_file(opts.file)
     time = cuda_median_ms if opts.backend == "triton" else wall_median_ms
     rows, report = [], []
@@ -76,9 +81,8 @@ def cmd_bench(opts: argparse.Namespace) -> int:
                            "over_baseline": ms / base_ms if base_ms else None, "inputs": shapes})
     print(_fmt_table(rows, ["kernel", "what", "config", "ms (median)", "x baseline"]))
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"backend": opts.backend, "repeats": opts.repeats, "rows": report}, f,
-                      indent=1)
+        write_json("--json", opts.json,
+                   {"backend": opts.backend, "repeats": opts.repeats, "rows": report}, indent=1)
     return 0
 
 
@@ -93,10 +97,12 @@ def add(sub: Any) -> None:
                    help="numpy (CPU wall clock, the default) or triton (a GPU, CUDA events)")
     p.add_argument("--config", help="also time this config, as JSON: "
                                     "'{\"block_sizes\": [64, 64, 32]}'")
-    p.add_argument("--repeats", type=int, default=20, help="timed calls per row (median)")
+    p.add_argument("--repeats", type=int, default=20,
+                   help="timed calls per row, at least 1 (median; default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed for the inputs")
     input_options(p)
-    p.add_argument("--json", help="write the rows as JSON to this path")
+    p.add_argument("--json", help="write the rows as JSON to this path (gzipped if it ends with "
+                                  ".gz)")
     p.set_defaults(func=cmd_bench)
 
 

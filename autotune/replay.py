@@ -36,12 +36,36 @@ def _sorted_values(values: set[Any]) -> tuple[Any, ...]:
         return tuple(sorted(values, key=lambda v: (type(v).__name__, repr(v))))
 
 
-def _time(result: dict[str, Any]) -> float | None:
+def _time(result: dict[str, Any], index: int) -> float | None:
+    """The recorded time of a correct configuration (None if it has none); a time that is not
+    a finite number above 0 is a ConfigError: the file is corrupt."""
     for m in result.get("measurements", ()):
         if m.get("name") == "time":
             value = m.get("value")
-            return float(value) if isinstance(value, (int, float)) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"results[{index}] {result.get('configuration')}: the time of "
+                                  f"a correct configuration must be a finite number above 0, "
+                                  f"got {value!r}; the recorded space is corrupt")
+            return float(value)
     return None
+
+
+@dataclass(frozen=True, order=True)
+class Typed:
+    """A value of a parameter for which the file also has an equal value of another type
+    (`true` and `1`: True == 1 in Python). It compares and hashes with its type's name, so
+    that configurations differing only there stay distinct points."""
+
+    value: Any
+    type: str
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def _typed(value: Any) -> Typed:
+    return value if isinstance(value, Typed) else Typed(value, type(value).__name__)
 
 
 @dataclass
@@ -51,18 +75,21 @@ class ReplaySpace:
     name: str
     space: SearchSpace
     times: dict[tuple, float | None]  # key -> time (None: the configuration failed)
+    typed: frozenset[str] = frozenset()  # parameters whose values are Typed in points
     valid_times: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
         self.valid_times = sorted(t for t in self.times.values() if t is not None)
         if not self.valid_times:
-            raise ValueError(f"{self.name}: no valid configuration with a time")
+            raise ConfigError(f"{self.name}: no valid configuration with a time")
 
     @property
     def optimum(self) -> float:
         return self.valid_times[0]
 
     def objective(self, point: Point) -> float | None:
+        if self.typed:
+            point = {k: _typed(v) if k in self.typed else v for k, v in point.items()}
         return self.times.get(SearchSpace.key(point))
 
     def within(self, x: float) -> int:
@@ -88,22 +115,28 @@ def load(path: str | Path) -> ReplaySpace:
     with opener(path, "rt") as f:
         data = json.load(f)
     results = data["results"] if isinstance(data, dict) else data
-    values: dict[str, set[Any]] = {}
+    records: list[tuple[Point, float | None]] = []
+    values: dict[str, dict[tuple[str, Any], Any]] = {}  # name -> (type, value) -> value
+    for i, r in enumerate(results):
+        config = dict(r["configuration"])
+        for k, v in config.items():
+            values.setdefault(k, {})[type(v).__name__, v] = v
+        records.append((config, _time(r, i) if r.get("invalidity") == "correct" else None))
+    # Parameters with equal values of different types (true and 1) keep them apart as Typed.
+    typed = frozenset(k for k, vs in values.items() if len(set(vs.values())) < len(vs))
     points: list[Point] = []
     times: dict[tuple, float | None] = {}
-    for r in results:
-        config = dict(r["configuration"])
-        key = SearchSpace.key(config)
+    for config, t in records:
+        point = {k: _typed(v) if k in typed else v for k, v in config.items()}
+        key = SearchSpace.key(point)
         if key in times:  # a duplicate record: keep the first
             continue
-        for k, v in config.items():
-            values.setdefault(k, set()).add(v)
-        points.append(config)
-        ok = r.get("invalidity") == "correct"
-        times[key] = _time(r) if ok else None
-    params = [Param(k, _sorted_values(v)) for k, v in values.items()]
+        points.append(point)
+        times[key] = t
+    params = [Param(k, _sorted_values({_typed(v) if k in typed else v for v in vs.values()}))
+              for k, vs in values.items()]
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    return ReplaySpace(name, SearchSpace(params, points=points), times)
+    return ReplaySpace(name, SearchSpace(params, points=points), times, typed)
 
 
 def evaluations_to(best_so_far: Sequence[float | None], optimum: float, x: float) -> int | None:

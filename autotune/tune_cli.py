@@ -4,14 +4,18 @@ optionally write a convergence plot and a JSON report."""
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+from pathlib import Path
 from typing import Any
 
 from autotune.baselines import file_baselines
 from autotune.finalists import FINALISTS, ROUNDS
+from autotune.options import MAX_SEED, check_output, check_plot, check_tune_options, require
 from autotune.prune import PRUNE_FACTOR
 from autotune.tuner import require_gpu, tune
 from tiledsl import registry
+from tiledsl.kernel import TileKernel
 
 
 def input_options(p: Any) -> None:
@@ -31,11 +35,57 @@ def _default_backend() -> str:
         return "spatial"
 
 
+def per_kernel(path: str, kernel: str) -> str:
+    """The output path for one kernel of several: the kernel's name goes before the suffix
+    (`out.json.gz` -> `out-matmul.json.gz`, `conv.png` -> `conv-matmul.png`, `out` ->
+    `out-matmul`)."""
+    p = Path(path)
+    suffix = "".join(p.suffixes[-2:]) if p.suffix == ".gz" else p.suffix
+    return str(p.with_name(f"{p.name[:len(p.name) - len(suffix)]}-{kernel}{suffix}"))
+
+
+def write_json(option: str, path: str, data: Any, **dump: Any) -> None:
+    """Write `data` as JSON to `path`, gzipped when it ends with .gz (as `tiledsl replay` reads
+    it); a failed write is an error naming the option."""
+    from tiledsl.cli import CLIError
+    try:
+        with (gzip.open(path, "wt") if Path(path).suffix == ".gz" else open(path, "w")) as f:
+            json.dump(data, f, **dump)
+    except OSError as e:
+        raise CLIError(f"{option}: cannot write {path}: {e.strerror or e}") from None
+
+
+def outputs(option: str, path: str | None, kernels: list[TileKernel]) -> dict[str, str]:
+    """kernel name -> the file `option` writes for it (`path` itself for a single kernel), each
+    checked before any tuning."""
+    if not path:
+        return {}
+    check = check_plot if option == "--plot" else check_output
+    check(option, path)
+    out = {k.name: path if len(kernels) == 1 else per_kernel(path, k.name) for k in kernels}
+    for each in out.values():
+        check(option, each)
+    return out
+
+
 def cmd_tune(opts: argparse.Namespace) -> int:
-    from tiledsl.cli import _fresh, example_args, load_file, parse_dims
+    from tiledsl.cli import CLIError, _fresh, example_args, load_file, parse_dims
+    require(opts.trials is None or opts.trials >= 1, "--trials", "at least 1", opts.trials)
+    require(opts.timeout is None or opts.timeout > 0, "--timeout", "above 0 seconds", opts.timeout)
+    require(opts.finalists >= 0, "--finalists", "at least 0 (0 keeps the search's fastest trial)",
+            opts.finalists)
+    require(0 <= opts.seed <= MAX_SEED, "--seed", "from 0 to 2**32 - 1", opts.seed)
     module, kernels = load_file(opts.file)
     backend = opts.backend or _default_backend()
     trials = opts.trials if opts.trials is not None else (12 if opts.quick else 40)
+    prune = None if opts.no_prune else opts.prune
+    for k in kernels:  # every option's problem before the first kernel is tuned
+        check_tune_options(k.name, trials=trials, timeout=opts.timeout, strategy=opts.strategy,
+                           prune=prune, finalists=opts.finalists, seed=opts.seed)
+    if opts.json:
+        check_output("--json", opts.json)
+    plots = outputs("--plot", opts.plot, kernels)
+    t4s = outputs("--t4", opts.t4, kernels)
     reports = []
     for k in kernels:
         args = example_args(module, k, opts.seed, parse_dims(opts.dims), opts.dtype)
@@ -48,21 +98,22 @@ def cmd_tune(opts: argparse.Namespace) -> int:
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
                       study_name=opts.study, seed=opts.seed, check=not opts.no_check,
                       progress=not opts.no_progress, baselines=baselines,
-                      finalists=opts.finalists, prune=None if opts.no_prune else opts.prune)
+                      finalists=opts.finalists, prune=prune)
         print(result.table())
-        if opts.plot:
-            path = opts.plot if len(kernels) == 1 else opts.plot.replace(".png", f"_{k.name}.png")
-            result.plot(path)
-            print(f"  convergence plot: {path}")
+        if k.name in plots:
+            try:
+                result.plot(plots[k.name])
+            except OSError as e:
+                raise CLIError(f"--plot: cannot write {plots[k.name]}: {e.strerror or e}") \
+                    from None
+            print(f"  convergence plot: {plots[k.name]}")
         reports.append(result.to_json())
-        if opts.t4:
-            path = opts.t4 if len(kernels) == 1 else opts.t4.replace(".json", f"_{k.name}.json")
-            with open(path, "w") as f:
-                json.dump(result.to_t4(), f)
-            print(f"  T4 export: {path}")
+        if k.name in t4s:
+            write_json("--t4", t4s[k.name], result.to_t4())
+            print(f"  T4 export: {t4s[k.name]}")
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump(reports if len(reports) > 1 else reports[0], f, indent=1, default=float)
+        write_json("--json", opts.json, reports if len(reports) > 1 else reports[0], indent=1,
+                   default=float)
     return 0
 
 
@@ -97,9 +148,14 @@ def add(sub: Any) -> None:
                         f"times slower than one already measured (default {PRUNE_FACTOR:g})")
     p.add_argument("--no-prune", action="store_true", help="GPU tunes: time every config")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--plot", help="write a convergence plot (PNG) to this path")
-    p.add_argument("--json", help="write the report as JSON to this path")
-    p.add_argument("--t4", help="export the study's trials in the T4 format to this path")
+    p.add_argument("--plot", help="write a convergence plot (PNG, or as the suffix says: .svg, "
+                                  ".pdf) to this path; with several kernels, one per kernel "
+                                  "(conv.png -> conv-KERNEL.png)")
+    p.add_argument("--json", help="write the report as JSON to this path (gzipped if it ends "
+                                  "with .gz)")
+    p.add_argument("--t4", help="export the study's trials in the T4 format to this path "
+                                "(gzipped if it ends with .gz); with several kernels, one per "
+                                "kernel (study.json.gz -> study-KERNEL.json.gz)")
     p.set_defaults(func=cmd_tune)
 
 

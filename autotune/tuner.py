@@ -18,6 +18,7 @@ import numpy as np
 from autotune import cache, finalists as finals
 from autotune.timing import cuda_median_ms, wall_median_ms
 from autotune.isolate import Isolated, TrialFailed
+from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
 from autotune.runners import RUNNERS, Runner
 from autotune.space import Evaluator, Param, Point, SearchSpace
@@ -287,6 +288,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     default are then re-timed interleaved over `rounds` rounds, and the lowest median wins
     (`finalists=0` keeps the search's fastest trial)."""
     start = time.monotonic()
+    check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
+                       prune=prune, finalists=finalists, seed=seed)
     if backend not in RUNNERS:
         raise BackendError(f"kernel '{kernel.name}': no tuning backend {backend!r}; "
                            f"choose from {sorted(RUNNERS)}")
@@ -306,7 +309,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         rank = studies.join(study)  # other workers on this study start elsewhere
     except TileDSLError as e:
         raise e.with_context(kernel=kernel.name) from None
-    seed += 7919 * rank
+    seed = (seed + 7919 * rank) % (MAX_SEED + 1)
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))
     space = search_space(config_space)

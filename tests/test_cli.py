@@ -151,3 +151,136 @@ def test_bench_and_run_on_the_gpu_need_one(capsys: pytest.CaptureFixture[str]) -
     assert main(["run", str(EXAMPLES / "softmax.py"), "--backend", "triton"]) == 1
     err = capsys.readouterr().err
     assert "BackendError: backend 'triton' needs an NVIDIA GPU" in err and "Traceback" not in err
+
+
+TWO_KERNELS = """import numpy as np
+import tiledsl as td
+
+@td.tile_kernel
+def add1(x, y):
+    (n,) = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for tn in td.tile(n):
+        out[tn] = x[tn] + y[tn]
+    return out
+
+@td.tile_kernel
+def mul1(x, y):
+    (n,) = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for tn in td.tile(n):
+        out[tn] = x[tn] * y[tn]
+    return out
+
+def make_inputs(rng):
+    return tuple(rng.standard_normal(300).astype(np.float32) for _ in range(2))
+"""
+
+
+def test_tune_writes_one_t4_and_plot_per_kernel_and_gzips(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+    import json
+
+    from autotune import replay
+    monkeypatch.setenv("TILEDSL_CACHE_DIR", str(tmp_path / "cache"))
+    two = tmp_path / "two.py"
+    two.write_text(TWO_KERNELS)
+    tune = ["tune", str(two), "--trials", "2", "--no-progress",
+            "--storage", f"sqlite:///{tmp_path}/s.db"]
+    assert main([*tune, "--t4", str(tmp_path / "out"), "--plot", str(tmp_path / "conv.svg")]) == 0
+    out = capsys.readouterr().out
+    for kernel in ("add1", "mul1"):  # no suffix to replace: the kernel's name still goes in
+        t4 = tmp_path / f"out-{kernel}"
+        assert f"T4 export: {t4}\n" in out
+        assert f"convergence plot: {tmp_path}/conv-{kernel}.svg\n" in out
+        assert json.loads(t4.read_text())["metadata"]["kernel"] == kernel
+        assert (tmp_path / f"conv-{kernel}.svg").read_text().lstrip().startswith("<?xml")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "conv.svg").exists()
+    assert main([*tune, "--t4", str(tmp_path / "study.json.gz")]) == 0
+    for kernel in ("add1", "mul1"):  # gzipped, as replay reads it
+        with gzip.open(tmp_path / f"study-{kernel}.json.gz", "rt") as f:
+            assert json.load(f)["metadata"]["kernel"] == kernel
+        assert replay.load(tmp_path / f"study-{kernel}.json.gz").optimum > 0
+    assert main(["replay", str(tmp_path / "study-add1.json.gz"), "--seeds", "1", "--budget", "2",
+                 "--strategy", "random"]) == 0
+
+
+@pytest.mark.parametrize("option", ["--json", "--plot", "--t4"])
+def test_tune_checks_output_paths_before_tuning(
+        option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import autotune.tune_cli
+
+    def no_tune(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tuned before checking the output paths")
+    monkeypatch.setattr(autotune.tune_cli, "tune", no_tune)
+    softmax = str(EXAMPLES / "softmax.py")
+    assert main(["tune", softmax, "--no-progress", option, str(tmp_path / "no" / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tiledsl: {option} {tmp_path}/no/r.json: no such directory '{tmp_path}/no'\n"
+    assert main(["tune", softmax, "--no-progress", option, str(tmp_path)]) == 2
+    assert f"tiledsl: {option} {tmp_path}: is a directory, not a file" in capsys.readouterr().err
+
+
+def test_tune_turns_a_failed_plot_write_into_a_clean_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import autotune.tune_cli
+
+    class Result:
+        def table(self) -> str:
+            return "table"
+
+        def plot(self, path: str) -> None:
+            raise FileNotFoundError(2, "No such file or directory")
+
+        def to_json(self) -> dict:
+            return {}
+    monkeypatch.setattr(autotune.tune_cli, "tune", lambda *args, **kwargs: Result())
+    assert main(["tune", str(EXAMPLES / "softmax.py"), "--no-progress",
+                 "--plot", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tiledsl: --plot: cannot write {tmp_path}/c.png: No such file or directory\n"
+
+
+@pytest.mark.parametrize("command, args, message", [
+    ("bench", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
+    ("bench", ["--seed", "-1"], "--seed must be at least 0, got -1"),
+    ("tune", ["--trials", "0"], "--trials must be at least 1, got 0"),
+    ("tune", ["--trials", "-3"], "--trials must be at least 1, got -3"),
+    ("tune", ["--timeout", "0"], "--timeout must be above 0 seconds, got 0.0"),
+    ("tune", ["--timeout", "nan"], "--timeout must be above 0 seconds, got nan"),
+    ("tune", ["--finalists", "-1"],
+     "--finalists must be at least 0 (0 keeps the search's fastest trial), got -1"),
+    ("tune", ["--seed", "-1"], "--seed must be from 0 to 2**32 - 1, got -1"),
+    ("run", ["--seed", "-1"], "--seed must be at least 0, got -1"),
+])
+def test_numeric_options_out_of_range_are_clean_errors(
+        command: str, args: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import autotune.tune_cli
+
+    def no_tune(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tuned with an option out of range")
+    monkeypatch.setattr(autotune.tune_cli, "tune", no_tune)
+    assert main([command, str(EXAMPLES / "softmax.py"), *args]) == 2
+    assert capsys.readouterr().err == f"tiledsl: {message}\n"
+
+
+def test_tune_checks_strategy_and_prune_for_every_kernel_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import autotune.tune_cli
+
+    def no_tune(*args: object, **kwargs: object) -> None:
+        raise AssertionError("tuned with a bad option")
+    monkeypatch.setattr(autotune.tune_cli, "tune", no_tune)
+    two = tmp_path / "two.py"
+    two.write_text(TWO_KERNELS)
+    assert main(["tune", str(two), "--strategy", ""]) == 1  # was: the default, silently
+    assert "ConfigError: in kernel 'add1': unknown strategy ''" in capsys.readouterr().err
+    assert main(["tune", str(two), "--prune", "nan"]) == 1
+    assert "ConfigError: in kernel 'add1': prune factor must be above 1" in \
+        capsys.readouterr().err

@@ -12,6 +12,7 @@ import pytest
 from autotune import replay as rp
 from autotune.space import Evaluator, SearchSpace
 from tiledsl import cli
+from tiledsl.errors import ConfigError
 
 SHARED = Path(__file__).parents[2] / "shared" / "tuning-spaces"
 
@@ -135,3 +136,34 @@ def test_shared_space_small_budget() -> None:
         assert all(b is None or b >= rs.optimum for b in r["best_so_far"])
     summary = rp.summarize(rs, runs)
     assert summary["random"]["2%"] == rs.random_expectation(0.02)
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1.0, 0.0, math.inf, "3.5", None, True])
+def test_a_correct_configuration_needs_a_finite_positive_time(
+        tmp_path: Path, bad: object, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [({"a": 1}, "correct", 1.0), ({"a": 2}, "correct", bad), ({"a": 3}, "runtime", bad)]
+    path = t4(tmp_path, rows)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^results\[1\] \{'a': 2\}: the time of a correct "
+                                          r"configuration must be a finite number above 0, got "):
+        rp.load(path)
+    assert cli.main(["replay", str(path), "--seeds", "1", "--budget", "2"]) == 2
+    out, err = capsys.readouterr()
+    assert "results[1] {'a': 2}" in err and "the recorded space is corrupt" in err
+    assert "optimum" not in out and "Traceback" not in err
+    assert rp.load(t4(tmp_path, [rows[0], rows[2]])).valid_times == [1.0]  # a failed one's time
+
+
+def test_true_and_1_are_distinct_configurations(tmp_path: Path) -> None:
+    rows = [({"a": True, "b": 1}, "correct", 1.0), ({"a": 1, "b": 1}, "correct", 2.0),
+            ({"a": 0, "b": 1}, "correct", 3.0), ({"a": False, "b": 1}, "runtime", 4.0),
+            ({"a": True, "b": 1}, "correct", 9.0)]  # a duplicate record: the first counts
+    rs = rp.load(t4(tmp_path, rows))
+    assert rs.valid_times == [1.0, 2.0, 3.0]
+    assert [rs.objective({"a": a, "b": 1}) for a in (True, 1, 0, False)] == [1.0, 2.0, 3.0, None]
+    assert [(v.value, v.type) for v in rs.space.params[0].values] == [
+        (False, "bool"), (0, "int"), (True, "bool"), (1, "int")]
+    assert rs.space.params[1].values == (1,)  # no equal values of two types: as in the file
+    assert len(list(rs.space.points())) == 4
+    for strategy in ("exhaustive", "random", "local", "bo+local"):
+        run = rp.replay(rs, strategy, [0], budget=4)[0]
+        assert len(run["best_so_far"]) == 4 and run["best_so_far"][-1] == 1.0, strategy

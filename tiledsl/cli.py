@@ -69,6 +69,8 @@ def example_args(module: ModuleType, kernel: TileKernel, seed: int,
                  dims: dict[str, int] | None = None, dtype: str | None = None) -> tuple:
     """The kernel's inputs from the file's `make_inputs(rng)`; `dims` (merged over the file's
     `DIMS`) and `dtype` (f16, bf16, f32, f64) go to `make_inputs(rng, dims, dtype)`."""
+    if seed < 0:
+        raise CLIError(f"--seed must be at least 0, got {seed}")
     make = getattr(module, f"make_inputs_{kernel.name}", None) or getattr(module, "make_inputs", None)
     if make is None:
         raise CLIError(f"{module.__file__} has no make_inputs(rng) to build inputs for "

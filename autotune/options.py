@@ -1,0 +1,93 @@
+"""Checking what a tune is asked to do before anything runs: the tuning options of the Python
+API (`k.autotune(...)`, `autotune.tuner.tune`), and the numbers and output paths of the
+`tune` and `bench` commands. A bad value is an error that names the option (and the kernel)
+before the search starts, not a TypeError from deep inside it or a lost report after it."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from pathlib import Path
+from typing import Any
+
+from tiledsl.errors import ConfigError
+
+MAX_SEED = 2**32 - 1  # NumPy's and Optuna's samplers take seeds up to this
+
+
+def _integer(value: Any) -> bool:
+    """An int (or a NumPy integer), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+    """An int or a float (or a NumPy one), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any, prune: Any,
+                       finalists: Any, seed: Any) -> None:
+    """Raise a ConfigError naming the option and `kernel` for a value `tune` cannot use:
+    `trials` an integer >= 1; `timeout` None or seconds > 0; `strategy` None (the default) or
+    a registered strategy's name; `prune` None (time every config) or a factor above 1;
+    `finalists` an integer >= 0; `seed` an integer from 0 to 2**32 - 1."""
+    def bad(message: str) -> ConfigError:
+        return ConfigError(message, kernel=kernel)
+    if not _integer(trials) or trials < 1:
+        raise bad(f"trials must be an integer of at least 1, got {trials!r}")
+    if timeout is not None and not (_real(timeout) and timeout > 0):
+        raise bad(f"timeout must be a number of seconds above 0 (or None for no limit), "
+                  f"got {timeout!r}")
+    if strategy is not None:
+        if not isinstance(strategy, str):
+            raise bad(f"strategy must be a strategy's name (or None for the default), "
+                      f"got {strategy!r}")
+        from autotune.strategies import get
+        try:
+            get(strategy)  # loads every strategy module; unknown names are ConfigErrors
+        except ConfigError as e:
+            raise e.with_context(kernel=kernel) from None
+    if prune is not None and not (_real(prune) and prune > 1):
+        raise bad(f"prune factor must be above 1 (or None to time every config), got {prune!r}")
+    if not _integer(finalists) or finalists < 0:
+        raise bad(f"finalists must be an integer of at least 0 (0 keeps the search's fastest "
+                  f"trial), got {finalists!r}")
+    if not _integer(seed) or not 0 <= seed <= MAX_SEED:
+        raise bad(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
+
+
+def require(ok: bool, option: str, rule: str, value: Any) -> None:
+    """A command-line number out of range: an error naming the option (exit status 2)."""
+    if not ok:
+        from tiledsl.cli import CLIError
+        raise CLIError(f"{option} must be {rule}, got {value!r}")
+
+
+def check_output(option: str, path: str | Path) -> None:
+    """Before any work: `path` (the file an option writes) can be written, i.e. its directory
+    exists and is writable and it is not itself a directory."""
+    from tiledsl.cli import CLIError
+    p = Path(path)
+    parent = p.parent
+    if p.is_dir():
+        raise CLIError(f"{option} {path}: is a directory, not a file")
+    if not parent.is_dir():
+        raise CLIError(f"{option} {path}: no such directory {str(parent)!r}")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CLIError(f"{option} {path}: not writable")
+
+
+def check_plot(option: str, path: str | Path) -> None:
+    """`check_output`, and that matplotlib is there and writes the file's format (from its
+    suffix; none means PNG)."""
+    from tiledsl.cli import CLIError
+    check_output(option, path)
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise CLIError(f"{option} needs matplotlib: pip install matplotlib") from None
+    suffix = Path(path).suffix.lower().lstrip(".")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix and suffix not in formats:
+        raise CLIError(f"{option} {path}: matplotlib writes no {suffix!r} files; use one of "
+                       f"{', '.join('.' + f for f in sorted(formats))}")
