@@ -33,6 +33,9 @@ class Runner:
     unit = ""
     backend = ""
     noisy = False  # timings vary run to run: the tuner re-times its finalists (finalists.py)
+    # measure() checks the numbers first, in the process that measures (an isolated child, so
+    # that a check that hangs, e.g. a million programs on Triton's interpreter, fails one trial)
+    self_checking = False
 
     def __init__(self, kernel: TileKernel, args: list[Any], arch: Any = None) -> None:
         self.kernel = kernel
@@ -64,7 +67,9 @@ class Runner:
         return None
 
     def measure(self, config: Config) -> float:
-        """A candidate's value in the search (the triton runner checks its numbers first)."""
+        """A candidate's value in the search (a self-checking runner checks its numbers first)."""
+        if self.self_checking and (why := self.check(config)) is not None:
+            raise ValueError(why)
         return self.time(config)
 
     def time(self, config: Config) -> float:
@@ -102,6 +107,7 @@ class ModelRunner(Runner):
 
     unit = "us (model)"
     backend = "triton"
+    self_checking = True
 
     def outputs(self, config: Config) -> Any:
         call = _fresh(self.args)
@@ -120,6 +126,7 @@ class TritonRunner(Runner):
     unit = "ms"
     backend = "triton"
     noisy = True
+    self_checking = True
     repeats = 20
 
     def __init__(self, kernel: TileKernel, args: list[Any], arch: Any = None) -> None:
@@ -136,12 +143,6 @@ class TritonRunner(Runner):
         out = self.kernel.run(*call, backend="triton", config=config)
         outs = out if isinstance(out, tuple) else (call[0],) if out is None else (out,)
         return tuple(to_numpy(o.cpu()) for o in outs)
-
-    def measure(self, config: Config) -> float:
-        why = self.check(config)
-        if why is not None:
-            raise ValueError(why)
-        return self.time(config)
 
     def time(self, config: Config) -> float:
         return cuda_median_ms(lambda: self.kernel.run(*self.gpu_args, backend="triton",
@@ -164,6 +165,9 @@ def load_kernel(file: str, name: str) -> TileKernel:
     return kernel
 
 
-def from_file(file: str, name: str, args: list[Any], backend: str, arch: Any = None) -> Runner:
+def from_file(file: str, name: str, args: list[Any], backend: str, arch: Any = None,
+              check: bool = True) -> Runner:
     """The factory isolated processes call: `autotune.runners:from_file`."""
-    return RUNNERS[backend](load_kernel(file, name), args, arch)
+    runner = RUNNERS[backend](load_kernel(file, name), args, arch)
+    runner.self_checking = runner.self_checking and check
+    return runner

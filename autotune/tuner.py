@@ -320,10 +320,12 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]
     runner: Runner = RUNNERS[backend](kernel, values, arch)
     isolated = None
-    if isolate if isolate is not None else backend == "triton":
+    if isolate if isolate is not None else runner.self_checking:
         numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
         isolated = Isolated("autotune.runners:from_file",
-                            (kernel.file, kernel.name, numpy_args, backend, arch), trial_timeout)
+                            (kernel.file, kernel.name, numpy_args, backend, arch, check),
+                            trial_timeout)
+    runner.self_checking = runner.self_checking and check
     precompiler = None
     compiled_ahead = 0
     if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
@@ -369,7 +371,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             if pruned is not None:
                 statuses[key] = pruned  # not timed; recorded as failed
             else:
-                if check and backend != "triton":  # the triton runner checks in its own process
+                if check and not runner.self_checking:  # those check where they measure
                     why = runner.check(config)
                     if why is not None:
                         raise TrialFailed(why)

@@ -84,6 +84,31 @@ def test_a_partial_last_wave_costs_a_whole_wave() -> None:
     assert t133 - launch > 1.8 * (t132 - launch)
 
 
+def test_a_wave_of_tiny_programs_is_not_at_the_roofline() -> None:
+    """A million-element vector add in programs of one element (2 warps, 32 per SM: 249
+    waves, the last partial) takes at least a DRAM round trip per wave; in 512 programs of 2048,
+    one wave."""
+    x = np.ones(1 << 20, np.float32)
+    fn = kernel_of("vector_add").traced(x, x).lowered
+    tiny = predict_us(fn, td.Config((1,), 2, 1), [Resources(2, 16, 0, 0)])  # type: ignore[arg-type]
+    wide = predict_us(fn, td.Config((2048,), 4, 3), [Resources(4, 32, 0, 0)])  # type: ignore[arg-type]
+    assert tiny == pytest.approx(249 * 1.0 + 3.0) and tiny > 10 * wide
+
+
+def test_the_model_runner_checks_its_numbers_in_the_isolated_process() -> None:
+    """Checking a config on Triton's interpreter can take minutes (a program per element): it
+    runs where the trial is measured, in the child that trial_timeout guards."""
+    from autotune.runners import RUNNERS, from_file
+    from support import EXAMPLES_DIR
+
+    assert RUNNERS["model"].self_checking and RUNNERS["triton"].self_checking
+    assert not RUNNERS["spatial"].self_checking and not RUNNERS["numpy"].self_checking
+    x = np.ones(100, np.float32)
+    unchecked = from_file(str(EXAMPLES_DIR / "vector_add.py"), "vector_add", [x, x], "model",
+                          check=False)
+    assert not unchecked.self_checking
+
+
 def test_the_model_prices_what_k_compile_reports() -> None:
     pytest.importorskip("triton")
     from autotune.model import compiled_resources

@@ -77,6 +77,7 @@ class _GPU(Runner):
     unit = "ms"
     backend = "triton"
     noisy = True
+    self_checking = True  # as the GPU runner: it checks where it measures (here, not at all)
     timed: list[td.Config] = []
 
     def measure(self, config: td.Config) -> float:

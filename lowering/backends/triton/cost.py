@@ -26,7 +26,8 @@ from tiledsl.ir.types import TensorType, TileType
 H100 = {"sms": 132, "tflops": {"f16": 989.0, "bf16": 989.0, "f32": 67.0, "i8": 1979.0,
                                "f64": 67.0},
         "hbm_gbps": 3350.0, "regs_per_sm": 65536, "smem_per_sm": 228 * 1024,
-        "max_warps_per_sm": 64, "launch_us": 3.0}
+        "max_warps_per_sm": 64, "max_programs_per_sm": 32, "launch_us": 3.0,
+        "program_us": 1.0}
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def predict_us(fn: Function, config: Config, resources: list[Resources],
     smem = max(r.shared_bytes for r in resources)
     per_sm = min(gpu["regs_per_sm"] // max(1, regs * threads),
                  gpu["smem_per_sm"] // max(1, smem) if smem else 32,
-                 gpu["max_warps_per_sm"] * 32 // threads) or 1
+                 gpu["max_warps_per_sm"] * 32 // threads, gpu["max_programs_per_sm"]) or 1
     waves = programs / (gpu["sms"] * per_sm)
     quantization = math.ceil(waves) / waves if waves > 0 else 1.0
     # Spilled values (a GEMM's accumulator) go out and come back in every trip of the hot
@@ -89,7 +90,11 @@ def predict_us(fn: Function, config: Config, resources: list[Resources],
     overlapped = (config.num_stages or 3) >= 2 or per_sm >= 2
     t_body = max(t_compute, t_memory) if overlapped else t_compute + t_memory
     occupancy = min(1.0, per_sm * threads / 256)  # latency hiding needs ~8 warps per SM
-    return (t_body * quantization / max(occupancy, 0.25)) * 1e6 + gpu["launch_us"]
+    # A wave of programs takes at least one dependent load-to-store round trip through DRAM,
+    # whatever its tiles: a vector add of a million elements in programs of one element
+    # (249 waves) is not at the roofline.
+    t_floor = math.ceil(waves) * gpu["program_us"] * 1e-6
+    return max(t_body * quantization / max(occupancy, 0.25), t_floor) * 1e6 + gpu["launch_us"]
 
 
 def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
