@@ -185,7 +185,7 @@ def test_manifest_records_arguments_buffers_and_outputs(packages: dict) -> None:
     assert scale["arguments"] == [
         {"name": "x", "kind": "tensor", "shape": [21, 30], "dtype": "float32",
          "strides": [1, 21], "align": 16},
-        {"name": "k", "kind": "scalar", "dtype": "int32"}]
+        {"name": "k", "kind": "scalar", "dtype": "int64"}]  # a Python int
     assert scale["buffers"] == [] and scale["returns"] == "single"
     assert scale["outputs"] == [{"arg": "x", "index": 0, "shape": [21, 30], "dtype": "float32"}]
     axpby = json.loads((packages["axpby", "sm_80"] / "manifest.json").read_text())
@@ -375,10 +375,11 @@ def test_arguments_are_checked_before_the_gpu(packages: dict, call: Any, message
 def test_integer_scalars_and_host_tensors_are_checked(packages: dict) -> None:
     k = load(packages["scale_", "sm_80"])
     x = gpu_like(scale_inputs()[0])
-    with pytest.raises(td.ArgumentError, match=r"'k' expects an integer \(int32\), got float 1.5"):
+    with pytest.raises(td.ArgumentError, match=r"'k' expects an integer \(int64\), got float 1.5"):
         k(x, 1.5)
-    with pytest.raises(td.ArgumentError, match="'k' is 4294967296, out of the range of int32"):
-        k(x, 2**32)
+    with pytest.raises(td.ArgumentError, match="'k' is 9223372036854775808, out of the range of "
+                       "int64"):
+        k(x, 2**63)
     torch = pytest.importorskip("torch")
     with pytest.raises(td.ArgumentError, match="'x' is a torch.Tensor in host memory"):
         k(torch.zeros(21, 30).T, 3)

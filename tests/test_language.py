@@ -270,3 +270,53 @@ def test_traces_once_per_signature() -> None:
     assert len(k._traces) == before + 1
     k(rand(5, 7))
     assert len(k._traces) == before + 2
+
+
+@td.tile_kernel
+def compare_literals(x):
+    n, = x.shape
+    out = td.empty((n,), dtype=td.int8)
+    for t in td.tile(n):
+        v = x[t]
+        out[t] = (v < 300).astype(td.int8) + (v > -200).astype(td.int8) + \
+            (v == 300).astype(td.int8) + (v != 2**40).astype(td.int8)
+    return out
+
+
+@td.tile_kernel
+def times_three(x, k: int):
+    n, = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for t in td.tile(n):
+        out[t] = x[t] + k * 3
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial"])
+def test_python_ints_follow_numpy_2_at_the_edges_of_a_dtype(backend: str) -> None:
+    """A Python int outside an int8 tile's range compares exactly (NumPy 2: int8 < 300 is
+    True everywhere), never after a wrap to 44; an int argument is an int64 (k * 3 does not
+    wrap at 2**31)."""
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+    x = np.array([-128, -100, 0, 44, 45, 100, 127], np.int8)
+    np.testing.assert_array_equal(compare_literals.run(x, backend=backend), np.full(7, 3))
+    y = np.arange(5, dtype=np.int64)
+    for k in (2**31 - 1, 2**31, -(2**33)):
+        np.testing.assert_array_equal(times_three.run(y, k, backend=backend), y + 3 * k)
+
+
+def test_arithmetic_with_a_python_int_out_of_range_is_an_error() -> None:
+    @td.tile_kernel
+    def add_300(x):
+        n, = x.shape
+        out = td.empty((n,), dtype=x.dtype)
+        for t in td.tile(n):
+            out[t] = td.where(x[t] > 0, x[t] + 1, 0) + 300
+        return out
+
+    with pytest.raises(td.DTypeError, match=r"add_300.*the Python integer 300 is out of range "
+                       r"for int8 in '\+' \(NumPy raises OverflowError\)"):
+        add_300(np.arange(5, dtype=np.int8))
+    np.testing.assert_array_equal(add_300(np.arange(5, dtype=np.int16)),
+                                  np.array([300, 302, 303, 304, 305]))

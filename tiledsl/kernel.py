@@ -100,7 +100,9 @@ class TileKernel:
 
     def _spec(self, name: str, v: Any) -> ArgSpec:
         if isinstance(v, (bool, int, float)):
-            return ("scalar", weak_dtype(v).short, True)
+            # A Python int argument is an int64 whatever its value (k * 3 must not wrap at 2**31).
+            d = dtypes.int64 if isinstance(v, int) and not isinstance(v, bool) else weak_dtype(v)
+            return ("scalar", d.short, True)
         if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
             d = dtypes.from_any(v.dtype)
             if d is None:

@@ -429,9 +429,42 @@ _NAMES = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod
           "le": "<=", "gt": ">", "ge": ">="}
 
 
+def _int_literal(v: TileValue) -> int | None:
+    """The value of a Python int written in the kernel (a weak integer constant), else None."""
+    owner = v.value.owner
+    if v.weak and v.dtype.is_int and owner is not None and owner.name == "const":
+        return int(owner.attrs["value"])
+    return None
+
+
+def _fits(value: int, dtype: DType) -> bool:
+    info = np.iinfo(dtype.np)
+    return int(info.min) <= value <= int(info.max)
+
+
+def _literals_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DType:
+    """NumPy 2's rule for a Python int outside an integer tile's range: a comparison is exact
+    (made here in int64), arithmetic (and td.where) is an error, as NumPy raises OverflowError;
+    never a silent wrap."""
+    if not dtype.is_int:
+        return dtype
+    for v in tvs:
+        n = _int_literal(v)
+        if n is None or _fits(n, dtype):
+            continue
+        if name in ("eq", "ne", "lt", "le", "gt", "ge") and _fits(n, dtypes.int64):
+            dtype = dtypes.int64
+        else:
+            current().fail(DTypeError, f"the Python integer {n} is out of range for {dtype} "
+                           f"in '{_NAMES.get(name, name)}' (NumPy raises OverflowError)",
+                           hint="cast the tile first, e.g. x.astype(td.int64)")
+    return dtype
+
+
 def binary(name: str, a: Any, b: Any) -> TileValue:
     tvs = [to_value(a), to_value(b)]
     dtype, weak = common_dtype(tvs)
+    dtype = _literals_in_range(name, tvs, dtype)
     if name in ("div", "pow") and not dtype.is_float:
         dtype = dtypes.float32
     if name in ("and", "or", "xor") and dtype.is_float:
@@ -499,6 +532,7 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
                        hint="compare to make a mask, e.g. td.where(x > 0, x, 0.0)")
     tvs = [to_value(x), to_value(y)]
     dtype, weak = common_dtype(tvs)
+    dtype = _literals_in_range("where", tvs, dtype)
     shape = broadcast_shapes(current(), [c.shape, tvs[0].shape, tvs[1].shape])
     ops = [broadcast_to(c, shape)] + [broadcast_to(cast(v, dtype), shape) for v in tvs]
     return TileValue(current().emit("where", [o.value for o in ops])[0], weak)
