@@ -447,3 +447,23 @@ def test_arithmetic_on_unindexed_tensor(kernel: td.TileKernel) -> None:
     args = (f32(8, 6), f32(6, 5)) if kernel is matmul_unindexed else (f32(8),)
     err = trace_error(td.TraceError, kernel, *args)
     assert "must be indexed" in msg(err) and err.hint and "[" in err.hint
+
+
+def _copy_rows(x, out):
+    for t in td.tile(x.shape[0]):  # <- here
+        out[t] = x[t]
+
+
+@td.tile_kernel
+def loop_in_a_helper(x):
+    out = td.empty_like(x)
+    _copy_rows(x, out)
+    return out
+
+
+def test_a_tile_loop_in_a_helper_function_says_where_loops_go() -> None:
+    with pytest.raises(td.TraceError) as info:
+        loop_in_a_helper(f32(10))
+    text = str(info.value)
+    assert "written in the @td.tile_kernel function itself" in text
+    assert "move the loop into the kernel" in text and "loop_in_a_helper" in text

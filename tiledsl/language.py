@@ -30,7 +30,10 @@ class TileRange:
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
-                       "of a @td.tile_kernel function", loc=self.loc)
+                       "written in the @td.tile_kernel function itself", loc=self.loc,
+                       hint="tile loops are rewritten from the kernel's own source: a loop in a "
+                            "helper function, a nested def or a comprehension is not; move the "
+                            "loop into the kernel and call helpers for the values inside it")
 
 
 def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
