@@ -5,6 +5,7 @@ take (int16, int32), and `td.full` filled with a runtime scalar."""
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
@@ -233,9 +234,19 @@ def filled_with(x, alpha: float):
     return out
 
 
+@pytest.mark.parametrize("backend", ["spatial", "triton-interpret"])
 @pytest.mark.parametrize("kernel", [add_to_filled, filled_with], ids=lambda k: k.name)
-def test_full_with_a_runtime_scalar_on_spatial(kernel: td.TileKernel) -> None:
+def test_full_with_a_runtime_scalar(kernel: td.TileKernel, backend: str) -> None:
+    """Spatial computes the fill with the NumPy backend's rules; Triton's launcher in Python."""
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
     x = np.arange(37, dtype=np.float32)
     ref = kernel.run(x, 0.1, backend="numpy")
-    out = kernel.run(x, 0.1, backend="spatial")
+    out = kernel.run(x, 0.1, backend=backend)
     np.testing.assert_array_equal(out, ref)
+
+
+def test_an_export_refuses_a_fill_computed_at_run_time(tmp_path: Any) -> None:
+    pytest.importorskip("triton")
+    with pytest.raises(td.BackendError, match="fills tensors only with constants"):
+        add_to_filled.export(tmp_path / "pkg", np.arange(37, dtype=np.float32), 0.1, arch="sm_90")

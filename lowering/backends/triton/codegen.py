@@ -190,6 +190,33 @@ def _host_ops(fn: Function, grid: Op) -> list[Op]:
     return ops[::-1]
 
 
+_HOST_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+                "pow": "**"}
+
+
+def _host_expr(v: Value, values: dict[Value, str], at: Op) -> str:
+    """A Python expression for a host scalar (what td.full fills with): a constant, a scalar
+    argument, casts and arithmetic on them, computed by the launcher in Python's float64 and
+    int, as the NumPy backend computes them."""
+    owner = v.owner
+    if owner is None:
+        return values[v]  # a scalar argument
+    if owner.name == "const":
+        return literal(owner.attrs["value"])
+    args = [_host_expr(o, values, at) for o in owner.operands]
+    if owner.name == "cast":
+        t = owner.result.type
+        assert isinstance(t, TileType)
+        return f"{'bool' if t.dtype.is_bool else 'float' if t.dtype.is_float else 'int'}({args[0]})"
+    if owner.name in _HOST_BINARY:
+        return f"({args[0]} {_HOST_BINARY[owner.name]} {args[1]})"
+    if owner.name in ("maximum", "minimum", "neg", "abs"):
+        fn = {"maximum": "max", "minimum": "min", "neg": "-", "abs": "abs"}[owner.name]
+        return f"{fn}({', '.join(args)})"
+    raise BackendError(f"the triton backend cannot compute a td.full value made by "
+                       f"'{owner.name}' on the host", loc=at.loc)
+
+
 def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> str:
     """A plain-Python launcher: allocates outputs with `empty`, launches each kernel in order."""
     names = Namer()
@@ -213,14 +240,10 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
         elif op.name == "tensor.full":
             t = op.result.type
             assert isinstance(t, TensorType)
-            src = op.operands[0]
-            if src.owner is None or src.owner.name != "const":
-                raise BackendError("the triton backend fills tensors only with constants",
-                                   loc=op.loc)
             name = names.fresh(op.result.hint or "out")
+            fill = _host_expr(op.operands[0], values, op)
             values[op.result] = name
-            lines.append(f"    {name} = full({t.shape}, {literal(src.owner.attrs['value'])}, "
-                         f"{t.dtype.name!r})")
+            lines.append(f"    {name} = full({t.shape}, {fill}, {t.dtype.name!r})")
     for k in kernels:
         call_args = []
         for p in k.params:

@@ -123,8 +123,9 @@ def _allocations(fn: Function, names: _Names) -> tuple[list[dict[str, Any]], dic
 
 def _constant(op: Op) -> Any:
     src = op.operands[0]
-    if src.owner is None or src.owner.name != "const":  # generate() has refused this already
-        raise BackendError("the triton backend fills tensors only with constants", loc=op.loc)
+    if src.owner is None or src.owner.name != "const":  # a manifest holds values, not code
+        raise BackendError("an exported package fills tensors only with constants (td.full "
+                           "of a scalar argument runs through Triton, not an export)", loc=op.loc)
     return src.owner.attrs["value"]
 
 
