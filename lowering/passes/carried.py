@@ -12,8 +12,9 @@ yields, each such value keeps its previous lanes where the tile is out of range:
 
 Which axes of a value hold lanes of the loop's range is read from the IR (`lanes.py`): a load
 indexed by the range puts them on its axis, elementwise ops and broadcasts keep them, a
-reduction or a dot over them removes them (mask-ragged-edges has made those exact). Values without such lanes (a GEMM's
-accumulator, attention's running max and sum) are left alone and cost nothing.
+reduction or a dot over them removes them (mask-ragged-edges has made those exact). Values
+without such lanes (a GEMM's accumulator, attention's running max and sum) are left alone and
+cost nothing.
 """
 
 from __future__ import annotations
