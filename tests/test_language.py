@@ -320,3 +320,31 @@ def test_arithmetic_with_a_python_int_out_of_range_is_an_error() -> None:
         add_300(np.arange(5, dtype=np.int8))
     np.testing.assert_array_equal(add_300(np.arange(5, dtype=np.int16)),
                                   np.array([300, 302, 303, 304, 305]))
+
+
+@td.tile_kernel
+def below_k(x, k: int):
+    n, = x.shape
+    out = td.empty((n,), dtype=td.int8)
+    scaled = td.empty((n,), dtype=td.int32)
+    for t in td.tile(n):
+        out[t] = (x[t] < k).astype(td.int8)
+        scaled[t] = t.index * k
+    return out, scaled
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial"])
+def test_an_int_argument_is_never_cut_to_a_narrower_tile(backend: str) -> None:
+    """Comparisons with an int argument are exact (x_int8 < 300); arithmetic with a value out
+    of the tile's range is an ArgumentError at the call, where NumPy raises OverflowError."""
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+    x = np.array([50, 60, 70, 100, -128], np.int8)
+    out, scaled = below_k.run(x, 300, backend=backend)
+    np.testing.assert_array_equal(out, np.ones(5))
+    np.testing.assert_array_equal(scaled, np.arange(5) * 300)
+    out, _ = below_k.run(x, 60, backend=backend)
+    np.testing.assert_array_equal(out, [1, 0, 0, 0, 1])
+    with pytest.raises(td.ArgumentError, match=r"below_k.*argument 'k' is 4294967301, out of the "
+                       r"range of int32(.|\n)*t.index \* k"):
+        below_k.run(x, 2**32 + 5, backend=backend)

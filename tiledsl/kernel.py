@@ -19,7 +19,7 @@ import numpy as np
 from tiledsl import arrays, dtypes, registry
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import ArgumentError, Loc, TileDSLError, TraceError, is_internal
-from tiledsl.ir.core import Function, Value
+from tiledsl.ir.core import Function, Value, walk
 from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
@@ -278,8 +278,16 @@ class TileKernel:
                 raise e.with_context(kernel=self.name) from None
             space = self._space(spec, backend, arch)
             tuned = self._tuned_config(values, spec, backend, arch, space)
-            plan = self._plans[key] = (impl, space, tuned or space.default(), self._traced(spec))
-        impl, space, chosen, t = plan
+            traced = self._traced(spec)
+            plan = self._plans[key] = (impl, space, tuned or space.default(), traced,
+                                       narrowed_ints(traced.lowered))
+        impl, space, chosen, t, narrowed = plan
+        for i, d, loc in narrowed:
+            if not np.iinfo(d.np).min <= values[i] <= np.iinfo(d.np).max:
+                raise ArgumentError(
+                    f"argument '{t.lowered.args[i].hint}' is {values[i]}, out of the range of "
+                    f"{d}, the dtype it meets (NumPy raises OverflowError there)",
+                    kernel=self.name, loc=loc, hint="cast the tile to a wider dtype first")
         config = chosen if config is None else space.validate(config)
         try:
             outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
@@ -443,3 +451,18 @@ def _arch_key(arch: Any) -> Any:
     """An architecture as an in-process cache key: a preset's name, or a custom Arch's whole
     description (one that keeps its preset's name but changes the SRAM is another target)."""
     return arch.to_json() if hasattr(arch, "to_json") else arch
+
+
+def narrowed_ints(fn: Function) -> list[tuple[int, dtypes.DType, Any]]:
+    """The int arguments (int64) the kernel casts to a narrower integer dtype, where they meet a
+    tile of it (`x_int8 * k`): (argument index, dtype, source location). Their values are
+    checked at each call: a value out of that range would wrap."""
+    out = []
+    index = {v: i for i, v in enumerate(fn.args)}
+    for op in walk(fn.body):
+        if op.name == "cast" and op.operands[0] in index:
+            src, dst = op.operands[0].type, op.result.type
+            if isinstance(src, TileType) and isinstance(dst, TileType) and src.dtype.is_int \
+                    and dst.dtype.is_int and dst.dtype.bits < src.dtype.bits:
+                out.append((index[op.operands[0]], dst.dtype, op.loc))
+    return out

@@ -445,11 +445,15 @@ def _fits(value: int, dtype: DType) -> bool:
 def _literals_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DType:
     """NumPy 2's rule for a Python int outside an integer tile's range: a comparison is exact
     (made here in int64), arithmetic (and td.where) is an error, as NumPy raises OverflowError;
-    never a silent wrap."""
+    never a silent wrap. An int argument's value is checked when the kernel is called
+    (`kernel.narrowed_ints`); comparisons with it are made in int64."""
     if not dtype.is_int:
         return dtype
     for v in tvs:
         n = _int_literal(v)
+        if n is None and v.weak and v.dtype.is_int and dtype.bits < 64 and \
+                name in ("eq", "ne", "lt", "le", "gt", "ge"):
+            dtype = dtypes.int64  # an int argument's value is not known here: compare exactly
         if n is None or _fits(n, dtype):
             continue
         if name in ("eq", "ne", "lt", "le", "gt", "ge") and _fits(n, dtypes.int64):
