@@ -178,3 +178,22 @@ def test_triton_op_path_lets_the_compiler_see_the_triton_kernels() -> None:
     kernel = kernel_side_table.get_kernel(calls[0].kwargs["kernel_idx"])
     assert kernel.fn.__name__ == "matmul_kernel"
     assert calls[0].kwargs["grid"] == [(2, 1, 1)]  # 70x40 in 64x64 tiles (the default config)
+
+
+@td.tile_kernel
+def plus_k(x, k: int):
+    (n,) = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for t in td.tile(n):
+        out[t] = x[t] + k
+    return out
+
+
+def test_an_int_scalar_that_torch_compile_makes_symbolic() -> None:
+    """A second int value makes dynamo pass a SymInt (automatic dynamic): the fake kernel
+    traces it as the int64 it is."""
+    op = td.torch_op(plus_k, name="tiledsl_test::plus_k")
+    f = torch.compile(lambda x, k: op(x, k), fullgraph=True)
+    x = torch.arange(5, dtype=torch.float32)
+    for k in (1, 2, 3):
+        torch.testing.assert_close(f(x, k), x + k)

@@ -188,6 +188,10 @@ def _fake_spec(kernel: TileKernel, name: str, a: Any) -> tuple:
                                 "kernels are specialized to shapes: torch.compile with "
                                 "dynamic=False", kernel=kernel.name) from None
         return ("tensor", shape, d.short)
+    kind = type(a).__name__
+    if kind in ("SymInt", "SymFloat", "SymBool"):  # a scalar torch.compile made symbolic:
+        # only its kind matters to the trace (an int is an int64 whatever its value)
+        return ("scalar", {"SymInt": "i64", "SymFloat": "f64", "SymBool": "i1"}[kind], True)
     return kernel._spec(name, a)
 
 
