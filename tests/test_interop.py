@@ -150,3 +150,48 @@ def test_read_only_numpy_arrays_that_are_written_are_a_clear_error() -> None:
     y.flags.writeable = False  # read-only inputs that are only read are fine
     out = example("vector_add").vector_add(y, y)
     np.testing.assert_array_equal(out, 2 * y)
+
+
+@td.tile_kernel
+def widen(x):
+    (n,) = x.shape
+    out = td.empty((n,), dtype=td.int64)
+    for t in td.tile(n):
+        out[t] = x[t].astype(td.int64) * 3_000_000_000
+    return out
+
+
+def test_a_jax_output_is_never_narrowed() -> None:
+    """Without jax_enable_x64 JAX would turn an int64 output into int32 (wrapped values)."""
+    jax = pytest.importorskip("jax")
+    x = np.arange(3, dtype=np.int32)
+    if jax.config.read("jax_enable_x64"):
+        np.testing.assert_array_equal(widen(jax.numpy.asarray(x)), x * 3_000_000_000)
+    else:
+        with pytest.raises(td.ArgumentError, match="widen.*an output is int64, which JAX holds "
+                           "only with jax_enable_x64"):
+            widen(jax.numpy.asarray(x))
+
+
+def test_in_place_writes_into_torch_tensors_and_autograd() -> None:
+    """A tensor that requires grad is not written behind autograd's back; a written tensor's
+    version counter moves, so a backward that saved it fails as torch's own in-place ops do."""
+    w = torch.ones(10, requires_grad=True)
+    with pytest.raises(td.ArgumentError, match="writes argument 'x' in place, and that tensor "
+                       "requires grad"):
+        scale_(w * 1.0, 2.0)
+    x = torch.ones(10)
+    z = (w * x).sum()  # saves x for the backward
+    before = x._version
+    scale_(x, 2.0)
+    assert x._version > before and torch.equal(x, torch.full((10,), 2.0))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_writing_into_a_broadcast_view_is_a_clear_error() -> None:
+    with pytest.raises(td.ArgumentError, match=r"writes argument 'x' in place, but its elements "
+                       r"share memory \(strides \(0,\)"):
+        scale_(np.lib.stride_tricks.as_strided(np.ones(1, np.float32), (10,), (0,)), 2.0)
+    with pytest.raises(td.ArgumentError, match="share memory"):
+        scale_(torch.ones(1).expand(10), 2.0)

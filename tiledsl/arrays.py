@@ -120,7 +120,12 @@ def from_numpy(out: np.ndarray, like: Any) -> Any:
         return torch.from_numpy(out)
     if library == "jax":
         import jax.numpy as jnp
-        return jnp.asarray(out)  # JAX arrays are immutable: JAX owns a copy
+        arr = jnp.asarray(out)  # JAX arrays are immutable: JAX owns a copy
+        if arr.dtype != out.dtype:  # 64-bit types without jax_enable_x64: never narrow silently
+            raise ArgumentError(f"an output is {out.dtype}, which JAX holds only with "
+                                f"jax_enable_x64 (it would become {arr.dtype}); enable it, or "
+                                "store a 32-bit dtype in the kernel")
+        return arr
     xp = getattr(like, "__array_namespace__", None)
     if xp is not None:
         return xp().from_dlpack(out)

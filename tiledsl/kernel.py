@@ -233,15 +233,32 @@ class TileKernel:
             inner = [arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
                      for n, v in zip(names, values)]
             back = arrays.from_numpy
-        result = self._run(inner, "triton" if at.gpu else "numpy", None, None)
+            written = self._written(self.arg_spec(inner)) if at.library == "torch" else []
+            for n in written:
+                if getattr(values[names.index(n)], "requires_grad", False):
+                    raise ArgumentError(f"the kernel writes argument '{n}' in place, "
+                                        "and that tensor requires grad (autograd cannot see the "
+                                        "write); use td.torch_op, or pass a tensor without grad",
+                                        kernel=self.name)
+        try:
+            result = self._run(inner, "triton" if at.gpu else "numpy", None, None)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+        if not at.gpu and at.library == "torch":  # writes through NumPy views: tell autograd
+            from torch.autograd.graph import increment_version
+            for n in written:
+                increment_version(values[names.index(n)])
         like = next(v for v in values if arrays.is_array(v))
         originals = {id(i): v for i, v in zip(inner, values) if arrays.is_array(v)}
 
         def convert(out: Any) -> Any:
             return originals[id(out)] if id(out) in originals else back(out, like)
-        if isinstance(result, tuple):
-            return tuple(convert(o) for o in result)
-        return None if result is None else convert(result)
+        try:
+            if isinstance(result, tuple):
+                return tuple(convert(o) for o in result)
+            return None if result is None else convert(result)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
 
     def written_args(self, *args: Any, **kwargs: Any) -> list[str]:
         """The arguments the kernel stores into (in place) for these arguments."""
@@ -279,6 +296,7 @@ class TileKernel:
             space = self._space(spec, backend, arch)
             tuned = self._tuned_config(values, spec, backend, arch, space)
             traced = self._traced(spec)
+            self._check_no_overlap(values, spec)
             plan = self._plans[key] = (impl, space, tuned or space.default(), traced,
                                        narrowed_ints(traced.lowered))
         impl, space, chosen, t, narrowed = plan
@@ -296,6 +314,19 @@ class TileKernel:
         if t.returns == "none":
             return None
         return outputs[0] if t.returns == "single" else tuple(outputs)
+
+    def _check_no_overlap(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
+        """An argument written in place must not have elements that share memory (a stride of
+        0, from broadcast_to or torch's expand): which write wins would be a race."""
+        names = list(self.signature.parameters)
+        for name in self._written(spec):
+            v = values[names.index(name)]
+            strides = v.stride() if callable(getattr(v, "stride", None)) else \
+                getattr(v, "strides", None)
+            if strides and any(s == 0 and n > 1 for s, n in zip(strides, v.shape)):
+                raise ArgumentError(f"the kernel writes argument '{name}' in place, but "
+                                    f"its elements share memory (strides {tuple(strides)}: a "
+                                    "broadcast or expanded view); pass a copy", kernel=self.name)
 
     def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         for name in self._written(spec):
