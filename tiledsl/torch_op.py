@@ -127,9 +127,16 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         op.register_fake(fake)
         return op
 
+    # CPU tensors under torch.compile: the NumPy path as an opaque op (Triton's kernel analysis,
+    # which traces wrap_triton launches, needs a GPU driver).
+    on_cpu = torch.library.custom_op(f"{name}_cpu", impl, mutates_args=tuple(mutates_args))
+    on_cpu.register_fake(fake)
+
     def traceable(*args: Any) -> Any:
         """The triton_op body: generated kernels launched through wrap_triton (also the fake
         implementation: torch runs it on fake tensors)."""
+        if not any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+            return on_cpu(*args)
         values = list(args)
         spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
         space = kernel._space(spec, "triton")
