@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from autotune.baselines import file_baselines
-from autotune.options import check_output, require
+from autotune.options import require
 from autotune.timing import cuda_median_ms, wall_median_ms
 from autotune.tune_cli import input_options, write_json
 from autotune.tuner import require_gpu
+from tiledsl.outputs import check_output
 from tiledsl import registry
 from tiledsl.config import Config
 from tiledsl.kernel import TileKernel

@@ -1,13 +1,11 @@
 """Checking what a tune is asked to do before anything runs: the tuning options of the Python
-API (`k.autotune(...)`, `autotune.tuner.tune`), and the numbers and output paths of the
+API (`k.autotune(...)`, `autotune.tuner.tune`) and the numbers of the
 `tune` and `bench` commands. A bad value is an error that names the option (and the kernel)
 before the search starts, not a TypeError from deep inside it or a lost report after it."""
 
 from __future__ import annotations
 
 import numbers
-import os
-from pathlib import Path
 from typing import Any
 
 from tiledsl.errors import ConfigError
@@ -61,33 +59,3 @@ def require(ok: bool, option: str, rule: str, value: Any) -> None:
     if not ok:
         from tiledsl.cli import CLIError
         raise CLIError(f"{option} must be {rule}, got {value!r}")
-
-
-def check_output(option: str, path: str | Path) -> None:
-    """Before any work: `path` (the file an option writes) can be written, i.e. its directory
-    exists and is writable and it is not itself a directory."""
-    from tiledsl.cli import CLIError
-    p = Path(path)
-    parent = p.parent
-    if p.is_dir():
-        raise CLIError(f"{option} {path}: is a directory, not a file")
-    if not parent.is_dir():
-        raise CLIError(f"{option} {path}: no such directory {str(parent)!r}")
-    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise CLIError(f"{option} {path}: not writable")
-
-
-def check_plot(option: str, path: str | Path) -> None:
-    """`check_output`, and that matplotlib is there and writes the file's format (from its
-    suffix; none means PNG)."""
-    from tiledsl.cli import CLIError
-    check_output(option, path)
-    try:
-        from matplotlib.backend_bases import FigureCanvasBase
-    except ImportError:
-        raise CLIError(f"{option} needs matplotlib: pip install matplotlib") from None
-    suffix = Path(path).suffix.lower().lstrip(".")
-    formats = FigureCanvasBase.get_supported_filetypes()
-    if suffix and suffix not in formats:
-        raise CLIError(f"{option} {path}: matplotlib writes no {suffix!r} files; use one of "
-                       f"{', '.join('.' + f for f in sorted(formats))}")

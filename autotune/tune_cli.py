@@ -11,11 +11,11 @@ from typing import Any
 
 from autotune.baselines import file_baselines
 from autotune.finalists import FINALISTS, ROUNDS
-from autotune.options import MAX_SEED, check_output, check_plot, check_tune_options, require
+from autotune.options import MAX_SEED, check_tune_options, require
 from autotune.prune import PRUNE_FACTOR
 from autotune.tuner import require_gpu, tune
+from tiledsl.outputs import check_output, outputs
 from tiledsl import registry
-from tiledsl.kernel import TileKernel
 
 
 def input_options(p: Any) -> None:
@@ -35,15 +35,6 @@ def _default_backend() -> str:
         return "spatial"
 
 
-def per_kernel(path: str, kernel: str) -> str:
-    """The output path for one kernel of several: the kernel's name goes before the suffix
-    (`out.json.gz` -> `out-matmul.json.gz`, `conv.png` -> `conv-matmul.png`, `out` ->
-    `out-matmul`)."""
-    p = Path(path)
-    suffix = "".join(p.suffixes[-2:]) if p.suffix == ".gz" else p.suffix
-    return str(p.with_name(f"{p.name[:len(p.name) - len(suffix)]}-{kernel}{suffix}"))
-
-
 def write_json(option: str, path: str, data: Any, **dump: Any) -> None:
     """Write `data` as JSON to `path`, gzipped when it ends with .gz (as `tiledsl replay` reads
     it); a failed write is an error naming the option."""
@@ -53,19 +44,6 @@ def write_json(option: str, path: str, data: Any, **dump: Any) -> None:
             json.dump(data, f, **dump)
     except OSError as e:
         raise CLIError(f"{option}: cannot write {path}: {e.strerror or e}") from None
-
-
-def outputs(option: str, path: str | None, kernels: list[TileKernel]) -> dict[str, str]:
-    """kernel name -> the file `option` writes for it (`path` itself for a single kernel), each
-    checked before any tuning."""
-    if not path:
-        return {}
-    check = check_plot if option == "--plot" else check_output
-    check(option, path)
-    out = {k.name: path if len(kernels) == 1 else per_kernel(path, k.name) for k in kernels}
-    for each in out.values():
-        check(option, each)
-    return out
 
 
 def cmd_tune(opts: argparse.Namespace) -> int:

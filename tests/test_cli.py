@@ -284,3 +284,65 @@ def test_tune_checks_strategy_and_prune_for_every_kernel_first(
     assert main(["tune", str(two), "--prune", "nan"]) == 1
     assert "ConfigError: in kernel 'add1': prune factor must be above 1" in \
         capsys.readouterr().err
+
+
+def test_simulate_writes_one_trace_per_kernel(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    two = tmp_path / "two.py"
+    two.write_text(TWO_KERNELS)
+    assert main(["simulate", str(two), "--trace", str(tmp_path / "tr.json")]) == 0
+    out = capsys.readouterr().out
+    for kernel in ("add1", "mul1"):  # the kernel's name goes before the suffix
+        trace = tmp_path / f"tr-{kernel}.json"
+        assert f"trace             {trace}\n" in out
+        assert json.loads(trace.read_text())["traceEvents"]
+    assert not (tmp_path / "tr.json").exists()
+    assert main(["simulate", f"{two}::mul1", "--trace", str(tmp_path / "one.json")]) == 0
+    assert (tmp_path / "one.json").exists()
+
+
+def test_simulate_checks_the_trace_path_before_simulating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tiledsl.kernel import TileKernel
+
+    def no_simulate(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated before checking the trace path")
+    monkeypatch.setattr(TileKernel, "simulate", no_simulate)
+    softmax = str(EXAMPLES / "softmax.py")
+    assert main(["simulate", softmax, "--trace", str(tmp_path / "no" / "t.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tiledsl: --trace {tmp_path}/no/t.json: no such directory '{tmp_path}/no'\n"
+    assert main(["simulate", softmax, "--trace", str(tmp_path)]) == 2
+    assert f"tiledsl: --trace {tmp_path}: is a directory, not a file" in capsys.readouterr().err
+
+
+IN_PLACE = """import numpy as np
+import tiledsl as td
+
+@td.tile_kernel
+def relu_(x, y):
+    (n,) = x.shape
+    for t in td.tile(n):
+        x[t] = td.maximum(x[t], 0.0)
+        y[t] = y[t] * 2.0
+
+def make_inputs(rng):
+    x = np.abs(rng.standard_normal(50)).astype(np.float32)  # relu_ leaves x as it is
+    return (x, rng.standard_normal(50).astype(np.float32))
+
+def reference(x, y):
+    return np.maximum(x.astype(np.float64), 0), 2.0 * y.astype(np.float64)
+"""
+
+
+def test_run_checks_every_argument_an_in_place_kernel_writes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = tmp_path / "inplace.py"
+    kernel.write_text(IN_PLACE)
+    assert main(["run", str(kernel), "--samples", "1"]) == 0
+    assert capsys.readouterr().out.count(" ok") == 2
+    kernel.write_text(IN_PLACE.replace("y[t] * 2.0", "y[t] * 3.0"))
+    assert main(["run", str(kernel), "--samples", "1"]) == 1
+    assert "FAIL" in capsys.readouterr().out

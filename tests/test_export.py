@@ -460,6 +460,38 @@ def test_broken_packages_fail_at_load(packages: dict, tmp_path: Path) -> None:
         load(pkg)
 
 
+def test_load_ties_launch_files_and_returns_to_the_manifest(tmp_path: Path) -> None:
+    import shutil
+    rng = np.random.default_rng(6)
+    x, y = (rng.standard_normal(33).astype(np.float32) for _ in range(2))
+    src = export(masked_max, tmp_path / "mm", x, y, arch="sm_80")
+    manifest = json.loads((src / "manifest.json").read_text())
+    launch = manifest["launches"][0]
+
+    def broken(edit: Any, remove: str | None = None) -> Path:
+        pkg = tmp_path / "broken"
+        shutil.rmtree(pkg, ignore_errors=True)
+        shutil.copytree(src, pkg)
+        m = json.loads(json.dumps(manifest))
+        edit(m)
+        (pkg / "manifest.json").write_text(json.dumps(m))
+        if remove:
+            (pkg / remove).unlink()
+        return pkg
+    for key in ("cubin", "ptx"):  # unlisted (and gone): its checksum was never checked
+        pkg = broken(lambda m, name=launch[key]: m["files"].pop(name), remove=launch[key])
+        with pytest.raises(td.BackendError, match=f"masked_max_kernel: {key} "
+                                                  f"'{launch[key]}' is not listed in files"):
+            load(pkg)
+    with pytest.raises(td.BackendError, match="returns is 'single', which needs 1 outputs, but "
+                                              "outputs lists 0"):
+        load(broken(lambda m: m.update(outputs=[])))
+    with pytest.raises(td.BackendError, match="returns is 'none', which needs 0 outputs, but "
+                                              "outputs lists 1"):
+        load(broken(lambda m: m.update(returns="none")))
+    assert load(broken(lambda m: m.update(returns="tuple"))).manifest["returns"] == "tuple"
+
+
 def test_cli_exports_a_package(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sm_pkg"
     assert main(["export", f"{ROOT / 'examples' / 'softmax.py'}::softmax", "--arch", "sm_80",

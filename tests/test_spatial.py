@@ -270,3 +270,111 @@ def test_a_config_that_breaks_the_schema_is_named_where() -> None:
     with pytest.raises(td.BackendError,
                        match=r"dataflow config does not match its schema at routes/0: .*links"):
         validate(df)
+
+
+def _generic_with(**changes: object) -> Arch:
+    import dataclasses
+    return dataclasses.replace(preset("generic-8x8"), name="custom", **changes)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"rows": 0}, "rows must be an integer of at least 1, got 0"),
+    ({"cols": 2.5}, "cols must be an integer of at least 1"),
+    ({"clock_ghz": float("nan")}, "clock_ghz must be a number above 0"),
+    ({"macs_per_cycle": {"f32": 0.0, "bf16": 0.0}},
+     r"macs_per_cycle\['f32'\] must be a number above 0"),
+    ({"macs_per_cycle": {}}, "macs_per_cycle must be a dict .* with an 'f32' rate"),
+    ({"macs_per_cycle": {"f32": 1.0, "fp16": 2.0}},
+     "macs_per_cycle must be a dict of MACs per cycle by dtype"),
+    ({"link_bytes_per_cycle": 0.0}, "link_bytes_per_cycle must be a number above 0"),
+    ({"hop_latency_cycles": -1.0}, "hop_latency_cycles must be a number of at least 0"),
+    ({"min_mma": (0, 0, 0)}, r"min_mma must be three integers \(m, n, k\) of at least 1"),
+    ({"packet_bytes": 0}, "packet_bytes must be an integer of at least 1"),
+    ({"dma_channels": True}, "dma_channels must be an integer"),
+    ({"timing": "banana"}, "timing must be one of 'dataflow', 'static', got 'banana'"),
+    ({"multicast": 1}, "multicast must be True or False"),
+    ({"dram": ()}, "dram must be a non-empty tuple of DramChannel, got ()"),
+])
+def test_custom_architectures_are_validated(changes: dict, message: str) -> None:
+    with pytest.raises(td.ConfigError, match=r"spatial architecture 'custom': " + message):
+        _generic_with(**changes)
+
+
+def test_dram_channels_are_validated() -> None:
+    import dataclasses
+    dram = preset("generic-8x8").dram
+    for i, change, message in [
+            (0, {"attach": (50, 50)},
+             r"dram\[0\].attach must be a PE \(row, col\) of the 8x8 grid, got \(50, 50\)"),
+            (0, {"attach": (-1, 0)}, r"dram\[0\].attach must be a PE"),
+            (2, {"bytes_per_cycle": 0.0}, r"dram\[2\].bytes_per_cycle must be a number above 0"),
+            (0, {"min_burst_bytes": -1},
+             r"dram\[0\].min_burst_bytes must be an integer of at least 0"),
+            (1, {"name": dram[0].name},
+             r"dram\[1\].name must be a non-empty name no other channel has, got 'dram_w0'")]:
+        edited = (*dram[:i], dataclasses.replace(dram[i], **change), *dram[i + 1:])
+        with pytest.raises(td.ConfigError, match=message):
+            _generic_with(dram=edited)
+
+
+def test_every_preset_is_valid_and_so_is_an_edited_one() -> None:
+    for name in PRESETS:
+        a = preset(name)
+        assert Arch.from_dict(a.to_dict()) == a
+    narrow = _generic_with(rows=2, cols=2, dram=preset("generic-8x8").dram[:1])
+    a, b = np.ones((17, 13), np.float32), np.ones((13, 9), np.float32)
+    assert kernel_of("matmul").simulate(a, b, arch=narrow).cycles > 0
+
+
+def test_architectures_from_json_name_what_is_missing_or_wrong() -> None:
+    with pytest.raises(td.ConfigError, match="spatial architecture: missing fields "
+                                             "channels_per_link, clock_ghz, cols"):
+        Arch.from_json("{}")
+    with pytest.raises(td.ConfigError, match="not valid JSON"):
+        Arch.from_json("{")
+    with pytest.raises(td.ConfigError, match="must be a JSON object, got list"):
+        Arch.from_json("[]")
+    d = preset("generic-8x8").to_dict()
+    with pytest.raises(td.ConfigError, match="unknown fields bogus"):
+        Arch.from_dict(dict(d, bogus=1))
+    del d["dram"][0]["latency_cycles"]
+    with pytest.raises(td.ConfigError, match=r"dram\[0\]: missing fields latency_cycles"):
+        Arch.from_dict(d)
+    with pytest.raises(td.ConfigError, match="rows must be an integer of at least 1, got -8"):
+        Arch.from_dict(dict(preset("generic-8x8").to_dict(), rows=-8))
+
+
+@pytest.mark.parametrize("trace", [False, True, 3])
+def test_simulate_trace_must_be_a_path(trace: object) -> None:
+    with pytest.raises(td.ArgumentError, match="trace must be a file path .* or None, got"):
+        kernel_of("vector_add").simulate(*inputs("vector_add"), trace=trace)
+
+
+def test_simulate_trace_to_a_bad_path_is_a_clean_error(tmp_path) -> None:
+    args = inputs("vector_add")
+    with pytest.raises(td.ArgumentError, match=f"trace {tmp_path}/no/t.json: no such directory"):
+        kernel_of("vector_add").simulate(*args, trace=str(tmp_path / "no" / "t.json"))
+    with pytest.raises(td.ArgumentError, match="is a directory, not a file"):
+        kernel_of("vector_add").simulate(*args, trace=tmp_path)
+
+
+def test_spatial_backend_checks_the_trace_path_before_simulating(tmp_path, monkeypatch) -> None:
+    from lowering.backends import spatial
+    from tiledsl import registry
+
+    k = kernel_of("vector_add")
+    args = inputs("vector_add")
+    fn = k.traced(*args).lowered
+    config = k.config_space(*args, backend="spatial").default()
+    backend = registry.backend("spatial")
+    path = tmp_path / "t.json"
+    report = backend.simulate(fn, config, trace_path=path)
+    assert report.trace and "traceEvents" in json.loads(path.read_text())
+
+    def no_run(*a: object, **kw: object) -> None:
+        raise AssertionError("simulated before checking the trace path")
+    monkeypatch.setattr(spatial, "run_program", no_run)
+    with pytest.raises(td.ArgumentError, match="no such directory"):
+        backend.simulate(fn, config, trace_path=tmp_path / "no" / "t.json")
+    with pytest.raises(td.ArgumentError, match="trace must be a file path"):
+        backend.simulate(fn, config, trace_path=False)

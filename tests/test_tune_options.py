@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from autotune.finalists import FINALISTS
-from autotune.options import check_output, check_plot, check_tune_options
+from autotune.options import check_tune_options
 from autotune.prune import PRUNE_FACTOR
-from autotune.tune_cli import per_kernel, write_json
+from autotune.tune_cli import write_json
+from tiledsl.outputs import check_output, check_plot, per_kernel
 from tiledsl.cli import CLIError
 from tiledsl.errors import ConfigError
 

@@ -67,7 +67,15 @@ def _check_references(m: dict[str, Any], where: str) -> None:
             problems.append(f"output names unknown buffer {o['buffer']!r}")
         if "arg" in o and args.get(o["arg"]) != (o["index"], "tensor"):
             problems.append(f"output names {o['arg']!r}, not tensor argument {o['index']}")
+    needed = {"none": 0, "single": 1}.get(m["returns"])  # "tuple": any number
+    if needed is not None and len(m["outputs"]) != needed:
+        problems.append(f"returns is {m['returns']!r}, which needs {needed} outputs, but "
+                        f"outputs lists {len(m['outputs'])}")
     for launch in m["launches"]:
+        for key in ("cubin", "ptx"):
+            if launch[key] not in m["files"]:
+                problems.append(f"{launch['kernel']}: {key} {launch[key]!r} is not listed in "
+                                "files (so its checksum is never checked)")
         for p in launch["params"]:
             kind = {"arg": "tensor", "scalar": "scalar"}.get(p["kind"])
             if kind and args.get(p["arg"]) != (p["index"], kind):

@@ -24,6 +24,7 @@ from tiledsl import registry, testing
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
+from tiledsl.outputs import outputs
 
 
 class CLIError(Exception):
@@ -148,6 +149,7 @@ def cmd_run(opts: argparse.Namespace) -> int:
         ref_fn = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
         ref = ref_fn(*_fresh(args)) if ref_fn is not None else None
         configs = _configs(k.config_space(*args, backend=opts.backend), opts)
+        written = set(k.written_args(*args))
         for i, cfg in enumerate(configs):
             call_args = _fresh(args)
             if gpu is None:
@@ -164,16 +166,16 @@ def cmd_run(opts: argparse.Namespace) -> int:
                     out = tuple(gpu.get(o, "output") for o in testing.as_tuple(out))
                 call_args = tuple(gpu.get(g, "argument") if isinstance(a, np.ndarray) else a
                                   for a, g in zip(call_args, on_gpu))
-            if out is None:  # the kernel wrote into its arguments
-                out = tuple(a for a, b in zip(call_args, args)
-                            if isinstance(a, np.ndarray) and not np.array_equal(a, b, equal_nan=True))
+            if out is None:  # the kernel wrote into its arguments: those are its outputs
+                out = tuple(a for name, a in zip(k.signature.parameters, call_args)
+                            if name in written)
             status, err_text = "ran", "-"
             if ref is not None:
                 outs, refs = testing.as_tuple(out), testing.as_tuple(ref)
                 errs = [testing.relative_error(o, r) for o, r in zip(outs, refs)]
-                tol = max(testing.tolerance(np.asarray(o).dtype) for o in outs)
+                tol = max((testing.tolerance(np.asarray(o).dtype) for o in outs), default=0.0)
                 ok = len(outs) == len(refs) and all(e <= tol for e in errs)
-                err_text = f"{max(errs):.1e}"
+                err_text = f"{max(errs, default=0.0):.1e}"
                 status = "ok" if ok else "FAIL"
                 failed |= not ok
             label = "default" if i == 0 else "sampled"
@@ -243,11 +245,14 @@ def cmd_export(opts: argparse.Namespace) -> int:
 def cmd_simulate(opts: argparse.Namespace) -> int:
     """Map each kernel onto a spatial architecture preset and time it on the simulator."""
     module, kernels = load_file(opts.file)
+    traces = outputs("--trace", opts.trace, kernels)  # checked before any kernel is simulated
     for k in kernels:
         args = example_args(module, k, opts.seed)
         config = Config.from_json(opts.config) if opts.config else None
-        report = k.simulate(*args, arch=opts.arch, config=config, trace=opts.trace)
+        report = k.simulate(*args, arch=opts.arch, config=config, trace=traces.get(k.name))
         print(report.summary())
+        if k.name in traces:
+            print(f"  trace             {traces[k.name]}")
     return 0
 
 
@@ -323,7 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     simu.add_argument("--arch", default="generic-8x8",
                       help="preset: generic-8x8, aie-like-4x8, wormhole-like, lpu-like")
     simu.add_argument("--config", help='a config as JSON, e.g. \'{"block_sizes": [64, 64, 32]}\'')
-    simu.add_argument("--trace", help="write a Chrome/Perfetto trace JSON to this path")
+    simu.add_argument("--trace", help="write a Chrome/Perfetto trace JSON to this path (with "
+                                      "several kernels, one per kernel: tr.json -> "
+                                      "tr-KERNEL.json)")
     simu.set_defaults(func=cmd_simulate)
 
     for add in registry.commands().values():  # e.g. `tune` and `replay` from autotune

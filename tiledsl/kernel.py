@@ -409,14 +409,11 @@ class TileKernel:
         space = self._space(spec, "spatial", arch)
         config = space.default() if config is None else space.validate(config)
         t = self._traced(spec)
-        try:
-            result = registry.backend("spatial").simulate(  # type: ignore[attr-defined]
-                t.lowered, config, arch=arch, trace=trace is not None)
+        try:  # the trace path is checked before simulating
+            return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
+                t.lowered, config, arch=arch, trace_path=trace)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
-        if trace is not None:
-            result.chrome_trace(trace)
-        return result
 
     def source(self, *args: Any, target: str = "ir", config: Config | None = None,
                arch: Any = None, **kwargs: Any) -> str:

@@ -5,13 +5,14 @@ event-driven simulator (csrc/)."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import numpy as np
 
 from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
-from lowering.backends.spatial.engine import Program, SimReport
+from lowering.backends.spatial.engine import Program, SimReport, check_trace_path
 from lowering.backends.spatial.functional import execute
 from lowering.backends.spatial.mapper import Mapping
 from tiledsl import registry
@@ -95,10 +96,18 @@ class SpatialBackend:
         return execute(fn, config, dataflow_config(fn, config, arch), args)
 
     def simulate(self, fn: Function, config: Config, arch: str | Arch | None = None,
-                 trace: bool = False) -> SimReport:
+                 trace: bool = False, trace_path: str | os.PathLike[str] | None = None
+                 ) -> SimReport:
+        """Time `fn`; `trace` keeps the simulator's events in the report, and `trace_path`
+        (checked before simulating) also writes them there as a Chrome/Perfetto trace."""
+        if trace_path is not None:
+            check_trace_path(trace_path)
         a = preset(arch or DEFAULT_ARCH)
         dataflow = dataflow_config(fn, config, a)
-        return report(fn, dataflow, a, run_program(dataflow, a, trace))
+        result = report(fn, dataflow, a, run_program(dataflow, a, trace or trace_path is not None))
+        if trace_path is not None:
+            result.chrome_trace(trace_path)
+        return result
 
 
 def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False) -> dict[str, Any]:

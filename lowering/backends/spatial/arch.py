@@ -8,10 +8,15 @@ the edges. JSON-serializable; every preset value says whether it is published or
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+import numbers
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
-from tiledsl.errors import BackendError
+from tiledsl.dtypes import BY_SHORT
+from tiledsl.errors import BackendError, ConfigError
+
+TIMINGS = ("dataflow", "static")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,67 @@ class Arch:
     timing: str = "dataflow"  # or "static": every step has a start cycle fixed at compile time
     sources: dict[str, str] = field(default_factory=dict)  # field -> provenance
 
+    def __post_init__(self) -> None:
+        """Check every field, so a custom architecture that the mapper or the simulator cannot
+        use (no PEs, no DRAM, a zero bandwidth) is a ConfigError naming the field."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"spatial architecture: name must be a non-empty string, got "
+                              f"{self.name!r}")
+        for name in ("rows", "cols", "vector_lanes", "sram_bytes", "dma_channels",
+                     "channels_per_link", "packet_bytes"):
+            v = getattr(self, name)
+            self._require(name, v, _integer(v) and v >= 1, "an integer of at least 1")
+        for name in ("clock_ghz", "link_bytes_per_cycle"):
+            v = getattr(self, name)
+            self._require(name, v, _real(v) and v > 0, "a number above 0")
+        for name in ("op_overhead_cycles", "hop_latency_cycles", "transfer_overhead_cycles"):
+            v = getattr(self, name)
+            self._require(name, v, _real(v) and v >= 0, "a number of at least 0")
+        macs = self.macs_per_cycle
+        self._require("macs_per_cycle", macs, isinstance(macs, dict) and "f32" in macs
+                      and set(macs) <= set(BY_SHORT),
+                      f"a dict of MACs per cycle by dtype ({', '.join(sorted(BY_SHORT))}) with "
+                      "an 'f32' rate (used for the dtypes it does not list)")
+        for dtype, rate in macs.items():
+            self._require(f"macs_per_cycle[{dtype!r}]", rate, _real(rate) and rate > 0,
+                          "a number above 0")
+        mma = self.min_mma
+        self._require("min_mma", mma, isinstance(mma, (tuple, list)) and len(mma) == 3
+                      and all(_integer(x) and x >= 1 for x in mma),
+                      "three integers (m, n, k) of at least 1")
+        self._require("multicast", self.multicast, isinstance(self.multicast, bool),
+                      "True or False")
+        self._require("timing", self.timing, self.timing in TIMINGS,
+                      f"one of {', '.join(map(repr, TIMINGS))}")
+        self._require("sources", self.sources, isinstance(self.sources, dict),
+                      "a dict (field -> provenance)")
+        self._require("dram", self.dram,
+                      isinstance(self.dram, (tuple, list)) and len(self.dram) > 0,
+                      "a non-empty tuple of DramChannel")
+        names: set[str] = set()
+        for i, d in enumerate(self.dram):
+            self._require(f"dram[{i}]", d, isinstance(d, DramChannel), "a DramChannel")
+            self._require(f"dram[{i}].name", d.name, isinstance(d.name, str) and d.name != ""
+                          and d.name not in names, "a non-empty name no other channel has")
+            names.add(d.name)
+            self._require(f"dram[{i}].attach", d.attach, isinstance(d.attach, (tuple, list))
+                          and len(d.attach) == 2 and all(_integer(x) for x in d.attach)
+                          and 0 <= d.attach[0] < self.rows and 0 <= d.attach[1] < self.cols,
+                          f"a PE (row, col) of the {self.rows}x{self.cols} grid")
+            self._require(f"dram[{i}].bytes_per_cycle", d.bytes_per_cycle,
+                          _real(d.bytes_per_cycle) and d.bytes_per_cycle > 0, "a number above 0")
+            self._require(f"dram[{i}].latency_cycles", d.latency_cycles,
+                          _real(d.latency_cycles) and d.latency_cycles >= 0,
+                          "a number of at least 0")
+            self._require(f"dram[{i}].min_burst_bytes", d.min_burst_bytes,
+                          _integer(d.min_burst_bytes) and d.min_burst_bytes >= 0,
+                          "an integer of at least 0")
+
+    def _require(self, name: str, value: Any, ok: bool, rule: str) -> None:
+        if not ok:
+            raise ConfigError(f"spatial architecture {self.name!r}: {name} must be {rule}, "
+                              f"got {value!r}")
+
     @property
     def pes(self) -> int:
         return self.rows * self.cols
@@ -75,14 +141,52 @@ class Arch:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Arch:
+        _check_keys(cls, d, "spatial architecture")
         d = dict(d)
+        for name in ("min_mma", "dram"):
+            if not isinstance(d[name], (list, tuple)):
+                raise ConfigError(f"spatial architecture: {name} must be a list, got "
+                                  f"{d[name]!r}")
         d["min_mma"] = tuple(d["min_mma"])
-        d["dram"] = tuple(DramChannel(**dict(c, attach=tuple(c["attach"]))) for c in d["dram"])
+        dram = []
+        for i, c in enumerate(d["dram"]):
+            _check_keys(DramChannel, c, f"spatial architecture dram[{i}]")
+            if not isinstance(c["attach"], (list, tuple)):
+                raise ConfigError(f"spatial architecture dram[{i}]: attach must be a list "
+                                  f"[row, col], got {c['attach']!r}")
+            dram.append(DramChannel(**dict(c, attach=tuple(c["attach"]))))
+        d["dram"] = tuple(dram)
         return cls(**d)
 
     @classmethod
     def from_json(cls, text: str) -> Arch:
-        return cls.from_dict(json.loads(text))
+        try:
+            d = json.loads(text)
+        except ValueError as e:
+            raise ConfigError(f"spatial architecture: not valid JSON: {e}") from None
+        return cls.from_dict(d)
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_keys(cls: type, d: Any, what: str) -> None:
+    """`d` is a dict with every field of dataclass `cls` that has no default, and no others."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"{what} must be a JSON object, got {type(d).__name__}")
+    known = {f.name for f in fields(cls)}
+    required = {f.name for f in fields(cls)
+                if f.default is MISSING and f.default_factory is MISSING}
+    missing, unknown = sorted(required - set(d)), sorted(set(d) - known)
+    if missing or unknown:
+        raise ConfigError(f"{what}: " + "; ".join(
+            ([f"missing fields {', '.join(missing)}"] if missing else [])
+            + ([f"unknown fields {', '.join(unknown)}"] if unknown else [])))
 
 
 def _build(name: str, timing: str, **values: Value | Any) -> Arch:

@@ -9,12 +9,13 @@ verifies it (no link or DRAM channel booked twice, no data used before it arrive
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lowering.backends.spatial.arch import Arch
-from tiledsl.errors import BackendError
+from tiledsl.errors import ArgumentError, BackendError
 
 
 def _sim() -> Any:
@@ -78,15 +79,35 @@ class SimReport:
             f"  events            {self.events:,}",
         ])
 
-    def chrome_trace(self, path: str | Path) -> None:
+    def chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write a Chrome/Perfetto trace (open in ui.perfetto.dev): one row per agent."""
+        target = check_trace_path(path)
         names = [a["name"] for a in self.agents]
         events = [{"name": kind, "ph": "X", "pid": 0, "tid": agent, "ts": start / self.clock_ghz / 1e3,
                    "dur": (end - start) / self.clock_ghz / 1e3, "args": {"amount": amount}}
                   for agent, kind, start, end, amount in self.trace]
         events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": n}}
                    for i, n in enumerate(names)]
-        Path(path).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+        try:
+            target.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+        except OSError as e:
+            raise BackendError(f"cannot write the trace to {path}: {e.strerror or e}") from None
+
+
+def check_trace_path(path: Any) -> Path:
+    """Where a Chrome trace goes, checked before simulating: a path (str or os.PathLike) in a
+    writable directory that exists, and not a directory itself."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"trace must be a file path (str or os.PathLike) or None, got "
+                            f"{type(path).__name__} {path!r}")
+    p = Path(path)
+    if p.is_dir():
+        raise ArgumentError(f"trace {path}: is a directory, not a file")
+    if not p.parent.is_dir():
+        raise ArgumentError(f"trace {path}: no such directory {str(p.parent)!r}")
+    if not os.access(p.parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ArgumentError(f"trace {path}: not writable")
+    return p
 
 
 class Program:
