@@ -70,6 +70,7 @@ class TileKernel:
                                  loc=Loc(self.file, _def_line(fn)))
         self._body: Callable[..., Any] | None = None
         self._traces: dict[tuple, Traced] = {}
+        self._writes: dict[tuple, list[str]] = {}  # spec -> the arguments stored into
         self._spaces: dict[tuple, ConfigSpace] = {}
         self._tuned: dict[tuple, Config | None] = {}  # memo of result-cache lookups
         self._plans: dict[tuple, tuple] = {}  # dispatch cache: backend, space, config, trace
@@ -266,9 +267,12 @@ class TileKernel:
         return self._written(self.arg_spec(values))
 
     def _written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
-        fn = self._traced(spec).ir
-        stored = {op.operands[0] for op in fn.walk() if op.name == "store"}
-        return [n for n, a in zip(self.signature.parameters, fn.args) if a in stored]
+        if spec not in self._writes:  # once per signature: DLPack calls ask on every call
+            fn = self._traced(spec).ir
+            stored = {op.operands[0] for op in fn.walk() if op.name == "store"}
+            self._writes[spec] = [n for n, a in zip(self.signature.parameters, fn.args)
+                                  if a in stored]
+        return self._writes[spec]
 
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
             arch: Any = None, **kwargs: Any) -> Any:
