@@ -129,3 +129,13 @@ def test_knobs_left_out_take_their_defaults() -> None:
     partial = td.Config((64, 4))
     assert partial in space and space.reason(partial) is None
     assert space.validate(partial) == td.Config((64, 4), num_warps=8)
+
+
+def test_an_empty_space_says_which_constraints_reject_its_default() -> None:
+    from tiledsl.config import ConfigSpace
+
+    space = ConfigSpace("k", (Param("block_sizes[0]", (16, 32), 16),)).with_constraint(
+        Constraint("smem", lambda c: f"needs {c.block_sizes[0] * 4096} bytes of shared memory"))
+    with pytest.raises(td.ConfigError, match=r"in kernel 'k': the config space is empty(.|\n)*"
+                       r"block_sizes=\(16,\).*needs 65536 bytes of shared memory"):
+        space.default()

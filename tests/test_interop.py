@@ -195,3 +195,9 @@ def test_writing_into_a_broadcast_view_is_a_clear_error() -> None:
         scale_(np.lib.stride_tricks.as_strided(np.ones(1, np.float32), (10,), (0,)), 2.0)
     with pytest.raises(td.ArgumentError, match="share memory"):
         scale_(torch.ones(1).expand(10), 2.0)
+
+
+def test_a_meta_tensor_is_a_clear_error() -> None:
+    x = torch.empty(10, device="meta")
+    with pytest.raises(td.ArgumentError, match="argument 'x' is a torch array on meta"):
+        example("vector_add").vector_add(x, x)

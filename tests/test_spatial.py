@@ -378,3 +378,10 @@ def test_spatial_backend_checks_the_trace_path_before_simulating(tmp_path, monke
         backend.simulate(fn, config, trace_path=tmp_path / "no" / "t.json")
     with pytest.raises(td.ArgumentError, match="trace must be a file path"):
         backend.simulate(fn, config, trace_path=False)
+
+
+def test_a_small_roofline_bound_is_not_printed_as_zero() -> None:
+    x = np.ones(3, np.float32)
+    report = kernel_of("vector_add").simulate(x, x)
+    assert 0 < report.bound_cycles < 1
+    assert f"roofline bound    {report.bound_cycles:.2f} cycles" in report.summary()

@@ -60,7 +60,10 @@ def device_of(v: Any) -> str:
     if isinstance(v, np.ndarray):
         return "cpu"
     if hasattr(v, "__dlpack_device__"):
-        kind, index = (int(x) for x in v.__dlpack_device__())
+        try:
+            kind, index = (int(x) for x in v.__dlpack_device__())
+        except (ValueError, TypeError, BufferError):  # a device DLPack has no code for
+            return str(getattr(v, "device", "an unknown device"))  # torch's meta tensors
         if kind in _CPU_DEVICES:
             return "cpu"
         if kind in _CUDA_DEVICES:

@@ -273,8 +273,9 @@ class ConfigSpace:
                                                                   self.values(config).values())),
                    default=None)
         if best is None:
-            raise ConfigError("the config space is empty: no config satisfies its constraints",
-                              kernel=self.kernel)
+            why = "; ".join(r for c in self.constraints if (r := c.check(config)) is not None)
+            raise ConfigError("the config space is empty: no config satisfies its constraints "
+                              f"(the default config {config}: {why})", kernel=self.kernel)
         return best
 
     def sample(self, n: int, seed: int | None = None) -> list[Config]:

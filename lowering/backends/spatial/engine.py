@@ -70,7 +70,8 @@ class SimReport:
             f"kernel {self.kernel} on {self.arch} ({self.timing} timing)",
             f"  cycles            {self.cycles:,.0f} ({self.microseconds:,.1f} us)",
             f"  MAC utilization   {self.mac_utilization:.1%} ({self.macs:,} MACs)",
-            f"  roofline bound    {self.bound_cycles:,.0f} cycles ({self.bound_kind}); "
+            f"  roofline bound    {self.bound_cycles:,.{0 if self.bound_cycles >= 10 else 2}f} "
+            f"cycles ({self.bound_kind}); "
             f"mapping efficiency {self.bound_efficiency:.1%}",
             f"  DRAM traffic      {self.dram_bytes:,} B (compulsory {self.compulsory_dram_bytes:,} B)",
             f"  busiest link      {self.busiest_link_bytes:,} B",
