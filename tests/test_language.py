@@ -348,3 +348,19 @@ def test_an_int_argument_is_never_cut_to_a_narrower_tile(backend: str) -> None:
     with pytest.raises(td.ArgumentError, match=r"below_k.*argument 'k' is 4294967301, out of the "
                        r"range of int32(.|\n)*t.index \* k"):
         below_k.run(x, 2**32 + 5, backend=backend)
+
+
+def test_an_int_computed_from_arguments_is_checked_too() -> None:
+    @td.tile_kernel
+    def shift(x, k: int):
+        n, = x.shape
+        out = td.empty((n,), dtype=x.dtype)
+        for t in td.tile(n):
+            out[t] = x[t] + (k * 3 - 1)
+        return out
+
+    x = np.arange(4, dtype=np.int16)
+    np.testing.assert_array_equal(shift(x, 100), x + 299)
+    with pytest.raises(td.ArgumentError, match=r"a value computed from int arguments is 32768, "
+                       r"out of the range of int16(.|\n)*k \* 3 - 1"):
+        shift(x, 10923)  # 10923 * 3 - 1 = 32768, one past int16's largest

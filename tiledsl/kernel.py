@@ -304,12 +304,12 @@ class TileKernel:
             plan = self._plans[key] = (impl, space, tuned or space.default(), traced,
                                        narrowed_ints(traced.lowered))
         impl, space, chosen, t, narrowed = plan
-        for i, d, loc in narrowed:
-            if not np.iinfo(d.np).min <= values[i] <= np.iinfo(d.np).max:
+        for value_of, what, d, loc in narrowed:
+            if not np.iinfo(d.np).min <= (n := value_of(values)) <= np.iinfo(d.np).max:
                 raise ArgumentError(
-                    f"argument '{t.lowered.args[i].hint}' is {values[i]}, out of the range of "
-                    f"{d}, the dtype it meets (NumPy raises OverflowError there)",
-                    kernel=self.name, loc=loc, hint="cast the tile to a wider dtype first")
+                    f"{what} is {n}, out of the range of {d}, the dtype it meets (NumPy raises "
+                    "OverflowError there)", kernel=self.name, loc=loc,
+                    hint="cast the tile to a wider dtype first")
         config = chosen if config is None else space.validate(config)
         try:
             outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
@@ -485,16 +485,49 @@ def _arch_key(arch: Any) -> Any:
     return arch.to_json() if hasattr(arch, "to_json") else arch
 
 
-def narrowed_ints(fn: Function) -> list[tuple[int, dtypes.DType, Any]]:
-    """The int arguments (int64) the kernel casts to a narrower integer dtype, where they meet a
-    tile of it (`x_int8 * k`): (argument index, dtype, source location). Their values are
+_HOST_INT_OPS: dict[str, Callable[..., int]] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "neg": lambda a: -a,
+    "abs": abs, "maximum": max, "minimum": min}
+
+
+def _host_int(v: Value, fn: Function) -> Callable[[list[Any]], int] | None:
+    """`v` as a function of the call's values, if it is an int computed from int arguments and
+    constants alone (`k * 3`); None if it depends on anything else."""
+    if v in fn.args:
+        i = fn.args.index(v)
+        return lambda values: int(values[i])
+    op = v.owner
+    t = v.type
+    if op is None or not (isinstance(t, TileType) and t.shape == () and t.dtype.is_int):
+        return None
+    if op.name == "const":
+        value = int(op.attrs["value"])
+        return lambda values: value
+    rule = _HOST_INT_OPS.get(op.name)
+    parts = [_host_int(o, fn) for o in op.operands]
+    if rule is None or any(p is None for p in parts):
+        return None
+    return lambda values: rule(*(p(values) for p in parts))  # type: ignore[misc]
+
+
+def narrowed_ints(fn: Function) -> list[tuple[Callable[[list[Any]], int], str, dtypes.DType,
+                                              Any]]:
+    """The ints computed from int arguments (int64: `k`, `k * 3`) that the kernel casts to a
+    narrower integer dtype, where they meet a tile of it (`x_int8 * k`): (their value as a
+    function of the call's values, what they are, the dtype, the source location). They are
     checked at each call: a value out of that range would wrap."""
     out = []
-    index = {v: i for i, v in enumerate(fn.args)}
     for op in walk(fn.body):
-        if op.name == "cast" and op.operands[0] in index:
-            src, dst = op.operands[0].type, op.result.type
-            if isinstance(src, TileType) and isinstance(dst, TileType) and src.dtype.is_int \
-                    and dst.dtype.is_int and dst.dtype.bits < src.dtype.bits:
-                out.append((index[op.operands[0]], dst.dtype, op.loc))
+        if op.name != "cast":
+            continue
+        src, dst = op.operands[0].type, op.result.type
+        if not (isinstance(src, TileType) and isinstance(dst, TileType) and src.dtype.is_int
+                and dst.dtype.is_int and dst.dtype.bits < src.dtype.bits):
+            continue
+        value = _host_int(op.operands[0], fn)  # constants alone were folded and checked
+        if value is not None:
+            what = f"argument '{op.operands[0].hint}'" if op.operands[0] in fn.args else \
+                "a value computed from int arguments"
+            out.append((value, what, dst.dtype, op.loc))
     return out
