@@ -5,22 +5,12 @@ before the search starts, not a TypeError from deep inside it or a lost report a
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
+from tiledsl.checks import is_int, is_number
 from tiledsl.errors import ConfigError
 
 MAX_SEED = 2**32 - 1  # NumPy's and Optuna's samplers take seeds up to this
-
-
-def _integer(value: Any) -> bool:
-    """An int (or a NumPy integer), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _real(value: Any) -> bool:
-    """An int or a float (or a NumPy one), not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any, prune: Any,
@@ -31,9 +21,9 @@ def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any,
     `finalists` an integer >= 0; `seed` an integer from 0 to 2**32 - 1."""
     def bad(message: str) -> ConfigError:
         return ConfigError(message, kernel=kernel)
-    if not _integer(trials) or trials < 1:
+    if not is_int(trials) or trials < 1:
         raise bad(f"trials must be an integer of at least 1, got {trials!r}")
-    if timeout is not None and not (_real(timeout) and timeout > 0):
+    if timeout is not None and not (is_number(timeout) and timeout > 0):
         raise bad(f"timeout must be a number of seconds above 0 (or None for no limit), "
                   f"got {timeout!r}")
     if strategy is not None:
@@ -45,12 +35,12 @@ def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any,
             get(strategy)  # loads every strategy module; unknown names are ConfigErrors
         except ConfigError as e:
             raise e.with_context(kernel=kernel) from None
-    if prune is not None and not (_real(prune) and prune > 1):
+    if prune is not None and not (is_number(prune) and prune > 1):
         raise bad(f"prune factor must be above 1 (or None to time every config), got {prune!r}")
-    if not _integer(finalists) or finalists < 0:
+    if not is_int(finalists) or finalists < 0:
         raise bad(f"finalists must be an integer of at least 0 (0 keeps the search's fastest "
                   f"trial), got {finalists!r}")
-    if not _integer(seed) or not 0 <= seed <= MAX_SEED:
+    if not is_int(seed) or not 0 <= seed <= MAX_SEED:
         raise bad(f"seed must be an integer from 0 to 2**32 - 1, got {seed!r}")
 
 

@@ -40,3 +40,16 @@ def kernel_of(name: str) -> Any:
 def fresh(args: tuple) -> tuple:
     """Copies of array arguments, for kernels that write into them."""
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def under_configs(kernel: Any, args: tuple, backend: str, samples: int = 2,
+                  seed: int = 0) -> Any:
+    """(config, outputs) of `kernel` on `backend` under the space's default config and
+    `samples` sampled ones; skips when the backend's libraries are missing."""
+    import pytest
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+        pytest.importorskip("triton")
+    space = kernel.config_space(*args, backend=backend)
+    for config in (space.default(), *space.sample(samples, seed=seed)):
+        yield config, kernel.run(*args, backend=backend, config=config)

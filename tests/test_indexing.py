@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support import under_configs
 
 import tiledsl as td
 
@@ -87,14 +88,9 @@ CASES: dict[str, tuple[Any, tuple, Callable[..., np.ndarray]]] = {
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", list(CASES))
 def test_partial_and_offset_indices_match_numpy(case: str, backend: str) -> None:
-    if backend == "triton-interpret":
-        pytest.importorskip("torch")
-        pytest.importorskip("triton")
     kernel, args, reference = CASES[case]
     ref = reference(*(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args))
-    space = kernel.config_space(*args, backend=backend)
-    for config in (space.default(), *space.sample(2, seed=3)):
-        out = kernel.run(*args, backend=backend, config=config)
+    for config, out in under_configs(kernel, args, backend, seed=3):
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg=f"{config}")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support import under_configs
 
 import tiledsl as td
 
@@ -96,14 +97,9 @@ CASES: dict[str, tuple[Any, tuple, Callable[..., np.ndarray]]] = {
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", list(CASES))
 def test_partial_tiles_do_not_change_results(case: str, backend: str) -> None:
-    if backend == "triton-interpret":
-        pytest.importorskip("torch")
-        pytest.importorskip("triton")
     kernel, args, reference = CASES[case]
     ref = reference(*(a.astype(np.float64) for a in args))
-    space = kernel.config_space(*args, backend=backend)
-    for config in (space.default(), *space.sample(2, seed=1)):
-        out = kernel.run(*args, backend=backend, config=config)
+    for config, out in under_configs(kernel, args, backend, seed=1):
         np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-4, err_msg=f"{config}")
 
 

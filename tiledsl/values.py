@@ -442,7 +442,7 @@ def _fits(value: int, dtype: DType) -> bool:
     return int(info.min) <= value <= int(info.max)
 
 
-def _literals_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DType:
+def _python_ints_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DType:
     """NumPy 2's rule for a Python int outside an integer tile's range: a comparison is exact
     (made here in int64), arithmetic (and td.where) is an error, as NumPy raises OverflowError;
     never a silent wrap. An int argument's value is checked when the kernel is called
@@ -468,7 +468,7 @@ def _literals_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DType:
 def binary(name: str, a: Any, b: Any) -> TileValue:
     tvs = [to_value(a), to_value(b)]
     dtype, weak = common_dtype(tvs)
-    dtype = _literals_in_range(name, tvs, dtype)
+    dtype = _python_ints_in_range(name, tvs, dtype)
     if name in ("div", "pow") and not dtype.is_float:
         dtype = dtypes.float32
     if name in ("and", "or", "xor") and dtype.is_float:
@@ -536,7 +536,7 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
                        hint="compare to make a mask, e.g. td.where(x > 0, x, 0.0)")
     tvs = [to_value(x), to_value(y)]
     dtype, weak = common_dtype(tvs)
-    dtype = _literals_in_range("where", tvs, dtype)
+    dtype = _python_ints_in_range("where", tvs, dtype)
     shape = broadcast_shapes(current(), [c.shape, tvs[0].shape, tvs[1].shape])
     ops = [broadcast_to(c, shape)] + [broadcast_to(cast(v, dtype), shape) for v in tvs]
     return TileValue(current().emit("where", [o.value for o in ops])[0], weak)

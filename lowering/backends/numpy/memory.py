@@ -74,8 +74,8 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
             tags.append(("g", idx.axis))
         elif isinstance(idx, RangeRT):
             if idx.grid_axis is not None:
-                if n % idx.block or idx.extent != n:
-                    return None  # partial tiles, or the grid spans part of the dimension
+                if n % idx.block:
+                    return None
                 slices.append(slice(None))
                 new_shape += [n // idx.block, idx.block]
                 tags += [("g", idx.grid_axis), ("t", pos)]

@@ -8,11 +8,10 @@ the edges. JSON-serializable; every preset value says whether it is published or
 from __future__ import annotations
 
 import json
-import math
-import numbers
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from tiledsl.checks import is_int, is_number
 from tiledsl.dtypes import BY_SHORT
 from tiledsl.errors import BackendError, ConfigError
 
@@ -67,24 +66,25 @@ class Arch:
         for name in ("rows", "cols", "vector_lanes", "sram_bytes", "dma_channels",
                      "channels_per_link", "packet_bytes"):
             v = getattr(self, name)
-            self._require(name, v, _integer(v) and v >= 1, "an integer of at least 1")
+            self._require(name, v, is_int(v) and v >= 1, "an integer of at least 1")
         for name in ("clock_ghz", "link_bytes_per_cycle"):
             v = getattr(self, name)
-            self._require(name, v, _real(v) and v > 0, "a number above 0")
+            self._require(name, v, is_number(v, finite=True) and v > 0, "a number above 0")
         for name in ("op_overhead_cycles", "hop_latency_cycles", "transfer_overhead_cycles"):
             v = getattr(self, name)
-            self._require(name, v, _real(v) and v >= 0, "a number of at least 0")
+            self._require(name, v, is_number(v, finite=True) and v >= 0, "a number of at least 0")
         macs = self.macs_per_cycle
         self._require("macs_per_cycle", macs, isinstance(macs, dict) and "f32" in macs
                       and set(macs) <= set(BY_SHORT),
                       f"a dict of MACs per cycle by dtype ({', '.join(sorted(BY_SHORT))}) with "
                       "an 'f32' rate (used for the dtypes it does not list)")
         for dtype, rate in macs.items():
-            self._require(f"macs_per_cycle[{dtype!r}]", rate, _real(rate) and rate > 0,
+            self._require(f"macs_per_cycle[{dtype!r}]", rate,
+                          is_number(rate, finite=True) and rate > 0,
                           "a number above 0")
         mma = self.min_mma
         self._require("min_mma", mma, isinstance(mma, (tuple, list)) and len(mma) == 3
-                      and all(_integer(x) and x >= 1 for x in mma),
+                      and all(is_int(x) and x >= 1 for x in mma),
                       "three integers (m, n, k) of at least 1")
         self._require("multicast", self.multicast, isinstance(self.multicast, bool),
                       "True or False")
@@ -102,16 +102,17 @@ class Arch:
                           and d.name not in names, "a non-empty name no other channel has")
             names.add(d.name)
             self._require(f"dram[{i}].attach", d.attach, isinstance(d.attach, (tuple, list))
-                          and len(d.attach) == 2 and all(_integer(x) for x in d.attach)
+                          and len(d.attach) == 2 and all(is_int(x) for x in d.attach)
                           and 0 <= d.attach[0] < self.rows and 0 <= d.attach[1] < self.cols,
                           f"a PE (row, col) of the {self.rows}x{self.cols} grid")
             self._require(f"dram[{i}].bytes_per_cycle", d.bytes_per_cycle,
-                          _real(d.bytes_per_cycle) and d.bytes_per_cycle > 0, "a number above 0")
+                          is_number(d.bytes_per_cycle, finite=True) and d.bytes_per_cycle > 0,
+                          "a number above 0")
             self._require(f"dram[{i}].latency_cycles", d.latency_cycles,
-                          _real(d.latency_cycles) and d.latency_cycles >= 0,
+                          is_number(d.latency_cycles, finite=True) and d.latency_cycles >= 0,
                           "a number of at least 0")
             self._require(f"dram[{i}].min_burst_bytes", d.min_burst_bytes,
-                          _integer(d.min_burst_bytes) and d.min_burst_bytes >= 0,
+                          is_int(d.min_burst_bytes) and d.min_burst_bytes >= 0,
                           "an integer of at least 0")
 
     def _require(self, name: str, value: Any, ok: bool, rule: str) -> None:
@@ -165,14 +166,6 @@ class Arch:
         except ValueError as e:
             raise ConfigError(f"spatial architecture: not valid JSON: {e}") from None
         return cls.from_dict(d)
-
-
-def _integer(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _real(v: Any) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _check_keys(cls: type, d: Any, what: str) -> None:
