@@ -28,12 +28,16 @@ def _cdiv(a: int, b: int) -> int:
 
 
 class Executor:
-    """Runs `fn` under `config`; with `programs` (rows of grid indices) only those programs run,
-    stacked on one prefix axis (how the spatial backend executes each PE's share)."""
+    """Runs `fn` under `config`; with `programs` (rows of grid indices) only those programs of
+    grid number `phase` run, stacked on one prefix axis, and the other grids not at all (how
+    the spatial backend executes each PE's share of one phase)."""
 
-    def __init__(self, fn: Function, config: Config, programs: np.ndarray | None = None) -> None:
+    def __init__(self, fn: Function, config: Config, programs: np.ndarray | None = None,
+                 phase: int = 0) -> None:
         self.fn = fn
         self.programs = programs
+        self.phase = phase
+        self.grids_seen = 0
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
         self.rank = 0  # number of grid axes while inside a grid
         self.grid_sizes: tuple[int, ...] = ()
@@ -49,6 +53,7 @@ class Executor:
         """Run on `args`; host allocations listed in `tensors` reuse those arrays (so several
         runs over different programs fill the same outputs)."""
         self.tensors = tensors or {}
+        self.grids_seen = 0
         env: Env = {}
         for v, a in zip(self.fn.args, args):
             if isinstance(v.type, TensorType):
@@ -70,7 +75,9 @@ class Executor:
             elif op.name in ELEMENTWISE:
                 outs = [apply(op.name, [env[o] for o in op.operands], op.result.type.dtype.np)]  # type: ignore[union-attr]
             elif op.name == "grid":
-                self.grid(op, env)
+                if self.programs is None or self.grids_seen == self.phase:
+                    self.grid(op, env)
+                self.grids_seen += 1
                 continue
             elif op.name == "for":
                 outs = self.loop(op, env)

@@ -1,6 +1,6 @@
 """The spatial dataflow backend: the mapper emits a dataflow config for a parameterized PE
-array; `run` executes its compute steps on the data and `simulate` times it on the C++
-event-driven simulator (csrc/)."""
+array (one per top-level grid: phases that run in order); `run` executes its compute steps on
+the data and `simulate` times it on the C++ event-driven simulator (csrc/)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,33 @@ from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
 from lowering.backends.spatial.engine import Program, SimReport, check_trace_path
 from lowering.backends.spatial.functional import execute
-from lowering.backends.spatial.mapper import Mapping
+from lowering.backends.spatial.mapper import SCHEMA_VERSION, Mapping, grids
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function
+from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.types import TensorType, TileType
 
 DEFAULT_ARCH = "generic-8x8"
 
 
 def dataflow_config(fn: Function, config: Config, arch: str | Arch | None = None) -> dict[str, Any]:
-    return Mapping(fn, config, preset(arch or DEFAULT_ARCH)).build()
+    """The kernel's dataflow config: one grid maps to one config; several grids map to a
+    sequence of them (phases) that run one after another, as TT-Metalium enqueues programs and
+    MLIR-AIE runtime sequences do."""
+    a = preset(arch or DEFAULT_ARCH)
+    count = len(grids(fn))
+    if count == 1:
+        return Mapping(fn, config, a).build()
+    return {"version": SCHEMA_VERSION, "kernel": fn.name, "ir_hash": ir_hash(fn),
+            "config": config.to_dict(), "arch": a.name, "timing": a.timing,
+            "phases": [Mapping(fn, config, a, phase=i).build() for i in range(count)]}
+
+
+def phases(dataflow: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configs of a dataflow config's phases, in the order they run."""
+    return dataflow["phases"] if "phases" in dataflow else [dataflow]
 
 
 def _dot_dtype(fn: Function) -> str:
@@ -38,30 +53,67 @@ def _dot_dtype(fn: Function) -> str:
     return "f32"
 
 
-def report(fn: Function, dataflow: dict[str, Any], arch: Arch, raw: dict[str, Any]) -> SimReport:
-    """The simulator's raw numbers with the roofline bound and traffic minimums added."""
-    macs = sum(step["op"]["macs"] for a in dataflow["agents"] for step in _flat(a["program"])
-               if "op" in step)
+def report(fn: Function, runs: list[tuple[dict[str, Any], dict[str, Any]]], arch: Arch
+           ) -> SimReport:
+    """The simulator's raw numbers for each phase's (dataflow config, result), added up as
+    phases run one after another, with the roofline bound and traffic minimums added. A phase
+    cannot beat its own roofline bound, so the kernel's bound is the sum of its phases'."""
     dtype = _dot_dtype(fn)
     peak = arch.peak_macs(dtype)
-    dram_bytes = int(sum(d["bytes"] for d in raw["drams"]))
-    link_bytes = int(max((link["bytes"] for link in raw["links"]), default=0))
+    several = len(runs) > 1
+    macs, cycles, events, dram_bytes = 0, 0.0, 0, 0
+    totals = {"compute": 0.0, "dram": 0.0, "noc": 0.0}
+    bound = 0.0
+    agents: list[dict[str, Any]] = []
+    trace: list[tuple] = []
+    links: dict[str, dict[str, Any]] = {}
+    drams: dict[str, dict[str, Any]] = {}
+    sram: dict[str, int] = {}
+    for i, (dataflow, raw) in enumerate(runs):
+        prefix = f"phase{i}." if several else ""
+        phase_macs = sum(step["op"]["macs"] for a in dataflow["agents"]
+                         for step in _flat(a["program"]) if "op" in step)
+        phase_dram = int(sum(d["bytes"] for d in raw["drams"]))
+        terms = {"compute": phase_macs / peak if peak else 0.0,
+                 "dram": phase_dram / arch.dram_bytes_per_cycle,
+                 "noc": max((link["bytes"] for link in raw["links"]), default=0)
+                 / arch.link_bytes_per_cycle}
+        bound += max(terms.values())
+        for k, v in terms.items():
+            totals[k] += v
+        trace += [(a + len(agents), kind, start + cycles, end + cycles, amount)
+                  for a, kind, start, end, amount in raw.get("trace", [])]
+        agents += [{**a, "name": prefix + a["name"], "finish": a["finish"] + cycles}
+                   for a in raw["agents"]]
+        for link in raw["links"]:  # the same physical link in every phase: "linkN:[r, c]D"
+            name = link["name"].split(":", 1)[-1] if several else link["name"]
+            merged = links.setdefault(name, {**link, "name": name, "bytes": 0, "busy": 0.0})
+            merged["bytes"] += link["bytes"]
+            merged["busy"] += link["busy"]
+        for d in raw["drams"]:
+            merged = drams.setdefault(d["name"], {**d, "bytes": 0, "busy": 0.0})
+            merged["bytes"] += d["bytes"]
+            merged["busy"] += d["busy"]
+        used: dict[str, int] = {}
+        for b in dataflow["buffers"]:
+            key = f"{b['pe'][0]},{b['pe'][1]}"
+            used[key] = used.get(key, 0) + b["bytes"] * b["depth"]
+        for key, n in used.items():  # phases reuse the SRAM: a PE's peak is its largest phase's
+            sram[key] = max(sram.get(key, 0), n)
+        macs += phase_macs
+        dram_bytes += phase_dram
+        cycles += float(raw["cycles"])
+        events += int(raw["events"])
     compulsory = 0
-    for t in dataflow["tensors"]:
+    for t in runs[0][0]["tensors"] if runs else []:
         size = int(np.prod(t["shape"])) * _bits(t["dtype"]) // 8
         compulsory += size * {"input": 1, "output": 1, "inout": 2}.get(t["role"], 0)
-    terms = {"compute": macs / peak if peak else 0.0,
-             "dram": dram_bytes / arch.dram_bytes_per_cycle,
-             "noc": link_bytes / arch.link_bytes_per_cycle}
-    kind = max(terms, key=lambda k: terms[k])
-    sram: dict[str, int] = {}
-    for b in dataflow["buffers"]:
-        key = f"{b['pe'][0]},{b['pe'][1]}"
-        sram[key] = sram.get(key, 0) + b["bytes"] * b["depth"]
-    return SimReport(fn.name, arch.name, dataflow["timing"], float(raw["cycles"]), int(raw["events"]),
-                     int(macs), peak, dram_bytes, compulsory, link_bytes, terms[kind], kind, sram,
-                     raw["agents"], raw["links"], raw["drams"], arch.clock_ghz,
-                     list(raw.get("trace", [])))
+    kind = max(totals, key=lambda k: totals[k])
+    return SimReport(fn.name, arch.name, arch.timing, cycles, events, int(macs), peak,
+                     dram_bytes, compulsory,
+                     int(max((link["bytes"] for link in links.values()), default=0)),
+                     bound, kind, sram, agents, list(links.values()),
+                     list(drams.values()), arch.clock_ghz, trace)
 
 
 def _flat(steps: list[dict]) -> list[dict]:
@@ -93,7 +145,7 @@ class SpatialBackend:
             if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
                 raise BackendError(f"backend 'spatial' runs on NumPy arrays; argument '{v.hint}' "
                                    f"is a {type(a).__module__}.{type(a).__qualname__}")
-        return execute(fn, config, dataflow_config(fn, config, arch), args)
+        return execute(fn, config, phases(dataflow_config(fn, config, arch)), args)
 
     def simulate(self, fn: Function, config: Config, arch: str | Arch | None = None,
                  trace: bool = False, trace_path: str | os.PathLike[str] | None = None
@@ -103,8 +155,9 @@ class SpatialBackend:
         if trace_path is not None:
             check_trace_path(trace_path)
         a = preset(arch or DEFAULT_ARCH)
-        dataflow = dataflow_config(fn, config, a)
-        result = report(fn, dataflow, a, run_program(dataflow, a, trace or trace_path is not None))
+        keep = trace or trace_path is not None
+        result = report(fn, [(p, run_program(p, a, keep))
+                             for p in phases(dataflow_config(fn, config, a))], a)
         if trace_path is not None:
             result.chrome_trace(trace_path)
         return result

@@ -41,7 +41,8 @@ class SimReport:
     dram_bytes: int
     compulsory_dram_bytes: int
     busiest_link_bytes: int
-    bound_cycles: float  # max(MACs / peak, DRAM bytes / DRAM BW, busiest link bytes / link BW)
+    bound_cycles: float  # max(MACs / peak, DRAM bytes / DRAM BW, busiest link bytes / link BW),
+    # summed over the phases of a kernel with several grids
     bound_kind: str  # which term of the roofline bound is largest
     sram_peak_bytes: dict[str, int]  # per PE
     agents: list[dict[str, Any]]
@@ -64,8 +65,10 @@ class SimReport:
         return self.cycles / (self.clock_ghz * 1e3)
 
     def summary(self) -> str:
-        stall = sum(a["stall"] for a in self.agents if a["name"].startswith("compute"))
-        busy = sum(a["busy"] for a in self.agents if a["name"].startswith("compute"))
+        compute = [a for a in self.agents  # names: "compute_0_1", or "phase1.compute_0_1"
+                   if a["name"].rsplit(".", 1)[-1].startswith("compute")]
+        stall = sum(a["stall"] for a in compute)
+        busy = sum(a["busy"] for a in compute)
         return "\n".join([
             f"kernel {self.kernel} on {self.arch} ({self.timing} timing)",
             f"  cycles            {self.cycles:,.0f} ({self.microseconds:,.1f} us)",

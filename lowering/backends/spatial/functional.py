@@ -3,7 +3,8 @@
 Every compute agent lists the grid programs placed on its PE; they run with the NumPy reference
 semantics (one vectorized call per op over that PE's programs), all writing into the same output
 tensors. A program placed twice, or not at all, changes the result, so the tests catch a
-mapper that loses or duplicates work.
+mapper that loses or duplicates work. The phases of a kernel with several grids run in order,
+each reading what the ones before it stored.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from tiledsl.ir.core import Block, Function, Value
 from tiledsl.ir.types import TileType
 
 
-def execute(fn: Function, config: Config, dataflow: dict[str, Any], args: list[Any]) -> list[Any]:
+def execute(fn: Function, config: Config, phases: list[dict[str, Any]], args: list[Any]
+            ) -> list[Any]:
     allocations: dict[Value, np.ndarray] = {}
     host = Executor(fn, config)
     scalars = _host_values(fn, host, args)
@@ -27,10 +29,11 @@ def execute(fn: Function, config: Config, dataflow: dict[str, Any], args: list[A
             fill = [] if op.name == "tensor.empty" else [scalars[op.operands[0]]]
             allocations[op.result] = RULES[op.name](host, op, fill)[0]
     outputs = None
-    for agent in dataflow["agents"]:
-        if agent["kind"] == "compute" and agent["programs"]:
-            programs = np.asarray(agent["programs"], dtype=np.int64)
-            outputs = Executor(fn, config, programs).run(list(args), allocations)
+    for phase, dataflow in enumerate(phases):
+        for agent in dataflow["agents"]:
+            if agent["kind"] == "compute" and agent["programs"]:
+                programs = np.asarray(agent["programs"], dtype=np.int64)
+                outputs = Executor(fn, config, programs, phase).run(list(args), allocations)
     if outputs is None:  # no program at all: outputs are the (untouched) allocations
         outputs = Executor(fn, config, np.zeros((0, 1), np.int64)).run(list(args), allocations)
     return outputs

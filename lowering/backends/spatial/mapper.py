@@ -54,15 +54,20 @@ def shared_axis(load: Op, ranges: list[Value]) -> int | None:
     return free.pop() if len(free) == 1 else None
 
 
+def grids(fn: Function) -> list[Op]:
+    """The kernel's top-level grids, in program order: each is one phase of the mapping."""
+    return [op for op in fn.body.ops if op.name == "grid"]
+
+
 def can_multicast(fn: Function) -> bool:
-    """Whether any load of the kernel's 2-D grid is shared along a grid axis: otherwise the
-    multicast knob changes nothing, and the config space does not offer it."""
-    grids = [op for op in fn.body.ops if op.name == "grid"]
-    if not grids or len(grids[0].regions[0].args) != 2:
-        return False
-    ranges = list(grids[0].regions[0].args)
-    return any(shared_axis(op, ranges) is not None
-               for op in walk(grids[0].regions[0]) if op.name == "load")
+    """Whether any load of a 2-D grid is shared along a grid axis: otherwise the multicast
+    knob changes nothing, and the config space does not offer it."""
+    for grid in grids(fn):
+        ranges = list(grid.regions[0].args)
+        if len(ranges) == 2 and any(shared_axis(op, ranges) is not None
+                                    for op in walk(grid.regions[0]) if op.name == "load"):
+            return True
+    return False
 
 
 @dataclass
@@ -132,18 +137,16 @@ _BUSIEST_LIMIT = 100_000
 
 
 class Mapping:
-    """Builds the dataflow config for one (kernel, config, arch)."""
+    """Builds the dataflow config of one phase (the top-level grid number `phase`) of a
+    (kernel, config, arch); the phases of a kernel with several grids run one after another."""
 
-    def __init__(self, fn: Function, config: Config, arch: Arch) -> None:
+    def __init__(self, fn: Function, config: Config, arch: Arch, phase: int = 0) -> None:
         self.fn = fn
         self.config = config
         self.arch = arch
+        self.phase = phase
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
-        grids = [op for op in fn.body.ops if op.name == "grid"]
-        if len(grids) != 1:
-            raise ConfigError(f"the spatial mapper maps kernels with one grid, this one has "
-                              f"{len(grids)}", kernel=fn.name)
-        self.grid = grids[0]
+        self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
         self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
         self.depth = int(config.get("buffer_depth", 2))
@@ -436,7 +439,7 @@ class Mapping:
         return {
             "version": SCHEMA_VERSION, "kernel": self.fn.name, "ir_hash": ir_hash(self.fn),
             "config": self.config.to_dict(), "arch": arch.name, "timing": arch.timing,
-            "grid": self.counts, "multicast": self.multicast,
+            "phase": self.phase, "grid": self.counts, "multicast": self.multicast,
             "tensors": self._tensors(), "buffers": buffers, "semaphores": semaphores,
             "routes": self.routes, "agents": agents, "static_schedule": None,
             "links": [{"id": i, "from": [r, c], "dir": d} for (r, c, d), i in self.links.items()],

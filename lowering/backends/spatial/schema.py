@@ -17,9 +17,12 @@ def schema() -> dict[str, Any]:
 
 
 def validate(config: dict[str, Any]) -> None:
-    """Raise BackendError naming the first place where `config` breaks the schema."""
+    """Raise BackendError naming the first place where `config` breaks the schema (checked
+    against its form, one config or a sequence of phases, so the message names the place)."""
     from tiledsl.schema_check import first_violation
 
-    violation = first_violation(schema(), config)
+    form = "sequence" if isinstance(config, dict) and "phases" in config else "config"
+    branch = {k: v for k, v in schema().items() if k != "oneOf"}
+    violation = first_violation({**branch, "$ref": f"#/$defs/{form}"}, config)
     if violation:
         raise BackendError(f"dataflow config does not match its schema {violation}")

@@ -9,14 +9,14 @@ from tiledsl.ir.core import Function
 
 def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
-    shareable loads); rule out configs
-    whose buffers overflow a PE's SRAM or whose routes overflow a link's channels; estimate
-    configs' cycles analytically (`estimate.py`) so the tuner tries the best-ranked first."""
+    shareable loads); rule out configs whose buffers overflow a PE's SRAM or whose routes
+    overflow a link's channels, in any grid (phase); estimate configs' cycles analytically
+    (`estimate.py`) so the tuner tries the best-ranked first."""
     from lowering.backends.spatial.estimate import estimate_cycles
-    from lowering.backends.spatial.mapper import Mapping, can_multicast
+    from lowering.backends.spatial.mapper import Mapping, can_multicast, grids
 
-    grids = [op for op in fn.body.ops if op.name == "grid"]
-    two_d = bool(grids) and len(grids[0].regions[0].args) == 2
+    phases = range(len(grids(fn)))
+    two_d = any(len(g.regions[0].args) == 2 for g in grids(fn))
     space = space.with_param(Param("fold", ("rows", "linear") if two_d else ("linear",),
                                    "rows" if two_d else "linear",
                                    "grid -> PE placement: by grid row/column, or round robin"))
@@ -27,18 +27,24 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                                    "when some load is shared along a grid axis)"))
 
     def fits(c: Config) -> str | None:
-        return Mapping(fn, c, arch).check(memo=True)
+        for i in phases:
+            why = Mapping(fn, c, arch, phase=i).check(memo=True)
+            if why is not None:
+                return why if len(phases) == 1 else f"grid {i + 1}: {why}"
+        return None
 
     space = space.with_constraint(Constraint(f"fits-{arch.name}", fits))
 
     def multicast_idle(c: Config) -> str | None:
-        if c.get("multicast", True) or Mapping(fn, c, arch).multicast_possible:
+        if c.get("multicast", True) or \
+                any(Mapping(fn, c, arch, phase=i).multicast_possible for i in phases):
             return None
         return ("multicast=False maps as multicast=True does here: this fold and grid share no "
                 "operand along whole PE rows or columns")
 
     space = space.with_redundancy(Constraint("multicast-idle", multicast_idle))
-    space = space.with_estimate(lambda c: estimate_cycles(Mapping(fn, c, arch)))
+    space = space.with_estimate(  # phases run one after another
+        lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
     # Default: the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
     # operands and amortize per-transfer costs; `default()` then need not scan the space.
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
