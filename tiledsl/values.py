@@ -452,11 +452,11 @@ def _python_ints_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DTyp
     for v in tvs:
         n = _int_literal(v)
         if n is None and v.weak and v.dtype.is_int and dtype.bits < 64 and \
-                name in ("eq", "ne", "lt", "le", "gt", "ge"):
+                name in _COMPARISONS:
             dtype = dtypes.int64  # an int argument's value is not known here: compare exactly
         if n is None or _fits(n, dtype):
             continue
-        if name in ("eq", "ne", "lt", "le", "gt", "ge") and _fits(n, dtypes.int64):
+        if name in _COMPARISONS and _fits(n, dtypes.int64):
             dtype = dtypes.int64
         else:
             current().fail(DTypeError, f"the Python integer {n} is out of range for {dtype} "
@@ -465,10 +465,45 @@ def _python_ints_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DTyp
     return dtype
 
 
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _float_meets_ints(tvs: list[TileValue]) -> bool:
+    """Whether a Python float (weak) meets integer or bool tiles and no float tile."""
+    return any(v.weak and v.dtype.is_float for v in tvs) and \
+        not any(not v.weak and v.dtype.is_float for v in tvs)
+
+
+def _int_power(base: TileValue, exponent: TileValue) -> TileValue | None:
+    """`x ** n` for an integer or bool tile and a Python int n >= 0: exact, in the tile's
+    integer dtype (as NumPy), by repeated squaring; None when this rule does not apply."""
+    n = _int_literal(exponent)
+    if base.weak or base.dtype.is_float or n is None:
+        return None
+    if n < 0:
+        current().fail(DTypeError, f"an integer tile to the negative power {n} (NumPy raises "
+                       "ValueError)", hint="cast the tile to a float dtype first")
+    if base.dtype.is_bool:
+        base = cast(base, dtypes.int32)
+    result: TileValue | None = None
+    square = base
+    while n:
+        if n & 1:
+            result = square if result is None else binary("mul", result, square)
+        n >>= 1
+        if n:
+            square = binary("mul", square, square)
+    return result if result is not None else binary("add", binary("mul", base, 0), 1)
+
+
 def binary(name: str, a: Any, b: Any) -> TileValue:
     tvs = [to_value(a), to_value(b)]
+    if name == "pow" and (power := _int_power(*tvs)) is not None:
+        return power
     dtype, weak = common_dtype(tvs)
     dtype = _python_ints_in_range(name, tvs, dtype)
+    if name in _COMPARISONS and _float_meets_ints(tvs):
+        dtype = dtypes.float64  # exact for every int32 (as NumPy compares): x == 16777217.0
     if name in ("div", "pow") and not dtype.is_float:
         dtype = dtypes.float32
     if name in ("and", "or", "xor") and dtype.is_float:

@@ -195,8 +195,10 @@ def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[T
 
 
 def reduce_dtype(kind: str, d: DType) -> DType:
+    """A sum of 16-bit floats is float32, and of ints or bools int64 (as NumPy: it never
+    wraps at the input's width); a mean of ints is float32."""
     if kind == "sum":
-        return dtypes.accumulator(d)
+        return dtypes.accumulator(d) if d.is_float else dtypes.int64
     if kind == "mean":
         return dtypes.accumulator(d) if d.is_float else dtypes.float32
     return d

@@ -1,0 +1,103 @@
+"""Integer semantics that follow NumPy on every backend: sums of ints do not wrap, an integer
+tile to a Python int power stays an exact integer, and comparisons with a Python float do not
+round the integers first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import under_configs
+
+BACKENDS = ["numpy", "triton-interpret", "spatial"]
+
+
+@td.tile_kernel
+def row_totals(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.int64)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=td.int64)
+        for tn in td.tile(n):
+            acc += td.sum(x[tm, tn], axis=1)
+        out[tm] = acc
+    return out
+
+
+@td.tile_kernel
+def powers(x):
+    n, = x.shape
+    cube = td.empty((n,), dtype=x.dtype)
+    square = td.empty((n,), dtype=x.dtype)
+    one = td.empty((n,), dtype=x.dtype)
+    for t in td.tile(n):
+        v = x[t]
+        cube[t] = v ** 3
+        square[t] = v ** 2
+        one[t] = v ** 0
+    return cube, square, one
+
+
+@td.tile_kernel
+def compare_with_floats(x):
+    n, = x.shape
+    eq = td.empty((n,), dtype=td.bool_)
+    gt = td.empty((n,), dtype=td.bool_)
+    le = td.empty((n,), dtype=td.bool_)
+    for t in td.tile(n):
+        v = x[t]
+        eq[t] = v == 16777216.0
+        gt[t] = v > 16777216.5
+        le[t] = v <= -2.5
+    return eq, gt, le
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sums_of_ints_are_int64_and_never_wrap(backend: str) -> None:
+    x = np.random.default_rng(0).integers(2**29, 2**30, size=(21, 45)).astype(np.int32)
+    want = x.sum(axis=1, dtype=np.int64)  # about 45 * 2**29.5: far past int32
+    for _config, out in under_configs(row_totals, (x,), backend):
+        assert np.array_equal(out, want)
+
+
+def test_the_sum_of_small_ints_and_bools_is_int64() -> None:
+    for dtype in ("i8", "i16", "i32", "i1"):
+        text = row_totals.source(np.ones((4, 5), dtype=np.dtype(
+            {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i1": np.bool_}[dtype])),
+            target="ir")
+        assert f'kind = "sum"}} : tile<B0xi64>' in text, text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_int_tile_to_an_int_power_is_exact(backend: str) -> None:
+    x = np.random.default_rng(1).integers(-1500, 1500, size=77).astype(np.int32)
+    x[:3] = [16777217, -46341, 0]  # cubes that wrap in int32, as NumPy's do
+    cube, square, one = powers.run(x, backend=backend)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(cube, x ** 3) and np.array_equal(square, x ** 2)
+    assert np.array_equal(one, np.ones_like(x)) and cube.dtype == np.int32
+
+
+def test_an_int_tile_to_a_negative_power_is_an_error() -> None:
+    @td.tile_kernel
+    def inverse(x):
+        n, = x.shape
+        out = td.empty((n,), dtype=td.float32)
+        for t in td.tile(n):
+            out[t] = x[t] ** -1
+        return out
+
+    with pytest.raises(td.DTypeError, match="negative power -1"):
+        inverse(np.arange(1, 9, dtype=np.int32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_comparisons_with_python_floats_do_not_round_the_ints(backend: str) -> None:
+    x = np.random.default_rng(2).integers(-10, 10, size=45).astype(np.int32)
+    x[:4] = [16777217, 16777216, 16777215, -3]  # 16777217 rounds to 16777216.0 in float32
+    eq, gt, le = compare_with_floats.run(x, backend=backend)
+    wide = x.astype(np.float64)
+    assert np.array_equal(eq, wide == 16777216.0)
+    assert np.array_equal(gt, wide > 16777216.5)
+    assert np.array_equal(le, wide <= -2.5)
