@@ -26,9 +26,18 @@ def _erf_array(x: np.ndarray) -> np.ndarray:
     return _erf(np.asarray(x, dtype=np.float64)).astype(np.float64)
 
 
+def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """np.power, elementwise as C's pow: NumPy computes a power whose exponent is one broadcast
+    0.5 as a square root ((-inf) ** 0.5 is then NaN, not inf), so a tile exponent is
+    materialized, and layouts cannot change results. (A constant `x ** 0.5` is a square root:
+    executor.py.)"""
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+    return np.power(x, np.array(np.broadcast_to(y, shape)))
+
+
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power,
+    "floordiv": np.floor_divide, "mod": np.mod, "pow": _power,
     "maximum": np.maximum, "minimum": np.minimum,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,

@@ -197,6 +197,21 @@ def _dot(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [np.matmul(xs[0].astype(dtype, copy=False), xs[1].astype(dtype, copy=False))]
 
 
+@rule("pow")
+def _pow(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    """`x ** 0.5` with a constant 0.5 is a square root, as NumPy's `x ** 0.5` and the Triton
+    backend compute it: (-inf) ** 0.5 is NaN and (-0.0) ** 0.5 is -0.0. np.power, which a
+    tile exponent gets, gives inf and 0.0."""
+    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+    exponent = op.operands[1]
+    while exponent.owner is not None and exponent.owner.name == "broadcast":
+        exponent = exponent.owner.operands[0]
+    if exponent.owner is not None and exponent.owner.name == "const" \
+            and exponent.owner.attrs["value"] == 0.5:
+        return [apply("sqrt", xs[:1], dtype)]
+    return [apply("pow", xs, dtype)]
+
+
 @rule("reduce")
 def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     kind, keep = op.attrs["kind"], op.attrs["keepdims"]

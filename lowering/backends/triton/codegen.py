@@ -13,7 +13,8 @@ import math
 import weakref
 from dataclasses import dataclass
 
-from lowering.backends.triton.emit import KernelParam, KernelEmitter, Namer, literal
+from lowering.backends.triton.casts import literal
+from lowering.backends.triton.emit import KernelParam, KernelEmitter, Namer
 from lowering.backends.triton.helpers import HELPERS
 from tiledsl.config import Config
 from tiledsl.dtypes import DType

@@ -9,12 +9,12 @@ some ops need. codegen.py assembles the kernels and the launcher into a module.
 from __future__ import annotations
 
 import keyword
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowering.backends.triton.helpers import HELPERS
+from lowering.backends.triton.casts import convert, literal, reduce_in_f32, tl_dtype
+from lowering.backends.triton.helpers import HELPERS, small_power
 from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
@@ -23,9 +23,6 @@ from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
-TL_DTYPE = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64",
-            "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
-            "i1": "tl.int1"}
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
              "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _CALL1 = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "sqrt": "tl.sqrt",
@@ -50,20 +47,6 @@ def padded(d: int) -> int:
 def tl_dot_takes(d: DType) -> bool:
     """Whether tl.dot takes operands of dtype d: floats, and int8 only among integers."""
     return d.is_float or d.short == "i8"
-
-
-def tl_dtype(d: DType) -> str:
-    return TL_DTYPE[d.short]
-
-
-def literal(value: Any) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return 'float("nan")'
-        if math.isinf(value):
-            return 'float("inf")' if value > 0 else '-float("inf")'
-        return repr(value)
-    return repr(value)
 
 
 @dataclass
@@ -340,13 +323,10 @@ class KernelEmitter:
             src = op.operands[0]
             if self.scalar_types.get(src) == rt.dtype:
                 self.alias(op, args[0])  # the launcher already passes it in this dtype
-            elif src in self.params and src not in self.names:  # a Python number when interpreted
-                self.assign(op, f"tl.cast({args[0]}, {tl_dtype(rt.dtype)})", indent)
-            elif self.interpret and rt.dtype.short == "bf16" and src.type.dtype.short == "f64":  # type: ignore[union-attr]
-                # The interpreter converts float64 to bfloat16 wrongly (triton 3.9): go via float32.
-                self.assign(op, f"{args[0]}.to(tl.float32).to(tl.bfloat16)", indent)
             else:
-                self.assign(op, f"{args[0]}.to({tl_dtype(rt.dtype)})", indent)
+                number = src in self.params and src not in self.names
+                self.assign(op, convert(args[0], src.type.dtype, rt.dtype,  # type: ignore[union-attr]
+                                        number=number), indent)
         elif name == "broadcast":
             assert isinstance(rt, TileType)
             src = op.operands[0]
@@ -428,12 +408,12 @@ class KernelEmitter:
         name = op.name
         if name in _OPERATOR:
             expr = f"{_paren(args[0])} {_OPERATOR[name]} {_paren(args[1])}"
-        elif name == "neg":
-            expr = f"-{_paren(args[0])}"
+        elif name == "neg":  # triton 3.6 negates floats as 0 - x: -(0.0) would be 0.0
+            expr = f"{_paren(args[0])} * -1.0" if t.dtype.is_float else f"-{_paren(args[0])}"
         elif name == "not":
             expr = f"~{_paren(args[0])}"
         elif name in _CALL1:
-            fn = _CALL1[name]
+            fn = _CALL1[name] + ("_f64" if name == "tanh" and t.dtype.short == "f64" else "")
             if fn.startswith("_"):
                 self.helpers.add(fn)
             expr = f"{fn}({args[0]})"
@@ -443,7 +423,8 @@ class KernelEmitter:
                 fn = f"{fn}_f"
                 self.helpers.add(fn)
                 expr = f"{fn}({args[0]}, {args[1]})"
-            elif name == "pow" and (power := _small_power(args[0], args[1])) is not None:
+            elif name == "pow" and (power := small_power(_paren(args[0]),
+                                                         _constant(op.operands[1]))):
                 expr = power
             elif name in ("maximum", "minimum") and t.dtype.is_float:
                 # NaN wins, as in NumPy (Triton's default returns the other operand).
@@ -499,7 +480,10 @@ class KernelEmitter:
         if kind in ("max", "min") and rt.dtype.is_float:
             # NaN wins, as in NumPy (tl.max and tl.min drop it on a GPU).
             self.helpers.add(f"_{kind}_nan")
-            self.assign(op, f"tl.reduce({src}, {op.attrs['axis']}, _{kind}_nan{keep})", indent)
+            f32 = reduce_in_f32(rt.dtype)
+            expr = f"tl.reduce({src}{'.to(tl.float32)' if f32 else ''}, {op.attrs['axis']}, " \
+                   f"_{kind}_nan{keep})"
+            self.assign(op, f"{expr}.to(tl.bfloat16)" if f32 else expr, indent)
             return
         if fn is None:  # mean (the pipeline lowers it; kept for completeness)
             n = x.shape[op.attrs["axis"]]
@@ -602,19 +586,12 @@ def _default_name(op: Op) -> str:
         op.name, "tmp")
 
 
-def _small_power(base: str, exponent: str) -> str | None:
-    """`x ** n` for a literal n in {-2, -1, 1, 2, 3, 4}: multiplies, as one would write by hand
-    (exact where exp2/log2 rounds, and no special cases for negative bases); `x ** 0.5`: a
-    square root, as NumPy computes it (so (-inf) ** 0.5 is NaN there too)."""
-    if not _is_literal(exponent) or "float" in exponent or exponent in ("True", "False"):
-        return None
-    n = float(exponent)
-    if n == 0.5:
-        return f"tl.sqrt({base})"
-    if n != int(n) or int(n) not in (-2, -1, 1, 2, 3, 4):
-        return None
-    product = " * ".join([_paren(base)] * abs(int(n)))
-    return product if n > 0 else f"1.0 / ({product})"
+def _constant(v: Value) -> Any:
+    """The value of a constant, possibly broadcast, else None (the NumPy backend's
+    executor.py decides `x ** 0.5` the same way)."""
+    while v.owner is not None and v.owner.name == "broadcast":
+        v = v.owner.operands[0]
+    return v.owner.attrs["value"] if v.owner is not None and v.owner.name == "const" else None
 
 
 def _is_literal(expr: str) -> bool:

@@ -1,9 +1,11 @@
 """The small `@triton.jit` functions generated kernels call where Triton has no operation with
 NumPy's semantics: Python's floor division and modulo, NumPy's power, NaN-propagating max and
-min reductions, and a tanh the interpreter can run. Only those a kernel uses are emitted, at the
-top of its module (codegen.py)."""
+min reductions, and a tanh the interpreter can run (one for float32, one for float64). Only
+those a kernel uses are emitted, at the top of its module (codegen.py)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 HELPERS = {
     "_tanh": '''
@@ -14,21 +16,38 @@ def _tanh(x):
     a = tl.abs(x)
     big = 1.0 - 2.0 / (tl.exp(2.0 * a) + 1.0)
     a2 = a * a
-    small = a * (1.0 - a2 * (1.0 / 3.0 - a2 * (2.0 / 15.0 - a2 * (17.0 / 315.0))))
-    t = tl.where(a < 0.125, small, big)
-    return tl.where(x < 0, -t, t)
+    small = x * (1.0 - a2 * (1.0 / 3.0 - a2 * (2.0 / 15.0 - a2 * (17.0 / 315.0))))
+    return tl.where(a < 0.125, small, tl.where(x < 0, -big, big))  # small keeps -0.0
+''',
+    "_tanh_f64": '''
+@triton.jit
+def _tanh_f64(x):
+    # float64 tanh as Cephes computes it (about 1 ulp): a rational function below 0.625, where
+    # 1 - 2 / (exp(2x) + 1) would cancel; _tanh's short series is for float32 only.
+    a = tl.abs(x)
+    big = 1.0 - 2.0 / (tl.exp(2.0 * a) + 1.0)
+    s = a * a
+    p = (-9.64399179425052238628e-1 * s - 9.92877231001918586564e1) * s
+    p = p - 1.61468768441708447952e3
+    q = ((s + 1.12811678491632931402e2) * s + 2.23548839060100448583e3) * s
+    q = q + 4.84406305325125486048e3
+    small = x * (1.0 + s * (p / q))  # a product keeps -0.0
+    return tl.where(a < 0.625, small, tl.where(x < 0, -big, big))
 ''',
     "_pow": '''
 @triton.jit
 def _pow(x, y):
-    # x ** y with C's (and NumPy's) rules: a negative base keeps its sign under odd integer
-    # powers and gives NaN under non-integer ones (but -inf gives inf or 0); x ** 0 and
-    # 1 ** y are 1. Nested wheres, not `&` of masks: the interpreter cannot `&` a scalar y's
-    # mask with x's.
+    # x ** y with C's (and np.power's) rules: a negative base, -0.0 included, keeps its sign
+    # under odd integer powers and gives NaN under non-integer ones (but -inf and -0.0 give
+    # inf or 0); x ** 0, 1 ** y and (-1) ** +-inf are 1. Nested wheres, not `&` of masks: the
+    # interpreter cannot `&` a scalar y's mask with x's.
     r = tl.exp2(y * tl.log2(tl.abs(x)))
     odd = tl.floor(y * 0.5) * 2.0 != y
-    fractional = tl.where(x == -float("inf"), r, float("nan"))
-    r = tl.where(x < 0, tl.where(tl.floor(y) == y, tl.where(odd, -r, r), fractional), r)
+    negative = tl.where(x == 0, 1.0 / x, x) < 0  # 1 / -0.0 is -inf
+    fractional = tl.where((x == -float("inf")) | (x == 0), r, float("nan"))
+    # r * -1.0, not -r: triton 3.6 negates as 0 - r, which loses the sign of 0.
+    r = tl.where(negative, tl.where(tl.floor(y) == y, tl.where(odd, r * -1.0, r), fractional), r)
+    r = tl.where(x == -1.0, tl.where(tl.abs(y) == float("inf"), 1.0, r), r)
     return tl.where(y == 0, 1.0, tl.where(x == 1.0, 1.0, r))
 ''',
     "_floordiv": '''
@@ -75,3 +94,18 @@ def _mod(a, b):
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 ''',
 }
+
+
+def small_power(base: str, n: Any) -> str | None:
+    """Inline `base ** n` for a constant n in {-2, -1, 1, 2, 3, 4}: multiplies, as one would
+    write by hand (exact where _pow's exp2/log2 rounds, and no special cases for negative
+    bases); for n = 0.5, a square root, as NumPy's `x ** 0.5` computes it (so (-inf) ** 0.5 is
+    NaN). `base` is parenthesized if it needs to be; None for any other n."""
+    if isinstance(n, bool) or not isinstance(n, (int, float)):
+        return None
+    if n == 0.5:
+        return f"tl.sqrt({base})"
+    if n not in (-2, -1, 1, 2, 3, 4):
+        return None
+    product = " * ".join([base] * abs(int(n)))
+    return product if n > 0 else f"1.0 / ({product})"

@@ -87,6 +87,21 @@ def _restore(snapshot: list[tuple[Any, dict]]) -> None:
                 setattr(obj, name, value)
 
 
+def _cast_to_nearest(cast_impl: Any) -> Any:
+    """The interpreter's `cast_impl`, but rounding float32 to bfloat16 to nearest even, as a
+    GPU (cvt.rn.bf16.f32), ml_dtypes and the NumPy backend do: the interpreter truncates
+    (triton 3.6 to 3.9), even under `fp_downcast_rounding="rtne"`, which reaches this cast."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    def cast(self: Any, src: Any, dst_type: Any) -> Any:
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            data = src.data.astype(ml_dtypes.bfloat16).view(np.uint16)  # bfloat16 as uint16
+            return TensorHandle(data, dst_type.scalar)
+        return cast_impl(self, src, dst_type)
+    return cast
+
+
 @contextmanager
 def interpreted_stdlib() -> Iterator[None]:
     """Let interpreted kernels call Triton's own `@jit` library (tl.sum, tl.max, tl.sigmoid...),
@@ -96,7 +111,11 @@ def interpreted_stdlib() -> Iterator[None]:
     first imported; a process that also compiles for GPUs cannot set it, so while an interpreted
     kernel runs, calls to compiled-mode functions go through the interpreter instead. The
     interpreter patches triton.language for nested calls without undoing it (triton 3.9), which
-    would break later GPU compiles in the same process: everything it changes is restored."""
+    would break later GPU compiles in the same process: everything it changes is restored.
+    Meanwhile its float32 -> bfloat16 conversion rounds to nearest even (`_cast_to_nearest`),
+    and triton 3.6's gets the `get_bf16` it lacks for bfloat16 constants (`tl.where(m, x,
+    float("inf"))` on a bfloat16 x), as triton 3.9 defines it."""
+    import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
@@ -117,13 +136,22 @@ def interpreted_stdlib() -> Iterator[None]:
             interpreted[self.fn] = InterpretedFunction(self.fn)
         return interpreted[self.fn](*args, **kwargs)
 
+    builder = interpreter.InterpreterBuilder
+    cast_impl = builder.cast_impl
     JITFunction.__call__ = call  # type: ignore[method-assign]
     interpreter._patch_lang_tensor = patch_tensor_index
+    builder.cast_impl = _cast_to_nearest(cast_impl)
+    add_bf16 = not hasattr(builder, "get_bf16")
+    if add_bf16:
+        builder.get_bf16 = lambda self, v: self.create_fp_trunc(self.get_fp32(v), tl.bfloat16)
     try:
         yield
     finally:
         JITFunction.__call__ = original  # type: ignore[method-assign]
         interpreter._patch_lang_tensor = patch_tensor
+        builder.cast_impl = cast_impl
+        if add_bf16:
+            del builder.get_bf16
         _restore(snapshot)
 
 

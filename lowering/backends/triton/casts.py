@@ -1,0 +1,54 @@
+"""Values and dtypes in generated Triton code: dtype names, literals, and conversions, with
+the detours some conversions take.
+
+Triton's interpreter keeps bfloat16 as uint16, and converts an integer, a bool or a float64 to
+bfloat16 with `astype(uint16)` (garbage). So integers and bools go to bfloat16 through float32
+on every target: exact up to 2**24, and above it the same double rounding as ml_dtypes, so a
+GPU agrees with the NumPy backend too. float64 goes through float32 for the same reasons (ml_dtypes
+rounds 1 + 2**-8 + 2**-40 to 1.0 through float32; a direct conversion gives 1.0078125). (Its
+float32 -> bfloat16 conversion truncates instead of rounding to nearest even: interpret.py
+fixes that one.) Max and min reduce bfloat16 in float32.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tiledsl.dtypes import DType
+
+TL_DTYPE = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64",
+            "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
+            "i1": "tl.int1"}
+
+
+def tl_dtype(d: DType) -> str:
+    return TL_DTYPE[d.short]
+
+
+def literal(value: Any) -> str:
+    """A Python number as Triton source (inf and NaN spelled with float())."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else '-float("inf")'
+        return repr(value)
+    return repr(value)
+
+
+def convert(expr: str, src: DType, dst: DType, *, number: bool) -> str:
+    """`expr`, of dtype `src`, converted to `dst`. `number`: `expr` is a kernel parameter that
+    the interpreter passes as a Python number, which has no `.to` (hence `tl.cast`)."""
+    def to(e: str, d: str) -> str:
+        return f"tl.cast({e}, {d})" if number else f"{e}.to({d})"
+    if dst.short == "bf16" and (not src.is_float or src.short == "f64"):
+        expr = to(expr, "tl.float32")
+    return to(expr, tl_dtype(dst))
+
+
+def reduce_in_f32(dtype: DType) -> bool:
+    """Whether a max or min reduction over `dtype` runs in float32 (exact, and cast back): for
+    bfloat16, whose uint16 bit patterns the interpreter compares, and whose NaN-propagating
+    maximum triton 3.6 returns as float32, which tl.reduce refuses."""
+    return dtype.short == "bf16"
