@@ -3,21 +3,38 @@ cost model's estimate that ranks the rest (cost.py)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 from lowering.backends.triton.cost import dot_shared_bytes, estimate_us, numel
-from lowering.backends.triton.emit import tl_dot_takes
+from lowering.backends.triton.emit import padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
-from tiledsl.ir.core import Function, walk
-from tiledsl.ir.types import TileType
+from tiledsl.ir.core import Block, Function, walk
+from tiledsl.ir.types import RangeType, TensorType, TileType
 
 MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
-MAX_PER_THREAD = 256  # values of the largest tile per thread: beyond this, registers spill
+MAX_PER_THREAD = 128  # values of the largest tile per thread: beyond this, registers spill
+                      # (a 65536-element row spilled 3264 to 4832 bytes at 256 per thread)
 DOT_MIN = 16  # tl.dot needs M, N, K >= 16
 SHARED_BYTES = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
 DEFAULT_TILE = 2048  # elements of the largest tile under the default blocks, without dots
 FP32_DOT_WORDS = 48  # per thread at 8 warps: all fp32 dots' operands and results, by default
 WORDS_PER_THREAD = 64  # of the largest tile under the default blocks, before the default
                        # number of warps doubles
+WARPS = (2, 4, 8)
+WIDE_WARPS = (16, 32)  # offered when even the smallest blocks need them (vocabulary-wide rows)
+SMS = 132  # an H100's SMs
+MIN_PROGRAMS = 4 * SMS  # the grid the default aims for: programs to hide each other's latency
+# The tensor-core GEMM defaults tried, best first (block M, N, K, warps): Triton's matmul
+# tutorial's Hopper configs and the old 64x64x64 default, all with 3 stages. The cost model
+# (cost.py) picks one, so a small problem keeps enough programs.
+MMA_CANDIDATES = ((128, 256, 64, 8), (128, 128, 64, 8), (64, 128, 64, 4), (64, 64, 64, 4))
+MMA_STAGES = 3
+ACC_WORDS = 128  # fp32 dot results per thread under the default (128x256 over 8 warps); half
+                 # when transcendental math runs on them after the loop: gemm_bias_gelu's erf
+                 # at 128x256, 8 warps spilled 120 bytes per thread on sm_90, at 128x128 none
+EPILOGUE_MATH = frozenset({"erf", "exp", "exp2", "log", "tanh", "sigmoid", "sqrt", "rsqrt"})
 
 
 def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
@@ -45,39 +62,73 @@ def _product_tile(a: TileType, b: TileType) -> TileType:
     return TileType((a.shape[0], a.shape[1], b.shape[1]), dtypes.accumulator(a.dtype))
 
 
-def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: list[str]
-                      ) -> ConfigSpace:
+def _grids(fn: Function) -> list[list[RangeType]]:
+    """The ranges of each launch grid, outermost first."""
+    return [[a.type for a in op.regions[0].args if isinstance(a.type, RangeType)]
+            for op in fn.body.ops if op.name == "grid"]
+
+
+def _programs(grids: list[list[RangeType]], blocks: dict[str, int]) -> int:
+    """Programs of the smallest grid under these blocks."""
+    return min((math.prod(-(-r.extent // (blocks[r.block] if isinstance(r.block, str)
+                                           else r.block)) for r in g) for g in grids), default=1)
+
+
+def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: list[str],
+                      grids: list[list[RangeType]]) -> ConfigSpace:
     """Default blocks that make the largest tile of a kernel without dots DEFAULT_TILE elements
     (or as near as its extents allow), as Triton's tutorials size them (1024 for a vector add,
-    whole rows a few at a time for a softmax). The generic default of 64 per dimension gives a
-    vector add 64 elements over 128 threads, and a softmax over 300 fp32 columns 64 rows of 512
-    (it spilled 3336 bytes per thread on sm_90 with 4 warps; 4 rows, none)."""
+    whole rows a few at a time for a softmax), with at least MIN_PROGRAMS programs where tiles
+    of DEFAULT_TILE elements allow (a grid block halves only where a loop block can double).
+    Loop blocks shrink first, grid blocks last: a row sum over
+    8192x4096 at 32x64 ran 256 programs on 132 SMs (the model: 49.5 us; 8x256, 1024
+    programs: 17 us). The generic default of 64 per dimension gave a softmax over 300 fp32
+    columns 64 rows of 512 (it spilled 3336 bytes per thread on sm_90 with 4 warps)."""
     params = _block_params(space, symbols)
     blocks = {s: p.default for s, p in params.items()}
     if not tiles or not blocks:
         return space
+    in_grid = {r.block for g in grids for r in g if isinstance(r.block, str)}
 
-    def largest() -> TileType:
-        return max(tiles, key=lambda t: numel(t, blocks))
+    def largest(b: dict[str, int]) -> TileType:
+        return max(tiles, key=lambda t: numel(t, b))
 
-    def step(sym: str, up: bool) -> int | None:
-        return _step(params[sym], blocks[sym], up)
+    def step(b: dict[str, int], sym: str, up: bool) -> int | None:
+        return _step(params[sym], b[sym], up)
 
-    while numel(largest(), blocks) > DEFAULT_TILE:  # halve the largest block of the largest tile
-        dims = [d for d in largest().shape if isinstance(d, str) and step(d, False)]
+    def grow(b: dict[str, int], grid_too: bool) -> dict[str, int]:
+        """Double the innermost block that keeps the largest tile within DEFAULT_TILE (a grid
+        block only if `grid_too`, and not to below MIN_PROGRAMS programs)."""
+        grown = True
+        while grown:
+            grown = False
+            for d in reversed(largest(b).shape):
+                if isinstance(d, str) and (up := step(b, d, True)) is not None:
+                    trial = {**b, d: up}
+                    if max(numel(t, trial) for t in tiles) <= DEFAULT_TILE and (
+                            d not in in_grid or grid_too and (
+                                _programs(grids, trial) >= MIN_PROGRAMS
+                                or _programs(grids, b) < MIN_PROGRAMS)):
+                        b, grown = trial, True
+                        break
+        return b
+
+    while numel(largest(blocks), blocks) > DEFAULT_TILE:  # halve the largest block, loops first
+        dims = [d for d in largest(blocks).shape if isinstance(d, str) and step(blocks, d, False)]
         if not dims:
             break
-        sym = max(dims, key=lambda d: blocks[d])
-        blocks[sym] = step(sym, False) or blocks[sym]
-    grown = True
-    while grown:  # double the innermost block that keeps the largest tile within DEFAULT_TILE
-        grown = False
-        for d in reversed(largest().shape):
-            if isinstance(d, str) and (up := step(d, True)) is not None:
-                trial = {**blocks, d: up}
-                if max(numel(t, trial) for t in tiles) <= DEFAULT_TILE:
-                    blocks, grown = trial, True
-                    break
+        sym = max(dims, key=lambda d: (blocks[d], d not in in_grid))
+        blocks[sym] = step(blocks, sym, False) or blocks[sym]
+    blocks = grow(blocks, True)
+    while _programs(grids, blocks) < MIN_PROGRAMS:  # halve the outermost grid block
+        dims = [d for d in largest(blocks).shape if d in in_grid and step(blocks, d, False)]
+        if not dims:
+            break
+        trial = grow({**blocks, dims[0]: step(blocks, dims[0], False) or blocks[dims[0]]},
+                     False)
+        if numel(largest(trial), trial) < DEFAULT_TILE:
+            break
+        blocks = trial
     return _with_default_blocks(space, params, blocks)
 
 
@@ -98,6 +149,120 @@ def _default_fp32_dot_blocks(space: ConfigSpace, dots: list[tuple[TileType, Tile
         sym = max(dims, key=lambda d: blocks[d])
         blocks[sym] = _step(params[sym], blocks[sym], False) or blocks[sym]
     return _with_default_blocks(space, params, blocks)
+
+
+def _mma_roles(dots: list[tuple[TileType, TileType]]) -> dict[str, int]:
+    """Each block symbol of the dots as an index into MMA_CANDIDATES' (M, N, K): a symbol that
+    some dot reduces over is K (attention's key block: 64, as in Triton's tutorial), one that
+    indexes some dot's rows is M, the rest N."""
+    reduced = {a.shape[1] for a, _ in dots}
+    rows = {a.shape[0] for a, _ in dots}
+    dims = {d for a, b in dots for d in (*a.shape, b.shape[1]) if isinstance(d, str)}
+    return {d: 2 if d in reduced else 0 if d in rows else 1 for d in dims}
+
+
+def _epilogue_math(fn: Function, dots: list[tuple[TileType, TileType]]) -> bool:
+    """Whether transcendental math runs on a dot result's shape outside the dot's loop (a GELU
+    epilogue), where the whole accumulator and its temporaries are live at once."""
+    results = {(a.shape[0], b.shape[1]) for a, b in dots}
+
+    def visit(block: Block) -> bool:
+        for op in block.ops:
+            if op.name == "grid" and visit(op.regions[0]):
+                return True
+            if op.name in EPILOGUE_MATH and isinstance(t := op.results[0].type, TileType) \
+                    and t.shape in results:
+                return True
+        return False
+    return visit(fn.body)
+
+
+def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, TileType]],
+                 symbols: list[str]) -> ConfigSpace:
+    """The tensor-core dots' default: of MMA_CANDIDATES (clamped to the extents) in the space
+    whose fp32 results stay within ACC_WORDS per thread, and that fill the SMs (or, if none
+    does, run the most programs), the one the cost model prices lowest (estimated resources,
+    no compile; ties, as blocks clamped to the same extents, go to fewer warps). The model alone gave a 512^3 GEMM 128x256 blocks:
+    8 programs on 132 SMs."""
+    params = _block_params(space, symbols)
+    roles = _mma_roles(dots)
+    limit = ACC_WORDS // (2 if _epilogue_math(fn, dots) else 1)
+    base = {p.name: p.default for p in space.params}
+    grids = _grids(fn)
+    fits: list[tuple[int, Config]] = []  # (programs, config)
+    for cand in MMA_CANDIDATES:
+        values = {**base, "num_warps": cand[3], "num_stages": MMA_STAGES}
+        for sym, p in params.items():
+            if sym in roles:
+                values[p.name] = min(cand[roles[sym]], max(p.choices))
+        config = space.make(values)
+        blocks = dict(zip(symbols, config.block_sizes))
+        words = sum(numel(TileType((a.shape[0], b.shape[1]), dtypes.float32), blocks)
+                    for a, b in dots)
+        if words <= limit * 32 * cand[3] and space.reason(config) is None:
+            fits.append((_programs(grids, blocks), config))
+    if not fits:
+        return space
+    most = max(n for n, _ in fits)
+    pool = [c for n, c in fits if n >= min(SMS, most)]
+    best = min(pool, key=lambda c: (estimate_us(fn, c), c.num_warps))
+    for name, value in space.values(best).items():
+        space = space.with_default(name, value)
+    return space
+
+
+def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
+    """The redundancy rule of `tma=True`: no load or store could take a tensor descriptor
+    (emit.py `descriptor`) under the config, so it generates what `tma=False` does. An access
+    can when it has 2 to 5 dimensions, each a tile (no scalar index such as a `td.grid`
+    position) or `:`, no padded constant block, boxes of at most 256 with 16 bytes or more in
+    the last, and loads whose masked lanes read zero. Strides are not known here: they count
+    as fit."""
+    boxes: list[tuple[tuple[int | str, ...], int]] = []  # (box dims, element bytes)
+    for op in walk(fn.body):
+        if op.name not in ("load", "store"):
+            continue
+        tensor = op.operands[0].type
+        assert isinstance(tensor, TensorType)
+        if not 2 <= len(tensor.shape) <= 5 or \
+                op.attrs.get("other") not in (None, 0, 0.0, False):
+            continue
+        indices = iter(op.operands[1:])
+        box: list[int | str] = []
+        for d, extent in enumerate(tensor.shape):
+            if d in op.attrs.get("full", ()):
+                box.append(padded(extent))
+                continue
+            r = next(indices).type
+            if not isinstance(r, RangeType) or \
+                    (isinstance(r.block, int) and padded(r.block) != r.block):
+                break
+            box.append(r.block)
+        else:
+            boxes.append((tuple(box), tensor.dtype.bits // 8))
+    symbols = list(fn.symbols)
+
+    def idle(c: Config) -> str | None:
+        if not c.get("tma", False):
+            return None
+        blocks = dict(zip(symbols, c.block_sizes))
+        for box, size in boxes:
+            dims = [blocks[d] if isinstance(d, str) else d for d in box]
+            if max(dims) <= 256 and dims[-1] * size >= 16:
+                return None
+        return "tma=True generates what tma=False does: no access can take a tensor descriptor"
+    return idle
+
+
+def _default_warps(space: ConfigSpace, words: int) -> ConfigSpace:
+    """The fewest warps (at least 4) holding `words` 32-bit words of the largest tile within
+    WORDS_PER_THREAD each, else the most. On sm_90, 4 warps spilled 440 bytes per thread for an
+    fp32 batched matmul, 8 none; layer norm over 32000 fp32 columns used 254 registers at 8
+    warps, 128 at 16; over 50257 (65536 words, the whole register file) every count spills,
+    32 warps least (rms norm 320 bytes vs 3264 at 8, softmax none)."""
+    choices = next(p.choices for p in space.params if p.name == "num_warps")
+    fit = [w for w in choices if w >= 4 and words <= WORDS_PER_THREAD * 32 * w]
+    return space.with_default("num_warps", min(fit) if fit else max(choices))
 
 
 def _fp32_dot_tiles(dots: list[tuple[TileType, TileType]]) -> list[TileType]:
@@ -135,11 +300,23 @@ def _with_default_blocks(space: ConfigSpace, params: dict[str, Param],
     return space
 
 
+def _words(tiles: list[TileType], dots: list[tuple[TileType, TileType]],
+           blocks: dict[str, int]) -> int:
+    """32-bit words a program holds at most: the largest tile, or all fp32 dots' operands and
+    results together (they run on FMAs, from registers)."""
+    held = [numel(t, blocks) * max(t.dtype.bits, 32) // 32 for t in tiles]
+    return max(held + [_fp32_dot_words(dots, blocks)])
+
+
 def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace:
-    """Add num_warps, num_stages and group_m, and constraints known before compiling."""
+    """Add num_warps, num_stages, group_m, tma and persistent, the constraints known before
+    compiling, the redundancy of tma, the cost model's estimate, and the default config."""
     tiles, dot_dims, dots = _facts(fn)
     symbols = list(fn.symbols)
-    space = space.with_param(Param("num_warps", (2, 4, 8), 4, "warps per program"))
+    smallest = {s: min(p.choices) for s, p in _block_params(space, symbols).items()}
+    wide = _words(tiles, dots, smallest) > WORDS_PER_THREAD * 32 * max(WARPS)
+    space = space.with_param(Param("num_warps", WARPS + (WIDE_WARPS if wide else ()), 4,
+                                   "warps per program"))
     space = space.with_param(Param("num_stages", (1, 2, 3, 4), 3, "software pipeline depth"))
     grid_2d = any(op.name == "grid" and len(op.regions[0].args) == 2 for op in fn.body.ops)
     if grid_2d:
@@ -149,28 +326,13 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
                                        "tensor descriptors (TMA on sm_90; plain loads before)"))
         space = space.with_param(Param("persistent", (False, True), False,
                                        "one program per SM, each walking many tiles"))
+        space = space.with_redundancy(Constraint("tma-idle", _tma_idle(fn)))
     for sym, p in _block_params(space, symbols).items():  # dot dimensions start at the minimum
         if sym in dot_dims and max(p.choices) < DOT_MIN:
             # A dimension shorter than tl.dot's minimum (n=5 outputs): one masked block.
             space = space.with_choices(p.name, (DOT_MIN,), DOT_MIN)
         elif sym in dot_dims and p.default < DOT_MIN:
             space = space.with_default(p.name, DOT_MIN)
-
-    if not dots:
-        space = _default_tiles_of(space, tiles, symbols)
-    else:
-        space = _default_fp32_dot_blocks(space, dots, symbols)
-
-    # Big default tiles get 8 warps: with 4, each thread would hold more than WORDS_PER_THREAD
-    # values of the largest tile, or of the fp32 dots' operands and results together (fp32 dots
-    # run on FMAs, from registers). On sm_90, 4 warps spilled 440 bytes per thread for an fp32
-    # batched matmul, 8 warps none; softmax, layer and RMS norm over 300 fp32 columns, 64 rows
-    # at a time, spilled 600 to 3144 with 4 warps and none with 8 (they now take 4 rows).
-    default_blocks = {s: p.default for s, p in _block_params(space, symbols).items()}
-    held = [numel(t, default_blocks) * max(t.dtype.bits, 32) // 32 for t in tiles]
-    held.append(_fp32_dot_words(dots, default_blocks))  # all fp32 dots together
-    if max(held, default=1) > WORDS_PER_THREAD * 32 * 4:
-        space = space.with_default("num_warps", 8)
 
     def blocks(c: Config) -> dict[str, int]:
         return dict(zip(symbols, c.block_sizes))
@@ -196,7 +358,19 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
         limit = SHARED_BYTES[arch]
         return f"{need} bytes of shared memory > {limit} on {arch}" if need > limit else None
 
-    for name, check in (("dot-min", dot_min), ("tile-size", tile_size), ("shared-memory", shared)):
+    for name, check in (("dot-min", dot_min), ("shared-memory", shared), ("tile-size", tile_size)):
         space = space.with_constraint(Constraint(name, check))
     # The cost model on resources guessed without compiling: tuners try its favourites first.
-    return space.with_estimate(lambda c: estimate_us(fn, c))
+    space = space.with_estimate(lambda c: estimate_us(fn, c))
+
+    mma = bool(dots) and all(a.dtype.is_float and a.dtype.bits <= 16 for a, _ in dots)
+    if mma:
+        picked = _default_mma(space, fn, dots, symbols)
+        if picked is not space:
+            return picked
+    if not dots:
+        space = _default_tiles_of(space, tiles, symbols, _grids(fn))
+    else:
+        space = _default_fp32_dot_blocks(space, dots, symbols)
+    default_blocks = {s: p.default for s, p in _block_params(space, symbols).items()}
+    return _default_warps(space, _words(tiles, dots, default_blocks))

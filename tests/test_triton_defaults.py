@@ -1,0 +1,119 @@
+"""The Triton backend's default configs on Hopper: Triton's tutorial configs for large 16-bit
+GEMMs, enough programs for row-wise kernels, no spills on sm_90, and no duplicate tma configs."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from support import EXAMPLE_NAMES, example, kernel_of
+
+import tiledsl as td
+
+pytest.importorskip("triton")
+
+F16 = np.float16
+
+
+def _default(name: str, *args: np.ndarray | float) -> td.Config:
+    return kernel_of(name).config_space(*args, backend="triton").default()
+
+
+def _problem(name: str, rows: int, cols: int, dtype: type) -> tuple:
+    x = np.zeros((rows, cols), dtype)
+    w = np.zeros((cols,), dtype)
+    return {"softmax": (x,), "rms_norm": (x, w), "layer_norm": (x, w, w, 1e-5),
+            "row_sum": (x,)}[name]
+
+
+@pytest.mark.parametrize("dtype", [F16, ml_dtypes.bfloat16])
+def test_large_16bit_gemm_takes_the_tutorials_hopper_config(dtype: type) -> None:
+    """128x256x64, 8 warps, 3 stages at 4096^3 (the old 64x64x64 w4: 336 us in the model,
+    this 146 us); an erf epilogue takes 128x128 (at 128x256 it spilled 120 bytes)."""
+    a = np.zeros((4096, 4096), dtype)
+    config = _default("matmul", a, a)
+    assert (config.block_sizes, config.num_warps, config.num_stages) == ((128, 256, 64), 8, 3)
+    config = _default("gemm_bias_gelu", a, a, a[0])
+    assert (config.block_sizes, config.num_warps) == ((128, 128, 64), 8)
+
+
+@pytest.mark.parametrize(("m", "k", "n", "blocks", "warps"), [
+    (2048, 2048, 2048, (128, 128, 64), 8),  # 128x256 would run 128 programs on 132 SMs
+    (1024, 1024, 1024, (64, 64, 64), 4),
+    (37, 20, 53, (64, 64, 32), 8),  # clamped to the extents' powers of two (one program)
+])
+def test_smaller_gemms_take_smaller_blocks(m: int, k: int, n: int, blocks: tuple,
+                                           warps: int) -> None:
+    config = _default("matmul", np.zeros((m, k), F16), np.zeros((k, n), F16))
+    assert (config.block_sizes, config.num_warps) == (blocks, warps)
+
+
+def test_fp32_gemm_default_is_unchanged() -> None:
+    """fp32 dots run on FMAs (input_precision="ieee"): the register-bound default stays."""
+    a = np.zeros((4096, 4096), np.float32)
+    assert _default("matmul", a, a).block_sizes == (64, 64, 64)
+
+
+@pytest.mark.parametrize("dtype", [F16, np.float32])
+def test_row_sum_fills_the_gpu(dtype: type) -> None:
+    """At least 4 programs per SM: the old 32x64 ran 256 programs (model: 49.5 us vs 14.6)."""
+    x = np.zeros((8192, 4096), dtype)
+    space = kernel_of("row_sum").config_space(x, backend="triton")
+    config = space.default()
+    assert -(-8192 // config.block_sizes[0]) >= 4 * 132
+    assert config.block_sizes[0] * config.block_sizes[1] == 2048
+    assert space.estimate(config) < space.estimate(td.Config((32, 64), num_warps=4,
+                                                             num_stages=3))
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm"])
+@pytest.mark.parametrize("dtype", [F16, np.float32])
+def test_wide_rows_do_not_spill(name: str, dtype: type) -> None:
+    """32000 columns (a 32768-word row): 16 warps (at 8, layer norm used 254 registers)."""
+    args = _problem(name, 4096, 32000, dtype)
+    assert _default(name, *args).num_warps == 16
+    reports = kernel_of(name).compile(*args, arch="sm_90")
+    assert [r.spill_bytes for r in reports] == [0]
+
+
+def test_vocabulary_rows_take_the_most_warps() -> None:
+    """50257 columns fill the register file with one fp32 row: every warp count spills for
+    layer and RMS norm; 32 spills least (rms norm fp32: 320 bytes vs 3264 at 8)."""
+    args = _problem("rms_norm", 4096, 50257, np.float32)
+    space = kernel_of("rms_norm").config_space(*args, backend="triton")
+    assert 16 in next(p.choices for p in space.params if p.name == "num_warps")
+    assert space.default().num_warps == 32
+    assert kernel_of("rms_norm").compile(*args, arch="sm_90")[0].spill_bytes <= 320
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_default_fp16_configs_do_not_spill_on_hopper(name: str) -> None:
+    args = example(name).make_inputs(np.random.default_rng(0), dtype=F16)
+    reports = kernel_of(name).compile(*args, arch="sm_90")
+    assert reports and [r.problem for r in reports] == [None] * len(reports)
+
+
+@pytest.mark.parametrize(("name", "shapes"), [
+    ("matmul", [(4096, 4096), (4096, 4096)]),
+    ("gemm_bias_gelu", [(4096, 4096), (4096, 4096), (4096,)]),
+    ("attention", [(32, 2048, 128)] * 3),
+])
+def test_large_fp16_defaults_do_not_spill_on_hopper(name: str, shapes: list) -> None:
+    args = [np.zeros(s, F16) for s in shapes]
+    assert [r.problem for r in kernel_of(name).compile(*args, arch="sm_90")] == [None]
+
+
+def test_tma_is_searched_only_where_a_descriptor_can_be_used() -> None:
+    """Attention and batched matmul index their tensors with a scalar batch position, which
+    no descriptor takes: tma=True generates what tma=False does. So do boxes over 256."""
+    a = np.zeros((1024, 1024), F16)
+    space = kernel_of("matmul").config_space(a, a, backend="triton")
+    assert space.duplicate(td.Config((128, 128, 64), tma=True)) is None
+    assert space.duplicate(td.Config((256, 256, 64), tma=True)) is None
+    assert space.duplicate(td.Config((512, 512, 64), tma=True)) is not None  # boxes > 256
+    q = np.zeros((4, 256, 64), F16)
+    for name, args in (("attention", (q, q, q)), ("batched_matmul", (q, q.swapaxes(1, 2)))):
+        space = kernel_of(name).config_space(*args, backend="triton")
+        for config in space.sample(20, seed=0):
+            assert space.duplicate(config.replace(tma=True)) is not None
+        assert space.duplicate(space.default()) is None
