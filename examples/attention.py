@@ -1,9 +1,11 @@
 """Causal attention forward with online softmax (FlashAttention): out = softmax(q k^T / sqrt(d)) v.
 
-q, k, v have shape (batch * heads, seq, d). The grid runs over the batch-heads; each program walks
-its query tiles and, for each, loops over key tiles carrying the running row max `m_i`, the running
-softmax denominator `l_i` and the unnormalized output `acc`, rescaling them whenever the max grows.
-Keys after the query are masked to -inf; the diagonal is always kept, so no valid row is empty.
+q, k, v have shape (batch * heads, seq, d). The grid runs over (batch-head, query tile) pairs, as
+in Triton's fused-attention tutorial, so there are enough programs to fill a GPU: `bh` is a tile
+of block size 1, and `bh.begin` its index. Each program loops over key tiles carrying the running
+row max `m_i`, the running softmax denominator `l_i` and the unnormalized output `acc`, rescaling
+them whenever the max grows. Keys after the query are masked to -inf; the diagonal is always
+kept, so no valid row is empty.
 """
 
 from __future__ import annotations
@@ -21,22 +23,23 @@ def attention(q, k, v):
     scale = 1.0 / math.sqrt(d)
     cdt = td.float64 if q.dtype == td.float64 else td.float32
     out = td.empty((batch, seq, d), dtype=q.dtype)
-    for bh in td.grid(batch):  # the parallel grid: one program per batch-head
-        for tq in td.tile(seq):  # a sequential loop over query tiles
-            qt = q[bh, tq, :]
-            m_i = td.full((tq,), -float("inf"), dtype=cdt)
-            l_i = td.zeros((tq,), dtype=cdt)
-            acc = td.zeros((tq, d), dtype=cdt)
-            for tk in td.tile(seq):  # a sequential loop over key tiles, carrying m_i, l_i, acc
-                s = (qt @ k[bh, tk, :].T) * scale
-                s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
-                m_new = td.maximum(m_i, td.max(s, axis=1))
-                alpha = td.exp(m_i - m_new)
-                p = td.exp(s - m_new[:, None])
-                l_i = l_i * alpha + td.sum(p, axis=1)
-                acc = acc * alpha[:, None] + p.astype(v.dtype) @ v[bh, tk, :]
-                m_i = m_new
-            out[bh, tq, :] = acc / l_i[:, None]
+    # The parallel grid: one program per (batch-head, query tile).
+    for bh, tq in td.tile(batch, seq, block_size=(1, None)):
+        b = bh.begin  # the batch-head's index (a scalar)
+        qt = q[b, tq, :]
+        m_i = td.full((tq,), -float("inf"), dtype=cdt)
+        l_i = td.zeros((tq,), dtype=cdt)
+        acc = td.zeros((tq, d), dtype=cdt)
+        for tk in td.tile(seq):  # a sequential loop over key tiles, carrying m_i, l_i, acc
+            s = (qt @ k[b, tk, :].T) * scale
+            s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
+            m_new = td.maximum(m_i, td.max(s, axis=1))
+            alpha = td.exp(m_i - m_new)
+            p = td.exp(s - m_new[:, None])
+            l_i = l_i * alpha + td.sum(p, axis=1)
+            acc = acc * alpha[:, None] + p.astype(v.dtype) @ v[b, tk, :]
+            m_i = m_new
+        out[b, tq, :] = acc / l_i[:, None]
     return out
 
 

@@ -1,9 +1,10 @@
 """Batched matrix multiplication: out[i] = a[i] @ b[i] for each batch index i.
 
-The parallel grid runs over the batch (`td.grid`, scalar indices); inside each program a
-sequential tile loop walks the output tiles of that batch entry and, nested in it, the shared
-dimension. A grid over the batch alone is always correct; it leaves parallelism on the table only
-when the batch is small and the matrices large (then tile the output in the grid instead).
+The parallel grid runs over the batch and the output tiles together: `bi` is a tile of block
+size 1 over the batch (`bi.begin` is its index), so every (batch entry, output tile) pair is its
+own program, and a small batch of large matrices still fills a GPU. Each program loops over the
+shared dimension. (A `td.grid(batch)` with a sequential loop over the output tiles inside is also
+correct, but it runs only `batch` programs.)
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ def batched_matmul(a, b):
     _, _, n = b.shape
     acc_dtype = td.float64 if a.dtype == td.float64 else td.float32
     out = td.empty((batch, m, n), dtype=a.dtype)
-    for i in td.grid(batch):  # the parallel grid: one program per batch entry
-        for tm, tn in td.tile(m, n):  # a sequential loop over the output tiles
-            acc = td.zeros((tm, tn), dtype=acc_dtype)
-            for tk in td.tile(k):  # a sequential loop over the shared dimension
-                acc += a[i, tm, tk] @ b[i, tk, tn]
-            out[i, tm, tn] = acc
+    # The parallel grid: one program per (batch entry, output tile).
+    for bi, tm, tn in td.tile(batch, m, n, block_size=(1, None, None)):
+        i = bi.begin  # the batch index (a scalar)
+        acc = td.zeros((tm, tn), dtype=acc_dtype)
+        for tk in td.tile(k):  # a sequential loop over the shared dimension
+            acc += a[i, tm, tk] @ b[i, tk, tn]
+        out[i, tm, tn] = acc
     return out
 
 
