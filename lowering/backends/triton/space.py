@@ -182,8 +182,8 @@ def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, Ti
     """The tensor-core dots' default: of MMA_CANDIDATES (clamped to the extents) in the space
     whose fp32 results stay within ACC_WORDS per thread, and that fill the SMs (or, if none
     does, run the most programs), the one the cost model prices lowest (estimated resources,
-    no compile; ties, as blocks clamped to the same extents, go to fewer warps). The model alone gave a 512^3 GEMM 128x256 blocks:
-    8 programs on 132 SMs."""
+    no compile; ties, as blocks clamped to the same extents, go to fewer warps). The model
+    alone gave a 512^3 GEMM 128x256 blocks: 8 programs on 132 SMs."""
     params = _block_params(space, symbols)
     roles = _mma_roles(dots)
     limit = ACC_WORDS // (2 if _epilogue_math(fn, dots) else 1)
