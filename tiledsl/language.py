@@ -10,6 +10,7 @@ import numpy as np
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import Loc, ShapeError, TraceError, user_loc
+from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import Dim, TensorType
 from tiledsl.tracer import current
 from tiledsl.values import (
@@ -27,6 +28,7 @@ class TileRange:
     block_sizes: tuple[int | None, ...]
     kind: str  # "tile" or "grid"
     loc: Loc | None
+    stop: TileValue | None = None  # a runtime stop (`td.tile(tq.end)`); `sizes` holds its bound
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
@@ -44,7 +46,9 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
     for s in sizes:
         if isinstance(s, TileValue):
             tr.fail(TraceError, f"td.{kind}() sizes must be known when tracing (ints from "
-                    "shapes), got a runtime value")
+                    "shapes), got a runtime value",
+                    hint="only td.tile() with one size takes a runtime value, as a loop's stop "
+                         "inside the grid (td.tile(tq.end))")
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             tr.fail(TraceError, f"td.{kind}() sizes must be ints, got {type(s).__name__} {s!r}")
         if s < 1:
@@ -54,14 +58,48 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def tile(*sizes: int, block_size: int | tuple[int | None, ...] | None = None) -> TileRange:
+def _runtime_stop(stop: TileValue) -> int:
+    """The static bound of a runtime loop stop (`td.tile(tq.end)`), which becomes its extent."""
+    tr = current()
+    if stop.shape != () or not stop.dtype.is_int:
+        tr.fail(TraceError, f"td.tile(): a runtime size must be an integer scalar, got "
+                f"{stop.dtype}{tr.describe_shape(stop.shape)}")
+    bound = interval(stop.value)
+    if bound is None:
+        tr.fail(TraceError, "td.tile(): cannot bound this runtime size when tracing",
+                hint="a runtime size is computed from tile bounds (t.begin, t.end, t.size) and "
+                     "ints with +, -, * and td.minimum/td.maximum, e.g. td.tile(tq.end) or "
+                     "td.tile(td.minimum(tq.end + 64, n))")
+    if bound[1] < 1:
+        tr.fail(ShapeError, f"td.tile(): this runtime size is at most {bound[1]}, so the loop "
+                "never runs")
+    return bound[1]
+
+
+def tile(*sizes: int | TileValue,
+         block_size: int | tuple[int | None, ...] | None = None) -> TileRange:
     """Cut each size into tiles. The outermost tile loop is the parallel grid, inner ones loop.
 
     Block sizes come from the config unless `block_size` fixes them (an int for every size, or
     a tuple with None where the config decides).
+
+    An inner loop's single size may be a runtime scalar computed from outer tiles, as in
+    `for tk in td.tile(tq.end)` (causal attention): the loop covers the tiles of
+    `[0, stop)` for each program's own `stop`, and the lanes past `stop` are out of range like
+    those past any other edge. Its static bound (here the extent of `tq`'s range) is the
+    range's extent.
     """
+    tr = current("td.tile()")
+    stop = None
+    if len(sizes) == 1 and isinstance(sizes[0], TileValue):
+        if tr.depth == "host":
+            tr.fail(TraceError, "td.tile(): the grid's sizes must be known when tracing (ints "
+                    "from shapes), got a runtime value",
+                    hint="a runtime value can only be the stop of a loop inside the grid, "
+                         "as in td.tile(tq.end)")
+        stop = sizes[0]
+        sizes = (_runtime_stop(stop),)
     ns = _sizes("tile", sizes)
-    tr = current()
     if block_size is None or isinstance(block_size, (int, np.integer)):
         blocks: tuple[int | None, ...] = (block_size,) * len(ns)  # type: ignore[assignment]
     else:
@@ -71,7 +109,8 @@ def tile(*sizes: int, block_size: int | tuple[int | None, ...] | None = None) ->
     for b in blocks:
         if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
             tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
-    return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc())
+    return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc(),
+                     stop)
 
 
 def grid(*sizes: int) -> TileRange:

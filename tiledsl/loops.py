@@ -81,7 +81,8 @@ def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
         if block is None:
             block = tr.new_symbol(size, rng.loc)  # type: ignore[assignment]
             tr.labels[block] = name  # type: ignore[index]
-        out.append(Value(RangeType(size, block), name))  # type: ignore[arg-type]
+        rt = RangeType(size, block, rng.stop is not None)  # type: ignore[arg-type]
+        out.append(Value(rt, name))
     return out
 
 
@@ -158,7 +159,11 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
         args = [Value(v.type, n) for v, n in zip(values, carried)]
         block = Block([ranges[i], *args])
         results = [Value(v.type, n) for v, n in zip(values, carried)]
-        tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
+        if rng.stop is None:
+            tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
+        else:  # the runtime stop leads the operands (`loop_stop`)
+            tr.blocks[-1].ops.append(Op("for", [rng.stop.value, *values], results, {"stop": True},
+                                        [block], rng.loc))
         with tr.region(block, "loop"):
             if i + 1 < len(ranges):
                 yielded = level(i + 1, args)

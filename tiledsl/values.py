@@ -286,7 +286,12 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
     full: list[int] = []
     for d, (it, extent) in enumerate(zip(items, t.shape)):
         if isinstance(it, Tile):
-            if it.extent != extent:
+            if it.range.stop and not it.range.indexes(extent):
+                tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime stop that can reach "
+                        f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
+                        f"(shape {t.shape})",
+                        hint=f"bound the stop: td.tile(td.minimum(stop, {extent}))")
+            if not it.range.indexes(extent):
                 tr.fail(ShapeError, f"tile '{it.label}' covers {it.extent} elements but indexes "
                         f"dimension {d} of '{t.name}', which has {extent} (shape {t.shape})",
                         hint="each tile must index a dimension of the size it was made for")

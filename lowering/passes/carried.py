@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from lowering.passes.ragged import maybe_padded
 from tiledsl import dtypes
-from tiledsl.ir.core import Function, Op, Value, walk
+from tiledsl.ir.core import Function, Op, Value, loop_stop, walk
 from tiledsl.ir.types import RangeType, TileType
 
 
@@ -46,7 +46,8 @@ class KeepCarriedLanesPass:
         r = body.args[0]
         rt = r.type
         assert isinstance(rt, RangeType)
-        if not _maybe_ragged(rt):
+        stop = loop_stop(loop)
+        if stop is None and not _maybe_ragged(rt):
             return
         lanes = Lanes(r)
         term = body.ops[-1]
@@ -58,7 +59,7 @@ class KeepCarriedLanesPass:
             if not axes:
                 continue
             if valid is None:
-                valid = in_range(r, new_ops, term)
+                valid = in_range(r, new_ops, term, stop)
             cond: Value | None = None
             for a in axes:
                 c = along(valid, a, t, new_ops, term)

@@ -11,7 +11,7 @@ axes; a reduction or a dot over them removes them.
 from __future__ import annotations
 
 from tiledsl import dtypes
-from tiledsl.ir.core import Op, Value
+from tiledsl.ir.core import Op, Value, loop_inits
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import RangeType, TileType
 
@@ -67,7 +67,7 @@ class Lanes:
             i = op.results.index(v)
             body = op.regions[0]
             inner = body.ops[-1].operands[i]  # what the inner loop yields
-            return self.of(op.operands[i]) | self.of(inner)
+            return self.of(loop_inits(op)[i]) | self.of(inner)
         return frozenset()
 
     def _load(self, op: Op) -> frozenset[int]:
@@ -95,13 +95,25 @@ def emit(ops: list[Op], name: str, operands: list[Value], t: TileType, at: Op,
     return v
 
 
-def in_range(r: Value, ops: list[Op], at: Op) -> Value:
-    """`r.index < extent`: which lanes of the range's tile are in range (a 1-D bool tile)."""
+def in_range(r: Value, ops: list[Op], at: Op, stop: Value | None = None) -> Value:
+    """`r.index < extent` (or `< stop`, a loop's runtime stop, which is at most the extent):
+    which lanes of the range's tile are in range (a 1-D bool tile)."""
     rt = r.type
     assert isinstance(rt, RangeType)
     index_t = TileType((rt.block,), dtypes.index_dtype(rt.extent))
     index = emit(ops, "tile.index", [r], index_t, at)
-    scalar = emit(ops, "const", [], TileType((), index_t.dtype), at, {"value": rt.extent})
+    if stop is None:
+        scalar = emit(ops, "const", [], TileType((), index_t.dtype), at, {"value": rt.extent})
+    else:
+        st = stop.type
+        assert isinstance(st, TileType)
+        if st.dtype != index_t.dtype:
+            wide = dtypes.int64 if dtypes.int64 in (st.dtype, index_t.dtype) else index_t.dtype
+            if index_t.dtype != wide:
+                index_t = TileType((rt.block,), wide)
+                index = emit(ops, "cast", [index], index_t, at)
+            stop = stop if st.dtype == wide else emit(ops, "cast", [stop], TileType((), wide), at)
+        scalar = stop
     extent = emit(ops, "broadcast", [scalar], index_t, at)
     return emit(ops, "lt", [index, extent], index_t.with_dtype(dtypes.bool_), at)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from tiledsl import dtypes
-from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.core import Block, Function, Op, Value, loop_stop
 from tiledsl.ir.types import RangeType, TileType
 
 # Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
@@ -39,16 +39,23 @@ class _Scope:
 
     symbolic: dict[str, Value]
     fixed: tuple[Value, ...] = ()
+    stops: tuple[tuple[Value, Value], ...] = ()  # (range, runtime stop) of `td.tile(stop)` loops
 
-    def enter(self, block: Block) -> _Scope:
-        symbolic, fixed = dict(self.symbolic), list(self.fixed)
+    def enter(self, block: Block, owner: Op | None = None) -> _Scope:
+        symbolic, fixed, stops = dict(self.symbolic), list(self.fixed), list(self.stops)
+        stop = loop_stop(owner) if owner is not None and owner.name == "for" else None
         for a in block.args:
             t = a.type
+            if stop is not None and a is block.args[0]:
+                stops.append((a, stop))
             if isinstance(t, RangeType) and isinstance(t.block, str):
                 symbolic[t.block] = a
-            elif isinstance(t, RangeType) and t.extent % t.block:
-                fixed.append(a)
-        return _Scope(symbolic, tuple(fixed))
+            elif isinstance(t, RangeType) and (t.extent % t.block or stop is not None):
+                fixed.append(a)  # a runtime stop may cut any tile
+        return _Scope(symbolic, tuple(fixed), tuple(stops))
+
+    def stop(self, r: Value) -> Value | None:
+        return next((s for a, s in self.stops if a is r), None)
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,12 @@ class MaskRaggedEdgesPass:
     def run(self, fn: Function) -> None:
         self._block(fn.body, _Scope({}))
 
-    def _block(self, block: Block, outer: _Scope) -> None:
-        scope = outer.enter(block)
+    def _block(self, block: Block, outer: _Scope, owner: Op | None = None) -> None:
+        scope = outer.enter(block, owner)
         out: list[Op] = []
         for op in block.ops:
             for region in op.regions:
-                self._block(region, scope)
+                self._block(region, scope, op)
             if op.name == "reduce" and op.attrs["kind"] == "mean":
                 out.extend(self._mean(op, scope))
                 continue
@@ -87,7 +94,7 @@ class MaskRaggedEdgesPass:
         if isinstance(dim, int):  # lanes of a constant block that ends ragged
             for r in scope.fixed:
                 if axis in Lanes(r).of(x) and not self._fill_load(x, fill):
-                    valid = along(in_range(r, out, at), axis, t, out, at)
+                    valid = along(in_range(r, out, at, scope.stop(r)), axis, t, out, at)
                     fill_v = emit(out, "broadcast", [emit(out, "const", [], TileType((), t.dtype),
                                                           at, {"value": fill})], t, at)
                     x = emit(out, "where", [valid, x, fill_v], t, at)

@@ -126,3 +126,15 @@ def use_counts(block: Block) -> dict[Value, int]:
         for o in op.operands:
             counts[o] = counts.get(o, 0) + 1
     return counts
+
+
+def loop_stop(op: Op) -> Value | None:
+    """The runtime stop of a `for` over `td.tile(stop)` (its first operand), else None. The
+    loop covers `[0, min(stop, extent))` of its range; lanes at or past the stop are out of
+    range."""
+    return op.operands[0] if op.attrs.get("stop") else None
+
+
+def loop_inits(op: Op) -> list[Value]:
+    """The initial values of a `for`'s carried values (its operands after any runtime stop)."""
+    return op.operands[1:] if op.attrs.get("stop") else op.operands

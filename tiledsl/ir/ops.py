@@ -268,7 +268,7 @@ def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[in
             continue
         idx = next(it)
         if isinstance(idx, RangeType):
-            if idx.extent != extent:
+            if not idx.indexes(extent):
                 raise ShapeError(f"a range over {idx.extent} indexes dimension {d} of size {extent}")
             shape.append(idx.block)
         elif not (isinstance(idx, TileType) and idx.shape == () and idx.dtype.is_int):
@@ -325,6 +325,10 @@ def _grid(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
 
 @_def("for", explicit_type=True, pure=False, regions=1)
 def _for(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    if attrs.get("stop"):  # a runtime stop leads the operands
+        if not ts or not (isinstance(ts[0], TileType) and ts[0].shape == () and ts[0].dtype.is_int):
+            raise IRError("for: a runtime stop must be an integer scalar")
+        ts = ts[1:]
     if res is None or list(res) != list(ts):
         raise IRError("for: results must have the types of the initial values")
     return list(res)

@@ -56,7 +56,8 @@ def parse_type(text: str) -> Type:
     kind, body = text[:-1].split("<", 1)
     parts = body.split("x")
     if kind == "range":
-        return RangeType(int(parts[0]), _dim(parts[1]))
+        block, _, flag = parts[1].partition(",")
+        return RangeType(int(parts[0]), _dim(block), flag == "stop")
     dtype = _dtype(parts[-1])
     if kind == "tensor":
         return TensorType(tuple(int(p) for p in parts[:-1]), dtype)

@@ -44,13 +44,22 @@ class TileType:
 
 @dataclass(frozen=True)
 class RangeType:
-    """The iteration space of one tile dimension: `extent` elements cut into blocks of `block`."""
+    """The iteration space of one tile dimension: `extent` elements cut into blocks of `block`.
+
+    With `stop`, a loop's runtime stop (`td.tile(tq.end)`, the `for` op's first operand) cuts
+    it, and `extent` is the stop's static bound: it may index any dimension at least that long.
+    """
 
     extent: int
     block: Dim
+    stop: bool = False
 
     def __str__(self) -> str:
-        return f"range<{self.extent}x{self.block}>"
+        return f"range<{self.extent}x{self.block}{',stop' if self.stop else ''}>"
+
+    def indexes(self, size: int) -> bool:
+        """Whether this range may index a tensor dimension of `size` elements."""
+        return self.extent == size or (self.stop and self.extent <= size)
 
 
 Type = Union[TensorType, TileType, RangeType]

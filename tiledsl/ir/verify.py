@@ -4,7 +4,7 @@ the way the DSL allows, and no block-size symbol cuts two ranges."""
 from __future__ import annotations
 
 from tiledsl.errors import IRError
-from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.core import Block, Function, Op, Value, loop_inits
 from tiledsl.ir.ops import OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
@@ -76,17 +76,24 @@ class Verifier:
             if op.name == "grid":
                 for a in op.regions[0].args:
                     self.bind_range(op, a)
+                    if isinstance(a.type, RangeType) and a.type.stop:
+                        raise self.fail(op, "a grid's ranges have static sizes")
                 self.block(op.regions[0], scope, "grid", None)
             elif op.name == "for":
                 region = op.regions[0]
                 if not region.args:
                     raise self.fail(op, "needs a range argument")
                 self.bind_range(op, region.args[0])
-                if [a.type for a in region.args[1:]] != [o.type for o in op.operands]:
+                rt = region.args[0].type
+                if isinstance(rt, RangeType) and rt.stop != bool(op.attrs.get("stop")):
+                    raise self.fail(op, "a range cut by a runtime stop needs the loop's stop "
+                                        "operand, and only such a range")
+                inits = loop_inits(op)
+                if [a.type for a in region.args[1:]] != [o.type for o in inits]:
                     raise self.fail(op, "carried arguments do not match the initial values")
                 self.block(region, scope, "loop", "yield")
                 yielded = region.ops[-1].operands if region.ops else []
-                if [v.type for v in yielded] != [o.type for o in op.operands]:
+                if [v.type for v in yielded] != [o.type for o in inits]:
                     raise self.fail(op, "yielded values do not match the carried values")
             scope.update(op.results)
         if terminator is not None and (not block.ops or block.ops[-1].name != terminator):

@@ -17,7 +17,7 @@ from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
 from tiledsl.errors import OutOfBoundsError
-from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
 Env = dict[Value, Any]
@@ -42,6 +42,7 @@ class Executor:
         self.rank = 0  # number of grid axes while inside a grid
         self.grid_sizes: tuple[int, ...] = ()
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
+        self.active: np.ndarray | None = None  # programs inside every `td.tile(stop)` loop
 
     def block_size(self, d: Dim) -> int:
         return d if isinstance(d, int) else self.blocks[d]
@@ -114,14 +115,32 @@ class Executor:
         r = region.args[0].type
         assert isinstance(r, RangeType)
         block = self.block_size(r.block)
-        carried = [env[o] for o in op.operands]
+        carried = [env[o] for o in loop_inits(op)]
         inner = dict(env)
-        for j in range(_cdiv(r.extent, block)):
+        stop = loop_stop(op)
+        if stop is None:
+            limit, trips = None, _cdiv(r.extent, block)
+        else:  # each program runs its own trip count: the longest one runs, the others idle
+            limit = np.clip(np.asarray(env[stop], dtype=np.int64), 0, r.extent)
+            trips = _cdiv(int(limit.max(initial=0)), block)
+        outer_active = self.active
+        for j in range(trips):
             begin = np.full((1,) * self.rank, j * block)
-            inner[region.args[0]] = RangeRT(r.extent, block, begin, None)
+            inner[region.args[0]] = RangeRT(r.extent, block, begin, None, limit)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
-            carried = self.block(region, inner)
+            active = None if limit is None else j * block < limit
+            if active is not None and outer_active is not None:
+                active = active & outer_active
+            self.active = outer_active if active is None or active.all() else active
+            try:
+                new = self.block(region, inner)
+            finally:
+                self.active = outer_active
+            if active is not None and not active.all():  # idle programs keep their values
+                new = [np.where(active.reshape(active.shape + (1,) * (np.ndim(n) - active.ndim)),
+                                n, c) for n, c in zip(new, carried)]
+            carried = new
         return carried
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
@@ -240,7 +259,9 @@ def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         idx = r.index()
         shape = [1] * t.rank
         shape[axis] = r.block
-        ok = (idx < r.extent).reshape(idx.shape[:-1] + tuple(shape))
+        limit = np.asarray(r.limit())
+        ok = idx < limit[..., None]
+        ok = ok.reshape(ok.shape[:-1] + tuple(shape))
         valid = ok if valid is None else valid & ok
     if valid is None or valid.all():
         return [x]
@@ -260,7 +281,7 @@ def _tile_begin(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("tile.size")
 def _tile_size(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     r: RangeRT = xs[0]
-    size = np.minimum(r.block, r.extent - r.begin)
+    size = np.minimum(r.block, r.limit() - r.begin)
     return [size.astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
 
 
@@ -282,7 +303,8 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     value = op.operands[-1].type
     assert isinstance(value, TileType)
     with _bounds(ex, op):
-        memory.store(xs[0], ex.indices(op, xs[:-1], tensor), ex.rank, value.rank, xs[-1])
+        memory.store(xs[0], ex.indices(op, xs[:-1], tensor), ex.rank, value.rank, xs[-1],
+                     ex.active)
     return []
 
 

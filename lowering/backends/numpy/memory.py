@@ -26,9 +26,14 @@ class RangeRT:
     block: int
     begin: np.ndarray  # prefix-shaped int64
     grid_axis: int | None  # the grid axis it varies along; None for a loop's range
+    stop: np.ndarray | None = None  # prefix-shaped: a `td.tile(stop)` loop's min(stop, extent)
 
     def index(self) -> np.ndarray:
         return self.begin[..., None] + np.arange(self.block)
+
+    def limit(self) -> np.ndarray | int:
+        """Where each program's in-range lanes end (prefix-shaped, or the extent)."""
+        return self.extent if self.stop is None else self.stop
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
                 if idx.begin.size != 1:
                     return None  # programs begin at different places (a subset of the grid)
                 b = int(idx.begin.flat[0])
-                if b + idx.block > n:
+                if b + idx.block > (n if idx.stop is None else min(n, int(idx.stop.min()))):
                     return None
                 slices.append(slice(b, b + idx.block))
                 new_shape.append(idx.block)
@@ -135,6 +140,9 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
             tail[pos] = ix.shape[-1]
             ix = ix.reshape(ix.shape[:-1] + tuple(tail))
             pos += 1
+            if isinstance(idx, RangeRT) and idx.stop is not None:  # lanes past a runtime stop
+                ok = ix < idx.stop.reshape(idx.stop.shape + (1,) * ntile)
+                valid = ok if valid is None else valid & ok
         elif isinstance(idx, GridScalar):
             g = [1] * rank
             g[idx.axis] = n
@@ -219,7 +227,13 @@ def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) ->
     return value
 
 
-def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: np.ndarray) -> None:
+def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: np.ndarray,
+          active: np.ndarray | None = None) -> None:
+    """Store `value`; `active` (prefix-shaped bool), if given, says which programs store (those
+    still inside every `td.tile(stop)` loop around the store)."""
+    if active is not None and not active.all():
+        scatter(arr, indices, rank, ntile, value, active.reshape(active.shape + (1,) * ntile))
+        return
     value = _last_along_unindexed(value, indices, rank)
     v = _view(arr, indices, rank)
     if v is not None:
@@ -235,9 +249,12 @@ def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: n
 
 
 def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
-            value: np.ndarray) -> None:
-    """The general store: index arrays; out-of-range elements are not written."""
+            value: np.ndarray, active: np.ndarray | None = None) -> None:
+    """The general store: index arrays; out-of-range elements (and inactive ones) are not
+    written."""
     idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
+    if active is not None:
+        valid = active if valid is None else valid & active
     shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))
     full = [np.broadcast_to(i, shape) for i in idxs]
     value = np.broadcast_to(value, shape)

@@ -19,7 +19,8 @@ from typing import Any
 
 from lowering.backends.triton.emit import padded
 from tiledsl.config import Config
-from tiledsl.ir.core import Function, walk
+from tiledsl.ir.bounds import interval
+from tiledsl.ir.core import Function, loop_stop, walk
 from tiledsl.ir.types import TensorType, TileType
 
 # An H100 SXM, as published by NVIDIA (dense).
@@ -107,11 +108,23 @@ def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
             if op.name == "for":
                 r = op.regions[0].args[0].type
                 b = blocks.get(r.block, r.block) if isinstance(r.block, str) else r.block
-                visit(op.regions[0], mult * -(-r.extent // b))
+                visit(op.regions[0], mult * _mean_trips(op, r.extent, b))
             elif op.name == "grid":
                 visit(op.regions[0], mult)
     visit(fn.body, 1)
     return out
+
+
+def _mean_trips(op: Any, extent: int, block: int) -> int:
+    """A loop's trip count, averaged over programs for a `td.tile(stop)` loop: the middle of the
+    stop's static interval (`tq.end` over [1, seq] gives about half the tiles, as causal
+    attention runs)."""
+    stop = loop_stop(op)
+    bound = None if stop is None else interval(stop)
+    if bound is None:
+        return -(-extent // block)
+    lo, hi = max(bound[0], 0), min(bound[1], extent)
+    return max(1, -(-((lo + hi) // 2) // block))
 
 
 MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory

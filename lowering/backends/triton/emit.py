@@ -19,7 +19,7 @@ from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
-from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
@@ -69,6 +69,10 @@ class _Range:
     block_expr: str  # "BLOCK_TM" or a literal
     ragged: bool  # some lanes of some tile are masked: past the extent, or padding
     padding: bool = False  # a constant block padded to a power of two (at least 16)
+    limit: str = ""  # where in-range lanes end: the extent, or a `td.tile(stop)` loop's stop
+
+    def __post_init__(self) -> None:
+        self.limit = self.limit or str(self.extent)
 
 
 class Namer:
@@ -160,17 +164,18 @@ class KernelEmitter:
         return self.params[v].name
 
     # ---- ranges ---------------------------------------------------------------------------
-    def open_range(self, r: Value, begin: str, indent: int, lines: list[str]) -> None:
+    def open_range(self, r: Value, begin: str, indent: int, lines: list[str],
+                   stop: str | None = None) -> None:
         t = r.type
         assert isinstance(t, RangeType)
         block = t.block if isinstance(t.block, int) else self.blocks[t.block]
         label = r.hint or "t"
         block_expr = self.block_expr(t.block, label) if isinstance(t.block, str) else str(block)
         # A constant block's tiles are padded (as every constant dim is, block_expr): lane j of
-        # a tile is valid when j < block and begin + j < extent.
+        # a tile is valid when j < block and begin + j < extent (or the loop's runtime stop).
         padding = isinstance(t.block, int) and padded(block) != block
-        ragged = t.extent % block != 0
-        rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding)
+        ragged = t.extent % block != 0 or stop is not None
+        rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding, stop or "")
         self.ranges[r] = rg
         rg.name = self.namer.fresh(label)
         lines.append(f"begin_{rg.name} = {begin}")
@@ -180,11 +185,11 @@ class KernelEmitter:
             lines.append(f"{offs} = {start} + tl.arange(0, {width})")
             if padding and ragged:
                 lines.append(f"mask_{rg.name} = {offs} < tl.minimum({start} + {block}, "
-                             f"{t.extent})")
+                             f"{rg.limit})")
             elif padding:
                 lines.append(f"mask_{rg.name} = {offs} < {start} + {block}")
             elif ragged:
-                lines.append(f"mask_{rg.name} = {offs} < {t.extent}")
+                lines.append(f"mask_{rg.name} = {offs} < {rg.limit}")
         for line in lines:
             self.emit(indent, line)
 
@@ -264,6 +269,8 @@ class KernelEmitter:
             rg = self.ranges[idx]
             if rg.padding:
                 return None  # a box of the padded size would move the next tiles' elements
+            if rg.limit != str(rg.extent):
+                return None  # a box is only cut at the tensor's edge, not at a runtime stop
             box.append(rg.block)
             coords.append(f"begin_{rg.name}")
         if max(box) > 256 or box[-1] * size < 16:
@@ -363,7 +370,7 @@ class KernelEmitter:
             self.alias(op, f"begin_{self.ranges[op.operands[0]].name}")
         elif name == "tile.size":
             rg = self.ranges[op.operands[0]]
-            self.assign(op, f"tl.minimum({rg.block_expr}, {rg.extent} - begin_{rg.name})", indent)
+            self.assign(op, f"tl.minimum({rg.block_expr}, {rg.limit} - begin_{rg.name})", indent)
         elif name == "load" and (desc := self.descriptor(op, op.operands[0], op.operands[1:])):
             self.assign(op, f"{desc[0]}.load([{desc[1]}])", indent)
         elif name == "store" and (desc := self.descriptor(op, op.operands[0], op.operands[1:-1])):
@@ -519,7 +526,7 @@ class KernelEmitter:
         rt = r.type
         assert isinstance(rt, RangeType)
         carried = []
-        for init, arg, res in zip(op.operands, region.args[1:], op.results):
+        for init, arg, res in zip(loop_inits(op), region.args[1:], op.results):
             name = self.carried_names[res]
             if self.value(init) != name:
                 self.emit(indent, f"{name} = {self.value(init)}")
@@ -528,9 +535,15 @@ class KernelEmitter:
         self.write_in_place(region, carried)
         block = rt.block if isinstance(rt.block, int) else self.blocks[rt.block]
         it = self.namer.fresh(f"{r.hint or 'k'}_iter")
-        self.emit(indent, f"for {it} in range(0, {-(-rt.extent // block)}):")
         label_block = self.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(block)
-        self.open_range(r, f"{it} * {label_block}", indent + 1, [])
+        stop = loop_stop(op)
+        if stop is None:
+            self.emit(indent, f"for {it} in range(0, {-(-rt.extent // block)}):")
+            self.open_range(r, f"{it} * {label_block}", indent + 1, [])
+        else:  # each program stops at its own runtime stop (at most the extent: ir/bounds.py)
+            limit = self.value(stop)
+            self.emit(indent, f"for {it} in range(0, tl.cdiv({limit}, {label_block})):")
+            self.open_range(r, f"{it} * {label_block}", indent + 1, [], limit)
         self.block(region, indent + 1)
         changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
                    if self.value(v) != c]
@@ -554,7 +567,11 @@ class KernelEmitter:
     def block(self, block: Block, indent: int) -> None:
         for op in block.ops:  # a loop's initial value is made under its carried name
             if op.name == "for":
-                for init, res in zip(op.operands, op.results):
+                stop = loop_stop(op)
+                if stop is not None and stop.owner in block.ops:
+                    label = op.regions[0].args[0].hint or "k"
+                    self.preset.setdefault(stop, self.namer.fresh(f"stop_{label}"))
+                for init, res in zip(loop_inits(op), op.results):
                     name = self.carried_names[res] = self.namer.fresh(res.hint)
                     if init.owner in block.ops and len(self.uses.get(init, [])) == 1:
                         self.preset.setdefault(init, name)

@@ -1,0 +1,194 @@
+"""Loops with a runtime stop, `for tk in td.tile(tq.end)`: each program covers the tiles of
+`[0, stop)` for its own stop, and the lanes at or past the stop are out of range like lanes past
+an extent (loads masked, reductions exact, stores dropped). Causal attention uses it to skip the
+key tiles after the query tile, as Triton's fused-attention tutorial does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import under_configs
+from tiledsl.config import Config
+from tiledsl.errors import IRError, ShapeError, TraceError
+from tiledsl.ir.parser import parse_ir
+from tiledsl.ir.printer import canonical, print_ir
+from tiledsl.ir.verify import verify
+
+BACKENDS = ["numpy", "triton-interpret"]
+
+
+@td.tile_kernel
+def sums_before_end(x):
+    """out[i] = sum(x[:end]), `end` the end of the tile holding i."""
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float64)
+    for t in td.tile(n):
+        acc = td.zeros((), dtype=td.float64)
+        for tk in td.tile(t.end):
+            acc += td.sum(x[tk].astype(td.float64))
+        out[t] = td.zeros((t,), dtype=td.float64) + acc
+    return out
+
+
+@td.tile_kernel
+def stats_before_begin(x):
+    """Per row tile: the max and the mean of x[:begin] (-inf and 0 for the first tile, whose
+    loop runs no iterations), and a store inside the loop that only running programs make."""
+    n, = x.shape
+    top = td.empty((n,), dtype=td.float32)
+    last = td.full((n,), -1.0, dtype=td.float32)
+    for t in td.tile(n):
+        m = td.full((), -float("inf"), dtype=td.float32)
+        for tk in td.tile(t.begin):
+            m = td.maximum(m, td.max(x[tk]))
+            last[t] = td.zeros((t,), dtype=td.float32) + td.mean(x[tk])
+        top[t] = td.zeros((t,), dtype=td.float32) + m
+    return top, last
+
+
+@td.tile_kernel
+def window_sums(x):
+    """Sums over a window that ends 40 past the tile, clipped at n: td.minimum bounds it."""
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float32)
+    for t in td.tile(n):
+        acc = td.zeros((), dtype=td.float32)
+        for tk in td.tile(td.minimum(t.end + 40, n)):
+            acc += td.sum(x[tk])
+        out[t] = td.zeros((t,), dtype=td.float32) + acc
+    return out
+
+
+def _ends(n: int, block: int) -> np.ndarray:
+    i = np.arange(n)
+    return np.minimum((i // block + 1) * block, n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_program_stops_at_its_own_end(backend: str) -> None:
+    x = np.random.default_rng(0).standard_normal(203).astype(np.float32)
+    prefix = np.concatenate([[0.0], np.cumsum(x.astype(np.float64))])
+    for config, out in under_configs(sums_before_end, (x,), backend, samples=3):
+        want = prefix[_ends(x.size, config.block_sizes[0])]
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12, err_msg=str(config))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lanes_past_the_stop_are_out_of_range(backend: str) -> None:
+    """The key tiles are larger than the row tiles: the stop cuts them in the middle, so max,
+    mean and sum see only the lanes before it, and a store inside the loop is made only while
+    the program's loop runs."""
+    x = np.random.default_rng(1).standard_normal(150).astype(np.float32)
+    x[::7] += 5.0  # maxima spread everywhere
+    for blocks in ((16, 64), (32, 16), (64, 128)):
+        config = Config(block_sizes=blocks)
+        top, last = stats_before_begin.run(x, backend=backend, config=config)
+        begin = np.arange(x.size) // blocks[0] * blocks[0]
+        want_top = np.array([x[:b].max() if b else -np.inf for b in begin], dtype=np.float32)
+        last_begin = (begin - 1) // blocks[1] * blocks[1]  # the last key tile before `begin`
+        want_last = np.array([x[lb:b].mean() if b else -1.0 for lb, b in zip(last_begin, begin)],
+                             dtype=np.float32)
+        np.testing.assert_array_equal(top, want_top, err_msg=str(blocks))
+        np.testing.assert_allclose(last, want_last, rtol=1e-5, atol=1e-6, err_msg=str(blocks))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_clipped_window(backend: str) -> None:
+    x = np.random.default_rng(2).standard_normal(99).astype(np.float32)
+    prefix = np.concatenate([[0.0], np.cumsum(x.astype(np.float64))])
+    for config, out in under_configs(window_sums, (x,), backend):
+        want = prefix[np.minimum(_ends(x.size, config.block_sizes[0]) + 40, x.size)]
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5, err_msg=str(config))
+
+
+def test_the_ir_keeps_the_stop_and_round_trips() -> None:
+    x = np.ones(203, dtype=np.float32)
+    text = sums_before_end.source(x, target="ir")
+    assert "{stop = true}" in text and "range<203x" in text
+    fn = parse_ir(text)
+    verify(fn)
+    assert canonical(parse_ir(print_ir(fn))) == canonical(fn)
+
+
+def test_triton_loops_to_the_stop() -> None:
+    x = np.ones(203, dtype=np.float32)
+    src = sums_before_end.source(x, target="triton", config=Config(block_sizes=(32, 64)))
+    assert "stop_tk = begin_t + t_size" in src
+    assert "in range(0, tl.cdiv(stop_tk, BLOCK_TK)):" in src
+    assert "mask_tk = offs_tk < stop_tk" in src
+
+
+def _kernel_error(kernel, *args) -> str:
+    with pytest.raises((TraceError, ShapeError)) as e:
+        kernel(*args)
+    return str(e.value)
+
+
+@td.tile_kernel
+def stop_from_a_load(x, n_valid):
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float32)
+    for t in td.tile(n):
+        acc = td.zeros((), dtype=td.float32)
+        for tk in td.tile(n_valid[0]):
+            acc += td.sum(x[tk])
+        out[t] = td.zeros((t,), dtype=td.float32) + acc
+    return out
+
+
+@td.tile_kernel
+def stop_past_the_tensor(x):
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float32)
+    for t in td.tile(n):
+        acc = td.zeros((), dtype=td.float32)
+        for tk in td.tile(t.end + 8):
+            acc += td.sum(x[tk])
+        out[t] = td.zeros((t,), dtype=td.float32) + acc
+    return out
+
+
+@td.tile_kernel
+def runtime_size_in_two_dims(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=td.float32)
+        for a, b in td.tile(tm.end, n):
+            acc += td.sum(x[tm, b], axis=1)
+        out[tm] = acc
+    return out
+
+
+@td.tile_kernel
+def never_runs(x):
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float32)
+    for t in td.tile(n, block_size=256):
+        acc = td.zeros((), dtype=td.float32)
+        for tk in td.tile(t.begin):
+            acc += td.sum(x[tk])
+        out[t] = td.zeros((t,), dtype=td.float32) + acc
+    return out
+
+
+def test_unboundable_and_misused_stops_are_clear_errors() -> None:
+    x = np.ones(50, dtype=np.float32)
+    msg = _kernel_error(stop_from_a_load, x, np.array([7], dtype=np.int32))
+    assert "stop_from_a_load" in msg and "cannot bound" in msg and "td.minimum" in msg
+    msg = _kernel_error(stop_past_the_tensor, x)
+    assert "runtime stop that can reach 58, past dimension 0 of 'x', which has 50" in msg
+    assert "td.minimum(stop, 50)" in msg
+    msg = _kernel_error(runtime_size_in_two_dims, np.ones((5, 6), dtype=np.float32))
+    assert "sizes must be known when tracing" in msg and "one size" in msg
+    msg = _kernel_error(never_runs, x)
+    assert "at most 0" in msg and "never runs" in msg
+
+
+def test_the_verifier_ties_the_stop_to_its_range() -> None:
+    text = sums_before_end.source(np.ones(203, dtype=np.float32), target="ir")
+    with pytest.raises(IRError, match="runtime stop needs the loop's stop operand"):
+        verify(parse_ir(text.replace(",stop>", ">")))
+
