@@ -192,3 +192,33 @@ def test_the_verifier_ties_the_stop_to_its_range() -> None:
     with pytest.raises(IRError, match="runtime stop needs the loop's stop operand"):
         verify(parse_ir(text.replace(",stop>", ">")))
 
+
+
+@td.tile_kernel
+def nested_stops(x):
+    """A triangle of tiles: for each tile i before the program's end, the sum of x up to the
+    end of i."""
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float64)
+    for t in td.tile(n):
+        acc = td.zeros((), dtype=td.float64)
+        for ti in td.tile(t.end):
+            for tj in td.tile(ti.end):
+                acc += td.sum(x[tj].astype(td.float64))
+        out[t] = td.zeros((t,), dtype=td.float64) + acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stop_inside_a_loop_with_a_stop(backend: str) -> None:
+    x = np.random.default_rng(3).standard_normal(90).astype(np.float32)
+    prefix = np.concatenate([[0.0], np.cumsum(x.astype(np.float64))])
+    for blocks in ((16, 32, 8), (64, 16, 32), (32, 32, 128)):
+        out = nested_stops.run(x, backend=backend, config=Config(block_sizes=blocks))
+        bt, bi = blocks[0], blocks[1]
+        want = []
+        for i in range(x.size):
+            end = min((i // bt + 1) * bt, x.size)
+            ends_i = [min(b + bi, end) for b in range(0, end, bi)]
+            want.append(sum(prefix[e] for e in ends_i))
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12, err_msg=str(blocks))
