@@ -9,14 +9,18 @@ The model follows what the simulator does with the agents the mapper builds:
   channel, and, below the channel's minimum burst, the wasted burst time.
 * A DRAM channel serves every PE it is nearest to, and a NoC link every route over it: the
   loads and stores of those PEs queue on it.
+* A multicast load is issued by the PE heading its line; inside `td.tile(stop)` loops whose
+  trip counts vary along the line, it issues the copies of the line's furthest-running program.
 * Buffers overlap transfers with compute, so a PE takes about
   `max(loads done + last compute step, first load + all compute, all stores) + last store`,
   where the loads are done when the slowest of its readers, its channel and the links its
   loads cross is; the kernel takes as long as its slowest PE.
 
-Programs differ only in whether they hold a ragged last tile along each grid axis, so the work
+Programs differ only in whether they hold a ragged last tile along each grid axis and, in
+kernels with `td.tile(stop)` loops (causal attention), in where each such loop stops, so the work
 of a program is worked out once per such class and the programs of each PE are counted by class
-(a NumPy histogram); the sequential tile loops' ragged last iterations are counted exactly.
+(a NumPy histogram); the sequential tile loops' trip counts and ragged last iterations are counted
+exactly.
 
 Measured over whole spaces (`python benchmarks/tune_spatial.py`), the estimate's rank
 correlation with the simulated cycles is 0.97 to 1.0 on generic-8x8 and 0.86 to 1.0 on
@@ -66,17 +70,23 @@ def _add(stream: Stream, count: int, nbytes: int, burst: int) -> None:
     stream.last = nbytes
 
 
-def program_work(m: Mapping, g: tuple[int, ...], burst: int) -> Work:
-    """The work of program `g` (loops counted by trip count; a ragged last iteration apart)."""
+def program_work(m: Mapping, g: tuple[int, ...], burst: int,
+                 cycles: dict[int, float] | None = None) -> Work:
+    """The work of program `g` (loops counted by its trip counts; a ragged last iteration
+    apart). `cycles` caches each segment's compute cycles across programs: the matrix and
+    vector units work on whole (padded) tiles, so they do not depend on the program."""
     work = Work()
+    cache = {} if cycles is None else cycles
 
     def walk(steps: list[Step], count: int, iters: dict[Value, int]) -> None:
         for s in steps:
             if isinstance(s, Loop):
-                rt = m.rt(s.range)
-                block = m.block(rt.block)
-                n = _cdiv(rt.extent, block)
-                if n > 1 and rt.extent % block:
+                block = m.block(m.rt(s.range).block)
+                limit = m.stops.limit(s.range, g)  # the extent, or this program's stop
+                n = _cdiv(limit, block)
+                if n == 0:
+                    continue
+                if n > 1 and limit % block:
                     walk(s.body, count * (n - 1), {**iters, s.range: 0})
                     walk(s.body, count, {**iters, s.range: n - 1})
                 else:
@@ -85,9 +95,10 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int) -> Work:
             for op in s.loads:
                 stream = work.loads.setdefault(m._op_index(op), Stream(axis=m.shared_axis(op)))
                 _add(stream, count, m.access(op, g, iters)[3], burst)
-            cycles, _ = m.compute_cost(s.compute, g, iters)
-            work.compute += count * cycles
-            work.last_compute = cycles or work.last_compute
+            if id(s) not in cache:
+                cache[id(s)] = m.compute_cost(s.compute, g, iters)[0]
+            work.compute += count * cache[id(s)]
+            work.last_compute = cache[id(s)] or work.last_compute
             for op in s.stores:
                 _add(work.stores, count, m.access(op, g, iters)[3], burst)
 
@@ -103,20 +114,29 @@ def estimate_cycles(m: Mapping) -> float:
     pes = m.pe_indices()
     index = np.arange(n)
     coords = np.unravel_index(index, counts)
-    ragged = np.zeros(n, dtype=np.int64)  # bit d: the program is the last one along axis d
-    for d, c in enumerate(counts):
-        ragged |= (coords[d] == c - 1).astype(np.int64) << d
-    classes = 1 << len(counts)
-    table = np.bincount(pes * classes + ragged, minlength=arch.pes * classes).reshape(
-        arch.pes, classes)
+    limits = m.stops.limits(coords)
+    program_class, reps = _classes(m, coords, limits)
+    classes = len(reps)
+
+    def histogram(cls: np.ndarray) -> np.ndarray:  # PE x class -> programs
+        return np.bincount(pes * classes + cls, minlength=arch.pes * classes).reshape(
+            arch.pes, classes)
+
+    table = histogram(program_class)
+    # Multicast loads in td.tile(stop) loops that vary along their line: the line's head
+    # issues, for each of its programs, the copies of the line's program that runs furthest.
+    line_ops = {m._op_index(op): a for op in m._ops("load")
+                if (a := m.line_axis(op)) is not None}
+    line_tables = {a: histogram(_line_classes(m, coords, limits.sum(axis=0), program_class, a))
+                   for a in set(line_ops.values())}
     occupied, first_program = np.unique(pes, return_index=True)
     last_program = n - 1 - np.unique(pes[::-1], return_index=True)[1]
     works: dict[tuple[int, int], Work] = {}
+    cycles: dict[int, float] = {}
 
     def work(cls: int, burst: int) -> Work:
         if (cls, burst) not in works:
-            g = tuple(c - 1 if cls >> d & 1 else 0 for d, c in enumerate(counts))
-            works[cls, burst] = program_work(m, g, burst)
+            works[cls, burst] = program_work(m, reps[cls], burst, cycles)
         return works[cls, burst]
 
     by_pe: dict[int, list[tuple[int, int]]] = {}  # PE -> (class, programs of it)
@@ -154,6 +174,15 @@ def estimate_cycles(m: Mapping) -> float:
         paths: set[tuple[int, int, str]] = set()
         store_path = set(xy_hops(pe, dram.attach))
         compute = writer = 0.0
+
+        def read(i: int, s: Stream, k: int) -> None:
+            dsts = m.destinations(pe, s.axis)
+            if dsts:  # it issues this operand's transfers
+                readers[i] = readers.get(i, 0.0) + k * time(s)
+                links = set().union(*(xy_hops(dram.attach, d) for d in dsts))
+                paths.update(links)
+                occupy(links, s, k)
+
         for cls, k in by_pe[q]:
             w = work(cls, burst)
             compute += k * w.compute
@@ -161,13 +190,15 @@ def estimate_cycles(m: Mapping) -> float:
             if w.stores.transfers:
                 occupy(store_path, w.stores, k)
             for i, s in w.loads.items():
-                dsts = m.destinations(pe, s.axis)
-                if dsts:  # it issues this operand's transfers
-                    readers[i] = readers.get(i, 0.0) + k * time(s)
-                    links = set().union(*(xy_hops(dram.attach, d) for d in dsts))
-                    paths |= links
-                    occupy(links, s, k)
-        head, tail = work(int(ragged[first]), burst), work(int(ragged[last]), burst)
+                if i not in line_ops:
+                    read(i, s, k)
+        for i, a in line_ops.items():
+            for cls in line_tables[a][q].nonzero()[0].tolist():
+                s = work(cls, burst).loads.get(i)
+                if s is not None:
+                    read(i, s, int(line_tables[a][q, cls]))
+        head = work(int(program_class[first]), burst)
+        tail = work(int(program_class[last]), burst)
         first_load = max((one(s.first) for s in head.loads.values() if s.first >= 0), default=0.0)
         last_store = one(tail.stores.last) if tail.stores.transfers else 0.0
         per_pe.append((ch, paths, list(readers.values()), first_load, compute, tail.last_compute,
@@ -177,3 +208,36 @@ def estimate_cycles(m: Mapping) -> float:
         loaded = max(readers + [channel_busy.get(ch, 0.0)] + [link_busy[x] for x in paths])
         worst = max(worst, max(loaded + last_compute, first_load + compute, writer) + last_store)
     return worst
+
+
+def _classes(m: Mapping, coords: tuple[np.ndarray, ...], limits: np.ndarray
+             ) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Each program's class and a program of each class. Programs of a class do the same work:
+    they agree on whether they are the last along each grid axis (a ragged tile) and on where
+    each td.tile(stop) loop stops for them (`limits`, a row per loop)."""
+    counts = m.counts
+    cls = np.zeros(len(coords[0]), dtype=np.int64)  # bit d: the last program along axis d
+    for d, c in enumerate(counts):
+        cls |= (coords[d] == c - 1).astype(np.int64) << d
+    if not len(limits):
+        return cls, [tuple(c - 1 if k >> d & 1 else 0 for d, c in enumerate(counts))
+                     for k in range(1 << len(counts))]
+    for r, row in zip(m.stops.loops, limits):  # refine by each loop's limit, kept dense
+        cls = np.unique(cls * (m.rt(r).extent + 1) + row, return_inverse=True)[1].reshape(-1)
+    first = np.unique(cls, return_index=True)[1]
+    return cls, [tuple(int(x[i]) for x in coords) for i in first.tolist()]
+
+
+def _line_classes(m: Mapping, coords: tuple[np.ndarray, ...], reach: np.ndarray,
+                  cls: np.ndarray, axis: int) -> np.ndarray:
+    """Programs' classes, except that a program at the head of a multicast line along grid
+    axis `axis` takes the class of the line's program with the largest `reach` (the sum of
+    its td.tile(stop) loops' limits): the head issues the copies of the line's furthest-running
+    program, which cover every other's (exactly so with one stop loop)."""
+    length = m.arch.cols if axis == 1 else m.arch.rows
+    stride = 1 if axis == 1 else m.counts[1]  # programs are numbered row-major
+    heads = np.nonzero(coords[axis] % length == 0)[0]
+    members = heads[:, None] + stride * np.arange(length)[None, :]  # whole lines (multicast)
+    out = cls.copy()
+    out[heads] = cls[members[np.arange(len(heads)), np.argmax(reach[members], axis=1)]]
+    return out

@@ -8,7 +8,9 @@ It follows the recipe real spatial compilers share (MLIR-AIE, TT-Metalium, Cereb
 - operands that programs in one PE row (column) share are multicast along it by one DMA
   (GEMM's A along rows, B along columns);
 - loop-carried values (accumulators) stay resident in SRAM, and stores drain through the writer.
-Ragged edges are exact: each transfer moves only the in-range part of its tile.
+Ragged edges are exact: each transfer moves only the in-range part of its tile, and a
+`td.tile(stop)` loop runs each program's own trip count with its last tile cut at the stop
+(`trips.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.spatial.arch import Arch
+from lowering.backends.spatial.folding import fold_loop
+from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
 from tiledsl.errors import ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
@@ -148,6 +152,7 @@ class Mapping:
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
         self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
+        self.stops = Stops(fn, self.grid, self.blocks)  # per-program trip counts of td.tile(stop)
         self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
         self.depth = int(config.get("buffer_depth", 2))
         self.steps = _structure(self.grid.regions[0])
@@ -206,6 +211,21 @@ class Mapping:
     def shared_axis(self, load: Op) -> int | None:
         """The grid axis a load does not depend on (so PEs along it share the tile), if any."""
         return shared_axis(load, list(self.ranges)) if self.multicast else None
+
+    def line_axis(self, load: Op) -> int | None:
+        """The grid axis of a multicast load in `td.tile(stop)` loops whose trip counts vary
+        along it (None for other loads): the PEs of the line sharing the load run different
+        iterations, so its copies go to those that run each one (`_line_copies`)."""
+        axis = self.shared_axis(load)
+        return axis if axis in self.stops.varying.get(load, ()) else None
+
+    def line_programs(self, pe: tuple[int, int], g: tuple[int, ...], axis: int
+                      ) -> list[tuple[tuple[int, int], tuple[int, ...]]]:
+        """Each PE of the line `pe` heads along grid axis `axis`, with the program it runs
+        while `pe` runs `g` (multicast needs whole lines: program (i, j) runs on PE
+        (i mod rows, j mod cols), so line PE d runs g shifted by d along the axis)."""
+        return [(d, tuple(x + d[axis] if a == axis else x for a, x in enumerate(g)))
+                for d in self._line(pe, axis)]
 
     # ---- NoC ------------------------------------------------------------------------------
     def link(self, r: int, c: int, d: str) -> int:
@@ -270,15 +290,15 @@ class Mapping:
             if isinstance(idx.type, RangeType):
                 block = self.block(self.rt(idx).block)
                 pos = g[self.ranges.index(idx)] if idx in self.ranges else iters[idx]
-                begin = pos * block
-                sizes.append(max(0, min(block, extent - begin)))
+                begin = pos * block  # the tile ends at the extent, or a td.tile(stop)'s stop
+                sizes.append(max(0, min(block, self.stops.limit(idx, g) - begin)))
                 out_strides.append(strides[d])
             else:  # a scalar index: a td.grid position or a constant
                 owner = idx.owner
-                if owner is not None and owner.name == "tile.begin" and owner.operands[0] in self.ranges:
-                    begin = g[self.ranges.index(owner.operands[0])]
-                elif owner is not None and owner.name == "tile.begin":
-                    begin = iters.get(owner.operands[0], 0)
+                if owner is not None and owner.name == "tile.begin":
+                    r = owner.operands[0]
+                    pos = g[self.ranges.index(r)] if r in self.ranges else iters.get(r, 0)
+                    begin = pos * self.block(self.rt(r).block)
                 elif owner is not None and owner.name == "const":
                     begin = int(owner.attrs["value"])
                 else:
@@ -323,7 +343,7 @@ class Mapping:
             t = self.rt(r)
             if t.block == d:
                 pos = g[self.ranges.index(r)] if r in self.ranges else iters[r]
-                return max(0, min(self.blocks[d], t.extent - pos * self.blocks[d]))
+                return max(0, min(self.blocks[d], self.stops.limit(r, g) - pos * self.blocks[d]))
         return self.blocks[d]
 
     # ---- resources ------------------------------------------------------------------------
@@ -428,8 +448,13 @@ class Mapping:
             readers: dict[int, list] = {self._op_index(op): [] for op in loads}
             compute: list = []
             writer: list = []
+            lines = [(op, self.line_axis(op)) for op in loads]
+            lines = [(op, a) for op, a in lines if a is not None and self.destinations(pe, a)]
             for g in programs:
                 self._program(pe, g, self.steps, {}, readers, compute, writer)
+                for op, axis in lines:
+                    self._line_copies(op, pe, self.steps, {}, self.line_programs(pe, g, axis),
+                                      readers[self._op_index(op)])
             agents.append({"id": f"compute_{tag}", "kind": "compute", "pe": list(pe),
                            "programs": [list(g) for g in programs], "program": compute})
             for i, program in readers.items():
@@ -503,14 +528,16 @@ class Mapping:
                  writer: list) -> None:
         for s in steps:
             if isinstance(s, Loop):
-                rt = self.rt(s.range)
-                block = self.block(rt.block)
-                n = _cdiv(rt.extent, block)
+                block = self.block(self.rt(s.range).block)
+                limit = self.stops.limit(s.range, g)  # the extent, or this program's stop
+                n = _cdiv(limit, block)
+                if n == 0:
+                    continue  # a td.tile(stop) loop this program runs no iterations of
                 # Iterations differ only in their copies' offsets (affine in the iteration), except
                 # a ragged last one: build the first, the second (for the offset strides) and the
-                # last, and let `_fold_loop` turn the rest into loop counts.
+                # last, and let `fold_loop` turn the rest into loop counts.
                 built = [0, 1] if n > 1 else [0]
-                if n > 2 and rt.extent % block:
+                if n > 2 and limit % block:
                     built.append(n - 1)
                 bodies = []
                 for it in built:
@@ -523,9 +550,9 @@ class Mapping:
                 order = [0] + [1] * (1 + middle) + ([2] if len(built) == 3 else []) \
                     if n > 1 else [0]
                 for i in readers:
-                    readers[i].extend(_fold_loop([bodies[k][0][i] for k in order]))
-                compute.extend(_fold_loop([bodies[k][1] for k in order]))
-                writer.extend(_fold_loop([bodies[k][2] for k in order]))
+                    readers[i].extend(fold_loop([bodies[k][0][i] for k in order]))
+                compute.extend(fold_loop([bodies[k][1] for k in order]))
+                writer.extend(fold_loop([bodies[k][2] for k in order]))
                 continue
             tag = f"{pe[0]}_{pe[1]}"
             for op in s.loads:
@@ -534,8 +561,9 @@ class Mapping:
                 axis = self.shared_axis(op)
                 stream = readers[self._op_index(op)]
                 dsts = self.destinations(pe, axis)
-                if dsts:
-                    stream.extend(self._copy(op, g, iters, dsts, buf if axis is None else None))
+                if dsts and self.line_axis(op) is None:  # (else `_line_copies` issues them)
+                    stream.extend(self._copy(op, pe, g, iters, dsts,
+                                             buf if axis is None else None))
             cycles, macs = self.compute_cost(s.compute, g, iters)
             compute.append({"op": {"program": list(g), "cycles": cycles, "macs": macs,
                                    "ops": [o.name for o in s.compute]}})
@@ -555,11 +583,34 @@ class Mapping:
                                         "route": route["id"], "bytes": nbytes}})
                 writer.append({"release": f"{buf}.empty", "n": 1})
 
-    def _copy(self, op: Op, g: tuple[int, ...], iters: dict[Value, int],
+    def _line_copies(self, op: Op, pe: tuple[int, int], steps: list[Step],
+                     iters: dict[Value, int], line: list[tuple[tuple[int, int], tuple[int, ...]]],
+                     out: list[dict[str, Any]]) -> None:
+        """The copies `pe` issues of a load with a `line_axis`: one per iteration that some PE
+        of the line runs, multicast to the PEs that run it (`line`: each with its program), and
+        cut at the furthest of their stops (they share the tile; each uses its in-range part).
+        The destinations change from iteration to iteration, so every iteration of the loops
+        around the load is built, and `fold_loop` folds runs of alike ones."""
+        for s in steps:
+            if isinstance(s, Loop) and _holds(s.body, op):
+                block = self.block(self.rt(s.range).block)
+                limits = [self.stops.limit(s.range, g) for _, g in line]
+                bodies: list[list[dict[str, Any]]] = []
+                for it in range(_cdiv(max(limits, default=0), block)):
+                    bodies.append([])
+                    runs = [x for x, limit in zip(line, limits) if it * block < limit]
+                    self._line_copies(op, pe, s.body, {**iters, s.range: it}, runs, bodies[-1])
+                out.extend(fold_loop(bodies))
+            elif isinstance(s, Segment) and op in s.loads and line:
+                g = max((g for _, g in line), key=lambda g: self.access(op, g, iters)[3])
+                out.extend(self._copy(op, pe, g, iters, [d for d, _ in line], None))
+
+    def _copy(self, op: Op, pe: tuple[int, int], g: tuple[int, ...], iters: dict[Value, int],
               dsts: list[tuple[int, int]], own: str | None) -> list[dict[str, Any]]:
-        """A DRAM -> SRAM copy of a load's tile to one PE or (multicast) a row/column of PEs."""
+        """A DRAM -> SRAM copy, issued by `pe` through its DRAM channel, of a load's tile to one
+        PE or (multicast) PEs of a row or column."""
         offset, sizes, strides, nbytes = self.access(op, g, iters)
-        route = self.route(self.dram_for(dsts[0]), dsts, f"ld{self._op_index(op)}")
+        route = self.route(self.dram_for(pe), dsts, f"ld{self._op_index(op)}")
         bufs = [own] if own is not None else \
             [f"ld{self._op_index(op)}_{d[0]}_{d[1]}" for d in dsts]
         steps: list[dict[str, Any]] = [{"acquire": f"{b}.empty", "n": 1} for b in bufs]
@@ -570,53 +621,6 @@ class Mapping:
         return steps
 
 
-def _fold_loop(bodies: list[list[dict]]) -> list[dict]:
-    """Consecutive identical iteration bodies (up to copy offsets) become one `loop` step."""
-    out: list[dict] = []
-    keys: dict[int, str] = {}  # bodies repeat as the same objects: one key each
-
-    def key_of(body: list[dict]) -> str:
-        if id(body) not in keys:
-            keys[id(body)] = _shape_key(body)
-        return keys[id(body)]
-
-    i = 0
-    while i < len(bodies):
-        j = i + 1
-        key = key_of(bodies[i])
-        while j < len(bodies) and key_of(bodies[j]) == key:
-            j += 1
-        if not bodies[i]:
-            pass  # nothing happens in these iterations (e.g. a PE fed by a neighbour's multicast)
-        elif j - i == 1:
-            out.extend(bodies[i])
-        else:
-            out.append({"loop": j - i, "body": bodies[i], "offset_steps": _offset_steps(bodies[i], bodies[i + 1])})
-        i = j
-    return out
-
-
-def _shape_key(body: list[dict]) -> str:
-    """A body's steps with copy offsets and program positions blanked out."""
-    def strip(step: dict) -> Any:
-        if "copy" in step:
-            c = step["copy"]
-            return ("copy", c["bytes"], c.get("route"), tuple(sorted(c["dst"].items(), key=str)),
-                    str(c["src"].get("sizes")))
-        if "op" in step:
-            return ("op", step["op"]["cycles"], step["op"]["macs"])
-        if "loop" in step:
-            return ("loop", step["loop"], tuple(strip(s) for s in step["body"]))
-        return tuple(sorted((k, str(v)) for k, v in step.items()))
-    return repr([strip(s) for s in body])
-
-
-def _offset_steps(first: list[dict], second: list[dict]) -> list[int]:
-    """How each copy's offset advances per iteration (affine access patterns, like AIE BDs)."""
-    out = []
-    for a, b in zip(first, second):
-        if "copy" in a:
-            src_a = a["copy"]["src"].get("offset", a["copy"]["dst"].get("offset", 0))
-            src_b = b["copy"]["src"].get("offset", b["copy"]["dst"].get("offset", 0))
-            out.append(int(src_b - src_a))
-    return out
+def _holds(steps: list[Step], op: Op) -> bool:
+    """Whether `op` is among the loads of `steps` (loops included)."""
+    return any(_holds(s.body, op) if isinstance(s, Loop) else op in s.loads for s in steps)
