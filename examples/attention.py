@@ -2,9 +2,11 @@
 
 q, k, v have shape (batch * heads, seq, d). The grid runs over (batch-head, query tile) pairs, as
 in Triton's fused-attention tutorial, so there are enough programs to fill a GPU: `bh` is a tile
-of block size 1, and `bh.begin` its index. Each program loops over key tiles carrying the running
-row max `m_i`, the running softmax denominator `l_i` and the unnormalized output `acc`, rescaling
-them whenever the max grows. Keys after the query are masked to -inf; the diagonal is always
+of block size 1, and `bh.begin` its index. Each program loops over the key tiles up to its query
+tile's end (`td.tile(tq.end)`: each program has its own trip count, so the tiles after the
+diagonal, about half of the work, are skipped), carrying the running row max `m_i`, the running
+softmax denominator `l_i` and the unnormalized output `acc`, rescaling them whenever the max
+grows. Inside the last tiles, keys after the query are masked to -inf; the diagonal is always
 kept, so no valid row is empty.
 """
 
@@ -30,7 +32,7 @@ def attention(q, k, v):
         m_i = td.full((tq,), -float("inf"), dtype=cdt)
         l_i = td.zeros((tq,), dtype=cdt)
         acc = td.zeros((tq, d), dtype=cdt)
-        for tk in td.tile(seq):  # a sequential loop over key tiles, carrying m_i, l_i, acc
+        for tk in td.tile(tq.end):  # a sequential loop over the key tiles up to the query's end
             s = (qt @ k[b, tk, :].T) * scale
             s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
             m_new = td.maximum(m_i, td.max(s, axis=1))

@@ -1,14 +1,18 @@
-"""Helpers shared by the test modules: loading the example files, copying arguments."""
+"""Helpers shared by the test modules: loading the example files, copying arguments, and a
+kernel several modules compare with."""
 
 from __future__ import annotations
 
 import importlib.util
+import math
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+import tiledsl as td
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "examples"
@@ -53,3 +57,29 @@ def under_configs(kernel: Any, args: tuple, backend: str, samples: int = 2,
     space = kernel.config_space(*args, backend=backend)
     for config in (space.default(), *space.sample(samples, seed=seed)):
         yield config, kernel.run(*args, backend=backend, config=config)
+
+
+@td.tile_kernel
+def full_attention(q, k, v):
+    """examples/attention.py before its key loop stopped at the query tile (`td.tile(seq)`):
+    every key tile, the keys after the query masked by `where`."""
+    batch, seq, d = q.shape
+    scale = 1.0 / math.sqrt(d)
+    out = td.empty((batch, seq, d), dtype=q.dtype)
+    for bh, tq in td.tile(batch, seq, block_size=(1, None)):
+        b = bh.begin
+        qt = q[b, tq, :]
+        m_i = td.full((tq,), -float("inf"), dtype=td.float32)
+        l_i = td.zeros((tq,), dtype=td.float32)
+        acc = td.zeros((tq, d), dtype=td.float32)
+        for tk in td.tile(seq):
+            s = (qt @ k[b, tk, :].T) * scale
+            s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
+            m_new = td.maximum(m_i, td.max(s, axis=1))
+            alpha = td.exp(m_i - m_new)
+            p = td.exp(s - m_new[:, None])
+            l_i = l_i * alpha + td.sum(p, axis=1)
+            acc = acc * alpha[:, None] + p.astype(v.dtype) @ v[b, tk, :]
+            m_i = m_new
+        out[b, tq, :] = acc / l_i[:, None]
+    return out

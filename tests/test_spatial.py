@@ -225,15 +225,17 @@ def test_memoized_link_check_agrees_with_the_full_route_enumeration() -> None:
 def test_the_estimate_ranks_configs_as_the_simulator_does(name: str, arch: str) -> None:
     """The analytic estimate the tuner starts from (`ConfigSpace.estimate`) orders sampled
     configs nearly as the simulator does, and its pick is close to the sample's best. (The
-    worst pick: attention on lpu-like, 17% off: with a grid over batch-heads and query tiles,
-    ten small programs contend for DRAM in ways the estimate only approximates.)"""
+    worst pick: attention on lpu-like, 19% off: with a grid over batch-heads and query tiles,
+    ten small programs contend for DRAM in ways the estimate only approximates. The lowest
+    correlation: causal attention on aie-like-4x8, 0.87 over 40 configs. Over 25, generic-8x8
+    gave 0.848, which is why the test samples 40.)"""
     from scipy.stats import spearmanr
 
     args = inputs(name)
     k = kernel_of(name)
     space = k.config_space(*args, backend="spatial", arch=arch)
     assert space.estimate is not None
-    picked = [c for c in space.sample(60, seed=3) if min(c.block_sizes) >= 4][:25]
+    picked = [c for c in space.sample(80, seed=3) if min(c.block_sizes) >= 4][:40]
     cycles = [k.simulate(*args, arch=arch, config=c).cycles for c in picked]
     estimates = [space.estimate(c) for c in picked]
     assert spearmanr(estimates, cycles)[0] >= 0.85
@@ -244,11 +246,11 @@ def test_the_estimate_ranks_configs_as_the_simulator_does(name: str, arch: str) 
 def test_the_estimate_counts_every_programs_traffic_exactly(name: str) -> None:
     """Program by program (ragged last tiles and loop iterations included), the estimate's
     loads and stores add up to the DRAM bytes the simulator moved (linear fold: no multicast);
-    and programs of one ragged-edge class do the same work, which lets the estimate count
-    programs by class."""
+    and programs of one class (ragged edges, runtime stops) do the same work, which lets the
+    estimate count programs by class."""
     import itertools
 
-    from lowering.backends.spatial.estimate import program_work
+    from lowering.backends.spatial.estimate import _classes, program_work
     from lowering.backends.spatial.mapper import Mapping
 
     args = inputs(name)
@@ -256,12 +258,14 @@ def test_the_estimate_counts_every_programs_traffic_exactly(name: str) -> None:
     space = k.config_space(*args, backend="spatial", arch="generic-8x8")
     config = space.complete(td.Config(block_sizes=(8,) * space.num_blocks, fold="linear"))
     m = Mapping(k.traced(*args).lowered, config, preset("generic-8x8"))
-    total = 0
-    for g in itertools.product(*(range(c) for c in m.counts)):
+    programs = list(itertools.product(*(range(c) for c in m.counts)))
+    coords = tuple(np.array(x) for x in zip(*programs))
+    classes, reps = _classes(m, coords, m.stops.limits(coords))  # attention: each query tile's
+    total = 0                                                     # stop is a class of its own
+    for g, cls in zip(programs, classes.tolist()):
         work = program_work(m, g, 256)
         total += sum(s.bytes for s in work.loads.values()) + work.stores.bytes
-        rep = tuple(c - 1 if x == c - 1 else 0 for x, c in zip(g, m.counts))
-        assert work == program_work(m, rep, 256)
+        assert work == program_work(m, reps[cls], 256)
     assert total == k.simulate(*args, arch="generic-8x8", config=config).dram_bytes
 
 

@@ -15,7 +15,7 @@ import pytest
 import tiledsl as td
 from lowering.backends.spatial.arch import PRESETS, preset
 from lowering.backends.spatial.schema import validate
-from support import example
+from support import example, full_attention, kernel_of
 
 ARCHS = sorted(PRESETS)
 RAGGED = {"batch": 3, "seq": 77, "d": 36}
@@ -23,54 +23,8 @@ MANY = {"batch": 4, "seq": 300, "d": 32}  # more programs than PEs at block 16
 LINES = {"batch": 8, "seq": 128, "d": 32}  # an 8 x 8 grid at block 16: whole PE lines multicast
 
 
-@td.tile_kernel
-def causal(q, k, v):
-    """examples/attention.py's causal attention, its key loop stopping at the query tile's end."""
-    batch, seq, d = q.shape
-    scale = 1.0 / math.sqrt(d)
-    out = td.empty((batch, seq, d), dtype=q.dtype)
-    for bh, tq in td.tile(batch, seq, block_size=(1, None)):
-        b = bh.begin
-        qt = q[b, tq, :]
-        m_i = td.full((tq,), -float("inf"), dtype=td.float32)
-        l_i = td.zeros((tq,), dtype=td.float32)
-        acc = td.zeros((tq, d), dtype=td.float32)
-        for tk in td.tile(tq.end):
-            s = (qt @ k[b, tk, :].T) * scale
-            s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
-            m_new = td.maximum(m_i, td.max(s, axis=1))
-            alpha = td.exp(m_i - m_new)
-            p = td.exp(s - m_new[:, None])
-            l_i = l_i * alpha + td.sum(p, axis=1)
-            acc = acc * alpha[:, None] + p.astype(v.dtype) @ v[b, tk, :]
-            m_i = m_new
-        out[b, tq, :] = acc / l_i[:, None]
-    return out
-
-
-@td.tile_kernel
-def masked(q, k, v):
-    """The same attention over every key tile, the keys after the query masked by `where`."""
-    batch, seq, d = q.shape
-    scale = 1.0 / math.sqrt(d)
-    out = td.empty((batch, seq, d), dtype=q.dtype)
-    for bh, tq in td.tile(batch, seq, block_size=(1, None)):
-        b = bh.begin
-        qt = q[b, tq, :]
-        m_i = td.full((tq,), -float("inf"), dtype=td.float32)
-        l_i = td.zeros((tq,), dtype=td.float32)
-        acc = td.zeros((tq, d), dtype=td.float32)
-        for tk in td.tile(seq):
-            s = (qt @ k[b, tk, :].T) * scale
-            s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
-            m_new = td.maximum(m_i, td.max(s, axis=1))
-            alpha = td.exp(m_i - m_new)
-            p = td.exp(s - m_new[:, None])
-            l_i = l_i * alpha + td.sum(p, axis=1)
-            acc = acc * alpha[:, None] + p.astype(v.dtype) @ v[b, tk, :]
-            m_i = m_new
-        out[b, tq, :] = acc / l_i[:, None]
-    return out
+causal = kernel_of("attention")  # its key loop stops at the query tile's end
+masked = full_attention  # the same over every key tile, masked by `where`
 
 
 @td.tile_kernel

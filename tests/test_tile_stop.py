@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import under_configs
+from support import full_attention, under_configs
 from tiledsl.config import Config
 from tiledsl.errors import IRError, ShapeError, TraceError
 from tiledsl.ir.parser import parse_ir
@@ -120,6 +120,21 @@ def test_triton_loops_to_the_stop() -> None:
     assert "mask_tk = offs_tk < stop_tk" in src
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stop_the_block_divides_needs_no_mask(backend: str) -> None:
+    """n = 256 with row tiles of 64: every stop is a multiple of 64, so key tiles of 32 are never
+    cut (no mask in the Triton code), while key tiles of 128 are."""
+    x = np.random.default_rng(4).standard_normal(256).astype(np.float32)
+    prefix = np.concatenate([[0.0], np.cumsum(x.astype(np.float64))])
+    for blocks, masked in (((64, 32), False), ((64, 64), False), ((64, 128), True)):
+        config = Config(block_sizes=blocks)
+        src = sums_before_end.source(x, target="triton", config=config)
+        assert ("mask_tk = offs_tk < stop_tk" in src) == masked, (blocks, src)
+        out = sums_before_end.run(x, backend=backend, config=config)
+        np.testing.assert_allclose(out, prefix[_ends(x.size, blocks[0])], rtol=1e-12,
+                                   atol=1e-12, err_msg=str(blocks))
+
+
 def _kernel_error(kernel, *args) -> str:
     with pytest.raises((TraceError, ShapeError)) as e:
         kernel(*args)
@@ -222,3 +237,20 @@ def test_a_stop_inside_a_loop_with_a_stop(backend: str) -> None:
             ends_i = [min(b + bi, end) for b in range(0, end, bi)]
             want.append(sum(prefix[e] for e in ends_i))
         np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12, err_msg=str(blocks))
+
+
+def test_the_causal_loop_compiles_for_hopper_and_the_model_halves_it() -> None:
+    """Causal attention at seq 2048: the tiles after the diagonal are not visited, so the
+    cost model (which averages each program's trip count) predicts about half the time of the
+    loop over every key tile."""
+    pytest.importorskip("triton")
+    from autotune import model
+    from support import kernel_of
+    args = tuple(np.zeros((32, 2048, 64), dtype=np.float16) for _ in range(3))
+    config = Config(block_sizes=(128, 64), num_warps=8, num_stages=3)
+    times = {}
+    for name, kernel in (("causal", kernel_of("attention")), ("full", full_attention)):
+        reports = kernel.compile(*args, config=config, arch="sm_90")
+        assert all(r.spill_bytes == 0 for r in reports)
+        times[name] = model.predict(kernel, list(args), config, model.from_reports(reports))
+    assert times["causal"] < 0.65 * times["full"], times

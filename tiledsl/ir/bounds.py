@@ -1,16 +1,19 @@
 """Static bounds of scalar integer values: what a runtime loop stop (`td.tile(tq.end)`) can reach.
 
 A loop whose stop is a runtime value still needs a static extent: it sizes the block-size symbol,
-types the range (a range indexes a tensor dimension of exactly its extent) and bounds the trip
-count the backends plan for. `interval(v)` follows `v` back through the ops that compute it from
-tile bounds and constants and returns the closed interval it lies in, or None when an op (a load,
-a division) hides it.
+types the range (such a range indexes any tensor dimension at least its extent long) and bounds
+the trip count the backends plan for. `interval(v)` follows `v` back through the ops that compute
+it from tile bounds and constants and returns the closed interval it lies in, or None when an op
+(a load, a division) hides it. `divisor(v, ...)` says what divides it under a config.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Callable
+
 from tiledsl.ir.core import Value
-from tiledsl.ir.types import RangeType, TileType
+from tiledsl.ir.types import Dim, RangeType, TileType
 
 Interval = tuple[int, int]
 
@@ -78,3 +81,28 @@ def interval(v: Value) -> Interval | None:
         products = [x * y for x in a for y in b]
         return min(products), max(products)
     return None
+
+
+def divisor(v: Value, block: Callable[[Dim], int]) -> int:
+    """A number that divides every value `v` takes under a config (`block` resolves block
+    sizes), 0 if `v` is always 0, 1 if nothing better is known. A stop that the loop's block
+    divides cuts no tile, so its tiles need no mask (`tq.end` when the query block divides the
+    sequence and the key block divides the query block)."""
+    op = v.owner
+    if op is None:
+        return 1
+    if op.name == "const":
+        return abs(int(op.attrs["value"]))
+    if op.name in ("tile.begin", "tile.size"):
+        r = op.operands[0].type
+        assert isinstance(r, RangeType)
+        b = block(r.block)
+        # begin is a multiple of the block; size is the block but for a last, partial tile
+        return b if op.name == "tile.begin" else math.gcd(b, r.extent)
+    if op.name == "cast":
+        return divisor(op.operands[0], block)
+    if op.name in ("add", "sub", "minimum", "maximum"):
+        return math.gcd(divisor(op.operands[0], block), divisor(op.operands[1], block))
+    if op.name == "mul":
+        return divisor(op.operands[0], block) * divisor(op.operands[1], block)
+    return 1

@@ -19,6 +19,7 @@ from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
+from tiledsl.ir.bounds import divisor
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
@@ -120,6 +121,10 @@ class KernelEmitter:
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
 
+    def block_of(self, d: Dim) -> int:
+        """A block size under the config (a constant block unpadded)."""
+        return d if isinstance(d, int) else self.blocks[d]
+
     def block_expr(self, d: Dim, label: str | None = None) -> str:
         if isinstance(d, int):
             return str(padded(d))
@@ -165,7 +170,7 @@ class KernelEmitter:
 
     # ---- ranges ---------------------------------------------------------------------------
     def open_range(self, r: Value, begin: str, indent: int, lines: list[str],
-                   stop: str | None = None) -> None:
+                   stop: str | None = None, cuts: bool = True) -> None:
         t = r.type
         assert isinstance(t, RangeType)
         block = t.block if isinstance(t.block, int) else self.blocks[t.block]
@@ -174,7 +179,8 @@ class KernelEmitter:
         # A constant block's tiles are padded (as every constant dim is, block_expr): lane j of
         # a tile is valid when j < block and begin + j < extent (or the loop's runtime stop).
         padding = isinstance(t.block, int) and padded(block) != block
-        ragged = t.extent % block != 0 or stop is not None
+        # A runtime stop (at most the extent) cuts a tile unless the block divides it.
+        ragged = cuts if stop is not None else t.extent % block != 0
         rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding, stop or "")
         self.ranges[r] = rg
         rg.name = self.namer.fresh(label)
@@ -269,8 +275,8 @@ class KernelEmitter:
             rg = self.ranges[idx]
             if rg.padding:
                 return None  # a box of the padded size would move the next tiles' elements
-            if rg.limit != str(rg.extent):
-                return None  # a box is only cut at the tensor's edge, not at a runtime stop
+            if rg.ragged and rg.limit != str(rg.extent):
+                return None  # a box is cut at the tensor's edge, not at a runtime stop
             box.append(rg.block)
             coords.append(f"begin_{rg.name}")
         if max(box) > 256 or box[-1] * size < 16:
@@ -542,8 +548,9 @@ class KernelEmitter:
             self.open_range(r, f"{it} * {label_block}", indent + 1, [])
         else:  # each program stops at its own runtime stop (at most the extent: ir/bounds.py)
             limit = self.value(stop)
+            cuts = divisor(stop, self.block_of) % block != 0
             self.emit(indent, f"for {it} in range(0, tl.cdiv({limit}, {label_block})):")
-            self.open_range(r, f"{it} * {label_block}", indent + 1, [], limit)
+            self.open_range(r, f"{it} * {label_block}", indent + 1, [], limit, cuts)
         self.block(region, indent + 1)
         changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
                    if self.value(v) != c]

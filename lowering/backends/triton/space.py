@@ -215,9 +215,9 @@ def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
     """The redundancy rule of `tma=True`: no load or store could take a tensor descriptor
     (emit.py `descriptor`) under the config, so it generates what `tma=False` does. An access
     can when it has 2 to 5 dimensions, each a tile (no scalar index such as a `td.grid`
-    position, no loop cut by a runtime stop) or `:`, no padded constant block, boxes of at
-    most 256 with 16 bytes or more in the last, and loads whose masked lanes read zero.
-    Strides are not known here: they count as fit."""
+    position) or `:`, no padded constant block, boxes of at most 256 with 16 bytes or more in
+    the last, and loads whose masked lanes read zero. Strides, and whether a loop's runtime
+    stop cuts its tiles, are not known here: they count as fit."""
     boxes: list[tuple[tuple[int | str, ...], int]] = []  # (box dims, element bytes)
     for op in walk(fn.body):
         if op.name not in ("load", "store"):
@@ -234,7 +234,7 @@ def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
                 box.append(padded(extent))
                 continue
             r = next(indices).type
-            if not isinstance(r, RangeType) or r.stop or \
+            if not isinstance(r, RangeType) or \
                     (isinstance(r.block, int) and padded(r.block) != r.block):
                 break
             box.append(r.block)

@@ -24,7 +24,9 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK
     m_i = tl.full((BLOCK_TQ,), -float("inf"), tl.float32)
     l_i = tl.full((BLOCK_TQ,), 0.0, tl.float32)
     acc = tl.full((BLOCK_TQ, 64), 0.0, tl.float32)
-    for tk_iter in range(0, 4):
+    tq_size = tl.minimum(BLOCK_TQ, 128 - begin_tq)
+    stop_tk = begin_tq + tq_size
+    for tk_iter in range(0, tl.cdiv(stop_tk, BLOCK_TK)):
         begin_tk = tk_iter * BLOCK_TK
         offs_tk = begin_tk + tl.arange(0, BLOCK_TK)
         k_tile = tl.load(k_ptr + begin_bh * 8192 + offs_tk[:, None] * 64 + offs_64[None, :])
