@@ -254,3 +254,56 @@ def test_the_causal_loop_compiles_for_hopper_and_the_model_halves_it() -> None:
         assert all(r.spill_bytes == 0 for r in reports)
         times[name] = model.predict(kernel, list(args), config, model.from_reports(reports))
     assert times["causal"] < 0.65 * times["full"], times
+
+
+@td.tile_kernel
+def jagged_row_sums(x, lens, extra):
+    """Row i sums x[i, :lens[i]] (a loaded length, clipped to [0, n]) and x[i, :extra] (a scalar
+    argument): td.tile(n, stop=...) gives the bound n of a stop that tiles cannot bound."""
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float64)
+    head = td.empty((m,), dtype=td.float64)
+    for i in td.grid(m):
+        acc = td.zeros((), dtype=td.float64)
+        for tk in td.tile(n, stop=lens[i]):
+            acc += td.sum(x[i, tk].astype(td.float64))
+        out[i] = acc
+        first = td.zeros((), dtype=td.float64)
+        for tj in td.tile(n, stop=extra):
+            first += td.sum(x[i, tj].astype(td.float64))
+        head[i] = first
+    return out, head
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loaded_length_stops_each_row(backend: str) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((9, 70)).astype(np.float32)
+    lens = np.array([0, 1, 31, 32, 33, 69, 70, 500, -4], dtype=np.int32)  # past n: all of it
+    prefix = np.concatenate([np.zeros((9, 1)), np.cumsum(x.astype(np.float64), axis=1)], axis=1)
+    for config, (out, head) in under_configs(jagged_row_sums, (x, lens, 45), backend, samples=3):
+        np.testing.assert_allclose(out, prefix[np.arange(9), np.clip(lens, 0, 70)], rtol=1e-12,
+                                   atol=1e-12, err_msg=str(config))
+        np.testing.assert_allclose(head, prefix[:, 45], rtol=1e-12, atol=1e-12)
+
+
+def test_a_loaded_stop_is_clipped_in_triton_and_refused_by_the_spatial_mapper() -> None:
+    x, lens = np.ones((9, 70), dtype=np.float32), np.ones(9, dtype=np.int32)
+    src = jagged_row_sums.source(x, lens, 45, target="triton", config=Config(block_sizes=(32, 32)))
+    assert "stop_tk = tl.minimum(" in src and ", 70)" in src and "mask_tk = offs_tk < stop_tk" in src
+    with pytest.raises(td.BackendError, match="stop depends on"):
+        jagged_row_sums.run(x, lens, 45, backend="spatial")
+
+
+@td.tile_kernel
+def stop_on_the_grid(x):
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float32)
+    for t in td.tile(n, stop=10):
+        out[t] = x[t]
+    return out
+
+
+def test_stop_keyword_misuse_is_a_clear_error() -> None:
+    msg = _kernel_error(stop_on_the_grid, np.ones(50, dtype=np.float32))
+    assert "grid's sizes must be known" in msg

@@ -48,7 +48,7 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
             tr.fail(TraceError, f"td.{kind}() sizes must be known when tracing (ints from "
                     "shapes), got a runtime value",
                     hint="only td.tile() with one size takes a runtime value, as a loop's stop "
-                         "inside the grid (td.tile(tq.end))")
+                         "inside the grid (td.tile(tq.end), or td.tile(n, stop=s))")
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             tr.fail(TraceError, f"td.{kind}() sizes must be ints, got {type(s).__name__} {s!r}")
         if s < 1:
@@ -77,26 +77,35 @@ def _runtime_stop(stop: TileValue) -> int:
 
 
 def tile(*sizes: int | TileValue,
-         block_size: int | tuple[int | None, ...] | None = None) -> TileRange:
+         block_size: int | tuple[int | None, ...] | None = None,
+         stop: Any = None) -> TileRange:
     """Cut each size into tiles. The outermost tile loop is the parallel grid, inner ones loop.
 
     Block sizes come from the config unless `block_size` fixes them (an int for every size, or
     a tuple with None where the config decides).
 
-    An inner loop's single size may be a runtime scalar computed from outer tiles, as in
-    `for tk in td.tile(tq.end)` (causal attention): the loop covers the tiles of
-    `[0, stop)` for each program's own `stop`, and the lanes past `stop` are out of range like
-    those past any other edge. Its static bound (here the extent of `tq`'s range) is the
-    range's extent.
+    An inner loop may stop at a runtime value: `td.tile(n, stop=s)` covers the tiles of
+    `[0, s)` (s clipped to [0, n]) for each program's own `s`, a scalar such as a loaded
+    length (`lens[b]`, jagged rows) or a scalar argument; the lanes at or past `s` are out of
+    range like those past any other edge. `td.tile(tq.end)` (causal attention) is the same
+    with `n` inferred: the static bound of a stop computed from outer tiles.
     """
     tr = current("td.tile()")
-    stop = None
-    if len(sizes) == 1 and isinstance(sizes[0], TileValue):
-        if tr.depth == "host":
-            tr.fail(TraceError, "td.tile(): the grid's sizes must be known when tracing (ints "
-                    "from shapes), got a runtime value",
-                    hint="a runtime value can only be the stop of a loop inside the grid, "
-                         "as in td.tile(tq.end)")
+    runtime = [v for v in (*sizes, stop) if isinstance(v, TileValue)]
+    if (runtime or stop is not None) and tr.depth == "host":
+        tr.fail(TraceError, "td.tile(): the grid's sizes must be known when tracing (ints "
+                "from shapes), got a runtime value",
+                hint="a runtime value can only be the stop of a loop inside the grid, "
+                     "as in td.tile(tq.end)")
+    if stop is not None:
+        if len(sizes) != 1 or isinstance(sizes[0], TileValue):
+            tr.fail(TraceError, "td.tile(n, stop=s) takes one static size n (the bound of s)",
+                    hint="td.tile(tq.end) infers n from tiles; td.tile(n, stop=lens[b]) gives it")
+        stop = to_value(stop)
+        if stop.shape != () or not stop.dtype.is_int:
+            tr.fail(TraceError, f"td.tile(): stop= must be an integer scalar, got "
+                    f"{stop.dtype}{tr.describe_shape(stop.shape)}")
+    elif len(sizes) == 1 and isinstance(sizes[0], TileValue):
         stop = sizes[0]
         sizes = (_runtime_stop(stop),)
     ns = _sizes("tile", sizes)

@@ -19,7 +19,7 @@ from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
-from tiledsl.ir.bounds import divisor
+from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
@@ -548,7 +548,11 @@ class KernelEmitter:
             self.open_range(r, f"{it} * {label_block}", indent + 1, [])
         else:  # each program stops at its own runtime stop (at most the extent: ir/bounds.py)
             limit = self.value(stop)
-            cuts = divisor(stop, self.block_of) % block != 0
+            if _clamped(op):  # a stop that may pass the extent (a loaded length, an argument)
+                limit = self.namer.fresh(f"stop_{r.hint or 'k'}")
+                self.emit(indent, f"{limit} = tl.minimum({self.value(stop)}, {rt.extent})")
+            cuts = divisor(stop, self.block_of) % block != 0 or \
+                (_clamped(op) and rt.extent % block != 0)
             self.emit(indent, f"for {it} in range(0, tl.cdiv({limit}, {label_block})):")
             self.open_range(r, f"{it} * {label_block}", indent + 1, [], limit, cuts)
         self.block(region, indent + 1)
@@ -575,7 +579,7 @@ class KernelEmitter:
         for op in block.ops:  # a loop's initial value is made under its carried name
             if op.name == "for":
                 stop = loop_stop(op)
-                if stop is not None and stop.owner in block.ops:
+                if stop is not None and stop.owner in block.ops and not _clamped(op):
                     label = op.regions[0].args[0].hint or "k"
                     self.preset.setdefault(stop, self.namer.fresh(f"stop_{label}"))
                 for init, res in zip(loop_inits(op), op.results):
@@ -591,6 +595,15 @@ class KernelEmitter:
                 continue
             self.op(op, indent)
 
+
+
+def _clamped(loop: Op) -> bool:
+    """Whether a `td.tile(n, stop=s)` loop's stop may pass n (then the code clips it to n)."""
+    stop = loop_stop(loop)
+    rt = loop.regions[0].args[0].type
+    assert stop is not None and isinstance(rt, RangeType)
+    bound = interval(stop)
+    return bound is None or bound[1] > rt.extent
 
 
 def _top(op: Op, region: Block) -> Op | None:
