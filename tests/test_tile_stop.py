@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import full_attention, under_configs
+from support import example, full_attention, kernel_of, under_configs
 from tiledsl.config import Config
 from tiledsl.errors import IRError, ShapeError, TraceError
 from tiledsl.ir.parser import parse_ir
@@ -245,7 +245,6 @@ def test_the_causal_loop_compiles_for_hopper_and_the_model_halves_it() -> None:
     loop over every key tile."""
     pytest.importorskip("triton")
     from autotune import model
-    from support import kernel_of
     args = tuple(np.zeros((32, 2048, 64), dtype=np.float16) for _ in range(3))
     config = Config(block_sizes=(128, 64), num_warps=8, num_stages=3)
     times = {}
@@ -307,3 +306,62 @@ def stop_on_the_grid(x):
 def test_stop_keyword_misuse_is_a_clear_error() -> None:
     msg = _kernel_error(stop_on_the_grid, np.ones(50, dtype=np.float32))
     assert "grid's sizes must be known" in msg
+
+
+@td.tile_kernel
+def masked_scores(q, k):
+    """Row sums of exp(q k^T) under three masks: keys up to the query (written both ways round)
+    and keys from the query on, which no leading key tile satisfies."""
+    n, d = q.shape
+    lower = td.empty((n,), dtype=td.float32)
+    mirrored = td.empty((n,), dtype=td.float32)
+    upper = td.empty((n,), dtype=td.float32)
+    for tq in td.tile(n):
+        a = td.zeros((tq,), dtype=td.float32)
+        b = td.zeros((tq,), dtype=td.float32)
+        c = td.zeros((tq,), dtype=td.float32)
+        for tk in td.tile(n):
+            e = td.exp(q[tq, :] @ k[tk, :].T)
+            a += td.sum(td.where(tq.index[:, None] >= tk.index[None, :], e, 0.0), axis=1)
+            b += td.sum(td.where(tk.index[None, :] < tq.index[:, None], e, 0.0), axis=1)
+            c += td.sum(td.where(tq.index[:, None] <= tk.index[None, :], e, 0.0), axis=1)
+        lower[tq] = a
+        mirrored[tq] = b
+        upper[tq] = c
+    return lower, mirrored, upper
+
+
+def make_attention(seq: int, d: int = 20) -> tuple:
+    return example("attention").make_inputs(np.random.default_rng(6),
+                                            {"batch": 2, "seq": seq, "d": d})
+
+
+def test_triton_splits_off_the_tiles_before_the_diagonal() -> None:
+    """split.py: the key tiles that end before the query tile begins run in a loop of their own
+    without the compare and the select (Triton's fused-attention tutorial's stage 1)."""
+    args = make_attention(77, d=32)  # no padded head dimension: no masks at all in the prefix
+    src = kernel_of("attention").source(*args, target="triton",
+                                        config=Config(block_sizes=(32, 16)))
+    assert "split_tk = tl.minimum(begin_tq // BLOCK_TK, stop_tk // BLOCK_TK)" in src
+    prefix = src[src.index("for tk_iter in range(0, split_tk):"):src.index("for tk_iter_1")]
+    assert "tl.where" not in prefix and ">=" not in prefix and "mask_tk" not in prefix
+    assert "for tk_iter_1 in range(split_tk, tl.cdiv(stop_tk, BLOCK_TK)):" in src
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_split_loops_give_the_same_numbers(backend: str) -> None:
+    """Ragged sequences, key blocks smaller and larger than the query blocks, the old
+    full-range kernel, and the mask that must not split (keys from the query on)."""
+    attention, reference = kernel_of("attention"), example("attention").reference
+    args = make_attention(77)
+    for blocks in ((16, 32), (32, 16), (16, 16), (64, 16)):
+        for kernel in (attention, full_attention):
+            out = kernel.run(*args, backend=backend, config=Config(block_sizes=blocks))
+            td.testing.assert_close(out, reference(*args))
+    rng = np.random.default_rng(7)
+    q, k = (rng.standard_normal((75, 16)).astype(np.float32) * 0.3 for _ in range(2))
+    e = np.exp(q.astype(np.float64) @ k.astype(np.float64).T)
+    for blocks in ((16, 16), (32, 16), (16, 32)):
+        got = masked_scores.run(q, k, backend=backend, config=Config(block_sizes=blocks))
+        for g, w in zip(got, (np.tril(e).sum(1), np.tril(e, -1).sum(1), np.triu(e).sum(1))):
+            np.testing.assert_allclose(g, w, rtol=2e-5, err_msg=str(blocks))

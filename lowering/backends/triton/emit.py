@@ -19,6 +19,7 @@ from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
+from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
@@ -116,6 +117,8 @@ class KernelEmitter:
     fused: dict[Op, str] = field(default_factory=dict)  # add ops that become tl.dot(..., acc)
     preset: dict[Value, str] = field(default_factory=dict)  # values written into carried names
     carried_names: dict[Value, str] = field(default_factory=dict)  # for results -> variable
+    true_wheres: dict[Op, Value] = field(default_factory=dict)  # in a split's prefix loop
+    skipped: set[Op] = field(default_factory=set)  # what only those wheres' conditions need
 
     # ---- names and shapes -----------------------------------------------------------------
     def emit(self, indent: int, text: str) -> None:
@@ -170,7 +173,7 @@ class KernelEmitter:
 
     # ---- ranges ---------------------------------------------------------------------------
     def open_range(self, r: Value, begin: str, indent: int, lines: list[str],
-                   stop: str | None = None, cuts: bool = True) -> None:
+                   stop: str | None = None, cuts: bool | None = None) -> None:
         t = r.type
         assert isinstance(t, RangeType)
         block = t.block if isinstance(t.block, int) else self.blocks[t.block]
@@ -179,8 +182,9 @@ class KernelEmitter:
         # A constant block's tiles are padded (as every constant dim is, block_expr): lane j of
         # a tile is valid when j < block and begin + j < extent (or the loop's runtime stop).
         padding = isinstance(t.block, int) and padded(block) != block
-        # A runtime stop (at most the extent) cuts a tile unless the block divides it.
-        ragged = cuts if stop is not None else t.extent % block != 0
+        # A runtime stop (at most the extent) cuts a tile unless the block divides it; `cuts`
+        # says whether this loop's tiles are cut at all (False: whole tiles, split.py).
+        ragged = cuts if cuts is not None else t.extent % block != 0
         rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding, stop or "")
         self.ranges[r] = rg
         rg.name = self.namer.fresh(label)
@@ -311,6 +315,11 @@ class KernelEmitter:
         return all(u.name in _IMPLICIT_BROADCAST for u in self.uses.get(v, []))
 
     def op(self, op: Op, indent: int) -> None:
+        if op in self.skipped:
+            return
+        if op in self.true_wheres:  # a prefix iteration: the condition holds on every lane
+            self.alias(op, self.value(op.operands[1]))
+            return
         name = op.name
         args = [self.value(o) for o in op.operands] if name not in ("load", "store", "for",
                                                                        "tile.index", "tile.begin",
@@ -540,22 +549,45 @@ class KernelEmitter:
             carried.append(name)
         self.write_in_place(region, carried)
         block = rt.block if isinstance(rt.block, int) else self.blocks[rt.block]
-        it = self.namer.fresh(f"{r.hint or 'k'}_iter")
         label_block = self.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(block)
         stop = loop_stop(op)
-        if stop is None:
-            self.emit(indent, f"for {it} in range(0, {-(-rt.extent // block)}):")
-            self.open_range(r, f"{it} * {label_block}", indent + 1, [])
-        else:  # each program stops at its own runtime stop (at most the extent: ir/bounds.py)
+        limit, cuts = str(rt.extent), rt.extent % block != 0
+        trips = str(-(-rt.extent // block))
+        if stop is not None:  # each program stops at its own runtime stop
             limit = self.value(stop)
             if _clamped(op):  # a stop that may pass the extent (a loaded length, an argument)
                 limit = self.namer.fresh(f"stop_{r.hint or 'k'}")
                 self.emit(indent, f"{limit} = tl.minimum({self.value(stop)}, {rt.extent})")
             cuts = divisor(stop, self.block_of) % block != 0 or \
                 (_clamped(op) and rt.extent % block != 0)
-            self.emit(indent, f"for {it} in range(0, tl.cdiv({limit}, {label_block})):")
-            self.open_range(r, f"{it} * {label_block}", indent + 1, [], limit, cuts)
-        self.block(region, indent + 1)
+            trips = f"tl.cdiv({limit}, {label_block})"
+        start = "0"
+        wheres = prefix_true(region, r, set(self.ranges))
+        if wheres:  # full tiles before the other ranges begin: no select, no masks (split.py)
+            start = self.namer.fresh(f"split_{r.hint or 'k'}")
+            bounds = [f"begin_{self.ranges[o].name} // {label_block}" for o in
+                      dict.fromkeys(wheres.values())] + [f"{limit} // {label_block}"]
+            self.emit(indent, f"{start} = " + _nested_min(bounds))
+            self.loop_body(region, r, carried, f"range(0, {start})", label_block, indent,
+                           None if stop is None else limit, False, wheres)
+        self.loop_body(region, r, carried, f"range({start}, {trips})", label_block, indent,
+                       None if stop is None else limit, cuts, {})
+
+    def loop_body(self, region: Block, r: Value, carried: list[str], iters: str,
+                  label_block: str, indent: int, stop: str | None, cuts: bool,
+                  true_wheres: dict[Op, Value]) -> None:
+        """One `for` statement over `iters` running the loop's body; the `true_wheres` select
+        their first operand, and the ops that only compute their conditions are left out."""
+        it = self.namer.fresh(f"{r.hint or 'k'}_iter")
+        self.emit(indent, f"for {it} in {iters}:")
+        self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts)
+        outer = self.true_wheres, self.skipped
+        self.true_wheres = true_wheres
+        self.skipped = dead_without(region, true_wheres, self.uses) if true_wheres else set()
+        try:
+            self.block(region, indent + 1)
+        finally:
+            self.true_wheres, self.skipped = outer
         changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
                    if self.value(v) != c]
         if changes:  # one simultaneous assignment, so carried values can swap
@@ -595,6 +627,10 @@ class KernelEmitter:
                 continue
             self.op(op, indent)
 
+
+
+def _nested_min(exprs: list[str]) -> str:
+    return exprs[0] if len(exprs) == 1 else f"tl.minimum({exprs[0]}, {_nested_min(exprs[1:])})"
 
 
 def _clamped(loop: Op) -> bool:

@@ -26,37 +26,61 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK
     acc = tl.full((BLOCK_TQ, 64), 0.0, tl.float32)
     tq_size = tl.minimum(BLOCK_TQ, 128 - begin_tq)
     stop_tk = begin_tq + tq_size
-    for tk_iter in range(0, tl.cdiv(stop_tk, BLOCK_TK)):
+    split_tk = tl.minimum(begin_tq // BLOCK_TK, stop_tk // BLOCK_TK)
+    for tk_iter in range(0, split_tk):
         begin_tk = tk_iter * BLOCK_TK
         offs_tk = begin_tk + tl.arange(0, BLOCK_TK)
         k_tile = tl.load(k_ptr + begin_bh * 8192 + offs_tk[:, None] * 64 + offs_64[None, :])
         trans = tl.trans(k_tile)
         prod = tl.dot(q_tile, trans)
         tmp = prod * 0.125
-        tmp_1 = offs_tq[:, None]
-        tmp_2 = offs_tk[None, :]
-        tmp_3 = tmp_1 >= tmp_2
-        tmp_4 = tl.where(tmp_3, tmp, -float("inf"))
-        max_1 = tl.reduce(tmp_4, 1, _max_nan)
-        tmp_5 = tl.maximum(m_i, max_1, propagate_nan=tl.PropagateNan.ALL)
-        tmp_6 = m_i - tmp_5
-        tmp_7 = tl.exp(tmp_6)
-        tmp_8 = tmp_5[:, None]
-        tmp_9 = tmp_4 - tmp_8
-        tmp_10 = tl.exp(tmp_9)
-        tmp_11 = l_i * tmp_7
-        sum_1 = tl.sum(tmp_10, axis=1)
-        l_i = tmp_11 + sum_1
-        tmp_12 = tmp_7[:, None]
-        tmp_13 = acc * tmp_12
-        tmp_14 = tmp_10.to(tl.float16)
+        max_1 = tl.reduce(tmp, 1, _max_nan)
+        tmp_1 = tl.maximum(m_i, max_1, propagate_nan=tl.PropagateNan.ALL)
+        tmp_2 = m_i - tmp_1
+        tmp_3 = tl.exp(tmp_2)
+        tmp_4 = tmp_1[:, None]
+        tmp_5 = tmp - tmp_4
+        tmp_6 = tl.exp(tmp_5)
+        tmp_7 = l_i * tmp_3
+        sum_1 = tl.sum(tmp_6, axis=1)
+        l_i = tmp_7 + sum_1
+        tmp_8 = tmp_3[:, None]
+        tmp_9 = acc * tmp_8
+        tmp_10 = tmp_6.to(tl.float16)
         v_tile = tl.load(v_ptr + begin_bh * 8192 + offs_tk[:, None] * 64 + offs_64[None, :])
-        acc = tl.dot(tmp_14, v_tile, tmp_13)
-        m_i = tmp_5
-    tmp_15 = l_i[:, None]
-    tmp_16 = acc / tmp_15
-    tmp_17 = tmp_16.to(tl.float16)
-    tl.store(out_ptr + begin_bh * 8192 + offs_tq[:, None] * 64 + offs_64[None, :], tmp_17)
+        acc = tl.dot(tmp_10, v_tile, tmp_9)
+        m_i = tmp_1
+    for tk_iter_1 in range(split_tk, tl.cdiv(stop_tk, BLOCK_TK)):
+        begin_tk_1 = tk_iter_1 * BLOCK_TK
+        offs_tk_1 = begin_tk_1 + tl.arange(0, BLOCK_TK)
+        k_tile_1 = tl.load(k_ptr + begin_bh * 8192 + offs_tk_1[:, None] * 64 + offs_64[None, :])
+        trans_1 = tl.trans(k_tile_1)
+        prod_1 = tl.dot(q_tile, trans_1)
+        tmp_11 = prod_1 * 0.125
+        tmp_12 = offs_tq[:, None]
+        tmp_13 = offs_tk_1[None, :]
+        tmp_14 = tmp_12 >= tmp_13
+        tmp_15 = tl.where(tmp_14, tmp_11, -float("inf"))
+        max_1_1 = tl.reduce(tmp_15, 1, _max_nan)
+        tmp_16 = tl.maximum(m_i, max_1_1, propagate_nan=tl.PropagateNan.ALL)
+        tmp_17 = m_i - tmp_16
+        tmp_18 = tl.exp(tmp_17)
+        tmp_19 = tmp_16[:, None]
+        tmp_20 = tmp_15 - tmp_19
+        tmp_21 = tl.exp(tmp_20)
+        tmp_22 = l_i * tmp_18
+        sum_1_1 = tl.sum(tmp_21, axis=1)
+        l_i = tmp_22 + sum_1_1
+        tmp_23 = tmp_18[:, None]
+        tmp_24 = acc * tmp_23
+        tmp_25 = tmp_21.to(tl.float16)
+        v_tile_1 = tl.load(v_ptr + begin_bh * 8192 + offs_tk_1[:, None] * 64 + offs_64[None, :])
+        acc = tl.dot(tmp_25, v_tile_1, tmp_24)
+        m_i = tmp_16
+    tmp_26 = l_i[:, None]
+    tmp_27 = acc / tmp_26
+    tmp_28 = tmp_27.to(tl.float16)
+    tl.store(out_ptr + begin_bh * 8192 + offs_tq[:, None] * 64 + offs_64[None, :], tmp_28)
 
 def launch(q, k, v, *, empty, full, num_sms=132, wrap=None):
     """Run attention on tensors Triton can take (torch, or objects with data_ptr).
