@@ -365,3 +365,46 @@ def test_split_loops_give_the_same_numbers(backend: str) -> None:
         got = masked_scores.run(q, k, backend=backend, config=Config(block_sizes=blocks))
         for g, w in zip(got, (np.tril(e).sum(1), np.tril(e, -1).sum(1), np.triu(e).sum(1))):
             np.testing.assert_allclose(g, w, rtol=2e-5, err_msg=str(blocks))
+
+
+@td.tile_kernel
+def window_before_end(x, window: int):
+    """out[i] = sum(x[max(end - window, 0):end]) for `end` the end of i's tile: a loop with a
+    runtime start and stop. Its lanes before the start are out of range, even inside the first
+    key tile."""
+    n, = x.shape
+    out = td.empty((n,), dtype=td.float64)
+    size = td.empty((n,), dtype=td.int32)
+    for t in td.tile(n):
+        acc = td.zeros((), dtype=td.float64)
+        count = td.zeros((), dtype=td.int32)
+        for tk in td.tile(t.end, start=t.end - window):
+            acc += td.sum(x[tk].astype(td.float64))
+            count += tk.size
+        out[t] = td.zeros((t,), dtype=td.float64) + acc
+        size[t] = td.zeros((t,), dtype=td.int32) + count
+    return out, size
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_start_skips_what_comes_before_it(backend: str) -> None:
+    x = np.random.default_rng(8).standard_normal(150).astype(np.float32)
+    prefix = np.concatenate([[0.0], np.cumsum(x.astype(np.float64))])
+    for window in (1, 7, 40, 1000, 0, -5):  # 0 and below: an empty loop (start >= stop)
+        for blocks in ((16, 16), (32, 8), (16, 64)):
+            out, size = window_before_end.run(x, window, backend=backend,
+                                        config=Config(block_sizes=blocks))
+            end = _ends(x.size, blocks[0])
+            begin = np.clip(end - window, 0, end)
+            np.testing.assert_allclose(out, prefix[end] - prefix[begin], rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{window} {blocks}")
+            np.testing.assert_array_equal(size, end - begin, err_msg=f"{window} {blocks}")
+
+
+def test_triton_starts_at_the_first_tile_that_meets_the_start() -> None:
+    x = np.ones(150, dtype=np.float32)
+    src = window_before_end.source(x, 7, target="triton", config=Config(block_sizes=(16, 8)))
+    assert "first_tk = start_tk // BLOCK_TK" in src
+    assert "in range(first_tk, tl.where(start_tk < stop_tk, tl.cdiv(stop_tk, BLOCK_TK), " \
+           "first_tk)):" in src
+    assert "mask_tk = (offs_tk >= start_tk) & (offs_tk < stop_tk)" in src

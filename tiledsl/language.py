@@ -29,6 +29,7 @@ class TileRange:
     kind: str  # "tile" or "grid"
     loc: Loc | None
     stop: TileValue | None = None  # a runtime stop (`td.tile(tq.end)`); `sizes` holds its bound
+    start: TileValue | None = None  # a runtime start (`td.tile(tq.end, start=...)`)
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
@@ -78,7 +79,7 @@ def _runtime_stop(stop: TileValue) -> int:
 
 def tile(*sizes: int | TileValue,
          block_size: int | tuple[int | None, ...] | None = None,
-         stop: Any = None) -> TileRange:
+         stop: Any = None, start: Any = None) -> TileRange:
     """Cut each size into tiles. The outermost tile loop is the parallel grid, inner ones loop.
 
     Block sizes come from the config unless `block_size` fixes them (an int for every size, or
@@ -89,10 +90,15 @@ def tile(*sizes: int | TileValue,
     length (`lens[b]`, jagged rows) or a scalar argument; the lanes at or past `s` are out of
     range like those past any other edge. `td.tile(tq.end)` (causal attention) is the same
     with `n` inferred: the static bound of a stop computed from outer tiles.
+
+    `start=s` (a scalar, clipped to [0, stop]) skips what comes before it: the loop covers the
+    tiles that meet `[s, stop)`, and lanes before `s` are out of range too. Tiles stay aligned
+    to the block (they begin at multiples of it), as in a sliding-window attention's
+    `td.tile(tq.end, start=td.maximum(tq.begin - window, 0))`.
     """
     tr = current("td.tile()")
-    runtime = [v for v in (*sizes, stop) if isinstance(v, TileValue)]
-    if (runtime or stop is not None) and tr.depth == "host":
+    runtime = [v for v in (*sizes, stop, start) if isinstance(v, TileValue)]
+    if (runtime or stop is not None or start is not None) and tr.depth == "host":
         tr.fail(TraceError, "td.tile(): the grid's sizes must be known when tracing (ints "
                 "from shapes), got a runtime value",
                 hint="a runtime value can only be the stop of a loop inside the grid, "
@@ -108,6 +114,15 @@ def tile(*sizes: int | TileValue,
     elif len(sizes) == 1 and isinstance(sizes[0], TileValue):
         stop = sizes[0]
         sizes = (_runtime_stop(stop),)
+    if start is not None:
+        if len(sizes) != 1:
+            tr.fail(TraceError, "td.tile(..., start=s) takes one size")
+        start = to_value(start)
+        if start.shape != () or not start.dtype.is_int:
+            tr.fail(TraceError, f"td.tile(): start= must be an integer scalar, got "
+                    f"{start.dtype}{tr.describe_shape(start.shape)}")
+        if stop is None:  # the loop runs to its static size
+            stop = to_value(sizes[0])
     ns = _sizes("tile", sizes)
     if block_size is None or isinstance(block_size, (int, np.integer)):
         blocks: tuple[int | None, ...] = (block_size,) * len(ns)  # type: ignore[assignment]
@@ -119,7 +134,7 @@ def tile(*sizes: int | TileValue,
         if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
             tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
     return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc(),
-                     stop)
+                     stop, start)
 
 
 def grid(*sizes: int) -> TileRange:

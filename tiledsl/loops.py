@@ -161,9 +161,11 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
         results = [Value(v.type, n) for v, n in zip(values, carried)]
         if rng.stop is None:
             tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
-        else:  # the runtime stop leads the operands (`loop_stop`)
-            tr.blocks[-1].ops.append(Op("for", [rng.stop.value, *values], results, {"stop": True},
-                                        [block], rng.loc))
+        else:  # the runtime stop (and start) lead the operands (`loop_stop`, `loop_start`)
+            bounds = [rng.stop.value] + ([] if rng.start is None else [rng.start.value])
+            attrs = {"stop": True} | ({} if rng.start is None else {"start": True})
+            tr.blocks[-1].ops.append(Op("for", [*bounds, *values], results, attrs, [block],
+                                        rng.loc))
         with tr.region(block, "loop"):
             if i + 1 < len(ranges):
                 yielded = level(i + 1, args)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from lowering.passes.ragged import maybe_padded
 from tiledsl import dtypes
-from tiledsl.ir.core import Function, Op, Value, loop_stop, walk
+from tiledsl.ir.core import Function, Op, Value, loop_start, loop_stop, walk
 from tiledsl.ir.types import RangeType, TileType
 
 
@@ -59,7 +59,7 @@ class KeepCarriedLanesPass:
             if not axes:
                 continue
             if valid is None:
-                valid = in_range(r, new_ops, term, stop)
+                valid = in_range(r, new_ops, term, stop, loop_start(loop))
             cond: Value | None = None
             for a in axes:
                 c = along(valid, a, t, new_ops, term)

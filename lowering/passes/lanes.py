@@ -11,6 +11,7 @@ axes; a reduction or a dot over them removes them.
 from __future__ import annotations
 
 from tiledsl import dtypes
+from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Op, Value, loop_inits
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import RangeType, TileType
@@ -95,9 +96,28 @@ def emit(ops: list[Op], name: str, operands: list[Value], t: TileType, at: Op,
     return v
 
 
-def in_range(r: Value, ops: list[Op], at: Op, stop: Value | None = None) -> Value:
-    """`r.index < extent` (or `< stop`, a loop's runtime stop, which is at most the extent):
-    which lanes of the range's tile are in range (a 1-D bool tile)."""
+def in_range(r: Value, ops: list[Op], at: Op, stop: Value | None = None,
+             start: Value | None = None) -> Value:
+    """`r.index < extent` (or `< stop`, a loop's runtime stop, which is at most the extent, and
+    `>= start` for its runtime start): which lanes of the range's tile are in range (a 1-D bool
+    tile)."""
+    rt = r.type
+    assert isinstance(rt, RangeType)
+    bound = None if stop is None else interval(stop)
+    if stop is not None and (bound is None or bound[1] > rt.extent):  # clipped to the extent
+        st = stop.type
+        assert isinstance(st, TileType)
+        extent = emit(ops, "const", [], st, at, {"value": rt.extent})
+        stop = emit(ops, "minimum", [stop, extent], st, at)
+    below = _compare(r, ops, at, stop, "lt")
+    if start is None:
+        return below
+    above = _compare(r, ops, at, start, "ge")
+    return emit(ops, "and", [below, above], below.type, at)  # type: ignore[arg-type]
+
+
+def _compare(r: Value, ops: list[Op], at: Op, stop: Value | None, cmp: str) -> Value:
+    """`r.index <cmp> stop` (the extent when `stop` is None), as a 1-D bool tile."""
     rt = r.type
     assert isinstance(rt, RangeType)
     index_t = TileType((rt.block,), dtypes.index_dtype(rt.extent))
@@ -115,7 +135,7 @@ def in_range(r: Value, ops: list[Op], at: Op, stop: Value | None = None) -> Valu
             stop = stop if st.dtype == wide else emit(ops, "cast", [stop], TileType((), wide), at)
         scalar = stop
     extent = emit(ops, "broadcast", [scalar], index_t, at)
-    return emit(ops, "lt", [index, extent], index_t.with_dtype(dtypes.bool_), at)
+    return emit(ops, cmp, [index, extent], index_t.with_dtype(dtypes.bool_), at)
 
 
 def along(valid: Value, axis: int, t: TileType, ops: list[Op], at: Op) -> Value:

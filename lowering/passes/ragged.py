@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from tiledsl import dtypes
-from tiledsl.ir.core import Block, Function, Op, Value, loop_stop
+from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
 from tiledsl.ir.types import RangeType, TileType
 
 # Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
@@ -39,7 +39,8 @@ class _Scope:
 
     symbolic: dict[str, Value]
     fixed: tuple[Value, ...] = ()
-    stops: tuple[tuple[Value, Value], ...] = ()  # (range, runtime stop) of `td.tile(stop)` loops
+    # (range, runtime stop, runtime start or None) of `td.tile(stop)` loops
+    stops: tuple[tuple[Value, Value, Value | None], ...] = ()
 
     def enter(self, block: Block, owner: Op | None = None) -> _Scope:
         symbolic, fixed, stops = dict(self.symbolic), list(self.fixed), list(self.stops)
@@ -47,15 +48,17 @@ class _Scope:
         for a in block.args:
             t = a.type
             if stop is not None and a is block.args[0]:
-                stops.append((a, stop))
+                assert owner is not None
+                stops.append((a, stop, loop_start(owner)))
             if isinstance(t, RangeType) and isinstance(t.block, str):
                 symbolic[t.block] = a
             elif isinstance(t, RangeType) and (t.extent % t.block or stop is not None):
                 fixed.append(a)  # a runtime stop may cut any tile
         return _Scope(symbolic, tuple(fixed), tuple(stops))
 
-    def stop(self, r: Value) -> Value | None:
-        return next((s for a, s in self.stops if a is r), None)
+    def bounds(self, r: Value) -> tuple[Value | None, Value | None]:
+        """A `td.tile(stop)` range's runtime stop and start (None, None for other ranges)."""
+        return next(((s, b) for a, s, b in self.stops if a is r), (None, None))
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class MaskRaggedEdgesPass:
         if isinstance(dim, int):  # lanes of a constant block that ends ragged
             for r in scope.fixed:
                 if axis in Lanes(r).of(x) and not self._fill_load(x, fill):
-                    valid = along(in_range(r, out, at, scope.stop(r)), axis, t, out, at)
+                    valid = along(in_range(r, out, at, *scope.bounds(r)), axis, t, out, at)
                     fill_v = emit(out, "broadcast", [emit(out, "const", [], TileType((), t.dtype),
                                                           at, {"value": fill})], t, at)
                     x = emit(out, "where", [valid, x, fill_v], t, at)

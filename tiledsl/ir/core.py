@@ -135,6 +135,14 @@ def loop_stop(op: Op) -> Value | None:
     return op.operands[0] if op.attrs.get("stop") else None
 
 
+def loop_start(op: Op) -> Value | None:
+    """The runtime start of a `for` over `td.tile(..., start=s)` (after its stop), else None.
+    The loop covers the tiles that meet `[min(start, stop), stop)`; lanes before it are out of
+    range."""
+    return op.operands[1] if op.attrs.get("start") else None
+
+
 def loop_inits(op: Op) -> list[Value]:
-    """The initial values of a `for`'s carried values (its operands after any runtime stop)."""
-    return op.operands[1:] if op.attrs.get("stop") else op.operands
+    """The initial values of a `for`'s carried values (its operands after any runtime stop and
+    start)."""
+    return op.operands[bool(op.attrs.get("stop")) + bool(op.attrs.get("start")):]

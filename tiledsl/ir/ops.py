@@ -325,10 +325,15 @@ def _grid(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
 
 @_def("for", explicit_type=True, pure=False, regions=1)
 def _for(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
-    if attrs.get("stop"):  # a runtime stop leads the operands
-        if not ts or not (isinstance(ts[0], TileType) and ts[0].shape == () and ts[0].dtype.is_int):
-            raise IRError("for: a runtime stop must be an integer scalar")
-        ts = ts[1:]
+    bounds = bool(attrs.get("stop")) + bool(attrs.get("start"))  # runtime stop, start lead
+    if attrs.get("start") and not attrs.get("stop"):
+        raise IRError("for: a runtime start needs a runtime stop")
+    for t in ts[:bounds]:
+        if not (isinstance(t, TileType) and t.shape == () and t.dtype.is_int):
+            raise IRError("for: a runtime stop or start must be an integer scalar")
+    if len(ts) < bounds:
+        raise IRError("for: missing its runtime stop or start")
+    ts = ts[bounds:]
     if res is None or list(res) != list(ts):
         raise IRError("for: results must have the types of the initial values")
     return list(res)

@@ -17,7 +17,7 @@ from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
 from tiledsl.errors import OutOfBoundsError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
+from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
 Env = dict[Value, Any]
@@ -117,19 +117,25 @@ class Executor:
         block = self.block_size(r.block)
         carried = [env[o] for o in loop_inits(op)]
         inner = dict(env)
-        stop = loop_stop(op)
+        stop, start = loop_stop(op), loop_start(op)
+        limit = lower = first = last = None
         if stop is None:
-            limit, trips = None, _cdiv(r.extent, block)
-        else:  # each program runs its own trip count: the longest one runs, the others idle
+            iterations = range(_cdiv(r.extent, block))
+        else:  # each program runs its own iterations: all that any runs, the others idle
             limit = np.clip(np.asarray(env[stop], dtype=np.int64), 0, r.extent)
-            trips = _cdiv(int(limit.max(initial=0)), block)
+            first, last = np.zeros_like(limit), -(-limit // block)
+            if start is not None:  # the tiles that meet [start, stop): none if start >= stop
+                lower = np.clip(np.asarray(env[start], dtype=np.int64), 0, limit)
+                first = lower // block
+                last = np.where(lower < limit, last, first)
+            iterations = range(int(first.min(initial=0)), int(last.max(initial=0)))
         outer_active = self.active
-        for j in range(trips):
+        for j in iterations:
             begin = np.full((1,) * self.rank, j * block)
-            inner[region.args[0]] = RangeRT(r.extent, block, begin, None, limit)
+            inner[region.args[0]] = RangeRT(r.extent, block, begin, None, limit, lower)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
-            active = None if limit is None else j * block < limit
+            active = None if limit is None else (first <= j) & (j < last)
             if active is not None and outer_active is not None:
                 active = active & outer_active
             self.active = outer_active if active is None or active.all() else active
@@ -259,8 +265,8 @@ def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         idx = r.index()
         shape = [1] * t.rank
         shape[axis] = r.block
-        limit = np.asarray(r.limit())
-        ok = idx < limit[..., None]
+        limit, lower = np.asarray(r.limit()), np.asarray(r.lower())
+        ok = (idx < limit[..., None]) & (idx >= lower[..., None])
         ok = ok.reshape(ok.shape[:-1] + tuple(shape))
         valid = ok if valid is None else valid & ok
     if valid is None or valid.all():
@@ -281,7 +287,9 @@ def _tile_begin(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("tile.size")
 def _tile_size(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     r: RangeRT = xs[0]
-    size = np.minimum(r.block, r.limit() - r.begin)
+    size = np.minimum(r.block, r.limit() - r.begin)  # the in-range lanes: past the start
+    if r.start is not None:
+        size = size - np.clip(r.start - r.begin, 0, r.block)
     return [size.astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
 
 

@@ -27,6 +27,7 @@ class RangeRT:
     begin: np.ndarray  # prefix-shaped int64
     grid_axis: int | None  # the grid axis it varies along; None for a loop's range
     stop: np.ndarray | None = None  # prefix-shaped: a `td.tile(stop)` loop's min(stop, extent)
+    start: np.ndarray | None = None  # prefix-shaped: its start, clipped to [0, stop]
 
     def index(self) -> np.ndarray:
         return self.begin[..., None] + np.arange(self.block)
@@ -34,6 +35,10 @@ class RangeRT:
     def limit(self) -> np.ndarray | int:
         """Where each program's in-range lanes end (prefix-shaped, or the extent)."""
         return self.extent if self.stop is None else self.stop
+
+    def lower(self) -> np.ndarray | int:
+        """Where each program's in-range lanes begin (prefix-shaped, or 0)."""
+        return 0 if self.start is None else self.start
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
                 b = int(idx.begin.flat[0])
                 if b + idx.block > (n if idx.stop is None else min(n, int(idx.stop.min()))):
                     return None
+                if idx.start is not None and b < int(idx.start.max()):
+                    return None
                 slices.append(slice(b, b + idx.block))
                 new_shape.append(idx.block)
                 tags.append(("t", pos))
@@ -143,6 +150,8 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
             if isinstance(idx, RangeRT) and idx.stop is not None:  # lanes past a runtime stop
                 ok = ix < idx.stop.reshape(idx.stop.shape + (1,) * ntile)
                 valid = ok if valid is None else valid & ok
+            if isinstance(idx, RangeRT) and idx.start is not None:  # and before a start
+                valid = valid & (ix >= idx.start.reshape(idx.start.shape + (1,) * ntile))
         elif isinstance(idx, GridScalar):
             g = [1] * rank
             g[idx.axis] = n

@@ -20,7 +20,7 @@ from typing import Any
 from lowering.backends.triton.emit import padded
 from tiledsl.config import Config
 from tiledsl.ir.bounds import interval
-from tiledsl.ir.core import Function, loop_stop, walk
+from tiledsl.ir.core import Function, loop_start, loop_stop, walk
 from tiledsl.ir.types import TensorType, TileType
 
 # An H100 SXM, as published by NVIDIA (dense).
@@ -119,12 +119,14 @@ def _mean_trips(op: Any, extent: int, block: int) -> int:
     """A loop's trip count, averaged over programs for a `td.tile(stop)` loop: the middle of the
     stop's static interval (`tq.end` over [1, seq] gives about half the tiles, as causal
     attention runs)."""
-    stop = loop_stop(op)
+    stop, start = loop_stop(op), loop_start(op)
     bound = None if stop is None else interval(stop)
     if bound is None:
         return -(-extent // block)
     lo, hi = max(bound[0], 0), min(bound[1], extent)
-    return max(1, -(-((lo + hi) // 2) // block))
+    first = None if start is None else interval(start)  # a start skips the tiles before it
+    skipped = 0 if first is None else max(0, (first[0] + first[1]) // 2) // block
+    return max(1, -(-((lo + hi) // 2) // block) - skipped)
 
 
 MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory

@@ -21,7 +21,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
-from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop, walk
+from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
@@ -72,6 +72,7 @@ class _Range:
     ragged: bool  # some lanes of some tile are masked: past the extent, or padding
     padding: bool = False  # a constant block padded to a power of two (at least 16)
     limit: str = ""  # where in-range lanes end: the extent, or a `td.tile(stop)` loop's stop
+    lower: str = ""  # where they begin, for a `td.tile(..., start=)` loop ("": at 0)
 
     def __post_init__(self) -> None:
         self.limit = self.limit or str(self.extent)
@@ -173,7 +174,8 @@ class KernelEmitter:
 
     # ---- ranges ---------------------------------------------------------------------------
     def open_range(self, r: Value, begin: str, indent: int, lines: list[str],
-                   stop: str | None = None, cuts: bool | None = None) -> None:
+                   stop: str | None = None, cuts: bool | None = None,
+                   start: str | None = None) -> None:
         t = r.type
         assert isinstance(t, RangeType)
         block = t.block if isinstance(t.block, int) else self.blocks[t.block]
@@ -185,19 +187,23 @@ class KernelEmitter:
         # A runtime stop (at most the extent) cuts a tile unless the block divides it; `cuts`
         # says whether this loop's tiles are cut at all (False: whole tiles, split.py).
         ragged = cuts if cuts is not None else t.extent % block != 0
-        rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding, stop or "")
+        rg = _Range(label, t.extent, block, block_expr, ragged or padding, padding, stop or "",
+                    start or "")
         self.ranges[r] = rg
         rg.name = self.namer.fresh(label)
         lines.append(f"begin_{rg.name} = {begin}")
         if any(u.name != "tile.begin" for u in self.uses.get(r, [])):  # used as a vector
             width = str(padded(block)) if padding else block_expr
-            offs, start = f"offs_{rg.name}", f"begin_{rg.name}"
-            lines.append(f"{offs} = {start} + tl.arange(0, {width})")
+            offs, first = f"offs_{rg.name}", f"begin_{rg.name}"
+            lines.append(f"{offs} = {first} + tl.arange(0, {width})")
+            above = f"({offs} >= {start}) & " if start and ragged else ""
             if padding and ragged:
-                lines.append(f"mask_{rg.name} = {offs} < tl.minimum({start} + {block}, "
-                             f"{rg.limit})")
+                lines.append(f"mask_{rg.name} = {above}({offs} < tl.minimum({first} + {block}, "
+                             f"{rg.limit}))")
             elif padding:
-                lines.append(f"mask_{rg.name} = {offs} < {start} + {block}")
+                lines.append(f"mask_{rg.name} = {offs} < {first} + {block}")
+            elif ragged and above:
+                lines.append(f"mask_{rg.name} = {above}({offs} < {rg.limit})")
             elif ragged:
                 lines.append(f"mask_{rg.name} = {offs} < {rg.limit}")
         for line in lines:
@@ -279,7 +285,7 @@ class KernelEmitter:
             rg = self.ranges[idx]
             if rg.padding:
                 return None  # a box of the padded size would move the next tiles' elements
-            if rg.ragged and rg.limit != str(rg.extent):
+            if rg.ragged and (rg.limit != str(rg.extent) or rg.lower):
                 return None  # a box is cut at the tensor's edge, not at a runtime stop
             box.append(rg.block)
             coords.append(f"begin_{rg.name}")
@@ -385,7 +391,11 @@ class KernelEmitter:
             self.alias(op, f"begin_{self.ranges[op.operands[0]].name}")
         elif name == "tile.size":
             rg = self.ranges[op.operands[0]]
-            self.assign(op, f"tl.minimum({rg.block_expr}, {rg.limit} - begin_{rg.name})", indent)
+            size = f"tl.minimum({rg.block_expr}, {rg.limit} - begin_{rg.name})"
+            if rg.lower:  # less the lanes before the start
+                size += f" - tl.minimum(tl.maximum({rg.lower} - begin_{rg.name}, 0), " \
+                        f"{rg.block_expr})"
+            self.assign(op, size, indent)
         elif name == "load" and (desc := self.descriptor(op, op.operands[0], op.operands[1:])):
             self.assign(op, f"{desc[0]}.load([{desc[1]}])", indent)
         elif name == "store" and (desc := self.descriptor(op, op.operands[0], op.operands[1:-1])):
@@ -562,6 +572,17 @@ class KernelEmitter:
                 (_clamped(op) and rt.extent % block != 0)
             trips = f"tl.cdiv({limit}, {label_block})"
         start = "0"
+        lower = None
+        if (first := loop_start(op)) is not None:  # the tiles that meet [start, stop)
+            lower = self.namer.fresh(f"start_{r.hint or 'k'}")
+            self.emit(indent, f"{lower} = tl.maximum({self.value(first)}, 0)")
+            start = self.namer.fresh(f"first_{r.hint or 'k'}")
+            self.emit(indent, f"{start} = {lower} // {label_block}")
+            trips = f"tl.where({lower} < {limit}, {trips}, {start})"  # none if start >= stop
+            cuts = cuts or divisor(first, self.block_of) % block != 0
+            self.loop_body(region, r, carried, f"range({start}, {trips})", label_block, indent,
+                           limit, cuts, {}, lower)
+            return
         wheres = prefix_true(region, r, set(self.ranges))
         if wheres:  # full tiles before the other ranges begin: no select, no masks (split.py)
             start = self.namer.fresh(f"split_{r.hint or 'k'}")
@@ -575,12 +596,12 @@ class KernelEmitter:
 
     def loop_body(self, region: Block, r: Value, carried: list[str], iters: str,
                   label_block: str, indent: int, stop: str | None, cuts: bool,
-                  true_wheres: dict[Op, Value]) -> None:
+                  true_wheres: dict[Op, Value], start: str | None = None) -> None:
         """One `for` statement over `iters` running the loop's body; the `true_wheres` select
         their first operand, and the ops that only compute their conditions are left out."""
         it = self.namer.fresh(f"{r.hint or 'k'}_iter")
         self.emit(indent, f"for {it} in {iters}:")
-        self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts)
+        self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts, start)
         outer = self.true_wheres, self.skipped
         self.true_wheres = true_wheres
         self.skipped = dead_without(region, true_wheres, self.uses) if true_wheres else set()
