@@ -415,7 +415,7 @@ class TileKernel:
         t = self._traced(spec)
         try:  # the trace path is checked before simulating
             return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
-                t.lowered, config, arch=arch, trace_path=trace)
+                t.lowered, config, arch=arch, trace_path=trace, args=values)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 

@@ -18,24 +18,36 @@ from lowering.backends.spatial.mapper import SCHEMA_VERSION, Mapping, grids
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
-from tiledsl.ir.core import Function
+from tiledsl.ir.core import Function, Value
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.types import TensorType, TileType
 
 DEFAULT_ARCH = "generic-8x8"
 
 
-def dataflow_config(fn: Function, config: Config, arch: str | Arch | None = None) -> dict[str, Any]:
+def scalar_args(fn: Function, args: list[Any] | None) -> dict[Value, Any] | None:
+    """The kernel's scalar argument values by IR value (None without the arguments): a
+    `td.tile(stop, start=s)` loop's bounds may depend on them (`trips.py`)."""
+    if args is None:
+        return None
+    return {v: a for v, a in zip(fn.args, args) if isinstance(v.type, TileType)}
+
+
+def dataflow_config(fn: Function, config: Config, arch: str | Arch | None = None,
+                    args: list[Any] | None = None) -> dict[str, Any]:
     """The kernel's dataflow config: one grid maps to one config; several grids map to a
     sequence of them (phases) that run one after another, as TT-Metalium enqueues programs and
-    MLIR-AIE runtime sequences do."""
+    MLIR-AIE runtime sequences do. `args` (the kernel's arguments) gives loop bounds that
+    depend on scalar arguments their values."""
     a = preset(arch or DEFAULT_ARCH)
     count = len(grids(fn))
+    scalars = scalar_args(fn, args)
     if count == 1:
-        return Mapping(fn, config, a).build()
+        return Mapping(fn, config, a, scalars=scalars).build()
     return {"version": SCHEMA_VERSION, "kernel": fn.name, "ir_hash": ir_hash(fn),
             "config": config.to_dict(), "arch": a.name, "timing": a.timing,
-            "phases": [Mapping(fn, config, a, phase=i).build() for i in range(count)]}
+            "phases": [Mapping(fn, config, a, phase=i, scalars=scalars).build()
+                       for i in range(count)]}
 
 
 def phases(dataflow: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,19 +157,20 @@ class SpatialBackend:
             if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
                 raise BackendError(f"backend 'spatial' runs on NumPy arrays; argument '{v.hint}' "
                                    f"is a {type(a).__module__}.{type(a).__qualname__}")
-        return execute(fn, config, phases(dataflow_config(fn, config, arch)), args)
+        return execute(fn, config, phases(dataflow_config(fn, config, arch, args)), args)
 
     def simulate(self, fn: Function, config: Config, arch: str | Arch | None = None,
-                 trace: bool = False, trace_path: str | os.PathLike[str] | None = None
-                 ) -> SimReport:
+                 trace: bool = False, trace_path: str | os.PathLike[str] | None = None,
+                 args: list[Any] | None = None) -> SimReport:
         """Time `fn`; `trace` keeps the simulator's events in the report, and `trace_path`
-        (checked before simulating) also writes them there as a Chrome/Perfetto trace."""
+        (checked before simulating) also writes them there as a Chrome/Perfetto trace. `args`
+        (the kernel's arguments) is needed where loop bounds depend on scalar arguments."""
         if trace_path is not None:
             check_trace_path(trace_path)
         a = preset(arch or DEFAULT_ARCH)
         keep = trace or trace_path is not None
         result = report(fn, [(p, run_program(p, a, keep))
-                             for p in phases(dataflow_config(fn, config, a))], a)
+                             for p in phases(dataflow_config(fn, config, a, args))], a)
         if trace_path is not None:
             result.chrome_trace(trace_path)
         return result
@@ -181,4 +194,4 @@ registry.register_backend(SpatialBackend())
 @registry.register_target("spatial", backend="spatial")
 def spatial_source(fn: Function, config: Config, args: list[Any], arch: Any = None) -> str:
     """The dataflow config as JSON."""
-    return json.dumps(dataflow_config(fn, config, arch), indent=1)
+    return json.dumps(dataflow_config(fn, config, arch, args), indent=1)

@@ -9,18 +9,19 @@ The model follows what the simulator does with the agents the mapper builds:
   channel, and, below the channel's minimum burst, the wasted burst time.
 * A DRAM channel serves every PE it is nearest to, and a NoC link every route over it: the
   loads and stores of those PEs queue on it.
-* A multicast load is issued by the PE heading its line; inside `td.tile(stop)` loops whose
-  trip counts vary along the line, it issues the copies of the line's furthest-running program.
+* A multicast load is issued by the PE heading its line; inside `td.tile(stop, start=s)` loops
+  whose iterations vary along the line, it issues the copies of a program running from the
+  line's lowest start to its furthest stop (what the mapper's copies cover).
 * Buffers overlap transfers with compute, so a PE takes about
   `max(loads done + last compute step, first load + all compute, all stores) + last store`,
   where the loads are done when the slowest of its readers, its channel and the links its
   loads cross is; the kernel takes as long as its slowest PE.
 
 Programs differ only in whether they hold a ragged last tile along each grid axis and, in
-kernels with `td.tile(stop)` loops (causal attention), in where each such loop stops, so the work
-of a program is worked out once per such class and the programs of each PE are counted by class
-(a NumPy histogram); the sequential tile loops' trip counts and ragged last iterations are counted
-exactly.
+kernels with `td.tile(stop, start=s)` loops (causal and sliding-window attention), in where each
+such loop starts and stops, so the work of a program is worked out once per such class and the
+programs of each PE are counted by class (a NumPy histogram); the sequential tile loops'
+iterations, and their first and last ones cut at a start or stop, are counted exactly.
 
 Measured over whole spaces (`python benchmarks/tune_spatial.py`), the estimate's rank
 correlation with the simulated cycles is 0.97 to 1.0 on generic-8x8 and 0.86 to 1.0 on
@@ -35,8 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lowering.backends.spatial.mapper import Loop, Mapping, Step, _cdiv, xy_hops
+from lowering.backends.spatial.mapper import Loop, Mapping, Step, xy_hops
 from tiledsl.ir.core import Value
+
+Cover = dict[Value, tuple[int, int]]  # loops' (lower, limit) in place of a program's own
 
 
 @dataclass
@@ -71,30 +74,32 @@ def _add(stream: Stream, count: int, nbytes: int, burst: int) -> None:
 
 
 def program_work(m: Mapping, g: tuple[int, ...], burst: int,
-                 cycles: dict[int, float] | None = None) -> Work:
-    """The work of program `g` (loops counted by its trip counts; a ragged last iteration
-    apart). `cycles` caches each segment's compute cycles across programs: the matrix and
-    vector units work on whole (padded) tiles, so they do not depend on the program."""
+                 cycles: dict[int, float] | None = None, cover: Cover | None = None) -> Work:
+    """The work of program `g` (loops counted by its iterations; a first and a last iteration
+    cut at a start or stop apart), or with `cover`, of one running the loops over those bounds.
+    `cycles` caches each segment's compute cycles across programs: the matrix and vector units
+    work on whole (padded) tiles, so they do not depend on the program."""
     work = Work()
     cache = {} if cycles is None else cycles
 
     def walk(steps: list[Step], count: int, iters: dict[Value, int]) -> None:
         for s in steps:
             if isinstance(s, Loop):
-                block = m.block(m.rt(s.range).block)
-                limit = m.stops.limit(s.range, g)  # the extent, or this program's stop
-                n = _cdiv(limit, block)
-                if n == 0:
-                    continue
-                if n > 1 and limit % block:
-                    walk(s.body, count * (n - 1), {**iters, s.range: 0})
-                    walk(s.body, count, {**iters, s.range: n - 1})
-                else:
-                    walk(s.body, count * n, {**iters, s.range: 0})
+                bounds = (cover or {}).get(s.range)
+                its = m.stops.iterations(s.range, g, bounds)  # all, or this program's
+                n = len(its)
+                # the first and last may be cut at the start and stop; the middle ones are whole
+                kinds: dict[int, list[int]] = {}  # in-range lanes -> [an iteration, how many]
+                ends = [(its[0], 1), (its[-1], 1)][:n]
+                for it, k in ends[:1] + ([(its[1], n - 2)] if n > 2 else []) + ends[1:]:
+                    kind = kinds.setdefault(m.stops.lanes(s.range, g, it, bounds)[1], [it, 0])
+                    kind[1] += k
+                for it, k in kinds.values():
+                    walk(s.body, count * k, {**iters, s.range: it})
                 continue
             for op in s.loads:
                 stream = work.loads.setdefault(m._op_index(op), Stream(axis=m.shared_axis(op)))
-                _add(stream, count, m.access(op, g, iters)[3], burst)
+                _add(stream, count, m.access(op, g, iters, cover)[3], burst)
             if id(s) not in cache:
                 cache[id(s)] = m.compute_cost(s.compute, g, iters)[0]
             work.compute += count * cache[id(s)]
@@ -114,8 +119,8 @@ def estimate_cycles(m: Mapping) -> float:
     pes = m.pe_indices()
     index = np.arange(n)
     coords = np.unravel_index(index, counts)
-    limits = m.stops.limits(coords)
-    program_class, reps = _classes(m, coords, limits)
+    lowers, limits = m.stops.spans(coords)
+    program_class, reps = _classes(m, coords, limits, lowers)
     classes = len(reps)
 
     def histogram(cls: np.ndarray) -> np.ndarray:  # PE x class -> programs
@@ -123,12 +128,24 @@ def estimate_cycles(m: Mapping) -> float:
             arch.pes, classes)
 
     table = histogram(program_class)
-    # Multicast loads in td.tile(stop) loops that vary along their line: the line's head
-    # issues, for each of its programs, the copies of the line's program that runs furthest.
+    # Multicast loads in td.tile(stop, start=s) loops that vary along their line: the line's
+    # head issues, for each of its programs, copies from the line's lowest start to its
+    # furthest stop (a line class: the head's class and those bounds).
     line_ops = {m._op_index(op): a for op in m._ops("load")
                 if (a := m.line_axis(op)) is not None}
-    line_tables = {a: histogram(_line_classes(m, coords, limits.sum(axis=0), program_class, a))
-                   for a in set(line_ops.values())}
+    lines = {a: _line_classes(m, coords, lowers, limits, program_class, a)
+             for a in set(line_ops.values())}
+    line_tables = {a: np.bincount(pes[heads] * len(covers) + cls,
+                                  minlength=arch.pes * len(covers)).reshape(arch.pes, len(covers))
+                   for a, (heads, cls, covers) in lines.items()}
+    line_works: dict[tuple[int, int, int], Work] = {}
+
+    def line_work(a: int, cls: int, burst: int) -> Work:
+        if (a, cls, burst) not in line_works:
+            g, cover = lines[a][2][cls]
+            line_works[a, cls, burst] = program_work(m, g, burst, cycles, cover)
+        return line_works[a, cls, burst]
+
     occupied, first_program = np.unique(pes, return_index=True)
     last_program = n - 1 - np.unique(pes[::-1], return_index=True)[1]
     works: dict[tuple[int, int], Work] = {}
@@ -194,7 +211,7 @@ def estimate_cycles(m: Mapping) -> float:
                     read(i, s, k)
         for i, a in line_ops.items():
             for cls in line_tables[a][q].nonzero()[0].tolist():
-                s = work(cls, burst).loads.get(i)
+                s = line_work(a, cls, burst).loads.get(i)
                 if s is not None:
                     read(i, s, int(line_tables[a][q, cls]))
         head = work(int(program_class[first]), burst)
@@ -210,11 +227,12 @@ def estimate_cycles(m: Mapping) -> float:
     return worst
 
 
-def _classes(m: Mapping, coords: tuple[np.ndarray, ...], limits: np.ndarray
-             ) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+def _classes(m: Mapping, coords: tuple[np.ndarray, ...], limits: np.ndarray,
+             lowers: np.ndarray | None = None) -> tuple[np.ndarray, list[tuple[int, ...]]]:
     """Each program's class and a program of each class. Programs of a class do the same work:
     they agree on whether they are the last along each grid axis (a ragged tile) and on where
-    each td.tile(stop) loop stops for them (`limits`, a row per loop)."""
+    each td.tile(stop, start=s) loop starts and stops for them (`lowers`, `limits`: a row per
+    loop)."""
     counts = m.counts
     cls = np.zeros(len(coords[0]), dtype=np.int64)  # bit d: the last program along axis d
     for d, c in enumerate(counts):
@@ -222,22 +240,36 @@ def _classes(m: Mapping, coords: tuple[np.ndarray, ...], limits: np.ndarray
     if not len(limits):
         return cls, [tuple(c - 1 if k >> d & 1 else 0 for d, c in enumerate(counts))
                      for k in range(1 << len(counts))]
-    for r, row in zip(m.stops.loops, limits):  # refine by each loop's limit, kept dense
-        cls = np.unique(cls * (m.rt(r).extent + 1) + row, return_inverse=True)[1].reshape(-1)
+    if lowers is None:
+        lowers = m.stops.spans(coords)[0]
+    for r, low, high in zip(m.stops.loops, lowers, limits):  # refine by each loop's bounds
+        extent = m.rt(r).extent + 1
+        cls = np.unique((cls * extent + low) * extent + high, return_inverse=True)[1].reshape(-1)
     first = np.unique(cls, return_index=True)[1]
     return cls, [tuple(int(x[i]) for x in coords) for i in first.tolist()]
 
 
-def _line_classes(m: Mapping, coords: tuple[np.ndarray, ...], reach: np.ndarray,
-                  cls: np.ndarray, axis: int) -> np.ndarray:
-    """Programs' classes, except that a program at the head of a multicast line along grid
-    axis `axis` takes the class of the line's program with the largest `reach` (the sum of
-    its td.tile(stop) loops' limits): the head issues the copies of the line's furthest-running
-    program, which cover every other's (exactly so with one stop loop)."""
+def _line_classes(m: Mapping, coords: tuple[np.ndarray, ...], lowers: np.ndarray,
+                  limits: np.ndarray, cls: np.ndarray, axis: int
+                  ) -> tuple[np.ndarray, np.ndarray, list[tuple[tuple[int, ...], Cover]]]:
+    """The heads of the multicast lines along grid axis `axis` (program numbers), each one's
+    line class, and for each class a head and the loop bounds its copies cover: from the
+    lowest start to the furthest stop among the line's programs that run the loop (as the
+    mapper's `_line_copies`; exactly so with one loop whose bounds rise along the line)."""
     length = m.arch.cols if axis == 1 else m.arch.rows
     stride = 1 if axis == 1 else m.counts[1]  # programs are numbered row-major
     heads = np.nonzero(coords[axis] % length == 0)[0]
     members = heads[:, None] + stride * np.arange(length)[None, :]  # whole lines (multicast)
-    out = cls.copy()
-    out[heads] = cls[members[np.arange(len(heads)), np.argmax(reach[members], axis=1)]]
-    return out
+    runs = limits > lowers  # (loops, programs): whether it runs any iteration
+    big = np.iinfo(np.int64).max
+    high = limits[:, members].max(axis=2)  # (loops, heads)
+    low = np.where(runs, lowers, big)[:, members].min(axis=2)
+    low = np.where(high > 0, low, 0)
+    keys = np.concatenate([cls[heads][None, :], low, high]).T
+    unique, first, line_cls = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    covers = []
+    for k, h in zip(unique.tolist(), heads[first].tolist()):
+        g = tuple(int(x[h]) for x in coords)
+        n = len(m.stops.loops)
+        covers.append((g, {r: (k[1 + j], k[1 + n + j]) for j, r in enumerate(m.stops.loops)}))
+    return heads, line_cls.reshape(-1), covers

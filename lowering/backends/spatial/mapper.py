@@ -9,8 +9,8 @@ It follows the recipe real spatial compilers share (MLIR-AIE, TT-Metalium, Cereb
   (GEMM's A along rows, B along columns);
 - loop-carried values (accumulators) stay resident in SRAM, and stores drain through the writer.
 Ragged edges are exact: each transfer moves only the in-range part of its tile, and a
-`td.tile(stop)` loop runs each program's own trip count with its last tile cut at the stop
-(`trips.py`).
+`td.tile(stop, start=s)` loop runs each program's own iterations, its first tile cut at the start
+and its last at the stop (`trips.py`).
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ class Mapping:
     """Builds the dataflow config of one phase (the top-level grid number `phase`) of a
     (kernel, config, arch); the phases of a kernel with several grids run one after another."""
 
-    def __init__(self, fn: Function, config: Config, arch: Arch, phase: int = 0) -> None:
+    def __init__(self, fn: Function, config: Config, arch: Arch, phase: int = 0,
+                 scalars: dict[Value, Any] | None = None) -> None:
         self.fn = fn
         self.config = config
         self.arch = arch
@@ -152,7 +153,8 @@ class Mapping:
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
         self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
-        self.stops = Stops(fn, self.grid, self.blocks)  # per-program trip counts of td.tile(stop)
+        # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values)
+        self.stops = Stops(fn, self.grid, self.blocks, scalars)
         self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
         self.depth = int(config.get("buffer_depth", 2))
         self.steps = _structure(self.grid.regions[0])
@@ -273,8 +275,11 @@ class Mapping:
         return route
 
     # ---- tiles ----------------------------------------------------------------------------
-    def access(self, op: Op, g: tuple[int, ...], iters: dict[Value, int]) -> tuple[int, list[int], list[int], int]:
-        """(offset, sizes, strides, bytes) of the in-range part of a load/store's tile."""
+    def access(self, op: Op, g: tuple[int, ...], iters: dict[Value, int],
+               cover: dict[Value, tuple[int, int]] | None = None
+               ) -> tuple[int, list[int], list[int], int]:
+        """(offset, sizes, strides, bytes) of the in-range part of a load/store's tile; `cover`
+        gives loops' (lower, limit) in place of program `g`'s (a tile several programs share)."""
         tensor = op.operands[0].type
         assert isinstance(tensor, TensorType)
         full = op.attrs.get("full", ())
@@ -288,10 +293,10 @@ class Mapping:
                 continue
             idx = next(idx_vals)
             if isinstance(idx.type, RangeType):
-                block = self.block(self.rt(idx).block)
                 pos = g[self.ranges.index(idx)] if idx in self.ranges else iters[idx]
-                begin = pos * block  # the tile ends at the extent, or a td.tile(stop)'s stop
-                sizes.append(max(0, min(block, self.stops.limit(idx, g) - begin)))
+                # the tile starts at a td.tile(stop, start=s)'s start, ends at the extent or stop
+                begin, size = self.stops.lanes(idx, g, pos, (cover or {}).get(idx))
+                sizes.append(size)
                 out_strides.append(strides[d])
             else:  # a scalar index: a td.grid position or a constant
                 owner = idx.owner
@@ -343,7 +348,7 @@ class Mapping:
             t = self.rt(r)
             if t.block == d:
                 pos = g[self.ranges.index(r)] if r in self.ranges else iters[r]
-                return max(0, min(self.blocks[d], self.stops.limit(r, g) - pos * self.blocks[d]))
+                return self.stops.lanes(r, g, pos)[1]
         return self.blocks[d]
 
     # ---- resources ------------------------------------------------------------------------
@@ -528,17 +533,14 @@ class Mapping:
                  writer: list) -> None:
         for s in steps:
             if isinstance(s, Loop):
-                block = self.block(self.rt(s.range).block)
-                limit = self.stops.limit(s.range, g)  # the extent, or this program's stop
-                n = _cdiv(limit, block)
-                if n == 0:
-                    continue  # a td.tile(stop) loop this program runs no iterations of
+                its = self.stops.iterations(s.range, g)  # all, or this program's
+                if not its:
+                    continue  # a td.tile(stop, start=s) loop this program runs none of
                 # Iterations differ only in their copies' offsets (affine in the iteration), except
-                # a ragged last one: build the first, the second (for the offset strides) and the
-                # last, and let `fold_loop` turn the rest into loop counts.
-                built = [0, 1] if n > 1 else [0]
-                if n > 2 and limit % block:
-                    built.append(n - 1)
+                # a first one cut at the start and a last one cut at the stop: build the first
+                # three (the offset strides, whichever is partial) and the last, and let
+                # `fold_loop` turn the rest, copies of the third, into loop counts.
+                built = sorted({*its[:3], its[-1]})
                 bodies = []
                 for it in built:
                     rb: dict[int, list] = {i: [] for i in readers}
@@ -546,13 +548,11 @@ class Mapping:
                     wb: list = []
                     self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb)
                     bodies.append((rb, cb, wb))
-                middle = n - len(built)  # iterations identical to the second one
-                order = [0] + [1] * (1 + middle) + ([2] if len(built) == 3 else []) \
-                    if n > 1 else [0]
+                order = [bodies[built.index(it) if it in built else 2] for it in its]
                 for i in readers:
-                    readers[i].extend(fold_loop([bodies[k][0][i] for k in order]))
-                compute.extend(fold_loop([bodies[k][1] for k in order]))
-                writer.extend(fold_loop([bodies[k][2] for k in order]))
+                    readers[i].extend(fold_loop([b[0][i] for b in order]))
+                compute.extend(fold_loop([b[1] for b in order]))
+                writer.extend(fold_loop([b[2] for b in order]))
                 continue
             tag = f"{pe[0]}_{pe[1]}"
             for op in s.loads:
@@ -585,31 +585,39 @@ class Mapping:
 
     def _line_copies(self, op: Op, pe: tuple[int, int], steps: list[Step],
                      iters: dict[Value, int], line: list[tuple[tuple[int, int], tuple[int, ...]]],
-                     out: list[dict[str, Any]]) -> None:
+                     out: list[dict[str, Any]],
+                     cover: dict[Value, tuple[int, int]] | None = None) -> None:
         """The copies `pe` issues of a load with a `line_axis`: one per iteration that some PE
         of the line runs, multicast to the PEs that run it (`line`: each with its program), and
-        cut at the furthest of their stops (they share the tile; each uses its in-range part).
-        The destinations change from iteration to iteration, so every iteration of the loops
-        around the load is built, and `fold_loop` folds runs of alike ones."""
+        covering from the lowest of their starts to the furthest of their stops (they share the
+        tile; each uses its in-range part). The destinations change from iteration to
+        iteration, so every iteration of the loops around the load is built, and `fold_loop`
+        folds runs of alike ones."""
         for s in steps:
             if isinstance(s, Loop) and _holds(s.body, op):
-                block = self.block(self.rt(s.range).block)
-                limits = [self.stops.limit(s.range, g) for _, g in line]
+                its = [self.stops.iterations(s.range, g) for _, g in line]
+                bounds = [self.stops.bounds(s.range, g) for _, g in line]
                 bodies: list[list[dict[str, Any]]] = []
-                for it in range(_cdiv(max(limits, default=0), block)):
+                for it in range(min((r.start for r in its if r), default=0),
+                                max((r.stop for r in its if r), default=0)):
                     bodies.append([])
-                    runs = [x for x, limit in zip(line, limits) if it * block < limit]
-                    self._line_copies(op, pe, s.body, {**iters, s.range: it}, runs, bodies[-1])
+                    runs = [k for k, r in enumerate(its) if it in r]
+                    span = (min(bounds[k][0] for k in runs), max(bounds[k][1] for k in runs)) \
+                        if runs else (0, 0)
+                    self._line_copies(op, pe, s.body, {**iters, s.range: it},
+                                      [line[k] for k in runs], bodies[-1],
+                                      {**(cover or {}), s.range: span})
                 out.extend(fold_loop(bodies))
             elif isinstance(s, Segment) and op in s.loads and line:
-                g = max((g for _, g in line), key=lambda g: self.access(op, g, iters)[3])
-                out.extend(self._copy(op, pe, g, iters, [d for d, _ in line], None))
+                out.extend(self._copy(op, pe, line[0][1], iters, [d for d, _ in line], None,
+                                      cover))
 
     def _copy(self, op: Op, pe: tuple[int, int], g: tuple[int, ...], iters: dict[Value, int],
-              dsts: list[tuple[int, int]], own: str | None) -> list[dict[str, Any]]:
+              dsts: list[tuple[int, int]], own: str | None,
+              cover: dict[Value, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
         """A DRAM -> SRAM copy, issued by `pe` through its DRAM channel, of a load's tile to one
-        PE or (multicast) PEs of a row or column."""
-        offset, sizes, strides, nbytes = self.access(op, g, iters)
+        PE or (multicast) PEs of a row or column (`cover`: see `access`)."""
+        offset, sizes, strides, nbytes = self.access(op, g, iters, cover)
         route = self.route(self.dram_for(pe), dsts, f"ld{self._op_index(op)}")
         bufs = [own] if own is not None else \
             [f"ld{self._op_index(op)}_{d[0]}_{d[1]}" for d in dsts]

@@ -14,6 +14,7 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     (`estimate.py`) so the tuner tries the best-ranked first."""
     from lowering.backends.spatial.estimate import estimate_cycles
     from lowering.backends.spatial.mapper import Mapping, can_multicast, grids
+    from lowering.backends.spatial.trips import reads_arguments
 
     phases = range(len(grids(fn)))
     two_d = any(len(g.regions[0].args) == 2 for g in grids(fn))
@@ -43,8 +44,9 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                 "operand along whole PE rows or columns")
 
     space = space.with_redundancy(Constraint("multicast-idle", multicast_idle))
-    space = space.with_estimate(  # phases run one after another
-        lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
+    if not reads_arguments(fn):  # (else the plan needs argument values: no estimate)
+        space = space.with_estimate(  # phases run one after another
+            lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
     # Default: the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
     # operands and amortize per-transfer costs; `default()` then need not scan the space.
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]

@@ -1,15 +1,19 @@
-"""Per-program trip counts of `td.tile(stop)` loops (causal attention's `td.tile(tq.end)`).
+"""Per-program iterations of `td.tile(stop)` and `td.tile(stop, start=s)` loops (causal
+attention's `td.tile(tq.end)`, sliding-window attention's `td.tile(tq.end, start=tq.begin - w + 1)`).
 
 A spatial config is planned before it runs: every DMA agent lists the copies it will issue and
-every loop step its count. A loop with a runtime stop runs `cdiv(clip(stop, 0, extent), block)`
-iterations, a number that differs from program to program, so the mapper works it out for each
-program here, exactly as the NumPy backend does at run time (`Executor.loop`): the stop is
-evaluated from the grid's tile bounds and constants, in the dtypes of the ops that compute it
-(an i32 sum wraps as it would at run time).
+every loop step its count. A loop with a runtime stop and start covers the lanes
+[lower, limit), limit = clip(stop, 0, extent) and lower = clip(start, 0, limit); its tiles stay
+aligned to the block, so a program runs iterations `lower // block` to `cdiv(limit, block)`
+(none if lower >= limit), its first tile cut at the lower bound and its last at the limit. These
+differ from program to program, so the mapper works them out for each program here, exactly as
+the NumPy backend does at run time (`Executor.loop`): the stop and start are evaluated from the
+grid's tile bounds, constants and (where the caller passes their values) the kernel's scalar
+arguments, in the dtypes of the ops that compute them (an i32 sum wraps as it would at run time).
 
-A stop that depends on anything else (an enclosing sequential loop's tile, a loaded value, a
-kernel argument) is not known per program before the run, and is a BackendError naming the
-kernel and the loop's line.
+A bound that depends on anything else (an enclosing sequential loop's tile, a loaded value), or
+on a scalar argument whose value this plan was not given, is not known per program before the
+run, and is a BackendError naming the kernel and the loop's line.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl.errors import BackendError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_stop
+from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
 from tiledsl.ir.types import RangeType, TileType
 
 ARITH = ("add", "sub", "mul", "minimum", "maximum")
@@ -27,25 +31,33 @@ _NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "minimum": np.mini
        "maximum": np.maximum}
 
 
-class Stops:
-    """The runtime stops of one grid's `td.tile(stop)` loops, checked when built and evaluated
-    per program (`limit`) or for many programs at once (`limits`, for the estimate)."""
+def _cdiv(a: Any, b: int) -> Any:
+    return -(-a // b)
 
-    def __init__(self, fn: Function, grid: Op, blocks: dict[str, int]) -> None:
+
+class Stops:
+    """The runtime bounds of one grid's `td.tile(stop)` / `td.tile(stop, start=s)` loops,
+    checked when built and evaluated per program (`bounds`, `iterations`, `lanes`) or for many
+    programs at once (`limits`, for the estimate). `scalars` holds the kernel's scalar argument
+    values where the caller knows them (`run`, `source`): a bound may then depend on them."""
+
+    def __init__(self, fn: Function, grid: Op, blocks: dict[str, int],
+                 scalars: dict[Value, Any] | None = None) -> None:
         self.fn = fn
         self.ranges = list(grid.regions[0].args)
         self.blocks = blocks
+        self.scalars = scalars
         self.loops: dict[Value, Op] = {}  # a stop loop's range -> the loop
-        self.axes: dict[Value, tuple[int, ...]] = {}  # grid axes each stop depends on
+        self.axes: dict[Value, tuple[int, ...]] = {}  # grid axes its stop and start depend on
         self.varying: dict[Op, frozenset[int]] = {}  # a load -> axes its stop loops vary along
         self._scan(grid.regions[0], frozenset())
-        self._memo: dict[tuple[Value, tuple[int, ...]], int] = {}
+        self._memo: dict[tuple[Value, tuple[int, ...]], tuple[int, int]] = {}
 
     def _scan(self, block: Block, varying: frozenset[int]) -> None:
-        """Find the stop loops and, for each load, the grid axes along which the trip counts
-        of the stop loops around it vary: programs along such an axis run different numbers
-        of its copies, so a multicast of it along that axis feeds, iteration by iteration, only
-        the PEs that run the iteration (`Mapping.line_axis`)."""
+        """Find the stop loops and, for each load, the grid axes along which the iterations
+        of the stop loops around it vary: programs along such an axis run different
+        iterations of its copies, so a multicast of it along that axis feeds, iteration by
+        iteration, only the PEs that run the iteration (`Mapping.line_axis`)."""
         for op in block.ops:
             if op.name == "load" and varying:
                 self.varying[op] = varying
@@ -54,83 +66,152 @@ class Stops:
             if stop is not None:
                 r = op.regions[0].args[0]
                 self.loops[r] = op
-                axes = self._depends(op, stop)
+                axes = self._depends(op, stop, "stop")
+                start = loop_start(op)
+                if start is not None:
+                    axes |= self._depends(op, start, "start")
                 self.axes[r] = tuple(sorted(axes))
                 inner = varying | axes
             for region in op.regions:
                 self._scan(region, inner)
 
-    def _block(self, r: RangeType) -> int:
-        return r.block if isinstance(r.block, int) else self.blocks[r.block]
+    def block(self, r: Value) -> int:
+        rt = r.type
+        assert isinstance(rt, RangeType)
+        return rt.block if isinstance(rt.block, int) else self.blocks[rt.block]
 
-    def _depends(self, loop: Op, v: Value) -> frozenset[int]:
+    def _depends(self, loop: Op, v: Value, which: str) -> frozenset[int]:
         """The grid axes `v` depends on; a BackendError if it depends on anything the mapper
         cannot evaluate before the run."""
         op = v.owner
         if op is not None and op.name == "const":
             return frozenset()
+        if op is None and v in self.fn.args and isinstance(v.type, TileType):
+            return frozenset()  # a scalar argument: evaluated if its value is given (`_eval`)
         if op is not None and op.name in ("tile.begin", "tile.size"):
             if op.operands[0] in self.ranges:
                 return frozenset({self.ranges.index(op.operands[0])})
-            raise self._unsupported(loop, "the tile of an enclosing sequential loop")
+            raise self._unsupported(loop, which, "the tile of an enclosing sequential loop")
         if op is not None and op.name == "cast":
-            return self._depends(loop, op.operands[0])
+            return self._depends(loop, op.operands[0], which)
         if op is not None and op.name in ARITH:
-            return self._depends(loop, op.operands[0]) | self._depends(loop, op.operands[1])
+            return self._depends(loop, op.operands[0], which) | \
+                self._depends(loop, op.operands[1], which)
         what = "a kernel argument" if op is None else f"the result of '{op.name}'"
-        raise self._unsupported(loop, what)
+        raise self._unsupported(loop, which, what)
 
-    def _unsupported(self, loop: Op, what: str) -> BackendError:
+    def _unsupported(self, loop: Op, which: str, what: str, hint: str | None = None
+                     ) -> BackendError:
         return BackendError(
-            f"backend 'spatial' cannot map this td.tile() loop: its stop depends on {what}, "
-            "and the mapper plans each program's trip count before the run",
+            f"backend 'spatial' cannot map this td.tile() loop: its {which} depends on {what}, "
+            "and the mapper plans each program's iterations before the run",
             kernel=self.fn.name, loc=loop.loc,
-            hint="compute the stop from the grid's tiles (t.begin, t.end, t.size) and ints, "
-                 "e.g. td.tile(tq.end); or loop over the whole range and mask with td.where")
+            hint=hint or "compute the stop and start from the grid's tiles (t.begin, t.end, "
+                         "t.size), ints and scalar arguments, e.g. td.tile(tq.end, "
+                         "start=tq.begin - w + 1); or loop over the whole range and mask "
+                         "with td.where")
 
-    def _eval(self, v: Value, coords: tuple[Any, ...]) -> np.ndarray:
-        """`v` for the programs at grid coordinates `coords` (ints or equal-shaped arrays)."""
+    def _eval(self, loop: Op, v: Value, coords: tuple[Any, ...], which: str) -> np.ndarray:
+        """`v` (the loop's `which`: stop or start) for the programs at grid coordinates
+        `coords` (ints or equal-shaped arrays)."""
         op = v.owner
-        assert op is not None  # `_depends` ruled the rest out
-        t = op.result.type
+        t = v.type
         assert isinstance(t, TileType)
-        if op.name == "const":
+        if op is None:  # a scalar argument (`_depends` ruled the rest out)
+            if self.scalars is None or v not in self.scalars:
+                raise self._unsupported(
+                    loop, which, f"the kernel argument '{v.hint}', whose value this plan "
+                    "(simulate, estimate) was not given",
+                    hint="pass the scalar arguments to the spatial backend's simulate "
+                         "(args=...), or make it a Python constant of the kernel")
+            out = np.asarray(self.scalars[v]).astype(np.int64)
+        elif op.name == "const":
             out = np.asarray(int(op.attrs["value"]), dtype=np.int64)
         elif op.name in ("tile.begin", "tile.size"):
             axis = self.ranges.index(op.operands[0])
             rt = op.operands[0].type
             assert isinstance(rt, RangeType)
-            block = self._block(rt)
+            block = self.block(op.operands[0])
             begin = np.asarray(coords[axis], dtype=np.int64) * block
             out = begin if op.name == "tile.begin" else np.minimum(block, rt.extent - begin)
         elif op.name == "cast":
-            out = self._eval(op.operands[0], coords)
+            out = self._eval(loop, op.operands[0], coords, which)
         else:
-            out = _NP[op.name](self._eval(op.operands[0], coords),
-                               self._eval(op.operands[1], coords))
+            out = _NP[op.name](self._eval(loop, op.operands[0], coords, which),
+                               self._eval(loop, op.operands[1], coords, which))
         return out.astype(t.dtype.np).astype(np.int64)  # wrap as the run-time dtype does
 
-    def limit(self, r: Value, g: tuple[int, ...]) -> int:
-        """Where range `r`'s in-range lanes end for program `g`: its extent, or for a stop
-        loop's range min(max(stop, 0), extent)."""
+    def _bounds(self, r: Value, coords: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, limit) of stop loop `r` for the programs at `coords`: its in-range lanes."""
+        loop = self.loops[r]
         rt = r.type
-        assert isinstance(rt, RangeType)
+        stop = loop_stop(loop)
+        assert stop is not None and isinstance(rt, RangeType)
+        limit = np.clip(self._eval(loop, stop, coords, "stop"), 0, rt.extent)
+        start = loop_start(loop)
+        lower = np.zeros_like(limit) if start is None else \
+            np.clip(self._eval(loop, start, coords, "start"), 0, limit)
+        return lower, limit
+
+    def bounds(self, r: Value, g: tuple[int, ...]) -> tuple[int, int]:
+        """Where range `r`'s in-range lanes begin and end for program `g`: (0, extent), or for
+        a stop loop's range (clip(start, 0, limit), limit = clip(stop, 0, extent))."""
         if r not in self.loops:
-            return rt.extent
+            rt = r.type
+            assert isinstance(rt, RangeType)
+            return 0, rt.extent
         key = (r, tuple(g[a] for a in self.axes[r]))  # programs alike along other axes share it
         if key not in self._memo:
-            stop = loop_stop(self.loops[r])
-            assert stop is not None
-            self._memo[key] = int(np.clip(self._eval(stop, tuple(g)), 0, rt.extent))
+            lower, limit = self._bounds(r, tuple(g))
+            self._memo[key] = int(lower), int(limit)
         return self._memo[key]
 
-    def limits(self, coords: tuple[np.ndarray, ...]) -> np.ndarray:
-        """Every stop loop's limit (rows, in `loops` order) for the programs at `coords`."""
+    def limit(self, r: Value, g: tuple[int, ...]) -> int:
+        return self.bounds(r, g)[1]
+
+    def iterations(self, r: Value, g: tuple[int, ...],
+                   bounds: tuple[int, int] | None = None) -> range:
+        """The iterations program `g` (or one with `bounds`) runs of the loop over `r` (tile j
+        covers [j * block, (j + 1) * block)): those meeting [lower, limit), none if empty."""
+        lower, limit = self.bounds(r, g) if bounds is None else bounds
+        block = self.block(r)
+        return range(lower // block, _cdiv(limit, block)) if lower < limit else range(0)
+
+    def lanes(self, r: Value, g: tuple[int, ...], pos: int,
+              bounds: tuple[int, int] | None = None) -> tuple[int, int]:
+        """(first lane, in-range lanes) of tile `pos` of `r` for program `g`, or within
+        `bounds` when given (a multicast tile several programs share)."""
+        lower, limit = self.bounds(r, g) if bounds is None else bounds
+        begin = pos * self.block(r)
+        lo = max(begin, lower)
+        return lo, max(0, min(begin + self.block(r), limit) - lo)
+
+    def spans(self, coords: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Every stop loop's lower bounds and limits (rows, in `loops` order) for the programs
+        at `coords`; a program that runs no iterations of a loop gets (0, 0) for it."""
         shape = np.shape(coords[0])
-        rows = []
-        for r, loop in self.loops.items():
-            stop = loop_stop(loop)
-            rt = r.type
-            assert stop is not None and isinstance(rt, RangeType)
-            rows.append(np.broadcast_to(np.clip(self._eval(stop, coords), 0, rt.extent), shape))
-        return np.stack(rows) if rows else np.zeros((0, *shape), dtype=np.int64)
+        lows, highs = [], []
+        for r in self.loops:
+            lower, limit = (np.broadcast_to(x, shape) for x in self._bounds(r, coords))
+            empty = lower >= limit
+            lows.append(np.where(empty, 0, lower))
+            highs.append(np.where(empty, 0, limit))
+        if not lows:
+            none = np.zeros((0, *shape), dtype=np.int64)
+            return none, none
+        return np.stack(lows), np.stack(highs)
+
+    def limits(self, coords: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Every stop loop's limit (rows, in `loops` order; 0 where a program runs none)."""
+        return self.spans(coords)[1]
+
+
+def reads_arguments(fn: Function) -> bool:
+    """Whether a loop's runtime stop or start reads a scalar argument: such a kernel is planned
+    with the argument values (run, simulate, source), which a config space's analytic estimate
+    does not have."""
+    def reads(v: Value) -> bool:
+        op = v.owner
+        return v in fn.args if op is None else any(reads(o) for o in op.operands)
+    return any(reads(b) for op in fn.walk() if op.name == "for"
+               for b in (loop_stop(op), loop_start(op)) if b is not None)

@@ -196,16 +196,15 @@ class KernelEmitter:
             width = str(padded(block)) if padding else block_expr
             offs, first = f"offs_{rg.name}", f"begin_{rg.name}"
             lines.append(f"{offs} = {first} + tl.arange(0, {width})")
-            above = f"({offs} >= {start}) & " if start and ragged else ""
+            below = f"{offs} < {rg.limit}"
             if padding and ragged:
-                lines.append(f"mask_{rg.name} = {above}({offs} < tl.minimum({first} + {block}, "
-                             f"{rg.limit}))")
+                below = f"{offs} < tl.minimum({first} + {block}, {rg.limit})"
             elif padding:
-                lines.append(f"mask_{rg.name} = {offs} < {first} + {block}")
-            elif ragged and above:
-                lines.append(f"mask_{rg.name} = {above}({offs} < {rg.limit})")
-            elif ragged:
-                lines.append(f"mask_{rg.name} = {offs} < {rg.limit}")
+                below = f"{offs} < {first} + {block}"
+            if start and ragged:  # lanes before a runtime start are out of range too
+                below = f"({offs} >= {start}) & ({below})"
+            if ragged or padding:
+                lines.append(f"mask_{rg.name} = {below}")
         for line in lines:
             self.emit(indent, line)
 
