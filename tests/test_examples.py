@@ -31,6 +31,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "layer_norm": [{"m": 37, "n": 2}, {"m": 1, "n": 131}],
     "rms_norm": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
+    "window_attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

@@ -71,6 +71,7 @@ SPECIAL_DIMS = sorted({1, 2, 3, 5, 7, 11, 13, 17, 31, 37, 53, 61, 67}
 DIM_CAPS: dict[str, dict[str, int]] = {
     "batched_matmul": {"batch": 4, "m": 20, "k": 20, "n": 20},
     "attention": {"batch": 3, "seq": 33, "d": 40},
+    "window_attention": {"batch": 3, "seq": 70, "d": 40},
 }
 
 
