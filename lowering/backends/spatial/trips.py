@@ -39,7 +39,8 @@ class Stops:
     """The runtime bounds of one grid's `td.tile(stop)` / `td.tile(stop, start=s)` loops,
     checked when built and evaluated per program (`bounds`, `iterations`, `lanes`) or for many
     programs at once (`limits`, for the estimate). `scalars` holds the kernel's scalar argument
-    values where the caller knows them (`run`, `source`): a bound may then depend on them."""
+    values where the caller knows them (`run`, `simulate`, `source`): a bound may then depend
+    on them."""
 
     def __init__(self, fn: Function, grid: Op, blocks: dict[str, int],
                  scalars: dict[Value, Any] | None = None) -> None:
@@ -212,6 +213,8 @@ def reads_arguments(fn: Function) -> bool:
     does not have."""
     def reads(v: Value) -> bool:
         op = v.owner
-        return v in fn.args if op is None else any(reads(o) for o in op.operands)
+        if op is None:
+            return v in fn.args and isinstance(v.type, TileType)
+        return any(reads(o) for o in op.operands)
     return any(reads(b) for op in fn.walk() if op.name == "for"
                for b in (loop_stop(op), loop_start(op)) if b is not None)
