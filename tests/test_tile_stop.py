@@ -408,3 +408,32 @@ def test_triton_starts_at_the_first_tile_that_meets_the_start() -> None:
     assert "in range(first_tk, tl.where(start_tk < stop_tk, tl.cdiv(stop_tk, BLOCK_TK), " \
            "first_tk)):" in src
     assert "mask_tk = (offs_tk >= start_tk) & (offs_tk < stop_tk)" in src
+
+
+@td.tile_kernel
+def lower_triangle_sum(x, y):
+    """sum over j <= i of x[i] * y[j], with the triangle masked inside two nested loops: the
+    inner loop splits at the outer loop's tile, not the grid's."""
+    n, = x.shape
+    out = td.empty((1,), dtype=td.float32)
+    for g in td.tile(1):
+        acc = td.zeros((), dtype=td.float32)
+        for ti in td.tile(n):
+            for tj in td.tile(n):
+                prod = x[ti][:, None] * y[tj][None, :]
+                keep = ti.index[:, None] >= tj.index[None, :]
+                acc += td.sum(td.where(keep, prod, 0.0))
+        out[g] = td.zeros((g,), dtype=td.float32) + acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_split_inside_a_nested_loop(backend: str) -> None:
+    rng = np.random.default_rng(9)
+    x, y = (rng.standard_normal(53).astype(np.float32) for _ in range(2))
+    want = np.tril(x.astype(np.float64)[:, None] * y.astype(np.float64)[None, :]).sum()
+    src = lower_triangle_sum.source(x, y, target="triton", config=Config(block_sizes=(1, 16, 8)))
+    assert "split_tj = tl.minimum(begin_ti // BLOCK_TJ, 53 // BLOCK_TJ)" in src
+    for blocks in ((1, 16, 8), (1, 8, 16), (1, 32, 32)):
+        out = lower_triangle_sum.run(x, y, backend=backend, config=Config(block_sizes=blocks))
+        np.testing.assert_allclose(out[0], want, rtol=1e-4, err_msg=str(blocks))
