@@ -3,7 +3,8 @@
 `KernelEmitter` walks the region and writes readable Triton: pointer arithmetic from the specialized
 shapes and strides, masks only on the dimensions that are ragged for the config's block sizes
 (or padded to a power of two), tensor descriptors for TMA, and the small `@triton.jit` helpers
-some ops need. codegen.py assembles the kernels and the launcher into a module.
+some ops need. Loops are written by `loops.py` (a mixin). codegen.py assembles the kernels and
+the launcher into a module.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
-from lowering.backends.triton.split import dead_without, prefix_true
-from tiledsl.ir.bounds import divisor, interval
-from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop, walk
+from lowering.backends.triton.loops import LoopEmission, clamped_stop
+from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
@@ -95,7 +95,7 @@ class Namer:
 
 
 @dataclass
-class KernelEmitter:
+class KernelEmitter(LoopEmission):
     """Emission state of one kernel (one grid op)."""
 
     fn: Function
@@ -544,94 +544,11 @@ class KernelEmitter:
         self.assign(op, f"tl.where({' & '.join(conds)}, {self.value(x)}, "
                         f"{literal(op.attrs['value'])})", indent)
 
-    def loop(self, op: Op, indent: int) -> None:
-        region = op.regions[0]
-        r = region.args[0]
-        rt = r.type
-        assert isinstance(rt, RangeType)
-        carried = []
-        for init, arg, res in zip(loop_inits(op), region.args[1:], op.results):
-            name = self.carried_names[res]
-            if self.value(init) != name:
-                self.emit(indent, f"{name} = {self.value(init)}")
-            self.names[arg] = self.names[res] = name
-            carried.append(name)
-        self.write_in_place(region, carried)
-        block = rt.block if isinstance(rt.block, int) else self.blocks[rt.block]
-        label_block = self.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(block)
-        stop = loop_stop(op)
-        limit, cuts = str(rt.extent), rt.extent % block != 0
-        trips = str(-(-rt.extent // block))
-        if stop is not None:  # each program stops at its own runtime stop
-            limit = self.value(stop)
-            if _clamped(op):  # a stop that may pass the extent (a loaded length, an argument)
-                limit = self.namer.fresh(f"stop_{r.hint or 'k'}")
-                self.emit(indent, f"{limit} = tl.minimum({self.value(stop)}, {rt.extent})")
-            cuts = divisor(stop, self.block_of) % block != 0 or \
-                (_clamped(op) and rt.extent % block != 0)
-            trips = f"tl.cdiv({limit}, {label_block})"
-        start = "0"
-        lower = None
-        if (first := loop_start(op)) is not None:  # the tiles that meet [start, stop)
-            lower = self.namer.fresh(f"start_{r.hint or 'k'}")
-            self.emit(indent, f"{lower} = tl.maximum({self.value(first)}, 0)")
-            start = self.namer.fresh(f"first_{r.hint or 'k'}")
-            self.emit(indent, f"{start} = {lower} // {label_block}")
-            trips = f"tl.where({lower} < {limit}, {trips}, {start})"  # none if start >= stop
-            cuts = cuts or divisor(first, self.block_of) % block != 0
-            self.loop_body(region, r, carried, f"range({start}, {trips})", label_block, indent,
-                           limit, cuts, {}, lower)
-            return
-        wheres = prefix_true(region, r, set(self.ranges))
-        if wheres:  # full tiles before the other ranges begin: no select, no masks (split.py)
-            start = self.namer.fresh(f"split_{r.hint or 'k'}")
-            bounds = [f"begin_{self.ranges[o].name} // {label_block}" for o in
-                      dict.fromkeys(wheres.values())] + [f"{limit} // {label_block}"]
-            self.emit(indent, f"{start} = " + _nested_min(bounds))
-            self.loop_body(region, r, carried, f"range(0, {start})", label_block, indent,
-                           None if stop is None else limit, False, wheres)
-        self.loop_body(region, r, carried, f"range({start}, {trips})", label_block, indent,
-                       None if stop is None else limit, cuts, {})
-
-    def loop_body(self, region: Block, r: Value, carried: list[str], iters: str,
-                  label_block: str, indent: int, stop: str | None, cuts: bool,
-                  true_wheres: dict[Op, Value], start: str | None = None) -> None:
-        """One `for` statement over `iters` running the loop's body; the `true_wheres` select
-        their first operand, and the ops that only compute their conditions are left out."""
-        it = self.namer.fresh(f"{r.hint or 'k'}_iter")
-        self.emit(indent, f"for {it} in {iters}:")
-        self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts, start)
-        outer = self.true_wheres, self.skipped
-        self.true_wheres = true_wheres
-        self.skipped = dead_without(region, true_wheres, self.uses) if true_wheres else set()
-        try:
-            self.block(region, indent + 1)
-        finally:
-            self.true_wheres, self.skipped = outer
-        changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
-                   if self.value(v) != c]
-        if changes:  # one simultaneous assignment, so carried values can swap
-            self.emit(indent + 1, ", ".join(c for c, _ in changes) + " = "
-                      + ", ".join(v for _, v in changes))
-
-    def write_in_place(self, region: Block, carried: list[str]) -> None:
-        """Name a yielded value after its carried variable (`acc = tl.dot(a, b, acc)`) when it is
-        made in this body, used only by the yield, and after the last read of the old value."""
-        position = {op: i for i, op in enumerate(region.ops)}
-        yielded = region.ops[-1].operands
-        for arg, v, name in zip(region.args[1:], yielded, carried):
-            owner = v.owner
-            if owner not in position or len(self.uses.get(v, [])) != 1 or v in self.preset:
-                continue
-            reads = [position.get(_top(u, region), -1) for u in self.uses.get(arg, [])]
-            if all(0 <= i <= position[owner] for i in reads):
-                self.preset[v] = name
-
     def block(self, block: Block, indent: int) -> None:
         for op in block.ops:  # a loop's initial value is made under its carried name
             if op.name == "for":
                 stop = loop_stop(op)
-                if stop is not None and stop.owner in block.ops and not _clamped(op):
+                if stop is not None and stop.owner in block.ops and not clamped_stop(op):
                     label = op.regions[0].args[0].hint or "k"
                     self.preset.setdefault(stop, self.namer.fresh(f"stop_{label}"))
                 for init, res in zip(loop_inits(op), op.results):
@@ -647,27 +564,6 @@ class KernelEmitter:
                 continue
             self.op(op, indent)
 
-
-
-def _nested_min(exprs: list[str]) -> str:
-    return exprs[0] if len(exprs) == 1 else f"tl.minimum({exprs[0]}, {_nested_min(exprs[1:])})"
-
-
-def _clamped(loop: Op) -> bool:
-    """Whether a `td.tile(n, stop=s)` loop's stop may pass n (then the code clips it to n)."""
-    stop = loop_stop(loop)
-    rt = loop.regions[0].args[0].type
-    assert stop is not None and isinstance(rt, RangeType)
-    bound = interval(stop)
-    return bound is None or bound[1] > rt.extent
-
-
-def _top(op: Op, region: Block) -> Op | None:
-    """The op of `region` that contains `op` (itself, or an op whose region holds it)."""
-    for candidate in region.ops:
-        if candidate is op or any(op in list(walk(r)) for r in candidate.regions):
-            return candidate
-    return None
 
 
 def _default_name(op: Op) -> str:
