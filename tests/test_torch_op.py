@@ -199,3 +199,83 @@ def test_an_int_scalar_that_torch_compile_makes_symbolic() -> None:
     x = torch.arange(5, dtype=torch.float32)
     for k in (1, 2, 3):
         torch.testing.assert_close(f(x, k), x + k)
+
+
+def _graphs() -> int:
+    from torch._dynamo.utils import counters
+    return counters["stats"]["unique_graphs"]
+
+
+@pytest.fixture
+def no_compile_cache():  # type: ignore[no-untyped-def]
+    """Compile afresh: a graph from torch's on-disk caches brings the guards of an earlier
+    run, which would hide a missing guard."""
+    import torch._inductor.config as inductor
+    with inductor.patch(force_disable_caches=True):
+        yield
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_dynamic_shapes_compile_one_graph_for_every_size(name: str, no_compile_cache: None) -> None:
+    """Under torch.compile(dynamic=True) the fake kernel returns symbolic output sizes (the
+    kernel's shape function), so three ragged shapes share one graph."""
+    mod = example(name)
+    op = op_for(name)
+    torch._dynamo.reset()
+    before = _graphs()
+    f = torch.compile(lambda *a: op(*a), fullgraph=True, dynamic=True)
+    for offset in (0, 5, 11):
+        dims = {k: v + offset for k, v in mod.DIMS.items()}
+        args = mod.make_inputs(np.random.default_rng(offset), dims)
+        ref = mod.reference(*fresh(args))
+        assert_close(f(*torch_args(fresh(args))).numpy(), ref, np.float32)
+    assert _graphs() - before == 1
+
+
+from test_symdims import first_rows, pair_sums, through_int  # noqa: E402
+
+
+def test_a_size_comparison_recompiles_when_it_flips(no_compile_cache: None) -> None:
+    op = td.torch_op(first_rows, name="tdtest::first_rows")
+    torch._dynamo.reset()
+    before = _graphs()
+    f = torch.compile(lambda x: op(x) - 1, fullgraph=True, dynamic=True)
+    for m in (40, 50, 100, 130):  # min(m, 64) switches sides once
+        x = torch.randn(m, 9)
+        torch.testing.assert_close(f(x), x[:64] * 2 - 1)
+    assert _graphs() - before == 2
+
+
+def test_mark_dynamic_with_size_arithmetic(no_compile_cache: None) -> None:
+    op = td.torch_op(pair_sums, name="tdtest::pair_sums")
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: op(x), fullgraph=True)
+    for m in (31, 44):
+        x = torch.randn(m, 7)
+        torch._dynamo.mark_dynamic(x, 0)
+        half = m // 2 * 2
+        torch.testing.assert_close(f(x), x[0:half:2] + x[1:half:2])
+
+
+def test_a_size_tiledsl_cannot_follow_specializes_with_a_warning(no_compile_cache: None) -> None:
+    op = td.torch_op(through_int, name="tdtest::through_int")
+    torch._dynamo.reset()
+    before = _graphs()
+    f = torch.compile(lambda x: op(x) + 1, fullgraph=True, dynamic=True)
+    with pytest.warns(UserWarning, match=r"test_symdims.py:\d+: kernel 'through_int' computes "
+                      r"an output size through int\(\)"):
+        for m in (33, 40):
+            x = torch.randn(m, 5)
+            torch.testing.assert_close(f(x), x + 1)
+    assert _graphs() - before == 2  # one graph per size, each right
+
+
+def test_a_data_dependent_size_is_a_clear_error(no_compile_cache: None) -> None:
+    op = op_for("vector_add")
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: op(x[x > 0], x[x > 0]), fullgraph=True)
+    import torch._dynamo.config as dynamo
+    with dynamo.patch(capture_dynamic_output_shape_ops=True), \
+            pytest.raises(Exception, match=r"in kernel 'vector_add': argument 'x' has a "
+                          r"data-dependent shape \(u\d+,\)"):
+        f(torch.randn(100))

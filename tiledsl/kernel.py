@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import arrays, dtypes, registry
+from tiledsl import arrays, dtypes, registry, symdims
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import ArgumentError, Loc, TileDSLError, TraceError, is_internal
 from tiledsl.ir.core import Function, Value, walk
@@ -71,6 +71,7 @@ class TileKernel:
         self._body: Callable[..., Any] | None = None
         self._traces: dict[tuple, Traced] = {}
         self._writes: dict[tuple, list[str]] = {}  # spec -> the arguments stored into
+        self._shapes: dict[tuple, symdims.ShapeFunction] = {}  # spec -> output shape exprs
         self._spaces: dict[tuple, ConfigSpace] = {}
         self._tuned: dict[tuple, Config | None] = {}  # memo of result-cache lookups
         self._plans: dict[tuple, tuple] = {}  # dispatch cache: backend, space, config, trace
@@ -140,6 +141,16 @@ class TileKernel:
         return hit
 
     def _trace(self, spec: tuple[ArgSpec, ...]) -> Traced:
+        tracer, values, _, returns = self._run_body(spec)
+        fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
+        verify(fn)
+        lowered = registry.pipeline()(fn.clone())
+        verify(lowered)
+        return Traced(fn, lowered, dict(tracer.labels), returns)
+
+    def _run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False
+                  ) -> tuple[Tracer, list[Value], list[Tensor], str]:
+        """Run the body on proxies of `spec`'s arguments (with SymDim sizes if `symbolic`)."""
         if self._body is None:
             try:
                 self._body = rewrite(self.fn)
@@ -148,9 +159,11 @@ class TileKernel:
         tracer = Tracer(self.name, self.file)
         values: list[Value] = []
         proxies: list[Any] = []
-        for name, s in zip(self.signature.parameters, spec):
+        for i, (name, s) in enumerate(zip(self.signature.parameters, spec)):
             if s[0] == "tensor":
-                v = Value(TensorType(s[1], dtypes.BY_SHORT[s[2]]), name)
+                shape = tuple(symdims.SymDim(n, ("dim", i, d)) for d, n in enumerate(s[1])) \
+                    if symbolic else s[1]
+                v = Value(TensorType(shape, dtypes.BY_SHORT[s[2]]), name)
                 proxies.append(Tensor(v, name))
             else:
                 v = Value(TileType((), dtypes.BY_SHORT[s[1]]), name)
@@ -171,11 +184,23 @@ class TileKernel:
                             "it before the loop to carry its value out")
                 raise TraceError(f"{type(e).__name__}: {e}", kernel=self.name,
                                  loc=_user_frame(e), hint=hint) from e
-        fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
-        verify(fn)
-        lowered = registry.pipeline()(fn.clone())
-        verify(lowered)
-        return Traced(fn, lowered, dict(tracer.labels), returns)
+        return tracer, values, outputs, returns
+
+    def _shape_function(self, spec: tuple[ArgSpec, ...]) -> symdims.ShapeFunction:
+        """The output shapes of the trace for `spec` as expressions over the argument sizes,
+        with the size comparisons they rely on (tiledsl/symdims.py)."""
+        hit = self._shapes.get(spec)
+        if hit is None:
+            self._traced(spec)  # the kernel traces and lowers for these shapes
+            with symdims.recording() as rec:
+                outputs = self._run_body(spec, symbolic=True)[2]
+            exprs = tuple(tuple(symdims.expr_of(n) for n in t.shape) for t in outputs)
+            constant = any(e[0] == "int" for out in exprs for e in out)
+            guards = tuple((op, a, b, r) for (op, a, b), r in rec.guards.items())
+            lost = rec.conversions[0] if constant and rec.conversions else None
+            hit = self._shapes[spec] = symdims.ShapeFunction(
+                exprs, guards, lost, not (constant and rec.conversions))
+        return hit
 
     @staticmethod
     def _outputs(result: Any) -> tuple[list[Tensor], str]:

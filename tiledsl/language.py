@@ -12,6 +12,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import Dim, TensorType
+from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
 from tiledsl.values import (
     Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, reduce, to_value, unary,
@@ -55,7 +56,7 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
         if s < 1:
             tr.fail(ShapeError, f"td.{kind}() over an empty dimension (size {int(s)})",
                     hint="tiled dimensions must have at least one element")
-        out.append(int(s))
+        out.append(s if isinstance(s, SymDim) else int(s))
     return tuple(out)
 
 
@@ -159,7 +160,7 @@ def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
             tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
         if s < 1:
             tr.fail(ShapeError, f"{what}: empty dimension {int(s)} in shape {tuple(items)}")
-        out.append(int(s))
+        out.append(s if isinstance(s, SymDim) else int(s))  # a SymDim keeps its expression
     return tuple(out)
 
 
@@ -171,7 +172,7 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
         if isinstance(s, Tile):
             out.append(s.range.block)
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
-            out.append(int(s))
+            out.append(s if isinstance(s, SymDim) else int(s))
         else:
             tr.fail(ShapeError, f"{what}: shape entries must be tiles or positive ints, got {s!r}")
     return tuple(out)

@@ -8,6 +8,9 @@
   kernel's `return` statements (pass `outputs=N` when they are not literal).
 * Fake (meta) implementation: the kernel traced for the fake tensors' shapes and dtypes, with
   no data, so torch.compile sees exact output shapes and dtypes and never breaks the graph.
+  Symbolic sizes (dynamic shapes) get symbolic output sizes from the kernel's shape function
+  (tiledsl/symdims.py), guarded on the size comparisons its trace made; one graph serves every
+  size until a comparison flips.
 * Real implementation: CUDA tensors launch the Triton backend; CPU tensors run the NumPy backend
   through zero-copy views (outputs are NumPy memory handed to torch without a copy).
 * Kernels that write arguments in place declare them with `mutates_args=("x",)`; a kernel that
@@ -23,6 +26,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import warnings
 from typing import Any, Sequence
 
 from tiledsl import arrays, dtypes, registry
@@ -100,17 +104,39 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         return _pack(converted, n_out)
 
     def fake(*args: Any) -> Any:
+        """Output shapes for (possibly symbolic) sizes: the kernel's shape function evaluated
+        on torch's sizes, guarded on the size comparisons the trace made (symdims.py)."""
         spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+        shapes = kernel._shape_function(spec)
         fn = kernel._traced(spec).ir
+        if shapes.followed:
+            def size(i: int, d: int) -> Any:
+                return args[i].shape[d]
+            if not shapes.holds(size):  # the sizes are the trace's hints: cannot fail
+                raise BackendError(f"kernel '{kernel.name}': the shape function does not hold "
+                                   "for the sizes it was traced for", kernel=kernel.name)
+            sizes = shapes.shapes(size)
+        else:  # an output size left Python's arithmetic: specialize on every size
+            symbolic = [n for a in args if isinstance(a, torch.Tensor) for n in a.shape
+                        if not isinstance(n, int)]
+            if symbolic:
+                warnings.warn(f"{shapes.lost or kernel.file}: kernel '{kernel.name}' computes an "
+                              "output size through int(), float(), / or ** on sizes, which "
+                              "tiledsl cannot follow for dynamic shapes; torch.compile "
+                              "specializes on every input size (keep size arithmetic to "
+                              "+ - * // % and comparisons)", stacklevel=2)
+            for n in symbolic:
+                int(n)  # a guard on the size's value
+            sizes = [v.type.shape for v in fn.outputs]
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         outs = []
-        for v in fn.outputs:
+        for v, shape in zip(fn.outputs, sizes):
             if v in fn.args:
                 outs.append(torch.empty_like(args[fn.args.index(v)]))
                 continue
             t = v.type
             assert isinstance(t, TensorType)
-            outs.append(torch.empty(t.shape, dtype=_torch_dtype(torch, t.dtype.name),
+            outs.append(torch.empty(shape, dtype=_torch_dtype(torch, t.dtype.name),
                                     device=device))
         return _pack(outs, n_out)
 
@@ -138,7 +164,8 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         if not any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
             return on_cpu(*args)
         values = list(args)
-        spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+        # the launch (grid, shapes) is traced into the graph: specialize on every size
+        spec = tuple(_fake_spec(kernel, p.name, a, specialize=True) for p, a in zip(params, args))
         space = kernel._space(spec, "triton")
         backend = registry.backend("triton")
         outs = backend.launch_traced(  # type: ignore[attr-defined]
@@ -182,24 +209,35 @@ def _count_outputs(kernel: TileKernel) -> int:
     return counts.pop() if counts else 0
 
 
-def _fake_spec(kernel: TileKernel, name: str, a: Any) -> tuple:
+def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) -> tuple:
+    """The argument's spec; a symbolic size counts as its hint (the size torch.compile traced
+    with), with no guard unless `specialize`."""
     if hasattr(a, "shape") and hasattr(a, "dtype"):
         d = dtypes.from_any(str(a.dtype).rsplit(".", 1)[-1])
         if d is None:
             raise ArgumentError(f"argument '{name}' has unsupported dtype {a.dtype}",
                                 kernel=kernel.name)
         try:
-            shape = tuple(int(s) for s in a.shape)
-        except Exception:  # an unbacked symbolic size cannot be specialized
-            raise ArgumentError(f"argument '{name}' has symbolic shape {tuple(a.shape)}; tile "
-                                "kernels are specialized to shapes: torch.compile with "
-                                "dynamic=False", kernel=kernel.name) from None
+            shape = tuple(int(s) if specialize else _hint(s) for s in a.shape)
+        except Exception:  # torch refuses to specialize a size that depends on data
+            shape = (None,)
+        if None in shape:  # an unbacked size (from data) has no value to trace with
+            raise ArgumentError(f"argument '{name}' has a data-dependent shape "
+                                f"{tuple(a.shape)}; tile kernels are traced for concrete "
+                                "sizes", kernel=kernel.name)
         return ("tensor", shape, d.short)
     kind = type(a).__name__
     if kind in ("SymInt", "SymFloat", "SymBool"):  # a scalar torch.compile made symbolic:
         # only its kind matters to the trace (an int is an int64 whatever its value)
         return ("scalar", {"SymInt": "i64", "SymFloat": "f64", "SymBool": "i1"}[kind], True)
     return kernel._spec(name, a)
+
+
+def _hint(size: Any) -> int | None:
+    """A size's value without a guard: an int as it is, a backed SymInt's hint, else None."""
+    if isinstance(size, int):
+        return size
+    return getattr(getattr(size, "node", None), "hint", None)
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:

@@ -20,4 +20,10 @@ def mlp(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 x, w = torch.randn(300, 200), torch.randn(200, 100)
 torch.testing.assert_close(mlp(x, w), torch.relu(x @ w) + 1, rtol=1e-4, atol=1e-4)
 torch.library.opcheck(mm, (x, w))  # schema, fake tensors, autograd registration, AOT dispatch
-print("mylib::matmul: eager, torch.compile(fullgraph=True) and opcheck pass")
+
+# Dynamic shapes: the fake kernel returns symbolic sizes, so every batch size shares one graph.
+scores = torch.compile(lambda x: mm(x, w).softmax(-1), fullgraph=True, dynamic=True)
+for rows in (37, 150, 1001):
+    x = torch.randn(rows, 200)
+    torch.testing.assert_close(scores(x), (x @ w).softmax(-1), rtol=1e-4, atol=1e-4)
+print("mylib::matmul: eager, torch.compile (static and dynamic shapes) and opcheck pass")
