@@ -124,7 +124,9 @@ def poison(d: DType) -> float | int | bool:
 
 
 def identity(kind: str, d: DType) -> float | int | bool:
-    """The neutral element of a reduction ('sum', 'max', 'min') in dtype d."""
+    """The neutral element of a reduction ('sum', 'max', 'min') in dtype d; argmax and argmin
+    mask with max's and min's (a masked lane only ties, and ties go to the first lane)."""
+    kind = {"argmax": "max", "argmin": "min"}.get(kind, kind)
     if kind in ("sum", "mean"):
         return False if d.is_bool else 0
     if d.is_float:

@@ -282,6 +282,10 @@ max = _reduction("max", "Maximum over `axis` (all if None).")  # noqa: A001
 min = _reduction("min", "Minimum over `axis` (all if None).")  # noqa: A001
 mean = _reduction("mean", "Mean over the elements in range (a partial tile divides by its true "
                   "size).")
+argmax = _reduction("argmax", "The position of the maximum along one `axis`, as int32: the "
+                    "first on ties, and the first NaN if there is one (as NumPy). Positions "
+                    "count from the tile's first lane: add `t.begin` for the global index.")
+argmin = _reduction("argmin", "The position of the minimum along one `axis` (see `argmax`).")
 
 
 def astype(x: Any, dtype: Any) -> TileValue:

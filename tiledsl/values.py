@@ -145,6 +145,12 @@ class TileValue:
     def mean(self, axis: Any = None, keepdims: bool = False) -> TileValue:
         return reduce("mean", self, axis, keepdims)
 
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> TileValue:
+        return reduce("argmax", self, axis, keepdims)
+
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> TileValue:
+        return reduce("argmin", self, axis, keepdims)
+
 
 class Tile:
     """One tile of a `td.tile` loop: indexes tensors; `.index`, `.begin`, `.size` are values."""
@@ -562,6 +568,11 @@ def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
         if not isinstance(a, (int, np.integer)) or not -v.ndim <= a < v.ndim:
             tr.fail(ShapeError, f"td.{kind}: axis {a!r} is out of range for a {v.ndim}-D tile")
         norm.append(int(a) % v.ndim)
+    if kind in ("argmax", "argmin") and len(norm) != 1:
+        tr.fail(ShapeError, f"td.{kind} takes one axis, got {axis!r} for a {v.ndim}-D tile",
+                hint=f"positions are along one axis: td.{kind}(x, axis=1)")
+    if kind in ("argmax", "argmin") and v.dtype.is_bool:
+        v = cast(v, dtypes.int8)  # the first True (False), as NumPy
     out = v
     for a in sorted(set(norm), reverse=True):
         attrs = {"kind": kind, "axis": a, "keepdims": bool(keepdims)}

@@ -81,6 +81,10 @@ class MaskRaggedEdgesPass:
                 x = op.operands[0]
                 ident = dtypes.identity(op.attrs["kind"], x.type.dtype)  # type: ignore[union-attr]
                 op.operands[0] = self._mask(x, op.attrs["axis"], ident, scope, out, op)
+                r = self._started(x, op.attrs["axis"], scope)
+                if op.attrs["kind"] in ("argmax", "argmin") and r is not None:
+                    self._first_in_range(op, r, ident, scope, out)
+                    continue
             elif op.name == "dot":
                 a, b = op.operands
                 op.operands = [self._mask(a, 1, 0, scope, out, op),
@@ -109,6 +113,38 @@ class MaskRaggedEdgesPass:
         masked = Value(t, x.hint)
         out.append(Op("mask", operands, [masked], {"axes": (axis,), "value": fill}, [], at.loc))
         return masked
+
+    @staticmethod
+    def _started(x: Value, axis: int, scope: _Scope) -> Value | None:
+        """The range on `axis` of `x` if its loop has a runtime start (masked lanes come first)."""
+        t = x.type
+        assert isinstance(t, TileType)
+        dim = t.shape[axis]
+        r = scope.symbolic.get(dim) if isinstance(dim, str) else next(
+            (f for f in scope.fixed if axis in Lanes(f).of(x)), None)
+        return r if r is not None and scope.bounds(r)[1] is not None else None
+
+    def _first_in_range(self, op: Op, r: Value, ident: object, scope: _Scope,
+                        out: list[Op]) -> None:
+        """argmax/argmin over a tile whose masked lanes (before a runtime start) precede the
+        in-range ones: a masked lane holds the identity and would win a tie with in-range lanes
+        that all hold it too. Then the answer is the first in-range lane:
+        where(extreme == identity, argmax(in_range), arg)."""
+        x = op.operands[0]  # already masked
+        t, rt = x.type, op.result.type
+        assert isinstance(t, TileType) and isinstance(rt, TileType)
+        attrs = dict(op.attrs)
+        arg = emit(out, "reduce", [x], rt, op, attrs)
+        kind = {"argmax": "max", "argmin": "min"}[attrs["kind"]]
+        extreme = emit(out, "reduce", [x], rt.with_dtype(t.dtype), op, dict(attrs, kind=kind))
+        fill = emit(out, "broadcast", [emit(out, "const", [], TileType((), t.dtype), op,
+                                            {"value": ident})], rt.with_dtype(t.dtype), op)
+        tied = emit(out, "eq", [extreme, fill], rt.with_dtype(dtypes.bool_), op)
+        stop, start = scope.bounds(r)
+        valid = along(in_range(r, out, op, stop, start), attrs["axis"], t, out, op)
+        flags = emit(out, "cast", [valid], t.with_dtype(dtypes.int8), op)
+        first = emit(out, "reduce", [flags], rt, op, dict(attrs, kind="argmax"))
+        out.append(Op("where", [tied, first, arg], [op.result], {}, [], op.loc))
 
     @staticmethod
     def _fill_load(x: Value, fill: object) -> bool:

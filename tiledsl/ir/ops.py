@@ -65,7 +65,8 @@ BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "mini
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 FLOAT_UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
 UNARY = ("neg", "abs", "not") + FLOAT_UNARY
-REDUCTIONS = ("sum", "max", "min", "mean")
+REDUCTIONS = ("sum", "max", "min", "mean", "argmax", "argmin")
+ARG_REDUCTIONS = ("argmax", "argmin")  # the position of the max/min along one axis
 
 
 def _binary_rule(name: str) -> Rule:
@@ -196,7 +197,10 @@ def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[T
 
 def reduce_dtype(kind: str, d: DType) -> DType:
     """A sum of 16-bit floats is float32, and of ints or bools int64 (as NumPy: it never
-    wraps at the input's width); a mean of ints is float32."""
+    wraps at the input's width); a mean of ints is float32; a position is int32 (as Triton's and
+    JAX's argmax)."""
+    if kind in ARG_REDUCTIONS:
+        return dtypes.int32
     if kind == "sum":
         return dtypes.accumulator(d) if d.is_float else dtypes.int64
     if kind == "mean":

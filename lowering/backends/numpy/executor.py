@@ -247,6 +247,9 @@ def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         x = x.astype(dtype, copy=False)
         f = np.sum if kind == "sum" else np.mean
         return [np.asarray(f(x, axis=axis, keepdims=keep, dtype=dtype))]
+    if kind in ("argmax", "argmin"):  # the first NaN, else the first extreme (NumPy's rule)
+        f = np.argmax if kind == "argmax" else np.argmin
+        return [np.asarray(f(x, axis=axis, keepdims=keep)).astype(dtype)]
     f = np.max if kind == "max" else np.min
     return [np.asarray(f(x, axis=axis, keepdims=keep))]
 

@@ -508,6 +508,9 @@ class KernelEmitter(LoopEmission):
         src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
         keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
         fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}.get(kind)
+        if kind in ("argmax", "argmin"):
+            self.arg_reduce(op, args[0], indent)
+            return
         if kind in ("max", "min") and rt.dtype.is_float:
             # NaN wins, as in NumPy (tl.max and tl.min drop it on a GPU).
             self.helpers.add(f"_{kind}_nan")
@@ -522,6 +525,20 @@ class KernelEmitter(LoopEmission):
             self.assign(op, f"tl.sum({src}, axis={op.attrs['axis']}{keep}) / {count}", indent)
             return
         self.assign(op, f"{fn}({src}, axis={op.attrs['axis']}{keep})", indent)
+
+    def arg_reduce(self, op: Op, src: str, indent: int) -> None:
+        """argmax/argmin: a tuple reduction of (value, lane) with NumPy's rule (helpers.py)."""
+        x = op.operands[0].type
+        assert isinstance(x, TileType)
+        axis, kind = op.attrs["axis"], op.attrs["kind"]
+        self.helpers.add(f"_{kind}_nan")
+        if reduce_in_f32(x.dtype):
+            src = f"{src}.to(tl.float32)"
+        lanes = self.namer.fresh("lanes")
+        arange = self.expand(f"tl.arange(0, {self.block_expr(x.shape[axis])})", axis, x.rank)
+        self.emit(indent, f"{lanes} = tl.broadcast_to({arange}, {self.shape(x)})")
+        keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
+        self.assign(op, f"tl.reduce(({src}, {lanes}), {axis}, _{kind}_nan{keep})[1]", indent)
 
     def mask(self, op: Op, indent: int) -> None:
         x = op.operands[0]

@@ -1,6 +1,6 @@
 """The small `@triton.jit` functions generated kernels call where Triton has no operation with
 NumPy's semantics: Python's floor division and modulo, NumPy's power, NaN-propagating max and
-min reductions, and a tanh the interpreter can run (one for float32, one for float64). Only
+min reductions, argmax and argmin that pick the first NaN and the first lane on ties, and a tanh the interpreter can run (one for float32, one for float64). Only
 those a kernel uses are emitted, at the top of its module (codegen.py)."""
 
 from __future__ import annotations
@@ -66,6 +66,22 @@ def _max_nan(a, b):
 @triton.jit
 def _min_nan(a, b):
     return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_argmax_nan": '''
+@triton.jit
+def _argmax_nan(a, ia, b, ib):
+    # NumPy's argmax: the first NaN, else the larger value, the first lane on ties
+    first = ia < ib
+    take_a = (a > b) | ((a == b) & first) | ((a != a) & ((b == b) | first))
+    return tl.where(take_a, a, b), tl.where(take_a, ia, ib)
+''',
+    "_argmin_nan": '''
+@triton.jit
+def _argmin_nan(a, ia, b, ib):
+    # NumPy's argmin: the first NaN, else the smaller value, the first lane on ties
+    first = ia < ib
+    take_a = (a < b) | ((a == b) & first) | ((a != a) & ((b == b) | first))
+    return tl.where(take_a, a, b), tl.where(take_a, ia, ib)
 ''',
     "_floordiv_f": '''
 @triton.jit
