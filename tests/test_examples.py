@@ -21,6 +21,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "axpby": [{"m": 1, "n": 53}, {"m": 37, "n": 2}],
     "row_sum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "row_argmax": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
+    "row_cumsum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "center_columns": [{"m": 1, "n": 53}, {"m": 67, "n": 1}],
     "matmul": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
     "batched_matmul": [

@@ -17,7 +17,7 @@ from support import EXAMPLE_NAMES, example, fresh, kernel_of
 
 SMALL = {  # ragged sizes that keep every config's mapping quick
     "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
-    "row_argmax": {"m": 21, "n": 45},
+    "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
     "center_columns": {"m": 45, "n": 21},
     "matmul": {"m": 37, "k": 45, "n": 29}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
     "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},

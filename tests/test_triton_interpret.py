@@ -19,7 +19,7 @@ pytest.importorskip("triton")
 BACKEND = "triton-interpret"
 SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
-    "row_argmax": {"m": 21, "n": 45},
+    "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
     "center_columns": {"m": 45, "n": 21},
     "matmul": {"m": 37, "k": 45, "n": 29}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
     "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},

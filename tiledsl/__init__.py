@@ -40,6 +40,7 @@ from tiledsl.kernel import tile_kernel as tile_kernel
 from tiledsl.language import abs as abs  # noqa: A004
 from tiledsl.language import argmax as argmax
 from tiledsl.language import argmin as argmin
+from tiledsl.language import cumsum as cumsum
 from tiledsl.language import astype as astype
 from tiledsl.language import dot as dot
 from tiledsl.language import empty as empty

@@ -17,6 +17,7 @@ from tiledsl.tracer import current
 from tiledsl.values import (
     Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, reduce, to_value, unary,
 )
+from tiledsl.values import cumsum as _cumsum
 from tiledsl.values import dot as _dot
 from tiledsl.values import where as _where
 
@@ -286,6 +287,14 @@ argmax = _reduction("argmax", "The position of the maximum along one `axis`, as 
                     "first on ties, and the first NaN if there is one (as NumPy). Positions "
                     "count from the tile's first lane: add `t.begin` for the global index.")
 argmin = _reduction("argmin", "The position of the minimum along one `axis` (see `argmax`).")
+
+
+def cumsum(x: Any, axis: Any = None) -> TileValue:
+    """Inclusive prefix sums along `axis` (required unless the tile is 1-D), in the dtype a sum
+    has: 16-bit floats accumulate and return float32, ints and bools int64. Sums start at the
+    tile's first lane; carry the total of earlier tiles yourself (examples/row_cumsum.py)."""
+    current("td.cumsum()")
+    return _cumsum(x, axis)
 
 
 def astype(x: Any, dtype: Any) -> TileValue:

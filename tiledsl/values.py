@@ -151,6 +151,9 @@ class TileValue:
     def argmin(self, axis: Any = None, keepdims: bool = False) -> TileValue:
         return reduce("argmin", self, axis, keepdims)
 
+    def cumsum(self, axis: Any = None) -> TileValue:
+        return cumsum(self, axis)
+
 
 class Tile:
     """One tile of a `td.tile` loop: indexes tensors; `.index`, `.begin`, `.size` are values."""
@@ -578,6 +581,19 @@ def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
         attrs = {"kind": kind, "axis": a, "keepdims": bool(keepdims)}
         out = TileValue(tr.emit("reduce", [out.value], attrs)[0], v.weak)
     return out
+
+
+def cumsum(x: Any, axis: Any) -> TileValue:
+    v = to_value(x)
+    tr = current()
+    if axis is None and v.ndim == 1:
+        axis = 0
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
+            not -v.ndim <= axis < v.ndim:
+        tr.fail(ShapeError, f"td.cumsum: axis {axis!r} is not an axis of a {v.ndim}-D tile",
+                hint="sums run along one axis: td.cumsum(x, axis=1)")
+    attrs = {"axis": int(axis) % v.ndim}
+    return TileValue(tr.emit("cumsum", [v.value], attrs)[0], v.weak)
 
 
 def where(cond: Any, x: Any, y: Any) -> TileValue:

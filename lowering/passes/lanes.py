@@ -16,7 +16,7 @@ from tiledsl.ir.core import Op, Value, loop_inits
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import RangeType, TileType
 
-_SAME_SHAPE = set(BINARY) | set(COMPARE) | set(UNARY) | {"where", "cast", "mask"}
+_SAME_SHAPE = set(BINARY) | set(COMPARE) | set(UNARY) | {"where", "cast", "mask", "cumsum"}
 
 
 class Lanes:

@@ -6,6 +6,7 @@ pass neutralizes the out-of-range part of the mixed axis:
 
 - `reduce` over an axis: mask that axis with the reduction's identity (0, -inf, +inf);
 - `reduce` kind "mean": becomes a masked sum divided by the number of in-range elements;
+- `cumsum` along an axis: mask that axis with 0 (lanes before a runtime start come first);
 - `dot`: mask the contraction axis of both operands with 0.
 
 A mask of a `load` becomes the load's `other` fill value instead of a separate op. Axes cut by a
@@ -85,6 +86,8 @@ class MaskRaggedEdgesPass:
                 if op.attrs["kind"] in ("argmax", "argmin") and r is not None:
                     self._first_in_range(op, r, ident, scope, out)
                     continue
+            elif op.name == "cumsum":  # lanes before a start come first: they must add 0
+                op.operands[0] = self._mask(op.operands[0], op.attrs["axis"], 0, scope, out, op)
             elif op.name == "dot":
                 a, b = op.operands
                 op.operands = [self._mask(a, 1, 0, scope, out, op),

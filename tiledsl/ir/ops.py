@@ -221,6 +221,16 @@ def _reduce(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     return [TileType(shape, reduce_dtype(kind, t.dtype))]
 
 
+@_def("cumsum")
+def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """Inclusive prefix sums along `axis`, in the dtype a sum has (reduce_dtype)."""
+    _arity(ts, 1, "cumsum")
+    t = tile(ts[0], "cumsum operand")
+    if not 0 <= attrs["axis"] < t.rank:
+        raise IRError(f"cumsum: axis {attrs['axis']} out of range for {t}")
+    return [t.with_dtype(reduce_dtype("sum", t.dtype))]
+
+
 @_def("mask")
 def _mask(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     t = tile(ts[0], "mask operand")

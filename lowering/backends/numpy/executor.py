@@ -254,6 +254,13 @@ def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [np.asarray(f(x, axis=axis, keepdims=keep))]
 
 
+@rule("cumsum")
+def _cumsum(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+    return [np.cumsum(xs[0].astype(dtype, copy=False), axis=ex.rank + op.attrs["axis"],
+                      dtype=dtype)]
+
+
 @rule("mask")
 def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]

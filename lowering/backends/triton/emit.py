@@ -382,6 +382,11 @@ class KernelEmitter(LoopEmission):
             self.dot(op, args, indent)
         elif name == "reduce":
             self.reduce(op, args, indent)
+        elif name == "cumsum":
+            x, rt = op.operands[0].type, op.result.type
+            assert isinstance(x, TileType) and isinstance(rt, TileType)
+            src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
+            self.assign(op, f"tl.cumsum({src}, axis={op.attrs['axis']})", indent)
         elif name == "mask":
             self.mask(op, indent)
         elif name == "tile.index":
