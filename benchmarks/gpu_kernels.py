@@ -37,6 +37,8 @@ GEMM_CONFIGS = [td.Config((128, 128, 64), 4, 3, group_m=8), td.Config((128, 256,
                 td.Config((256, 128, 64), 8, 3, group_m=8), td.Config((128, 128, 64), 8, 4, group_m=8)]
 ROW_CONFIGS = [td.Config((1,), 4, 1), td.Config((2,), 8, 1), td.Config((4,), 8, 1)]
 ATTN_CONFIGS = [td.Config((128, 64), 8, 2), td.Config((64, 64), 4, 2), td.Config((128, 128), 8, 2)]
+# (rows, columns) per tile for kernels that walk a row in column tiles (row_argmax, row_cumsum)
+WALK_CONFIGS = [td.Config((4, 1024), 4, 2), td.Config((8, 512), 8, 2), td.Config((1, 4096), 8, 2)]
 
 
 def gemm_case(m: int, n: int, k: int, dtype: Any, label: str) -> dict:
@@ -59,6 +61,12 @@ def cases(quick: bool) -> list[dict]:
         out.append({"case": f"{name} fp16 8192x8192", "example": name,
                     "dims": {"m": 8192, "n": 8192}, "dtype": np.float16,
                     "bytes": 2 * 2 * 8192 * 8192, "configs": ROW_CONFIGS, "baseline": "torch"})
+    out.append({"case": "argmax fp16 1024x128256", "example": "row_argmax",  # greedy decoding
+                "dims": {"m": 1024, "n": 128256}, "dtype": np.float16,
+                "bytes": 2 * 1024 * 128256, "configs": WALK_CONFIGS, "baseline": "torch"})
+    out.append({"case": "cumsum fp32 8192x8192", "example": "row_cumsum",
+                "dims": {"m": 8192, "n": 8192}, "dtype": np.float32,
+                "bytes": 2 * 4 * 8192 * 8192, "configs": WALK_CONFIGS, "baseline": "torch"})
     out.append({"case": "causal attention fwd fp16 16x4096x128", "example": "attention",
                 "dims": {"batch": 16, "seq": 4096, "d": 128}, "dtype": np.float16,
                 "flops": 2 * 2 * 16 * 4096 * 4096 * 128 // 2, "configs": ATTN_CONFIGS,
@@ -144,6 +152,10 @@ def baseline(case: dict, targs: list[Any]) -> Callable[[], Any]:
     if name == "rms_norm":
         x, w = targs[:2]
         return lambda: F.rms_norm(x, (x.shape[-1],), w)
+    if name == "row_argmax":
+        return lambda: torch.argmax(targs[0], dim=-1)
+    if name == "row_cumsum":
+        return lambda: torch.cumsum(targs[0], dim=-1)
     q, k, v = targs[:3]
     return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
