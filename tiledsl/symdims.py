@@ -2,10 +2,10 @@
 arguments' shapes (for torch.compile with dynamic shapes).
 
 A kernel is traced for concrete shapes. To tell torch.compile the shapes of its outputs for
-*every* input shape, `TileKernel.shape_function` traces it once more with each argument size
+*every* input shape, `TileKernel._shape_function` traces it once more with each argument size
 replaced by a `SymDim`: an int with the value of that size that also carries an expression
 (`("dim", argument, axis)`). Python arithmetic on SymDims (`+ - * // %`, unary minus) builds
-expressions, so `td.empty((m, td.cdiv(n, 2)))` yields output sizes that can be evaluated on
+expressions, so `td.empty((m // 2, -(-n // 4)))` yields output sizes that can be evaluated on
 torch's symbolic sizes. Comparisons (an `if`, `min`, `max`) are recorded as guards with their
 outcome; the caller re-evaluates them on symbolic sizes, so torch.compile specializes the graph
 on exactly those conditions and recompiles when one flips.
@@ -19,8 +19,8 @@ cannot be seen; such kernels belong under `torch.compile(dynamic=False)` (README
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np

@@ -55,8 +55,8 @@ def assert_close(out: Any, ref: Any, dtype: Any = None, *, factor: float = 1.0) 
     if len(outs) != len(refs):
         raise AssertionError(f"{len(outs)} outputs but {len(refs)} references")
     for i, (o, r) in enumerate(zip(outs, refs)):
-        exact = np.asarray(o).dtype.kind in "iub"
-        tol = 0.0 if exact else tolerance(dtype if dtype is not None else np.asarray(o).dtype) * factor
+        kind = np.asarray(o).dtype
+        tol = 0.0 if kind.kind in "iub" else tolerance(kind if dtype is None else dtype) * factor
         err = relative_error(o, r)
         if not err <= tol:
             raise AssertionError(f"output {i}: relative error {err:.3g} exceeds {tol:.3g}")
