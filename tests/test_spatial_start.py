@@ -31,6 +31,8 @@ LINES = (8, 128, 32)  # an 8 x 8 grid at block 16: whole PE lines multicast
 
 @td.tile_kernel
 def window_attention(q, k, v, window: int):
+    """examples/window_attention.py with the window as a scalar argument: bounds read from an
+    argument are planned with its value."""
     batch, seq, d = q.shape
     scale = 1.0 / math.sqrt(d)
     out = td.empty((batch, seq, d), dtype=q.dtype)

@@ -15,7 +15,7 @@ from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError
 from tiledsl.ir.core import Value
-from tiledsl.ir.ops import broadcastable
+from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.tracer import Tracer, current
 
@@ -571,10 +571,10 @@ def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
         if not isinstance(a, (int, np.integer)) or not -v.ndim <= a < v.ndim:
             tr.fail(ShapeError, f"td.{kind}: axis {a!r} is out of range for a {v.ndim}-D tile")
         norm.append(int(a) % v.ndim)
-    if kind in ("argmax", "argmin") and len(norm) != 1:
+    if kind in ARG_REDUCTIONS and len(norm) != 1:
         tr.fail(ShapeError, f"td.{kind} takes one axis, got {axis!r} for a {v.ndim}-D tile",
                 hint=f"positions are along one axis: td.{kind}(x, axis=1)")
-    if kind in ("argmax", "argmin") and v.dtype.is_bool:
+    if kind in ARG_REDUCTIONS and v.dtype.is_bool:
         v = cast(v, dtypes.int8)  # the first True (False), as NumPy
     out = v
     for a in sorted(set(norm), reverse=True):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from tiledsl import dtypes
 from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
+from tiledsl.ir.ops import ARG_REDUCTIONS
 from tiledsl.ir.types import RangeType, TileType
 
 # Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
@@ -82,8 +83,8 @@ class MaskRaggedEdgesPass:
                 x = op.operands[0]
                 ident = dtypes.identity(op.attrs["kind"], x.type.dtype)  # type: ignore[union-attr]
                 op.operands[0] = self._mask(x, op.attrs["axis"], ident, scope, out, op)
-                r = self._started(x, op.attrs["axis"], scope)
-                if op.attrs["kind"] in ("argmax", "argmin") and r is not None:
+                if op.attrs["kind"] in ARG_REDUCTIONS and \
+                        (r := self._started(x, op.attrs["axis"], scope)) is not None:
                     self._first_in_range(op, r, ident, scope, out)
                     continue
             elif op.name == "cumsum":  # lanes before a start come first: they must add 0

@@ -18,6 +18,7 @@ from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
 from tiledsl.errors import OutOfBoundsError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
+from tiledsl.ir.ops import ARG_REDUCTIONS
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
 Env = dict[Value, Any]
@@ -247,7 +248,7 @@ def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         x = x.astype(dtype, copy=False)
         f = np.sum if kind == "sum" else np.mean
         return [np.asarray(f(x, axis=axis, keepdims=keep, dtype=dtype))]
-    if kind in ("argmax", "argmin"):  # the first NaN, else the first extreme (NumPy's rule)
+    if kind in ARG_REDUCTIONS:  # the first NaN, else the first extreme (NumPy's rule)
         f = np.argmax if kind == "argmax" else np.argmin
         return [np.asarray(f(x, axis=axis, keepdims=keep)).astype(dtype)]
     f = np.max if kind == "max" else np.min

@@ -22,7 +22,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
-from tiledsl.ir.ops import BINARY, COMPARE, UNARY
+from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
@@ -513,7 +513,7 @@ class KernelEmitter(LoopEmission):
         src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
         keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
         fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}.get(kind)
-        if kind in ("argmax", "argmin"):
+        if kind in ARG_REDUCTIONS:
             self.arg_reduce(op, args[0], indent)
             return
         if kind in ("max", "min") and rt.dtype.is_float:

@@ -1,7 +1,8 @@
 """The small `@triton.jit` functions generated kernels call where Triton has no operation with
 NumPy's semantics: Python's floor division and modulo, NumPy's power, NaN-propagating max and
-min reductions, argmax and argmin that pick the first NaN and the first lane on ties, and a tanh the interpreter can run (one for float32, one for float64). Only
-those a kernel uses are emitted, at the top of its module (codegen.py)."""
+min reductions, argmax and argmin that pick the first NaN and the first lane on ties, and a
+tanh the interpreter can run (one for float32, one for float64). Only those a kernel uses are
+emitted, at the top of its module (codegen.py)."""
 
 from __future__ import annotations
 
