@@ -12,10 +12,17 @@ The model follows what the simulator does with the agents the mapper builds:
 * A multicast load is issued by the PE heading its line; inside `td.tile(stop, start=s)` loops
   whose iterations vary along the line, it issues the copies of a program running from the
   line's lowest start to its furthest stop (what the mapper's copies cover).
-* Buffers overlap transfers with compute, so a PE takes about
-  `max(loads done + last compute step, first load + all compute, all stores) + last store`,
-  where the loads are done when the slowest of its readers, its channel and the links its
-  loads cross is; the kernel takes as long as its slowest PE.
+* Transfers share the channel and links they cross packet by packet, served in the order
+  the packets are ready. Every PE's first transfers start at once, so each waits for the first
+  transfers of all the PEs on its channel and links. Later transfers of one packet fall out of
+  step and mostly pass alone; those of several packets interleave, end together and start
+  their next ones together, so they share the bandwidth with the other such streams there for
+  good (a key and a value tile, the PEs of one channel).
+* Buffers let each reader run ahead of compute, so a PE is a pipeline (`_pipeline`): a step
+  computes once its loads have arrived and the step before it is done. The PE is done at the
+  latest of that, its channel's and its links' total busy time (the loads of every PE they
+  serve) plus the last step, and its stores; then its last store lands. The kernel takes as
+  long as its slowest PE.
 
 Programs differ only in whether they hold a ragged last tile along each grid axis and, in
 kernels with `td.tile(stop, start=s)` loops (causal and sliding-window attention), in where each
@@ -36,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lowering.backends.spatial.arch import Arch
 from lowering.backends.spatial.mapper import Loop, Mapping, Step, xy_hops
 from tiledsl.ir.core import Value
 
@@ -55,13 +63,25 @@ class Stream:
 
 
 @dataclass
+class Segment:
+    """A step of a program, in order, run `count` times in a row: each time, one transfer per
+    loaded operand (its bytes), then `compute` cycles."""
+
+    count: int
+    compute: float
+    loads: dict[int, int]
+
+
+@dataclass
 class Work:
-    """What one program does: compute cycles, its loads by operand, its stores."""
+    """What one program does: compute cycles, its loads by operand, its stores, and its steps
+    in order (for the pipeline of loads and compute, `_pipeline`)."""
 
     compute: float = 0.0
     last_compute: float = 0.0
     loads: dict[int, Stream] = field(default_factory=dict)
     stores: Stream = field(default_factory=Stream)
+    segments: list[Segment] = field(default_factory=list)
 
 
 def _add(stream: Stream, count: int, nbytes: int, burst: int) -> None:
@@ -97,11 +117,16 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
                 for it, k in kinds.values():
                     walk(s.body, count * k, {**iters, s.range: it})
                 continue
+            segment = Segment(count, 0.0, {})
             for op in s.loads:
-                stream = work.loads.setdefault(m._op_index(op), Stream(axis=m.shared_axis(op)))
-                _add(stream, count, m.access(op, g, iters, cover)[3], burst)
+                i = m._op_index(op)
+                stream = work.loads.setdefault(i, Stream(axis=m.shared_axis(op)))
+                segment.loads[i] = m.access(op, g, iters, cover)[3]
+                _add(stream, count, segment.loads[i], burst)
             if id(s) not in cache:
                 cache[id(s)] = m.compute_cost(s.compute, g, iters)[0]
+            segment.compute = cache[id(s)]
+            work.segments.append(segment)
             work.compute += count * cache[id(s)]
             work.last_compute = cache[id(s)] or work.last_compute
             for op in s.stores:
@@ -161,6 +186,8 @@ def estimate_cycles(m: Mapping) -> float:
         by_pe.setdefault(q, []).append((cls, int(table[q, cls])))
     channel_busy: dict[int, float] = {}  # cycles of DRAM channel time
     link_busy: dict[tuple[int, int, str], float] = {}  # cycles of NoC link time
+    firsts: dict[Resource, list[float]] = {}  # the bytes of each stream's first transfer
+    steady: dict[Resource, list[tuple[float, int]]] = {}  # streams of several packets a
     per_pe = []
     for q, first, last in zip(occupied.tolist(), first_program.tolist(), last_program.tolist()):
         pe = divmod(q, arch.cols)
@@ -174,9 +201,6 @@ def estimate_cycles(m: Mapping) -> float:
         def time(s: Stream) -> float:
             return s.transfers * fixed + s.short / dram.bytes_per_cycle + s.bytes / bw
 
-        def one(nbytes: int) -> float:
-            return fixed + max(0, burst - nbytes) / dram.bytes_per_cycle + nbytes / bw
-
         def occupy(links: set[tuple[int, int, str]], s: Stream, k: int) -> None:
             # The simulator charges a short burst's shortfall as latency only; charging it to the
             # channel as well stands in for the idle channel time that many small transfers
@@ -187,22 +211,24 @@ def estimate_cycles(m: Mapping) -> float:
                 link_busy[link] = link_busy.get(link, 0.0) + \
                     k * s.bytes / arch.link_bytes_per_cycle
 
-        readers: dict[int, float] = {}
-        paths: set[tuple[int, int, str]] = set()
+        # operand -> the bytes of its first transfer and the links its transfers cross
+        issued: dict[int, tuple[int, set[tuple[int, int, str]]]] = {}
         store_path = set(xy_hops(pe, dram.attach))
-        compute = writer = 0.0
+        writer = 0.0
 
         def read(i: int, s: Stream, k: int) -> None:
             dsts = m.destinations(pe, s.axis)
             if dsts:  # it issues this operand's transfers
-                readers[i] = readers.get(i, 0.0) + k * time(s)
                 links = set().union(*(xy_hops(dram.attach, d) for d in dsts))
-                paths.update(links)
+                first_bytes, crossed, transfers, nbytes = issued.get(i, (s.first, set(), 0, 0))
+                issued[i] = (first_bytes, crossed | links, transfers + k * s.transfers,
+                             nbytes + k * s.bytes)
                 occupy(links, s, k)
 
-        for cls, k in by_pe[q]:
+        head, tail = int(program_class[first]), int(program_class[last])
+        programs = sorted(by_pe[q], key=lambda ck: (ck[0] != head, ck[0] == tail))  # in order
+        for cls, k in programs:
             w = work(cls, burst)
-            compute += k * w.compute
             writer += k * time(w.stores)
             if w.stores.transfers:
                 occupy(store_path, w.stores, k)
@@ -214,17 +240,120 @@ def estimate_cycles(m: Mapping) -> float:
                 s = line_work(a, cls, burst).loads.get(i)
                 if s is not None:
                     read(i, s, int(line_tables[a][q, cls]))
-        head = work(int(program_class[first]), burst)
-        tail = work(int(program_class[last]), burst)
-        first_load = max((one(s.first) for s in head.loads.values() if s.first >= 0), default=0.0)
-        last_store = one(tail.stores.last) if tail.stores.transfers else 0.0
-        per_pe.append((ch, paths, list(readers.values()), first_load, compute, tail.last_compute,
-                       writer, last_store))
+        for first_bytes, links, transfers, nbytes in issued.values():
+            for r in [ch, *links]:
+                firsts.setdefault(r, []).append(first_bytes)
+                if nbytes > transfers * arch.packet_bytes:
+                    steady.setdefault(r, []).append((nbytes / transfers, transfers))
+        tail_work = work(tail, burst)
+        last_store = fixed + max(0, burst - tail_work.stores.last) / dram.bytes_per_cycle + \
+            tail_work.stores.last / bw if tail_work.stores.transfers else 0.0
+        paths = set().union(set(), *(it[1] for it in issued.values()))
+        per_pe.append((pe, ch, paths, issued, [(work(c, burst), k) for c, k in programs],
+                       tail_work.last_compute, writer, last_store, fixed, burst, bw))
+    # How transfers share channels and links (see the module's docstring): the first ones of
+    # every stream there at once, each up to its own size; later ones of several packets with
+    # the streams in step with them (`_in_step`).
+    bandwidth = {r: _bandwidth(arch, r) for r in firsts}
+    in_step = {r: np.array(v, dtype=float).T for r, v in steady.items()}
+    waits: dict[tuple[Resource, int], float] = {}
+
+    def first_wait(r: Resource, nbytes: int) -> float:
+        if (r, nbytes) not in waits:
+            waits[r, nbytes] = sum(min(x, nbytes) for x in firsts[r]) / bandwidth[r]
+        return waits[r, nbytes]
+
+    moving: dict[tuple[tuple[int, int], int], tuple[float, float]] = {}  # (PE, operand) ->
+    for pe, ch, _, issued, *_ in per_pe:  # (cycles its first transfer moves, cycles a byte after)
+        for i, (b, links, transfers, nbytes) in issued.items():
+            resources = [ch, *links]
+            size = nbytes / transfers
+            per_byte = max(1.0 / bandwidth[r] for r in resources)
+            if size > arch.packet_bytes:
+                per_byte = max(per_byte, *(_in_step(in_step[r], size, transfers) / bandwidth[r]
+                                           for r in resources))
+            moving[pe, i] = (max(first_wait(r, b) for r in resources), per_byte)
+    axes = {m._op_index(op): m.shared_axis(op) for op in m._ops("load")}
     worst = 0.0
-    for ch, paths, readers, first_load, compute, last_compute, writer, last_store in per_pe:
-        loaded = max(readers + [channel_busy.get(ch, 0.0)] + [link_busy[x] for x in paths])
-        worst = max(worst, max(loaded + last_compute, first_load + compute, writer) + last_store)
+    for pe, ch, paths, issued, blocks, last_compute, writer, last_store, fixed, burst, bw \
+            in per_pe:
+        costs: dict[int, tuple[float | None, float]] = {}  # operand -> as `moving`
+        for w, _ in blocks:
+            for s in w.segments:
+                for i in s.loads.keys() - costs.keys():
+                    axis = axes.get(i)  # a multicast operand arrives as its line's head sends it
+                    source = pe if i in issued or axis is None else \
+                        tuple(0 if d == axis else x for d, x in enumerate(pe))
+                    costs[i] = moving.get((source, i), (None, 1.0 / bw))
+
+        loaded = max([channel_busy.get(ch, 0.0)] + [link_busy[x] for x in paths])
+        done = _pipeline(blocks, costs, fixed, burst, arch.dram[ch].bytes_per_cycle)
+        worst = max(worst, max(done, loaded + last_compute, writer) + last_store)
     return worst
+
+
+Resource = object  # a DRAM channel (its index) or a NoC link (row, col, direction)
+
+
+def _bandwidth(arch: Arch, r: Resource) -> float:
+    return arch.dram[r].bytes_per_cycle if isinstance(r, int) else arch.link_bytes_per_cycle
+
+
+def _in_step(streams: np.ndarray, size: float, transfers: int) -> float:
+    """How many streams of several packets a transfer a stream of `transfers` transfers of
+    `size` bytes shares a resource with, in step: each counted for the fraction of its bytes
+    a transfer reaches and of its transfers the stream lasts (itself: 1)."""
+    sizes, counts = streams
+    return float((np.minimum(sizes / size, 1.0) * np.minimum(counts / transfers, 1.0)).sum())
+
+
+def _pipeline(blocks: list[tuple[Work, int]], costs: dict[int, tuple[float | None, float]],
+              fixed: float, burst: int, dram_bw: float) -> float:
+    """When a PE's compute is done, running its programs in order (each block: a program's work
+    and how many such programs in a row). Each operand's reader issues its transfers one after
+    another as early as it can (buffers let loads run ahead of compute); a step computes once
+    its loads have arrived and the step before it is done. A transfer takes `fixed` cycles, a
+    short burst's shortfall, and its bytes moving (`costs`: operand -> cycles its first
+    transfer moves, if known, and cycles a byte moves). A run of `count` equal steps finishes
+    at the later end of its chain (the first arrival, then all the compute; the last arrival,
+    then one step); a block of k programs runs the first and the last exactly, the ones
+    between as a whole."""
+    ready = dict.fromkeys(costs, 0.0)  # operand -> when its transfers so far have arrived
+    started: set[int] = set()
+    done = 0.0
+
+    def transfer(i: int, nbytes: int) -> float:
+        return fixed + max(0, burst - nbytes) / dram_bw + nbytes * costs[i][1]
+
+    def run(segments: list[Segment]) -> None:
+        nonlocal done
+        for s in segments:
+            if not s.loads:
+                done += s.count * s.compute
+                continue
+            arrived = last = 0.0
+            for i, b in s.loads.items():
+                t = head = transfer(i, b)
+                if i not in started:
+                    started.add(i)
+                    if costs[i][0] is not None:
+                        head = t - b * costs[i][1] + costs[i][0]
+                arrived = max(arrived, ready[i] + head)
+                ready[i] += head + (s.count - 1) * t
+                last = max(last, ready[i])
+            done = max(done + s.count * s.compute, arrived + s.count * s.compute,
+                       last + s.compute)
+
+    for w, k in blocks:
+        run(w.segments)
+        if k > 2:
+            for s in w.segments:
+                for i, b in s.loads.items():
+                    ready[i] += (k - 2) * s.count * transfer(i, b)
+            done = max(done + (k - 2) * w.compute, max(ready.values(), default=0.0))
+        if k > 1:
+            run(w.segments)
+    return done
 
 
 def _classes(m: Mapping, coords: tuple[np.ndarray, ...], limits: np.ndarray,
