@@ -227,10 +227,11 @@ def test_memoized_link_check_agrees_with_the_full_route_enumeration() -> None:
 def test_the_estimate_ranks_configs_as_the_simulator_does(name: str, arch: str) -> None:
     """The analytic estimate the tuner starts from (`ConfigSpace.estimate`) orders sampled
     configs nearly as the simulator does, and its pick is close to the sample's best. (The
-    worst pick: attention on lpu-like, 19% off: with a grid over batch-heads and query tiles,
-    ten small programs contend for DRAM in ways the estimate only approximates. The lowest
-    correlation: causal attention on aie-like-4x8, 0.87 over 40 configs. Over 25, generic-8x8
-    gave 0.848, which is why the test samples 40.)"""
+    lowest correlation: causal attention on lpu-like, 0.93 over 40 configs; the worst pick:
+    axpby on lpu-like, 1.6% off. Before the estimate modelled each PE's pipeline and the
+    streams sharing a channel, attention on lpu-like was picked 19% off and ranked at 0.87 on
+    aie-like-4x8. Over 25 configs, generic-8x8 once gave 0.848, which is why the test samples
+    40.)"""
     from scipy.stats import spearmanr
 
     args = inputs(name)
@@ -240,8 +241,8 @@ def test_the_estimate_ranks_configs_as_the_simulator_does(name: str, arch: str) 
     picked = [c for c in space.sample(80, seed=3) if min(c.block_sizes) >= 4][:40]
     cycles = [k.simulate(*args, arch=arch, config=c).cycles for c in picked]
     estimates = [space.estimate(c) for c in picked]
-    assert spearmanr(estimates, cycles)[0] >= 0.85
-    assert cycles[estimates.index(min(estimates))] <= 1.2 * min(cycles)
+    assert spearmanr(estimates, cycles)[0] >= 0.9
+    assert cycles[estimates.index(min(estimates))] <= 1.1 * min(cycles)
 
 
 @pytest.mark.parametrize("name", ["matmul", "gemm_bias_gelu", "attention", "row_sum"])
