@@ -190,6 +190,7 @@ def estimate_cycles(m: Mapping) -> float:
     link_busy: dict[tuple[int, int, str], float] = {}  # cycles of NoC link time
     firsts: dict[Resource, list[float]] = {}  # the bytes of each stream's first transfer
     steady: dict[Resource, list[tuple[float, int]]] = {}  # streams of several packets a
+    # transfer: (bytes a transfer, transfers)
     per_pe = []
     for q, first, last in zip(occupied.tolist(), first_program.tolist(), last_program.tolist()):
         pe = divmod(q, arch.cols)
@@ -213,8 +214,9 @@ def estimate_cycles(m: Mapping) -> float:
                 link_busy[link] = link_busy.get(link, 0.0) + \
                     k * s.bytes / arch.link_bytes_per_cycle
 
-        # operand -> the bytes of its first transfer and the links its transfers cross
-        issued: dict[int, tuple[int, set[tuple[int, int, str]]]] = {}
+        # operand -> the bytes of its first transfer, the links its transfers cross, how many
+        # transfers and bytes in all
+        issued: dict[int, tuple[int, set[tuple[int, int, str]], int, int]] = {}
         store_path = set(xy_hops(pe, dram.attach))
         writer = 0.0
 
@@ -250,7 +252,7 @@ def estimate_cycles(m: Mapping) -> float:
         tail_work = work(tail, burst)
         last_store = fixed + max(0, burst - tail_work.stores.last) / dram.bytes_per_cycle + \
             tail_work.stores.last / bw if tail_work.stores.transfers else 0.0
-        paths = set().union(set(), *(it[1] for it in issued.values()))
+        paths = set().union(*(links for _, links, _, _ in issued.values()))
         per_pe.append((pe, ch, paths, issued, [(work(c, burst), k) for c, k in programs],
                        tail_work.last_compute, writer, last_store, fixed, burst, bw))
     # How transfers share channels and links (see the module's docstring): the first ones of
@@ -302,9 +304,10 @@ def _bandwidth(arch: Arch, r: Resource) -> float:
 
 
 def _in_step(streams: np.ndarray, size: float, transfers: int) -> float:
-    """How many streams of several packets a transfer a stream of `transfers` transfers of
-    `size` bytes shares a resource with, in step: each counted for the fraction of its bytes
-    a transfer reaches and of its transfers the stream lasts (itself: 1)."""
+    """How many streams share a resource in step with one making `transfers` transfers of
+    `size` bytes (itself included). `streams`: the bytes a transfer and the transfers of each
+    stream there whose transfers span several packets. Each counts for the fraction of a
+    transfer's bytes it matches and of the transfers it lasts."""
     sizes, counts = streams
     return float((np.minimum(sizes / size, 1.0) * np.minimum(counts / transfers, 1.0)).sum())
 
