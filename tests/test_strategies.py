@@ -173,3 +173,25 @@ def test_bo_starts_small_on_a_small_space(name: str) -> None:
     get(name)(space, ev, 0, [])
     assert len(hints[0]) == 3
     assert len(ev.history) == 10 and ev.best is not None
+
+
+def test_bo_local_stops_moving_along_a_knob_that_changes_nothing() -> None:
+    """On a deterministic objective where a knob is inert (the buffer depth where loads never
+    run ahead: exact ties), bo+local stops trying its other values once it has seen it change
+    nothing, so its evaluations go to distinct outcomes."""
+    import math
+
+    params = [Param("a", tuple(range(8))), Param("b", tuple(range(8))),
+              Param("depth", (2, 3, 4))]
+    space = SearchSpace(params)
+
+    def flat(p: dict) -> float:  # a plateau with a narrow optimum; the depth does nothing
+        return 10.0 - 3.0 * (p["a"] == 6) * (p["b"] == 1) + 0.1 * math.sin(p["a"] * 7 + p["b"])
+
+    twins = []
+    for seed in range(5):
+        ev = Evaluator(flat, 40)
+        get("bo+local")(space, ev, seed, [])
+        seen = [(p["a"], p["b"]) for p, _ in ev.history]
+        twins.append(len(seen) - len(set(seen)))
+    assert max(twins) <= 3, twins
