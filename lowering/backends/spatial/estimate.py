@@ -31,10 +31,10 @@ programs of each PE are counted by class (a NumPy histogram); the sequential til
 iterations, and their first and last ones cut at a start or stop, are counted exactly.
 
 Measured over whole spaces (`python benchmarks/tune_spatial.py`), the estimate's rank
-correlation with the simulated cycles is 0.96 to 1.0 on wormhole-like (13 spaces), 0.99 to 1.0
-on generic-8x8 and 0.88 to 1.0 on aie-like-4x8. It does not model the order in which streams
-that drift apart contend later on (single-packet transfers on a busy channel wait more than
-their share), so configs it ranks within a few percent of each other are ties to the
+correlation with the simulated cycles is 0.96 to 1.0 on wormhole-like, 0.97 to 1.0 on
+generic-8x8 and 0.85 to 1.0 on aie-like-4x8 (13 spaces each). It does not model the order in
+which streams that drift apart contend later on (single-packet transfers on a busy channel wait
+more than their share), so configs it ranks within a few percent of each other are ties to the
 simulator.
 """
 
