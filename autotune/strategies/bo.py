@@ -233,9 +233,10 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
 
     def inert() -> set[str]:
         """Parameters that changed nothing so far: `INERT_EVIDENCE` groups of points differed
-        only in one, and every such group measured exactly the same. A deterministic objective (simulated cycles, a
-        replayed file) has such knobs where they do not matter (the buffer depth when loads
-        never run ahead); moves along them waste evaluations. Timings never tie exactly."""
+        only in one, and every such group measured exactly the same. A deterministic objective
+        (simulated cycles, a replayed file) has such knobs where they do not matter (the buffer
+        depth when loads never run ahead); moves along them waste evaluations. Timings never
+        tie exactly."""
         nonlocal counted
         for point, v in evaluate.history[counted:]:
             if v is not None:
