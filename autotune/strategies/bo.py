@@ -304,7 +304,8 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
                 return np.rint(x[:, active] / scale[active]).astype(np.int64) @ radix
 
             known = codes(enc_all([p for p, _ in evaluate.history]))
-            idx = idx[~np.isin(codes(pool_x[idx]), known)]
+            new = idx[~np.isin(codes(pool_x[idx]), known)]
+            idx = new if len(new) else idx  # only twins left: the budget goes to them
         return [pool[i] for i in idx], pool_x[idx]
 
     lookahead_rng = random.Random(seed + 1)  # the hints must not move the search's own stream
