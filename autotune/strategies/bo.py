@@ -226,6 +226,11 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
         return out
 
     neighbour_lists: dict[tuple, list[Point]] = {}  # validity tests can be costly: once each
+
+    def without(point: Point, names: set[str]) -> tuple:
+        """The point's key with those parameters left out."""
+        return tuple(kv for kv in SearchSpace.key(point) if kv[0] not in names)
+
     # Per parameter: for each setting of the other parameters, the points measured there and
     # the distinct values they measured.
     siblings: dict[str, dict[tuple, tuple[int, set[float]]]] = {p.name: {} for p in free}
@@ -241,7 +246,7 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
         for point, v in evaluate.history[counted:]:
             if v is not None:
                 for name, groups in siblings.items():
-                    rest = tuple(kv for kv in SearchSpace.key(point) if kv[0] != name)
+                    rest = without(point, {name})
                     n, values = groups.get(rest, (0, set()))
                     groups[rest] = (n + 1, values | {v})
         counted = len(evaluate.history)
@@ -249,19 +254,15 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
                 if sum(n > 1 for n, _ in groups.values()) >= INERT_EVIDENCE
                 and all(len(values) == 1 for _, values in groups.values())}
 
-    def outcomes() -> tuple[set[str], set[tuple]]:
-        """The inert parameters, and the evaluated points with those left out: a point that
-        matches one of them elsewhere is its twin, with a known outcome."""
-        skip = inert()
-        return skip, {tuple(kv for kv in SearchSpace.key(p) if kv[0] not in skip)
-                      for p, _ in evaluate.history} if skip else set()
-
     def fresh(points: list[Point]) -> list[Point]:
-        """The points neither evaluated nor twins of evaluated ones."""
-        skip, known = outcomes()
-        return [q for q in points if SearchSpace.key(q) not in evaluate.results
-                and not (skip and tuple(kv for kv in SearchSpace.key(q)
-                                        if kv[0] not in skip) in known)]
+        """The points neither evaluated nor twins of evaluated ones (the same but for the inert
+        parameters: their outcome is known)."""
+        new = [q for q in points if SearchSpace.key(q) not in evaluate.results]
+        skip = inert()
+        if not skip:
+            return new
+        known = {without(p, skip) for p, _ in evaluate.history}
+        return [q for q in new if without(q, skip) not in known]
 
     def neighbours(point: Point) -> list[Point]:
         key = SearchSpace.key(point)
@@ -296,7 +297,7 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
         marked = len(evaluate.history)
         idx = np.flatnonzero(unseen)
         skip = inert()
-        if skip and len(idx):  # leave out twins of evaluated points (see `outcomes`)
+        if skip and len(idx):  # leave out twins of evaluated points (as `fresh`, vectorised)
             active = [j for j, p in enumerate(free) if p.name not in skip]
             radix = np.cumprod([1] + [len(free[j].values) for j in active])[:len(active)]
 
