@@ -17,7 +17,8 @@ strategies. Also times `tiledsl tune examples/matmul.py --quick` end to end (tar
 on this machine).
 
 `--t4 DIR` also writes each sweep as a T4 file (`DIR/<example>-<arch>_T4.json.gz`): spaces the
-search strategies were not chosen on, for `python benchmarks/replay.py --spaces DIR`.
+search strategies were not chosen on, for `python benchmarks/replay.py --spaces DIR`. With
+`--seeds 0` the script only sweeps (and writes the T4 files); no strategy runs.
 
 The searches start, as `tiledsl tune` does, from the default config and the configs the spatial
 backend's analytic estimate ranks best (`--no-estimate` leaves those out); the table also shows
@@ -121,9 +122,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_spatial.json"))
     parser.add_argument("--t4", metavar="DIR", help="also write every sweep as a T4 space here")
     opts = parser.parse_args()
+    strategies = opts.strategies.split(",") if opts.seeds > 0 else []
     rows: list[dict[str, Any]] = []
     print(f"{'example':16} {'configs':>7} {'optimum':>10} {'est. rho':>9} {'seeds gap':>9} " +
-          " ".join(f"{s + ' gap':>14}" for s in opts.strategies.split(",")))
+          " ".join(f"{s + ' gap':>14}" for s in strategies))
     for name in opts.examples.split(","):
         mod = example(name)
         kernel = getattr(mod, name)
@@ -151,7 +153,7 @@ def main() -> None:
                                "sweep_seconds": seconds, "estimate_rank_correlation": rho,
                                "initial_points_gap": picks}
         cells = [f"{rho:.3f}", f"{picks:.1%}"]
-        for strategy in opts.strategies.split(","):
+        for strategy in strategies:
             gaps = []
             for seed in range(opts.seeds):
                 ev = Evaluator(lambda p: cycles.get(space.key(p)), opts.trials)
