@@ -318,9 +318,9 @@ def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]
             return
         if expand_every and (step + 1) % expand_every == 0:
             key = SearchSpace.key(choice)
-            ahead = next((fresh for fresh in (
-                [q for q in neighbours(p) if SearchSpace.key(q) not in evaluate.results
-                 and SearchSpace.key(q) != key] for p in ranked()) if fresh), [])
+            ahead = next((new for new in (
+                [q for q in fresh(neighbours(p)) if SearchSpace.key(q) != key]
+                for p in ranked()) if new), [])
         else:
             ahead = trust_region() if trust and (proposals + 1) % GLOBAL_EVERY else []
             if not ahead:
