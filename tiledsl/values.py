@@ -17,6 +17,7 @@ from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError
 from tiledsl.ir.core import Value
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
+from tiledsl.races import check_store
 from tiledsl.tracer import Tracer, current
 
 class TileValue:
@@ -104,7 +105,10 @@ class TileValue:
     def __abs__(self) -> TileValue: return unary("abs", self)
     def __invert__(self) -> TileValue: return unary("not", self)
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:  # its value is not known while tracing: a hash would be its id
+        current().fail(TraceError, "a tile value cannot be hashed (its elements are not known "
+                       "while the kernel traces)", hint="use a tile value in tile expressions; "
+                       "a dict or set needs host values such as shapes")
 
     # Shape manipulation.
     def __getitem__(self, idx: Any) -> TileValue:
@@ -257,6 +261,7 @@ class Tensor:
             tr.fail(ShapeError, f"cannot store a tile of shape {tr.describe_shape(v.shape)} into "
                     f"'{self.name}[...]' of shape {tr.describe_shape(shape)}")
         v = broadcast_to(cast(v, self.dtype), shape)
+        check_store(tr, self.name, operands, v.value)
         tr.emit("store", [self.value, *operands, v.value], {"full": full} if full else {})
 
     def __len__(self) -> int:

@@ -1,0 +1,222 @@
+"""Errors for what would otherwise be a race or a silent wrong answer: a store that leaves out a
+grid dimension (every program along it writes the same elements), arguments that share memory
+with one written in place, fill values an integer dtype cannot hold, int arguments past int64,
+and architectures that are not one (see error_checks.py for what every case asserts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from error_checks import arg_error, f32, msg, trace_error
+from tiledsl.arrays import share_memory
+
+BACKENDS = ["numpy", "spatial", "triton-interpret"]
+
+
+# ---- a store that leaves out a grid dimension -------------------------------------------------
+@td.tile_kernel
+def row_sum_race(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=x.dtype)
+    for tm, tn in td.tile(m, n):
+        out[tm] = x[tm, tn].sum(axis=1)  # <- here
+    return out
+
+
+@td.tile_kernel
+def race_in_inner_loop(a):
+    m, k = a.shape
+    out = td.empty((m, k), dtype=a.dtype)
+    for tm, tn in td.tile(m, 7):
+        for tk in td.tile(k):
+            out[tm, tk] = a[tm, tk] + tn.begin  # <- here
+    return out
+
+
+@td.tile_kernel
+def race_on_grid_index(x):
+    out = td.empty((1,), dtype=x.dtype)
+    for i in td.grid(x.shape[0]):
+        out[0] = x[i]  # <- here
+    return out
+
+
+@pytest.mark.parametrize("kernel, args, axis", [
+    (row_sum_race, (f32(13, 11),), "tn"),
+    (race_in_inner_loop, (f32(9, 10),), "tn"),
+    (race_on_grid_index, (f32(5),), "i"),
+], ids=["row-sum", "inner-loop", "grid-index"])
+def test_a_store_that_leaves_out_a_grid_dimension_is_an_error(kernel: td.TileKernel,
+                                                               args: tuple, axis: str) -> None:
+    err = trace_error(td.TraceError, kernel, *args)
+    assert f"does not use grid dimension '{axis}'" in msg(err), msg(err)
+    assert "nested (sequential) loop" in msg(err)
+    for backend in BACKENDS:  # traced before any backend: each rejects it the same way
+        with pytest.raises(td.TraceError, match=f"does not use grid dimension '{axis}'"):
+            kernel.run(*args, backend=backend)
+
+
+@td.tile_kernel
+def copy_and_rows(x, y):
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    rows = td.empty((m,), dtype=y.dtype)
+    for tm, tn in td.tile(m, n):
+        out[tm, tn] = x[tm, tn] * 2.0
+        rows[tm] = y[tm] + 1.0  # the same values from every program along tn: no race
+    return out, rows
+
+
+@td.tile_kernel
+def one_program_along_tn(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=x.dtype)
+    for tm, tn in td.tile(m, n, block_size=(None, 16)):
+        out[tm] = x[tm, tn].sum(axis=1)  # n <= 16: one program along tn under every config
+    return out
+
+
+def test_stores_that_cannot_race_are_accepted() -> None:
+    x, y = f32(13, 11), f32(13)
+    space = copy_and_rows.config_space(x, y)
+    for config in [space.default(), *space.sample(3, seed=1)]:
+        for backend in BACKENDS:
+            out, rows = copy_and_rows.run(x, y, backend=backend, config=config)
+            np.testing.assert_allclose(out, x.astype(np.float64) * 2, rtol=1e-6)
+            np.testing.assert_allclose(rows, y.astype(np.float64) + 1, rtol=1e-6)
+    for backend in BACKENDS:
+        got = one_program_along_tn.run(x, backend=backend)
+        np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+# ---- arguments that share memory --------------------------------------------------------------
+@td.tile_kernel
+def shift_add(x, out):
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + 1.0
+
+
+@td.tile_kernel
+def add(x, y):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + y[t]
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_argument_written_in_place_may_not_share_memory_with_another(backend: str) -> None:
+    buf = np.arange(9, dtype=np.float32)
+    err = arg_error(td.ArgumentError, shift_add.run, buf[:-1], buf[1:], backend=backend)
+    assert "arguments 'out' and 'x' share memory" in msg(err)
+    assert "pass a copy of 'x'" in msg(err)
+    np.testing.assert_array_equal(buf, np.arange(9))  # checked before anything ran
+    arg_error(td.ArgumentError, shift_add.run, buf, buf, backend=backend)
+    # the check is made on every call: the same shapes with disjoint arrays then run
+    before = buf.copy()
+    shift_add.run(buf[:4], buf[4:8], backend=backend)
+    np.testing.assert_array_equal(buf[4:8], before[:4] + 1)
+    even, odd = buf[::2].copy(), buf[1::2]  # interleaved views share no element
+    shift_add.run(buf[::2][:4], odd, backend=backend)
+    np.testing.assert_array_equal(odd, even[:4] + 1)
+
+
+def test_read_only_arguments_may_share_memory() -> None:
+    x = f32(10)
+    np.testing.assert_allclose(add(x, x), 2 * x.astype(np.float64), rtol=1e-6)
+    np.testing.assert_allclose(add(x[1:], x[:-1]), x[1:] + x[:-1].astype(np.float64), rtol=1e-6)
+
+
+class _Device:
+    """A GPU array as share_memory sees it: only __cuda_array_interface__."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...] | None,
+                 typestr: str = "<f4") -> None:
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape,
+                                         "strides": strides, "typestr": typestr, "version": 3}
+
+
+def test_gpu_arrays_share_memory_when_their_bytes_overlap() -> None:
+    assert share_memory(_Device(1000, (4,), None), _Device(1012, (4,), None))
+    assert not share_memory(_Device(1000, (4,), None), _Device(1016, (4,), None))
+    assert share_memory(_Device(1000, (2, 3), (4, 8)), _Device(1016, (1,), None))
+    assert not share_memory(_Device(1000, (2, 3), (4, 8)), _Device(1024, (1,), None))
+    assert share_memory(_Device(1012, (4,), (-4,)), _Device(996, (1,), None, "<f8"))
+    assert not share_memory(_Device(1012, (4,), (-4,)), _Device(1016, (1,), None))
+    assert not share_memory(_Device(1000, (0,), None), _Device(1000, (4,), None))
+
+
+# ---- values a dtype cannot hold ---------------------------------------------------------------
+@td.tile_kernel
+def fill_tile(x):
+    out = td.empty((x.shape[0],), dtype=td.int8)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.full((t,), 1000, dtype=td.int8)  # <- here
+    return out
+
+
+@td.tile_kernel
+def fill_tensor(x):
+    out = td.full((x.shape[0],), 300, dtype=td.int8)  # <- here
+    for t in td.tile(x.shape[0]):
+        out[t] = out[t] + x[t]
+    return out
+
+
+@td.tile_kernel
+def fill_nan(x):
+    out = td.empty((x.shape[0],), dtype=td.int32)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.full((t,), float("nan"), dtype=td.int32)  # <- here
+    return out
+
+
+@td.tile_kernel
+def fill_in_range(x):
+    out = td.empty((x.shape[0],), dtype=td.int8)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.full((t,), -128, dtype=td.int8) + td.full((t,), 2.0, dtype=td.int8) + x[t]
+    return out
+
+
+def test_fill_values_an_integer_dtype_cannot_hold_are_errors() -> None:
+    x8 = np.arange(-3, 4, dtype=np.int8)
+    err = trace_error(td.DTypeError, fill_tile, f32(7))
+    assert "fill value 1000 is out of range for int8 (-128 to 127)" in msg(err)
+    err = trace_error(td.DTypeError, fill_tensor, x8)
+    assert "fill value 300 is out of range for int8" in msg(err)
+    err = trace_error(td.DTypeError, fill_nan, f32(7))
+    assert "cannot fill a int32 tile with nan" in msg(err)
+    for backend in BACKENDS:
+        got = fill_in_range.run(x8, backend=backend)
+        np.testing.assert_array_equal(got, (-126 + x8.astype(np.int64)).astype(np.int8))
+
+
+# ---- scalar arguments and architectures -------------------------------------------------------
+@td.tile_kernel
+def scale(x, alpha):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * alpha
+    return out
+
+
+@pytest.mark.parametrize("value", [2**63, -2**63 - 1, 2**70])
+def test_an_int_argument_past_int64_is_an_error(value: int) -> None:
+    for backend in BACKENDS:
+        err = arg_error(td.ArgumentError, scale.run, f32(5), value, backend=backend)
+        assert f"argument 'alpha' is {value}, out of the range of int64" in msg(err)
+    x = f32(5)
+    np.testing.assert_allclose(scale(x, 2**62), x.astype(np.float64) * 2**62, rtol=1e-6)
+
+
+@pytest.mark.parametrize("arch", [{"rows": 2}, ["generic-8x8"], "", 0, False])
+def test_an_arch_that_is_not_one_is_an_error(arch: object) -> None:
+    x = f32(5)
+    for call in (lambda: scale.simulate(x, 2.0, arch=arch),
+                 lambda: scale.run(x, 2.0, backend="spatial", arch=arch),
+                 lambda: scale.config_space(x, 2.0, backend="spatial", arch=arch)):
+        with pytest.raises(td.BackendError, match="spatial (preset|architecture)"):
+            call()

@@ -1,0 +1,88 @@
+"""Write races between grid programs: a store that leaves out a grid dimension.
+
+The programs of a grid run in parallel (in any order on a GPU). A store inside the grid whose
+indices do not depend on one of its dimensions has every program along that dimension write the
+same elements; unless they all write the same values, the result depends on the block sizes and
+on the order the programs run in. The check runs while tracing, so every backend rejects the
+kernel at the user's line, before any config is chosen.
+"""
+
+from __future__ import annotations
+
+from tiledsl.errors import TraceError
+from tiledsl.ir.core import Op, Value
+from tiledsl.ir.types import RangeType
+from tiledsl.tracer import Tracer
+
+# Dependence on something the check cannot follow (a value carried around a loop): assume all.
+_ANY = frozenset({None})
+
+
+def _owners(tr: Tracer) -> dict[int, Op]:
+    """The op owning each open block (by id), the grid's and each enclosing loop's: an op is
+    appended to its parent block before its body is traced, so it is the parent's last op."""
+    return {id(child): parent.ops[-1] for parent, child in zip(tr.blocks, tr.blocks[1:])
+            if parent.ops}
+
+
+def _depends(v: Value, axes: set[Value], owners: dict[int, Op], tr: Tracer,
+             memo: dict[int, frozenset]) -> frozenset:
+    """The grid dimensions (range values) `v` depends on; `_ANY` where that cannot be told."""
+    hit = memo.get(id(v))
+    if hit is not None:
+        return hit
+    memo[id(v)] = frozenset()  # SSA has no cycles; this only guards against revisiting
+    if v in axes:
+        out = frozenset({v})
+    elif v.owner is not None:
+        op = v.owner
+        out = _ANY if op.regions else frozenset().union(
+            *(_depends(o, axes, owners, tr, memo) for o in op.operands))
+    else:  # an argument of an open block: a loop's range, or a value carried around it
+        out = frozenset()
+        for block in tr.blocks[1:]:
+            if v in block.args:
+                op = owners.get(id(block))
+                if op is None or op.name != "for" or block.args.index(v) != 0:
+                    out = _ANY
+                else:  # a loop range depends on the runtime stop and start it may have
+                    bounds = int(bool(op.attrs.get("stop"))) + int(bool(op.attrs.get("start")))
+                    out = frozenset().union(
+                        *(_depends(o, axes, owners, tr, memo) for o in op.operands[:bounds]))
+                break
+    memo[id(v)] = out
+    return out
+
+
+def _programs_vary(r: Value) -> bool:
+    """Whether more than one program may run along this grid dimension under some config."""
+    t = r.type
+    assert isinstance(t, RangeType)
+    return t.extent > 1 and not (isinstance(t.block, int) and t.block >= t.extent)
+
+
+def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> None:
+    """Fail when a store inside the grid races between programs (see the module's docstring)."""
+    if len(tr.depths) < 2 or tr.depths[1] != "grid":
+        return
+    axes = [a for a in tr.blocks[1].args if isinstance(a.type, RangeType)]
+    owners = _owners(tr)
+    memo: dict[int, frozenset] = {}
+    used = frozenset().union(*(_depends(i, set(axes), owners, tr, memo) for i in indices))
+    if _ANY <= used:
+        return
+    missing = [a for a in axes if a not in used and _programs_vary(a)]
+    if not missing:
+        return
+    values = _depends(value, set(axes), owners, tr, memo)
+    racing = [a for a in missing if a in values or _ANY <= values]
+    if not racing:
+        return  # every program along those dimensions writes the same values
+    names = ", ".join(f"'{a.hint}'" for a in racing)
+    tr.fail(TraceError,
+            f"this store to '{tensor}' does not use grid dimension {names}: every program along "
+            f"it writes the same elements of '{tensor}' with different values, so the result "
+            "would depend on the block sizes and on the order the programs run in",
+            hint="index the store with that tile, or make it a nested (sequential) loop and "
+                 "combine across it, e.g. `for tm in td.tile(m): acc = ...; for tn in "
+                 "td.tile(n): acc += ...`")
