@@ -79,6 +79,12 @@ def where(kernel: str, names: list[str], values: list[Any]) -> Where | None:
     for name, v in zip(names, values):
         if is_array(v):
             seen.setdefault((library_of(v), device_of(v)), name)
+            if library_of(v) == "torch" and v.is_neg():
+                # torch exports such a lazy negation view by DLPack and data_ptr without its
+                # sign: the kernel would read the values un-negated
+                raise ArgumentError(f"argument '{name}' is a torch tensor with its negative bit "
+                                    "set (a lazy negation, e.g. from .conj().imag); call "
+                                    ".resolve_neg() on it first", kernel=kernel)
     if not seen:
         return None
     if len(seen) > 1:
@@ -147,3 +153,34 @@ def from_dlpack_like(out: Any, like: Any) -> Any:
 def _torch() -> Any:
     import torch
     return torch
+
+
+def _extent(v: Any) -> tuple[int, int] | None:
+    """The bytes [first, last) a GPU array's elements span, from __cuda_array_interface__."""
+    cai = getattr(v, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    shape, itemsize = tuple(cai["shape"]), np.dtype(cai["typestr"]).itemsize
+    if any(n == 0 for n in shape):
+        return None
+    strides = cai.get("strides") or tuple(
+        int(np.prod(shape[i + 1:], dtype=np.int64)) * itemsize for i in range(len(shape)))
+    ptr = int(cai["data"][0])
+    low = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+    return low, high
+
+
+def share_memory(a: Any, b: Any) -> bool:
+    """Whether two arrays may have elements at the same address: exact for NumPy arrays (within
+    a bounded amount of work, else assumed), by the span of their bytes for GPU arrays."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if not np.may_share_memory(a, b):
+            return False
+        try:
+            return bool(np.shares_memory(a, b, max_work=10_000))
+        except np.exceptions.TooHardError:
+            return True
+    x, y = _extent(a), _extent(b)
+    return x is not None and y is not None and x[0] < y[1] and y[0] < x[1]
+

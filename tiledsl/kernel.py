@@ -18,7 +18,8 @@ import numpy as np
 
 from tiledsl import arrays, dtypes, registry, symdims
 from tiledsl.config import Config, ConfigSpace, Param
-from tiledsl.errors import ArgumentError, Loc, TileDSLError, TraceError, is_internal
+from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
+                            is_internal)
 from tiledsl.ir.core import Function, Value, walk
 from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
@@ -104,6 +105,9 @@ class TileKernel:
         if isinstance(v, (bool, int, float)):
             # A Python int argument is an int64 whatever its value (k * 3 must not wrap at 2**31).
             d = dtypes.int64 if isinstance(v, int) and not isinstance(v, bool) else weak_dtype(v)
+            if d == dtypes.int64 and not -2**63 <= v < 2**63:
+                raise ArgumentError(f"argument '{name}' is {v}, out of the range of int64 (a "
+                                    "Python int argument is an int64)", kernel=self.name)
             return ("scalar", d.short, True)
         if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
             d = dtypes.from_any(v.dtype)
@@ -242,6 +246,7 @@ class TileKernel:
         """Run where the arrays live: CPU arrays of any DLPack library (NumPy, torch, JAX...) on
         the NumPy backend through zero-copy views, GPU arrays (CuPy, torch CUDA...) on "triton";
         outputs come back as the caller's kind of array (see tiledsl/arrays.py)."""
+        self._not_traced()
         values = self.bind(args, kwargs)
         if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
             return self._run(values, "numpy", None, None)
@@ -305,12 +310,16 @@ class TileKernel:
         space's default, when None); `arch` picks the spatial backend's architecture."""
         return self._run(self.bind(args, kwargs), backend, config, arch)
 
-    def _run(self, values: list[Any], backend: str, config: Config | None, arch: Any) -> Any:
+    def _not_traced(self) -> None:
+        """Calling a kernel while another traces (in its loops or its host code) is an error."""
         tracer = active()
         if tracer is not None:
             tracer.fail(TraceError, f"kernel '{tracer.kernel}' calls kernel '{self.name}'; "
                         "kernels cannot call kernels", hint=f"move the shared code of "
                         f"'{self.name}' into a plain Python function and call that")
+
+    def _run(self, values: list[Any], backend: str, config: Config | None, arch: Any) -> Any:
+        self._not_traced()
         spec = self.arg_spec(values)
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
@@ -326,9 +335,13 @@ class TileKernel:
             tuned = self._tuned_config(values, spec, backend, arch, space)
             traced = self._traced(spec)
             self._check_no_overlap(values, spec)
+            names = list(self.signature.parameters)
+            written = [names.index(n) for n in self._written(spec)]
             plan = self._plans[key] = (impl, space, tuned or space.default(), traced,
-                                       narrowed_ints(traced.lowered))
-        impl, space, chosen, t, narrowed = plan
+                                       narrowed_ints(traced.lowered), written)
+        impl, space, chosen, t, narrowed, written = plan
+        if written:
+            self._check_aliasing(values, written)
         for value_of, what, d, loc in narrowed:
             if not np.iinfo(d.np).min <= (n := value_of(values)) <= np.iinfo(d.np).max:
                 raise ArgumentError(
@@ -356,6 +369,21 @@ class TileKernel:
                 raise ArgumentError(f"the kernel writes argument '{name}' in place, but "
                                     f"its elements share memory (strides {tuple(strides)}: a "
                                     "broadcast or expanded view); pass a copy", kernel=self.name)
+
+    def _check_aliasing(self, values: list[Any], written: list[int]) -> None:
+        """An argument written in place must not share memory with another argument (checked
+        on every call: it depends on the arrays, not on their shapes): a program could read
+        elements another has already overwritten, so the result would depend on the order the
+        programs run in and differ between backends."""
+        names = list(self.signature.parameters)
+        for i in written:
+            for j, other in enumerate(values):
+                if j != i and arrays.is_array(other) and arrays.share_memory(values[i], other):
+                    raise ArgumentError(
+                        f"arguments '{names[i]}' and '{names[j]}' share memory, and the kernel "
+                        f"writes '{names[i]}' in place: programs could read elements others "
+                        "have already overwritten", kernel=self.name,
+                        hint=f"pass a copy of '{names[j]}' (or of '{names[i]}')")
 
     def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         for name in self._written(spec):
@@ -507,7 +535,12 @@ def tile_kernel(fn: FunctionType) -> TileKernel:
 def _arch_key(arch: Any) -> Any:
     """An architecture as an in-process cache key: a preset's name, or a custom Arch's whole
     description (one that keeps its preset's name but changes the SRAM is another target)."""
-    return arch.to_json() if hasattr(arch, "to_json") else arch
+    if arch is None or isinstance(arch, str):
+        return arch
+    if hasattr(arch, "to_json"):
+        return arch.to_json()
+    raise BackendError(f"arch must be a spatial preset's name or an Arch, got "
+                       f"{type(arch).__name__} {arch!r}")
 
 
 _HOST_INT_OPS: dict[str, Callable[..., int]] = {
