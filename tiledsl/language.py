@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
-from tiledsl.errors import Loc, ShapeError, TraceError, user_loc
+from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import Dim, TensorType
 from tiledsl.symdims import SymDim
@@ -179,6 +180,26 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
     return tuple(out)
 
 
+def _check_fill(value: Any, dtype: DType, what: str) -> None:
+    """A Python number filling an integer tile or tensor must be one the dtype holds: NumPy 2's
+    `np.full` raises OverflowError for an int out of range; NaN or infinity has no integer."""
+    if not dtype.is_int or isinstance(value, (bool, np.bool_)):
+        return
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            current().fail(DTypeError, f"td.{what}: cannot fill a {dtype} tile with {value!r}")
+        n = int(value)
+    elif isinstance(value, (int, np.integer)):
+        n = int(value)
+    else:
+        return  # a tile value: converted like .astype
+    info = np.iinfo(dtype.np)
+    if not int(info.min) <= n <= int(info.max):
+        current().fail(DTypeError, f"td.{what}: the fill value {value!r} is out of range for "
+                       f"{dtype} ({info.min} to {info.max}); NumPy raises OverflowError",
+                       hint="choose a wider dtype, e.g. td.int32")
+
+
 def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
     tr = current(f"td.{what}()")
     t = TensorType(_host_shape(shape, f"td.{what}"), dtype)
@@ -213,6 +234,7 @@ def full(shape: Any, value: Any, dtype: Any = None) -> Tensor | TileValue:
     tr = current("td.full()")
     v = to_value(value)
     d = v.dtype if dtype is None and not v.weak else _dtype_arg(dtype, "td.full")
+    _check_fill(value, d, "full")
     if tr.depth == "host":
         return _new_tensor(shape, d, "full", v)
     if v.shape != ():
