@@ -383,6 +383,8 @@ def test_integer_scalars_and_host_tensors_are_checked(packages: dict) -> None:
     torch = pytest.importorskip("torch")
     with pytest.raises(td.ArgumentError, match="'x' is a torch.Tensor in host memory"):
         k(torch.zeros(21, 30).T, 3)
+    with pytest.raises(td.ArgumentError, match="'x' is a torch tensor with its negative bit"):
+        k(torch._neg_view(torch.zeros(21, 30).T), 3)
 
 
 def test_valid_arguments_then_need_cupy(packages: dict) -> None:

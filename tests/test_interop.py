@@ -197,6 +197,16 @@ def test_writing_into_a_broadcast_view_is_a_clear_error() -> None:
         scale_(torch.ones(1).expand(10), 2.0)
 
 
+def test_a_lazily_negated_torch_tensor_is_a_clear_error() -> None:
+    # torch exports a tensor with its negative bit set by DLPack without the sign
+    x = torch._neg_view(torch.arange(1.0, 5.0))
+    with pytest.raises(td.ArgumentError, match="argument 'x' is a torch tensor with its negative "
+                       r"bit set .*\.resolve_neg\(\)"):
+        example("vector_add").vector_add(x, torch.zeros(4))
+    out = example("vector_add").vector_add(x.resolve_neg(), torch.zeros(4))
+    assert torch.equal(out, -torch.arange(1.0, 5.0))
+
+
 def test_a_meta_tensor_is_a_clear_error() -> None:
     x = torch.empty(10, device="meta")
     with pytest.raises(td.ArgumentError, match="argument 'x' is a torch array on meta"):

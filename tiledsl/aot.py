@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -91,6 +92,9 @@ def load(path: str | Path) -> LoadedKernel:
     """The kernel package in directory `path`, ready to call on GPU arrays (CuPy, or anything
     exposing DLPack / `__cuda_array_interface__` on a CUDA device). Checks the manifest and the
     files' checksums now, so a broken package fails here rather than at the first call."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"td.load(path): the path is a package's directory, got "
+                            f"{type(path).__name__} {path!r}")
     root = Path(path)
     mpath = root / MANIFEST
     if not mpath.is_file():
@@ -187,6 +191,10 @@ class LoadedKernel:
             raise self._fail(p, f"is a {_type_name(v)}; expected a GPU array {want} (CuPy, or "
                                 "any array with __dlpack__ or __cuda_array_interface__ on a CUDA "
                                 "device)")
+        if type(v).__module__.split(".")[0] == "torch" and v.is_neg():
+            raise self._fail(p, "is a torch tensor with its negative bit set (a lazy negation, "
+                                "which DLPack exports without its sign); call .resolve_neg() "
+                                "on it first")
         if _on_cpu(v):
             raise self._fail(p, f"is a {_type_name(v)} in host memory; this package runs on an "
                                 f"NVIDIA GPU through CuPy: pass a GPU array {want}")
