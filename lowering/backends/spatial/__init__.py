@@ -39,7 +39,7 @@ def dataflow_config(fn: Function, config: Config, arch: str | Arch | None = None
     sequence of them (phases) that run one after another, as TT-Metalium enqueues programs and
     MLIR-AIE runtime sequences do. `args` (the kernel's arguments) gives loop bounds that
     depend on scalar arguments their values."""
-    a = preset(arch or DEFAULT_ARCH)
+    a = preset(DEFAULT_ARCH if arch is None else arch)
     count = len(grids(fn))
     scalars = scalar_args(fn, args)
     if count == 1:
@@ -149,7 +149,7 @@ class SpatialBackend:
 
     def extend_space(self, space: ConfigSpace, fn: Function, arch: str | Arch | None = None,
                      **_: Any) -> ConfigSpace:
-        return spatial_space.extend(space, fn, preset(arch or DEFAULT_ARCH))
+        return spatial_space.extend(space, fn, preset(DEFAULT_ARCH if arch is None else arch))
 
     def run(self, fn: Function, args: list[Any], config: Config, arch: str | Arch | None = None,
             **_: Any) -> list[Any]:
@@ -167,7 +167,7 @@ class SpatialBackend:
         (the kernel's arguments) is needed where loop bounds depend on scalar arguments."""
         if trace_path is not None:
             check_trace_path(trace_path)
-        a = preset(arch or DEFAULT_ARCH)
+        a = preset(DEFAULT_ARCH if arch is None else arch)
         keep = trace or trace_path is not None
         result = report(fn, [(p, run_program(p, a, keep))
                              for p in phases(dataflow_config(fn, config, a, args))], a)

@@ -34,6 +34,10 @@ class DramChannel:
     latency_cycles: float
     min_burst_bytes: int  # transfers below this use the channel at proportionally lower efficiency
 
+    def __post_init__(self) -> None:
+        if isinstance(self.attach, list):  # a JSON-style [row, col]: the mapper keys on it
+            object.__setattr__(self, "attach", tuple(self.attach))
+
 
 @dataclass(frozen=True)
 class Arch:
@@ -290,6 +294,7 @@ def preset(name: str | Arch) -> Arch:
     """An architecture by preset name (or an Arch, returned as is)."""
     if isinstance(name, Arch):
         return name
-    if name not in PRESETS:
-        raise BackendError(f"unknown spatial architecture {name!r}; presets: {sorted(PRESETS)}")
+    if not isinstance(name, str) or name not in PRESETS:
+        raise BackendError(f"unknown spatial architecture {name!r}; presets: {sorted(PRESETS)} "
+                           "(or an Arch)")
     return PRESETS[name]()
