@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tiledsl as td
@@ -467,3 +468,70 @@ def test_a_tile_loop_in_a_helper_function_says_where_loops_go() -> None:
     text = str(info.value)
     assert "written in the @td.tile_kernel function itself" in text
     assert "move the loop into the kernel" in text and "loop_in_a_helper" in text
+
+
+# ---- statements a tile kernel cannot hold -------------------------------------------------------
+LAST = None
+
+
+@td.tile_kernel
+def global_in_loop(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        global LAST  # <- here
+        LAST = t
+        out[t] = x[t]
+    return out
+
+
+@td.tile_kernel
+def generator_kernel(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    yield out  # <- here
+
+
+@td.tile_kernel
+def calls_itself(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return calls_itself(out)  # <- here
+
+
+@td.tile_kernel
+def hashes_a_tile(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * hash(x[t])  # <- here
+    return out
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (global_in_loop, "cannot be used inside a tile loop"),
+    (generator_kernel, "is a generator (it has `yield`)"),
+    (calls_itself, "kernel 'calls_itself' calls kernel 'calls_itself'"),
+    (hashes_a_tile, "a tile value cannot be hashed"),
+], ids=["global", "yield", "self-call-in-host-code", "hash"])
+def test_statements_a_kernel_cannot_hold(kernel: td.TileKernel, words: str) -> None:
+    err = trace_error(td.TraceError, kernel, f32(8))
+    assert words in msg(err), msg(err)
+
+
+@td.tile_kernel
+def widen_float32(x):
+    acc = td.float64 if x.dtype == np.float32 else td.float32
+    same = x.dtype == "float32" and x.dtype == np.dtype("float32") and x.dtype != np.float16
+    out = td.empty((x.shape[0],), dtype=acc if same else td.bfloat16)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return out
+
+
+def test_a_dtype_equals_its_numpy_dtype_in_host_code() -> None:
+    assert widen_float32(f32(5)).dtype == np.float64
+    assert widen_float32(f32(5).astype(np.float16)).dtype == td.bfloat16.np
+    assert td.float32 == np.float32 and td.bfloat16 == "bfloat16" and td.int64 != np.int32
+    assert td.float64 != None and td.int32 != 1  # noqa: E711 - no dtype of None or of a number
+    assert len({td.float32, td.float32, td.int8}) == 2

@@ -34,6 +34,19 @@ class DType:
     def is_bool(self) -> bool:
         return self.kind == "b"
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same td dtype, and (as NumPy's dtypes are) to its NumPy dtype, type or
+        name: `x.dtype == np.float32` in a kernel's host code means what it says."""
+        if isinstance(other, DType):
+            return self.short == other.short
+        if other is None or isinstance(other, (bool, int, float)):
+            return NotImplemented
+        d = from_any(other)
+        return NotImplemented if d is None else d.short == self.short
+
+    def __hash__(self) -> int:
+        return hash(self.short)
+
     def __repr__(self) -> str:
         return f"td.{self.name}"
 

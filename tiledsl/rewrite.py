@@ -24,7 +24,7 @@ from types import FunctionType
 from typing import Any, Callable
 
 from tiledsl import loops
-from tiledsl.errors import TraceError
+from tiledsl.errors import Loc, TraceError
 
 
 class _Assigned(ast.NodeVisitor):
@@ -168,6 +168,17 @@ class _LoopRewriter(ast.NodeTransformer):
         return [ast.fix_missing_locations(func), call, *rebind]
 
 
+def _own_nodes(fdef: ast.FunctionDef) -> Any:
+    """The nodes of a function's body, less those of functions and lambdas defined inside it."""
+    todo = list(fdef.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def rewrite(fn: FunctionType) -> Callable[..., Any]:
     """`fn` with its loops rewritten (same globals, closure values and line numbers)."""
     try:
@@ -181,7 +192,15 @@ def rewrite(fn: FunctionType) -> Callable[..., Any]:
     if not isinstance(fdef, ast.FunctionDef):
         raise TraceError(f"@td.tile_kernel needs a plain `def` function, got {type(fdef).__name__}")
     fdef.decorator_list = []
+    # Inside the factory, the kernel's own name would be the rewritten function itself: a call
+    # of the kernel by name in its body must reach the module's kernel object (and its error)
+    fdef.name = f"_td_kernel_{fdef.name}"
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    for node in _own_nodes(fdef):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            raise TraceError(f"kernel '{fn.__name__}' is a generator (it has `yield`); a tile "
+                             "kernel returns its outputs", loc=Loc(file, node.lineno),
+                             hint="use `return` instead of `yield`")
     _LoopRewriter().visit(fdef)
     freevars = fn.__code__.co_freevars
     factory = ast.FunctionDef(
@@ -194,9 +213,19 @@ def rewrite(fn: FunctionType) -> Callable[..., Any]:
     ast.copy_location(factory, fdef)
     module = ast.fix_missing_locations(ast.Module([factory], type_ignores=[]))
     namespace: dict[str, Any] = {}
-    exec(compile(module, file, "exec"), fn.__globals__, namespace)
+    try:
+        code = compile(module, file, "exec")
+    except SyntaxError as e:  # valid Python the loop rewrite cannot keep valid
+        raise TraceError(f"this statement cannot be used inside a tile loop ({e.msg})",
+                         loc=Loc(file, e.lineno) if e.lineno else None,
+                         hint="a tile loop's body is traced as a function of its own, where "
+                              "`global` and `nonlocal` cannot be used: store results to a "
+                              "tensor, or carry them in a value bound before the loop") from None
+    exec(code, fn.__globals__, namespace)
     cells = [c.cell_contents for c in (fn.__closure__ or ())]
     new = namespace["_td_factory"](loops, *cells)
+    new.__code__ = new.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    new.__name__, new.__qualname__ = fn.__name__, fn.__qualname__
     new.__defaults__ = fn.__defaults__
     new.__kwdefaults__ = fn.__kwdefaults__
     return new
