@@ -6,6 +6,7 @@ where `k(*args)` finds it.
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
 import time
@@ -26,7 +27,7 @@ from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
-from tiledsl.errors import BackendError, TileDSLError
+from tiledsl.errors import BackendError, ConfigError, TileDSLError
 from tiledsl.kernel import TileKernel
 from tiledsl.paths import cache_dir
 
@@ -481,6 +482,11 @@ class Tuner:
     """What tiledsl's kernels reach through the registry: tuning and cache lookups."""
 
     def tune(self, kernel: TileKernel, args: list[Any], **options: Any) -> TuneResult:
+        known = [n for n in inspect.signature(tune).parameters if n not in ("kernel", "args")]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ConfigError(f"autotune() got unknown option(s) {', '.join(unknown)}; the "
+                              f"options: {', '.join(known)}", kernel=kernel.name)
         return tune(kernel, args, **options)
 
     def cached_config(self, kernel: TileKernel, args: list[Any], backend: str,

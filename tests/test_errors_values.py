@@ -301,3 +301,38 @@ def test_lambda_kernel() -> None:
     with pytest.raises(td.TraceError) as info:
         td.tile_kernel(lambda x: x)
     assert info.value.kernel == "<lambda>" and "def" in msg(info.value)
+
+
+# ---- ill-typed arguments to the kernel's methods -------------------------------------------------
+@pytest.mark.parametrize("call, cls, words", [
+    (lambda s: s.sample(1.5), td.ConfigError, "n is a count"),
+    (lambda s: s.sample(None), td.ConfigError, "n is a count"),
+    (lambda s: s.sample(-1), td.ConfigError, "n is a count"),
+    (lambda s: s.sample(2, seed="1"), td.ConfigError, "the seed is an int"),
+    (lambda s: td.Config.from_dict({"block_sizes": [4], 5: 1}), td.ConfigError, "keys are names"),
+    (lambda s: td.Config.from_json(5), td.ConfigError, "JSON is a string"),
+    (lambda s: add.export(5, f32(8), f32(8)), td.ArgumentError, "path is a directory name"),
+    (lambda s: td.load(5), td.ArgumentError, "path is a package's directory"),
+    (lambda s: add.autotune(f32(8), f32(8), trails=5), td.ConfigError,
+     "unknown option(s) trails; the options: backend, arch, trials"),
+    (lambda s: add.warm(f32(8), f32(8), num_sms=0), td.BackendError, "num_sms is the GPU's"),
+], ids=["sample-float", "sample-none", "sample-negative", "sample-seed", "from-dict-key",
+        "from-json-int", "export-path", "load-path", "autotune-option", "warm-num-sms"])
+def test_ill_typed_arguments_to_the_api(call: Any, cls: type, words: str) -> None:
+    space = add.config_space(f32(8), f32(8))
+    err = raised(cls, call, space)
+    assert words in msg(err), msg(err)
+    assert len(space.sample(0)) == 0 and len(space.sample(np.int64(2), seed=np.int64(1))) == 2
+
+
+def test_an_arch_attach_given_as_a_list_is_the_tuple() -> None:
+    import dataclasses
+
+    from lowering.backends.spatial.arch import preset
+    base = preset("generic-8x8")
+    channel = base.dram[0]
+    arch = dataclasses.replace(base, dram=(dataclasses.replace(channel, attach=list(channel.attach)),
+                                           *base.dram[1:]))
+    assert arch.dram[0].attach == channel.attach and isinstance(arch.dram[0].attach, tuple)
+    x, y = f32(8), f32(8)
+    assert add.simulate(x, y, arch=arch).cycles == add.simulate(x, y, arch=base).cycles

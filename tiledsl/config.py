@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import numbers
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -69,6 +70,9 @@ class Config:
         if not isinstance(d, dict):
             raise ConfigError(f"a config is a JSON object (dict), got {type(d).__name__}")
         d = dict(d)
+        odd = [k for k in d if not isinstance(k, str)]
+        if odd:
+            raise ConfigError(f"a config's keys are names (strings), got {odd[0]!r}")
         if not isinstance(d.get("block_sizes", ()), (list, tuple)):
             raise ConfigError(f"block_sizes must be a list of ints, got {d['block_sizes']!r}")
         return cls(d.pop("block_sizes", ()), d.pop("num_warps", None),
@@ -79,6 +83,8 @@ class Config:
 
     @classmethod
     def from_json(cls, text: str) -> Config:
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise ConfigError(f"a config's JSON is a string, got {type(text).__name__}")
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as e:
@@ -280,7 +286,14 @@ class ConfigSpace:
 
     def sample(self, n: int, seed: int | None = None) -> list[Config]:
         """Up to `n` distinct valid configs drawn uniformly (all of them if there are fewer)."""
-        rng = random.Random(seed)
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
+            raise ConfigError(f"sample(n): n is a count (an int >= 0), got {n!r}",
+                              kernel=self.kernel)
+        if seed is not None and (not isinstance(seed, numbers.Integral) or isinstance(seed, bool)):
+            raise ConfigError(f"sample(seed=...): the seed is an int or None, got {seed!r}",
+                              kernel=self.kernel)
+        n = int(n)
+        rng = random.Random(None if seed is None else int(seed))
         if self.size_upper_bound <= 4 * n:  # small: enumerate (constraints may be costly)
             pool = list(self)
             rng.shuffle(pool)

@@ -38,6 +38,9 @@ def export(kernel: TileKernel, path: str | Path, *example_args: Any, arch: str =
     """Compile `kernel` for the example arguments' signature and `arch`, and write the package
     to directory `path` (replacing an earlier package there). The config is `config` if given,
     else the tuned one from the result cache, else the space's default. Returns the path."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"export(path, ...): the path is a directory name, got "
+                            f"{type(path).__name__} {path!r}", kernel=kernel.name)
     try:
         return _export(kernel, Path(path), example_args, example_kwargs, arch, config)
     except TileDSLError as e:

@@ -60,7 +60,7 @@ class TritonBackend:
         """Compile into Triton's JIT cache what launching on `args` would compile on `arch`
         (works without a GPU; see warmup.py). Returns the number of kernels."""
         from lowering.backends.triton.warmup import warm
-        return len(warm(fn, config, args, arch, num_sms or DEFAULT_SMS))
+        return len(warm(fn, config, args, arch, DEFAULT_SMS if num_sms is None else num_sms))
 
     def export_plan(self, fn: Function, config: Config, args: list[Any],
                     arch: str) -> dict[str, Any]:

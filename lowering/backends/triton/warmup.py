@@ -99,10 +99,12 @@ def warm(fn: Function, config: Config, args: list[Any], arch: str = "sm_90",
     """Compile every kernel that launching `fn` under `config` on `args` (NumPy arrays or torch
     tensors, and scalars) would compile on a GPU of `arch` with `num_sms` SMs, into Triton's
     cache. Returns Triton's compiled kernels, one per launch."""
-    match = re.fullmatch(r"sm_(\d+)", arch)
-    if match is None:
+    match = re.fullmatch(r"sm_(\d+)", arch) if isinstance(arch, str) else None
+    if match is None:  # any capability: a GPU tune warms for the GPU it finds (sm_100, ...)
         raise BackendError(f"unknown architecture {arch!r}: expected sm_<capability>, such as "
                            f"{', '.join(sorted(ARCHS))}")
+    if not isinstance(num_sms, int) or isinstance(num_sms, bool) or num_sms < 1:
+        raise BackendError(f"num_sms is the GPU's number of SMs (an int >= 1), got {num_sms!r}")
     torch = _torch()
     targs = [_meta(torch, a) if isinstance(v.type, TensorType) else scalar(a)
              for v, a in zip(fn.args, args)]
