@@ -57,7 +57,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
     from tiledsl.cli import _fmt_table, example_args, load_file, parse_dims
     require(opts.repeats >= 1, "--repeats", "at least 1", opts.repeats)
     require(opts.seed >= 0, "--seed", "at least 0", opts.seed)
-    if opts.json:
+    if opts.json is not None:
         check_output("--json", opts.json)
     module, kernels = load_file(opts.file)
     time = cuda_median_ms if opts.backend == "triton" else wall_median_ms
@@ -81,7 +81,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
             report.append({"kernel": k.name, "what": name, "config": config, "ms": ms,
                            "over_baseline": ms / base_ms if base_ms else None, "inputs": shapes})
     print(_fmt_table(rows, ["kernel", "what", "config", "ms (median)", "x baseline"]))
-    if opts.json:
+    if opts.json is not None:
         write_json("--json", opts.json,
                    {"backend": opts.backend, "repeats": opts.repeats, "rows": report}, indent=1)
     return 0

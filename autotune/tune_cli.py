@@ -60,7 +60,7 @@ def cmd_tune(opts: argparse.Namespace) -> int:
     for k in kernels:  # every option's problem before the first kernel is tuned
         check_tune_options(k.name, trials=trials, timeout=opts.timeout, strategy=opts.strategy,
                            prune=prune, finalists=opts.finalists, seed=opts.seed)
-    if opts.json:
+    if opts.json is not None:
         check_output("--json", opts.json)
     plots = outputs("--plot", opts.plot, kernels)
     t4s = outputs("--t4", opts.t4, kernels)
@@ -89,7 +89,7 @@ def cmd_tune(opts: argparse.Namespace) -> int:
         if k.name in t4s:
             write_json("--t4", t4s[k.name], result.to_t4())
             print(f"  T4 export: {t4s[k.name]}")
-    if opts.json:
+    if opts.json is not None:
         write_json("--json", opts.json, reports if len(reports) > 1 else reports[0], indent=1,
                    default=float)
     return 0

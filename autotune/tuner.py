@@ -29,7 +29,7 @@ from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ConfigError, TileDSLError
 from tiledsl.kernel import TileKernel
-from tiledsl.paths import cache_dir
+from tiledsl.paths import cache_dir, writable_cache_dir
 
 SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "triton": "triton"}
 
@@ -296,6 +296,11 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                            f"choose from {sorted(RUNNERS)}")
     if backend == "triton":
         require_gpu(kernel)
+    if use_cache or storage is None:  # the result and the default study live there
+        try:
+            writable_cache_dir()
+        except TileDSLError as e:
+            raise e.with_context(kernel=kernel.name) from None
     values = kernel.bind(tuple(args), {})
     key = cache.key(kernel, values, backend, arch)
     url = storage or default_storage()

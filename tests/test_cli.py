@@ -346,3 +346,96 @@ def test_run_checks_every_argument_an_in_place_kernel_writes(
     kernel.write_text(IN_PLACE.replace("y[t] * 2.0", "y[t] * 3.0"))
     assert main(["run", str(kernel), "--samples", "1"]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+_KERNEL = '''import numpy as np
+import tiledsl as td
+
+@td.tile_kernel
+def copy(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return out
+
+def reference(x):
+    return x
+'''
+
+
+@pytest.mark.parametrize("body, message", [
+    ("def f(:\n    pass\n", "cannot load {file}: SyntaxError at line 3"),
+    ('raise RuntimeError("boom at import")\n',
+     'cannot load {file}: RuntimeError: boom at import (line 3: raise RuntimeError'),
+    (_KERNEL + "def make_inputs(rng):\n    return rng.random(5).astype(np.float32)\n",
+     "make_inputs(rng) must return a tuple of the arguments of 'copy', got a ndarray"),
+    (_KERNEL + "def make_inputs():\n    return ()\n",
+     "make_inputs(rng) failed: TypeError: make_inputs() takes 0 positional arguments"),
+    (_KERNEL + "def make_inputs(rng):\n    return (np.zeros(10**14, np.float32),)\n",
+     "make_inputs(rng) failed: MemoryError"),
+], ids=["syntax", "import", "not-a-tuple", "no-rng", "memory"])
+def test_errors_of_the_users_file_are_one_clear_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, message: str) -> None:
+    file = tmp_path / "user.py"
+    file.write_text("import numpy as np\nimport tiledsl as td\n" + body
+                    if not body.startswith("import") else body)
+    assert main(["run", str(file)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert message.format(file=file) in err, err
+
+
+def test_run_checks_the_inputs_fit_the_kernel_before_reference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "user.py"
+    file.write_text(_KERNEL + "def make_inputs(rng):\n    return (np.ones(4, np.float32), 3)\n")
+    assert main(["run", str(file)]) == 1
+    assert "too many positional arguments (parameters: x)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tune", "--trials", "2", "--json", ""], "--json needs a file name"),
+    (["tune", "--trials", "2", "--plot", ""], "--plot needs a file name"),
+    (["tune", "--trials", "2", "--t4", " "], "--t4 needs a file name"),
+    (["bench", "--json", ""], "--json needs a file name"),
+    (["compile", "--out", "{file}"], "not a directory"),
+])
+def test_empty_or_unusable_output_paths_are_rejected_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+        message: str) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    args = [a.format(file=afile) for a in args]
+    assert main([args[0], str(EXAMPLES / "vector_add.py"), *args[1:]]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_negative_samples_are_an_option_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(EXAMPLES / "vector_add.py"), "--samples", "-1"])
+    assert info.value.code == 2
+    assert "--samples: must be at least 0, got -1" in capsys.readouterr().err
+
+
+def test_an_unwritable_cache_directory_fails_before_tuning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    monkeypatch.setenv("TILEDSL_CACHE_DIR", str(afile))
+    assert main(["tune", str(EXAMPLES / "vector_add.py"), "--trials", "2", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"the cache directory {afile}" in err and "cannot be written" in err
+    assert "trials in" not in err
+
+
+def test_an_interrupt_is_one_line_and_status_130(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import tiledsl.cli as cli
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "load_file", interrupted)
+    assert main(["run", str(EXAMPLES / "vector_add.py")]) == 130
+    assert capsys.readouterr().err == ("tiledsl: interrupted (a tune with --storage resumes "
+                                       "where it stopped)\n")

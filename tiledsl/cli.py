@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -41,7 +43,14 @@ def load_file(path: str) -> tuple[ModuleType, list[TileKernel]]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except TileDSLError:
+        raise
+    except SyntaxError as e:
+        raise CLIError(f"cannot load {file}: SyntaxError at line {e.lineno}: {e.msg}") from None
+    except Exception as e:  # noqa: BLE001 - the user's own file failed to import
+        raise CLIError(f"cannot load {file}: {_user_error(e, p)}") from None
     kernels = [v for v in vars(module).values() if isinstance(v, TileKernel)]
     if only:
         kernels = [k for k in kernels if k.name == only]
@@ -50,6 +59,25 @@ def load_file(path: str) -> tuple[ModuleType, list[TileKernel]]:
     if not kernels:
         raise CLIError(f"{file} defines no @td.tile_kernel function")
     return module, kernels
+
+
+def _user_error(e: BaseException, file: Path) -> str:
+    """An exception raised by the user's file, with the line of that file it came from."""
+    here = [f for f in traceback.extract_tb(e.__traceback__)
+            if Path(f.filename).resolve() == file.resolve()]
+    where = f" (line {here[-1].lineno}: {here[-1].line})" if here else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def _call_user(what: str, module: ModuleType, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call a function of the user's file; its failure is a CLIError naming it."""
+    try:
+        return fn(*args, **kwargs)
+    except TileDSLError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's own code failed
+        raise CLIError(f"{module.__file__}: {what} failed: "
+                       f"{_user_error(e, Path(str(module.__file__)))}") from None
 
 
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
@@ -89,13 +117,15 @@ def example_args(module: ModuleType, kernel: TileKernel, seed: int,
             raise CLIError(f"--dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
         from tiledsl import dtypes
         kwargs["dtype"] = getattr(dtypes, DTYPES[dtype]).np
-    try:
-        return tuple(make(np.random.default_rng(seed), **kwargs))
-    except TypeError as e:
-        if not kwargs:
-            raise
+    params = inspect.signature(make).parameters
+    if set(kwargs) - set(params) and not any(q.kind is q.VAR_KEYWORD for q in params.values()):
         raise CLIError(f"{module.__file__}: make_inputs does not take {sorted(kwargs)} "
-                       f"(--dims and --dtype need make_inputs(rng, dims, dtype)): {e}") from None
+                       "(--dims and --dtype need make_inputs(rng, dims, dtype))")
+    args = _call_user("make_inputs(rng)", module, make, np.random.default_rng(seed), **kwargs)
+    if not isinstance(args, (tuple, list)):
+        raise CLIError(f"{module.__file__}: make_inputs(rng) must return a tuple of the "
+                       f"arguments of '{kernel.name}', got a {type(args).__name__}")
+    return tuple(args)
 
 
 def _fresh(args: tuple) -> tuple:
@@ -147,7 +177,9 @@ def cmd_run(opts: argparse.Namespace) -> int:
     for k in kernels:
         args = example_args(module, k, opts.seed)
         ref_fn = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
-        ref = ref_fn(*_fresh(args)) if ref_fn is not None else None
+        k.bind(args, {})  # the inputs fit the kernel's parameters before reference() runs
+        ref = _call_user("reference(...)", module, ref_fn, *_fresh(args)) \
+            if ref_fn is not None else None
         configs = _configs(k.config_space(*args, backend=opts.backend), opts)
         written = set(k.written_args(*args))
         for i, cfg in enumerate(configs):
@@ -202,7 +234,10 @@ def cmd_show(opts: argparse.Namespace) -> int:
 def cmd_compile(opts: argparse.Namespace) -> int:
     """Compile each kernel for --arch with the default and sampled configs; report resources."""
     module, kernels = load_file(opts.file)
-    out_dir = Path(opts.out) if opts.out else None
+    out_dir = Path(opts.out) if opts.out is not None else None
+    if out_dir is not None and (not opts.out.strip() or (out_dir.exists() and
+                                                         not out_dir.is_dir())):
+        raise CLIError(f"--out {opts.out!r}: not a directory")  # before any compile
     rows = []
     for k in kernels:
         args = example_args(module, k, opts.seed)
@@ -263,11 +298,18 @@ def _short(cfg: Config) -> str:
     return f"{cfg.block_sizes}{warps}{stages}{knobs}"
 
 
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {n}")
+    return n
+
+
 def _common(p: argparse.ArgumentParser, samples: int | None) -> None:
     p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
     p.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
     if samples is not None:
-        p.add_argument("--samples", type=int, default=samples,
+        p.add_argument("--samples", type=_count, default=samples,
                        help=f"sampled configs besides the default (default {samples})")
 
 
@@ -348,6 +390,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TileDSLError as e:
         print(f"tiledsl: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    except MemoryError as e:
+        print(f"tiledsl: out of memory: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("tiledsl: interrupted (a tune with --storage resumes where it stopped)",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

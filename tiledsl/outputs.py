@@ -22,6 +22,8 @@ def check_output(option: str, path: str | Path) -> None:
     """Before any work: `path` (the file an option writes) can be written, i.e. its directory
     exists and is writable and it is not itself a directory."""
     from tiledsl.cli import CLIError
+    if not str(path).strip():
+        raise CLIError(f"{option} needs a file name, got {str(path)!r}")
     p = Path(path)
     parent = p.parent
     if p.is_dir():
@@ -51,7 +53,7 @@ def check_plot(option: str, path: str | Path) -> None:
 def outputs(option: str, path: str | None, kernels: list[Any]) -> dict[str, str]:
     """kernel name -> the file `option` writes for it (`path` itself for a single kernel), each
     checked before any work."""
-    if not path:
+    if path is None:
         return {}
     check = check_plot if option == "--plot" else check_output
     check(option, path)
