@@ -100,7 +100,7 @@ def load(k: CacheKey) -> Config | None:
         return None
     try:
         data = json.loads(path.read_text())
-        if data.get("key") != k.text:
+        if not isinstance(data, dict) or data.get("key") != k.text:
             return None  # a hash collision or an old format: treat as a miss
         return Config.from_dict(data["config"])
     except (OSError, ValueError, KeyError, tiledsl.TileDSLError):

@@ -353,6 +353,20 @@ def test_a_changed_kernel_or_shape_misses_the_cache() -> None:
     assert cache.load(cache.CacheKey("never stored")) is None
 
 
+@pytest.mark.parametrize("text", ["[1, 2]", '"a string"', "7", "null"])
+def test_a_cache_entry_of_the_wrong_shape_is_a_miss(text: str) -> None:
+    a, b = small_matmul()
+    k = cache.key(kernel_of("matmul"), [a, b], "spatial")
+    path = cache._path(k)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    try:
+        assert cache.load(k) is None
+        kernel_of("matmul")(a, b)  # a plain call reads the cache: it runs the default
+    finally:
+        path.unlink()
+
+
 def test_tuning_without_a_gpu_or_with_an_unknown_backend_says_so(capsys: Any) -> None:
     from autotune.tuner import require_gpu
     from tiledsl.cli import main

@@ -54,6 +54,7 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning,
                         module="optuna")
 
+CONNECT_TIMEOUT_S = 15  # seconds to reach a database server
 ENUMERATE_LIMIT = 2_000_000  # enumerate the valid points of spaces up to this raw size
 
 
@@ -63,7 +64,11 @@ def storage_for(url: str) -> Any:
     if url.startswith("journal:"):
         from optuna.storages.journal import JournalFileBackend, JournalStorage
         return JournalStorage(JournalFileBackend(url[len("journal:"):]))
-    return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+    engine: dict[str, Any] = {"pool_pre_ping": True}
+    if url.split(":", 1)[0].split("+", 1)[0] in ("postgresql", "mysql"):
+        # a server that accepts the connection and never answers fails, rather than hangs
+        engine["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    return optuna.storages.RDBStorage(url, engine_kwargs=engine)
 
 
 def _retrying(fn: Any, attempts: int = 8) -> Any:
