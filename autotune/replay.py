@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.space import Evaluator, Param, Point, SearchSpace
-from tiledsl.errors import ConfigError
+from tiledsl.errors import ConfigError, TileDSLError
 
 TARGETS = (0.01, 0.02, 0.05)  # within 1%, 2%, 5% of the optimum
 
@@ -114,11 +114,30 @@ def load(path: str | Path) -> ReplaySpace:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
         data = json.load(f)
-    results = data["results"] if isinstance(data, dict) else data
+    results = data.get("results") if isinstance(data, dict) else data
+    if not isinstance(results, list):
+        raise ConfigError("not a T4 file: no list of `results`")
     records: list[tuple[Point, float | None]] = []
     values: dict[str, dict[tuple[str, Any], Any]] = {}  # name -> (type, value) -> value
     for i, r in enumerate(results):
-        config = dict(r["configuration"])
+        config = r.get("configuration") if isinstance(r, dict) else None
+        if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
+            raise ConfigError(f"results[{i}]: a result is an object with a `configuration` "
+                              "object of parameter names and values")
+        if records and set(config) != set(records[0][0]):
+            raise ConfigError(f"results[{i}] has the parameters {sorted(config)}, results[0] "
+                              f"has {sorted(records[0][0])}: every configuration of a space "
+                              "sets the same parameters")
+        measurements = r.get("measurements", [])
+        if not isinstance(measurements, list) or not all(isinstance(m, dict)
+                                                         for m in measurements):
+            raise ConfigError(f"results[{i}]: `measurements` is a list of objects "
+                              '({"name": ..., "value": ...})')
+        try:
+            hash(tuple(config.values()))
+        except TypeError:
+            raise ConfigError(f"results[{i}]: parameter values are numbers, strings or "
+                              f"booleans, got {config}") from None
         for k, v in config.items():
             values.setdefault(k, {})[type(v).__name__, v] = v
         records.append((config, _time(r, i) if r.get("invalidity") == "correct" else None))
@@ -239,15 +258,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         get(args.strategy)
     except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"tiledsl: {e}", file=sys.stderr)
         return 2
     if args.seeds < 1 or args.budget < 1:
-        print("error: --seeds and --budget must be at least 1", file=sys.stderr)
+        print("tiledsl: --seeds and --budget must be at least 1", file=sys.stderr)
         return 2
     try:
         rs = load(args.space)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"error: cannot load {args.space}: {e}", file=sys.stderr)
+    except (OSError, ValueError, TileDSLError) as e:
+        print(f"tiledsl: cannot load {args.space}: {e}", file=sys.stderr)
         return 2
     runs = replay(rs, args.strategy, args.seeds, args.budget)
     if args.json:

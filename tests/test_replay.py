@@ -167,3 +167,27 @@ def test_true_and_1_are_distinct_configurations(tmp_path: Path) -> None:
     for strategy in ("exhaustive", "random", "local", "bo+local"):
         run = rp.replay(rs, strategy, [0], budget=4)[0]
         assert len(run["best_so_far"]) == 4 and run["best_so_far"][-1] == 1.0, strategy
+
+
+def _ok(config: dict, t: float = 1.0) -> dict:
+    return {"configuration": config, "invalidity": "correct",
+            "measurements": [{"name": "time", "value": t}]}
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"schema_version": "1.0.0"}, "no list of `results`"),
+    ({"results": [5]}, r"results\[0\]: a result is an object with a `configuration`"),
+    ({"results": [{**_ok({"a": 1}), "measurements": [5]}]}, "`measurements` is a list"),
+    ({"results": [_ok({"a": 1}), _ok({"b": 1}, 2.0)]},
+     r"results\[1\] has the parameters \['b'\], results\[0\] has \['a'\]"),
+    ({"results": [_ok({"a": [1]})]}, "parameter values are numbers, strings or booleans"),
+], ids=["no-results", "not-an-object", "measurement", "other-parameters", "list-value"])
+def test_a_malformed_space_is_a_load_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           data: dict, message: str) -> None:
+    path = tmp_path / "bad_T4.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=message):
+        rp.load(path)
+    assert cli.main(["replay", str(path), "--strategy", "local"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tiledsl: cannot load {path}: ") and err.count("\n") == 1
