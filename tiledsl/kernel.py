@@ -246,7 +246,6 @@ class TileKernel:
         """Run where the arrays live: CPU arrays of any DLPack library (NumPy, torch, JAX...) on
         the NumPy backend through zero-copy views, GPU arrays (CuPy, torch CUDA...) on "triton";
         outputs come back as the caller's kind of array (see tiledsl/arrays.py)."""
-        self._not_traced()
         values = self.bind(args, kwargs)
         if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
             return self._run(values, "numpy", None, None)
