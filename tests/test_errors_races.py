@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from error_checks import arg_error, f32, msg, trace_error
+from error_checks import add, arg_error, f32, msg, trace_error
 from tiledsl.arrays import share_memory
 
 BACKENDS = ["numpy", "spatial", "triton-interpret"]
@@ -96,14 +96,6 @@ def test_stores_that_cannot_race_are_accepted() -> None:
 def shift_add(x, out):
     for t in td.tile(x.shape[0]):
         out[t] = x[t] + 1.0
-
-
-@td.tile_kernel
-def add(x, y):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        out[t] = x[t] + y[t]
-    return out
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
