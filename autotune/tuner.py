@@ -231,13 +231,18 @@ def analytic_candidates(config_space: ConfigSpace, space: SearchSpace | None = N
     return points
 
 
-def _problem(key: cache.CacheKey, backend: str) -> tuple[str, str]:
+def _problem(key: cache.CacheKey, backend: str, arch: Any) -> tuple[str, str]:
     """What a study's trials measure (the result cache's key without the kernel's source text,
     whose comments do not change a measurement), and that in words."""
     parts = json.loads(key.text)
     identity = json.dumps({k: v for k, v in parts.items() if k != "source"}, sort_keys=True)
     args = ", ".join(f"{a[2]}{a[1]}" if a[0] == "tensor" else a[1] for a in parts["args"])
-    return identity, f"kernel '{parts['kernel']}' on {backend} for ({args})"
+    if backend == "spatial":
+        from lowering.backends.spatial.arch import preset
+        where = preset(arch or "generic-8x8").name
+    else:
+        where = parts["device"]
+    return identity, f"kernel '{parts['kernel']}' on {backend} ({where}) for ({args})"
 
 
 def default_storage() -> str:
@@ -311,7 +316,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         if backend != "triton":
             pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
         study = studies.open_study(url, name)
-        studies.bind_problem(study, *_problem(key, backend))
+        studies.bind_problem(study, *_problem(key, backend, arch))
         rank = studies.join(study)  # other workers on this study start elsewhere
     except TileDSLError as e:
         raise e.with_context(kernel=kernel.name) from None
@@ -402,7 +407,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 configs = [c for c in configs if c == default or pruner.why(guess(c)) is None]
             pool.submit(configs, replace=True)
         evaluate.on_prefetch = hint
-    for point, value, attrs in studies.load_trials(study):  # resume: what earlier runs measured
+    for point, value, attrs in studies.load_trials(study, space):  # resume: earlier measurements
         k = SearchSpace.key(point)
         pruned_then = str(attrs.get("status", "")).startswith(PRUNED)
         if (check and attrs.get("checked") is False) or (pruned_then and pruner.factor is None):

@@ -3,6 +3,7 @@ isolation, resume after interruption, shared studies, the result cache."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -223,13 +224,74 @@ def test_a_study_of_another_problem_is_refused(tmp_path: Path) -> None:
     tune(kernel_of("matmul"), [a, b], backend="spatial", trials=2, storage=url,
          study_name="named", use_cache=False)
     with pytest.raises(td.ConfigError, match=r"matmul.*study 'named' holds trials of kernel "
-                       r"'matmul' on spatial for \(f32\(70, 50\), f32\(50, 40\)\), not of kernel "
-                       r"'matmul' on spatial for \(f32\(70, 50\), f32\(50, 33\)\)"):
+                       r"'matmul' on spatial \(generic-8x8\) for \(f32\(70, 50\), f32\(50, 40\)\), "
+                       r"not of kernel 'matmul' on spatial \(generic-8x8\) for \(f32\(70, 50\), "
+                       r"f32\(50, 33\)\) \(they differ in argument shapes or dtypes, the "
+                       r"kernel's IR\)"):
         tune(kernel_of("matmul"), [a, b[:, :33]], backend="spatial", trials=2, storage=url,
              study_name="named", use_cache=False)
     with pytest.raises(td.ConfigError, match="holds trials of kernel 'matmul'"):
         tune(kernel_of("vector_add"), [a[0], a[0]], backend="spatial", trials=2, storage=url,
              study_name="named", use_cache=False)
+
+
+def test_a_study_names_the_architecture_its_trials_measured_on(tmp_path: Path) -> None:
+    a, b = small_matmul()
+    url = f"sqlite:///{tmp_path}/arch.db"
+    tune(kernel_of("matmul"), [a, b], backend="spatial", trials=2, storage=url,
+         study_name="a", use_cache=False)
+    with pytest.raises(td.ConfigError, match=r"on spatial \(generic-8x8\) for .* not of kernel "
+                       r"'matmul' on spatial \(aie-like-4x8\) .*\(they differ in device or "
+                       r"architecture\)"):
+        tune(kernel_of("matmul"), [a, b], backend="spatial", arch="aie-like-4x8", trials=2,
+             storage=url, study_name="a", use_cache=False)
+
+
+def test_a_study_tiledsl_did_not_write_is_refused(tmp_path: Path) -> None:
+    """A plain Optuna study of the same name: its trials are not measurements of the kernel."""
+    import optuna
+    a, b = small_matmul()
+    url = f"sqlite:///{tmp_path}/foreign.db"
+    study = optuna.create_study(storage=url, study_name="theirs")
+    study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)
+    with pytest.raises(td.ConfigError, match=r"matmul.*study 'theirs' holds 2 trial\(s\) that "
+                       "tiledsl did not record"):
+        tune(kernel_of("matmul"), [a, b], backend="spatial", trials=2, storage=url,
+             study_name="theirs", use_cache=False)
+
+
+@pytest.mark.parametrize("edit", ["unreadable", "outside the space", "impossible time"])
+def test_stored_trials_edited_by_hand_are_ignored_with_a_warning(tmp_path: Path,
+                                                                 edit: str) -> None:
+    """A resumed tune must neither crash on a stored point it cannot read nor adopt one
+    outside the config space (or a time no measurement gives) as its best."""
+    import sqlite3
+    a, b = small_matmul()
+    url = f"sqlite:///{tmp_path}/edited.db"
+    first = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=4, storage=url,
+                 study_name="e", use_cache=False)
+    con = sqlite3.connect(tmp_path / "edited.db")
+    attr, raw, trial = con.execute("select trial_user_attribute_id, value_json, trial_id from "
+                                   "trial_user_attributes where key='point'").fetchall()[1]
+    point = json.loads(json.loads(raw))
+    if edit == "unreadable":
+        point = "{block_sizes"
+    elif edit == "outside the space":
+        point = {k: 999 if isinstance(v, int) and not isinstance(v, bool) else v
+                 for k, v in point.items()}
+    text = point if isinstance(point, str) else json.dumps(point)
+    con.execute("update trial_user_attributes set value_json=? where "
+                "trial_user_attribute_id=?", (json.dumps(text), attr))
+    con.execute("update trial_values set value=? where trial_id=?",
+                (-1.0 if edit == "impossible time" else 1e-9, trial))
+    con.commit()
+    con.close()
+    with pytest.warns(td.TileDSLWarning, match="study 'e': 1 stored trial"):
+        again = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=6, storage=url,
+                     study_name="e", use_cache=False)
+    assert again.best_value is not None and again.best_value >= first.best_value * 0.5
+    assert again.best in kernel_of("matmul").config_space(a, b, backend="spatial")
+    assert sum(t.status == "resumed" for t in again.trials) == 3
 
 
 def test_a_checked_tune_measures_again_what_was_measured_unchecked(tmp_path: Path) -> None:

@@ -114,3 +114,17 @@ class IRError(TileDSLError):
 
 class BackendError(TileDSLError):
     """A backend is missing, unavailable on this machine, or cannot run the kernel."""
+
+
+class TileDSLWarning(UserWarning):
+    """Something tiledsl worked around and the user should know of (e.g. stored trials it
+    could not trust)."""
+
+
+def warn(message: str) -> None:
+    """Warn at the user's line: the innermost caller frame outside tiledsl."""
+    import warnings
+    level, frame = 2, sys._getframe(1)  # stacklevel 2: warn's caller
+    while frame is not None and is_internal(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, TileDSLWarning, stacklevel=level)

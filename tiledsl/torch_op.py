@@ -30,7 +30,7 @@ import warnings
 from typing import Any, Sequence
 
 from tiledsl import arrays, dtypes, registry
-from tiledsl.errors import ArgumentError, BackendError
+from tiledsl.errors import ArgumentError, BackendError, TileDSLWarning
 from tiledsl.ir.types import TensorType
 from tiledsl.kernel import TileKernel
 
@@ -124,7 +124,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                               "output size through int(), float(), / or ** on sizes, which "
                               "tiledsl cannot follow for dynamic shapes; torch.compile "
                               "specializes on every input size (keep size arithmetic to "
-                              "+ - * // % and comparisons)", stacklevel=2)
+                              "+ - * // % and comparisons)", TileDSLWarning, stacklevel=2)
             for n in symbolic:
                 int(n)  # a guard on the size's value
             sizes = [v.type.shape for v in fn.outputs]

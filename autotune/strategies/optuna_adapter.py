@@ -47,7 +47,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from autotune.space import Evaluator, Point, SearchSpace
-from tiledsl.errors import ConfigError
+from tiledsl.errors import ConfigError, warn
 from autotune.strategies import register
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -101,18 +101,42 @@ PROBLEM_ATTR = "tiledsl_problem"  # the study's user attribute naming what its t
 
 def bind_problem(study: Any, identity: str, description: str) -> None:
     """Tie the study to one tuning problem (kernel IR, argument shapes/dtypes/strides, backend,
-    device, tool versions: `identity`), or refuse it if its trials measure another one: a reused
-    study name must not feed one problem's measurements to another."""
+    device, tool versions: `identity`, a JSON object), or refuse it if its trials measure another
+    one, or were written by another tool: a reused study name must not feed one problem's
+    measurements to another."""
+    # The trials first: a tiledsl worker binds the study before it adds any trial, so a study
+    # with trials and no binding was not made by tiledsl (and not by a worker starting now).
+    trials = study.get_trials(deepcopy=False)
     attrs = study.user_attrs
     held = attrs.get(PROBLEM_ATTR)
+    if held is None and trials:
+        raise ConfigError(f"study '{study.study_name}' holds {len(trials)} trial(s) that tiledsl "
+                          "did not record (a study made with Optuna directly, or by another "
+                          "tool); name another study, or leave the name out (the default name "
+                          "is one per problem)")
     if held is None:
         _retrying(lambda: study.set_user_attr(PROBLEM_ATTR, identity))
         _retrying(lambda: study.set_user_attr(PROBLEM_ATTR + "_description", description))
     elif held != identity:
         other = attrs.get(PROBLEM_ATTR + "_description", "another problem")
+        differ = _differences(held, identity)
         raise ConfigError(f"study '{study.study_name}' holds trials of {other}, not of "
-                          f"{description}; name another study, or leave the name out (the "
-                          "default name is one per problem)")
+                          f"{description}" + (f" (they differ in {differ})" if differ else "")
+                          + "; name another study, or leave the name out (the default name is "
+                          "one per problem)")
+
+
+def _differences(held: Any, identity: str) -> str:
+    """The fields of two problem identities that differ, in words ('' if unreadable)."""
+    try:
+        a, b = json.loads(held), json.loads(identity)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return ""
+    names = {"ir": "the kernel's IR", "args": "argument shapes or dtypes", "strides": "strides",
+             "device": "device or architecture", "versions": "tool versions"}
+    return ", ".join(names.get(k, k) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
 def join(study: Any) -> int:
@@ -127,19 +151,58 @@ def join(study: Any) -> int:
                 if t.user_attrs["worker"] == me)
 
 
-def load_trials(study: Any) -> list[tuple[Point, float | None, dict[str, Any]]]:
+def stored_point(trial: Any) -> Point | None:
+    """The point a trial recorded, or None if it recorded none or it cannot be read back (a
+    hand-edited or foreign record)."""
+    raw = trial.user_attrs.get("point")
+    if not isinstance(raw, str):
+        return None
+    try:
+        point = json.loads(raw)
+    except ValueError:
+        return None
+    return point if isinstance(point, dict) else None
+
+
+def in_space(space: SearchSpace, point: Point) -> bool:
+    """Whether a stored point names exactly the space's parameters, with values of theirs
+    (of the same type: True is not 1), and is valid."""
+    if set(point) != {p.name for p in space.params}:
+        return False
+    if not all(any(type(v) is type(point[p.name]) and v == point[p.name] for v in p.values)
+               for p in space.params):
+        return False
+    try:
+        return space.contains(point)
+    except Exception:  # noqa: BLE001 - a point the compiler cannot even build is not in it
+        return False
+
+
+def load_trials(study: Any, space: SearchSpace | None = None
+                ) -> list[tuple[Point, float | None, dict[str, Any]]]:
     """Every finished evaluation of the study (failed ones as None), in trial order, with the
-    attributes it was recorded with (`record`'s `attrs`)."""
+    attributes it was recorded with (`record`'s `attrs`). With `space`, a trial whose point is
+    not in it, cannot be read, or whose value is not a positive finite time is left out, with
+    a warning: it was edited by hand or written by something else, and must not win."""
     out: list[tuple[Point, float | None, dict[str, Any]]] = []
+    ignored = 0
     for t in study.get_trials(deepcopy=False):
-        if "point" not in t.user_attrs:
+        if "point" not in t.user_attrs or t.state not in (TrialState.COMPLETE, TrialState.FAIL):
             continue
-        point = json.loads(t.user_attrs["point"])
+        point = stored_point(t)
+        value = float(t.value) if t.state == TrialState.COMPLETE and t.value is not None \
+            else None
+        if point is None or (space is not None and (
+                not in_space(space, point) or (t.state == TrialState.COMPLETE and not (
+                    value is not None and math.isfinite(value) and value > 0)))):
+            ignored += 1
+            continue
         attrs = {k: v for k, v in t.user_attrs.items() if k != "point"}
-        if t.state == optuna.trial.TrialState.COMPLETE:
-            out.append((point, float(t.value), attrs))
-        elif t.state == optuna.trial.TrialState.FAIL:
-            out.append((point, None, attrs))
+        out.append((point, value, attrs))
+    if ignored and space is not None:
+        warn(f"study '{study.study_name}': {ignored} stored trial(s) are unreadable, outside "
+             "the kernel's config space, or hold no valid time (edited by hand, or written by "
+             "another tool); they are ignored")
     return out
 
 
@@ -148,7 +211,9 @@ def find_trial(study: Any, point: Point, checked: bool = False) -> float | None:
     `checked`: only a measurement whose numbers were checked."""
     want = SearchSpace.key(point)
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if "point" in t.user_attrs and SearchSpace.key(json.loads(t.user_attrs["point"])) == want \
+        got = stored_point(t)
+        if got is not None and SearchSpace.key(got) == want and t.value is not None \
+                and math.isfinite(t.value) and t.value > 0 \
                 and not (checked and t.user_attrs.get("checked") is False):
             return float(t.value)
     return None
