@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -81,6 +83,18 @@ def test_invalid_configs_are_rejected(config: td.Config, message: str) -> None:
     with pytest.raises(td.ConfigError, match=message) as info:
         matmul.run(A, B, config=config)
     assert "matmul" in str(info.value)
+
+
+@pytest.mark.parametrize("backend, knob, value", [("triton", "group_m", True),
+                                                   ("triton", "group_m", False),
+                                                   ("spatial", "multicast", 1)])
+def test_a_knob_value_equal_to_a_choice_of_another_type_is_rejected(backend: str, knob: str,
+                                                                    value: Any) -> None:
+    """True == 1 in Python, but `group_m=True` or `multicast=1` is a slip."""
+    space = matmul.config_space(A, B, backend=backend)
+    config = space.default().replace(**{knob: value})
+    assert f"{knob} = {value!r} is not one of" in (space.reason(config) or "")
+    assert config not in space
 
 
 def test_every_config_gives_the_same_answer() -> None:

@@ -316,6 +316,65 @@ def test_astype_unknown_dtype() -> None:
     assert "complex64" in msg(err)
 
 
+@td.tile_kernel
+def astype_none(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t].astype(None)  # <- here
+    return out
+
+
+def test_astype_none_is_not_a_dtype() -> None:
+    """NumPy reads None as float64; in a kernel it is a slip, not a silent no-op or cast."""
+    err = trace_error(td.DTypeError, astype_none, f32(8))
+    assert "None is not a tiledsl dtype" in msg(err)
+
+
+def reduce_with(axis: Any, keepdims: Any) -> td.TileKernel:
+    @td.tile_kernel
+    def reduce_with(x):
+        out = td.empty((x.shape[0],), dtype=td.float32)
+        for t in td.tile(x.shape[0]):
+            out[t] = td.sum(x[t, :], axis=axis, keepdims=keepdims)  # <- here
+        return out
+    return reduce_with
+
+
+@td.tile_kernel
+def reduce_on_argument(x, axis):
+    out = td.empty((x.shape[0],), dtype=td.float32)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.sum(x[t, :], axis=axis)  # <- here
+    return out
+
+
+def test_a_reduction_axis_is_a_constant() -> None:
+    err = trace_error(td.ShapeError, reduce_on_argument, f32(8, 5), 1)
+    assert "td.sum: axis must be a constant int" in msg(err)
+
+
+@pytest.mark.parametrize("axis, keepdims, cls, message", [
+    ((1, 1), False, td.ShapeError, "axis (1, 1) names an axis twice"),
+    ((1, -1), False, td.ShapeError, "axis (1, -1) names an axis twice"),
+    (True, False, td.ShapeError, "axis True is not an axis of a 2-D tile"),
+    (1, "yes", td.TraceError, "keepdims must be True or False, got 'yes'"),
+    (1, 2, td.TraceError, "keepdims must be True or False, got 2"),
+])
+def test_reduction_axes_and_keepdims_are_checked(axis: Any, keepdims: Any,
+                                                 cls: type[td.TileDSLError],
+                                                 message: str) -> None:
+    """NumPy raises for each of these; tiledsl used to dedupe, cast or accept them."""
+    err = trace_error(cls, reduce_with(axis, keepdims), f32(8, 5))
+    assert message in msg(err)
+
+
+def test_reduction_keepdims_takes_numpy_bools_and_0_or_1() -> None:
+    x = f32(9, 5)
+    for keepdims in (0, np.False_):
+        td.testing.assert_close(reduce_with(1, keepdims)(x), x.astype(np.float64).sum(1),
+                                np.float32)
+
+
 # ---- 7. invalid configs -------------------------------------------------------------------------
 @pytest.mark.parametrize("block", [3, 48, 0, -4])
 def test_config_block_not_power_of_two(block: int) -> None:

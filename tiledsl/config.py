@@ -226,7 +226,9 @@ class ConfigSpace:
             p, v = param.name, values[param.name]
             if _block_index(p) is not None and (not isinstance(v, int) or v < 1 or v & (v - 1)):
                 return f"{p} = {v!r} is not a power of two ({param.doc})"
-            if v not in param.choices:
+            # True and False are not the knob values 1 and 0 (`group_m=True` is a slip)
+            if not any(v == c and isinstance(v, bool) == isinstance(c, bool)
+                       for c in param.choices):
                 return f"{p} = {v!r} is not one of {list(param.choices)} ({param.doc})"
         known = {p.name for p in self.params}
         extra = [k for k, _ in config.knobs if k not in known]

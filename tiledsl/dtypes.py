@@ -85,6 +85,8 @@ def from_any(value: Any) -> DType | None:
     """A DType from a td dtype, a NumPy dtype or type, or a name ("float32", "f32"); else None."""
     if isinstance(value, DType):
         return value
+    if value is None:  # NumPy reads None as float64: here it is a slip, not a dtype
+        return None
     if isinstance(value, str):
         for d in ALL:
             if value in (d.name, d.short):

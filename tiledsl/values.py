@@ -573,9 +573,17 @@ def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
         axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
     norm = []
     for a in axes:
-        if not isinstance(a, (int, np.integer)) or not -v.ndim <= a < v.ndim:
-            tr.fail(ShapeError, f"td.{kind}: axis {a!r} is out of range for a {v.ndim}-D tile")
+        if isinstance(a, TileValue):
+            tr.fail(ShapeError, f"td.{kind}: axis must be a constant int, not a tile value or a "
+                    "kernel argument", hint="the axis fixes the result's shape at trace time")
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) or \
+                not -v.ndim <= a < v.ndim:
+            tr.fail(ShapeError, f"td.{kind}: axis {a!r} is not an axis of a {v.ndim}-D tile")
+        if int(a) % v.ndim in norm:
+            tr.fail(ShapeError, f"td.{kind}: axis {axis!r} names an axis twice")
         norm.append(int(a) % v.ndim)
+    if not isinstance(keepdims, (bool, np.bool_, int, np.integer)) or keepdims not in (0, 1):
+        tr.fail(TraceError, f"td.{kind}: keepdims must be True or False, got {keepdims!r}")
     if kind in ARG_REDUCTIONS and len(norm) != 1:
         tr.fail(ShapeError, f"td.{kind} takes one axis, got {axis!r} for a {v.ndim}-D tile",
                 hint=f"positions are along one axis: td.{kind}(x, axis=1)")
