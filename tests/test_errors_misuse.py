@@ -366,6 +366,37 @@ def test_return_not_a_tensor() -> None:
 
 
 @td.tile_kernel
+def return_unwritten(x):
+    out = td.empty_like(x)  # <- never written
+    scratch = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        scratch[t] = x[t] * 2.0
+    return scratch, out  # <- here
+
+
+def test_return_an_output_no_store_writes() -> None:
+    """It would hold NaN on the NumPy backend and garbage on a GPU, with no error."""
+    err = trace_error(td.TraceError, return_unwritten, f32(8))
+    line = file_marker_line("# <- never written", HERE)
+    assert f"returns the tensor from td.empty at line {line}, which no store writes" in msg(err)
+    assert err.hint and "td.zeros" in err.hint
+
+
+@td.tile_kernel
+def return_filled_and_argument(x):
+    out = td.zeros(x.shape, dtype=x.dtype)
+    for t in td.tile(x.shape[0]):
+        x[t] = x[t] * 2.0
+    return out, x
+
+
+def test_an_initialised_or_argument_output_needs_no_store() -> None:
+    x = f32(9)
+    zeros, doubled = return_filled_and_argument(x.copy())
+    assert np.all(zeros == 0) and np.allclose(doubled, 2 * x)
+
+
+@td.tile_kernel
 def add_unindexed(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl.errors import Loc, TraceError
-from tiledsl.ir.core import Block, Op, Value
+from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import RangeType
 from tiledsl.language import TileRange
@@ -48,7 +48,26 @@ def result(value: Any, line: int) -> Any:
             article = "an" if name[:1].lower() in "aeiou" else "a"
             tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
                     "(or nothing, when they write into arguments)", loc=Loc(tr.file, line))
+    _check_written(tr, items, line)
     return value
+
+
+def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
+    """A returned td.empty tensor that no store writes holds whatever memory held: NaN on the
+    NumPy backend, garbage on a GPU. (Whether stores cover every element is not checked.)"""
+    empty = {id(r.value): r for r in items if r.value.owner is not None
+             and r.value.owner.name == "tensor.empty"}
+    if not empty:
+        return
+    for op in walk(tr.body):
+        if op.name == "store":
+            empty.pop(id(op.operands[0]), None)
+    for r in empty.values():
+        tr.fail(TraceError, f"the kernel returns the tensor from td.{r.name.strip('<>')}, which "
+                "no store writes: its values would be whatever memory held",
+                loc=Loc(tr.file, line),
+                hint="store tiles into it inside a tile loop (out[t] = ...), or allocate it "
+                     "with td.zeros(...) or td.full(...)")
 
 
 def plain(iterable: Any, line: int) -> Any:
