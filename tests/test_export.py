@@ -184,7 +184,7 @@ def test_manifest_records_arguments_buffers_and_outputs(packages: dict) -> None:
     scale = json.loads((packages["scale_", "sm_90"] / "manifest.json").read_text())
     assert scale["arguments"] == [
         {"name": "x", "kind": "tensor", "shape": [21, 30], "dtype": "float32",
-         "strides": [1, 21], "align": 16},
+         "strides": [1, 21], "align": 16, "written": True},
         {"name": "k", "kind": "scalar", "dtype": "int64"}]  # a Python int
     assert scale["buffers"] == [] and scale["returns"] == "single"
     assert scale["outputs"] == [{"arg": "x", "index": 0, "shape": [21, 30], "dtype": "float32"}]
@@ -641,6 +641,24 @@ def test_loaded_kernel_launches_the_cubins(packages: dict, fake_cupy: types.Simp
                                    launch["shared_bytes"], 48 * 1024)]
     k(*gpu_args)  # the second call reuses the loaded module
     assert len(fake_cupy.modules) == 1 and len(fake_cupy.launches) == 2
+
+
+def test_loaded_kernel_refuses_arguments_that_overlap_one_it_writes(
+        tmp_path: Path, fake_cupy: types.SimpleNamespace) -> None:
+    """As the kernel itself does: acc += y with y a view into acc would read elements other
+    programs have already overwritten."""
+    rng = np.random.default_rng(8)
+    x, y = (rng.standard_normal(77).astype(np.float32) for _ in range(2))
+    k = load(export(accumulate, tmp_path / "acc", x, y, arch="sm_90"))
+    assert [a["written"] for a in k.manifest["arguments"]] == [True, False]
+    both = rng.standard_normal(157).astype(np.float32)  # views at 16-byte aligned offsets
+    with pytest.raises(td.ArgumentError, match="arguments 'acc' and 'y' share memory, and the "
+                       "kernel writes 'acc' in place"):
+        k(FakeCupyArray(both[:77]), FakeCupyArray(both[40:117]))
+    assert fake_cupy.launches == []  # refused before any launch
+    acc, before = FakeCupyArray(both[:77]), both[:77].copy()
+    k(acc, FakeCupyArray(both[80:]))  # side by side in one allocation: no overlap
+    np.testing.assert_array_equal(acc.host, before + both[80:])
 
 
 def test_loaded_kernel_persistent_grids_and_large_shared_memory(

@@ -71,6 +71,10 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
             (staging / name).write_text(text)
         dataflow = _dataflow(kernel, args, kwargs, staging)
         part = plan["manifest"]
+        written = set(kernel._written(spec))  # so a call can refuse arguments that overlap them
+        for a in part["arguments"]:
+            if a["kind"] == "tensor":
+                a["written"] = a["name"] in written
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "kernel": kernel.name,
             "source_file": kernel.file, "ir_hash": traced.hash, "tiledsl_version": _version(),
