@@ -34,8 +34,8 @@ from tiledsl.errors import IRError as IRError
 from tiledsl.errors import OutOfBoundsError as OutOfBoundsError
 from tiledsl.errors import ShapeError as ShapeError
 from tiledsl.errors import TileDSLError as TileDSLError
-from tiledsl.errors import TraceError as TraceError
 from tiledsl.errors import TileDSLWarning as TileDSLWarning
+from tiledsl.errors import TraceError as TraceError
 from tiledsl.kernel import TileKernel as TileKernel
 from tiledsl.kernel import tile_kernel as tile_kernel
 from tiledsl.language import abs as abs  # noqa: A004
