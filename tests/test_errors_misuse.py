@@ -383,6 +383,41 @@ def test_return_an_output_no_store_writes() -> None:
 
 
 @td.tile_kernel
+def first_row_only(x):
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)  # <- partly written
+    for tn in td.tile(n):
+        out[0, tn] = x[0, tn]
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_output_elements_no_store_writes_are_an_error_on_numpy(dtype: str) -> None:
+    """The stores write row 0 only: the rest would be garbage on a GPU. The NumPy backend
+    fills td.empty with a NaN no arithmetic makes and finds what is left of it."""
+    x = f32(3, 5).astype(getattr(td, dtype).np)
+    err = raised(td.ShapeError, first_row_only, x)
+    check_named(err, first_row_only)
+    assert err.loc is not None and err.loc.line == file_marker_line("# <- partly written", HERE)
+    assert f"output 0 ({dtype}[3, 5]): no store writes 10 of its 15 elements under " \
+        "Config(block_sizes=(" in msg(err) and "the first at index (1, 0)" in msg(err)
+
+
+@td.tile_kernel
+def log_shifted(x):
+    out = td.empty(x.shape, dtype=x.dtype)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.abs(td.log(x[t] - 10.0))  # NaN, positive: as a NaN constant is
+    return out
+
+
+def test_computed_nans_are_not_taken_for_unwritten_elements() -> None:
+    for dtype in (np.float16, np.float32, np.float64):
+        out = log_shifted(f32(11).astype(dtype))
+        assert np.isnan(out).all()
+
+
+@td.tile_kernel
 def return_filled_and_argument(x):
     out = td.zeros(x.shape, dtype=x.dtype)
     for t in td.tile(x.shape[0]):

@@ -347,7 +347,7 @@ def _bounds(ex: Executor, op: Op) -> Iterator[None]:
 def _tensor_empty(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.result.type
     assert isinstance(t, TensorType)
-    return [np.full(t.shape, memory.poison(t.dtype.np), dtype=t.dtype.np)]
+    return [memory.empty(t.shape, t.dtype.np)]
 
 
 @rule("tensor.full")

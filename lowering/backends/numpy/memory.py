@@ -65,6 +65,32 @@ def poison(dtype: np.dtype) -> object:
     return np.nan if d is None else dtypes.poison(d)
 
 
+# What td.empty holds before a store writes it: for floats, a NaN whose payload no arithmetic
+# makes (computed NaNs are NaN with an empty payload), so that elements no store wrote can be
+# told from computed NaNs; integers and bools have no spare value and hold their poison.
+_UNWRITTEN = {2: 0x7FED, 4: 0x7FC00DED, 8: 0x7FF8000000000DED}  # float16 and bfloat16 share 2
+
+
+def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A new tensor as td.empty allocates it: unwritten (see `unwritten`)."""
+    dtype = np.dtype(dtype)
+    d = dtypes.from_any(dtype)
+    if d is not None and d.is_float:
+        return np.full(shape, _UNWRITTEN[dtype.itemsize], np.dtype(f"u{dtype.itemsize}")
+                       ).view(dtype)
+    return np.full(shape, poison(dtype), dtype=dtype)
+
+
+def unwritten(arr: np.ndarray) -> np.ndarray | None:
+    """Where a float tensor from `empty` still holds what it was allocated with (None for
+    other dtypes: they cannot tell)."""
+    d = dtypes.from_any(arr.dtype)
+    if d is None or not d.is_float:
+        return None
+    bits = np.ascontiguousarray(arr).view(np.dtype(f"u{arr.dtype.itemsize}"))
+    return bits == _UNWRITTEN[arr.dtype.itemsize]
+
+
 def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
     """Slicing and reshaping that select every program's tile as a view, or None if a tile is
     partial. Returns (slices, reshape, axis tags) with tags ("g", grid axis) or ("t", tile pos)."""
