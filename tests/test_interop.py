@@ -211,3 +211,11 @@ def test_a_meta_tensor_is_a_clear_error() -> None:
     x = torch.empty(10, device="meta")
     with pytest.raises(td.ArgumentError, match="argument 'x' is a torch array on meta"):
         example("vector_add").vector_add(x, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_a_sparse_torch_tensor_is_a_clear_error(dtype: Any) -> None:
+    # bfloat16 goes through an int16 view, which a sparse tensor refuses with its own error
+    x = torch.eye(4, dtype=dtype).to_sparse()
+    with pytest.raises(td.ArgumentError, match="argument 'x' .* cannot be viewed as a NumPy"):
+        example("softmax").softmax(x)

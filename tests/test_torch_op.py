@@ -280,3 +280,66 @@ def test_a_data_dependent_size_is_a_clear_error(no_compile_cache: None) -> None:
             pytest.raises(Exception, match=r"in kernel 'vector_add': argument 'x' has a "
                           r"data-dependent shape \(u\d+,\)"):
         f(torch.randn(100))
+
+
+def test_registering_a_taken_name_is_a_clear_error() -> None:
+    # torch would replace the first op: calling it would silently run the second kernel
+    first = td.torch_op(example("softmax").softmax, name="tdtest::taken")
+    with pytest.raises(td.ArgumentError, match="a custom op named tdtest::taken is already "
+                       "registered; pick another name"):
+        td.torch_op(example("row_sum").row_sum, name="tdtest::taken")
+    assert first(torch.randn(7, 9)).shape == (7, 9)
+    again = td.torch_op(example("softmax").softmax, name="tdtest::taken")  # a re-run cell
+    assert again(torch.randn(7, 9)).shape == (7, 9)
+    td.torch_op(example("row_sum").row_sum, name="tdtest::taken2_cpu")
+    with pytest.raises(td.ArgumentError, match="tdtest::taken2_cpu is already registered"):
+        td.torch_op(scaled_copy, name="tdtest::taken2", triton=True)  # its CPU op's name
+
+
+@pytest.mark.parametrize("name", ["tdtest::with space", "tdtest::a-b", "tdtest::a.b", "tdtest::",
+                                  "::x", "tdtest::a::b", "tdtest::1a", "tdtest::ünï", 5])
+def test_a_malformed_op_name_is_a_clear_error(name: object) -> None:
+    with pytest.raises(td.ArgumentError, match="must be 'namespace::name', each part an "
+                       "identifier"):
+        td.torch_op(scaled_copy, name=name)  # type: ignore[arg-type]
+
+
+def test_mutates_args_given_as_a_string_is_a_clear_error() -> None:
+    with pytest.raises(td.ArgumentError, match=r"mutates_args is the string 'x'; pass a tuple "
+                       r"of parameter names, e.g. mutates_args=\('x',\)"):
+        td.torch_op(scale_, name="tdtest::scale_str", mutates_args="x")
+
+
+@pytest.mark.parametrize("triton", [False, True], ids=["custom_op", "triton_op"])
+def test_backward_through_an_op_is_a_clear_error(triton: bool) -> None:
+    op = op_for("softmax", triton=triton)
+    x = torch.randn(5, 6, requires_grad=True)
+    out = op(x)  # the forward runs (inference with parameters that require grad)
+    assert_close(out.detach().numpy(), example("softmax").reference(x.detach().numpy()),
+                 np.float32)
+    with pytest.raises(td.ArgumentError, match=r"op tdtest::softmax_\d+ has no backward"):
+        out.sum().backward()
+
+
+def test_an_in_place_write_into_a_tensor_that_requires_grad_is_a_clear_error() -> None:
+    # torch gives ops that mutate no autograd: the gradient would silently miss the write
+    op = td.torch_op(scale_, name="tdtest::scale_grad", mutates_args=("x",))
+    leaf = torch.ones(5, requires_grad=True)
+    with pytest.raises(td.ArgumentError, match="writes argument 'x' in place, and that tensor "
+                       "requires grad"):
+        op(leaf * 1, 2.0)
+    with pytest.raises(td.ArgumentError, match="requires grad"):
+        op(leaf, 2.0)
+    assert torch.equal(leaf, torch.ones(5))
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        u = t * 1
+        op(u, 2.0)
+        return u
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="writes argument 'x' in place, and that tensor requires "
+                       "grad"):
+        torch.compile(f, fullgraph=True)(leaf)
+    detached = torch.ones(5)
+    op(detached, 2.0)
+    assert torch.equal(detached, torch.full((5,), 2.0))

@@ -103,14 +103,15 @@ def to_numpy(v: Any, kernel: str, name: str) -> np.ndarray:
     if isinstance(v, np.ndarray):
         return v
     library = library_of(v)
-    if library == "torch" and str(v.dtype) == "torch.bfloat16":
-        return np.from_dlpack(v.detach().view(_torch().int16)).view(ml_dtypes.bfloat16)
     if library == "torch" and v.requires_grad:
         v = v.detach()  # the kernel is not differentiable; torch_op is the autograd-aware path
     try:
+        if library == "torch" and str(v.dtype) == "torch.bfloat16":  # (a sparse or nested
+            # tensor refuses the int16 view: an ArgumentError, as for its export)
+            return np.from_dlpack(v.view(_torch().int16)).view(ml_dtypes.bfloat16)
         return np.from_dlpack(v)
     except (RuntimeError, TypeError, BufferError) as e:
-        if "bfloat16" in str(getattr(v, "dtype", "")):
+        if library != "torch" and "bfloat16" in str(getattr(v, "dtype", "")):
             return np.asarray(v)  # JAX's bfloat16 is ml_dtypes' (a copy)
         raise ArgumentError(f"argument '{name}' ({library} array of dtype "
                             f"{getattr(v, 'dtype', '?')}) cannot be viewed as a NumPy array: {e}",

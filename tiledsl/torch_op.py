@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 import warnings
 from typing import Any, Sequence
@@ -36,6 +37,10 @@ from tiledsl.kernel import TileKernel
 
 _SCALARS = {int: "int", float: "float", bool: "bool", "int": "int", "float": "float",
             "bool": "bool"}
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
+# op name -> (kernel name, file) of what tiledsl registered under it: registering the same
+# kernel again (a re-run notebook cell, a redefined kernel) replaces it, another kernel may not
+_REGISTERED: dict[str, tuple[str, str]] = {}
 
 
 def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Sequence[str] = (),
@@ -61,17 +66,41 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         raise BackendError("td.torch_op needs PyTorch: pip install torch") from None
     params = list(kernel.signature.parameters.values())
     kinds = [_kind(kernel, p) for p in params]
+    if isinstance(mutates_args, str):  # set("out") would be {'o', 'u', 't'}
+        raise ArgumentError(f"mutates_args is the string {mutates_args!r}; pass a tuple of "
+                            f"parameter names, e.g. mutates_args=({mutates_args!r},)",
+                            kernel=kernel.name)
     unknown = set(mutates_args) - {p.name for p in params}
     if unknown:
         raise ArgumentError(f"mutates_args names {sorted(unknown)}, which are not parameters "
                             f"of kernel '{kernel.name}'", kernel=kernel.name)
     n_out = _count_outputs(kernel) if outputs is None else outputs
-    if "::" not in name:
-        raise ArgumentError(f"custom op name {name!r} must be 'namespace::name'",
-                            kernel=kernel.name)
+    if not isinstance(name, str) or not _OP_NAME.fullmatch(name):
+        raise ArgumentError(f"custom op name {name!r} must be 'namespace::name', each part an "
+                            "identifier (ASCII letters, digits and _, not starting with a "
+                            "digit)", kernel=kernel.name)
+    for taken in (name, f"{name}_cpu") if triton else (name,):
+        namespace, op_name = taken.split("::")
+        again = _REGISTERED.get(taken) == (kernel.name, kernel.file)  # a re-run notebook cell
+        if hasattr(getattr(torch.ops, namespace), op_name) and not again:
+            # torch would replace it: the op registered first would then run this kernel
+            raise ArgumentError(f"a custom op named {taken} is already registered; pick "
+                                "another name", kernel=kernel.name)
+        _REGISTERED[taken] = (kernel.name, kernel.file)
     declared = set(mutates_args)
 
+    def refuse_grad_writes(args: tuple) -> None:
+        """Torch gives ops that mutate no autograd formula: eager and compiled alike, a write
+        into a tensor that requires grad would be invisible to autograd (wrong gradients)."""
+        for p, a in zip(params, args):
+            if p.name in declared and isinstance(a, torch.Tensor) and a.requires_grad:
+                raise ArgumentError(f"op {name} writes argument '{p.name}' in place, and that "
+                                    "tensor requires grad (autograd cannot see the write); "
+                                    "pass a tensor without grad (.detach() shares its memory)",
+                                    kernel=kernel.name)
+
     def impl(*args: Any) -> Any:
+        refuse_grad_writes(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
         undeclared = [w for w in kernel._written(spec) if w not in declared]
@@ -106,6 +135,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     def fake(*args: Any) -> Any:
         """Output shapes for (possibly symbolic) sizes: the kernel's shape function evaluated
         on torch's sizes, guarded on the size comparisons the trace made (symdims.py)."""
+        refuse_grad_writes(args)
         spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
         shapes = kernel._shape_function(spec)
         fn = kernel._traced(spec).ir
@@ -148,15 +178,29 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                            default=p.default)
          for p, k in zip(params, kinds)], return_annotation=ret)
     impl.__name__ = kernel.name
+
+    def no_backward(ctx: Any, *grads: Any) -> Any:
+        raise ArgumentError(f"op {name} has no backward (tile kernels are not differentiable); "
+                            "call it under torch.no_grad() or on detached tensors",
+                            kernel=kernel.name)
+
+    def differentiable_by_error(custom: Any) -> None:
+        """Backward through the op is an ArgumentError naming it (torch refuses an autograd
+        formula for ops that mutate or return nothing; refuse_grad_writes covers those)."""
+        if not declared and n_out > 0:
+            custom.register_autograd(no_backward, setup_context=_no_context)
+
     if not triton:
         op = torch.library.custom_op(name, impl, mutates_args=tuple(mutates_args))
         op.register_fake(fake)
+        differentiable_by_error(op)
         return op
 
     # CPU tensors under torch.compile: the NumPy path as an opaque op (Triton's kernel analysis,
     # which traces wrap_triton launches, needs a GPU driver).
     on_cpu = torch.library.custom_op(f"{name}_cpu", impl, mutates_args=tuple(mutates_args))
     on_cpu.register_fake(fake)
+    differentiable_by_error(on_cpu)
 
     def traceable(*args: Any) -> Any:
         """The triton_op body: generated kernels launched through wrap_triton (also the fake
@@ -178,10 +222,15 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     traceable.__name__ = kernel.name
     op = torch.library.triton_op(name, traceable, mutates_args=tuple(mutates_args))
     op.register_kernel("cpu")(impl)
+    differentiable_by_error(op)
     return op
 
 
 _PY: dict[str, type] = {"int": int, "float": float, "bool": bool}
+
+
+def _no_context(ctx: Any, inputs: tuple, output: Any) -> None:
+    """setup_context of an op whose backward only raises: nothing to save."""
 
 
 def _kind(kernel: TileKernel, p: inspect.Parameter) -> str:
