@@ -65,3 +65,19 @@ def test_routing_something_thunder_does_not_trace_is_a_clear_error() -> None:
     import tiledsl as td
     with pytest.raises(td.ArgumentError, match="Thunder has no symbol"):
         tdt.route(tdt.executor(), np.matmul, example("matmul").matmul)
+
+
+def test_a_route_whose_kernel_returns_another_shape_is_a_clear_error() -> None:
+    """The checker lets keepdim=True through: the kernel's (4,) would replace torch's (4, 1)."""
+    import tiledsl as td
+    ex = tdt.executor("tiledsl-row-sum")
+    tdt.route(ex, torch.sum, example("row_sum").row_sum, adapt=lambda x, dim=None, *_, **__: (x,),
+              checker=lambda x, dim=None, *_, **__: dim in (1, -1))
+    executors = [ex, *thunder.get_default_executors()]
+    x = torch.randn(4, 5)
+    rows = thunder.jit(lambda x: torch.sum(x, 1), executors=executors)
+    torch.testing.assert_close(rows(x), x.sum(1))
+    kept = thunder.jit(lambda x: torch.sum(x, 1, keepdim=True), executors=executors)
+    with pytest.raises(td.ArgumentError, match=r"in kernel 'row_sum': routed from sum, the "
+                       r"kernel would return float32\[4\] where sum returns float32\[4, 1\]"):
+        kept(x)

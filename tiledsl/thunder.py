@@ -128,6 +128,22 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
     def run(*args: Any, **kwargs: Any) -> Any:
         return op(*adapt(*args, **kwargs))
 
+    def _check_results(kernel_args: tuple, args: tuple, kwargs: dict[str, Any]) -> None:
+        """The kernel must give what the torch operation gives (shapes and dtypes): an `adapt`
+        or `checker` that lets another call through would change the program's results."""
+        from thunder.core.trace import detached_trace
+        with detached_trace():
+            want, got = symbol.meta(*args, **kwargs), meta(*kernel_args)
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        got = list(got) if isinstance(got, (tuple, list)) else [got]
+        shown = [[(tuple(int(n) for n in t.shape), str(t.dtype).rsplit(".", 1)[-1])
+                  if isinstance(t, TensorProxy) else t for t in ts] for ts in (want, got)]
+        if shown[0] != shown[1]:
+            raise ArgumentError(f"routed from {symbol.name}, the kernel would return "
+                                f"{_describe(shown[1])} where {symbol.name} returns "
+                                f"{_describe(shown[0])}; make `checker` refuse this call or "
+                                "`adapt` map it to the kernel's arguments", kernel=kernel.name)
+
     def accepts(*args: Any, **kwargs: Any) -> bool:
         if checker is not None and not checker(*args, **kwargs):
             return False
@@ -136,8 +152,14 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
             kernel._traced(tuple(spec_of(n, a) for n, a in zip(params, kernel_args)))
         except TileDSLError:
             return False
+        _check_results(kernel_args, args, kwargs)
         return True
 
     ex.register_implementation(symbol, checker=accepts, execution_transform=run)
     del thunder
     return op
+
+
+def _describe(results: list[Any]) -> str:
+    """(shape, dtype) pairs as dtype[shape]; anything else as itself."""
+    return ", ".join(f"{r[1]}{list(r[0])}" if isinstance(r, tuple) else repr(r) for r in results)
