@@ -11,7 +11,7 @@ from lowering.backends.numpy.executor import Executor
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ShapeError
-from tiledsl.ir.core import Function, Op
+from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 
 
@@ -35,25 +35,26 @@ class NumpyBackend:
             if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
                 raise BackendError(f"backend 'numpy' runs on NumPy arrays; argument '{v.hint}' "
                                    f"is a {type(a).__module__}.{type(a).__qualname__}")
-        outputs = Executor(fn, config).run(args)
-        for i, (v, out) in enumerate(zip(fn.outputs, outputs)):
-            if v.owner is not None and v.owner.name == "tensor.empty":
-                _check_written(fn, config, i, v.owner, out)
-        return outputs
+        return check_written(fn, config, Executor(fn, config).run(args))
 
 
-def _check_written(fn: Function, config: Config, i: int, alloc: Op, out: np.ndarray) -> None:
-    """Every element of a returned td.empty tensor was stored (floats only: see
-    memory.unwritten); what no store writes would be garbage on a GPU."""
-    mask = memory.unwritten(out)
-    if mask is None or not mask.any():
-        return
-    first = tuple(int(j) for j in np.argwhere(mask)[0])
-    raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
-                     f"{int(mask.sum())} of its {out.size} elements under {config}, the first "
-                     f"at index {first}; on a GPU they would hold garbage", kernel=fn.name,
-                     loc=alloc.loc, hint="make the stores cover the whole tensor under every "
-                     "block size, or allocate it with td.zeros(...) or td.full(...)")
+def check_written(fn: Function, config: Config, outputs: list[Any]) -> list[Any]:
+    """`outputs`, once every element of each returned td.empty tensor was stored (floats only:
+    see memory.unwritten); what no store writes would be garbage on a GPU."""
+    for i, (v, out) in enumerate(zip(fn.outputs, outputs)):
+        if v.owner is None or v.owner.name != "tensor.empty":
+            continue
+        mask = memory.unwritten(out)
+        if mask is None or not mask.any():
+            continue
+        first = tuple(int(j) for j in np.argwhere(mask)[0])
+        raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
+                         f"{int(mask.sum())} of its {out.size} elements under {config}, the "
+                         f"first at index {first}; on a GPU they would hold garbage",
+                         kernel=fn.name, loc=v.owner.loc, hint="make the stores cover the whole "
+                         "tensor under every block size, or allocate it with td.zeros(...) or "
+                         "td.full(...)")
+    return outputs
 
 
 registry.register_backend(NumpyBackend())
