@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from lowering.backends.numpy import check_written
 from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
 from lowering.backends.spatial.engine import Program, SimReport, check_trace_path
@@ -157,7 +158,8 @@ class SpatialBackend:
             if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
                 raise BackendError(f"backend 'spatial' runs on NumPy arrays; argument '{v.hint}' "
                                    f"is a {type(a).__module__}.{type(a).__qualname__}")
-        return execute(fn, config, phases(dataflow_config(fn, config, arch, args)), args)
+        outputs = execute(fn, config, phases(dataflow_config(fn, config, arch, args)), args)
+        return check_written(fn, config, outputs)  # as the NumPy backend checks
 
     def simulate(self, fn: Function, config: Config, arch: str | Arch | None = None,
                  trace: bool = False, trace_path: str | os.PathLike[str] | None = None,
