@@ -315,6 +315,29 @@ void Simulator::tick(double now) {
     if ((events_ & 0x3ffff) == 0 && opts_.poll) opts_.poll();
 }
 
+// Instructions take no event of their own (a LOOP of RELEASEs runs in zero time): bound them,
+// and check for Ctrl-C among them too.
+void Simulator::count_instruction(double now) {
+    if (++instructions_ > max_instructions_) {
+        std::ostringstream os;
+        os << "more than " << max_instructions_ << " instructions executed (max_events="
+           << opts_.max_events << ") at cycle " << now;
+        throw std::runtime_error(os.str());
+    }
+    if ((instructions_ & 0xfffff) == 0 && opts_.poll) opts_.poll();
+}
+
+void Simulator::add_macs(std::int64_t macs) {
+    if (__builtin_add_overflow(macs_, macs, &macs_))
+        throw std::runtime_error("the MAC count overflows a 64-bit integer");
+}
+
+void Simulator::add_bytes(Resource& r, std::int64_t bytes) {
+    if (__builtin_add_overflow(r.bytes, bytes, &r.bytes))
+        throw std::runtime_error(std::string("the byte count of ") + r.kind_name() + " " +
+                                 quoted(r.name) + " overflows a 64-bit integer");
+}
+
 void Simulator::record(std::int32_t agent, TraceKind kind, double start, double end,
                        std::int64_t amount) {
     if (opts_.trace) trace_.push_back(TraceRecord{agent, kind, start, end, amount});
@@ -325,6 +348,20 @@ std::string Simulator::agent_label(std::int32_t a) const {
 }
 
 Report Simulator::make_report() const {
+    // Durations and latencies near the largest double add up to inf: no meaningful timing.
+    auto check_finite = [](double t, const std::string& what) {
+        if (!std::isfinite(t))
+            throw std::runtime_error("simulated time overflows a double (" + what +
+                                     " is not finite): a duration or latency is too large");
+    };
+    for (const auto& a : agents_) {
+        check_finite(a.finish, "the finish of agent " + quoted(a.name));
+        check_finite(a.busy, "the busy time of agent " + quoted(a.name));
+        check_finite(a.stall, "the stall time of agent " + quoted(a.name));
+    }
+    for (const auto& res : resources_)
+        check_finite(res.busy, std::string("the busy time of ") + res.kind_name() + " " +
+                                   quoted(res.name));
     Report r;
     r.events = events_;
     r.macs = macs_;
@@ -429,12 +466,7 @@ void Simulator::step(std::int32_t ai, double now, std::uint32_t priority) {
     Agent& a = agents_[static_cast<std::size_t>(ai)];
     const auto& ins = a.program.instrs;
     for (;;) {
-        if (++instructions_ > max_instructions_) {
-            std::ostringstream os;
-            os << "more than " << max_instructions_ << " instructions executed (max_events="
-               << opts_.max_events << ") at cycle " << now;
-            throw std::runtime_error(os.str());
-        }
+        count_instruction(now);
         if (a.pc >= ins.size()) {
             a.done = true;
             a.finish = now;
@@ -488,7 +520,7 @@ void Simulator::step(std::int32_t ai, double now, std::uint32_t priority) {
             }
             case COMPUTE: {
                 a.busy += in.cycles;
-                macs_ += in.macs;
+                add_macs(in.macs);
                 record(ai, TraceKind::Compute, now, now + in.cycles, in.macs);
                 advance(a);
                 if (in.cycles == 0.0) continue;
@@ -535,7 +567,7 @@ void Simulator::packet(std::int32_t ai, double now) {
         Resource& r = resources_[static_cast<std::size_t>(res[k])];
         const double hold = fsize / r.bytes_per_cycle;
         r.free_at = s + hold;
-        r.bytes += size;
+        add_bytes(r, size);
         r.busy += hold;
     }
     a.ready = s + fsize / in.min_bw;

@@ -141,6 +141,9 @@ private:
     void push_next_static(std::int32_t a);
 
     void tick(double now);
+    void count_instruction(double now);
+    void add_macs(std::int64_t macs);
+    static void add_bytes(Resource& r, std::int64_t bytes);
     void check_not_running() const;
     void record(std::int32_t agent, TraceKind kind, double start, double end, std::int64_t amount);
     std::string agent_label(std::int32_t a) const;

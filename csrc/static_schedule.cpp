@@ -113,7 +113,7 @@ void Simulator::static_instr(std::int32_t ai, double now) {
         case COMPUTE:
             end = now + in.cycles;
             a.busy += in.cycles;
-            macs_ += in.macs;
+            add_macs(in.macs);
             record(ai, TraceKind::Compute, now, end, in.macs);
             break;
         case TRANSFER: {
@@ -122,12 +122,27 @@ void Simulator::static_instr(std::int32_t ai, double now) {
             if (in.bytes == 0 || in.res_count == 0) {
                 end = now + in.overhead + in.latency;
             } else {
+                // Every packet is an event: more than max_events allows can never finish (and
+                // summing their times below would take as long).
+                const std::uint64_t packets = static_cast<std::uint64_t>(
+                    (in.bytes - 1) / opts_.packet_bytes + 1);
+                if (packets > static_cast<std::uint64_t>(opts_.max_events) - std::min(
+                                  events_, static_cast<std::uint64_t>(opts_.max_events))) {
+                    std::ostringstream os;
+                    os << "max_events=" << opts_.max_events << " exceeded at cycle " << now
+                       << ": " << where() << " moves " << in.bytes << " bytes as " << packets
+                       << " packets of " << opts_.packet_bytes;
+                    throw std::runtime_error(os.str());
+                }
                 // The same arithmetic as an uncontended dataflow transfer, so that start cycles
                 // copied from a dataflow trace compare exactly.
                 double ready = now + in.overhead;
-                for (std::int64_t left = in.bytes; left > 0; left -= opts_.packet_bytes)
+                std::uint64_t packet = 0;
+                for (std::int64_t left = in.bytes; left > 0; left -= opts_.packet_bytes) {
                     ready = ready + static_cast<double>(std::min(left, opts_.packet_bytes)) /
                                         in.min_bw;
+                    if ((++packet & 0x3ffff) == 0 && opts_.poll) opts_.poll();
+                }
                 end = ready + in.latency;
                 a.bytes_left = in.bytes;
                 a.packet_index = 0;
@@ -172,7 +187,7 @@ void Simulator::static_packet(std::int32_t ai, double now) {
         Resource& r = resources_[static_cast<std::size_t>(res[k])];
         const double hold = fsize / r.bytes_per_cycle;
         r.free_at = now + hold;
-        r.bytes += size;
+        add_bytes(r, size);
         r.busy += hold;
         r.owner_agent = ai;
         r.owner_instr = static_cast<std::int64_t>(a.xfer_pc);

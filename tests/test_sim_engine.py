@@ -604,3 +604,65 @@ def test_module_exports():
     s = sim.Simulator()
     assert s.run() == {"cycles": 0.0, "events": 0, "macs": 0, "agents": [], "links": [],
                        "drams": []}
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input at the edges of the number types: an error, never a wrong number or a hang
+
+
+def test_mac_and_byte_counts_that_overflow_raise():
+    s = sim.Simulator()
+    a = s.add_agent("a")
+    s.set_program(a, [(LOOP, 4, 1), (COMP, 1.0, 2**62)])
+    with pytest.raises(RuntimeError, match="MAC count overflows"):
+        s.run()
+    s = sim.Simulator()
+    link = s.add_link("L", 2.0**62)
+    a = s.add_agent("a")
+    s.set_program(a, [(LOOP, 4, 1), (XFER, 2**62, 0, 0, [link], [])])
+    with pytest.raises(RuntimeError, match="byte count of link 'L' overflows"):
+        s.run(packet_bytes=2**62)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_simulated_time_that_overflows_raises(static):
+    s = sim.Simulator()
+    a = s.add_agent("a")
+    s.set_program(a, [(COMP, 1.7e308, 1, 0.0), (COMP, 1.7e308, 1, 1.7e308)])
+    with pytest.raises(RuntimeError, match="simulated time overflows"):
+        s.run(static=static)
+
+
+def test_a_static_transfer_of_too_many_packets_raises_instead_of_hanging():
+    s = sim.Simulator()
+    link = s.add_link("L", 1.0)
+    a = s.add_agent("a")
+    s.set_program(a, [(XFER, 2**34, 0, 0, [link], [], 0.0)])  # 2**62 took forever to refuse
+    with pytest.raises(RuntimeError, match="max_events=1000 exceeded at cycle 0: agent 'a' "
+                                           "instruction 0 .* as 17179869184 packets of 1"):
+        s.run(static=True, packet_bytes=1, max_events=1000)
+
+
+def test_a_zero_time_loop_polls_for_interrupts():
+    """Ctrl-C (a signal handler's exception) stops a long run of zero-time instructions too,
+    not only one of events."""
+    import signal
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    s = sim.Simulator()
+    sem = s.add_semaphore("s", 0, 1)
+    a = s.add_agent("spinner")
+    s.set_program(a, [(LOOP, 10**15, 2), (REL, sem, 1), (ACQ, sem, 1)])
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)  # the C++ run holds the GIL: a thread cannot
+    try:
+        with pytest.raises(Interrupted):
+            s.run(max_events=10**9)  # 1.6e10 instructions allowed: about a minute
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
