@@ -15,5 +15,9 @@ def is_int(v: Any) -> bool:
 
 def is_number(v: Any, finite: bool = False) -> bool:
     """An int or a float (or a NumPy one), not a bool; with `finite`, not inf or NaN."""
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and \
-        (not finite or math.isfinite(v))
+    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        return False
+    try:
+        return not finite or math.isfinite(v)
+    except OverflowError:  # an int past what a float holds (10**400): not finite as a float
+        return False

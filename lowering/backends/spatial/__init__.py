@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy import check_written
+from lowering.backends.spatial import schema
 from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
-from lowering.backends.spatial.engine import Program, SimReport, check_trace_path
+from lowering.backends.spatial.engine import Program, SimReport, _sim, check_trace_path
 from lowering.backends.spatial.functional import execute
 from lowering.backends.spatial.mapper import SCHEMA_VERSION, Mapping, grids
 from tiledsl import registry
@@ -171,23 +172,35 @@ class SpatialBackend:
             check_trace_path(trace_path)
         a = preset(DEFAULT_ARCH if arch is None else arch)
         keep = trace or trace_path is not None
-        result = report(fn, [(p, run_program(p, a, keep))
+        result = report(fn, [(p, run_program(p, a, keep, check=False))
                              for p in phases(dataflow_config(fn, config, a, args))], a)
         if trace_path is not None:
             result.chrome_trace(trace_path)
         return result
 
 
-def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False) -> dict[str, Any]:
-    """Simulate a dataflow config; the simulator's deadlocks and schedule violations become
-    BackendErrors that keep its message (which agents wait on what, which link is booked twice)."""
-    import _tiledsl_sim as sim
+def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False,
+                check: bool = True) -> dict[str, Any]:
+    """Simulate one phase's dataflow config (`phases` lists a kernel's). With `check` (for a
+    config from elsewhere: a file, an edited one) it is first checked against its schema, `arch`
+    and its own references, and a broken one is a BackendError naming what is wrong (`simulate`
+    skips that: the mapper's configs conform). The simulator's errors (a deadlock, an invalid
+    static schedule, a semaphore overflow, time that overflows) become BackendErrors that keep
+    its message (which agents wait on what, which link is booked twice)."""
+    if check:
+        schema.check(dataflow, arch)
+    sim = _sim()
     try:
         return Program(dataflow, arch).run(trace=trace)
     except sim.DeadlockError as e:
         raise BackendError(f"the dataflow config deadlocks on {arch.name}: {e}") from None
     except sim.ScheduleError as e:
         raise BackendError(f"the static schedule is invalid on {arch.name}: {e}") from None
+    except ValueError as e:  # a field the simulator rejects (set_program, add_semaphore)
+        raise BackendError(f"the dataflow config is invalid on {arch.name}: {e}") from None
+    except RuntimeError as e:  # a semaphore overflow, max_events, time or counts overflowing
+        raise BackendError(f"the simulation of the dataflow config fails on {arch.name}: "
+                           f"{e}") from None
 
 
 registry.register_backend(SpatialBackend())

@@ -11,11 +11,20 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from tiledsl.checks import is_int, is_number
 from tiledsl.dtypes import BY_SHORT
 from tiledsl.errors import BackendError, ConfigError
 
 TIMINGS = ("dataflow", "static")
+MAX_PACKET_BYTES = 2**62  # the simulator counts bytes in 64-bit integers
+
+
+def _plain(v: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (an architecture is JSON: `to_json`, and
+    the kernel's caches key on it); anything else as is, for the checks to judge."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 @dataclass(frozen=True)
@@ -35,8 +44,10 @@ class DramChannel:
     min_burst_bytes: int  # transfers below this use the channel at proportionally lower efficiency
 
     def __post_init__(self) -> None:
-        if isinstance(self.attach, list):  # a JSON-style [row, col]: the mapper keys on it
-            object.__setattr__(self, "attach", tuple(self.attach))
+        if isinstance(self.attach, (list, tuple)):  # JSON-style [row, col]: the mapper keys on it
+            object.__setattr__(self, "attach", tuple(_plain(x) for x in self.attach))
+        for name in ("bytes_per_cycle", "latency_cycles", "min_burst_bytes"):
+            object.__setattr__(self, name, _plain(getattr(self, name)))
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,15 @@ class Arch:
 
     def __post_init__(self) -> None:
         """Check every field, so a custom architecture that the mapper or the simulator cannot
-        use (no PEs, no DRAM, a zero bandwidth) is a ConfigError naming the field."""
+        use (no PEs, no DRAM, a zero bandwidth) is a ConfigError naming the field. NumPy
+        numbers become Python ones."""
+        for f in fields(self):
+            object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
+        if isinstance(self.min_mma, (tuple, list)):
+            object.__setattr__(self, "min_mma", tuple(_plain(x) for x in self.min_mma))
+        if isinstance(self.macs_per_cycle, dict):
+            object.__setattr__(self, "macs_per_cycle",
+                               {k: _plain(v) for k, v in self.macs_per_cycle.items()})
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"spatial architecture: name must be a non-empty string, got "
                               f"{self.name!r}")
@@ -71,6 +90,8 @@ class Arch:
                      "channels_per_link", "packet_bytes"):
             v = getattr(self, name)
             self._require(name, v, is_int(v) and v >= 1, "an integer of at least 1")
+        self._require("packet_bytes", self.packet_bytes, self.packet_bytes <= MAX_PACKET_BYTES,
+                      "an integer of at least 1 and at most 2**62")
         for name in ("clock_ghz", "link_bytes_per_cycle"):
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v > 0, "a number above 0")

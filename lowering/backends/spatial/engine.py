@@ -183,8 +183,8 @@ class Program:
         if self.config["timing"] != "static":
             return self.simulator(programs).run(packet_bytes=self.arch.packet_bytes, trace=trace)
         # Static: schedule with whole-transfer packets, then verify that schedule.
-        whole = max([ins[1] for p in programs for ins in _unroll(p, sim) if ins[0] == sim.TRANSFER],
-                    default=1)
+        whole = max([1] + [ins[1] for p in programs for ins in _unroll(p, sim)
+                           if ins[0] == sim.TRANSFER])  # (packet_bytes >= 1)
         arbitrated = self.simulator(programs).run(packet_bytes=whole, trace=True)
         scheduled = _schedule(programs, arbitrated["trace"], sim, self.bottleneck)
         self.config["static_schedule"] = [
