@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from error_checks import add, arg_error, f32, msg, trace_error
+from error_checks import add, arg_error, f32, msg, scale, trace_error
 from tiledsl.arrays import share_memory
 
 BACKENDS = ["numpy", "spatial", "triton-interpret"]
@@ -187,14 +187,6 @@ def test_fill_values_an_integer_dtype_cannot_hold_are_errors() -> None:
 
 
 # ---- scalar arguments and architectures -------------------------------------------------------
-@td.tile_kernel
-def scale(x, alpha):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        out[t] = x[t] * alpha
-    return out
-
-
 @pytest.mark.parametrize("value", [2**63, -2**63 - 1, 2**70])
 def test_an_int_argument_past_int64_is_an_error(value: int) -> None:
     for backend in BACKENDS:
