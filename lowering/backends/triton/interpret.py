@@ -14,10 +14,11 @@ from typing import Any, Iterator
 import ml_dtypes
 import numpy as np
 
+from lowering.backends.numpy import check_written, memory
 from lowering.backends.triton import space as triton_space
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.loader import load
-from tiledsl import registry
+from tiledsl import dtypes, registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Value
@@ -48,6 +49,14 @@ def to_numpy(t: Any) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()
+
+
+def _empty(shape: Any, dtype: str) -> Any:
+    """An output as the NumPy backend allocates it (so that check_written finds what no store
+    wrote), as a torch tensor."""
+    d = dtypes.from_any(dtype)
+    assert d is not None, dtype
+    return to_torch(memory.empty(tuple(shape), d.np))
 
 
 def _torch_dtype(name: str) -> Any:
@@ -175,11 +184,12 @@ class TritonInterpretBackend:
             warnings.simplefilter("ignore", RuntimeWarning)
             outs = module.launch(
                 *targs,
-                empty=lambda shape, dtype: torch.empty(shape, dtype=_torch_dtype(dtype)),
+                empty=_empty,
                 full=lambda shape, value, dtype: torch.full(shape, value, dtype=_torch_dtype(dtype)),
                 num_sms=INTERPRETER_SMS)
         by_tensor = {id(t): a for t, a in zip(targs, args)}
-        return [by_tensor.get(id(o)) if id(o) in by_tensor else to_numpy(o) for o in outs]
+        return check_written(fn, config, [by_tensor.get(id(o)) if id(o) in by_tensor
+                                          else to_numpy(o) for o in outs])
 
 
 registry.register_backend(TritonInterpretBackend())
