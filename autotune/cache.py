@@ -6,7 +6,6 @@ dtype, stride, device or toolchain misses.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import platform
@@ -76,7 +75,7 @@ class CacheKey:
 def key(kernel: TileKernel, args: list[Any], backend: str, arch: Any = None) -> CacheKey:
     spec = kernel.arg_spec(args)
     ir = kernel._traced(spec).hash  # first: a kernel without source fails here, clearly
-    source = inspect.getsource(kernel.fn)
+    source = kernel._source_text()
     parts = {
         "kernel": kernel.name,
         "source": hashlib.sha256(source.encode()).hexdigest(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -364,3 +366,42 @@ def test_an_int_computed_from_arguments_is_checked_too() -> None:
     with pytest.raises(td.ArgumentError, match=r"a value computed from int arguments is 32768, "
                        r"out of the range of int16(.|\n)*k \* 3 - 1"):
         shift(x, 10923)  # 10923 * 3 - 1 = 32768, one past int16's largest
+
+
+KERNEL_FILE = '''
+import tiledsl as td
+
+
+@td.tile_kernel
+def edited(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * 2.0
+    return out
+'''
+
+
+def test_a_kernel_keeps_the_source_it_was_decorated_with(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Triton's @jit: editing the file while a program runs (a long tune) must not change
+    a kernel that has not traced yet, nor its result-cache key."""
+    import importlib
+    import linecache
+
+    from autotune import cache
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "edited_kernel.py").write_text(KERNEL_FILE)
+    k = importlib.import_module("edited_kernel").edited
+    x = np.random.default_rng(0).standard_normal(13).astype(np.float32)
+    before = cache.key(td.tile_kernel(k.fn), [x], "numpy").text  # a fresh kernel: traces here
+    (tmp_path / "edited_kernel.py").write_text(KERNEL_FILE.replace("* 2.0", "* 3.0"))
+    linecache.checkcache()
+    assert_close(k(x), 2.0 * x.astype(np.float64), np.float32)
+    assert cache.key(k, [x], "numpy").text == before
+
+
+def test_a_kernel_defined_where_no_file_holds_it_fails_at_first_use() -> None:
+    namespace: dict = {"td": td}
+    exec(KERNEL_FILE, namespace)  # noqa: S102 - the point: a kernel with no source file
+    with pytest.raises(td.TraceError, match="cannot read the source of kernel 'edited'"):
+        namespace["edited"](np.ones(4, np.float32))

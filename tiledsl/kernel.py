@@ -61,6 +61,11 @@ class TileKernel:
         self.fn = fn
         self.name: str = fn.__name__
         self.file: str = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        try:  # read now, as Triton's @jit does: editing the file later must not change the kernel
+            self._src: str | None = inspect.getsource(fn)
+            self._src_error = ""
+        except (OSError, TypeError) as e:  # no file holds it (a REPL): an error at first use
+            self._src, self._src_error = None, str(e)
         self.signature = inspect.signature(fn)
         if self.name == "<lambda>":
             raise TraceError("@td.tile_kernel needs a function written with `def`, got a lambda",
@@ -68,7 +73,7 @@ class TileKernel:
         for p in self.signature.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TraceError(f"kernel '{self.name}' cannot take *args or **kwargs", kernel=self.name,
-                                 loc=Loc(self.file, _def_line(fn)))
+                                 loc=Loc(self.file, _def_line(fn, self._src)))
         self._body: Callable[..., Any] | None = None
         self._traces: dict[tuple, Traced] = {}
         self._writes: dict[tuple, list[str]] = {}  # spec -> the arguments stored into
@@ -138,6 +143,13 @@ class TileKernel:
         spec = self.arg_spec(self.bind(args, kwargs))
         return self._traced(spec)
 
+    def _source_text(self) -> str:
+        """The kernel's source as it was when decorated."""
+        if self._src is None:
+            raise TraceError(f"cannot read the source of kernel '{self.name}' ({self._src_error}); "
+                             "tile kernels must be defined in a file", kernel=self.name)
+        return self._src
+
     def _traced(self, spec: tuple[ArgSpec, ...]) -> Traced:
         hit = self._traces.get(spec)
         if hit is None:
@@ -157,7 +169,7 @@ class TileKernel:
         """Run the body on proxies of `spec`'s arguments (with SymDim sizes if `symbolic`)."""
         if self._body is None:
             try:
-                self._body = rewrite(self.fn)
+                self._body = rewrite(self.fn, self._source_text())
             except TileDSLError as e:
                 raise e.with_context(kernel=self.name) from None
         tracer = Tracer(self.name, self.file)
@@ -178,7 +190,7 @@ class TileKernel:
                 result = self._body(*proxies)
                 outputs, returns = self._outputs(result)
                 tracer.emit("return", [t.value for t in outputs],
-                            loc=Loc(self.file, _def_line(self.fn)))
+                            loc=Loc(self.file, _def_line(self.fn, self._src)))
             except TileDSLError as e:
                 raise e.with_context(kernel=self.name) from None
             except Exception as e:  # the user's own Python error while tracing
@@ -505,13 +517,10 @@ def _is_gpu_array(v: Any) -> bool:
         return False
 
 
-def _def_line(fn: FunctionType) -> int:
-    """The line of `def` (co_firstlineno is the first decorator's)."""
-    try:
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return fn.__code__.co_firstlineno
-    for i, line in enumerate(lines):
+def _def_line(fn: FunctionType, source: str | None) -> int:
+    """The line of `def` (co_firstlineno is the first decorator's) in the kernel's `source`."""
+    start = fn.__code__.co_firstlineno
+    for i, line in enumerate((source or "").splitlines()):
         if line.lstrip().startswith(("def ", "async def ")):
             return start + i
     return start

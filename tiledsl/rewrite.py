@@ -179,15 +179,11 @@ def _own_nodes(fdef: ast.FunctionDef) -> Any:
             todo.extend(ast.iter_child_nodes(node))
 
 
-def rewrite(fn: FunctionType) -> Callable[..., Any]:
-    """`fn` with its loops rewritten (same globals, closure values and line numbers)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    except (OSError, TypeError) as e:
-        raise TraceError(f"cannot read the source of kernel '{fn.__name__}' ({e}); tile kernels "
-                         "must be defined in a file") from None
-    tree = ast.parse(source)
+def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
+    """`fn`, whose source text is `source`, with its loops rewritten (same globals, closure
+    values and line numbers)."""
+    file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    tree = ast.parse(textwrap.dedent(source))
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise TraceError(f"@td.tile_kernel needs a plain `def` function, got {type(fdef).__name__}")

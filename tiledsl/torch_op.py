@@ -243,7 +243,7 @@ def _kind(kernel: TileKernel, p: inspect.Parameter) -> str:
 
 def _count_outputs(kernel: TileKernel) -> int:
     """Outputs per call, from the kernel's `return` statements (they must agree)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.fn)))
+    tree = ast.parse(textwrap.dedent(kernel._source_text()))
     counts = set()
     fn_node = tree.body[0]
     for node in ast.walk(fn_node):
