@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from tiledsl.arrays import share_memory
+from tiledsl.arrays import check_overlap
 from tiledsl.errors import ArgumentError, BackendError
 
 FORMAT = "tiledsl-aot"
@@ -256,7 +256,8 @@ class LoadedKernel:
         for p, a in zip(params, arrays):
             if p["kind"] == "tensor":
                 self._check_layout(p, a)
-        self._check_aliasing(params, arrays)
+        check_overlap(self.name, [p["name"] for p in params], arrays,
+                      [i for i, p in enumerate(params) if p.get("written")])
         with cupy.cuda.Device(device):
             by_name = {p["name"]: a for p, a in zip(params, arrays)}
             buffers = {b["name"]: _allocate(cupy, b, by_name) for b in self.manifest["buffers"]}
@@ -269,20 +270,6 @@ class LoadedKernel:
         if returns == "none":
             return None
         return outs[0] if returns == "single" else tuple(outs)
-
-    def _check_aliasing(self, params: list[dict[str, Any]], arrays: list[Any]) -> None:
-        """An argument the kernel writes in place must not share memory with another (as for
-        the kernel itself: programs would read elements others have already overwritten)."""
-        for i, p in enumerate(params):
-            if not p.get("written"):
-                continue
-            for q, other in zip(params, arrays):
-                if q is not p and q["kind"] == "tensor" and share_memory(arrays[i], other):
-                    raise ArgumentError(
-                        f"arguments '{p['name']}' and '{q['name']}' share memory, and the kernel "
-                        f"writes '{p['name']}' in place: programs could read elements others "
-                        "have already overwritten", kernel=self.name,
-                        hint=f"pass a copy of '{q['name']}' (or of '{p['name']}')")
 
     def _device(self, cupy: Any, params: list[dict[str, Any]], arrays: list[Any]) -> int:
         """The one device the tensor arguments live on, checked against the package's arch."""

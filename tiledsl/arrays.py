@@ -185,3 +185,17 @@ def share_memory(a: Any, b: Any) -> bool:
     x, y = _extent(a), _extent(b)
     return x is not None and y is not None and x[0] < y[1] and y[0] < x[1]
 
+
+
+def check_overlap(kernel: str, names: list[str], values: list[Any], written: list[int]) -> None:
+    """An argument written in place (indices `written`) must not share memory with another
+    argument: a program could read elements another has already overwritten, so the result
+    would depend on the order the programs run in and differ between backends."""
+    for i in written:
+        for j, other in enumerate(values):
+            if j != i and is_array(other) and share_memory(values[i], other):
+                raise ArgumentError(
+                    f"arguments '{names[i]}' and '{names[j]}' share memory, and the kernel "
+                    f"writes '{names[i]}' in place: programs could read elements others "
+                    "have already overwritten", kernel=kernel,
+                    hint=f"pass a copy of '{names[j]}' (or of '{names[i]}')")

@@ -352,7 +352,8 @@ class TileKernel:
                                        narrowed_ints(traced.lowered), written)
         impl, space, chosen, t, narrowed, written = plan
         if written:
-            self._check_aliasing(values, written)
+            arrays.check_overlap(self.name, list(self.signature.parameters), values,
+                                 written)  # on every call: it depends on the arrays
         for value_of, what, d, loc in narrowed:
             if not np.iinfo(d.np).min <= (n := value_of(values)) <= np.iinfo(d.np).max:
                 raise ArgumentError(
@@ -380,21 +381,6 @@ class TileKernel:
                 raise ArgumentError(f"the kernel writes argument '{name}' in place, but "
                                     f"its elements share memory (strides {tuple(strides)}: a "
                                     "broadcast or expanded view); pass a copy", kernel=self.name)
-
-    def _check_aliasing(self, values: list[Any], written: list[int]) -> None:
-        """An argument written in place must not share memory with another argument (checked
-        on every call: it depends on the arrays, not on their shapes): a program could read
-        elements another has already overwritten, so the result would depend on the order the
-        programs run in and differ between backends."""
-        names = list(self.signature.parameters)
-        for i in written:
-            for j, other in enumerate(values):
-                if j != i and arrays.is_array(other) and arrays.share_memory(values[i], other):
-                    raise ArgumentError(
-                        f"arguments '{names[i]}' and '{names[j]}' share memory, and the kernel "
-                        f"writes '{names[i]}' in place: programs could read elements others "
-                        "have already overwritten", kernel=self.name,
-                        hint=f"pass a copy of '{names[j]}' (or of '{names[i]}')")
 
     def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         for name in self._written(spec):
