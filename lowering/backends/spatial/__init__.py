@@ -14,7 +14,8 @@ from lowering.backends.numpy import check_written
 from lowering.backends.spatial import schema
 from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
-from lowering.backends.spatial.engine import Program, SimReport, _sim, check_trace_path
+from lowering.backends.spatial.engine import (Program, SimReport, check_trace_path,
+                                              simulator_module)
 from lowering.backends.spatial.functional import execute
 from lowering.backends.spatial.mapper import SCHEMA_VERSION, Mapping, grids
 from tiledsl import registry
@@ -189,7 +190,7 @@ def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False,
     its message (which agents wait on what, which link is booked twice)."""
     if check:
         schema.check(dataflow, arch)
-    sim = _sim()
+    sim = simulator_module()
     try:
         return Program(dataflow, arch).run(trace=trace)
     except sim.DeadlockError as e:

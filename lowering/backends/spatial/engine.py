@@ -18,7 +18,7 @@ from lowering.backends.spatial.arch import Arch
 from tiledsl.errors import ArgumentError, BackendError
 
 
-def _sim() -> Any:
+def simulator_module() -> Any:
     try:
         import _tiledsl_sim
     except ImportError as e:
@@ -165,7 +165,7 @@ class Program:
         return min(rates) if rates else float("inf")
 
     def simulator(self, programs: list[list[tuple]]) -> Any:
-        sim = _sim()
+        sim = simulator_module()
         s = sim.Simulator()
         for link in self.config["links"]:
             s.add_link(f"link{link['id']}:{link['from']}{link['dir']}", self.arch.link_bytes_per_cycle)
@@ -178,7 +178,7 @@ class Program:
         return s
 
     def run(self, trace: bool = False) -> dict[str, Any]:
-        sim = _sim()
+        sim = simulator_module()
         programs = [self.instructions(a["program"], sim) for a in self.config["agents"]]
         if self.config["timing"] != "static":
             return self.simulator(programs).run(packet_bytes=self.arch.packet_bytes, trace=trace)
