@@ -139,10 +139,11 @@ class TritonRunner(Runner):
 
     def outputs(self, config: Config) -> Any:
         from lowering.backends.triton.interpret import to_numpy
-        call = [a.clone() if hasattr(a, "clone") else a for a in self.gpu_args]
+        call = [a.clone() if self.torch.is_tensor(a) else a for a in self.gpu_args]
         out = self.kernel.run(*call, backend="triton", config=config)
-        outs = out if isinstance(out, tuple) else (call[0],) if out is None else (out,)
-        return tuple(to_numpy(o.cpu()) for o in outs)
+        if out is None:  # written in place: every array argument, as reference() returns them
+            return tuple(to_numpy(a.cpu()) for a in call if self.torch.is_tensor(a))
+        return tuple(to_numpy(o.cpu()) for o in (out if isinstance(out, tuple) else (out,)))
 
     def time(self, config: Config) -> float:
         return cuda_median_ms(lambda: self.kernel.run(*self.gpu_args, backend="triton",
