@@ -361,8 +361,9 @@ def _runs_on(arch: str, cc: str) -> bool:
 
 def _array_info(v: Any) -> _Array | None:
     """Shape, dtype name and element strides from `__cuda_array_interface__`, or from the
-    array's own attributes (torch's bfloat16 has no interface typestr); None if `v` is no
-    array at all."""
+    array's own attributes; None if `v` is no array at all. The dtype is the array's own where
+    it has one: the interface has no typestr for bfloat16, which some torch releases and other
+    libraries give as float16's ("<f2")."""
     try:
         iface = v.__cuda_array_interface__
     except Exception:  # absent, or torch refusing for a CPU tensor or a bfloat16 one
@@ -372,7 +373,7 @@ def _array_info(v: Any) -> _Array | None:
         shape = tuple(int(s) for s in iface["shape"])
         raw = iface.get("strides")
         strides = _contiguous(shape) if raw is None else tuple(int(s) // dt.itemsize for s in raw)
-        name = _dtype_name(getattr(v, "dtype", dt) if dt.kind == "V" else dt)  # bfloat16: "<V2"
+        name = _dtype_name(getattr(v, "dtype", dt))
         return _Array(shape, name, strides)
     if not (hasattr(v, "__dlpack__") or hasattr(v, "__cuda_array_interface__")) \
             or not hasattr(v, "shape") or not hasattr(v, "dtype"):

@@ -158,8 +158,11 @@ def _torch() -> Any:
 
 def _extent(v: Any) -> tuple[int, int] | None:
     """The bytes [first, last) a GPU array's elements span, from __cuda_array_interface__."""
-    cai = getattr(v, "__cuda_array_interface__", None)
-    if cai is None:
+    if library_of(v) == "torch":
+        v = v.detach()  # torch refuses the interface of a tensor that requires grad
+    try:
+        cai = v.__cuda_array_interface__
+    except Exception:  # none (a CPU array), or refused
         return None
     shape, itemsize = tuple(cai["shape"]), np.dtype(cai["typestr"]).itemsize
     if any(n == 0 for n in shape):

@@ -99,15 +99,18 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                                     "pass a tensor without grad (.detach() shares its memory)",
                                     kernel=kernel.name)
 
-    def impl(*args: Any) -> Any:
-        refuse_grad_writes(args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+    def refuse_undeclared_writes(spec: tuple) -> None:
         undeclared = [w for w in kernel._written(spec) if w not in declared]
         if undeclared:
             raise ArgumentError(f"kernel '{kernel.name}' writes {undeclared} in place; declare "
                                 f"them with td.torch_op(..., mutates_args="
                                 f"{tuple(undeclared)!r})", kernel=kernel.name)
+
+    def impl(*args: Any) -> Any:
+        refuse_grad_writes(args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        refuse_undeclared_writes(tuple(_fake_spec(kernel, p.name, a)
+                                       for p, a in zip(params, args)))
         gpu = any(t.is_cuda for t in tensors)
         if gpu:
             result = kernel.run(*args, backend="triton")
@@ -210,6 +213,8 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         values = list(args)
         # the launch (grid, shapes) is traced into the graph: specialize on every size
         spec = tuple(_fake_spec(kernel, p.name, a, specialize=True) for p, a in zip(params, args))
+        # (torch.compile would otherwise drop the write: the op's schema says it makes none)
+        refuse_undeclared_writes(spec)
         space = kernel._space(spec, "triton")
         backend = registry.backend("triton")
         outs = backend.launch_traced(  # type: ignore[attr-defined]

@@ -7,8 +7,8 @@ kind of array, on the inputs' device.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from typing import Any
+from contextlib import contextmanager, nullcontext
+from typing import Any, Iterator
 
 from lowering.backends.triton import space as triton_space
 from lowering.backends.triton.codegen import generate_cached
@@ -20,7 +20,7 @@ from lowering.backends.triton.targets import array_strides
 from lowering.backends.triton.warmup import DEFAULT_SMS
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
-from tiledsl.errors import BackendError
+from tiledsl.errors import ArgumentError, BackendError
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 
@@ -79,46 +79,41 @@ class TritonBackend:
         cupy_in = any(is_cupy(a) for _, a in tensors)
         if cupy_in and not all(is_cupy(a) for _, a in tensors):
             raise BackendError("mixing CuPy arrays and torch tensors in one call")
-        targs = [torch.from_dlpack(a) if is_cupy(a) else a if isinstance(v.type, TensorType)
+        targs = [_from_cupy(torch, v, a) if is_cupy(a) else a if isinstance(v.type, TensorType)
                  else scalar(a) for v, a in zip(fn.args, args)]
         devices = {t.device for v, t in zip(fn.args, targs) if isinstance(v.type, TensorType)}
         if len(devices) > 1:
             raise BackendError(f"arguments live on different devices: {sorted(map(str, devices))}")
         device = devices.pop() if devices else torch.device("cuda")
-        stream = nullcontext()
+        stream: Any = nullcontext()
         if cupy_in:
-            import cupy
-            stream = torch.cuda.stream(torch.cuda.ExternalStream(
-                cupy.cuda.get_current_stream().ptr, device=device))
+            stream = torch.cuda.stream(_cupy_stream(torch, device))
         module = load(generate_cached(fn, config, strides_of(fn, targs)).source, interpret=False)
 
         def dtype(name: str) -> Any:
             return torch.bool if name == "bool" else getattr(torch, name)
 
-        with torch.cuda.device(device), stream:
+        by_tensor = {id(t): a for t, a in zip(targs, args)}
+        with torch.cuda.device(device), stream, _triton_errors(fn.name):
             outs = module.launch(
                 *targs, empty=lambda s, d: torch.empty(s, dtype=dtype(d), device=device),
                 full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
                 num_sms=torch.cuda.get_device_properties(device).multi_processor_count)
-        by_tensor = {id(t): a for t, a in zip(targs, args)}
-        results = []
-        for o in outs:
-            if id(o) in by_tensor:
-                results.append(by_tensor[id(o)])
-            elif cupy_in:
-                import cupy
-                results.append(cupy.from_dlpack(o))
-            else:
-                results.append(o)
-        return results
+            # handed to CuPy on the stream that wrote them (torch's current one in here)
+            return [by_tensor[id(o)] if id(o) in by_tensor else _to_cupy(o) if cupy_in else o
+                    for o in outs]
 
     def launch_traced(self, fn: Function, args: list[Any], config: Config, wrap: Any) -> list[Any]:
         """Launch through `wrap` (torch.library.wrap_triton) on torch tensors, real or fake:
-        the body of a `torch.library.triton_op`, which torch.compile traces into. Streams and
-        devices are torch's business there, so none are set here."""
+        the body of a `torch.library.triton_op`, which torch.compile traces into. Streams are
+        torch's business there (Triton launches on its current one); an eager call launches on
+        the tensors' device."""
         import torch
 
-        targs = [a if isinstance(v.type, TensorType) else scalar(a) for v, a in zip(fn.args, args)]
+        # sizes torch.compile made symbolic stay symbolic (scalar() would make a SymInt a float)
+        symbolic = (torch.SymInt, torch.SymFloat, torch.SymBool)
+        targs = [a if isinstance(v.type, TensorType) or isinstance(a, symbolic) else scalar(a)
+                 for v, a in zip(fn.args, args)]
         device = next((t.device for v, t in zip(fn.args, targs) if isinstance(v.type, TensorType)),
                       torch.device("cuda"))
         module = load(generate_cached(fn, config, strides_of(fn, targs)).source, interpret=False)
@@ -126,11 +121,55 @@ class TritonBackend:
         def dtype(name: str) -> Any:
             return torch.bool if name == "bool" else getattr(torch, name)
 
-        outs = module.launch(
-            *targs, empty=lambda s, d: torch.empty(s, dtype=dtype(d), device=device),
-            full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
-            num_sms=_num_sms(torch, device), wrap=wrap)
+        # an eager call launches right here, on the current device: make it the tensors' one
+        on_device: Any = torch.cuda.device(device) if torch.cuda.is_available() else nullcontext()
+        with on_device, _triton_errors(fn.name):
+            outs = module.launch(
+                *targs, empty=lambda s, d: torch.empty(s, dtype=dtype(d), device=device),
+                full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
+                num_sms=_num_sms(torch, device), wrap=wrap)
         return list(outs)
+
+
+def _cupy_stream(torch: Any, device: Any) -> Any:
+    """CuPy's current stream on `device` (CuPy keeps one per device) as a torch stream."""
+    import cupy
+    ptr = cupy.cuda.get_current_stream(device.index).ptr
+    if ptr == 0:  # the legacy default stream, which is torch's default stream too; an
+        # ExternalStream of 0 would be a new stream from torch's pool, unordered with it
+        return torch.cuda.default_stream(device)
+    return torch.cuda.ExternalStream(ptr, device=device)
+
+
+@contextmanager
+def _triton_errors(kernel: str) -> Iterator[None]:
+    """Triton's errors as BackendErrors: a config that needs more shared memory or threads than
+    this GPU has (OutOfResources), or a kernel Triton fails to compile."""
+    from triton.errors import TritonError
+    try:
+        yield
+    except TritonError as e:
+        raise BackendError(f"Triton could not compile or launch {kernel} on this GPU: "
+                           f"{type(e).__name__}: {e}") from e
+
+
+def _from_cupy(torch: Any, v: Any, a: Any) -> Any:
+    """A torch view of CuPy array `a` (argument `v`) through DLPack."""
+    try:
+        return torch.from_dlpack(a)
+    except Exception as e:  # e.g. a dtype or layout torch cannot view
+        raise ArgumentError(f"argument '{v.hint}' (a CuPy array of dtype {a.dtype}, strides "
+                            f"{a.strides}) cannot be viewed as a torch tensor: {e}") from e
+
+
+def _to_cupy(out: Any) -> Any:
+    """An output (a torch CUDA tensor) as a CuPy array, through DLPack."""
+    import cupy
+    try:
+        return cupy.from_dlpack(out)
+    except Exception as e:  # bfloat16 needs a CuPy with ml_dtypes support
+        raise BackendError(f"CuPy cannot take an output of dtype {out.dtype} ({e}); pass torch "
+                           "tensors, or use a CuPy that supports this dtype") from e
 
 
 def device_target(device: int | None = None) -> tuple[str, int]:

@@ -18,6 +18,7 @@ finds its candidates compiled; a build step can call it to ship a warm cache.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from contextlib import contextmanager
@@ -88,10 +89,20 @@ class _Warmup:
 
 
 def _meta(torch: Any, a: Any) -> Any:
-    """A meta tensor laid out as the GPU copy of `a` will be (`to_torch(a).cuda()` keeps dense
-    strides, as `empty_like` does)."""
+    """A meta tensor laid out as the launch will see `a`: a host array (NumPy, torch CPU) as its
+    GPU copy (`to_torch(a).cuda()` keeps dense strides, as `empty_like` does), a GPU array as it
+    is (CuPy's and other libraries' through DLPack, which keeps their strides)."""
     t = to_torch(a) if isinstance(a, np.ndarray) else a
-    return torch.empty_like(t, device="meta")
+    if isinstance(t, torch.Tensor):
+        if t.is_cuda:
+            return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        return torch.empty_like(t, device="meta")
+    shape = tuple(int(n) for n in t.shape)
+    itemsize = np.dtype(t.dtype).itemsize
+    strides = tuple(int(s) // itemsize for s in t.strides) if hasattr(t, "strides") else \
+        tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))  # JAX: always dense
+    return torch.empty_strided(shape, strides, dtype=_torch_dtype(np.dtype(t.dtype).name),
+                               device="meta")
 
 
 def warm(fn: Function, config: Config, args: list[Any], arch: str = "sm_90",
