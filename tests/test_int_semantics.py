@@ -101,3 +101,32 @@ def test_comparisons_with_python_floats_do_not_round_the_ints(backend: str) -> N
     assert np.array_equal(eq, wide == 16777216.0)
     assert np.array_equal(gt, wide > 16777216.5)
     assert np.array_equal(le, wide <= -2.5)
+
+
+@td.tile_kernel
+def plus_square(x, n: int):
+    (m,) = x.shape
+    out = td.empty((m,), dtype=td.int64)
+    for t in td.tile(m):
+        out[t] = x[t] + n * n
+    return out
+
+
+@pytest.mark.parametrize("n", [100_000, 3_000_000_000, -3_000_000_000])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_int_argument_computes_in_int64(backend: str, n: int) -> None:
+    """A Python int argument is an int64 whatever its value. Triton's JIT passes one that fits
+    in 32 bits as an i32, and its interpreter held one in [2**31, 2**32) as a uint32: `n * n`
+    wrapped at 32 bits there (100000**2 came out as 1410065408)."""
+    x = np.random.default_rng(5).integers(-10**6, 10**6, size=77)
+    for _, out in under_configs(plus_square, (x, n), backend):
+        np.testing.assert_array_equal(out, x + n * n)
+
+
+def test_an_int_argument_that_fits_32_bits_compiles_for_the_gpu() -> None:
+    """The launch passes it as an i32 (the JIT's choice), which the kernel widens."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    x = np.arange(77, dtype=np.int64)
+    assert plus_square.warm(x, 100_000, arch="sm_90") == 1
+    assert "n.to(tl.int64)" in plus_square.source(x, 100_000, target="triton")

@@ -123,6 +123,10 @@ def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
             else:
                 k.params[a] = KernelParam(k.namer.fresh(a.hint), "scalar", a, dtype=ttype)
                 k.scalar_types[a] = dtype
+                if ttype == "i64":  # Triton's JIT passes an int that fits 32 bits as i32 (or
+                    # u32): `n * n` would wrap where the kernel computes in int64
+                    k.names[a] = k.namer.fresh(a.hint)
+                    k.emit(1, f"{k.names[a]} = {k.params[a].name}.to(tl.int64)")
     for op in _host_ops(k.fn, grid):  # host arithmetic on scalars, computed by each program
         k.op(op, 1)
     programs = math.prod(counts)

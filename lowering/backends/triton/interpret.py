@@ -122,8 +122,9 @@ def interpreted_stdlib() -> Iterator[None]:
     interpreter patches triton.language for nested calls without undoing it (triton 3.9), which
     would break later GPU compiles in the same process: everything it changes is restored.
     Meanwhile its float32 -> bfloat16 conversion rounds to nearest even (`_cast_to_nearest`),
-    and triton 3.6's gets the `get_bf16` it lacks for bfloat16 constants (`tl.where(m, x,
-    float("inf"))` on a bfloat16 x), as triton 3.9 defines it."""
+    triton 3.6's gets the `get_bf16` it lacks for bfloat16 constants (`tl.where(m, x,
+    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, and int arguments typed int64 are
+    held as int64."""
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
@@ -145,10 +146,21 @@ def interpreted_stdlib() -> Iterator[None]:
             interpreted[self.fn] = InterpretedFunction(self.fn)
         return interpreted[self.fn](*args, **kwargs)
 
+    implicit_cvt = interpreter._implicit_cvt
+
+    def int64_args(arg: Any) -> Any:
+        # An int in [2**31, 2**32) is typed int64 but held as a uint32 array (triton 3.6 and
+        # 3.9), so arithmetic on it wrapped at 32 bits: hold it as the int64 it is typed as.
+        out = implicit_cvt(arg)
+        if isinstance(arg, int) and getattr(out, "dtype", None) == tl.int64:
+            out.handle.data = out.handle.data.astype(np.int64)
+        return out
+
     builder = interpreter.InterpreterBuilder
     cast_impl = builder.cast_impl
     JITFunction.__call__ = call  # type: ignore[method-assign]
     interpreter._patch_lang_tensor = patch_tensor_index
+    interpreter._implicit_cvt = int64_args
     builder.cast_impl = _cast_to_nearest(cast_impl)
     add_bf16 = not hasattr(builder, "get_bf16")
     if add_bf16:
@@ -158,6 +170,7 @@ def interpreted_stdlib() -> Iterator[None]:
     finally:
         JITFunction.__call__ = original  # type: ignore[method-assign]
         interpreter._patch_lang_tensor = patch_tensor
+        interpreter._implicit_cvt = implicit_cvt
         builder.cast_impl = cast_impl
         if add_bf16:
             del builder.get_bf16
