@@ -363,3 +363,33 @@ def test_on_the_gpu_a_triton_op_with_an_int_torch_compile_makes_dynamic() -> Non
     f = torch.compile(lambda x, k: op(x, k), fullgraph=True)
     for k in (1, 2, 3):  # the second value makes k a SymInt
         torch.testing.assert_close(f(x, k), x + k)
+
+
+# ---- k(*args) on torch CUDA tensors: the checks before the launch ------------------------------
+def test_a_cuda_tensor_that_requires_grad_is_taken_for_reading_and_refused_for_writing() -> None:
+    """As on the CPU: read as it is (the kernel is not differentiable), written never (autograd
+    would not see the write). It was "pass a NumPy array": torch refuses such a tensor's
+    __cuda_array_interface__, which was how CUDA tensors were told apart."""
+    with FakeTensorMode():
+        x = torch.empty(70, device="cuda", requires_grad=True)
+        with pytest.raises(td.BackendError, match="needs an NVIDIA GPU"):  # none here
+            plus_k(x, 3)
+        with pytest.raises(td.ArgumentError, match="writes argument 'x' in place, and that "
+                                                   "tensor requires grad"):
+            scale_(x, 2.0)
+
+
+def test_an_expanded_cuda_tensor_is_refused_after_a_dense_one_of_its_shape() -> None:
+    """The dispatch cache is keyed by layout: torch tensors have .stride(), not .strides, so
+    every layout shared one entry and the stride-0 check of the first call was the only one."""
+    @td.tile_kernel
+    def double_(x):
+        (n,) = x.shape
+        for t in td.tile(n):
+            x[t] = x[t] * 2
+
+    with FakeTensorMode():
+        with pytest.raises(td.BackendError, match="needs an NVIDIA GPU"):
+            double_(torch.empty(70, device="cuda"))
+        with pytest.raises(td.ArgumentError, match="share memory"):
+            double_(torch.empty(1, device="cuda").expand(70))

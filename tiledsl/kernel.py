@@ -264,24 +264,21 @@ class TileKernel:
         at = arrays.where(self.name, list(self.signature.parameters), values)
         if at is None or at.library == "numpy":
             return self._run(values, "numpy", None, None)
+        names = list(self.signature.parameters)
         if at.gpu and at.library in ("torch", "cupy"):
+            if at.library == "torch":
+                self._refuse_grad_writes(values, self._written(self.arg_spec(values)))
             return self._run(values, "triton", None, None)
         if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
             import torch
             inner = [torch.from_dlpack(v) if arrays.is_array(v) else v for v in values]
             back = arrays.from_dlpack_like
         else:
-            names = list(self.signature.parameters)
             inner = [arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
                      for n, v in zip(names, values)]
             back = arrays.from_numpy
             written = self._written(self.arg_spec(inner)) if at.library == "torch" else []
-            for n in written:
-                if getattr(values[names.index(n)], "requires_grad", False):
-                    raise ArgumentError(f"the kernel writes argument '{n}' in place, "
-                                        "and that tensor requires grad (autograd cannot see the "
-                                        "write); use td.torch_op, or pass a tensor without grad",
-                                        kernel=self.name)
+            self._refuse_grad_writes(values, written)
         try:
             result = self._run(inner, "triton" if at.gpu else "numpy", None, None)
         except TileDSLError as e:
@@ -334,8 +331,7 @@ class TileKernel:
         spec = self.arg_spec(values)
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
-        key = (spec, backend, _arch_key(arch),
-               tuple(getattr(v, "strides", None) for v in values))
+        key = (spec, backend, _arch_key(arch), tuple(_strides(v) for v in values))
         plan = self._plans.get(key)
         if plan is None:  # once per signature, backend and layout: the dispatch cache
             try:
@@ -369,14 +365,23 @@ class TileKernel:
             return None
         return outputs[0] if t.returns == "single" else tuple(outputs)
 
+    def _refuse_grad_writes(self, values: list[Any], written: list[str]) -> None:
+        """A write in place into a torch tensor that requires grad: autograd cannot see it."""
+        names = list(self.signature.parameters)
+        for n in written:
+            if getattr(values[names.index(n)], "requires_grad", False):
+                raise ArgumentError(f"the kernel writes argument '{n}' in place, and that "
+                                    "tensor requires grad (autograd cannot see the write); use "
+                                    "td.torch_op, or pass a tensor without grad",
+                                    kernel=self.name)
+
     def _check_no_overlap(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         """An argument written in place must not have elements that share memory (a stride of
         0, from broadcast_to or torch's expand): which write wins would be a race."""
         names = list(self.signature.parameters)
         for name in self._written(spec):
             v = values[names.index(name)]
-            strides = v.stride() if callable(getattr(v, "stride", None)) else \
-                getattr(v, "strides", None)
+            strides = _strides(v)
             if strides and any(s == 0 and n > 1 for s, n in zip(strides, v.shape)):
                 raise ArgumentError(f"the kernel writes argument '{name}' in place, but "
                                     f"its elements share memory (strides {tuple(strides)}: a "
@@ -495,8 +500,16 @@ _NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs o
 _NUMPY_DTYPES = dtypes._FROM_NUMPY
 
 
+def _strides(v: Any) -> tuple[int, ...] | None:
+    """An array's strides (torch's in elements, others' in bytes); None for a scalar."""
+    stride = getattr(v, "stride", None)
+    return tuple(stride()) if callable(stride) else getattr(v, "strides", None)
+
+
 def _is_gpu_array(v: Any) -> bool:
     """A CuPy array or a torch CUDA tensor (anything exposing __cuda_array_interface__)."""
+    if type(v).__module__.startswith("torch"):  # which refuses the interface of a tensor
+        return bool(getattr(v, "is_cuda", False))  # that requires grad
     try:
         return hasattr(v, "__cuda_array_interface__")
     except Exception:  # torch raises for CPU tensors when asked for the interface
