@@ -30,6 +30,11 @@ def file_baselines(module: ModuleType, k: TileKernel, args: tuple,
             print(f"  (no CuPy baseline for {k.name}: pip install cupy-cuda13x, or tiledsl's "
                   "[gpu] extra)")
             return {}
-        gpu = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        try:
+            gpu = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        except Exception as e:  # noqa: BLE001 - a dtype this CuPy lacks (bfloat16 before v14)
+            print(f"  (no CuPy baseline for {k.name}: CuPy cannot hold its inputs: "
+                  f"{type(e).__name__}: {e})")
+            return {}
         return {"CuPy (cuBLAS for GEMMs)": lambda: base(cupy, *gpu)}
     return {"NumPy": lambda: base(np, *args)}  # a baseline only reads its arguments

@@ -41,13 +41,13 @@ def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dic
 
 
 def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int) -> float:
-    """The kernel's median time; on the CPU each call gets fresh copies of the arrays (made
-    outside the timed region), since a kernel may write into its arguments."""
+    """The kernel's median time; each call gets fresh values in the arrays the kernel may write
+    (copied outside the timed region). On a GPU, the tuner's runner times it."""
     if backend == "triton":
-        from lowering.backends.triton.interpret import to_torch
-        gpu = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
-        return cuda_median_ms(lambda: k.run(*gpu, backend="triton", config=config),
-                              repeats=repeats)
+        from autotune.runners import TritonRunner
+        runner = TritonRunner(k, list(args))
+        runner.repeats = repeats
+        return runner.time(config)
     return wall_median_ms(lambda *call: k.run(*call, backend=backend, config=config), repeats,
                           setup=lambda: tuple(a.copy() if isinstance(a, np.ndarray) else a
                                               for a in args))

@@ -4,7 +4,10 @@ fails one trial and never the tuner.
 The child builds its runner once from a `module:function` factory (so it can import the user's
 kernel file and, on a GPU, create its CUDA context once), then answers configs one by one:
 `measure` (a candidate: checked, then timed) or `time` (a finalist, timed again). A config that
-times out or kills the child is reported as failed and the child is restarted.
+times out or kills the child is reported as failed and the child is restarted. So is one that
+raised and left the runner unusable (its `healthy()` is False: on a GPU, a sticky CUDA error
+such as an illegal memory access fails every later call in that process). A factory that fails
+fails every later trial with its error, without starting the child again.
 """
 
 from __future__ import annotations
@@ -51,10 +54,12 @@ def _serve(conn: Connection, factory: str, args: tuple, env: dict[str, str | Non
     adopt_environment(env)
     try:
         runner = _resolve(factory)(*args)
-    except BaseException:  # noqa: BLE001 - report anything, the parent decides
-        conn.send(("setup-error", traceback.format_exc(limit=3)))
+    except BaseException as e:  # noqa: BLE001 - report anything, the parent decides
+        # the error first: a trial's status is the first line of what the parent raises
+        conn.send(("setup-error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
         return
     conn.send(("ready", None))
+    healthy = getattr(runner, "healthy", None)
     while True:
         message = conn.recv()
         if message is None:
@@ -63,6 +68,9 @@ def _serve(conn: Connection, factory: str, args: tuple, env: dict[str, str | Non
         try:
             conn.send(("ok", getattr(runner, kind)(Config.from_dict(config))))
         except BaseException as e:  # noqa: BLE001
+            if healthy is not None and not healthy():
+                conn.send(("dead", f"{type(e).__name__}: {e}"))
+                return  # the parent starts another process for the next trial
             conn.send(("error", f"{type(e).__name__}: {e}"))
 
 
@@ -77,6 +85,7 @@ class Isolated:
         self.proc: Any = None
         self.conn: Connection | None = None
         self.restarts = 0
+        self.broken: str | None = None  # why the factory failed (every later trial fails so)
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -87,10 +96,15 @@ class Isolated:
         if not parent.poll(max(self.timeout, 120.0)):
             self.close()
             raise TrialFailed("the measuring process did not start")
-        status, detail = parent.recv()
+        try:
+            status, detail = parent.recv()
+        except (EOFError, OSError):
+            self.close()
+            raise TrialFailed("the measuring process died while setting up") from None
         if status != "ready":
             self.close()
-            raise TrialFailed(f"the measuring process failed to set up: {detail}")
+            self.broken = f"the measuring process failed to set up: {detail}"
+            raise TrialFailed(self.broken)
 
     def measure(self, config: Config) -> float:
         """The runner's `measure(config)` in the child."""
@@ -101,11 +115,14 @@ class Isolated:
         return self._ask("time", config)
 
     def _ask(self, kind: str, config: Config) -> float:
+        if self.broken is not None:
+            raise TrialFailed(self.broken)
         if self.proc is None or not self.proc.is_alive():
+            self.close()
             self._start()
         assert self.conn is not None
-        self.conn.send((kind, config.to_dict()))
         try:
+            self.conn.send((kind, config.to_dict()))
             ready = self.conn.poll(self.timeout)
         except (EOFError, OSError):
             ready = False
@@ -121,6 +138,12 @@ class Isolated:
             self.close()
             self.restarts += 1
             raise TrialFailed("the measuring process died (crash or illegal memory access)") from None
+        if status == "dead":
+            self.close()
+            self.restarts += 1
+            first, _, rest = str(value).partition("\n")
+            why = f"{first} (the measuring process cannot go on after it and was replaced)"
+            raise TrialFailed(why + (f"\n{rest}" if rest else ""))
         if status != "ok":
             raise TrialFailed(str(value))
         return float(value)

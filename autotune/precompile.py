@@ -13,30 +13,38 @@ a GPU tune can skip timing a config predicted far slower than one it measured (p
 
 Each hint replaces the last: queued compiles it no longer names are cancelled, so workers follow
 the strategy. A candidate whose compile has not started when it is measured is compiled by the
-measurement itself, as without a pool.
+measurement itself, as without a pool. A worker that dies (a compiler crash takes its process
+with it) costs the compiles then in the pool, not the tune: a new pool takes over, up to
+`MAX_RESTARTS` times, and after that nothing is compiled ahead. A compile still running after
+`timeout` seconds (a compiler that hangs) is left to its worker and the measurement compiles the
+config, under the measuring process's own timeout.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from autotune.isolate import adopt_environment, cache_environment
 from tiledsl.config import Config
 
 MAX_WORKERS = 16
+MAX_RESTARTS = 3  # new pools after workers died; then the measurements compile
 
 
 def compile_config(file: str, name: str, args: list[Any], config: dict, kind: str, arch: str,
-                   num_sms: int | None) -> tuple[str | None, float | None]:
+                   num_sms: int | None, source: str | None = None
+                   ) -> tuple[str | None, float | None]:
     """Compile one config (in a worker). Returns why it failed (None if it did not) and the cost
-    model's prediction in microseconds from what was compiled (None if there is none)."""
+    model's prediction in microseconds from what was compiled (None if there is none). With
+    `source`, a kernel file edited since the tune started is refused (runners.load_kernel)."""
     from autotune import model
     from autotune.runners import load_kernel
     try:
-        kernel = load_kernel(file, name)
+        kernel = load_kernel(file, name, source)
         cfg = Config.from_dict(config)
         if kind == "jit":
             resources = model.warmed_resources(kernel, args, cfg, arch, num_sms)
@@ -60,15 +68,30 @@ class Precompiler:
 
     def __init__(self, file: str, name: str, args: list[Any], kind: str = "aot",
                  arch: str = "sm_90", num_sms: int | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, source: str | None = None,
+                 timeout: float = 60.0) -> None:
         assert kind in ("aot", "jit")
-        self.job = (file, name, args, kind, arch, num_sms)
-        self.pool = ProcessPoolExecutor(max_workers=workers or default_workers(),
-                                        mp_context=mp.get_context("spawn"),
-                                        initializer=adopt_environment,
-                                        initargs=(cache_environment(),))
+        self.job = (file, name, args, kind, arch, num_sms, source)
+        self.timeout = timeout  # seconds `wait` waits for a compile that has started
+        self.workers = workers or default_workers()
+        self.pool: ProcessPoolExecutor | None = self._pool()
         self.pending: dict[Config, Future] = {}
         self.predicted: dict[Config, float] = {}  # microseconds, for configs waited for
+        self.restarts = 0
+
+    def _pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
+                                   initializer=adopt_environment,
+                                   initargs=(cache_environment(),))
+
+    def _broken(self) -> None:
+        """A worker died and took the pool with it: every compile in it is lost. Start another
+        pool (or, after MAX_RESTARTS, stop compiling ahead)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pending.clear()
+        self.restarts += 1
+        self.pool = self._pool() if self.restarts <= MAX_RESTARTS else None
 
     def submit(self, configs: list[Config], replace: bool = False) -> None:
         """Queue `configs` (in order) for compiling. With `replace`, first cancel the queued
@@ -78,11 +101,14 @@ class Precompiler:
             for c, future in list(self.pending.items()):
                 if c not in keep and future.cancel():
                     del self.pending[c]
-        file, name, args, kind, arch, num_sms = self.job
+        file, name, args, kind, arch, num_sms, source = self.job
         for c in configs:
-            if c not in self.pending:
-                self.pending[c] = self.pool.submit(compile_config, file, name, args,
-                                                   c.to_dict(), kind, arch, num_sms)
+            while c not in self.pending and self.pool is not None:
+                try:
+                    self.pending[c] = self.pool.submit(compile_config, file, name, args,
+                                                       c.to_dict(), kind, arch, num_sms, source)
+                except BrokenExecutor:  # since the last hint: the next pool takes it
+                    self._broken()
 
     def wait(self, config: Config) -> bool:
         """Before measuring `config`: wait for its compile if a worker has started it, else
@@ -91,10 +117,17 @@ class Precompiler:
         future = self.pending.pop(config, None)
         if future is None or future.cancel():
             return False
-        _, predicted = future.result()
+        try:
+            _, predicted = future.result(timeout=self.timeout)
+        except FutureTimeout:  # hung: its worker stays busy, the measurement compiles
+            return False
+        except BrokenExecutor:
+            self._broken()
+            return False
         if predicted is not None:
             self.predicted[config] = predicted
         return True
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)

@@ -10,6 +10,7 @@ Every runner also checks a candidate's numbers against the NumPy backend (`check
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import statistics
 import sys
@@ -22,11 +23,18 @@ from autotune.model import compiled_resources, predict
 from autotune.timing import cuda_median_ms
 from tiledsl import testing
 from tiledsl.config import Config
+from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 
 
 def _fresh(args: list[Any]) -> list[Any]:
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _written(call: list[Any]) -> tuple:
+    """What a kernel that returns nothing computed: its array arguments (0-d arrays are
+    scalars)."""
+    return tuple(a for a in call if isinstance(a, np.ndarray) and a.ndim > 0)
 
 
 class Runner:
@@ -48,14 +56,13 @@ class Runner:
         call = _fresh(self.args)
         out = self.kernel.run(*call, backend=self.backend, config=config,
                               **({} if self.arch is None else {"arch": self.arch}))
-        return tuple(a for a in call if isinstance(a, np.ndarray)) if out is None else out
+        return _written(call) if out is None else out
 
     def reference(self) -> Any:
         if self._reference is None:
             call = _fresh(self.args)
             out = self.kernel.run(*call, backend="numpy")
-            self._reference = tuple(a for a in call if isinstance(a, np.ndarray)) \
-                if out is None else out
+            self._reference = _written(call) if out is None else out
         return self._reference
 
     def check(self, config: Config) -> str | None:
@@ -112,7 +119,7 @@ class ModelRunner(Runner):
     def outputs(self, config: Config) -> Any:
         call = _fresh(self.args)
         out = self.kernel.run(*call, backend="triton-interpret", config=config)
-        return tuple(a for a in call if isinstance(a, np.ndarray)) if out is None else out
+        return _written(call) if out is None else out
 
     def time(self, config: Config) -> float:
         return predict(self.kernel, self.args, config,
@@ -121,21 +128,33 @@ class ModelRunner(Runner):
 
 class TritonRunner(Runner):
     """CUDA-event timing on the GPU (autotune/timing.py): warm-up, L2 flushed before each
-    repeat, median."""
+    repeat, median. The arrays go to the GPU once, when first needed (the tuner's own runner,
+    in the parent process, never launches and so never touches the GPU)."""
 
     unit = "ms"
     backend = "triton"
     noisy = True
     self_checking = True
     repeats = 20
+    device = "cuda"  # where the arrays go (the CPU tests put torch's CPU in its place)
 
     def __init__(self, kernel: TileKernel, args: list[Any], arch: Any = None) -> None:
         super().__init__(kernel, args, arch)
         import torch
-
-        from lowering.backends.triton.interpret import to_torch
         self.torch = torch
-        self.gpu_args = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
+        self._gpu_args: list[Any] | None = None
+        # The arguments the kernel writes in place, restored before every timed call (a kernel
+        # that accumulates into one would otherwise time other values on every repeat).
+        names = list(kernel.signature.parameters)
+        self.written = [names.index(n) for n in kernel.written_args(*self.args)]
+        self._pristine: dict[int, Any] = {}
+
+    @property
+    def gpu_args(self) -> list[Any]:
+        if self._gpu_args is None:
+            self._gpu_args = to_device(self.args, self.device)
+            self._pristine = {i: self._gpu_args[i].clone() for i in self.written}
+        return self._gpu_args
 
     def outputs(self, config: Config) -> Any:
         from lowering.backends.triton.interpret import to_numpy
@@ -145,30 +164,89 @@ class TritonRunner(Runner):
             return tuple(to_numpy(a.cpu()) for a in call if self.torch.is_tensor(a))
         return tuple(to_numpy(o.cpu()) for o in (out if isinstance(out, tuple) else (out,)))
 
+    def restore(self) -> None:
+        """Put the values the runner was given back into the arguments the kernel writes."""
+        args = self.gpu_args
+        for i in self.written:
+            args[i].copy_(self._pristine[i])
+
     def time(self, config: Config) -> float:
-        return cuda_median_ms(lambda: self.kernel.run(*self.gpu_args, backend="triton",
-                                                      config=config), repeats=self.repeats)
+        args = self.gpu_args
+        return cuda_median_ms(lambda: self.kernel.run(*args, backend="triton", config=config),
+                              repeats=self.repeats, setup=self.restore if self.written else None)
+
+    def healthy(self) -> bool:
+        """False once the CUDA context is unusable: after a sticky error (an illegal memory
+        access, a trap) every later CUDA call fails with it, so the process must be replaced."""
+        try:
+            self.torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - whatever the error, the context cannot be trusted
+            return False
+        return True
+
+
+def to_device(args: list[Any], device: str = "cuda") -> list[Any]:
+    """NumPy arrays as copies in torch tensors on `device` (bfloat16 included, strides kept);
+    scalars, 0-d arrays among them, stay numbers, as the kernel's signature has them."""
+    from lowering.backends.triton.interpret import to_torch
+    return [a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else
+            to_torch(a).to(device, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def host_args(args: list[Any]) -> list[Any]:
+    """Arguments as the processes a tune starts receive them: NumPy arrays (GPU arrays, torch
+    and CuPy, copied to the host) and scalars."""
+    out = []
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)) or not hasattr(a, "shape"):
+            out.append(a)
+        elif type(a).__module__.startswith("torch"):
+            from lowering.backends.triton.interpret import to_numpy
+            out.append(to_numpy(a.detach().cpu()))
+        elif type(a).__module__.startswith("cupy"):
+            out.append(a.get())
+        else:
+            out.append(np.asarray(a))
+    return out
+
+
+def source_digest(kernel: TileKernel) -> str:
+    """The kernel's source as decorated (what the result cache's key holds), hashed."""
+    return hashlib.sha256(kernel._source_text().encode()).hexdigest()
 
 
 RUNNERS: dict[str, type[Runner]] = {"spatial": SpatialRunner, "numpy": NumpyRunner,
                                     "model": ModelRunner, "triton": TritonRunner}
 
 
-def load_kernel(file: str, name: str) -> TileKernel:
-    """A kernel from its file (what an isolated process imports)."""
+def load_kernel(file: str, name: str, source: str | None = None) -> TileKernel:
+    """A kernel from its file (what an isolated process imports). With `source` (the
+    `source_digest` of the kernel the parent tunes), a kernel whose source differs (the file was
+    edited since the parent imported it) is refused: its measurements would be stored under the
+    parent's kernel."""
     spec = importlib.util.spec_from_file_location(f"tiledsl_tuned_{abs(hash(file))}", file)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise BackendError(f"cannot import kernel '{name}' from {file}", kernel=name)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    kernel = getattr(module, name)
-    assert isinstance(kernel, TileKernel)
+    kernel = getattr(module, name, None)
+    if not isinstance(kernel, TileKernel):
+        raise BackendError(f"{file} has no module-level tile kernel '{name}' (tuning on this "
+                           "backend imports the kernel from its file in another process)",
+                           kernel=name)
+    if source is not None and source_digest(kernel) != source:
+        # the reason first: a trial's status keeps the start of the message
+        raise TileDSLError(f"its source changed since the tune started, so its numbers would "
+                           f"be stored under the old source; start the tune again ({file})",
+                           kernel=name)
     return kernel
 
 
 def from_file(file: str, name: str, args: list[Any], backend: str, arch: Any = None,
-              check: bool = True) -> Runner:
-    """The factory isolated processes call: `autotune.runners:from_file`."""
-    runner = RUNNERS[backend](load_kernel(file, name), args, arch)
+              check: bool = True, source: str | None = None) -> Runner:
+    """The factory isolated processes call: `autotune.runners:from_file` (`source`: see
+    `load_kernel`)."""
+    runner = RUNNERS[backend](load_kernel(file, name, source), args, arch)
     runner.self_checking = runner.self_checking and check
     return runner

@@ -29,7 +29,11 @@ def wall_median_ms(fn: Callable[..., Any], repeats: int = 5,
     return float(statistics.median(call() for _ in range(repeats)))
 
 
-def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3) -> float:
+def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3,
+                   setup: Callable[[], Any] | None = None) -> float:
+    """`fn()` timed with CUDA events; `setup()` (restoring arguments a kernel writes in place,
+    say) runs on the stream before every call, warm-ups included, outside the timed region and
+    before the L2 flush."""
     import torch
 
     device = torch.cuda.current_device()
@@ -37,9 +41,13 @@ def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3) ->
         _flush[device] = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     flush = _flush[device]
     for _ in range(warmup):
+        if setup is not None:
+            setup()
         fn()
     times = []
     for _ in range(repeats):
+        if setup is not None:
+            setup()
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()

@@ -10,6 +10,7 @@ import inspect
 import json
 import random
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,13 +22,13 @@ from autotune.timing import cuda_median_ms, wall_median_ms
 from autotune.isolate import Isolated, TrialFailed
 from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
-from autotune.runners import RUNNERS, Runner
+from autotune.runners import RUNNERS, Runner, host_args, source_digest
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
-from tiledsl.errors import BackendError, ConfigError, TileDSLError
+from tiledsl.errors import BackendError, ConfigError, TileDSLError, TileDSLWarning
 from tiledsl.kernel import TileKernel
 from tiledsl.paths import cache_dir, writable_cache_dir
 
@@ -39,7 +40,10 @@ class Trial:
     config: Config
     value: float | None
     status: str  # "ok", "resumed", "pruned: ..." or why it failed ("timed out", "wrong numbers")
-    predicted: float | None = None  # the cost model's microseconds, if a compile worker priced it
+    predicted: float | None = None  # the cost model's microseconds, if it priced the config
+    # what it priced: "compiled" (a compile worker's resources) or "ir" (resources guessed from
+    # the IR, for a config no worker compiled)
+    model_from: str | None = None
 
     @property
     def pruned(self) -> bool:
@@ -116,7 +120,8 @@ class TuneResult:
                 "best": self.best.to_dict() if self.best else None, "best_value": self.best_value,
                 "default": self.default.to_dict(), "default_value": self.default_value,
                 "trials": [{"config": t.config.to_dict(), "value": t.value, "status": t.status,
-                            "model_us": t.predicted} for t in self.trials],
+                            "model_us": t.predicted, "model_from": t.model_from}
+                           for t in self.trials],
                 "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
                 "study": self.study, "storage": self.storage, "seconds": self.seconds,
                 "compiled_ahead": self.compiled_ahead,
@@ -330,27 +335,31 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         initial = initial[::-1]
     initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]
     runner: Runner = RUNNERS[backend](kernel, values, arch)
+    # What the measuring process and the compile workers get: the arrays on the host, and the
+    # kernel's source, which they check against the file they import the kernel from.
+    host, source = host_args(values), source_digest(kernel)
     isolated = None
     if isolate if isolate is not None else runner.self_checking:
-        numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
         isolated = Isolated("autotune.runners:from_file",
-                            (kernel.file, kernel.name, numpy_args, backend, arch, check),
+                            (kernel.file, kernel.name, host, backend, arch, check, source),
                             trial_timeout)
     runner.self_checking = runner.self_checking and check
     precompiler = None
     compiled_ahead = 0
     if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
         from autotune.precompile import Precompiler
-        numpy_args = [np.asarray(a) if hasattr(a, "shape") else a for a in values]
         if backend == "triton":  # fill Triton's JIT cache for this GPU
             from lowering.backends.triton.gpu import device_target
             target, sms = device_target()
-            precompiler = Precompiler(kernel.file, kernel.name, numpy_args, "jit", target, sms)
+            precompiler = Precompiler(kernel.file, kernel.name, host, "jit", target, sms,
+                                      source=source, timeout=trial_timeout)
         else:
-            precompiler = Precompiler(kernel.file, kernel.name, numpy_args, "aot", "sm_90")
+            precompiler = Precompiler(kernel.file, kernel.name, host, "aot", "sm_90",
+                                      source=source, timeout=trial_timeout)
         precompiler.submit([config_space.make(p) for p in initial])
     statuses: dict[tuple, str] = {}
     predictions: dict[tuple, float] = {}  # the cost model's microseconds (GPU and model tunes)
+    priced_from: dict[tuple, str] = {}  # "compiled" or "ir": what each prediction priced
     estimate = config_space.estimate if backend == "triton" else None
 
     def guess(config: Config) -> float | None:
@@ -376,8 +385,10 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 compiled_ahead += 1
                 if config in precompiler.predicted:
                     predictions[key] = precompiler.predicted[config]
+                    priced_from[key] = "compiled"
             if key not in predictions and (price := guess(config)) is not None:
                 predictions[key] = price
+                priced_from[key] = "ir"
             pruned = None if key == default_key else pruner.why(predictions.get(key))
             if pruned is not None:
                 statuses[key] = pruned  # not timed; recorded as failed
@@ -390,9 +401,12 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 statuses[key] = "ok"
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
             statuses[key] = str(e).splitlines()[0][:200]
+        if isolated is not None and isolated.broken is not None:
+            return None  # no process could measure it: not the config's failure, not stored
         pruner.measured(predictions.get(key), value)
         studies.record(study, space, point, value,
                        {"status": statuses[key], "model_us": predictions.get(key),
+                        "model_from": priced_from.get(key),
                         "checked": check})
         return value
 
@@ -419,6 +433,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             statuses[k] = status if status.startswith(PRUNED) else "resumed"
             if isinstance(attrs.get("model_us"), (int, float)):
                 predictions[k] = float(attrs["model_us"])
+                if attrs.get("model_from") in ("compiled", "ir"):
+                    priced_from[k] = str(attrs["model_from"])
             pruner.measured(predictions.get(k), value)
     bar = None
     if progress:
@@ -476,16 +492,32 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     if best_config is not None and use_cache:
         cache.store(key, best_config, best[1], runner.unit)  # type: ignore[index]
         kernel.forget_tuned()  # the in-process memo of cache lookups
-    timer = cuda_median_ms if backend == "triton" else wall_median_ms  # as the runner times
-    timed_baselines = {name: timer(fn) for name, fn in (baselines or {}).items()}
+    timed_baselines = time_baselines(kernel.name, backend, baselines or {})
     return TuneResult(
         kernel.name, backend, runner.unit, best_config, best[1] if best else None, default,
         default_value,
         [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"),
-               predictions.get(SearchSpace.key(p))) for p, v in evaluate.history],
+               predictions.get(SearchSpace.key(p)), priced_from.get(SearchSpace.key(p)))
+         for p, v in evaluate.history],
         name, url, time.monotonic() - start, timed_baselines,
         compiled_ahead if precompiler is not None else None, chosen,
         config_space.make(search_best[0]) if search_best else None)
+
+
+def time_baselines(kernel: str, backend: str,
+                   baselines: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """name -> milliseconds, timed as the runner times candidates. A baseline that fails is
+    left out with a warning that says why: the tune's result stands without it."""
+    timer = cuda_median_ms if backend == "triton" else wall_median_ms
+    out = {}
+    for name, fn in baselines.items():
+        try:
+            out[name] = timer(fn)
+        except Exception as e:  # noqa: BLE001 - the user's code, or the array library's
+            warnings.warn(f"kernel '{kernel}': baseline {name!r} failed, left out of the "
+                          f"table: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                          TileDSLWarning, stacklevel=3)
+    return out
 
 
 class Tuner:
