@@ -10,7 +10,8 @@
 #   tune       benchmarks/tune_gpu.py           (a cold 40-trial 4096^3 fp16 GEMM tune vs cuBLAS)
 #   tune-noprune  the same tune timing every config (what the cost model's pruning saves)
 #   kernels    benchmarks/gpu_kernels.py --quick (kernels vs cuBLAS/torch, ceilings measured)
-#   finalists  benchmarks/finalists.py --backend triton --kernels matmul --runs 5
+#   finalists  benchmarks/finalists.py --backend triton --kernels matmul --runs 5, on a 2048^3
+#              fp16 GEMM (the example's own 150x100x90 takes microseconds on a GPU)
 #   suite      the whole test suite under the image's versions (slowest; not in the default)
 #
 # The wheels (the GPU image has no optuna and no jsonschema; nothing can be fetched there) are
@@ -22,9 +23,14 @@
 #     greenlet cmaes jsonschema jsonschema-specifications referencing rpds-py \
 #     scikit-build-core pybind11
 # and the call names it: run(command="bash benchmarks/gpu_session.sh", carry=[".whl"]). One call
-# may run 10 minutes: split the steps over calls where they would take longer (setup, about 15 s,
-# is repeated by each), e.g. "gpu-tests tune tune-noprune" then "kernels finalists". Each step
-# stops after STEP_TIMEOUT seconds (default 420).
+# may run 10 minutes and bring back 8 files of $OUT (each step leaves a log, most a JSON report
+# too): split the steps over calls, e.g. "gpu-tests tune tune-noprune" then "kernels finalists"
+# (setup, about 15 s, is repeated by each). The steps of one call share BUDGET seconds (default
+# 570, counted from the start of this script): each step may run an equal share of what is left
+# when it starts (a step that ends early leaves its time to the next), at most STEP_TIMEOUT
+# seconds (default 420); one whose share is under MIN_STEP seconds (default 60) is skipped. The
+# tunes and the finalists benchmark are told their limit, so they stop searching in time to
+# write their reports.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tiledsl-gpu-session}
@@ -35,11 +41,24 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(gpu-tests tune tune-noprune kernels finalists)
 status=0
 
-step() {  # name, then the command; its log goes to $OUT/<name>.log
-    local name=$1; shift
+BUDGET=${BUDGET:-570}
+
+limit() {  # the seconds the next step may run: its share of what is left, at most STEP_TIMEOUT
+    local share=$(((BUDGET - SECONDS) / $1)) most=${STEP_TIMEOUT:-420}
+    echo $((share < most ? share : most))
+}
+
+step() {  # name, its time limit in seconds, then the command; its log goes to $OUT/<name>.log
+    local name=$1 seconds=$2; shift 2
     local t0=$SECONDS
-    echo "== $name: $*"
-    if timeout "${STEP_TIMEOUT:-420}" "$@" >"$OUT/$name.log" 2>&1; then
+    if [ "$seconds" -lt "${MIN_STEP:-60}" ]; then
+        echo "== $name: SKIPPED, $seconds s left of the call's $BUDGET s (BUDGET)"
+        echo "skipped: $seconds s left of BUDGET=$BUDGET" >"$OUT/$name.log"
+        status=1
+        return
+    fi
+    echo "== $name (at most $seconds s): $*"
+    if timeout -k 15 "$seconds" "$@" >"$OUT/$name.log" 2>&1; then
         echo "   ok in $((SECONDS - t0)) s"
     else
         echo "   FAILED (exit $?) in $((SECONDS - t0)) s; the end of $OUT/$name.log:"
@@ -74,16 +93,30 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv \
     >"$OUT/nvidia-smi.csv" 2>&1 || true
 for s in "${steps[@]}"; do
-    case $s in
-        gpu-tests) step gpu-tests $PY -m pytest -m gpu tests/ -rs -p no:cacheprovider ;;
-        tune) step tune $PY benchmarks/tune_gpu.py --out "$OUT/tune_gpu_triton.json" ;;
-        tune-noprune) step tune-noprune $PY benchmarks/tune_gpu.py --prune 0 \
-                          --out "$OUT/tune_gpu_triton_noprune.json" ;;
-        kernels) step kernels $PY benchmarks/gpu_kernels.py --quick --out "$OUT/gpu_kernels.json" ;;
-        finalists) step finalists $PY benchmarks/finalists.py --backend triton --kernels matmul \
-                       --runs 5 --out "$OUT/finalists_triton.json" ;;
-        suite) step suite $PY -m pytest tests/ -x -p no:cacheprovider ;;
+    case $s in gpu-tests|tune|tune-noprune|kernels|finalists|suite) ;;
         *) echo "unknown step: $s"; exit 2 ;;
+    esac
+done
+todo=${#steps[@]}
+for s in "${steps[@]}"; do
+    t=$(limit "$todo")
+    todo=$((todo - 1))
+    case $s in
+        gpu-tests) step gpu-tests "$t" $PY -m pytest -m gpu tests/ -rs -p no:cacheprovider ;;
+        # the search stops 120 s before the limit (half of it when short): the finalists,
+        # cuBLAS and the model check (a process pool compiling for the H100 model) follow it
+        tune) step tune "$t" $PY benchmarks/tune_gpu.py --timeout $((t > 240 ? t - 120 : t / 2)) \
+                  --out "$OUT/tune_gpu_triton.json" ;;
+        tune-noprune) step tune-noprune "$t" $PY benchmarks/tune_gpu.py --prune 0 \
+                          --timeout $((t > 240 ? t - 120 : t / 2)) \
+                          --out "$OUT/tune_gpu_triton_noprune.json" ;;
+        kernels) step kernels "$t" $PY benchmarks/gpu_kernels.py --quick \
+                     --out "$OUT/gpu_kernels.json" ;;
+        finalists) step finalists "$t" $PY benchmarks/finalists.py --backend triton \
+                       --kernels matmul --dims m=2048,k=2048,n=2048 --dtype f16 --runs 5 \
+                       --timeout $((t > 90 ? t - 45 : t / 2)) \
+                       --out "$OUT/finalists_triton.json" ;;
+        suite) step suite "$t" $PY -m pytest tests/ -x -p no:cacheprovider ;;
     esac
 done
 for f in "$OUT"/*.log; do  # the tables each step printed last
