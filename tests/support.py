@@ -60,6 +60,16 @@ def under_configs(kernel: Any, args: tuple, backend: str, samples: int = 2,
 
 
 @td.tile_kernel
+def plus_k(x, k: int):
+    """A vector plus an int scalar argument (the torch op and GPU launch tests)."""
+    (n,) = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for t in td.tile(n):
+        out[t] = x[t] + k
+    return out
+
+
+@td.tile_kernel
 def full_attention(q, k, v):
     """examples/attention.py before its key loop stopped at the query tile (`td.tile(seq)`):
     every key tile, the keys after the query masked by `where`."""

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import example, kernel_of
+from support import example, kernel_of, plus_k
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -25,15 +25,6 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 from lowering.backends.triton import gpu  # noqa: E402
 from tiledsl import arrays, registry  # noqa: E402
-
-
-@td.tile_kernel
-def plus_k(x, k: int):
-    (n,) = x.shape
-    out = td.empty((n,), dtype=x.dtype)
-    for t in td.tile(n):
-        out[t] = x[t] + k
-    return out
 
 
 @td.tile_kernel

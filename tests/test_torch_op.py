@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import EXAMPLE_NAMES, example, fresh
+from support import EXAMPLE_NAMES, example, fresh, plus_k
 from tiledsl.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -181,15 +181,6 @@ def test_triton_op_path_lets_the_compiler_see_the_triton_kernels() -> None:
     kernel = kernel_side_table.get_kernel(calls[0].kwargs["kernel_idx"])
     assert kernel.fn.__name__ == "matmul_kernel"
     assert calls[0].kwargs["grid"] == [(2, 1, 1)]  # 70x40 in 64x64 tiles (the default config)
-
-
-@td.tile_kernel
-def plus_k(x, k: int):
-    (n,) = x.shape
-    out = td.empty((n,), dtype=x.dtype)
-    for t in td.tile(n):
-        out[t] = x[t] + k
-    return out
 
 
 def test_an_int_scalar_that_torch_compile_makes_symbolic() -> None:
