@@ -75,10 +75,9 @@ class CacheKey:
 def key(kernel: TileKernel, args: list[Any], backend: str, arch: Any = None) -> CacheKey:
     spec = kernel.arg_spec(args)
     ir = kernel._traced(spec).hash  # first: a kernel without source fails here, clearly
-    source = kernel._source_text()
     parts = {
         "kernel": kernel.name,
-        "source": hashlib.sha256(source.encode()).hexdigest(),
+        "source": kernel.source_digest,
         "ir": ir,
         "args": [list(map(str, s)) for s in spec],
         "strides": strides(args),

@@ -10,7 +10,6 @@ Every runner also checks a candidate's numbers against the NumPy backend (`check
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import statistics
 import sys
@@ -210,11 +209,6 @@ def host_args(args: list[Any]) -> list[Any]:
     return out
 
 
-def source_digest(kernel: TileKernel) -> str:
-    """The kernel's source as decorated (what the result cache's key holds), hashed."""
-    return hashlib.sha256(kernel._source_text().encode()).hexdigest()
-
-
 RUNNERS: dict[str, type[Runner]] = {"spatial": SpatialRunner, "numpy": NumpyRunner,
                                     "model": ModelRunner, "triton": TritonRunner}
 
@@ -235,7 +229,7 @@ def load_kernel(file: str, name: str, source: str | None = None) -> TileKernel:
         raise BackendError(f"{file} has no module-level tile kernel '{name}' (tuning on this "
                            "backend imports the kernel from its file in another process)",
                            kernel=name)
-    if source is not None and source_digest(kernel) != source:
+    if source is not None and kernel.source_digest != source:
         # the reason first: a trial's status keeps the start of the message
         raise TileDSLError(f"its source changed since the tune started, so its numbers would "
                            f"be stored under the old source; start the tune again ({file})",

@@ -22,7 +22,7 @@ from autotune.timing import cuda_median_ms, wall_median_ms
 from autotune.isolate import Isolated, TrialFailed
 from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
-from autotune.runners import RUNNERS, Runner, host_args, source_digest
+from autotune.runners import RUNNERS, Runner, host_args
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
@@ -337,7 +337,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     runner: Runner = RUNNERS[backend](kernel, values, arch)
     # What the measuring process and the compile workers get: the arrays on the host, and the
     # kernel's source, which they check against the file they import the kernel from.
-    host, source = host_args(values), source_digest(kernel)
+    host, source = host_args(values), kernel.source_digest
     isolated = None
     if isolate if isolate is not None else runner.self_checking:
         isolated = Isolated("autotune.runners:from_file",

@@ -16,7 +16,7 @@ import pytest
 
 import tiledsl as td
 from autotune.isolate import Isolated, TrialFailed
-from autotune.runners import host_args, load_kernel, source_digest
+from autotune.runners import host_args, load_kernel
 from autotune.tuner import tune
 from gpu_isolation_helpers import kernel_file
 from support import example, kernel_of
@@ -68,7 +68,7 @@ def test_a_measuring_process_that_cannot_set_up_fails_every_trial_without_restar
 
 def test_a_kernel_file_edited_since_the_tune_started_is_refused(tmp_path: Path) -> None:
     path = kernel_file(tmp_path)
-    digest = source_digest(load_kernel(str(path), "bump"))
+    digest = load_kernel(str(path), "bump").source_digest
     assert load_kernel(str(path), "bump", digest).name == "bump"  # unchanged: accepted
     kernel_file(tmp_path, "y[tn] = x[tn] + 2")
     with pytest.raises(td.TileDSLError, match="changed since the tune started"):
@@ -104,7 +104,7 @@ def test_a_tune_whose_kernel_file_changed_fails_its_trials_with_the_reason(
 def test_compile_workers_refuse_an_edited_kernel_file(tmp_path: Path) -> None:
     from autotune.precompile import compile_config
     path = kernel_file(tmp_path)
-    digest = source_digest(load_kernel(str(path), "bump"))
+    digest = load_kernel(str(path), "bump").source_digest
     kernel_file(tmp_path, "y[tn] = x[tn] * 3")
     why, predicted = compile_config(str(path), "bump", [np.ones(8, np.float32)] * 2,
                                     {"block_sizes": [8]}, "aot", "sm_90", None, digest)

@@ -7,6 +7,7 @@ a config is applied only when a backend generates code or runs, so trying a conf
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import traceback
 from dataclasses import dataclass
@@ -142,6 +143,12 @@ class TileKernel:
         """The IR for these arguments (traced once per signature, then cached)."""
         spec = self.arg_spec(self.bind(args, kwargs))
         return self._traced(spec)
+
+    @property
+    def source_digest(self) -> str:
+        """SHA-256 of the source as decorated: what the result cache keys on, and what the
+        tuner's other processes check the kernel they import from its file against."""
+        return hashlib.sha256(self._source_text().encode()).hexdigest()
 
     def _source_text(self) -> str:
         """The kernel's source as it was when decorated."""
@@ -501,9 +508,13 @@ _NUMPY_DTYPES = dtypes._FROM_NUMPY
 
 
 def _strides(v: Any) -> tuple[int, ...] | None:
-    """An array's strides (torch's in elements, others' in bytes); None for a scalar."""
+    """An array's strides (torch's in elements, others' in bytes); None for a scalar. On every
+    call (the dispatch key): NumPy's attribute is looked up first."""
+    strides = getattr(v, "strides", None)
+    if strides is not None:
+        return strides
     stride = getattr(v, "stride", None)
-    return tuple(stride()) if callable(stride) else getattr(v, "strides", None)
+    return tuple(stride()) if callable(stride) else None
 
 
 def _is_gpu_array(v: Any) -> bool:
