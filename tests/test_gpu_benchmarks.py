@@ -24,9 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def script(name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ModuleType:
     """benchmarks/<name>.py as a module; the cache folders it points the environment at, at
     import, are put back after the test."""
-    for var in ("TILEDSL_TUNE_GPU_SCRATCH", "TRITON_CACHE_DIR", "TILEDSL_CACHE_DIR"):
-        monkeypatch.setenv(var, "")  # remembers the value before the test, to put it back
-    monkeypatch.delenv("TILEDSL_TUNE_GPU_SCRATCH")
+    for var in ("TRITON_CACHE_DIR", "TILEDSL_CACHE_DIR"):  # set by the script at import:
+        monkeypatch.setenv(var, os.environ.get(var, ""))  # monkeypatch puts them back after
     monkeypatch.setenv("TILEDSL_TUNE_GPU_SCRATCH", str(tmp_path))
     spec = importlib.util.spec_from_file_location(f"benchmark_{name}",
                                                   ROOT / "benchmarks" / f"{name}.py")
