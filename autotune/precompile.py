@@ -18,6 +18,11 @@ with it) costs the compiles then in the pool, not the tune: a new pool takes ove
 `MAX_RESTARTS` times, and after that nothing is compiled ahead. A compile still running after
 `timeout` seconds (a compiler that hangs) is left to its worker and the measurement compiles the
 config, under the measuring process's own timeout.
+
+A compile needs an array argument's layout, never its data: the workers get `ArrayLayout`s, and
+each job stands the arrays up again over fresh, untouched memory. Each job pickled the arrays
+themselves before (64 MiB for a 4096^2 fp16 GEMM, 256 MiB at 8192^2, and up to `workers + 1`
+jobs queued at once).
 """
 
 from __future__ import annotations
@@ -26,13 +31,50 @@ import multiprocessing as mp
 import os
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from autotune.isolate import adopt_environment, cache_environment
 from tiledsl.config import Config
 
 MAX_WORKERS = 16
 MAX_RESTARTS = 3  # new pools after workers died; then the measurements compile
+
+
+@dataclass(frozen=True)
+class ArrayLayout:
+    """An array argument as a compile sees it: shape, dtype, strides (in bytes, any sign) and
+    whether it may be written; no data."""
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    strides: tuple[int, ...]
+    writeable: bool
+
+    @classmethod
+    def of(cls, a: Any) -> Any:
+        """`a`'s layout if it is an array with elements to lay out; anything else (a scalar, a
+        0-d array, which holds a scalar's value) as it is."""
+        if not isinstance(a, np.ndarray) or a.ndim == 0:
+            return a
+        return cls(tuple(int(n) for n in a.shape), a.dtype, tuple(int(s) for s in a.strides),
+                   bool(a.flags.writeable))
+
+    def array(self) -> np.ndarray:
+        """An array of this layout over memory nobody wrote (np.empty: the pages are not
+        touched, so even a large one costs little)."""
+        if 0 in self.shape:
+            low = high = 0
+        else:
+            ends = [(n - 1) * s for n, s in zip(self.shape, self.strides)]
+            low = sum(e for e in ends if e < 0)
+            high = sum(e for e in ends if e > 0)
+        buffer = np.empty(high - low + self.dtype.itemsize, np.uint8)
+        out: np.ndarray = np.ndarray(self.shape, self.dtype, buffer=buffer, offset=-low,
+                                     strides=self.strides)
+        out.flags.writeable = self.writeable
+        return out
 
 
 def compile_config(file: str, name: str, args: list[Any], config: dict, kind: str, arch: str,
@@ -43,6 +85,7 @@ def compile_config(file: str, name: str, args: list[Any], config: dict, kind: st
     `source`, a kernel file edited since the tune started is refused (runners.load_kernel)."""
     from autotune import model
     from autotune.runners import load_kernel
+    args = [a.array() if isinstance(a, ArrayLayout) else a for a in args]
     try:
         kernel = load_kernel(file, name, source)
         cfg = Config.from_dict(config)
@@ -71,7 +114,7 @@ class Precompiler:
                  workers: int | None = None, source: str | None = None,
                  timeout: float = 60.0) -> None:
         assert kind in ("aot", "jit")
-        self.job = (file, name, args, kind, arch, num_sms, source)
+        self.job = (file, name, [ArrayLayout.of(a) for a in args], kind, arch, num_sms, source)
         self.timeout = timeout  # seconds `wait` waits for a compile that has started
         self.workers = workers or default_workers()
         self.pool: ProcessPoolExecutor | None = self._pool()
