@@ -7,6 +7,7 @@ where `k(*args)` finds it.
 from __future__ import annotations
 
 import inspect
+import io
 import json
 import random
 import time
@@ -154,7 +155,8 @@ class TuneResult:
                 "results": results}
 
     def plot(self, path: str | Path) -> None:
-        """A convergence plot: every trial's value and the best so far (PNG)."""
+        """A convergence plot: every trial's value and the best so far (PNG, or the format
+        `path`'s suffix names)."""
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -175,8 +177,12 @@ class TuneResult:
         ax.set_title(f"{self.kernel} ({self.backend})")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        # Rendered in memory, then written: matplotlib's own file writes let a failed flush
+        # pass (a full disk reported success).
+        image = io.BytesIO()
+        fig.savefig(image, format=Path(path).suffix.lower().lstrip(".") or "png", dpi=120)
         plt.close(fig)
+        Path(path).write_bytes(image.getvalue())
 
 
 def search_space(space: ConfigSpace) -> SearchSpace:

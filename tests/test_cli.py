@@ -245,6 +245,37 @@ def test_tune_turns_a_failed_plot_write_into_a_clean_error(
     assert err == f"tiledsl: --plot: cannot write {tmp_path}/c.png: No such file or directory\n"
 
 
+def _result() -> object:
+    import tiledsl as td
+    from autotune.tuner import Trial, TuneResult
+    configs = [td.Config((16,)), td.Config((32,))]
+    trials = [Trial(configs[0], 3.0, "ok"), Trial(configs[1], 2.0, "ok")]
+    return TuneResult("k", "spatial", "cycles", configs[1], 2.0, configs[0], 3.0, trials, "s",
+                      "sqlite://", 1.0)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_plot_that_cannot_be_written_is_an_error_not_a_success(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A full disk: matplotlib's own file write let the failed flush pass."""
+    import autotune.tune_cli
+    with pytest.raises(OSError):
+        _result().plot("/dev/full")
+    monkeypatch.setattr(autotune.tune_cli, "tune", lambda *args, **kwargs: _result())
+    assert main(["tune", str(EXAMPLES / "softmax.py"), "--no-progress",
+                 "--plot", "/dev/full"]) == 2
+    assert "tiledsl: --plot: cannot write /dev/full: No space left on device\n" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"),
+                                           (".pdf", b"%PDF"), ("", b"\x89PNG")])
+def test_a_plot_is_written_in_the_format_its_suffix_names(suffix: str, magic: bytes,
+                                                          tmp_path: Path) -> None:
+    _result().plot(tmp_path / f"c{suffix}")
+    assert (tmp_path / f"c{suffix}").read_bytes().startswith(magic)
+
+
 @pytest.mark.parametrize("command, args, message", [
     ("bench", ["--repeats", "0"], "--repeats must be at least 1, got 0"),
     ("bench", ["--seed", "-1"], "--seed must be at least 0, got -1"),
