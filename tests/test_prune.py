@@ -220,3 +220,32 @@ def test_tune_cli_takes_a_prune_factor(capsys: Any, monkeypatch: Any) -> None:
     for flags in ([], ["--prune", "6"], ["--no-prune"]):
         assert main(["tune", softmax, "--no-progress", *flags]) == 1
     assert given == [PRUNE_FACTOR, 6.0, None]
+
+
+def test_trials_say_whether_the_model_priced_the_compiled_kernel_or_the_ir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU tune's predictions come from the compile workers (the compiled kernel) or, for what
+    no worker compiled, from resources guessed from the IR; the report and a resumed study keep
+    which, so the model's check against the GPU prices the guessed ones again."""
+    import autotune.precompile
+    import autotune.runners
+    import autotune.tuner
+    import lowering.backends.triton.gpu
+    monkeypatch.setattr(autotune.tuner, "require_gpu", lambda kernel: None)
+    monkeypatch.setattr(lowering.backends.triton.gpu, "device_target", lambda: ("sm_90", 132))
+    monkeypatch.setattr(autotune.precompile, "Precompiler", _Precompiler)
+    monkeypatch.setitem(autotune.runners.RUNNERS, "triton", _GPU)
+
+    def gpu_tune(study: str) -> Any:
+        return tune(kernel_of("matmul"), _gemm(512, 256, 384), backend="triton", trials=5,
+                    isolate=False, prune=None, finalists=0, use_cache=False,
+                    storage=f"sqlite:///{tmp_path}/s.db", study_name=study)
+    compiled = gpu_tune("ahead")
+    assert [t.model_from for t in compiled.trials] == ["compiled"] * 5
+    monkeypatch.setattr(_Precompiler, "ahead", False)
+    guessed = gpu_tune("not-ahead")
+    assert [t.model_from for t in guessed.trials] == ["ir"] * 5
+    assert [t["model_from"] for t in guessed.to_json()["trials"]] == ["ir"] * 5
+    resumed = gpu_tune("ahead")
+    assert [t.status for t in resumed.trials] == ["resumed"] * 5
+    assert [t.model_from for t in resumed.trials] == ["compiled"] * 5
