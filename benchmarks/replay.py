@@ -20,6 +20,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import math
 import multiprocessing
@@ -119,6 +120,8 @@ def main() -> None:
            "geomean": geomean, "wall_s": round(wall, 1), "jobs": opts.jobs,
            "machine": {"platform": platform.platform(), "python": platform.python_version(),
                        "cpus": os.cpu_count()},
+           "versions": {name: importlib.metadata.version(name)
+                        for name in ("numpy", "scipy", "optuna", "cmaes")},
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
     Path(opts.out).write_text(json.dumps(out, indent=1) + "\n")

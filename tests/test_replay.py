@@ -191,3 +191,34 @@ def test_a_malformed_space_is_a_load_error(tmp_path: Path, capsys: pytest.Captur
     assert cli.main(["replay", str(path), "--strategy", "local"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"tiledsl: cannot load {path}: ") and err.count("\n") == 1
+
+
+def test_the_held_out_space_is_taken_from_the_packages_source_distribution(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/heldout_spaces.py with pip's download stood in for (no network in tests):
+    the fixture is taken out of the sdist and written where replay.py looks, gzipped."""
+    import importlib.util
+    import io
+    import subprocess
+    import tarfile
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "heldout_spaces.py"
+    spec = importlib.util.spec_from_file_location("heldout_spaces", script)
+    assert spec is not None and spec.loader is not None
+    heldout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(heldout)
+    data = gzip.decompress(t4(tmp_path, small_rows()).read_bytes())
+    calls = []
+
+    def pip_download(command: list[str], check: bool) -> None:
+        calls.append(command)
+        dest = Path(command[command.index("--dest") + 1])
+        with tarfile.open(dest / "autotuning_methodology-1.1.0.tar.gz", "w:gz") as tar:
+            info = tarfile.TarInfo(heldout.MEMBER)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    monkeypatch.setattr(subprocess, "run", pip_download)
+    path = heldout.fetch(tmp_path / "spaces")
+    assert calls and heldout.PACKAGE in calls[0] and "download" in calls[0]
+    assert [str(p) for p in (tmp_path / "spaces").glob("*_T4.json*")] == [str(path)]
+    fetched, original = rp.load(path), rp.load(tmp_path / "space_T4.json.gz")
+    assert fetched.times == original.times and fetched.optimum == original.optimum
