@@ -198,3 +198,27 @@ def test_bo_local_stops_moving_along_a_knob_that_changes_nothing() -> None:
         seen = [(p["a"], p["b"]) for p, _ in ev.history]
         twins.append(len(seen) - len(set(seen)))
     assert max(twins) <= 3, twins
+
+
+def test_the_gps_likelihood_gradient_is_its_derivative() -> None:
+    """bo's hyperparameter fit follows the analytic gradient of the marginal likelihood (with
+    finite differences, scipy 1.15's L-BFGS-B stopped far from the optimum)."""
+    import numpy as np
+    from scipy.optimize import approx_fprime
+
+    from autotune.strategies.bo import GP
+    rng = np.random.default_rng(0)
+    x = rng.random((25, 3))
+    y = np.sin(4 * x[:, 0]) + x[:, 1] ** 2 + 0.05 * rng.standard_normal(25)
+    y = (y - y.mean()) / y.std()
+    gp = GP(3)
+    for _ in range(4):
+        theta = np.concatenate([rng.uniform(-2, 1, 3), [rng.uniform(-1, 1)],
+                                [rng.uniform(-10, -2)]])
+        value, grad = gp._nll(theta, x, y)
+        numeric = approx_fprime(theta, lambda t: gp._nll(t, x, y)[0], 1e-6)
+        assert np.allclose(grad, numeric, rtol=1e-3, atol=1e-3 * np.abs(numeric).max())
+    start = np.concatenate([gp.log_ls, [gp.log_sf2, gp.log_sn2]])
+    gp.fit(x, y)
+    fitted = np.concatenate([gp.log_ls, [gp.log_sf2, gp.log_sn2]])
+    assert gp._nll(fitted, x, y)[0] < gp._nll(start, x, y)[0] - 1.0

@@ -7,8 +7,9 @@ found to beat the others on GPU tuning spaces (Willemsen et al., PMBS@SC21), in 
   invalid is ever proposed and no proposal is wasted; spaces too big to enumerate use, each
   step, a fresh uniform sample plus the neighbours of the best points.
 * Model: a Gaussian process with a Matern-5/2 ARD kernel on log(value), standardised; length
-  scales, signal and noise variances by maximum marginal likelihood (refitted each time the data
-  grew by half). A failed evaluation is imputed as the worst value seen (a region to avoid).
+  scales, signal and noise variances by maximum marginal likelihood (L-BFGS-B on the analytic
+  gradient, refitted each time the data grew by half). A failed evaluation is imputed as the
+  worst value seen (a region to avoid).
 * Acquisition: expected improvement over the unevaluated candidates, ties broken at random.
 * Start: the initial points, then uniform random points up to `n_init` (2 per free
   parameter, at least 8 and at most 20, but no more than an eighth of a small space's valid
@@ -90,25 +91,44 @@ class GP:
         self.log_sf2 = 0.0
         self.log_sn2 = math.log(1e-3)
 
-    def _nll(self, theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+    def _nll(self, theta: np.ndarray, x: np.ndarray, y: np.ndarray
+             ) -> tuple[float, np.ndarray]:
+        """The negative log marginal likelihood (less a constant) and its gradient in theta
+        (log length scales, log signal and log noise variance). The gradient is analytic: on
+        finite differences, scipy 1.15's rewritten L-BFGS-B ended every fit at its iteration
+        limit far from the optimum, and the replays depended on the scipy version (shared
+        spaces, 20 seeds: 18.0x fewer evaluations than random with scipy 1.14, 14.8x with
+        1.17; with the gradient, 17.0x with either)."""
         d = x.shape[1]
         ls, sf2, sn2 = np.exp(theta[:d]), math.exp(theta[d]), math.exp(theta[d + 1])
-        k = sf2 * _matern(x, x, ls) + (sn2 + 1e-8) * np.eye(len(x))
+        diff2 = (x[:, None, :] - x[None, :, :]) ** 2 / ls ** 2  # (n, n, d)
+        r = np.sqrt(diff2.sum(-1))
+        decay = np.exp(-SQRT5 * r)
+        m = (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * decay
+        k = sf2 * m + (sn2 + 1e-8) * np.eye(len(x))
         try:
-            c = cho_factor(k, lower=True)
+            c = cho_factor(k, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
-            return 1e10
-        alpha = cho_solve(c, y)
-        return float(0.5 * y @ alpha + np.log(np.diag(c[0])).sum())
+            return 1e10, np.zeros_like(theta)
+        alpha = cho_solve(c, y, check_finite=False)
+        nll = float(0.5 * y @ alpha + np.log(np.diag(c[0])).sum())
+        w = cho_solve(c, np.eye(len(x)), check_finite=False) - np.outer(alpha, alpha)
+        grad = np.empty_like(theta)
+        # dK/dlog(l_d) = sf2 * 5/3 * (1 + sqrt5 r) exp(-sqrt5 r) * (x_d - x'_d)^2 / l_d^2
+        grad[:d] = 0.5 * np.einsum("ij,ijd->d", w * (sf2 * 5.0 / 3.0 * (1.0 + SQRT5 * r) * decay),
+                                   diff2)
+        grad[d] = 0.5 * float((w * (sf2 * m)).sum())
+        grad[d + 1] = 0.5 * sn2 * float(np.trace(w))
+        return nll, grad
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> None:
         d = x.shape[1]
         theta0 = np.concatenate([self.log_ls, [self.log_sf2, self.log_sn2]])
         bounds = [(math.log(0.05), math.log(20.0))] * d + [(math.log(0.05), math.log(20.0)),
                                                             (math.log(1e-6), math.log(0.5))]
-        res = minimize(self._nll, theta0, args=(x, y), method="L-BFGS-B", bounds=bounds,
-                       options={"maxiter": 25})
-        theta = res.x if res.fun < self._nll(theta0, x, y) else theta0
+        res = minimize(self._nll, theta0, args=(x, y), jac=True, method="L-BFGS-B",
+                       bounds=bounds, options={"maxiter": 25})
+        theta = res.x if res.fun < self._nll(theta0, x, y)[0] else theta0
         self.log_ls, self.log_sf2, self.log_sn2 = theta[:d], float(theta[d]), float(theta[d + 1])
 
     def condition(self, x: np.ndarray, y: np.ndarray) -> None:
