@@ -45,5 +45,5 @@ def fetch(out_dir: Path) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit("usage: python benchmarks/heldout_spaces.py DIR")
     print(f"wrote {fetch(Path(sys.argv[1]))}")

@@ -20,7 +20,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import datetime
-import importlib.metadata
+import importlib
 import json
 import math
 import multiprocessing
@@ -120,7 +120,7 @@ def main() -> None:
            "geomean": geomean, "wall_s": round(wall, 1), "jobs": opts.jobs,
            "machine": {"platform": platform.platform(), "python": platform.python_version(),
                        "cpus": os.cpu_count()},
-           "versions": {name: importlib.metadata.version(name)
+           "versions": {name: importlib.import_module(name).__version__
                         for name in ("numpy", "scipy", "optuna", "cmaes")},
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
