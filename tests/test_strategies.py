@@ -215,7 +215,7 @@ def test_the_gps_likelihood_gradient_is_its_derivative() -> None:
     for _ in range(4):
         theta = np.concatenate([rng.uniform(-2, 1, 3), [rng.uniform(-1, 1)],
                                 [rng.uniform(-10, -2)]])
-        value, grad = gp._nll(theta, x, y)
+        _, grad = gp._nll(theta, x, y)
         numeric = approx_fprime(theta, lambda t: gp._nll(t, x, y)[0], 1e-6)
         assert np.allclose(grad, numeric, rtol=1e-3, atol=1e-3 * np.abs(numeric).max())
     start = np.concatenate([gp.log_ls, [gp.log_sf2, gp.log_sn2]])

@@ -77,11 +77,15 @@ def n_init(n_free: int, n_points: int | None = None) -> int:
     return n if n_points is None else min(n, max(3, n_points // 8))
 
 
+def _matern_of(r: np.ndarray) -> np.ndarray:
+    """The Matern-5/2 correlation at scaled distances `r`."""
+    return (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * np.exp(-SQRT5 * r)
+
+
 def _matern(a: np.ndarray, b: np.ndarray, ls: np.ndarray) -> np.ndarray:
     a, b = a / ls, b / ls
     r2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
-    r = np.sqrt(np.maximum(r2, 0.0))
-    return (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * np.exp(-SQRT5 * r)
+    return _matern_of(np.sqrt(np.maximum(r2, 0.0)))
 
 
 class GP:
@@ -104,8 +108,7 @@ class GP:
         ls, sf2, sn2 = np.exp(theta[:d]), math.exp(theta[d]), math.exp(theta[d + 1])
         diff2 = (x[:, None, :] - x[None, :, :]) ** 2 / ls ** 2  # (n, n, d)
         r = np.sqrt(diff2.sum(-1))
-        decay = np.exp(-SQRT5 * r)
-        m = (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * decay
+        m = _matern_of(r)
         k = sf2 * m + (sn2 + 1e-8) * np.eye(len(x))
         try:
             c = cho_factor(k, lower=True, check_finite=False)
@@ -116,8 +119,8 @@ class GP:
         w = cho_solve(c, np.eye(len(x)), check_finite=False) - np.outer(alpha, alpha)
         grad = np.empty_like(theta)
         # dK/dlog(l_d) = sf2 * 5/3 * (1 + sqrt5 r) exp(-sqrt5 r) * (x_d - x'_d)^2 / l_d^2
-        grad[:d] = 0.5 * np.einsum("ij,ijd->d", w * (sf2 * 5.0 / 3.0 * (1.0 + SQRT5 * r) * decay),
-                                   diff2)
+        slope = sf2 * 5.0 / 3.0 * (1.0 + SQRT5 * r) * np.exp(-SQRT5 * r)
+        grad[:d] = 0.5 * np.einsum("ij,ijd->d", w * slope, diff2)
         grad[d] = 0.5 * float((w * (sf2 * m)).sum())
         grad[d + 1] = 0.5 * sn2 * float(np.trace(w))
         return nll, grad
