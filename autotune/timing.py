@@ -34,6 +34,12 @@ def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3,
     """`fn()` timed with CUDA events; `setup()` (restoring arguments a kernel writes in place,
     say) runs on the stream before every call, warm-ups included, outside the timed region and
     before the L2 flush."""
+    return float(statistics.median(cuda_times_ms(fn, repeats, warmup, setup)))
+
+
+def cuda_times_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3,
+                  setup: Callable[[], Any] | None = None) -> list[float]:
+    """Each repeat's time of `fn()`, as `cuda_median_ms` measures them (for a spread)."""
     import torch
 
     device = torch.cuda.current_device()
@@ -55,4 +61,4 @@ def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3,
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
-    return float(statistics.median(times))
+    return times

@@ -1,6 +1,6 @@
 """Call overhead of `k(*args)` on a cached kernel: what tiledsl adds on top of the work itself.
 
-    python benchmarks/call_overhead.py [--out benchmarks/results/call_overhead.json]
+    python benchmarks/call_overhead.py [--gpu-only] [--out benchmarks/results/call_overhead.json]
 
 CPU (always): the dispatch path of `k(*args)` (argument binding and checks, the dispatch cache,
 the result-cache memo) measured as `k(*args)` minus calling the NumPy backend's `run` directly
@@ -120,10 +120,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
                                              "call_overhead.json"))
+    parser.add_argument("--gpu-only", action="store_true", help="skip the CPU cases")
     opts = parser.parse_args()
     import torch
 
-    cpu = cpu_rows()
+    cpu = [] if opts.gpu_only else cpu_rows()
     print(f"{'CPU case':18} {'backend run':>12} {'k(*args)':>10} {'overhead':>9} "
           f"{'torch in':>9} {'overhead':>9} {'torch_op':>9} {'overhead':>9}   (us per call)")
     for r in cpu:

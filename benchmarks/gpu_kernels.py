@@ -1,261 +1,342 @@
-"""tiledsl's Triton backend against cuBLAS (CuPy) and torch on a GPU; compile-only on a CPU.
+"""tiledsl's Triton kernels against cuBLAS and torch on a GPU: the default config and the cost
+model's favourites, each checked and timed.
 
-    python benchmarks/gpu_kernels.py [--quick] [--out FILE]   # default benchmarks/results/gpu_kernels_<mode>.json
+    python benchmarks/gpu_kernels.py {gemm,rows} [--quick] [--ceilings FILE] [--timeout S]
+                                     [--repeats N] [--out FILE]
+    python benchmarks/gpu_kernels.py compile-only [--quick] [--out FILE]
 
-On a GPU: measures the two ceilings (device-to-device copy bandwidth, cuBLAS bf16 GEMM at 8192^3),
-then times each case with CUDA events (warm-up, L2 flushed before every repeat, median) for a few
-candidate configs and reports the best, as TFLOP/s or GB/s, fraction of the ceiling and ratio to
-the baseline measured in the same run. Without a GPU: code generation time per config (target
-< 10 ms), compile time and resource usage (registers, spills, shared memory) for sm_90.
+The cases are in benchmarks/gpu_cases.py. Each case's candidates are its config space's default
+and the cost model's favourites (the case's `top` lowest `estimate`s, one config per distinct
+estimate, ties broken towards the default), plus changes to the default the model prices the
+same (TMA, a persistent grid; 4 warps for attention). A process pool (the tuner's compile
+workers, autotune/precompile.py) ranks each space and compiles every candidate into Triton's
+cache while the GPU times earlier ones.
+
+Each candidate's first call is checked against torch's float32 result (the memory its output
+will take poisoned with NaN first); a wrong one is not timed. The others are timed with CUDA
+events, L2 flushed before each repeat: median and spread. Per case: the default's and the
+best's time, TFLOP/s or GB/s, fraction of the ceilings gpu_ceilings.py measured (`--ceilings`),
+ratio to the baseline timed in the same run, and the rank correlation of the model's estimates
+with the measured times. The report is saved after each case; `--timeout` stops starting cases.
+
+Without a GPU, gemm and rows still rank and compile every candidate for sm_90 (a dry run of all
+but the timing); `compile-only` reports each case's default config: code generation time,
+compile time, registers, spills and shared memory.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import platform
+import multiprocessing as mp
+import statistics
 import sys
 import time
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-import tiledsl as td
-
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from support import example  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gpu_cases import (PARTS, Case, Float32Normal, baseline, example_module,  # noqa: E402
+                       reference, relative_error, within)
+from gpu_report import Report, spread_ms  # noqa: E402
 
-from autotune.timing import cuda_median_ms  # noqa: E402
+from autotune.isolate import adopt_environment, cache_environment  # noqa: E402
+from autotune.precompile import ArrayLayout, compile_config, default_workers  # noqa: E402
+from tiledsl.config import Config, ConfigSpace  # noqa: E402
 
-BF16 = ml_dtypes.bfloat16
-# (case, example, dims, dtype, flops(dims), bytes(dims), candidate configs)
-GEMM_CONFIGS = [td.Config((128, 128, 64), 4, 3, group_m=8), td.Config((128, 256, 64), 8, 3, group_m=8),
-                td.Config((256, 128, 64), 8, 3, group_m=8), td.Config((128, 128, 64), 8, 4, group_m=8)]
-ROW_CONFIGS = [td.Config((1,), 4, 1), td.Config((2,), 8, 1), td.Config((4,), 8, 1)]
-ATTN_CONFIGS = [td.Config((128, 64), 8, 2), td.Config((64, 64), 4, 2), td.Config((128, 128), 8, 2)]
-# (rows, columns) per tile for kernels that walk a row in column tiles (row_argmax, row_cumsum)
-WALK_CONFIGS = [td.Config((4, 1024), 4, 2), td.Config((8, 512), 8, 2), td.Config((1, 4096), 8, 2)]
+COMPILE_WAIT_S = 300  # a compile not done by then is left to the launch
+Candidate = tuple[Config, "float | None", Future]
 
 
-def gemm_case(m: int, n: int, k: int, dtype: Any, label: str) -> dict:
-    return {"case": f"gemm {label} {m}x{n}x{k}", "example": "matmul",
-            "dims": {"m": m, "n": n, "k": k}, "dtype": dtype, "flops": 2 * m * n * k,
-            "configs": GEMM_CONFIGS, "baseline": "cupy.matmul (cuBLAS)"}
+def favourites(space: ConfigSpace, top: int, variants: tuple = ()
+               ) -> list[tuple[Config, float | None]]:
+    """The default, the model's `top` favourites (one per distinct estimate: configs it prices
+    the same teach it nothing new; among them the one nearest the default), then `variants`
+    (changes to the default) that the space admits."""
+    default = space.default()
+    estimate = space.estimate
+    picked = [default]
+    if estimate is not None and top > 0:
+        base = space.values(default)
+        priced = sorted((estimate(c), sum(v != base[k] for k, v in space.values(c).items()), i, c)
+                        for i, c in enumerate(space) if space.duplicate(c) is None)
+        seen = {round(estimate(default), 6)}
+        for value, _, _, config in priced:
+            if len(picked) > top:
+                break
+            if round(value, 6) not in seen:
+                seen.add(round(value, 6))
+                picked.append(config)
+    for changes in variants:
+        config = default.replace(**dict(changes))
+        if config in space and config not in picked:
+            picked.append(config)
+    return [(c, estimate(c) if estimate is not None else None) for c in picked]
 
 
-def cases(quick: bool) -> list[dict]:
-    squares = [4096] if quick else [1024, 2048, 4096, 8192]
-    out = [gemm_case(s, s, s, np.float16, "fp16") for s in squares]
-    out += [gemm_case(s, s, s, BF16, "bf16") for s in squares]
-    if not quick:
-        out += [gemm_case(4096, 4096, 14336, BF16, "bf16"), gemm_case(8192, 1024, 8192, BF16, "bf16")]
-    out.append({"case": "gemm+bias+gelu fp16 4096^3", "example": "gemm_bias_gelu",
-                "dims": {"m": 4096, "n": 4096, "k": 4096}, "dtype": np.float16,
-                "flops": 2 * 4096**3, "configs": GEMM_CONFIGS,
-                "baseline": "cuBLAS GEMM + torch bias/GELU"})
-    for name in ("softmax", "layer_norm", "rms_norm"):
-        out.append({"case": f"{name} fp16 8192x8192", "example": name,
-                    "dims": {"m": 8192, "n": 8192}, "dtype": np.float16,
-                    "bytes": 2 * 2 * 8192 * 8192, "configs": ROW_CONFIGS, "baseline": "torch"})
-    out.append({"case": "argmax fp16 1024x128256", "example": "row_argmax",  # greedy decoding
-                "dims": {"m": 1024, "n": 128256}, "dtype": np.float16,
-                "bytes": 2 * 1024 * 128256, "configs": WALK_CONFIGS, "baseline": "torch"})
-    out.append({"case": "cumsum fp32 8192x8192", "example": "row_cumsum",
-                "dims": {"m": 8192, "n": 8192}, "dtype": np.float32,
-                "bytes": 2 * 4 * 8192 * 8192, "configs": WALK_CONFIGS, "baseline": "torch"})
-    out.append({"case": "causal attention fwd fp16 16x4096x128", "example": "attention",
-                "dims": {"batch": 16, "seq": 4096, "d": 128}, "dtype": np.float16,
-                "flops": 2 * 2 * 16 * 4096 * 4096 * 128 // 2, "configs": ATTN_CONFIGS,
-                "baseline": "torch scaled_dot_product_attention"})
-    return out
+def rank(file: str, name: str, layouts: list[Any], top: int, variants: tuple
+         ) -> list[tuple[dict, float | None]]:
+    """`favourites` of a kernel's Triton space (in a worker: it takes seconds for a GEMM)."""
+    from autotune.runners import load_kernel
+    args = [a.array() if isinstance(a, ArrayLayout) else a for a in layouts]
+    space = load_kernel(file, name).config_space(*args, backend="triton")
+    return [(c.to_dict(), e) for c, e in favourites(space, top, variants)]
 
 
-def versions() -> dict:
-    import triton
-    out = {"python": platform.python_version(), "numpy": np.__version__, "triton": triton.__version__,
-           "tiledsl": td.__version__}
-    for mod in ("torch", "cupy"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except ImportError:
-            pass
-    return out
+class Workers:
+    """The compile pool: ranks each case's space, then compiles its candidates for `arch`."""
+
+    def __init__(self, arch: str, num_sms: int | None) -> None:
+        self.arch, self.num_sms = arch, num_sms
+        self.pool = ProcessPoolExecutor(default_workers(), mp_context=mp.get_context("spawn"),
+                                        initializer=adopt_environment,
+                                        initargs=(cache_environment(),))
+
+    def plan(self, cases: list[Case]) -> list[tuple[list[Any], list[Candidate]]]:
+        """Each case's host inputs and candidates, their compiles queued in case order."""
+        inputs, layouts, ranked = [], [], []
+        for case in cases:
+            args = list(example_module(case.example).make_inputs(Float32Normal(0), case.dims,
+                                                                 case.dtype))
+            inputs.append(args)
+            layouts.append([ArrayLayout.of(a) for a in args])
+            ranked.append(self.pool.submit(rank, file_of(case), case.example, layouts[-1],
+                                           case.top, case.variants))
+        plans = []
+        for case, args, lay, future in zip(cases, inputs, layouts, ranked):
+            candidates = []
+            for config, estimate in future.result():
+                compiled = self.pool.submit(compile_config, file_of(case), case.example, lay,
+                                            config, "jit", self.arch, self.num_sms)
+                candidates.append((Config.from_dict(config), estimate, compiled))
+            plans.append((args, candidates))
+        return plans
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-# ---- compile-only (no GPU) -------------------------------------------------------------------
-def compile_only(quick: bool) -> list[dict]:
-    from lowering.backends.triton.codegen import generate
-    from lowering.backends.triton.targets import array_strides
-    rows = []
-    for case in cases(quick):
-        mod = example(case["example"])
-        kernel = getattr(mod, case["example"])
-        args = mod.make_inputs(np.random.default_rng(0), case["dims"], case["dtype"])
-        lowered = kernel.traced(*args).lowered
-        strides = array_strides(lowered, list(args))
-        for config in case["configs"][:2 if quick else None]:
-            start = time.perf_counter()
-            for _ in range(20):
-                generate(lowered, config, strides)
-            codegen_ms = (time.perf_counter() - start) / 20 * 1e3
-            for r in kernel.compile(*args, config=config, arch="sm_90"):
-                rows.append({"case": case["case"], "config": config.to_dict(),
-                             "codegen_ms": round(codegen_ms, 3),
-                             "compile_s": round(r.compile_seconds, 3), "registers": r.registers,
-                             "spill_bytes": r.spill_bytes, "shared_bytes": r.shared_bytes,
-                             "problem": r.problem})
-    print(f"{'case':42} {'config':34} {'codegen ms':>10} {'compile s':>9} {'regs':>5} "
-          f"{'spill':>5} {'smem':>7}")
-    for r in rows:
-        cfg = f"{tuple(r['config']['block_sizes'])} w{r['config'].get('num_warps')}"
-        print(f"{r['case']:42} {cfg:34} {r['codegen_ms']:10.2f} {r['compile_s']:9.2f} "
-              f"{r['registers']:5} {r['spill_bytes']:5} {r['shared_bytes']:7}"
-              + (f"  ({r['problem']})" if r["problem"] else ""))
-    return rows
+def file_of(case: Case) -> str:
+    return str(ROOT / "examples" / f"{case.example}.py")
 
 
-# ---- on a GPU --------------------------------------------------------------------------------
-def ceilings(repeats: int) -> dict:
-    import cupy
-    import torch
-    src = torch.empty(2**30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    ms = cuda_median_ms(lambda: dst.copy_(src), repeats)
-    a = cupy.asarray(np.random.default_rng(0).standard_normal((8192, 8192)).astype(np.float32))
-    a16 = torch.from_dlpack(a).to(torch.bfloat16)
-    a_cp = cupy.from_dlpack(a16)
-    gemm_ms = cuda_median_ms(lambda: cupy.matmul(a_cp, a_cp), repeats)
-    return {"copy_GBps": 2 * 2**30 / ms / 1e6, "cublas_bf16_8192_TFLOPs": 2 * 8192**3 / gemm_ms / 1e9}
-
-
-def baseline(case: dict, targs: list[Any]) -> Callable[[], Any]:
-    import cupy
-    import torch
-    import torch.nn.functional as F
-    name = case["example"]
-    if name == "matmul":
-        a, b = (cupy.from_dlpack(t) for t in targs)
-        return lambda: cupy.matmul(a, b)
-    if name == "gemm_bias_gelu":
-        a, b = (cupy.from_dlpack(t) for t in targs[:2])
-        bias = targs[2]
-        return lambda: F.gelu(torch.from_dlpack(cupy.matmul(a, b)) + bias)
-    if name == "softmax":
-        return lambda: torch.softmax(targs[0], dim=-1)
-    if name == "layer_norm":
-        x, w, b = targs[:3]
-        return lambda: F.layer_norm(x, (x.shape[-1],), w, b)
-    if name == "rms_norm":
-        x, w = targs[:2]
-        return lambda: F.rms_norm(x, (x.shape[-1],), w)
-    if name == "row_argmax":
-        return lambda: torch.argmax(targs[0], dim=-1)
-    if name == "row_cumsum":
-        return lambda: torch.cumsum(targs[0], dim=-1)
-    q, k, v = targs[:3]
-    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
-def on_gpu(quick: bool, repeats: int, report: dict, save: Callable[[], None]) -> None:
-    """Fills report["ceilings"] and report["results"], saving after each case: a case that
-    fails is recorded with its error, and the others still run."""
-    import torch
-
+def compiled(future: Future) -> dict:
+    """What the compile worker said: its error, or the model's price of what it compiled."""
     try:
-        report["ceilings"] = ceil = ceilings(repeats)
-    except Exception as e:  # noqa: BLE001 - the cases are timed without the ceilings
-        report["ceilings"] = ceil = {"error": f"{type(e).__name__}: {e}"}
-        print(f"ceilings failed: {type(e).__name__}: {e}")
-    rows = report["results"] = []
-    for case in cases(quick):
-        try:
-            row = time_case(case, repeats, ceil)
-        except Exception as e:  # noqa: BLE001 - recorded; the next case runs
-            row = {"case": case["case"], "error": f"{type(e).__name__}: {e}"}
-            print(f"{case['case']:42} failed: {row['error'].splitlines()[0]}")
-        rows.append(row)
-        save()
-        torch.cuda.empty_cache()
+        error, predicted = future.result(timeout=COMPILE_WAIT_S)
+    except Exception as e:  # noqa: BLE001 - a worker that died or hangs: the launch compiles
+        return {"worker": f"{type(e).__name__}: {e}"}
+    return {"error": f"compile: {error}"} if error else {"predicted_us": predicted}
 
 
-def time_case(case: dict, repeats: int, ceil: dict) -> dict:
+def time_config(kernel: Any, targs: list[Any], ref: Any, case: Case, config: Config,
+                repeats: int) -> dict:
+    """Check one candidate's first call against `ref`, then time it."""
+    import torch
+    torch.full(tuple(ref.shape), float("nan"), dtype=targs[0].dtype, device="cuda")  # freed:
+    start = time.perf_counter()  # the output's allocation gets this poisoned block back
+
+    def run() -> Any:
+        return kernel.run(*targs, backend="triton", config=config)
+    out = run()
+    torch.cuda.synchronize()
+    row: dict[str, Any] = {"first_call_s": round(time.perf_counter() - start, 3)}
+    row["rel_err"] = err = relative_error(out, ref)
+    del out
+    if not within(err, case.dtype):
+        return {**row, "error": f"wrong result: relative error {err:.2e}"}
+    return {**row, **spread_ms(run, repeats)}
+
+
+def time_case(case: Case, args: list[Any], candidates: list[Candidate], repeats: int,
+              ceilings: dict, deadline: float) -> dict:
+    import torch
+
     from autotune.runners import to_device
-    mod = example(case["example"])
-    kernel = getattr(mod, case["example"])
-    args = mod.make_inputs(np.random.default_rng(0), case["dims"], case["dtype"])
-    targs = to_device(list(args))
-    best = None
-    failed = []
-    for config in case["configs"]:
-        try:
-            kernel.run(*targs, backend="triton", config=config)
-        except Exception as e:  # noqa: BLE001 - Triton's own errors too: the next config runs
-            why = f"{type(e).__name__}: {e}"
-            print(f"  {case['case']}: {config} failed: {why}")
-            failed.append({"config": config.to_dict(), "error": why.splitlines()[0]})
-            continue
-        ms = cuda_median_ms(lambda: kernel.run(*targs, backend="triton", config=config),
-                            repeats)
-        if best is None or ms < best[0]:
-            best = (ms, config)
-    if best is None:
-        return {"case": case["case"], "error": "no candidate config ran", "failed": failed}
-    base_ms = cuda_median_ms(baseline(case, targs), repeats)
-    ms, config = best
-    row = {"case": case["case"], "config": config.to_dict(), "ms": ms, "baseline": case["baseline"],
-           "baseline_ms": base_ms, "ratio_to_baseline": base_ms / ms, "failed": failed}
-    if "flops" in case:
-        row["TFLOPs"] = case["flops"] / ms / 1e9
-        if "cublas_bf16_8192_TFLOPs" in ceil:
-            row["fraction_of_cublas_ceiling"] = row["TFLOPs"] / ceil["cublas_bf16_8192_TFLOPs"]
+    targs = to_device(args)
+    ref = reference(case.example, targs)
+    base_name, base = baseline(case.example, targs)
+    row: dict[str, Any] = {"case": case.name, "dims": case.dims,
+                           "dtype": np.dtype(case.dtype).name, "baseline_name": base_name,
+                           "baseline": rates(case, spread_ms(base, repeats), ceilings)}
+    kernel = getattr(example_module(case.example), case.example)
+    tried = row["candidates"] = []
+    for config, estimate, future in candidates:
+        if time.monotonic() > deadline:
+            row["stopped"] = "out of time"
+            break
+        entry = {"config": config.to_dict(), "estimate_us": estimate, **compiled(future)}
+        if "error" not in entry:
+            entry.update(Report.attempt(f"{case.name} {config}", lambda: time_config(
+                kernel, targs, ref, case, config, repeats)))
+        tried.append(entry)
+    del targs, ref
+    torch.cuda.empty_cache()
+    return summarize(row, case, ceilings)
+
+
+def rates(case: Case, times: dict, ceilings: dict) -> dict:
+    """`times` with the rate (TFLOP/s or GB/s) and its fraction of the matching ceiling."""
+    out = dict(times)
+    if case.flops:
+        out["TFLOPs"] = case.flops / times["ms"] / 1e9
+        cublas = ceilings.get(f"cublas_{'bf16' if 'bfloat16' in str(np.dtype(case.dtype)) else 'fp16'}",
+                              {})
+        if "TFLOPs" in cublas:
+            out["of_cublas_8192"] = out["TFLOPs"] / cublas["TFLOPs"]
     else:
-        row["GBps"] = case["bytes"] / ms / 1e6
-        if "copy_GBps" in ceil:
-            row["fraction_of_copy_ceiling"] = row["GBps"] / ceil["copy_GBps"]
-    rate = f"{row['TFLOPs']:.0f} TFLOP/s" if "TFLOPs" in row else f"{row['GBps']:.0f} GB/s"
-    frac = row.get("fraction_of_cublas_ceiling", row.get("fraction_of_copy_ceiling"))
-    shown = "" if frac is None else f"{frac:6.1%} of ceiling  "
-    print(f"{case['case']:42} {ms:8.3f} ms {rate:>14} {shown}"
-          f"x{row['ratio_to_baseline']:.2f} vs {case['baseline']}")
+        out["GBps"] = case.bytes / times["ms"] / 1e6
+        if "GBps" in ceilings.get("copy", {}):
+            out["of_copy"] = out["GBps"] / ceilings["copy"]["GBps"]
+    return out
+
+
+def summarize(row: dict, case: Case, ceilings: dict) -> dict:
+    """The default's and the best candidate's figures, and how the model ranked them."""
+    timed = [c for c in row["candidates"] if "ms" in c]
+    if not timed:
+        row["error"] = "no candidate ran"
+        return row
+    base_ms = row["baseline"]["ms"]
+    picks = {"default": row["candidates"][0], "best": min(timed, key=lambda c: c["ms"])}
+    for key, pick in picks.items():
+        if "ms" in pick:
+            row[key] = {"config": pick["config"], **rates(case, pick, ceilings),
+                        "baseline_over_this": base_ms / pick["ms"]}
+    priced = [c for c in timed if c["estimate_us"] is not None]
+    if len(priced) >= 3:
+        from scipy.stats import spearmanr
+        row["model_spearman"] = float(spearmanr([c["ms"] for c in priced],
+                                                [c["estimate_us"] for c in priced]).statistic)
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer shapes and configs")
-    parser.add_argument("--repeats", type=int, default=25)
-    parser.add_argument("--out", help="JSON report (default benchmarks/results/gpu_kernels_<mode>.json)")
-    opts = parser.parse_args()
+def line(row: dict) -> str:
+    if "best" not in row:
+        return f"{row['case']:44} {row.get('error', '?')}"
+    best, base = row["best"], row["baseline"]
+    rate = f"{best['TFLOPs']:6.0f} TFLOP/s" if "TFLOPs" in best else f"{best['GBps']:6.0f} GB/s   "
+    frac = best.get("of_cublas_8192", best.get("of_copy"))
+    default = row.get("default", {}).get("ms")
+    return (f"{row['case']:44} default {default or float('nan'):8.3f} best {best['ms']:8.3f} "
+            f"[{best['min_ms']:.3f}, {best['max_ms']:.3f}] ms {rate} "
+            f"{'' if frac is None else f'{frac:5.0%} of ceiling '}"
+            f"baseline {base['ms']:8.3f} ms: x{best['baseline_over_this']:.2f}  "
+            f"spearman {row.get('model_spearman', float('nan')):+.2f}")
+
+
+def run_part(cases: list[Case], opts: argparse.Namespace, report: Report, gpu: bool) -> None:
+    """Plan every case (ranks and compiles in the pool), then time them in order on the GPU;
+    without one, wait for the compiles and record what they said."""
+    import json
+    ceilings = json.loads(Path(opts.ceilings).read_text()).get("results", {}) \
+        if opts.ceilings and Path(opts.ceilings).exists() else {}
+    deadline = time.monotonic() + (opts.timeout or float("inf"))
+    workers = Workers(*target(gpu))
+    rows = report.data["results"] = []
+    try:
+        start = time.monotonic()
+        plans = workers.plan(cases)
+        report.data["ranked_s"] = round(time.monotonic() - start, 1)
+        for case, (args, candidates) in zip(cases, plans):
+            if time.monotonic() > deadline:
+                rows.append({"case": case.name, "error": "not started: out of time"})
+            elif gpu:
+                rows.append({"case": case.name, **Report.attempt(case.name, lambda: time_case(
+                    case, args, candidates, opts.repeats, ceilings, deadline))})
+            else:
+                rows.append({"case": case.name, "candidates": [
+                    {"config": c.to_dict(), "estimate_us": e, **compiled(f)}
+                    for c, e, f in candidates]})
+            print(line(rows[-1]) if gpu else dry_line(rows[-1]), flush=True)
+            report.save()
+    finally:
+        workers.close()
+        report.data["wall_s"] = round(time.monotonic() - start, 1)
+        report.save()
+
+
+def target(gpu: bool) -> tuple[str, int | None]:
+    """The architecture and SM count to compile for: the GPU's, else an H100's."""
+    if not gpu:
+        return "sm_90", None
+    import torch
+    props = torch.cuda.get_device_properties(0)
+    return f"sm_{props.major}{props.minor}", props.multi_processor_count
+
+
+def dry_line(row: dict) -> str:
+    failed = [c for c in row["candidates"] if "predicted_us" not in c]
+    return (f"{row['case']:44} {len(row['candidates'])} candidates compiled for sm_90, "
+            f"{len(failed)} failed" + "".join(f"\n    {c['config']}: {c.get('error', c.get('worker'))}"
+                                              for c in failed))
+
+
+def compile_only(cases: list[Case]) -> list[dict]:
+    """Each case's default config compiled for sm_90: codegen and compile time, resources."""
+    from lowering.backends.triton.codegen import generate
+    from lowering.backends.triton.targets import array_strides
+    rows = []
+    for case in cases:
+        kernel = getattr(example_module(case.example), case.example)
+        args = example_module(case.example).make_inputs(Float32Normal(0), case.dims, case.dtype)
+        lowered = kernel.traced(*args).lowered
+        config = kernel.config_space(*args, backend="triton").default()
+        strides = array_strides(lowered, list(args))
+        times = []
+        for _ in range(20):
+            start = time.perf_counter()
+            generate(lowered, config, strides)
+            times.append((time.perf_counter() - start) * 1e3)
+        for r in kernel.compile(*args, config=config, arch="sm_90"):
+            rows.append({"case": case.name, "config": config.to_dict(),
+                         "codegen_ms": round(statistics.median(times), 3),
+                         "compile_s": round(r.compile_seconds, 3), "registers": r.registers,
+                         "spill_bytes": r.spill_bytes, "shared_bytes": r.shared_bytes,
+                         "problem": r.problem})
+            print(f"{case.name:44} {str(config.block_sizes):16} w{config.num_warps} "
+                  f"s{config.num_stages}: codegen {rows[-1]['codegen_ms']:.2f} ms, compile "
+                  f"{r.compile_seconds:.1f} s, {r.registers} regs, {r.spill_bytes} spilled, "
+                  f"{r.shared_bytes} B shared" + (f" ({r.problem})" if r.problem else ""))
+    return rows
+
+
+def has_gpu() -> bool:
     try:
         import torch
-        has_gpu = torch.cuda.is_available()
+        return torch.cuda.is_available()
     except ImportError:
-        has_gpu = False
-    report: dict[str, Any] = {"benchmark": "gpu_kernels", "versions": versions(),
-                              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                                  timespec="seconds")}
-    out = Path(opts.out or ROOT / "benchmarks" / "results" /
-               f"gpu_kernels_{'gpu' if has_gpu else 'compile_only'}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
+        return False
 
-    def save() -> None:
-        out.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    if has_gpu:
-        import torch
-        report["device"] = torch.cuda.get_device_name()
-        report["mode"] = "gpu"
-        on_gpu(opts.quick, opts.repeats, report, save)
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("part", choices=[*PARTS, "compile-only"])
+    ap.add_argument("--quick", action="store_true", help="one shape per kind")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--ceilings", help="gpu_ceilings.py's report, for fractions of the ceilings")
+    ap.add_argument("--timeout", type=float, help="start no case after this many seconds")
+    ap.add_argument("--out", help="JSON report (default benchmarks/results/gpu_<part>.json)")
+    opts = ap.parse_args()
+    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"gpu_{opts.part}.json")
+    report = Report(f"gpu_kernels {opts.part}", out)
+    if opts.part == "compile-only":
+        report.data["results"] = compile_only([c for part in PARTS.values()
+                                               for c in part(opts.quick)])
+        report.save()
     else:
-        report["device"] = f"none (CPU: {platform.processor() or platform.machine()})"
-        report["mode"] = "compile-only (sm_90)"
-        report["results"] = compile_only(opts.quick)
-    save()
+        gpu = has_gpu()
+        report.data["mode"] = "timed on the GPU" if gpu else "no GPU: ranked and compiled only"
+        run_part(PARTS[opts.part](opts.quick), opts, report, gpu)
     print(f"wrote {out}")
+    failed = [r["case"] for r in report.data["results"] if "error" in r]
+    if failed:
+        print(f"{len(failed)} cases failed: {', '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Everything tiledsl checks and measures on a GPU, in one call of the device tool (see
+# Everything tiledsl checks and measures on a GPU, in ONE call of the device tool (see
 # /work/.library/device/README.md): install what the GPU image lacks from carried wheels, build
-# tiledsl (the C++ simulator too), then run the steps named (default: all but `suite`) and leave
-# logs and JSON reports in $OUT.
+# tiledsl (the C++ simulator too), then run the steps, most valuable first, each writing its
+# JSON as soon as it is done, so a call cut off at its limit still returns the first results.
 #
-#   bash benchmarks/gpu_session.sh [gpu-tests] [tune] [tune-noprune] [kernels] [finalists] [suite]
+#   bash benchmarks/gpu_session.sh [STEP...]    # default: all but `suite`, in this order
 #
-#   gpu-tests  pytest -m gpu tests/            (the GPU paths: launch, torch ops, export)
-#   tune       benchmarks/tune_gpu.py           (a cold 40-trial 4096^3 fp16 GEMM tune vs cuBLAS)
-#   tune-noprune  the same tune timing every config (what the cost model's pruning saves)
-#   kernels    benchmarks/gpu_kernels.py --quick (kernels vs cuBLAS/torch, ceilings measured)
-#   finalists  benchmarks/finalists.py --backend triton --kernels matmul --runs 5, on a 2048^3
-#              fp16 GEMM (the example's own 150x100x90 takes microseconds on a GPU)
-#   suite      the whole test suite under the image's versions (slowest; not in the default)
+#   ceilings   benchmarks/gpu_ceilings.py: copy bandwidth (4 GiB moved), cuBLAS bf16/fp16 8192^3
+#   gpu-tests  pytest -m gpu on the test files that have GPU tests (launch paths, torch ops on
+#              CUDA under torch.compile, exported packages through CuPy, a small GPU tune)
+#   gemm       benchmarks/gpu_kernels.py gemm: fp16/bf16 GEMM at 4096^3, 8192^3 and two LLM
+#              shapes, GEMM+bias+GELU: the default and the cost model's top 8 against cuBLAS
+#   rows       benchmarks/gpu_kernels.py rows: softmax, layer norm, RMS norm against the copy
+#              ceiling and torch; causal attention forward against torch's SDPA
+#   dispatch   benchmarks/call_overhead.py --gpu-only: k(*args) against a bare @triton.jit launch
+#   tune       benchmarks/tune_gpu.py: a cold 40-trial 4096^3 fp16 GEMM tune against cuBLAS
+#   suite      the whole test suite under the image's versions (slow; not in the default)
+#
+# What comes back from $OUT (the tool returns at most 8 files): session.log (setup, the GPU's
+# state, every step's output), ceilings.json, gpu_tests.xml, gemm.json, rows.json,
+# dispatch.json, tune.json.
 #
 # The wheels (the GPU image has no optuna and no jsonschema; nothing can be fetched there) are
 # made on a machine with pip, in the repository root, into .whl/ (ignored by git):
@@ -22,47 +29,51 @@
 #     --platform manylinux2014_x86_64 -d .whl optuna alembic sqlalchemy colorlog Mako \
 #     greenlet cmaes jsonschema jsonschema-specifications referencing rpds-py \
 #     scikit-build-core pybind11
-# and the call names it: run(command="bash benchmarks/gpu_session.sh", carry=[".whl"]). One call
-# may run 10 minutes and bring back 8 files of $OUT (each step leaves a log, most a JSON report
-# too): split the steps over calls, e.g. "gpu-tests tune tune-noprune" then "kernels finalists"
-# (setup, about 15 s, is repeated by each). The steps of one call share BUDGET seconds (default
-# 570, counted from the start of this script): each step may run an equal share of what is left
-# when it starts (a step that ends early leaves its time to the next), at most STEP_TIMEOUT
-# seconds (default 420); one whose share is under MIN_STEP seconds (default 60) is skipped. The
-# tunes and the finalists benchmark are told their limit, so they stop searching in time to
-# write their reports.
+# and the call names it: run(command="bash benchmarks/gpu_session.sh", carry=[".whl"],
+# timeout_s=480). The steps share BUDGET seconds (default 420, counted from the start of this
+# script, setup included): each may run its weight's share of what is left when it starts (a
+# step that ends early leaves its time to the next); one whose share is under MIN_STEP seconds
+# (default 20) is skipped. The benchmarks are told their limit, so they stop starting work in
+# time to write their reports.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tiledsl-gpu-session}
 mkdir -p "$OUT"
+LOG=$OUT/session.log
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
+BUDGET=${BUDGET:-420}
+ALL=(ceilings gpu-tests gemm rows dispatch tune)
+declare -A WEIGHT=([ceilings]=1 [gpu-tests]=4 [gemm]=3 [rows]=3 [dispatch]=1 [tune]=4 [suite]=8)
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(gpu-tests tune tune-noprune kernels finalists)
+[ ${#steps[@]} -eq 0 ] && steps=("${ALL[@]}")
+for s in "${steps[@]}"; do
+    [ -n "${WEIGHT[$s]:-}" ] || { echo "unknown step: $s (steps: ${ALL[*]} suite)"; exit 2; }
+done
 status=0
 
-BUDGET=${BUDGET:-570}
+say() { echo "$*" | tee -a "$LOG"; }
 
-limit() {  # the seconds the next step may run: its share of what is left, at most STEP_TIMEOUT
-    local share=$(((BUDGET - SECONDS) / $1)) most=${STEP_TIMEOUT:-420}
-    echo $((share < most ? share : most))
+limit() {  # the seconds step $1 may run: its weight's share of what is left for it and the rest
+    local rest=0 s
+    for s in "${todo[@]}"; do rest=$((rest + WEIGHT[$s])); done
+    echo $(((BUDGET - SECONDS) * WEIGHT[$1] / rest))
 }
 
-step() {  # name, its time limit in seconds, then the command; its log goes to $OUT/<name>.log
+step() {  # name, its time limit in seconds, then the command; its output goes to the log
     local name=$1 seconds=$2; shift 2
     local t0=$SECONDS
-    if [ "$seconds" -lt "${MIN_STEP:-60}" ]; then
-        echo "== $name: SKIPPED, $seconds s left of the call's $BUDGET s (BUDGET)"
-        echo "skipped: $seconds s left of BUDGET=$BUDGET" >"$OUT/$name.log"
+    if [ "$seconds" -lt "${MIN_STEP:-20}" ]; then
+        say "== $name: SKIPPED, $seconds s left of the call's $BUDGET s (BUDGET)"
         status=1
         return
     fi
-    echo "== $name (at most $seconds s): $*"
-    if timeout -k 15 "$seconds" "$@" >"$OUT/$name.log" 2>&1; then
-        echo "   ok in $((SECONDS - t0)) s"
+    say "== $name (at most $seconds s, at $SECONDS s): $*"
+    if timeout -k 10 "$seconds" "$@" >>"$LOG" 2>&1; then
+        say "   ok in $((SECONDS - t0)) s"
     else
-        echo "   FAILED (exit $?) in $((SECONDS - t0)) s; the end of $OUT/$name.log:"
-        tail -25 "$OUT/$name.log" | sed 's/^/   | /'
+        say "   FAILED (exit $?) in $((SECONDS - t0)) s; the end of its output:"
+        tail -25 "$LOG" | sed 's/^/   | /'
         status=1
     fi
 }
@@ -75,8 +86,8 @@ setup() {
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
     # The project with its C++ simulator, next to the wheels (its entry points register the
     # backends); no index, no build isolation: the build tools come from the image or .whl.
-    $PY -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --upgrade \
-        --target /tmp/site . || return 1
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) $PY -m pip install -q --no-index --no-deps \
+        --no-build-isolation --no-cache-dir --upgrade --target /tmp/site . || return 1
     $PY - <<'EOF'
 import importlib.metadata as md, platform
 import torch, triton, numpy, tiledsl, _tiledsl_sim  # noqa: F401  (the build worked)
@@ -86,40 +97,42 @@ print("gpu:", torch.cuda.get_device_name() if torch.cuda.is_available() else "no
 EOF
 }
 
-echo "== setup"
-setup 2>&1 | tee "$OUT/setup.log" | tail -4
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "setup failed"; exit 1; }
+gpu_state() {
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+        --format=csv >>"$LOG" 2>&1 || say "(no nvidia-smi)"
+}
+
+say "== setup (at $(date -u +%FT%TZ))"
+setup >>"$LOG" 2>&1 || { tail -30 "$LOG"; echo "setup failed"; exit 1; }
+tail -2 "$LOG"
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv \
-    >"$OUT/nvidia-smi.csv" 2>&1 || true
+say "   setup done in $SECONDS s"
+gpu_state
+# the test files with GPU tests, in parallel where pytest-xdist is installed (the image has it)
+mapfile -t gpu_test_files < <(grep -l "pytest.mark.gpu" tests/test_*.py)
+parallel=()
+$PY -c "import xdist" 2>/dev/null && parallel=(-n 8)
+todo=("${steps[@]}")
 for s in "${steps[@]}"; do
-    case $s in gpu-tests|tune|tune-noprune|kernels|finalists|suite) ;;
-        *) echo "unknown step: $s"; exit 2 ;;
-    esac
-done
-todo=${#steps[@]}
-for s in "${steps[@]}"; do
-    t=$(limit "$todo")
-    todo=$((todo - 1))
+    t=$(limit "$s")
+    todo=("${todo[@]:1}")
     case $s in
-        gpu-tests) step gpu-tests "$t" $PY -m pytest -m gpu tests/ -rs -p no:cacheprovider ;;
-        # the search stops 120 s before the limit (half of it when short): the finalists,
-        # cuBLAS and the model check (a process pool compiling for the H100 model) follow it
-        tune) step tune "$t" $PY benchmarks/tune_gpu.py --timeout $((t > 240 ? t - 120 : t / 2)) \
-                  --out "$OUT/tune_gpu_triton.json" ;;
-        tune-noprune) step tune-noprune "$t" $PY benchmarks/tune_gpu.py --prune 0 \
-                          --timeout $((t > 240 ? t - 120 : t / 2)) \
-                          --out "$OUT/tune_gpu_triton_noprune.json" ;;
-        kernels) step kernels "$t" $PY benchmarks/gpu_kernels.py --quick \
-                     --out "$OUT/gpu_kernels.json" ;;
-        finalists) step finalists "$t" $PY benchmarks/finalists.py --backend triton \
-                       --kernels matmul --dims m=2048,k=2048,n=2048 --dtype f16 --runs 5 \
-                       --timeout $((t > 90 ? t - 45 : t / 2)) \
-                       --out "$OUT/finalists_triton.json" ;;
+        ceilings) step ceilings "$t" $PY benchmarks/gpu_ceilings.py --out "$OUT/ceilings.json" ;;
+        gpu-tests) step gpu-tests "$t" $PY -m pytest -m gpu -v -rs -p no:cacheprovider \
+                       "${parallel[@]}" --junitxml="$OUT/gpu_tests.xml" "${gpu_test_files[@]}" ;;
+        gemm|rows) step "$s" "$t" $PY benchmarks/gpu_kernels.py "$s" --timeout $((t - 20)) \
+                       --ceilings "$OUT/ceilings.json" --out "$OUT/$s.json" ;;
+        dispatch) step dispatch "$t" $PY benchmarks/call_overhead.py --gpu-only \
+                      --out "$OUT/dispatch.json" ;;
+        # the search stops 60 s before the limit (half of it when short): the finalists,
+        # cuBLAS and the model check follow it
+        tune) step tune "$t" $PY benchmarks/tune_gpu.py --timeout $((t > 120 ? t - 60 : t / 2)) \
+                  --out "$OUT/tune.json" ;;
         suite) step suite "$t" $PY -m pytest tests/ -x -p no:cacheprovider ;;
     esac
 done
-for f in "$OUT"/*.log; do  # the tables each step printed last
-    echo "---- $(basename "$f")"; tail -12 "$f"
-done
+gpu_state
+say "== done in $SECONDS s of BUDGET=$BUDGET"
+grep -E "^(== |   ok|   FAILED|=+ .*(passed|failed|error)|copy|cublas|gemm|softmax|layer_norm|rms_norm|causal|GPU |matmul)" \
+    "$LOG" | tail -60
 exit $status

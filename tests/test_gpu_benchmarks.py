@@ -4,6 +4,7 @@ prices."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 
 import tiledsl as td
@@ -51,28 +53,57 @@ def test_the_model_check_prices_again_what_only_the_ir_priced(
 
 def test_a_failing_kernel_case_keeps_the_others(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
-    """gpu_kernels.py on a GPU: the ceilings or one case failing (a dtype CuPy lacks, a launch
-    error) is recorded, and the other cases are timed and saved as they finish."""
+    """gpu_kernels.py on a GPU: a case that fails (a launch error, say) is recorded, the others
+    are timed and the report is saved after each; a case past the time limit is not started."""
     gpu_kernels = script("gpu_kernels", monkeypatch, tmp_path)
+    cases = gpu_kernels.PARTS["rows"](True)[:3]
 
-    def ceilings(repeats: int) -> dict:
-        raise NotImplementedError("CuPy does not support bfloat16 yet")
+    class Workers:
+        def __init__(self, arch: str, num_sms: int | None) -> None:
+            assert (arch, num_sms) == ("sm_90", 132)
 
-    def time_case(case: dict, repeats: int, ceil: dict) -> dict:
-        if case["case"] == "first":
+        def plan(self, cases: list) -> list:
+            return [([], [])] * len(cases)
+
+        def close(self) -> None:
+            pass
+
+    def time_case(case: Any, *rest: Any) -> dict:
+        if case is cases[0]:
             raise RuntimeError("launch failed")
-        return {"case": case["case"], "ms": 1.0}
-    monkeypatch.setattr(gpu_kernels, "ceilings", ceilings)
+        monkeypatch.setattr(gpu_kernels.time, "monotonic", lambda: float("inf"))
+        return {"case": case.name, "ms": 1.0}
+    monkeypatch.setattr(gpu_kernels, "Workers", Workers)
+    monkeypatch.setattr(gpu_kernels, "target", lambda gpu: ("sm_90", 132))
     monkeypatch.setattr(gpu_kernels, "time_case", time_case)
-    monkeypatch.setattr(gpu_kernels, "cases", lambda quick: [{"case": "first"},
-                                                             {"case": "second"}])
-    report: dict[str, Any] = {}
+    report = gpu_kernels.Report("test", tmp_path / "r.json")
     saved: list[int] = []
-    gpu_kernels.on_gpu(True, 3, report, lambda: saved.append(len(report["results"])))
-    assert "bfloat16" in report["ceilings"]["error"]
-    assert report["results"] == [{"case": "first", "error": "RuntimeError: launch failed"},
-                                 {"case": "second", "ms": 1.0}]
-    assert saved == [1, 2]
+    monkeypatch.setattr(report, "save", lambda: saved.append(len(report.data["results"])))
+    opts = argparse.Namespace(ceilings=None, timeout=100, repeats=3)
+    gpu_kernels.run_part(cases, opts, report, gpu=True)
+    first, second, third = report.data["results"]
+    assert first["error"] == "RuntimeError: launch failed"
+    assert second == {"case": cases[1].name, "ms": 1.0}
+    assert third == {"case": cases[2].name, "error": "not started: out of time"}
+    assert saved[:3] == [1, 2, 3]
+
+
+def test_the_candidates_are_the_default_then_one_per_distinct_estimate(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The model's favourites: configs it prices the same teach it nothing new, so one each;
+    a variant of the default is timed when the space admits it."""
+    gpu_kernels = script("gpu_kernels", monkeypatch, tmp_path)
+    from support import example
+    args = example("layer_norm").make_inputs(np.random.default_rng(0), {"m": 4096, "n": 4096},
+                                             np.float16)
+    space = example("layer_norm").layer_norm.config_space(*args, backend="triton")
+    picked = gpu_kernels.favourites(space, 3, ((("num_warps", 8),), (("num_warps", 3),)))
+    configs = [c for c, _ in picked]
+    assert configs[0] == space.default() and len(set(configs)) == len(configs) == 5
+    estimates = [round(e, 6) for _, e in picked[:4]]
+    assert len(set(estimates)) == 4
+    assert min(e for _, e in picked) == min(space.estimate(c) for c in space)
+    assert configs[4] == space.default().replace(num_warps=8)  # 3 warps: not in the space
 
 
 def test_the_finalists_benchmark_stops_starting_runs_when_out_of_time(tmp_path: Path) -> None:
@@ -92,14 +123,14 @@ def test_the_finalists_benchmark_stops_starting_runs_when_out_of_time(tmp_path: 
 FAKE_PYTHON = """#!/bin/sh
 echo "$*" >> "$FAKE_LOG"
 case "$*" in *tune_gpu.py*) sleep 3 ;; esac
-case "$*" in *gpu_kernels.py*) exit 1 ;; esac
+case "$*" in *"gpu_kernels.py gemm"*) echo "gemm went wrong"; exit 1 ;; esac
 exit 0
 """
 
 
 def gpu_session(tmp_path: Path, steps: list[str], **env: str) -> tuple[Any, list[str]]:
-    """benchmarks/gpu_session.sh with a stand-in python that logs each call; the benchmarks it
-    was called for."""
+    """benchmarks/gpu_session.sh with a stand-in python that logs each call; the calls of the
+    steps (benchmarks and pytest)."""
     python = tmp_path / "python"
     python.write_text(FAKE_PYTHON)
     python.chmod(0o755)
@@ -108,27 +139,36 @@ def gpu_session(tmp_path: Path, steps: list[str], **env: str) -> tuple[Any, list
         ["bash", str(ROOT / "benchmarks" / "gpu_session.sh"), *steps], capture_output=True,
         text=True, timeout=120, env={**os.environ, "PYTHON": str(python), "FAKE_LOG": str(log),
                                       "OUT": str(tmp_path), **env})
-    return done, [line for line in log.read_text().splitlines() if "benchmarks/" in line]
+    calls = log.read_text().splitlines() if log.exists() else []
+    return done, [c for c in calls if "benchmarks/" in c or "pytest" in c]
 
 
 def test_the_gpu_session_shares_its_calls_budget_among_its_steps(tmp_path: Path) -> None:
-    """Each step runs within its share of what is left of BUDGET (the device tool stops a call
-    at 10 minutes, and what a killed step had not written is lost): the tunes and the finalists
-    are told to stop searching in time to write their reports, and a failing step does not stop
-    the next."""
-    done, calls = gpu_session(tmp_path, ["tune", "kernels", "tune-noprune", "finalists"],
-                              BUDGET="20", STEP_TIMEOUT="8", MIN_STEP="3")
-    assert len(calls) == 4, done.stdout
-    tune, kernels, noprune, finalists = calls
-    assert "tune_gpu.py --timeout 2 " in tune  # a quarter of 20 s, halved for the report
-    assert "gpu_kernels.py" in kernels  # fails, and the next steps run
-    assert "--prune 0 --timeout 4 " in noprune  # half of the 16 or 17 s left, at most 8
-    assert "finalists.py" in finalists and "--timeout 4 " in finalists
-    assert "kernels (at most 5 s)" in done.stdout and "FAILED" in done.stdout
+    """One call of the device tool: each step runs within its weight's share of what is left of
+    BUDGET (a killed step loses what it had not written); the benchmarks are told to stop in
+    time to write their reports, and a failing step does not stop the next."""
+    done, calls = gpu_session(tmp_path, ["ceilings", "gpu-tests", "gemm", "rows", "dispatch",
+                                         "tune"], BUDGET="160", MIN_STEP="3")
+    assert len(calls) == 6, done.stdout
+    ceilings, tests, gemm, rows, dispatch, tune = calls
+    assert "gpu_ceilings.py --out" in ceilings
+    assert "-m pytest -m gpu" in tests and "tests/test_triton_gpu.py" in tests
+    assert "gpu_kernels.py gemm --timeout" in gemm and "--ceilings" in gemm
+    share = int(gemm.split("--timeout ")[1].split()[0]) + 20  # 3/11 of the ~150 s left
+    assert 35 <= share <= 45, gemm
+    assert "gpu_kernels.py rows" in rows and "call_overhead.py --gpu-only" in dispatch
+    assert "tune_gpu.py --timeout" in tune
+    assert "gemm went wrong" in done.stdout and "FAILED" in done.stdout
+    assert "gemm went wrong" in (tmp_path / "session.log").read_text()
     assert done.returncode == 1
 
 
 def test_the_gpu_session_skips_a_step_without_time_for_it(tmp_path: Path) -> None:
-    done, calls = gpu_session(tmp_path, ["tune", "finalists"], BUDGET="1", MIN_STEP="3")
-    assert not calls and "tune: SKIPPED" in done.stdout and "finalists: SKIPPED" in done.stdout
-    assert "skipped" in (tmp_path / "tune.log").read_text() and done.returncode == 1
+    done, calls = gpu_session(tmp_path, ["tune", "rows"], BUDGET="1", MIN_STEP="3")
+    assert not calls and "tune: SKIPPED" in done.stdout and "rows: SKIPPED" in done.stdout
+    assert "SKIPPED" in (tmp_path / "session.log").read_text() and done.returncode == 1
+
+
+def test_the_gpu_session_refuses_an_unknown_step(tmp_path: Path) -> None:
+    done, calls = gpu_session(tmp_path, ["gemm", "kernels"])
+    assert done.returncode == 2 and "unknown step: kernels" in done.stdout and not calls
