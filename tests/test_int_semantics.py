@@ -129,4 +129,23 @@ def test_an_int_argument_that_fits_32_bits_compiles_for_the_gpu() -> None:
     pytest.importorskip("triton")
     x = np.arange(77, dtype=np.int64)
     assert plus_square.warm(x, 100_000, arch="sm_90") == 1
-    assert "n.to(tl.int64)" in plus_square.source(x, 100_000, target="triton")
+    assert "tl.cast(n, tl.int64)" in plus_square.source(x, 100_000, target="triton")
+
+
+def test_an_int_argument_given_as_a_constant_compiles() -> None:
+    """torch.compile's Inductor launches a triton_op's kernel with a static int argument as a
+    constant, a plain Python int inside the kernel: `n.to(tl.int64)` failed there to compile
+    ("'int' object has no attribute 'to'", seen on an H200)."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from lowering.backends.triton.loader import load
+    x = np.arange(77, dtype=np.int64)
+    fn = load(plus_square.source(x, 5, target="triton"), interpret=False).plus_square_kernel
+    names = [p.name for p in fn.params]
+    signature = {n: "constexpr" if n == "n" or n.startswith("BLOCK") else "*i64" for n in names}
+    constants = {n: 5 if n == "n" else 128 for n in names if signature[n] == "constexpr"}
+    compiled = triton.compile(ASTSource(fn, signature, constexprs=constants),
+                              target=GPUTarget("cuda", 90, 32))
+    assert "ld.global" in compiled.asm["ptx"]

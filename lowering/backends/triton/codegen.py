@@ -124,9 +124,10 @@ def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
                 k.params[a] = KernelParam(k.namer.fresh(a.hint), "scalar", a, dtype=ttype)
                 k.scalar_types[a] = dtype
                 if ttype == "i64":  # Triton's JIT passes an int that fits 32 bits as i32 (or
-                    # u32): `n * n` would wrap where the kernel computes in int64
+                    # u32): `n * n` would wrap where the kernel computes in int64. tl.cast, not
+                    # .to: torch.compile's Inductor passes a static int as a plain Python int
                     k.names[a] = k.namer.fresh(a.hint)
-                    k.emit(1, f"{k.names[a]} = {k.params[a].name}.to(tl.int64)")
+                    k.emit(1, f"{k.names[a]} = tl.cast({k.params[a].name}, tl.int64)")
     for op in _host_ops(k.fn, grid):  # host arithmetic on scalars, computed by each program
         k.op(op, 1)
     programs = math.prod(counts)
