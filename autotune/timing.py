@@ -4,7 +4,11 @@
 * `cuda_median_ms`: CUDA events around each call on the current stream, with the L2 cache
   flushed before every repeat (a 256 MiB write), warm-up calls first, median of repeats: what
   the GPU runner times candidates with and what the GPU baselines (CuPy / cuBLAS) are timed
-  with, so the final table compares like with like.
+  with, so the final table compares like with like. Before the start event the GPU is held
+  busy (`HOLD_CYCLES` of `torch.cuda._sleep`) while the host enqueues the call: the events
+  then time the GPU's work, not the host's dispatch. Without the hold, a call whose host side
+  outlasts the flush (tiledsl's `k.run` on torch tensors took ~90 us on an H200, the flush
+  ~70 us) left the GPU idle inside the timed region: a 4096^2 layer norm measured 0.07 ms.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import time
 from typing import Any, Callable
 
 L2_FLUSH_BYTES = 256 * 2**20
+HOLD_CYCLES = 1_000_000  # ~0.5 ms at an H100's or H200's 1.98 GHz: more than any host dispatch
 _flush: dict[Any, Any] = {}
 
 
@@ -55,6 +60,7 @@ def cuda_times_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3,
         if setup is not None:
             setup()
         flush.zero_()
+        torch.cuda._sleep(HOLD_CYCLES)  # the GPU stays busy while the host enqueues `fn`
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

@@ -1,6 +1,6 @@
 """Call overhead of `k(*args)` on a cached kernel: what tiledsl adds on top of the work itself.
 
-    python benchmarks/call_overhead.py [--gpu-only] [--out benchmarks/results/call_overhead.json]
+    python benchmarks/call_overhead.py [--gpu-only] [--profile] [--out FILE]
 
 CPU (always): the dispatch path of `k(*args)` (argument binding and checks, the dispatch cache,
 the result-cache memo) measured as `k(*args)` minus calling the NumPy backend's `run` directly
@@ -9,6 +9,8 @@ on the same lowered function and config; also through torch CPU tensors (DLPack 
 
 GPU (when torch sees a CUDA device): `k(*args)` on torch CUDA tensors against launching the
 generated `@triton.jit` kernel directly with a preallocated output. Target: under 10 us extra.
+
+`--profile` prints where `k(*args)`'s time goes on the GPU case (cProfile, by own time).
 
 Each number is the median over 15 batches of the per-call time (tiny inputs, so the work is
 small and the overhead shows); differences are of medians measured in the same run.
@@ -86,7 +88,7 @@ def cpu_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def gpu_rows() -> list[dict[str, Any]]:
+def gpu_rows(profile: bool = False) -> list[dict[str, Any]]:
     import torch
 
     from lowering.backends.triton.codegen import generate_cached
@@ -112,6 +114,14 @@ def gpu_rows() -> list[dict[str, Any]]:
                                                      num_stages=gk.num_stages),
                          sync=torch.cuda.synchronize)
     call = per_call_us(lambda: k(x, y), sync=torch.cuda.synchronize)
+    if profile:
+        import cProfile
+        import pstats
+        with cProfile.Profile() as prof:
+            for _ in range(3000):
+                k(x, y)
+            torch.cuda.synchronize()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
     return [{"case": "vector_add n=4096 (torch CUDA)", "direct_jit_us": direct, "call_us": call,
              "overhead_us": call - direct}]
 
@@ -121,6 +131,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
                                              "call_overhead.json"))
     parser.add_argument("--gpu-only", action="store_true", help="skip the CPU cases")
+    parser.add_argument("--profile", action="store_true", help="profile k(*args) on the GPU")
     opts = parser.parse_args()
     import torch
 
@@ -134,7 +145,7 @@ def main() -> None:
               f"{r['torch_op_overhead_us']:9.1f}")
     gpu: list[dict[str, Any]] = []
     if torch.cuda.is_available():
-        gpu = gpu_rows()
+        gpu = gpu_rows(opts.profile)
         for r in gpu:
             print(f"GPU {r['case']}: direct @triton.jit {r['direct_jit_us']:.1f} us, "
                   f"k(*args) {r['call_us']:.1f} us, overhead {r['overhead_us']:.1f} us")

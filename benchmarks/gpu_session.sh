@@ -122,7 +122,7 @@ for s in "${steps[@]}"; do
                        "${parallel[@]}" --junitxml="$OUT/gpu_tests.xml" "${gpu_test_files[@]}" ;;
         gemm|rows) step "$s" "$t" $PY benchmarks/gpu_kernels.py "$s" --timeout $((t - 20)) \
                        --ceilings "$OUT/ceilings.json" --out "$OUT/$s.json" ;;
-        dispatch) step dispatch "$t" $PY benchmarks/call_overhead.py --gpu-only \
+        dispatch) step dispatch "$t" $PY benchmarks/call_overhead.py --gpu-only --profile \
                       --out "$OUT/dispatch.json" ;;
         # the search stops 60 s before the limit (half of it when short): the finalists,
         # cuBLAS and the model check follow it

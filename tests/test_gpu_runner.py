@@ -139,6 +139,7 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: log.append("hold"))
     monkeypatch.setattr(FakeEvent, "log", log)
     monkeypatch.setitem(timing._flush, 0, FakeFlush(log))
     return log
@@ -149,7 +150,7 @@ def test_setup_runs_before_the_flush_outside_the_timed_region(fake_cuda: list[st
     ms = cuda_median_ms(lambda: fake_cuda.append("fn"), repeats=2, warmup=1,
                         setup=lambda: fake_cuda.append("setup"))
     assert ms >= 0
-    assert fake_cuda == ["setup", "fn"] + ["setup", "flush", "event", "fn", "event"] * 2
+    assert fake_cuda == ["setup", "fn"] + ["setup", "flush", "hold", "event", "fn", "event"] * 2
 
 
 def test_a_kernel_accumulating_into_an_argument_is_timed_on_the_values_it_was_given(
