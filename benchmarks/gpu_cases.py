@@ -149,3 +149,22 @@ TOLERANCE = {"float16": 5e-3, "bfloat16": 3e-2, "float32": 1e-3}
 def within(err: float, dtype: Any) -> bool:
     return bool(err <= TOLERANCE[np.dtype(dtype).name])
 
+
+
+def reference_launches(example: str, args: list[Any], config: Any) -> list[tuple[str, Any]]:
+    """Hand-written Triton kernels (benchmarks/reference_kernels) under the same `config`:
+    (label, a `Launch` whose `run()` runs it on `args`). What tiledsl's code is held against."""
+    from reference_kernels import load
+    name = {"matmul": "gemm", "gemm_bias_gelu": "gemm"}.get(example, example)
+    ref = load(name, interpret=False)
+    if example in ("matmul", "gemm_bias_gelu"):
+        bias = args[2] if example == "gemm_bias_gelu" else None
+        return [(label, ref.bind(args[0], args[1], config, bias, **options))
+                for label, options in (("triton", {}), ("triton TMA", {"tma": True}),
+                                       ("triton TMA persistent", {"persistent": True}))]
+    if example == "attention":
+        return [(label, ref.bind(*args[:3], config, tma=tma))
+                for label, tma in (("triton", False), ("triton TMA", True))]
+    if example == "rms_norm":
+        return [("triton", ref.bind(args[0], args[1], config))]
+    return [("triton", ref.bind(*args, config))]

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_cases import (PARTS, Case, Float32Normal, baseline, example_module,  # noqa: E402
-                       reference, relative_error, within)
+                       reference, reference_launches, relative_error, within)
 from gpu_report import Report, spread_ms  # noqa: E402
 
 from autotune.isolate import adopt_environment, cache_environment  # noqa: E402
@@ -173,9 +173,37 @@ def time_case(case: Case, args: list[Any], candidates: list[Candidate], repeats:
             entry.update(Report.attempt(f"{case.name} {config}", lambda: time_config(
                 kernel, targs, ref, case, config, repeats)))
         tried.append(entry)
+    timed = [c for c in tried if "ms" in c]
+    if timed and time.monotonic() < deadline:  # under the default's and the best's configs
+        configs = [tried[0]["config"], min(timed, key=lambda c: c["ms"])["config"]]
+        row["hand_written"] = [h for config in configs[:1 if configs[0] == configs[1] else 2]
+                               for h in hand_written(case, targs, ref, config, repeats)]
     del targs, ref
     torch.cuda.empty_cache()
     return summarize(row, case, ceilings)
+
+
+def hand_written(case: Case, targs: list[Any], ref: Any, config: dict, repeats: int
+                 ) -> list[dict]:
+    """The hand-written reference kernels under the default's config, checked and timed as
+    the candidates are."""
+    try:
+        launches = reference_launches(case.example, targs, Config.from_dict(config))
+    except Exception as e:  # noqa: BLE001 - a shape or config the reference does not take
+        return [{"error": f"{type(e).__name__}: {e}"}]
+    out = []
+    for label, launch in launches:
+        out.append({"kernel": label, "config": config, **Report.attempt(
+            f"{case.name} {label}", lambda: time_launch(launch, ref, case, repeats))})
+    return out
+
+
+def time_launch(launch: Any, ref: Any, case: Case, repeats: int) -> dict:
+    launch.out.fill_(float("nan"))
+    row: dict[str, Any] = {"rel_err": relative_error(launch.run(), ref)}
+    if not within(row["rel_err"], case.dtype):
+        return {**row, "error": f"wrong result: relative error {row['rel_err']:.2e}"}
+    return {**row, **spread_ms(launch.run, repeats)}
 
 
 def rates(case: Case, times: dict, ceilings: dict) -> dict:
@@ -218,6 +246,7 @@ def line(row: dict) -> str:
     if "best" not in row:
         return f"{row['case']:44} {row.get('error', '?')}"
     best, base = row["best"], row["baseline"]
+    hand = min((h["ms"] for h in row.get("hand_written", []) if "ms" in h), default=None)
     rate = f"{best['TFLOPs']:6.0f} TFLOP/s" if "TFLOPs" in best else f"{best['GBps']:6.0f} GB/s   "
     frac = best.get("of_cublas_8192", best.get("of_copy"))
     default = row.get("default", {}).get("ms")
@@ -225,6 +254,7 @@ def line(row: dict) -> str:
             f"[{best['min_ms']:.3f}, {best['max_ms']:.3f}] ms {rate} "
             f"{'' if frac is None else f'{frac:5.0%} of ceiling '}"
             f"baseline {base['ms']:8.3f} ms: x{best['baseline_over_this']:.2f}  "
+            f"hand-written {hand or float('nan'):8.3f} ms  "
             f"spearman {row.get('model_spearman', float('nan')):+.2f}")
 
 
