@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import arrays, dtypes, registry, symdims
+from tiledsl import arrays, dispatch, dtypes, registry, symdims
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
@@ -82,6 +82,7 @@ class TileKernel:
         self._spaces: dict[tuple, ConfigSpace] = {}
         self._tuned: dict[tuple, Config | None] = {}  # memo of result-cache lookups
         self._plans: dict[tuple, tuple] = {}  # dispatch cache: backend, space, config, trace
+        self._fast: dict[tuple, dispatch.Call] = {}  # torch CUDA calls by layout (dispatch.py)
         self._arity = len(self.signature.parameters)
 
     def __repr__(self) -> str:
@@ -268,6 +269,9 @@ class TileKernel:
         values = self.bind(args, kwargs)
         if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
             return self._run(values, "numpy", None, None)
+        fast_key = dispatch.key(values)
+        if fast_key is not None and (fast := self._fast.get(fast_key)) is not None:
+            return fast(values)
         at = arrays.where(self.name, list(self.signature.parameters), values)
         if at is None or at.library == "numpy":
             return self._run(values, "numpy", None, None)
@@ -275,7 +279,10 @@ class TileKernel:
         if at.gpu and at.library in ("torch", "cupy"):
             if at.library == "torch":
                 self._refuse_grad_writes(values, self._written(self.arg_spec(values)))
-            return self._run(values, "triton", None, None)
+            result = self._run(values, "triton", None, None)
+            if fast_key is not None:  # the next call of this layout skips what it decided
+                self._remember_fast(fast_key, values)
+            return result
         if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
             import torch
             inner = [torch.from_dlpack(v) if arrays.is_array(v) else v for v in values]
@@ -333,12 +340,34 @@ class TileKernel:
                         "kernels cannot call kernels", hint=f"move the shared code of "
                         f"'{self.name}' into a plain Python function and call that")
 
+    def _plan_key(self, values: list[Any], spec: tuple, backend: str, arch: Any) -> tuple:
+        return (spec, backend, _arch_key(arch), tuple(_strides(v) for v in values))
+
+    def _remember_fast(self, fast_key: tuple, values: list[Any]) -> None:
+        """After a slow call on torch CUDA tensors: the fast call for their layout, if the
+        backend prepares launches."""
+        impl, _, chosen, t, narrowed, written = self._plans[
+            self._plan_key(values, self.arg_spec(values), "triton", None)]
+        launch = impl.prepare(t.lowered, values, chosen) if hasattr(impl, "prepare") else None
+        if launch is not None:
+            self._fast[fast_key] = dispatch.fast_call(
+                self.name, list(self.signature.parameters), launch, written,
+                lambda values: self._check_narrowed(narrowed, values), t.returns)
+
+    def _check_narrowed(self, narrowed: list, values: list[Any]) -> None:
+        for value_of, what, d, loc in narrowed:
+            if not np.iinfo(d.np).min <= (n := value_of(values)) <= np.iinfo(d.np).max:
+                raise ArgumentError(
+                    f"{what} is {n}, out of the range of {d}, the dtype it meets (NumPy raises "
+                    "OverflowError there)", kernel=self.name, loc=loc,
+                    hint="cast the tile to a wider dtype first")
+
     def _run(self, values: list[Any], backend: str, config: Config | None, arch: Any) -> Any:
         self._not_traced()
         spec = self.arg_spec(values)
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
-        key = (spec, backend, _arch_key(arch), tuple(_strides(v) for v in values))
+        key = self._plan_key(values, spec, backend, arch)
         plan = self._plans.get(key)
         if plan is None:  # once per signature, backend and layout: the dispatch cache
             try:
@@ -357,12 +386,7 @@ class TileKernel:
         if written:
             arrays.check_overlap(self.name, list(self.signature.parameters), values,
                                  written)  # on every call: it depends on the arrays
-        for value_of, what, d, loc in narrowed:
-            if not np.iinfo(d.np).min <= (n := value_of(values)) <= np.iinfo(d.np).max:
-                raise ArgumentError(
-                    f"{what} is {n}, out of the range of {d}, the dtype it meets (NumPy raises "
-                    "OverflowError there)", kernel=self.name, loc=loc,
-                    hint="cast the tile to a wider dtype first")
+        self._check_narrowed(narrowed, values)
         config = chosen if config is None else space.validate(config)
         try:
             outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
@@ -445,6 +469,7 @@ class TileKernel:
         stores a new best config."""
         self._tuned.clear()
         self._plans.clear()
+        self._fast.clear()
 
     def _tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
                       space: ConfigSpace) -> Config | None:

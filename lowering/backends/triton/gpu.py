@@ -103,6 +103,45 @@ class TritonBackend:
             return [by_tensor[id(o)] if id(o) in by_tensor else _to_cupy(o) if cupy_in else o
                     for o in outs]
 
+    def prepare(self, fn: Function, args: list[Any], config: Config) -> Any:
+        """`run` on arguments of this layout, with the work that depends on the layout alone
+        done once: `k(*args)`'s dispatch cache calls the result on later torch CUDA tensors of
+        the same dtypes, shapes, strides and device (tiledsl/dispatch.py). None for CuPy
+        arrays, whose stream is read at each call."""
+        if any(is_cupy(a) for a in args):
+            return None
+        from triton.errors import TritonError
+        torch = gpu_torch()
+        tensor = [isinstance(v.type, TensorType) for v in fn.args]
+        targs = [a if t else scalar(a) for a, t in zip(args, tensor)]
+        device = next((a.device for a, t in zip(args, tensor) if t), torch.device("cuda"))
+        module = load(generate_cached(fn, config, strides_of(fn, targs)).source, interpret=False)
+        index, num_sms = device.index, _num_sms(torch, device)
+        torch_dtypes = {d: torch.bool if d == "bool" else getattr(torch, d)
+                        for d in ("bool", "float16", "bfloat16", "float32", "float64", "int8",
+                                  "int16", "int32", "int64")}
+
+        def empty(shape: Any, d: str) -> Any:
+            return torch.empty(shape, dtype=torch_dtypes[d], device=device)
+
+        def full(shape: Any, x: Any, d: str) -> Any:
+            return torch.full(shape, x, dtype=torch_dtypes[d], device=device)
+
+        def launch(values: list[Any]) -> list[Any]:
+            targs = [a if t else scalar(a) for a, t in zip(values, tensor)]
+            if torch.cuda.current_device() == index:  # Triton launches on the current device
+                return list(module.launch(*targs, empty=empty, full=full, num_sms=num_sms))
+            with torch.cuda.device(device):
+                return list(module.launch(*targs, empty=empty, full=full, num_sms=num_sms))
+
+        def checked(values: list[Any]) -> list[Any]:
+            try:  # as _triton_errors, without a context manager's cost on every call
+                return launch(values)
+            except TritonError as e:
+                raise BackendError(f"Triton could not compile or launch {fn.name} on this "
+                                   f"GPU: {type(e).__name__}: {e}") from e
+        return checked
+
     def launch_traced(self, fn: Function, args: list[Any], config: Config, wrap: Any) -> list[Any]:
         """Launch through `wrap` (torch.library.wrap_triton) on torch tensors, real or fake:
         the body of a `torch.library.triton_op`, which torch.compile traces into. Streams are
