@@ -102,7 +102,7 @@ def gpu_rows(profile: bool = False) -> list[dict[str, Any]]:
     spec = k.arg_spec(values)
     space = k._space(spec, "triton")
     config = space.default()
-    lowered = k._traced(spec).lowered
+    lowered = k._traced(spec).for_backend("triton")
     module_src = generate_cached(lowered, config, strides_of(lowered, values))
     module = load(module_src.source, interpret=False)
     gk = module_src.kernels[0]

@@ -153,8 +153,6 @@ def time_config(kernel: Any, targs: list[Any], ref: Any, case: Case, config: Con
 
 def time_case(case: Case, args: list[Any], candidates: list[Candidate], repeats: int,
               ceilings: dict, deadline: float) -> dict:
-    import torch
-
     from autotune.runners import to_device
     targs = to_device(args)
     ref = reference(case.example, targs)
@@ -178,8 +176,6 @@ def time_case(case: Case, args: list[Any], candidates: list[Candidate], repeats:
         configs = [tried[0]["config"], min(timed, key=lambda c: c["ms"])["config"]]
         row["hand_written"] = [h for config in configs[:1 if configs[0] == configs[1] else 2]
                                for h in hand_written(case, targs, ref, config, repeats)]
-    del targs, ref
-    torch.cuda.empty_cache()
     return summarize(row, case, ceilings)
 
 
@@ -211,8 +207,8 @@ def rates(case: Case, times: dict, ceilings: dict) -> dict:
     out = dict(times)
     if case.flops:
         out["TFLOPs"] = case.flops / times["ms"] / 1e9
-        cublas = ceilings.get(f"cublas_{'bf16' if 'bfloat16' in str(np.dtype(case.dtype)) else 'fp16'}",
-                              {})
+        label = "bf16" if np.dtype(case.dtype).name == "bfloat16" else "fp16"
+        cublas = ceilings.get(f"cublas_{label}", {})
         if "TFLOPs" in cublas:
             out["of_cublas_8192"] = out["TFLOPs"] / cublas["TFLOPs"]
     else:
@@ -277,6 +273,7 @@ def run_part(cases: list[Case], opts: argparse.Namespace, report: Report, gpu: b
             elif gpu:
                 rows.append({"case": case.name, **Report.attempt(case.name, lambda: time_case(
                     case, args, candidates, opts.repeats, ceilings, deadline))})
+                free_gpu_memory()
             else:
                 rows.append({"case": case.name, "candidates": [
                     {"config": c.to_dict(), "estimate_us": e, **compiled(f)}
@@ -287,6 +284,12 @@ def run_part(cases: list[Case], opts: argparse.Namespace, report: Report, gpu: b
         workers.close()
         report.data["wall_s"] = round(time.monotonic() - start, 1)
         report.save()
+
+
+def free_gpu_memory() -> None:
+    """The last case's tensors back to the driver (the next case's may be larger)."""
+    import torch
+    torch.cuda.empty_cache()
 
 
 def target(gpu: bool) -> tuple[str, int | None]:
@@ -301,8 +304,8 @@ def target(gpu: bool) -> tuple[str, int | None]:
 def dry_line(row: dict) -> str:
     failed = [c for c in row["candidates"] if "predicted_us" not in c]
     return (f"{row['case']:44} {len(row['candidates'])} candidates compiled for sm_90, "
-            f"{len(failed)} failed" + "".join(f"\n    {c['config']}: {c.get('error', c.get('worker'))}"
-                                              for c in failed))
+            f"{len(failed)} failed" + "".join(
+                f"\n    {c['config']}: {c.get('error', c.get('worker'))}" for c in failed))
 
 
 def compile_only(cases: list[Case]) -> list[dict]:
@@ -313,7 +316,7 @@ def compile_only(cases: list[Case]) -> list[dict]:
     for case in cases:
         kernel = getattr(example_module(case.example), case.example)
         args = example_module(case.example).make_inputs(Float32Normal(0), case.dims, case.dtype)
-        lowered = kernel.traced(*args).lowered
+        lowered = kernel.traced(*args).for_backend("triton")
         config = kernel.config_space(*args, backend="triton").default()
         strides = array_strides(lowered, list(args))
         times = []

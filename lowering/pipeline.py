@@ -9,8 +9,10 @@ from lowering.passes.base import Pass
 from lowering.passes.carried import KeepCarriedLanesPass
 from lowering.passes.cse import CSEPass
 from lowering.passes.dce import DCEPass
+from lowering.passes.exp_scales import FoldExpScalesPass
 from lowering.passes.fold import FoldConstantsPass
 from lowering.passes.ragged import MaskRaggedEdgesPass
+from lowering.passes.reciprocal import HoistReciprocalsPass
 from tiledsl.ir.core import Function
 from tiledsl.ir.verify import verify
 
@@ -37,9 +39,20 @@ class Pipeline:
         return fn
 
 
-PASSES: dict[str, Pass] = {p.name: p for p in DEFAULT}
+# The Triton backend's own passes, after DEFAULT (on a copy: the NumPy backend runs the IR as
+# written; see tiledsl.kernel.Traced.for_backend).
+TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), HoistReciprocalsPass()) + CANONICALIZE
+
+PASSES: dict[str, Pass] = {p.name: p for p in DEFAULT + TRITON}
 
 
 def lower(fn: Function) -> Function:
     """The default pipeline on `fn` (in place)."""
     return Pipeline()(fn)
+
+
+def lower_for_triton(fn: Function) -> Function:
+    """A copy of lowered `fn` after the Triton backend's passes."""
+    out = Pipeline(TRITON)(fn.clone())
+    verify(out)
+    return out

@@ -55,3 +55,14 @@ def test_example_pipeline_golden(name: str) -> None:
     lowered = Pipeline(verify_each=True)(traced.ir.clone())
     assert print_ir(lowered) == print_ir(traced.lowered)
     check_golden(GOLDEN / "examples" / f"{name}.ir", print_ir(traced.lowered, locs=False))
+
+
+def test_the_triton_backends_passes_run_on_a_copy_and_numpy_runs_the_ir_as_written() -> None:
+    module = example("softmax")
+    traced = module.softmax.traced(*module.make_inputs(np.random.default_rng(0)))
+    triton_ir = print_ir(traced.for_backend("triton"), locs=False)
+    assert traced.for_backend("numpy") is traced.lowered
+    assert traced.for_backend("triton") is traced.for_backend("triton-interpret") or \
+        print_ir(traced.for_backend("triton-interpret"), locs=False) == triton_ir
+    assert " exp2 " in triton_ir and " exp " not in triton_ir
+    assert " exp " in print_ir(traced.lowered, locs=False)

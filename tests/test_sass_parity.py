@@ -145,3 +145,19 @@ def test_both_gemms_compile_to_a_loop_with_the_same_hgmma() -> None:
     assert ours["HGMMA"] == theirs["HGMMA"] == 8  # 2 warpgroup rows x 64/16 steps of K
     assert ours["LDGSTS"] > 0 and theirs["LDGSTS"] > 0
     assert row["loop_ratio"] is not None
+
+
+def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
+    """fold-exp-scales: no denormal fix-up around MUFU.EX2 (an FSETP and two FMULs each, 68
+    FSETP per key tile before), the scale folded into the exponent's FFMA (64 FMUL fewer)."""
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    case = sp.Case("attention", "attention", {"batch": 2, "seq": 1024, "d": 64}, np.float16,
+                   td.Config((128, 64), 4, 3, group_m=1), "attention")
+    row = sp.compare(case, "sm_90")
+    ours, theirs = row["tiledsl"]["main_loop"], row["reference"]["main_loop"]
+    assert ours["MUFU.EX2"] == theirs["MUFU.EX2"] == 68  # 64 scores and 4 rows per thread
+    assert ours["FSETP"] == theirs["FSETP"] == 0
+    fmul = [side["opcodes"].get("FMUL", 0) for side in (ours, theirs)]
+    assert fmul[0] <= fmul[1] + 8, fmul  # the rows' scales: two per row more than the tutorial
+    assert row["loop_ratio"] < 1.12

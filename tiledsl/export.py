@@ -56,7 +56,7 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
     chosen, source = choose_config(kernel, values, spec, space, config)
     chosen, notes = launchable(chosen)
     plan = registry.backend("triton").export_plan(  # type: ignore[attr-defined]
-        traced.lowered, chosen, values, arch)
+        traced.for_backend("triton"), chosen, values, arch)
     _check_target(root)
     staging = root.parent / f".{root.name}.{os.getpid()}.tmp"
     shutil.rmtree(staging, ignore_errors=True)

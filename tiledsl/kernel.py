@@ -10,7 +10,7 @@ import functools
 import hashlib
 import inspect
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FunctionType
 from typing import Any, Callable
@@ -42,10 +42,21 @@ class Traced:
     lowered: Function
     labels: dict[str, str]  # block symbol -> the user's loop variable name
     returns: str  # "none", "single" or "tuple"
+    by_backend: dict[str, Function] = field(default_factory=dict, compare=False)
 
     @property
     def hash(self) -> str:
         return ir_hash(self.ir)
+
+    def for_backend(self, backend: str) -> Function:
+        """The lowered IR as `backend` runs it: after its own passes (its `lower`, on a copy;
+        the Triton backend folds exp's scales into exp2), made once. The NumPy backend has
+        none: it runs the IR as written."""
+        fn = self.by_backend.get(backend)
+        if fn is None:
+            lower = getattr(registry.backend(backend), "lower", None)
+            fn = self.by_backend[backend] = self.lowered if lower is None else lower(self.lowered)
+        return fn
 
 
 def _next_pow2(n: int) -> int:
@@ -257,7 +268,8 @@ class TileKernel:
             space = ConfigSpace(self.name, tuple(params))
             if backend is not None:
                 options = {} if arch is None else {"arch": arch}
-                space = registry.backend(backend).extend_space(space, t.lowered, **options)
+                space = registry.backend(backend).extend_space(space, t.for_backend(backend),
+                                                               **options)
             self._spaces[key] = space
         return self._spaces[key]
 
@@ -348,7 +360,8 @@ class TileKernel:
         backend prepares launches."""
         impl, _, chosen, t, narrowed, written = self._plans[
             self._plan_key(values, self.arg_spec(values), "triton", None)]
-        launch = impl.prepare(t.lowered, values, chosen) if hasattr(impl, "prepare") else None
+        launch = impl.prepare(t.for_backend("triton"), values, chosen) \
+            if hasattr(impl, "prepare") else None
         if launch is not None:
             self._fast[fast_key] = dispatch.fast_call(
                 self.name, list(self.signature.parameters), launch, written,
@@ -389,7 +402,8 @@ class TileKernel:
         self._check_narrowed(narrowed, values)
         config = chosen if config is None else space.validate(config)
         try:
-            outputs = impl.run(t.lowered, values, config, **({} if arch is None else {"arch": arch}))
+            outputs = impl.run(t.for_backend(backend), values, config,
+                               **({} if arch is None else {"arch": arch}))
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
         if t.returns == "none":
@@ -450,7 +464,8 @@ class TileKernel:
         space = self._space(self.arg_spec(values), "triton")
         config = space.default() if config is None else space.validate(config)
         try:
-            return getattr(registry.backend("triton"), method)(t.lowered, config, values, *extra)
+            return getattr(registry.backend("triton"), method)(t.for_backend("triton"), config,
+                                                               values, *extra)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
@@ -502,7 +517,7 @@ class TileKernel:
         t = self._traced(spec)
         try:  # the trace path is checked before simulating
             return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
-                t.lowered, config, arch=arch, trace_path=trace, args=values)
+                t.for_backend("spatial"), config, arch=arch, trace_path=trace, args=values)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
@@ -525,7 +540,7 @@ class TileKernel:
         config = space.default() if config is None else space.validate(config)
         if arch is None and target == "ptx":
             arch = "sm_90"
-        return emit(t.lowered, config, values, arch=arch)
+        return emit(t.for_backend(backend), config, values, arch=arch)
 
 
 _NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs on NumPy as is

@@ -218,7 +218,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         space = kernel._space(spec, "triton")
         backend = registry.backend("triton")
         outs = backend.launch_traced(  # type: ignore[attr-defined]
-            kernel._traced(spec).lowered, values, space.default(),
+            kernel._traced(spec).for_backend("triton"), values, space.default(),
             wrap=torch.library.wrap_triton)
         converted = [o.clone() if any(o is a for a in args) else o for o in outs]
         return _pack(converted, n_out)

@@ -18,6 +18,7 @@ from lowering.backends.triton.loader import load
 from lowering.backends.triton.package import export_plan
 from lowering.backends.triton.targets import array_strides
 from lowering.backends.triton.warmup import DEFAULT_SMS
+from lowering.pipeline import lower_for_triton
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import ArgumentError, BackendError
@@ -50,6 +51,10 @@ class TritonBackend:
 
     def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
         return triton_space.extend(space, fn)
+
+    def lower(self, fn: Function) -> Function:
+        """The backend's own passes (lowering.pipeline.TRITON) on a copy of `fn`."""
+        return lower_for_triton(fn)
 
     def compile(self, fn: Function, config: Config, args: list[Any], arch: str) -> list[Compiled]:
         """PTX and cubin for `arch`, with resource usage (works without a GPU)."""

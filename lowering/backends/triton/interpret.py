@@ -187,6 +187,11 @@ class TritonInterpretBackend:
     def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
         return triton_space.extend(space, fn)
 
+    def lower(self, fn: Function) -> Function:
+        """What the GPU runs: the Triton backend's passes on a copy of `fn`."""
+        from lowering.pipeline import lower_for_triton
+        return lower_for_triton(fn)
+
     def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         torch = _torch()
         targs = [to_torch(a) if isinstance(a, np.ndarray) else scalar(a) for a in args]

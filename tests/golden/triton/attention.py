@@ -33,22 +33,25 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK
         k_tile = tl.load(k_ptr + begin_bh * 8192 + offs_tk[:, None] * 64 + offs_64[None, :])
         trans = tl.trans(k_tile)
         prod = tl.dot(q_tile, trans)
-        tmp = prod * 0.125
-        max_1 = tl.reduce(tmp, 1, _max_nan)
-        tmp_1 = tl.maximum(m_i, max_1, propagate_nan=tl.PropagateNan.ALL)
+        max_1 = tl.reduce(prod, 1, _max_nan)
+        tmp = max_1 * 0.125
+        tmp_1 = tl.maximum(m_i, tmp, propagate_nan=tl.PropagateNan.ALL)
         tmp_2 = m_i - tmp_1
-        tmp_3 = tl.exp(tmp_2)
-        tmp_4 = tmp_1[:, None]
-        tmp_5 = tmp - tmp_4
-        tmp_6 = tl.exp(tmp_5)
-        tmp_7 = l_i * tmp_3
-        sum_1 = tl.sum(tmp_6, axis=1)
-        l_i = tmp_7 + sum_1
-        tmp_8 = tmp_3[:, None]
-        tmp_9 = acc * tmp_8
-        tmp_10 = tmp_6.to(tl.float16)
+        tmp_3 = tmp_2 * 1.4426950408889634
+        tmp_4 = tl.exp2(tmp_3)
+        tmp_5 = tmp_1[:, None]
+        tmp_6 = prod * 0.1803368777036667
+        tmp_7 = tmp_5 * 1.4426950408889634
+        tmp_8 = tmp_6 - tmp_7
+        tmp_9 = tl.exp2(tmp_8)
+        tmp_10 = l_i * tmp_4
+        sum_1 = tl.sum(tmp_9, axis=1)
+        l_i = tmp_10 + sum_1
+        tmp_11 = tmp_4[:, None]
+        tmp_12 = acc * tmp_11
+        tmp_13 = tmp_9.to(tl.float16)
         v_tile = tl.load(v_ptr + begin_bh * 8192 + offs_tk[:, None] * 64 + offs_64[None, :])
-        acc = tl.dot(tmp_10, v_tile, tmp_9)
+        acc = tl.dot(tmp_13, v_tile, tmp_12)
         m_i = tmp_1
     for tk_iter_1 in range(split_tk, tl.cdiv(stop_tk, BLOCK_TK)):
         begin_tk_1 = tk_iter_1 * BLOCK_TK
@@ -56,31 +59,35 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, out_ptr, BLOCK_TQ: tl.constexpr, BLOCK
         k_tile_1 = tl.load(k_ptr + begin_bh * 8192 + offs_tk_1[:, None] * 64 + offs_64[None, :])
         trans_1 = tl.trans(k_tile_1)
         prod_1 = tl.dot(q_tile, trans_1)
-        tmp_11 = prod_1 * 0.125
-        tmp_12 = offs_tq[:, None]
-        tmp_13 = offs_tk_1[None, :]
-        tmp_14 = tmp_12 >= tmp_13
-        tmp_15 = tl.where(tmp_14, tmp_11, -float("inf"))
-        max_1_1 = tl.reduce(tmp_15, 1, _max_nan)
-        tmp_16 = tl.maximum(m_i, max_1_1, propagate_nan=tl.PropagateNan.ALL)
-        tmp_17 = m_i - tmp_16
-        tmp_18 = tl.exp(tmp_17)
-        tmp_19 = tmp_16[:, None]
-        tmp_20 = tmp_15 - tmp_19
-        tmp_21 = tl.exp(tmp_20)
-        tmp_22 = l_i * tmp_18
-        sum_1_1 = tl.sum(tmp_21, axis=1)
-        l_i = tmp_22 + sum_1_1
-        tmp_23 = tmp_18[:, None]
-        tmp_24 = acc * tmp_23
-        tmp_25 = tmp_21.to(tl.float16)
+        tmp_14 = offs_tq[:, None]
+        tmp_15 = offs_tk_1[None, :]
+        tmp_16 = tmp_14 >= tmp_15
+        tmp_17 = tl.where(tmp_16, prod_1, -float("inf"))
+        max_1_1 = tl.reduce(tmp_17, 1, _max_nan)
+        tmp_18 = max_1_1 * 0.125
+        tmp_19 = tl.maximum(m_i, tmp_18, propagate_nan=tl.PropagateNan.ALL)
+        tmp_20 = m_i - tmp_19
+        tmp_21 = tmp_20 * 1.4426950408889634
+        tmp_22 = tl.exp2(tmp_21)
+        tmp_23 = tmp_19[:, None]
+        tmp_24 = tmp_17 * 0.1803368777036667
+        tmp_25 = tmp_23 * 1.4426950408889634
+        tmp_26 = tmp_24 - tmp_25
+        tmp_27 = tl.exp2(tmp_26)
+        tmp_28 = l_i * tmp_22
+        sum_1_1 = tl.sum(tmp_27, axis=1)
+        l_i = tmp_28 + sum_1_1
+        tmp_29 = tmp_22[:, None]
+        tmp_30 = acc * tmp_29
+        tmp_31 = tmp_27.to(tl.float16)
         v_tile_1 = tl.load(v_ptr + begin_bh * 8192 + offs_tk_1[:, None] * 64 + offs_64[None, :])
-        acc = tl.dot(tmp_25, v_tile_1, tmp_24)
-        m_i = tmp_16
-    tmp_26 = l_i[:, None]
-    tmp_27 = acc / tmp_26
-    tmp_28 = tmp_27.to(tl.float16)
-    tl.store(out_ptr + begin_bh * 8192 + offs_tq[:, None] * 64 + offs_64[None, :], tmp_28)
+        acc = tl.dot(tmp_31, v_tile_1, tmp_30)
+        m_i = tmp_19
+    tmp_32 = l_i[:, None]
+    inv = 1.0 / tmp_32
+    tmp_33 = acc * inv
+    tmp_34 = tmp_33.to(tl.float16)
+    tl.store(out_ptr + begin_bh * 8192 + offs_tq[:, None] * 64 + offs_64[None, :], tmp_34)
 
 def launch(q, k, v, *, empty, full, num_sms=132, wrap=None):
     """Run attention on tensors Triton can take (torch, or objects with data_ptr).

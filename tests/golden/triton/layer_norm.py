@@ -15,11 +15,11 @@ def layer_norm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr, eps, BLOCK_TM: tl.co
     x_tile = tl.load(x_ptr + offs_tm[:, None] * 256 + offs_256[None, :], mask=mask_tm[:, None])
     tmp = x_tile.to(tl.float32)
     sum_1 = tl.sum(tmp, axis=1, keep_dims=True)
-    tmp_1 = sum_1 / 256.0
+    tmp_1 = sum_1 * 0.00390625
     tmp_2 = tmp - tmp_1
     tmp_3 = tmp_2 * tmp_2
     sum_1_1 = tl.sum(tmp_3, axis=1, keep_dims=True)
-    tmp_4 = sum_1_1 / 256.0
+    tmp_4 = sum_1_1 * 0.00390625
     tmp_5 = tmp_4 + eps
     tmp_6 = tl.rsqrt(tmp_5)
     tmp_7 = tmp_2 * tmp_6

@@ -21,13 +21,16 @@ def softmax_kernel(x_ptr, out_ptr, BLOCK_TM: tl.constexpr):
     tmp = x_tile.to(tl.float32)
     masked = tl.where(mask_300[None, :], tmp, -float("inf"))
     max_1 = tl.reduce(masked, 1, _max_nan, keep_dims=True)
-    tmp_1 = tmp - max_1
-    tmp_2 = tl.exp(tmp_1)
-    masked_1 = tl.where(mask_300[None, :], tmp_2, 0.0)
+    tmp_1 = tmp * 1.4426950408889634
+    tmp_2 = max_1 * 1.4426950408889634
+    tmp_3 = tmp_1 - tmp_2
+    tmp_4 = tl.exp2(tmp_3)
+    masked_1 = tl.where(mask_300[None, :], tmp_4, 0.0)
     sum_1 = tl.sum(masked_1, axis=1, keep_dims=True)
-    tmp_3 = tmp_2 / sum_1
-    tmp_4 = tmp_3.to(tl.float16)
-    tl.store(out_ptr + offs_tm[:, None] * 300 + offs_300[None, :], tmp_4, mask=mask_tm[:, None] & mask_300[None, :])
+    inv = 1.0 / sum_1
+    tmp_5 = tmp_4 * inv
+    tmp_6 = tmp_5.to(tl.float16)
+    tl.store(out_ptr + offs_tm[:, None] * 300 + offs_300[None, :], tmp_6, mask=mask_tm[:, None] & mask_300[None, :])
 
 def launch(x, *, empty, full, num_sms=132, wrap=None):
     """Run softmax on tensors Triton can take (torch, or objects with data_ptr).
