@@ -161,3 +161,14 @@ def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
     fmul = [side["opcodes"].get("FMUL", 0) for side in (ours, theirs)]
     assert fmul[0] <= fmul[1] + 8, fmul  # the rows' scales: two per row more than the tutorial
     assert row["loop_ratio"] < 1.12
+
+
+def test_attention_with_tma_loads_k_and_v_with_the_copy_engine() -> None:
+    """k[b, tk, :] and v[b, tk, :] through rank-3 tensor descriptors: two UTMALDG per key
+    tile and no LDGSTS (tma=True generated pointer loads for the scalar index b before)."""
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    case = sp.Case("attention", "attention", {"batch": 2, "seq": 1024, "d": 64}, np.float16,
+                   td.Config((128, 64), 8, 3, group_m=1, tma=True), "attention")
+    loop = sp.tiledsl_side(case, "sm_90")["main_loop"]
+    assert loop["UTMALDG"] == 2 and loop["LDGSTS"] == 0

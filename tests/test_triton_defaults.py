@@ -104,8 +104,8 @@ def test_large_fp16_defaults_do_not_spill_on_hopper(name: str, shapes: list) -> 
 
 
 def test_tma_is_searched_only_where_a_descriptor_can_be_used() -> None:
-    """Attention and batched matmul index their tensors with a scalar batch position, which
-    no descriptor takes: tma=True generates what tma=False does. So do boxes over 256."""
+    """Boxes over 256 take no descriptor: tma=True generates what tma=False does. Attention's
+    and batched matmul's scalar batch position stays in range, so it takes a box of 1."""
     a = np.zeros((1024, 1024), F16)
     space = kernel_of("matmul").config_space(a, a, backend="triton")
     assert space.duplicate(td.Config((128, 128, 64), tma=True)) is None
@@ -114,6 +114,4 @@ def test_tma_is_searched_only_where_a_descriptor_can_be_used() -> None:
     q = np.zeros((4, 256, 64), F16)
     for name, args in (("attention", (q, q, q)), ("batched_matmul", (q, q.swapaxes(1, 2)))):
         space = kernel_of(name).config_space(*args, backend="triton")
-        for config in space.sample(20, seed=0):
-            assert space.duplicate(config.replace(tma=True)) is not None
-        assert space.duplicate(space.default()) is None
+        assert space.duplicate(space.default().replace(tma=True)) is None

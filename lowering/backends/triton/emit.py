@@ -51,6 +51,17 @@ def tl_dot_takes(d: DType) -> bool:
     return d.is_float or d.short == "i8"
 
 
+def in_bounds(idx: Value, extent: int) -> bool:
+    """A scalar index that cannot leave [0, extent): a constant, or a grid/loop position."""
+    owner = idx.owner
+    if owner is not None and owner.name == "const":
+        return 0 <= owner.attrs["value"] < extent
+    if owner is not None and owner.name == "tile.begin":
+        r = owner.operands[0].type
+        return isinstance(r, RangeType) and r.block == 1 and r.extent == extent
+    return False
+
+
 @dataclass
 class KernelParam:
     """A parameter of a generated kernel: a tensor pointer, a scalar, or a block size."""
@@ -257,10 +268,14 @@ class KernelEmitter(LoopEmission):
             mask = " & ".join(conds)
         return ptr, mask
 
-    def descriptor(self, op: Op, tensor: Value, indices: list[Value]) -> tuple[str, str] | None:
-        """A TMA tensor descriptor for this access and its coordinates, when the config asks
-        for TMA and the access allows it: every dimension a tile or `:`, boxes of at most 256,
-        16-byte aligned strides with a contiguous last dimension, out-of-range reads of zero."""
+    def descriptor(self, op: Op, tensor: Value, indices: list[Value]
+                   ) -> tuple[str, str, tuple[int, ...] | None] | None:
+        """A TMA tensor descriptor for this access, its coordinates, and the box's shape when
+        scalar indices make it differ from the tile's (the tile is a reshape of the box), when
+        the config asks for TMA and the access allows it: every dimension a tile, `:` or a
+        scalar index that stays in range (a box of 1: attention's `k[b, tk, :]`), boxes of at
+        most 256, 16-byte aligned strides with a contiguous last dimension, out-of-range reads
+        of zero."""
         t = tensor.type
         assert isinstance(t, TensorType)
         if not self.config.get("tma", False) or not 2 <= len(t.shape) <= 5:
@@ -272,7 +287,7 @@ class KernelEmitter(LoopEmission):
             return None
         full = op.attrs.get("full", ())
         it = iter(indices)
-        box, coords = [], []
+        box, coords, squeezed = [], [], False
         for d, extent in enumerate(t.shape):
             if d in full:
                 box.append(padded(extent))
@@ -280,7 +295,12 @@ class KernelEmitter(LoopEmission):
                 continue
             idx = next(it)
             if idx not in self.ranges:
-                return None  # a scalar index: plain pointer arithmetic
+                if not self.in_bounds(idx, extent):
+                    return None  # TMA would read zeros where the pointer path reads memory
+                box.append(1)
+                coords.append(self.value(idx))
+                squeezed = True
+                continue
             rg = self.ranges[idx]
             if rg.padding:
                 return None  # a box of the padded size would move the next tiles' elements
@@ -294,17 +314,10 @@ class KernelEmitter(LoopEmission):
         if key not in self.descriptors:
             name = self.namer.fresh(f"{tensor.hint or 'out'}_desc")
             self.descriptors[key] = KernelParam(name, "desc", tensor, box=tuple(box))
-        return self.descriptors[key].name, ", ".join(coords)
+        return self.descriptors[key].name, ", ".join(coords), tuple(box) if squeezed else None
 
     def in_bounds(self, idx: Value, extent: int) -> bool:
-        """A scalar index that cannot leave [0, extent): a constant, or a grid/loop position."""
-        owner = idx.owner
-        if owner is not None and owner.name == "const":
-            return 0 <= owner.attrs["value"] < extent
-        if owner is not None and owner.name == "tile.begin":
-            r = owner.operands[0].type
-            return isinstance(r, RangeType) and r.block == 1 and r.extent == extent
-        return False
+        return in_bounds(idx, extent)
 
     # ---- ops ------------------------------------------------------------------------------
     def assign(self, op: Op, expr: str, indent: int) -> None:
@@ -401,12 +414,17 @@ class KernelEmitter(LoopEmission):
                         f"{rg.block_expr})"
             self.assign(op, size, indent)
         elif name == "load" and (desc := self.descriptor(op, op.operands[0], op.operands[1:])):
-            self.assign(op, f"{desc[0]}.load([{desc[1]}])", indent)
+            loaded = f"{desc[0]}.load([{desc[1]}])"
+            if desc[2] is not None:  # the box's dimensions of 1 (scalar indices) dropped
+                loaded = f"tl.reshape({loaded}, {self.shape(rt)})"  # type: ignore[arg-type]
+            self.assign(op, loaded, indent)
         elif name == "store" and (desc := self.descriptor(op, op.operands[0], op.operands[1:-1])):
             value = op.operands[-1]
             v = self.value(value)
             if value.owner is not None and value.owner.name == "broadcast":  # a box-shaped value
                 v = f"tl.broadcast_to({v}, {self.shape(value.type)})"  # type: ignore[arg-type]
+            if desc[2] is not None:
+                v = f"tl.reshape({v}, {desc[2]})"
             self.emit(indent, f"{desc[0]}.store([{desc[1]}], {v})")
         elif name == "load":
             assert isinstance(rt, TileType)

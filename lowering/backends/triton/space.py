@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 
 from lowering.backends.triton.cost import dot_shared_bytes, estimate_us, numel
-from lowering.backends.triton.emit import padded, tl_dot_takes
+from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Block, Function, walk
@@ -214,8 +214,8 @@ def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, Ti
 def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
     """The redundancy rule of `tma=True`: no load or store could take a tensor descriptor
     (emit.py `descriptor`) under the config, so it generates what `tma=False` does. An access
-    can when it has 2 to 5 dimensions, each a tile (no scalar index such as a `td.grid`
-    position) or `:`, no padded constant block, boxes of at most 256 with 16 bytes or more in
+    can when it has 2 to 5 dimensions, each a tile, `:` or a scalar index that stays in range
+    (emit.py `in_bounds`), no padded constant block, boxes of at most 256 with 16 bytes or more in
     the last, and loads whose masked lanes read zero. Strides, and whether a loop's runtime
     stop cuts its tiles, are not known here: they count as fit."""
     boxes: list[tuple[tuple[int | str, ...], int]] = []  # (box dims, element bytes)
@@ -233,9 +233,14 @@ def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
             if d in op.attrs.get("full", ()):
                 box.append(padded(extent))
                 continue
-            r = next(indices).type
-            if not isinstance(r, RangeType) or \
-                    (isinstance(r.block, int) and padded(r.block) != r.block):
+            idx = next(indices)
+            r = idx.type
+            if not isinstance(r, RangeType):
+                if not in_bounds(idx, extent):
+                    break
+                box.append(1)  # a scalar index: a box of 1 (attention's k[b, tk, :])
+                continue
+            if isinstance(r.block, int) and padded(r.block) != r.block:
                 break
             box.append(r.block)
         else:
