@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from lowering.backends.triton.cost import dot_shared_bytes, estimate_us, numel
+from lowering.backends.triton.cost import estimate_us, numel, shared_bytes
 from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
@@ -357,9 +357,7 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
         return None
 
     def shared(c: Config) -> str | None:
-        b = blocks(c)
-        stages = int(c.get("num_stages", 3))
-        need = max((dot_shared_bytes(a, bb, b, stages) for a, bb in dots), default=0)
+        need = shared_bytes(fn, c)
         limit = SHARED_BYTES[arch]
         return f"{need} bytes of shared memory > {limit} on {arch}" if need > limit else None
 
