@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lowering.backends.triton.emit import padded
+from lowering.backends.triton.registers import registers as register_estimate
 from tiledsl.config import Config
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Function, loop_start, loop_stop, walk
@@ -130,7 +131,6 @@ def _mean_trips(op: Any, extent: int, block: int) -> int:
 
 
 MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory
-BASE_REGISTERS = 40  # addresses, indices, masks and loop state, seen on compiled GEMMs
 
 
 def numel(t: TileType, blocks: dict[str, int]) -> int:
@@ -168,19 +168,14 @@ def shared_bytes(fn: Function, config: Config) -> int:
 
 
 def estimated_resources(fn: Function, config: Config) -> list[Resources]:
-    """What the kernels will use, guessed without compiling: registers for the largest tile
-    spread over the program's threads (in 32-bit words) plus a base, spilling past 255; shared
-    memory for the dot operands of every pipeline stage."""
+    """What the kernels will use, guessed without compiling: registers for the tiles live at
+    once (registers.py), spilling past 255; shared memory for the dot operands of every
+    pipeline stage and a persistent TMA epilogue."""
     blocks = dict(zip(fn.symbols, config.block_sizes))
     warps = int(config.num_warps or 4)
-    words = 0
-    for op in walk(fn.body):
-        for r in op.results:
-            if isinstance(r.type, TileType):
-                words = max(words, numel(r.type, blocks) * max(r.type.dtype.bits, 32) // 32)
-    shared = shared_bytes(fn, config)
-    needed = -(-words // (32 * warps)) + BASE_REGISTERS
+    needed = register_estimate(fn, blocks, warps)
     registers = min(MAX_REGISTERS, needed)
+    shared = shared_bytes(fn, config)
     return [Resources(warps, registers, shared, 4 * max(0, needed - MAX_REGISTERS))]
 
 

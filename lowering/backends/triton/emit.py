@@ -21,6 +21,7 @@ from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
+from lowering.backends.triton.workarounds import breaks_thread_locality
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
@@ -529,6 +530,8 @@ class KernelEmitter(LoopEmission):
         assert isinstance(x, TileType) and isinstance(rt, TileType)
         kind = op.attrs["kind"]
         src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
+        if breaks_thread_locality(op, self.fn, self.uses):
+            src = f"({src} + 0.0)"  # Triton 3.6 fails to compile this sum (workarounds.py)
         keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
         fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}.get(kind)
         if kind in ARG_REDUCTIONS:
