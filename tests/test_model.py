@@ -32,11 +32,24 @@ def us(c: td.Config, registers: int = 128, shared: int = 64 * 1024, spill: int =
 
 
 def test_a_compute_bound_gemm_sits_on_the_tensor_core_roofline() -> None:
+    """The tensor cores' time, plus each K trip's fixed cost (waits and issue: TRIP_CYCLES per
+    trip per wave, fitted on an H200), stretched by the partial last wave, plus the launch."""
+    from lowering.backends.triton.cost import H100, TRIP_CYCLES
     flops_us = 2.0 * M * N * K / 989e12 * 1e6  # an H100's dense fp16 peak
     programs, per_sm = (M // 128) * (N // 256), 2  # 2 by registers: 128 x 256 threads each
     waves = programs / (132 * per_sm)
-    expected = flops_us * math.ceil(waves) / waves + 3.0  # the last wave partial; the launch
+    trips_us = math.ceil(waves) * (K // 64) * TRIP_CYCLES / (H100["clock_ghz"] * 1e3)
+    expected = (flops_us + trips_us) * math.ceil(waves) / waves + 3.0
     assert us(config(128, 256, 64)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_short_k_blocks_pay_their_trips_and_tma_pays_less_per_trip() -> None:
+    """On an H200, BLOCK_K=16 ran 1.5x slower than 64 at 8192^3 (128x128 tiles) where the
+    roofline alone priced them alike; TMA and a persistent grid ran 1-2% faster."""
+    assert us(config(128, 128, 16, warps=4)) > 1.2 * us(config(128, 128, 64, warps=4))
+    plain = config(128, 256, 64)
+    assert us(plain.replace(tma=True, persistent=True)) < us(plain.replace(tma=True)) < \
+        us(plain)
 
 
 def test_small_tiles_re_read_their_operands_and_are_memory_bound() -> None:

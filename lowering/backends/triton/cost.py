@@ -24,12 +24,25 @@ from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Function, loop_start, loop_stop, walk
 from tiledsl.ir.types import TensorType, TileType
 
+EPILOGUE_MATH = frozenset({"erf", "exp", "exp2", "log", "tanh", "sigmoid", "sqrt", "rsqrt"})
+
 # An H100 SXM, as published by NVIDIA (dense).
 H100 = {"sms": 132, "tflops": {"f16": 989.0, "bf16": 989.0, "f32": 67.0, "i8": 1979.0,
                                "f64": 67.0},
         "hbm_gbps": 3350.0, "regs_per_sm": 65536, "smem_per_sm": 228 * 1024,
         "max_warps_per_sm": 64, "max_programs_per_sm": 32, "launch_us": 3.0,
-        "program_us": 1.0}
+        "program_us": 1.0, "clock_ghz": 1.98}
+# Each trip of a loop that feeds the tensor cores waits for its stage's loads, then issues its
+# MMAs and the next addresses: a cost per trip, in cycles, that short K blocks pay many times
+# (on an H200, BLOCK_K=16 ran 1.5x slower than 64 at 8192^3). TMA hands the addresses to the
+# copy engine (SASS at 128x256x64, 8 warps: 86 instructions per trip against 102). Fitted on
+# the H200's GEMM timings (benchmarks/results/h200-run2/gemm.json).
+TRIP_CYCLES = 160
+TMA_TRIP_SAVING = 20
+# A persistent kernel overlaps the next tile's pipeline fill with this tile's epilogue, unless
+# the epilogue is heavy math (a GELU): then the accumulator and the next tile's buffers
+# compete (GEMM+bias+GELU at 128x128x64 on the H200: 1.27x slower persistent).
+PERSISTENT_HEAVY_EPILOGUE = 1.2
 
 
 @dataclass(frozen=True)
@@ -90,13 +103,42 @@ def predict_us(fn: Function, config: Config, resources: list[Resources],
     # next iteration's loads in flight) or a second program on the SM. One stage and one
     # program per SM wait for each load, then compute.
     overlapped = (config.num_stages or 3) >= 2 or per_sm >= 2
+    t_compute += _trips_us(fn, config, trips, waves, gpu) * 1e-6
     t_body = max(t_compute, t_memory) if overlapped else t_compute + t_memory
+    if config.get("persistent", False) and heavy_epilogue(fn):
+        t_body *= PERSISTENT_HEAVY_EPILOGUE
     occupancy = min(1.0, per_sm * threads / 256)  # latency hiding needs ~8 warps per SM
     # A wave of programs takes at least one dependent load-to-store round trip through DRAM,
     # whatever its tiles: a vector add of a million elements in programs of one element
     # (249 waves) is not at the roofline.
     t_floor = math.ceil(waves) * gpu["program_us"] * 1e-6
     return max(t_body * quantization / max(occupancy, 0.25), t_floor) * 1e6 + gpu["launch_us"]
+
+
+def _trips_us(fn: Function, config: Config, trips: dict[int, int], waves: float,
+              gpu: dict[str, Any]) -> float:
+    """Microseconds the SMs spend on the trips of loops that feed the tensor cores
+    (TRIP_CYCLES), less what a persistent kernel hides: each tile's pipeline fill."""
+    mma_trips = max((trips.get(id(op), 1) for op in walk(fn.body) if op.name == "dot"),
+                    default=0)
+    if mma_trips <= 1:
+        return 0.0
+    per_trip = TRIP_CYCLES - (TMA_TRIP_SAVING if config.get("tma", False) else 0)
+    if config.get("persistent", False) and not heavy_epilogue(fn):
+        mma_trips = max(1, mma_trips - max(0, int(config.num_stages or 3) - 1))
+    return math.ceil(waves) * mma_trips * per_trip / (gpu["clock_ghz"] * 1e3)
+
+
+def heavy_epilogue(fn: Function) -> bool:
+    """Transcendental math on a dot result's shape after its loop (a GELU epilogue)."""
+    shapes = set()
+    for op in walk(fn.body):
+        if op.name == "dot":
+            shapes.add(op.result.type.shape)  # type: ignore[union-attr]
+        elif op.name in EPILOGUE_MATH and isinstance(op.results[0].type, TileType) and \
+                op.results[0].type.shape in shapes:
+            return True
+    return False
 
 
 def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
