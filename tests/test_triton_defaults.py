@@ -132,3 +132,22 @@ def test_a_persistent_tma_epilogue_counts_its_output_tile_in_shared_memory() -> 
     (compiled,) = matmul.compile(a, a, config=fits, arch="sm_90")
     fn = matmul.traced(a, a).for_backend("triton")
     assert abs(compiled.shared_bytes - shared_bytes(fn, fits)) <= 2048  # barriers and such
+
+
+def test_defaults_follow_the_architecture() -> None:
+    """sm_90: a plain GEMM loads through TMA in a persistent grid (1-2.5% faster on an H200 in
+    all 8 GEMM cases), GEMM+bias+GELU does neither (1.04x and 1.27x slower); sm_80 has no TMA
+    and 163 KiB of shared memory, which 128x256x64 at 4 stages (192 KiB) overflows."""
+    a = np.zeros((4096, 4096), F16)
+    matmul, gelu = kernel_of("matmul"), kernel_of("gemm_bias_gelu")
+    hopper = matmul.config_space(a, a, backend="triton", arch="sm_90")
+    ampere = matmul.config_space(a, a, backend="triton", arch="sm_80")
+    assert hopper.default().get("tma") and hopper.default().get("persistent")
+    assert not ampere.default().get("tma") and not ampere.default().get("persistent")
+    big = td.Config((128, 256, 64), 8, 4, group_m=8, tma=False, persistent=False)
+    assert hopper.reason(big) is None and "shared-memory" in (ampere.reason(big) or "")
+    bias = np.zeros(4096, F16)
+    epilogue = gelu.config_space(a, a, bias, backend="triton", arch="sm_90").default()
+    assert not epilogue.get("tma") and not epilogue.get("persistent")
+    with pytest.raises(td.BackendError, match="kernel 'matmul'.*unknown architecture 'hopper'"):
+        matmul.config_space(a, a, backend="triton", arch="hopper")

@@ -268,8 +268,11 @@ class TileKernel:
             space = ConfigSpace(self.name, tuple(params))
             if backend is not None:
                 options = {} if arch is None else {"arch": arch}
-                space = registry.backend(backend).extend_space(space, t.for_backend(backend),
-                                                               **options)
+                try:
+                    space = registry.backend(backend).extend_space(
+                        space, t.for_backend(backend), **options)
+                except TileDSLError as e:
+                    raise e.with_context(kernel=self.name) from None
             self._spaces[key] = space
         return self._spaces[key]
 
@@ -461,7 +464,7 @@ class TileKernel:
         `config` (validated) or the space's default; errors name the kernel."""
         values = self.bind(args, kwargs)
         t = self._traced(self.arg_spec(values))
-        space = self._space(self.arg_spec(values), "triton")
+        space = self._space(self.arg_spec(values), "triton", extra[0])  # the arch's knobs
         config = space.default() if config is None else space.validate(config)
         try:
             return getattr(registry.backend("triton"), method)(t.for_backend("triton"), config,
@@ -536,7 +539,7 @@ class TileKernel:
             emit, backend = registry.target(target)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
-        space = self._space(self.arg_spec(values), backend, arch if backend == "spatial" else None)
+        space = self._space(self.arg_spec(values), backend, arch)
         config = space.default() if config is None else space.validate(config)
         if arch is None and target == "ptx":
             arch = "sm_90"

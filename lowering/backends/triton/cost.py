@@ -32,6 +32,19 @@ H100 = {"sms": 132, "tflops": {"f16": 989.0, "bf16": 989.0, "f32": 67.0, "i8": 1
         "hbm_gbps": 3350.0, "regs_per_sm": 65536, "smem_per_sm": 228 * 1024,
         "max_warps_per_sm": 64, "max_programs_per_sm": 32, "launch_us": 3.0,
         "program_us": 1.0, "clock_ghz": 1.98}
+# An A100 SXM (80 GB), likewise.
+A100 = {"sms": 108, "tflops": {"f16": 312.0, "bf16": 312.0, "f32": 19.5, "i8": 624.0,
+                               "f64": 19.5},
+        "hbm_gbps": 2039.0, "regs_per_sm": 65536, "smem_per_sm": 164 * 1024,
+        "max_warps_per_sm": 64, "max_programs_per_sm": 32, "launch_us": 3.0,
+        "program_us": 1.0, "clock_ghz": 1.41}
+GPUS = {"sm_80": A100, "sm_90": H100}
+
+
+def gpu_for(arch: str) -> dict[str, Any]:
+    """The model of `arch`: an A100's before Hopper (sm_86 and sm_89 included), an H100's
+    from it."""
+    return H100 if int(arch.removeprefix("sm_")) >= 90 else A100
 # Each trip of a loop that feeds the tensor cores waits for its stage's loads, then issues its
 # MMAs and the next addresses: a cost per trip, in cycles, that short K blocks pay many times
 # (on an H200, BLOCK_K=16 ran 1.5x slower than 64 at 8192^3). TMA hands the addresses to the
@@ -221,6 +234,7 @@ def estimated_resources(fn: Function, config: Config) -> list[Resources]:
     return [Resources(warps, registers, shared, 4 * max(0, needed - MAX_REGISTERS))]
 
 
-def estimate_us(fn: Function, config: Config) -> float:
-    """The predicted microseconds of `config` with estimated resources (no compile)."""
-    return predict_us(fn, config, estimated_resources(fn, config))
+def estimate_us(fn: Function, config: Config, gpu: dict[str, Any] = H100) -> float:
+    """The predicted microseconds of `config` on `gpu` with estimated resources (no
+    compile)."""
+    return predict_us(fn, config, estimated_resources(fn, config), gpu)

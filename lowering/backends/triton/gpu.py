@@ -7,6 +7,8 @@ kind of array, on the inputs' device.
 
 from __future__ import annotations
 
+import functools
+import re
 from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
@@ -49,8 +51,15 @@ def gpu_torch() -> Any:
 class TritonBackend:
     name = "triton"
 
-    def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
-        return triton_space.extend(space, fn)
+    def extend_space(self, space: ConfigSpace, fn: Function, arch: str | None = None,
+                     **_: Any) -> ConfigSpace:
+        """The knobs, constraints and default for `arch` (default: this machine's GPU, else
+        sm_90): an A100's shared memory and model differ from an H100's."""
+        arch = arch or local_arch()
+        if not isinstance(arch, str) or re.fullmatch(r"sm_\d+", arch) is None:
+            raise BackendError(f"unknown architecture {arch!r}: expected sm_<capability>, "
+                               "such as sm_80 or sm_90")
+        return triton_space.extend(space, fn, arch)
 
     def lower(self, fn: Function) -> Function:
         """The backend's own passes (lowering.pipeline.TRITON) on a copy of `fn`."""
@@ -223,6 +232,19 @@ def device_target(device: int | None = None) -> tuple[str, int]:
     index = torch.cuda.current_device() if device is None else device
     major, minor = torch.cuda.get_device_capability(index)
     return f"sm_{major}{minor}", _num_sms(torch, index)
+
+
+@functools.cache
+def local_arch() -> str:
+    """This machine's GPU as "sm_<capability>" (the first one), or sm_90 without one."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability(0)
+            return f"sm_{major}{minor}"
+    except ImportError:
+        pass
+    return "sm_90"
 
 
 def _num_sms(torch: Any, device: Any) -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from lowering.backends.triton.cost import estimate_us, numel, shared_bytes
+from lowering.backends.triton.cost import (estimate_us, gpu_for, heavy_epilogue, numel,
+                                           shared_bytes)
 from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
@@ -17,7 +18,8 @@ MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
 MAX_PER_THREAD = 128  # values of the largest tile per thread: beyond this, registers spill
                       # (a 65536-element row spilled 3264 to 4832 bytes at 256 per thread)
 DOT_MIN = 16  # tl.dot needs M, N, K >= 16
-SHARED_BYTES = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}
+SHARED_BYTES = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024,
+                "sm_90": 227 * 1024}
 DEFAULT_TILE = 2048  # elements of the largest tile under the default blocks, without dots
 FP32_DOT_WORDS = 48  # per thread at 8 warps: all fp32 dots' operands and results, by default
 WORDS_PER_THREAD = 64  # of the largest tile under the default blocks, before the default
@@ -178,7 +180,7 @@ def _epilogue_math(fn: Function, dots: list[tuple[TileType, TileType]]) -> bool:
 
 
 def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, TileType]],
-                 symbols: list[str]) -> ConfigSpace:
+                 symbols: list[str], arch: str) -> ConfigSpace:
     """The tensor-core dots' default: of MMA_CANDIDATES (clamped to the extents) in the space
     whose fp32 results stay within ACC_WORDS per thread, and that fill the SMs (or, if none
     does, run the most programs), the one the cost model prices lowest (estimated resources,
@@ -204,11 +206,37 @@ def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, Ti
     if not fits:
         return space
     most = max(n for n, _ in fits)
-    pool = [c for n, c in fits if n >= min(SMS, most)]
-    best = min(pool, key=lambda c: (estimate_us(fn, c), c.num_warps))
+    gpu = gpu_for(arch)
+    pool = [c for n, c in fits if n >= min(gpu["sms"], most)]
+    best = min(pool, key=lambda c: (estimate_us(fn, c, gpu), c.num_warps))
+    best = _hopper_knobs(space, fn, best, arch)
     for name, value in space.values(best).items():
         space = space.with_default(name, value)
     return space
+
+
+def shared_limit(arch: str) -> int:
+    """Shared memory a program may take on `arch` (an unlisted one: its generation's)."""
+    if arch in SHARED_BYTES:
+        return SHARED_BYTES[arch]
+    capability = int(arch.removeprefix("sm_"))
+    return SHARED_BYTES["sm_90"] if capability >= 90 else SHARED_BYTES["sm_86"] \
+        if capability > 80 else 48 * 1024
+
+
+def _hopper_knobs(space: ConfigSpace, fn: Function, config: Config, arch: str) -> Config:
+    """On sm_90, a GEMM without heavy epilogue math loads through TMA in a persistent grid: on
+    an H200 that ran 1-2.5% faster than pointer loads at the same tiles in all 8 GEMM cases
+    (fp16/bf16, 4096^3 to 8192^3 and two LLM shapes), where GEMM+bias+GELU ran 1.04x slower
+    with TMA and 1.27x slower persistent (benchmarks/results/h200-run2/gemm.json)."""
+    if int(arch.removeprefix("sm_")) < 90 or heavy_epilogue(fn) or "tma" not in space.values(
+            config):
+        return config
+    for knobs in ({"tma": True, "persistent": True}, {"tma": True}):
+        candidate = config.replace(**knobs)
+        if space.reason(candidate) is None and space.duplicate(candidate) is None:
+            return candidate
+    return config
 
 
 def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
@@ -358,17 +386,18 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
 
     def shared(c: Config) -> str | None:
         need = shared_bytes(fn, c)
-        limit = SHARED_BYTES[arch]
+        limit = shared_limit(arch)
         return f"{need} bytes of shared memory > {limit} on {arch}" if need > limit else None
 
     for name, check in (("dot-min", dot_min), ("shared-memory", shared), ("tile-size", tile_size)):
         space = space.with_constraint(Constraint(name, check))
     # The cost model on resources guessed without compiling: tuners try its favourites first.
-    space = space.with_estimate(lambda c: estimate_us(fn, c))
+    gpu = gpu_for(arch)
+    space = space.with_estimate(lambda c: estimate_us(fn, c, gpu))
 
     mma = bool(dots) and all(a.dtype.is_float and a.dtype.bits <= 16 for a, _ in dots)
     if mma:
-        picked = _default_mma(space, fn, dots, symbols)
+        picked = _default_mma(space, fn, dots, symbols, arch)
         if picked is not space:
             return picked
     if not dots:
