@@ -33,7 +33,7 @@
 # timeout_s=480). The steps share BUDGET seconds (default 420, counted from the start of this
 # script, setup included): each may run its weight's share of what is left when it starts (a
 # step that ends early leaves its time to the next); one whose share is under MIN_STEP seconds
-# (default 20) is skipped. The benchmarks are told their limit, so they stop starting work in
+# (default 10) is skipped. The benchmarks are told their limit, so they stop starting work in
 # time to write their reports.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +44,7 @@ export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 BUDGET=${BUDGET:-420}
 ALL=(ceilings gpu-tests gemm rows dispatch tune)
-declare -A WEIGHT=([ceilings]=1 [gpu-tests]=4 [gemm]=3 [rows]=3 [dispatch]=1 [tune]=4 [suite]=8)
+declare -A WEIGHT=([ceilings]=2 [gpu-tests]=4 [gemm]=3 [rows]=3 [dispatch]=1 [tune]=4 [suite]=8)
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=("${ALL[@]}")
 for s in "${steps[@]}"; do
@@ -63,7 +63,7 @@ limit() {  # the seconds step $1 may run: its weight's share of what is left for
 step() {  # name, its time limit in seconds, then the command; its output goes to the log
     local name=$1 seconds=$2; shift 2
     local t0=$SECONDS
-    if [ "$seconds" -lt "${MIN_STEP:-20}" ]; then
+    if [ "$seconds" -lt "${MIN_STEP:-10}" ]; then
         say "== $name: SKIPPED, $seconds s left of the call's $BUDGET s (BUDGET)"
         status=1
         return

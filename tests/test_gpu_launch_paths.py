@@ -107,6 +107,24 @@ def test_an_eager_triton_op_launch_runs_on_the_tensors_device(
     assert args[2] == 3 and type(args[2]) is int
 
 
+def test_a_triton_op_launches_without_tensor_descriptors() -> None:
+    """The sm_90 GEMM default loads through TMA; torch.compile's Inductor (torch 2.11) failed
+    on the host TensorDescriptor arguments of such a wrap_triton launch (on an H200), so the
+    triton_op body launches the same config with pointer loads."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    matmul = kernel_of("matmul")
+    spec = (("tensor", (256, 128), "f16"), ("tensor", (128, 64), "f16"))
+    fn, config = lowered(matmul, spec)
+    assert config.get("tma")
+    launches = Launches()
+    with FakeTensorMode():
+        a = torch.empty(256, 128, device="cuda", dtype=torch.float16)
+        b = torch.empty(128, 64, device="cuda", dtype=torch.float16)
+        registry.backend("triton").launch_traced(fn, [a, b], config, wrap=launches)
+    ((args, _, _),) = launches.calls
+    assert not any(isinstance(x, TensorDescriptor) for x in args) and args[0] is a
+
+
 def test_triton_op_refuses_a_write_it_was_not_told_of_on_cuda() -> None:
     """As the custom_op path does: torch.compile would drop a write the schema does not show."""
     op = td.torch_op(scale_, name="tdgpu_test::scale_undeclared", triton=True)

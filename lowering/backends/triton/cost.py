@@ -143,15 +143,15 @@ def _trips_us(fn: Function, config: Config, trips: dict[int, int], waves: float,
 
 
 def heavy_epilogue(fn: Function) -> bool:
-    """Transcendental math on a dot result's shape after its loop (a GELU epilogue)."""
-    shapes = set()
-    for op in walk(fn.body):
-        if op.name == "dot":
-            shapes.add(op.result.type.shape)  # type: ignore[union-attr]
-        elif op.name in EPILOGUE_MATH and isinstance(op.results[0].type, TileType) and \
-                op.results[0].type.shape in shapes:
-            return True
-    return False
+    """Transcendental math on a dot result's shape after the dot's loop (a GELU epilogue; not
+    attention's exp, which runs in the loop beside its dots)."""
+    looped = {id(op) for loop in walk(fn.body) if loop.name == "for"
+              and any(o.name == "dot" for o in walk(loop.regions[0]))
+              for op in walk(loop.regions[0])}
+    shapes = {op.result.type.shape for op in walk(fn.body) if op.name == "dot"}  # type: ignore[union-attr]
+    return any(op.name in EPILOGUE_MATH and id(op) not in looped and op.results and
+               isinstance(op.results[0].type, TileType) and op.results[0].type.shape in shapes
+               for op in walk(fn.body))
 
 
 def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:

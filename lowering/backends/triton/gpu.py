@@ -163,6 +163,8 @@ class TritonBackend:
         the tensors' device."""
         import torch
 
+        if config.get("tma", False):  # Inductor (torch 2.11) takes no host TensorDescriptor
+            config = config.replace(tma=False)  # arguments: "KeyError: 'a_desc'" on an H200
         # sizes torch.compile made symbolic stay symbolic (scalar() would make a SymInt a float)
         symbolic = (torch.SymInt, torch.SymFloat, torch.SymBool)
         targs = [a if isinstance(v.type, TensorType) or isinstance(a, symbolic) else scalar(a)

@@ -228,11 +228,14 @@ def _hopper_knobs(space: ConfigSpace, fn: Function, config: Config, arch: str) -
     """On sm_90, a GEMM without heavy epilogue math loads through TMA in a persistent grid: on
     an H200 that ran 1-2.5% faster than pointer loads at the same tiles in all 8 GEMM cases
     (fp16/bf16, 4096^3 to 8192^3 and two LLM shapes), where GEMM+bias+GELU ran 1.04x slower
-    with TMA and 1.27x slower persistent (benchmarks/results/h200-run2/gemm.json)."""
+    with TMA and 1.27x slower persistent (benchmarks/results/h200-run2/gemm.json). Causal
+    attention takes TMA (2-6% faster at its best tiles, h200-run3/rows.json), not persistence."""
     if int(arch.removeprefix("sm_")) < 90 or heavy_epilogue(fn) or "tma" not in space.values(
             config):
         return config
-    for knobs in ({"tma": True, "persistent": True}, {"tma": True}):
+    # a persistent grid only for plain GEMMs: attention's was not measured
+    plain = not any(op.name in EPILOGUE_MATH for op in walk(fn.body))
+    for knobs in ({"tma": True, "persistent": True} if plain else {"tma": True}, {"tma": True}):
         candidate = config.replace(**knobs)
         if space.reason(candidate) is None and space.duplicate(candidate) is None:
             return candidate
