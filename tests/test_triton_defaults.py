@@ -151,3 +151,15 @@ def test_defaults_follow_the_architecture() -> None:
     assert not epilogue.get("tma") and not epilogue.get("persistent")
     with pytest.raises(td.BackendError, match="kernel 'matmul'.*unknown architecture 'hopper'"):
         matmul.config_space(a, a, backend="triton", arch="hopper")
+
+
+def test_shared_memory_counts_tiles_loaded_outside_the_loop_once_and_inside_per_stage() -> None:
+    """Causal attention keeps q (loaded before the key loop) once, k and v once per stage:
+    at 128x128, d128, 3 stages, TMA and persistent that is 262,144 bytes with the output tile
+    (the H200 refused it at launch: 263,168 needed, 232,448 there), where each dot's operands
+    per stage came to 229,376 and passed the space's check."""
+    q = np.zeros((8, 1024, 128), F16)
+    space = kernel_of("attention").config_space(q, q, q, backend="triton", arch="sm_90")
+    config = td.Config((128, 128), 8, 3, group_m=8, persistent=True, tma=True)
+    assert "shared-memory: 262144 bytes" in (space.reason(config) or "")
+    assert space.reason(config.replace(num_stages=2)) is None

@@ -28,6 +28,7 @@ from tiledsl.ir.types import TileType
 # without loops, one with a loop of loads, one whose loop feeds the tensor cores (a pipeline's
 # addresses, barriers and stage indices).
 BASE, LOOP_BASE, MMA_LOOP_BASE = 8, 20, 32
+TMA_SAVING = 24  # the pointer tiles TMA loads do without (attention 128x64, 4 warps: 240 -> 193)
 FREE = ("broadcast", "expand_dims", "const", "tile.index", "tile.begin", "tile.size")
 ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast", "mask")
 BARRIERS = ("reduce", "dot", "cumsum", "for", "store")  # what a chain cannot be fused across
@@ -73,10 +74,10 @@ def peak_words(fn: Function, blocks: dict[str, int]) -> int:
     return peak
 
 
-def registers(fn: Function, blocks: dict[str, int], warps: int) -> int:
+def registers(fn: Function, blocks: dict[str, int], warps: int, tma: bool = False) -> int:
     """Registers per thread, before the 255 the hardware allows (more means spills)."""
     loops = [{o.name for o in walk(op.regions[0])} for op in walk(fn.body) if op.name == "for"]
-    base = MMA_LOOP_BASE if any("dot" in names for names in loops) else \
+    base = MMA_LOOP_BASE - (TMA_SAVING if tma else 0) if any("dot" in n for n in loops) else \
         LOOP_BASE if any("load" in names for names in loops) else BASE
     return -(-peak_words(fn, blocks) // (32 * warps)) + base
 
@@ -123,14 +124,16 @@ def _in_registers(v: Value, uses: dict[Value, list[Op]], start: int, end: int,
             not any(start < b < end for b in barriers):
         return False  # inside a chain of elementwise ops: computed element by element
     if op.name == "load":
-        return not _feeds_dots_only(v, uses)
+        return not feeds_dots_only(v, uses)
     if op.name == "dot":  # `acc + a @ b` is one MMA accumulating in the sum's registers
         return not all(u.name == "add" for u in uses.get(v, []))
     return True
 
 
-def _feeds_dots_only(v: Value, uses: dict[Value, list[Op]]) -> bool:
+def feeds_dots_only(v: Value, uses: dict[Value, list[Op]]) -> bool:
+    """Whether `v` (a loaded tile) only feeds dots, perhaps through a transpose or a mask:
+    Triton stages it in shared memory for the tensor cores."""
     users = uses.get(v, [])
     return bool(users) and all(u.name == "dot" or (u.name in TO_SHARED and
-                                                   _feeds_dots_only(u.result, uses))
+                                                   feeds_dots_only(u.result, uses))
                                for u in users)
