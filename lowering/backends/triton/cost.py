@@ -53,6 +53,10 @@ def gpu_for(arch: str) -> dict[str, Any]:
 # the H200's GEMM timings (benchmarks/results/h200-run2/gemm.json).
 TRIP_CYCLES = 160
 TMA_TRIP_SAVING = 20
+# Two stages leave each trip's loads one trip to land, not enough for DRAM's latency: at
+# 128x256x64 (4096^3 fp16) 2 stages took 0.263 ms where 3 took 0.189 on the H200, about 570
+# cycles more per trip (benchmarks/results/h200-run3/tune.json).
+TWO_STAGE_TRIP_CYCLES = 570
 # A persistent kernel overlaps the next tile's pipeline fill with this tile's epilogue, unless
 # the epilogue is heavy math (a GELU): then the accumulator and the next tile's buffers
 # compete (GEMM+bias+GELU at 128x128x64 on the H200: 1.27x slower persistent).
@@ -138,6 +142,8 @@ def _trips_us(fn: Function, config: Config, trips: dict[int, int], waves: float,
     if mma_trips <= 1:
         return 0.0
     per_trip = TRIP_CYCLES - (TMA_TRIP_SAVING if config.get("tma", False) else 0)
+    if int(config.num_stages or 3) == 2:
+        per_trip += TWO_STAGE_TRIP_CYCLES
     if config.get("persistent", False) and not heavy_epilogue(fn):
         mma_trips = max(1, mma_trips - max(0, int(config.num_stages or 3) - 1))
     return math.ceil(waves) * mma_trips * per_trip / (gpu["clock_ghz"] * 1e3)
