@@ -202,17 +202,18 @@ def gemm_cases() -> list[Case]:
     """The matmul tutorials' Hopper configs, plain, with TMA and persistent with TMA."""
     out = []
     for (bm, bn, bk), warps, stages in (((128, 256, 64), 8, 3), ((128, 128, 64), 4, 4)):
-        for label, knobs in (("", {}), (" tma", {"tma": True}),
+        for label, knobs in (("", {"tma": False, "persistent": False}),
+                             (" tma", {"tma": True, "persistent": False}),
                              (" tma persistent", {"tma": True, "persistent": True})):
             config = td.Config((bm, bn, bk), warps, stages, group_m=8, **knobs)
             tile = f"{bm}x{bn}x{bk} w{warps} s{stages}{label}"
             for dtype, dname in ((np.float16, "fp16"), (BF16, "bf16")):
                 out.append(Case(f"gemm {dname} {tile}", "matmul", {"m": 4096, "n": 4096,
-                                "k": 4096}, dtype, config, "gemm", bool(knobs)))
+                                "k": 4096}, dtype, config, "gemm", knobs["tma"]))
             if label != " tma persistent":
                 out.append(Case(f"gemm+bias+gelu fp16 {tile}", "gemm_bias_gelu",
                                 {"m": 4096, "n": 4096, "k": 4096}, np.float16, config, "gemm",
-                                bool(knobs)))
+                                knobs["tma"]))
     return out
 
 

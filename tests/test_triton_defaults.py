@@ -163,3 +163,15 @@ def test_shared_memory_counts_tiles_loaded_outside_the_loop_once_and_inside_per_
     config = td.Config((128, 128), 8, 3, group_m=8, persistent=True, tma=True)
     assert "shared-memory: 262144 bytes" in (space.reason(config) or "")
     assert space.reason(config.replace(num_stages=2)) is None
+
+
+def test_attention_defaults_are_the_tiles_the_h200_ran_fastest() -> None:
+    """Issue 30's fix 5, measured (benchmarks/results/h200-run3/rows.json, 4x32 heads, seq
+    4096): at d64, 64x64 tiles at 4 warps with TMA ran fastest of 9 configs (0.673 ms; 128x64
+    at 8 warps, the old default, 0.709); at d128, 8 warps beat 4 (1.25 against 1.57 ms)."""
+    q64, q128 = np.zeros((128, 4096, 64), F16), np.zeros((128, 4096, 128), F16)
+    attention = kernel_of("attention")
+    d64 = attention.config_space(q64, q64, q64, backend="triton", arch="sm_90").default()
+    d128 = attention.config_space(q128, q128, q128, backend="triton", arch="sm_90").default()
+    assert (d64.block_sizes, d64.num_warps, d64.get("tma")) == ((64, 64), 4, True)
+    assert d128.num_warps == 8 and d128.get("tma") and not d128.get("persistent")
