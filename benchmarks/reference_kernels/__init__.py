@@ -15,13 +15,13 @@ the kernels for Triton's interpreter on CPU tensors (run them under lowering's
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
+
+from lowering.backends.triton.loader import interpreting
 
 TRITON_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
@@ -84,23 +84,9 @@ def aot_signature(launch: Launch) -> tuple[dict[str, str], dict[str, Any], dict[
     return sig, consts, attrs
 
 
-@contextmanager
-def _interpret_env(on: bool) -> Iterator[None]:
-    old = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = old
-
-
 def load(name: str, *, interpret: bool) -> ModuleType:
     """reference_kernels/<name>.py imported afresh, its kernels for Triton's interpreter (CPU
     tensors) or for compiling: `@triton.jit` reads TRITON_INTERPRET when it decorates."""
-    import triton.language  # noqa: F401 - Triton's own modules keep the mode the user chose
     key = f"reference_kernels_{name}_{'interp' if interpret else 'gpu'}"
     if key in sys.modules:
         return sys.modules[key]
@@ -108,6 +94,6 @@ def load(name: str, *, interpret: bool) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[key] = module
-    with _interpret_env(interpret):
+    with interpreting(interpret):
         spec.loader.exec_module(module)
     return module

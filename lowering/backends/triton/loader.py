@@ -20,7 +20,7 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 
 @contextmanager
-def _interpreting(on: bool) -> Iterator[None]:
+def interpreting(on: bool) -> Iterator[None]:
     """`@triton.jit` picks the interpreter when the decorator runs, from TRITON_INTERPRET.
 
     triton.language (and its lazily imported parts) must be imported with the variable as the
@@ -60,7 +60,7 @@ def load(source: str, *, interpret: bool) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    with _interpreting(interpret):
+    with interpreting(interpret):
         spec.loader.exec_module(module)
     _loaded[key] = module
     return module
