@@ -99,9 +99,9 @@ class TritonBackend:
         if len(devices) > 1:
             raise BackendError(f"arguments live on different devices: {sorted(map(str, devices))}")
         device = devices.pop() if devices else torch.device("cuda")
-        stream: Any = nullcontext()
-        if cupy_in:
-            stream = torch.cuda.stream(_cupy_stream(torch, device))
+        if not cupy_in:  # torch tensors: what the dispatch cache calls again (prepare)
+            return self.prepare(fn, args, config)(args)
+        stream = torch.cuda.stream(_cupy_stream(torch, device))
         module = load(generate_cached(fn, config, strides_of(fn, targs)).source, interpret=False)
 
         def dtype(name: str) -> Any:
@@ -114,8 +114,7 @@ class TritonBackend:
                 full=lambda s, x, d: torch.full(s, x, dtype=dtype(d), device=device),
                 num_sms=torch.cuda.get_device_properties(device).multi_processor_count)
             # handed to CuPy on the stream that wrote them (torch's current one in here)
-            return [by_tensor[id(o)] if id(o) in by_tensor else _to_cupy(o) if cupy_in else o
-                    for o in outs]
+            return [by_tensor[id(o)] if id(o) in by_tensor else _to_cupy(o) for o in outs]
 
     def prepare(self, fn: Function, args: list[Any], config: Config) -> Any:
         """`run` on arguments of this layout, with the work that depends on the layout alone
