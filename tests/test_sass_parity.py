@@ -173,3 +173,18 @@ def test_attention_with_tma_loads_k_and_v_with_the_copy_engine() -> None:
                    td.Config((128, 64), 8, 3, group_m=1, tma=True), "attention")
     loop = sp.tiledsl_side(case, "sm_90")["main_loop"]
     assert loop["UTMALDG"] == 2 and loop["LDGSTS"] == 0
+
+
+def test_a_pointer_gemms_k_loop_advances_its_pointers() -> None:
+    """The loop carries its pointer tiles (`a_ptrs += BLOCK_TK`) as the tutorial does: 97 SASS
+    instructions per K trip at 128x256x64 became 94 (the tutorial's: 90) under triton 3.6."""
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    config = td.Config((128, 256, 64), 8, 3, group_m=8, tma=False, persistent=False)
+    source = example("matmul").matmul.source(*sp.inputs("matmul", (("m", 4096), ("n", 4096),
+                                                                  ("k", 4096)), np.float16),
+                                             target="triton", config=config)
+    assert "a_ptrs += BLOCK_TK" in source and "tl.load(a_ptrs)" in source
+    case = sp.Case("gemm", "matmul", {"m": 4096, "n": 4096, "k": 4096}, np.float16, config,
+                   "gemm")
+    assert sp.compare(case, "sm_90")["loop_ratio"] <= 1.05

@@ -132,6 +132,7 @@ class KernelEmitter(LoopEmission):
     carried_names: dict[Value, str] = field(default_factory=dict)  # for results -> variable
     true_wheres: dict[Op, Value] = field(default_factory=dict)  # in a split's prefix loop
     skipped: set[Op] = field(default_factory=set)  # what only those wheres' conditions need
+    pointers: dict[Op, str] = field(default_factory=dict)  # loads whose pointers a loop carries
 
     # ---- names and shapes -----------------------------------------------------------------
     def emit(self, indent: int, text: str) -> None:
@@ -268,6 +269,22 @@ class KernelEmitter(LoopEmission):
         elif conds:
             mask = " & ".join(conds)
         return ptr, mask
+
+    def stride_of(self, op: Op, r: Value) -> int | None:
+        """The stride of the dimension that load `op` indexes with range `r`, if its address is
+        plain 32-bit arithmetic (not `wide`) a loop can advance; else None."""
+        tensor = op.operands[0]
+        t = tensor.type
+        assert isinstance(t, TensorType)
+        strides = self.strides[tensor]
+        if sum((padded(n) - 1) * abs(s) for n, s in zip(t.shape, strides)) > INT32_MAX:
+            return None
+        full = op.attrs.get("full", ())
+        it = iter(op.operands[1:])
+        for d, stride in enumerate(strides):
+            if d not in full and next(it) is r:
+                return stride
+        return None
 
     def descriptor(self, op: Op, tensor: Value, indices: list[Value]
                    ) -> tuple[str, str, tuple[int, ...] | None] | None:
@@ -430,6 +447,7 @@ class KernelEmitter(LoopEmission):
         elif name == "load":
             assert isinstance(rt, TileType)
             ptr, mask = self.address(op, op.operands[0], op.operands[1:], rt.rank, indent)
+            ptr = self.pointers.get(op, ptr)  # advanced by its loop (loops.py carry_pointers)
             if mask is None:
                 self.assign(op, f"tl.load({ptr})", indent)
             else:

@@ -23,6 +23,7 @@ class LoopEmission:
     uses: dict[Value, list[Op]]
     true_wheres: dict[Op, Value]
     skipped: set[Op]
+    pointers: dict[Op, str]
 
     def loop(self, op: Op, indent: int) -> None:
         region = op.regions[0]
@@ -59,7 +60,7 @@ class LoopEmission:
             self.emit(indent, f"{start} = {lower} // {label_block}")
             trips = f"tl.where({lower} < {limit}, {trips}, {start})"  # none if start >= stop
             cuts = cuts or divisor(first, self.block_of) % block != 0
-            self.loop_body(region, r, carried, f"range({start}, {trips})", label_block, indent,
+            self.loop_body(region, r, carried, (start, trips), label_block, indent,
                            limit, cuts, {}, lower)
             return
         wheres = prefix_true(region, r, set(self.ranges))
@@ -68,31 +69,62 @@ class LoopEmission:
             bounds = [f"begin_{self.ranges[o].name} // {label_block}" for o in
                       dict.fromkeys(wheres.values())] + [f"{limit} // {label_block}"]
             self.emit(indent, f"{start} = " + _nested_min(bounds))
-            self.loop_body(region, r, carried, f"range(0, {start})", label_block, indent,
+            self.loop_body(region, r, carried, ("0", start), label_block, indent,
                            None if stop is None else limit, False, wheres)
-        self.loop_body(region, r, carried, f"range({start}, {trips})", label_block, indent,
+        self.loop_body(region, r, carried, (start, trips), label_block, indent,
                        None if stop is None else limit, cuts, {})
 
-    def loop_body(self, region: Block, r: Value, carried: list[str], iters: str,
+    def loop_body(self, region: Block, r: Value, carried: list[str], iters: tuple[str, str],
                   label_block: str, indent: int, stop: str | None, cuts: bool,
                   true_wheres: dict[Op, Value], start: str | None = None) -> None:
-        """One `for` statement over `iters` running the loop's body; the `true_wheres` select
-        their first operand, and the ops that only compute their conditions are left out."""
-        it = self.namer.fresh(f"{r.hint or 'k'}_iter")
-        self.emit(indent, f"for {it} in {iters}:")
-        self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts, start)
-        outer = self.true_wheres, self.skipped
+        """One `for` statement over `range(*iters)` running the loop's body; the `true_wheres`
+        select their first operand, and the ops that only compute their conditions are left
+        out."""
+        outer = self.true_wheres, self.skipped, dict(self.pointers)
         self.true_wheres = true_wheres
         self.skipped = dead_without(region, true_wheres, self.uses) if true_wheres else set()
+        steps = self.carry_pointers(region, r, iters[0], label_block, indent, stop, cuts, start)
+        it = self.namer.fresh(f"{r.hint or 'k'}_iter")
+        self.emit(indent, f"for {it} in range({iters[0]}, {iters[1]}):")
+        self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts, start)
         try:
             self.block(region, indent + 1)
+            for name, step in steps:
+                self.emit(indent + 1, f"{name} += {step}")
         finally:
-            self.true_wheres, self.skipped = outer
+            self.true_wheres, self.skipped, self.pointers = outer
         changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
                    if self.value(v) != c]
         if changes:  # one simultaneous assignment, so carried values can swap
             self.emit(indent + 1, ", ".join(c for c, _ in changes) + " = "
                       + ", ".join(v for _, v in changes))
+
+    def carry_pointers(self, region: Block, r: Value, first: str, label_block: str,
+                       indent: int, stop: str | None, cuts: bool, start: str | None
+                       ) -> list[tuple[str, str]]:
+        """Pointer tiles the loop advances instead of recomputing them (as Triton's matmul
+        tutorial does: `a_ptrs += BLOCK_K * stride`): for loads in the body indexed by the
+        loop's tile once and otherwise by values from outside the loop. Their addresses at the
+        first trip are computed before the `for`; each trip adds one block. On sm_90 the
+        plain 128x256x64 GEMM's K loop went from 97 to 94 SASS instructions (the tutorial's:
+        90). Returns (pointer name, step) pairs; `pointers` maps each load to its name."""
+        inside = {v for op in walk(region) for v in op.results} | set(region.args[1:])
+        loads = [op for op in region.ops if op.name == "load" and op not in self.skipped
+                 and op.operands[1:].count(r) == 1 and not inside & set(op.operands)
+                 and self.stride_of(op, r) is not None]
+        if not loads or self.config.get("tma", False):
+            return []
+        self.open_range(r, f"{first} * {label_block}", indent, [], stop, cuts, start)
+        steps = []
+        for op in loads:
+            rank = op.result.type.rank  # type: ignore[union-attr]
+            ptr, _ = self.address(op, op.operands[0], op.operands[1:], rank, indent)
+            name = self.namer.fresh(f"{op.operands[0].hint or 'x'}_ptrs")
+            self.emit(indent, f"{name} = {ptr}")
+            self.pointers[op] = name
+            stride = self.stride_of(op, r)
+            steps.append((name, label_block if stride == 1 else f"{label_block} * {stride}"))
+        return steps
 
     def write_in_place(self, region: Block, carried: list[str]) -> None:
         """Name a yielded value after its carried variable (`acc = tl.dot(a, b, acc)`) when it is
