@@ -137,8 +137,8 @@ def test_compile_cache_hits() -> None:
 def test_spilling_configs_are_reported() -> None:
     mod = example("matmul")
     args = mod.make_inputs(np.random.default_rng(0), dtype=np.float32)
-    (report,) = mod.matmul.compile(*args, config=td.Config((256, 64, 16), 4, 1, group_m=4),
-                                   arch="sm_90")  # 128x32 spilled until loops carried pointers
+    (report,) = mod.matmul.compile(*args, config=td.Config((128, 128, 32), 4, 1, group_m=4),
+                                   arch="sm_90")  # 648 and 128 bytes (triton 3.9, 3.6)
     assert report.spill_bytes > 0 and "spills" in (report.problem or "")
 
 
