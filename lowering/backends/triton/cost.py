@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lowering.backends.triton.emit import padded
-from lowering.backends.triton.registers import feeds_dots_only
+from lowering.backends.triton.registers import feeds_dots_only, uses_of
 from lowering.backends.triton.registers import registers as register_estimate
 from tiledsl.config import Config
 from tiledsl.ir.bounds import interval
@@ -200,11 +200,6 @@ def numel(t: TileType, blocks: dict[str, int]) -> int:
     return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
 
 
-def dot_shared_bytes(a: TileType, b: TileType, blocks: dict[str, int], stages: int) -> int:
-    """Shared memory a dot's operands take: one copy of each per pipeline stage."""
-    return stages * (numel(a, blocks) * a.dtype.bits + numel(b, blocks) * b.dtype.bits) // 8
-
-
 def epilogue_shared_bytes(fn: Function, config: Config) -> int:
     """Shared memory a persistent TMA kernel keeps for its output tile: its descriptor store
     stages the tile there while the next tile's loads are in flight (128x256 fp16: 64 KiB;
@@ -227,21 +222,13 @@ def shared_bytes(fn: Function, config: Config) -> int:
     counting each dot's operands per stage said 229,376 and let it past an H100's 232,448."""
     blocks = dict(zip(fn.symbols, config.block_sizes))
     stages = int(config.get("num_stages", 3) or 3)
-    uses = _uses(fn)
+    uses = uses_of(list(walk(fn.body)))
     in_loops = {id(op) for loop in walk(fn.body) if loop.name == "for"
                 for op in walk(loop.regions[0])}
+    staged = [op for op in walk(fn.body) if op.name == "load" and feeds_dots_only(op.result, uses)]
     operands = sum(numel(op.result.type, blocks) * op.result.type.dtype.bits // 8  # type: ignore
-                   * (stages if id(op) in in_loops else 1)
-                   for op in walk(fn.body) if op.name == "load" and feeds_dots_only(op.result, uses))
+                   * (stages if id(op) in in_loops else 1) for op in staged)
     return operands + epilogue_shared_bytes(fn, config)
-
-
-def _uses(fn: Function) -> dict[Any, list[Any]]:
-    out: dict[Any, list[Any]] = {}
-    for op in walk(fn.body):
-        for o in op.operands:
-            out.setdefault(o, []).append(op)
-    return out
 
 
 def estimated_resources(fn: Function, config: Config) -> list[Resources]:

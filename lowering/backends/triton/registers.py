@@ -51,7 +51,7 @@ def peak_words(fn: Function, blocks: dict[str, int]) -> int:
     at: dict[int, tuple[int, tuple[Op, ...]]] = {}  # id(op) -> (position, its loops)
     loop_end: dict[int, int] = {}
     _number(fn.body, (), order, where, at, loop_end)
-    uses = _uses(order)
+    uses = uses_of(order)
     barriers = [i for i, op in enumerate(order) if op.name in BARRIERS]
     ends: dict[Value, int] = {}
     for op in order:
@@ -101,7 +101,8 @@ def _number(block: Block, loops: tuple[Op, ...], order: list[Op],
             where[r] = (loop_end[id(op)], loops)
 
 
-def _uses(order: list[Op]) -> dict[Value, list[Op]]:
+def uses_of(order: list[Op]) -> dict[Value, list[Op]]:
+    """Each value's users among `order`."""
     out: dict[Value, list[Op]] = {}
     for op in order:
         for o in op.operands:

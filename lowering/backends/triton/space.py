@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from lowering.backends.triton.cost import (estimate_us, gpu_for, heavy_epilogue, numel,
-                                           shared_bytes)
+from lowering.backends.triton.cost import (EPILOGUE_MATH, estimate_us, gpu_for, heavy_epilogue,
+                                           numel, shared_bytes)
 from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
-from tiledsl.ir.core import Block, Function, walk
+from tiledsl.ir.core import Function, walk
 from tiledsl.ir.types import RangeType, TensorType, TileType
 
 MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
@@ -36,7 +36,6 @@ MMA_STAGES = 3
 ACC_WORDS = 128  # fp32 dot results per thread under the default (128x256 over 8 warps); half
                  # when transcendental math runs on them after the loop: gemm_bias_gelu's erf
                  # at 128x256, 8 warps spilled 120 bytes per thread on sm_90, at 128x128 none
-EPILOGUE_MATH = frozenset({"erf", "exp", "exp2", "log", "tanh", "sigmoid", "sqrt", "rsqrt"})
 
 
 def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
@@ -163,22 +162,6 @@ def _mma_roles(dots: list[tuple[TileType, TileType]]) -> dict[str, int]:
     return {d: 2 if d in reduced else 0 if d in rows else 1 for d in dims}
 
 
-def _epilogue_math(fn: Function, dots: list[tuple[TileType, TileType]]) -> bool:
-    """Whether transcendental math runs on a dot result's shape outside the dot's loop (a GELU
-    epilogue), where the whole accumulator and its temporaries are live at once."""
-    results = {(a.shape[0], b.shape[1]) for a, b in dots}
-
-    def visit(block: Block) -> bool:
-        for op in block.ops:
-            if op.name == "grid" and visit(op.regions[0]):
-                return True
-            if op.name in EPILOGUE_MATH and isinstance(t := op.results[0].type, TileType) \
-                    and t.shape in results:
-                return True
-        return False
-    return visit(fn.body)
-
-
 def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, TileType]],
                  symbols: list[str], arch: str) -> ConfigSpace:
     """The tensor-core dots' default: of MMA_CANDIDATES (clamped to the extents) in the space
@@ -188,7 +171,7 @@ def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, Ti
     alone gave a 512^3 GEMM 128x256 blocks: 8 programs on 132 SMs."""
     params = _block_params(space, symbols)
     roles = _mma_roles(dots)
-    limit = ACC_WORDS // (2 if _epilogue_math(fn, dots) else 1)
+    limit = ACC_WORDS // (2 if heavy_epilogue(fn) else 1)
     base = {p.name: p.default for p in space.params}
     grids = _grids(fn)
     fits: list[tuple[int, Config]] = []  # (programs, config)
