@@ -13,11 +13,8 @@ from __future__ import annotations
 from tiledsl import dtypes
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Op, Value, loop_inits
-from tiledsl.ir.ops import BINARY, COMPARE, UNARY
+from tiledsl.ir.ops import ELEMENTWISE, OPS
 from tiledsl.ir.types import RangeType, TileType
-
-_SAME_SHAPE = set(BINARY) | set(COMPARE) | set(UNARY) | {"where", "cast", "mask", "cumsum"}
-
 
 class Lanes:
     """Which axes of each value hold lanes of the range `r` (memoized per value)."""
@@ -40,27 +37,18 @@ class Lanes:
             return self._load(op)
         if op.name == "tile.index":
             return frozenset({0}) if op.operands[0] is self.r else frozenset()
-        if op.name in _SAME_SHAPE:
+        opdef = OPS.get(op.name)
+        if opdef is not None and ELEMENTWISE in opdef.traits:
             out: frozenset[int] = frozenset()
             for o in op.operands:
                 if isinstance(o.type, TileType) and o.type.rank == v.type.rank:
                     out |= self.of(o)
             return out
-        if op.name == "broadcast":
+        if opdef is not None and opdef.axes is not None:  # views, reductions, scans
             src = op.operands[0].type
             assert isinstance(src, TileType)
-            shift = v.type.rank - src.rank
-            return frozenset(a + shift for a in self.of(op.operands[0]) if src.shape[a] != 1)
-        if op.name == "expand_dims":
-            axis = op.attrs["axis"]
-            return frozenset(a + (a >= axis) for a in self.of(op.operands[0]))
-        if op.name == "transpose":
-            rank = v.type.rank
-            return frozenset(rank - 1 - a for a in self.of(op.operands[0]))
-        if op.name == "reduce":
-            axis, keep = op.attrs["axis"], op.attrs["keepdims"]
-            return frozenset(a - (a > axis and not keep)
-                             for a in self.of(op.operands[0]) if a != axis)
+            moved = opdef.axes(op.attrs, src, v.type)
+            return frozenset(moved[a] for a in self.of(op.operands[0]) if a in moved)
         if op.name == "dot":
             a, b = self.of(op.operands[0]), self.of(op.operands[1])
             return frozenset(({0} if 0 in a else set()) | ({1} if 1 in b else set()))

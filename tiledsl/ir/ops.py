@@ -17,6 +17,15 @@ from tiledsl.errors import DTypeError, IRError, ShapeError
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType, Type
 
 Rule = Callable[[Sequence[Type], dict, Sequence[Type] | None], list[Type]]
+# Where the axes of an op's first operand go in its result: {operand axis: result axis}, an
+# axis left out is consumed (reduced, merged). Passes that follow the lanes of a range through
+# values (lanes.py) read it, so an op that moves axes says how once, here.
+AxisMap = Callable[[dict, "TileType", "TileType"], dict[int, int]]
+
+# Traits: what passes may assume of an op without knowing its name.
+ELEMENTWISE = "elementwise"  # result has its operands' shape; lane i depends on lane i only
+VIEW = "view"  # rearranges elements, computes nothing (cost models price it as free)
+MIXES_LANES = "mixes-lanes"  # combines lanes along an axis (reductions, scans, dots)
 
 
 @dataclass(frozen=True)
@@ -28,17 +37,32 @@ class OpDef:
     cse: bool = True  # two equal ops compute the same value (false for allocations)
     regions: int = 0
     terminator: bool = False
+    traits: frozenset[str] = frozenset()
+    axes: AxisMap | None = None  # for ops that move axes (VIEW ops): see AxisMap
 
 
 OPS: dict[str, OpDef] = {}
 
 
 def _def(name: str, *, explicit_type: bool = False, pure: bool = True, cse: bool = True,
-         regions: int = 0, terminator: bool = False) -> Callable[[Rule], Rule]:
+         regions: int = 0, terminator: bool = False, traits: tuple[str, ...] = (),
+         axes: AxisMap | None = None) -> Callable[[Rule], Rule]:
     def register(rule: Rule) -> Rule:
-        OPS[name] = OpDef(name, rule, explicit_type, pure, cse, regions, terminator)
+        OPS[name] = OpDef(name, rule, explicit_type, pure, cse, regions, terminator,
+                          frozenset(traits), axes)
         return rule
     return register
+
+
+def same_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
+    """The axis map of an op whose result has its operand's axes."""
+    return {a: a for a in range(src.rank)}
+
+
+def has_trait(name: str, trait: str) -> bool:
+    """Whether op `name` declares `trait` (unknown ops have none)."""
+    opdef = OPS.get(name)
+    return opdef is not None and trait in opdef.traits
 
 
 def tile(t: Type, what: str) -> TileType:
@@ -105,14 +129,14 @@ def _unary_rule(name: str) -> Rule:
 
 
 for _n in BINARY:
-    _def(_n)(_binary_rule(_n))
+    _def(_n, traits=(ELEMENTWISE,))(_binary_rule(_n))
 for _n in COMPARE:
-    _def(_n)(_compare_rule(_n))
+    _def(_n, traits=(ELEMENTWISE,))(_compare_rule(_n))
 for _n in UNARY:
-    _def(_n)(_unary_rule(_n))
+    _def(_n, traits=(ELEMENTWISE,))(_unary_rule(_n))
 
 
-@_def("where")
+@_def("where", traits=(ELEMENTWISE,))
 def _where(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 3, "where")
     c, x, y = (tile(t, "where operand") for t in ts)
@@ -133,7 +157,7 @@ def _const(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[
     return list(res)
 
 
-@_def("cast", explicit_type=True)
+@_def("cast", explicit_type=True, traits=(ELEMENTWISE,))
 def _cast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "cast")
     src = tile(ts[0], "cast operand")
@@ -148,7 +172,12 @@ def broadcastable(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> bool:
     return len(src) == len(dst) and all(s == d or s == 1 for s, d in zip(src, dst))
 
 
-@_def("broadcast", explicit_type=True)
+def _broadcast_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
+    shift = dst.rank - src.rank  # a broadcast axis of 1 holds no lanes
+    return {a: a + shift for a in range(src.rank) if src.shape[a] != 1}
+
+
+@_def("broadcast", explicit_type=True, traits=(VIEW,), axes=_broadcast_axes)
 def _broadcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "broadcast")
     src = tile(ts[0], "broadcast operand")
@@ -160,7 +189,8 @@ def _broadcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> l
     return [dst]
 
 
-@_def("expand_dims")
+@_def("expand_dims", traits=(VIEW,),
+      axes=lambda attrs, src, dst: {a: a + (a >= attrs["axis"]) for a in range(src.rank)})
 def _expand_dims(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "expand_dims")
     t = tile(ts[0], "expand_dims operand")
@@ -170,7 +200,8 @@ def _expand_dims(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -
     return [TileType(t.shape[:axis] + (1,) + t.shape[axis:], t.dtype)]
 
 
-@_def("transpose")
+@_def("transpose", traits=(VIEW,),
+      axes=lambda attrs, src, dst: {p: i for i, p in enumerate(attrs["perm"])})
 def _transpose(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "transpose")
     t = tile(ts[0], "transpose operand")
@@ -180,7 +211,7 @@ def _transpose(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> 
     return [TileType(tuple(t.shape[p] for p in perm), t.dtype)]
 
 
-@_def("dot")
+@_def("dot", traits=(MIXES_LANES,))
 def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 2, "dot")
     a, b = tile(ts[0], "dot lhs"), tile(ts[1], "dot rhs")
@@ -208,7 +239,12 @@ def reduce_dtype(kind: str, d: DType) -> DType:
     return d
 
 
-@_def("reduce")
+def _reduce_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
+    axis, keep = attrs["axis"], attrs["keepdims"]
+    return {a: a - (a > axis and not keep) for a in range(src.rank) if a != axis}
+
+
+@_def("reduce", traits=(MIXES_LANES,), axes=_reduce_axes)
 def _reduce(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "reduce")
     t = tile(ts[0], "reduce operand")
@@ -221,7 +257,7 @@ def _reduce(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     return [TileType(shape, reduce_dtype(kind, t.dtype))]
 
 
-@_def("cumsum")
+@_def("cumsum", traits=(MIXES_LANES,), axes=same_axes)
 def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     """Inclusive prefix sums along `axis`, in the dtype a sum has (reduce_dtype)."""
     _arity(ts, 1, "cumsum")
@@ -231,7 +267,7 @@ def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     return [t.with_dtype(reduce_dtype("sum", t.dtype))]
 
 
-@_def("mask")
+@_def("mask", traits=(ELEMENTWISE,))
 def _mask(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     t = tile(ts[0], "mask operand")
     axes = tuple(attrs["axes"])

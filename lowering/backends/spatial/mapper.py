@@ -29,7 +29,7 @@ from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
 from tiledsl.errors import ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
-from tiledsl.ir.ops import FLOAT_UNARY
+from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.types import RangeType, TensorType, TileType
 
@@ -90,6 +90,13 @@ class Loop:
 
 
 Step = Segment | Loop
+
+
+def _free(op: Op) -> bool:
+    """Ops that cost a PE no compute: constants, tile bounds, and views that keep the order of
+    the elements in SRAM (a transpose moves them, and is priced as a copy)."""
+    return op.name in ("const", "tile.index", "tile.begin", "tile.size") or (
+        has_trait(op.name, VIEW) and op.name != "transpose")
 
 
 def _structure(block: Block) -> list[Step]:
@@ -330,8 +337,7 @@ class Mapping:
                 cycles += padded / rate
                 macs += self.valid(a.shape[0], g, iters) * self.valid(a.shape[1], g, iters) * \
                     self.valid(b.shape[1], g, iters)
-            elif op.results and isinstance(op.result.type, TileType) and op.name not in (
-                    "const", "broadcast", "expand_dims", "tile.index", "tile.begin", "tile.size"):
+            elif op.results and isinstance(op.result.type, TileType) and not _free(op):
                 per = TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else 1
                 src = op.operands[0].type if op.name == "reduce" else op.result.type
                 assert isinstance(src, TileType)

@@ -20,7 +20,9 @@ from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
+from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
+from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.workarounds import breaks_thread_locality
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
@@ -361,7 +363,9 @@ class KernelEmitter(LoopEmission):
                                                                        "tile.index", "tile.begin",
                                                                        "tile.size", "mask") else []
         rt = op.results[0].type if op.results else None
-        if name == "const":
+        if name in EMIT_RULES:
+            EMIT_RULES[name](self, op, args, indent)
+        elif name == "const":
             assert isinstance(rt, TileType)
             value = op.attrs["value"]
             feeds = self.uses.get(op.result, [])
@@ -374,8 +378,6 @@ class KernelEmitter(LoopEmission):
             self.elementwise(op, args, indent)
         elif name in UNARY:
             self.elementwise(op, args, indent)
-        elif name == "where":
-            self.assign(op, f"tl.where({args[0]}, {args[1]}, {args[2]})", indent)
         elif name == "cast":
             assert isinstance(rt, TileType)
             src = op.operands[0]
@@ -395,29 +397,10 @@ class KernelEmitter(LoopEmission):
                 self.assign(op, f"tl.full({self.shape(rt)}, {value}, {tl_dtype(rt.dtype)})", indent)
             else:
                 self.assign(op, f"tl.broadcast_to({args[0]}, {self.shape(rt)})", indent)
-        elif name == "expand_dims":
-            src = op.operands[0].type
-            assert isinstance(src, TileType)
-            axis = op.attrs["axis"]
-            if src.rank == 0:
-                self.assign(op, f"tl.expand_dims({args[0]}, 0)", indent)
-            else:
-                idx = [":"] * src.rank
-                idx.insert(axis, "None")
-                self.assign(op, f"{args[0]}[{', '.join(idx)}]", indent)
-        elif name == "transpose":
-            perm = tuple(op.attrs["perm"])
-            expr = f"tl.trans({args[0]})" if perm == (1, 0) else f"tl.permute({args[0]}, {perm})"
-            self.assign(op, expr, indent)
         elif name == "dot":
             self.dot(op, args, indent)
         elif name == "reduce":
             self.reduce(op, args, indent)
-        elif name == "cumsum":
-            x, rt = op.operands[0].type, op.result.type
-            assert isinstance(x, TileType) and isinstance(rt, TileType)
-            src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
-            self.assign(op, f"tl.cumsum({src}, axis={op.attrs['axis']})", indent)
         elif name == "mask":
             self.mask(op, indent)
         elif name == "tile.index":
