@@ -92,3 +92,13 @@ def test_framework_examples_run_and_are_shown_in_full(script: Path) -> None:
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                             timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_views_example_runs(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    code = README.split("Attention with the heads packed", 1)[1].split("```python", 1)[1]
+    script = tmp_path / "views.py"
+    script.write_text(code.split("```", 1)[0])
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr

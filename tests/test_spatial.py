@@ -24,7 +24,12 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
+    "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
+    "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
 }
+# Kernels that stream more tensors than a preset PE has DMA channels, until streams share
+# channels (issue 33); test_views.py runs rope on a preset with 8.
+DMA_BOUND = {"rope"}
 ARCHS = sorted(PRESETS)
 
 
@@ -52,6 +57,10 @@ def test_presets_round_trip_and_cite_their_values(arch: str) -> None:
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_examples_match_numpy(name: str, arch: str) -> None:
+    if name in DMA_BOUND:
+        with pytest.raises(td.ConfigError, match="DMA channels"):
+            configs(name, arch)
+        return
     args = inputs(name)
     ref = example(name).reference(*fresh(args))
     for config in configs(name, arch):

@@ -129,12 +129,13 @@ def test_a_whole_dimension_of_one_under_a_dot_multiplies_and_sums(dtype: type) -
 
 def test_the_interpreter_poisons_masked_off_lanes() -> None:
     """A GPU leaves the lanes a masked load skips undefined, and Triton's interpreter fills them
-    with zeros, which hid a kernel reading them (attention over a head dimension of 8, before
-    the masking pass covered it). Under the interpreter the generator fills them with NaN."""
+    with zeros, which hid a kernel reading them (attention over a head dimension of 8, held in
+    16 lanes then, before the masking pass covered it). Under the interpreter the generator
+    fills them with NaN: here a head dimension of 12, held in 16 lanes."""
     from lowering.backends.triton.codegen import generate
     from lowering.backends.triton.interpret import strides_of, to_torch
     args = example("attention").make_inputs(np.random.default_rng(0),
-                                            {"batch": 1, "seq": 37, "d": 8}, np.float16)
+                                            {"batch": 1, "seq": 37, "d": 12}, np.float16)
     k = kernel_of("attention")
     fn = k.traced(*args).lowered
     config = k.config_space(*args, backend=BACKEND).default().replace(tma=False)  # loads

@@ -66,6 +66,11 @@ from tiledsl.language import tile as tile
 from tiledsl.language import where as where
 from tiledsl.language import zeros as zeros
 from tiledsl.torch_op import torch_op as torch_op
+from tiledsl.views import join as join
+from tiledsl.views import permute as permute
+from tiledsl.views import reshape as reshape
+from tiledsl.views import split as split
+from tiledsl.views import stack as stack
 from tiledsl.values import Tensor as Tensor
 from tiledsl.values import Tile as Tile
 from tiledsl.values import TileValue as TileValue

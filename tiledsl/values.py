@@ -137,6 +137,10 @@ class TileValue:
     def astype(self, dtype: Any) -> TileValue:
         return cast(self, as_dtype(dtype, "astype"))
 
+    def to(self, dtype: Any) -> TileValue:
+        """`astype`, spelled as torch (and Helion) write it."""
+        return cast(self, as_dtype(dtype, "to"))
+
     def sum(self, axis: Any = None, keepdims: bool = False) -> TileValue:
         return reduce("sum", self, axis, keepdims)
 
@@ -157,6 +161,33 @@ class TileValue:
 
     def cumsum(self, axis: Any = None) -> TileValue:
         return cumsum(self, axis)
+
+    # Views (tiledsl/views.py), spelled as torch's.
+    def reshape(self, *shape: Any) -> TileValue:
+        from tiledsl import views
+        return views.reshape(self, *shape)
+
+    view = reshape
+
+    def permute(self, *dims: Any) -> TileValue:
+        from tiledsl import views
+        return views.permute(self, *dims)
+
+    def transpose(self, a: Any = 0, b: Any = 1) -> TileValue:
+        from tiledsl import views
+        return views.transpose(self, a, b)
+
+    def unsqueeze(self, axis: Any) -> TileValue:
+        from tiledsl import views
+        return views.unsqueeze(self, axis)
+
+    def squeeze(self, axis: Any = None) -> TileValue:
+        from tiledsl import views
+        return views.squeeze(self, axis)
+
+    def flatten(self) -> TileValue:
+        from tiledsl import views
+        return views.flatten(self)
 
 
 class Tile:
@@ -266,6 +297,39 @@ class Tensor:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    # Views that share the tensor's memory (tiledsl/views.py), made in host code.
+    def reshape(self, *shape: Any) -> Tensor:
+        from tiledsl import views
+        return views.tensor_reshape(self, *shape)
+
+    def view(self, *shape: Any) -> Tensor:
+        from tiledsl import views
+        return views.tensor_reshape(self, *shape, what="view")
+
+    def permute(self, *dims: Any) -> Tensor:
+        from tiledsl import views
+        return views.tensor_permute(self, *dims)
+
+    def transpose(self, a: Any = 0, b: Any = 1) -> Tensor:
+        from tiledsl import views
+        return views.tensor_transpose(self, a, b)
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def unsqueeze(self, axis: Any) -> Tensor:
+        from tiledsl import views
+        return views.tensor_unsqueeze(self, axis)
+
+    def squeeze(self, axis: Any = None) -> Tensor:
+        from tiledsl import views
+        return views.tensor_squeeze(self, axis)
+
+    def flatten(self) -> Tensor:
+        from tiledsl import views
+        return views.tensor_flatten(self)
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"cannot iterate over tensor '{self.name}'",
@@ -551,10 +615,15 @@ def dot(a: Any, b: Any) -> TileValue:
         if isinstance(bad, Tensor):
             to_value(bad)
         tr.fail(TraceError, f"'@' needs two tiles, got {type(bad).__name__}")
-    if a.ndim != 2 or b.ndim != 2:
-        tr.fail(ShapeError, f"'@' needs two 2-D tiles, got shapes {tr.describe_shape(a.shape)} "
-                f"and {tr.describe_shape(b.shape)}")
-    if a.shape[1] != b.shape[0]:
+    if a.ndim != b.ndim or a.ndim not in (2, 3):
+        tr.fail(ShapeError, f"'@' needs two 2-D tiles (a matrix product) or two 3-D tiles (a "
+                f"batch of them), got shapes {tr.describe_shape(a.shape)} and "
+                f"{tr.describe_shape(b.shape)}")
+    if a.ndim == 3 and a.shape[0] != b.shape[0]:
+        tr.fail(ShapeError, f"'@' batch dimensions differ: {tr.describe_shape(a.shape)} @ "
+                f"{tr.describe_shape(b.shape)}", hint="index both operands with the same "
+                "batch tile (a[tb, tm, tk] @ b[tb, tk, tn])")
+    if a.shape[-1] != b.shape[-2]:
         tr.fail(ShapeError, f"'@' contraction dimensions differ: {tr.describe_shape(a.shape)} @ "
                 f"{tr.describe_shape(b.shape)}", hint="index both operands with the same tile "
                 "along the contracted dimension (a[tm, tk] @ b[tk, tn])")

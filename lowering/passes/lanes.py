@@ -49,9 +49,12 @@ class Lanes:
             assert isinstance(src, TileType)
             moved = opdef.axes(op.attrs, src, v.type)
             return frozenset(moved[a] for a in self.of(op.operands[0]) if a in moved)
-        if op.name == "dot":
+        if op.name == "dot":  # batch axis from either, rows from a, columns from b
             a, b = self.of(op.operands[0]), self.of(op.operands[1])
-            return frozenset(({0} if 0 in a else set()) | ({1} if 1 in b else set()))
+            r = v.type.rank
+            batch = {0} if r == 3 and (0 in a or 0 in b) else set()
+            return frozenset(batch | ({r - 2} if r - 2 in a else set()) |
+                             ({r - 1} if r - 1 in b else set()))
         if op.name == "for":
             i = op.results.index(v)
             body = op.regions[0]

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from tiledsl import dtypes
 from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
-from tiledsl.ir.ops import ARG_REDUCTIONS
+from tiledsl.errors import BackendError
+from tiledsl.ir.ops import ARG_REDUCTIONS, OPS, VIEW, has_trait
 from tiledsl.ir.types import RangeType, TileType
 
 # Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
@@ -89,10 +90,13 @@ class MaskRaggedEdgesPass:
                     continue
             elif op.name == "cumsum":  # lanes before a start come first: they must add 0
                 op.operands[0] = self._mask(op.operands[0], op.attrs["axis"], 0, scope, out, op)
-            elif op.name == "dot":
+            elif op.name == "dot":  # the contraction axis: a's last, b's next to last
                 a, b = op.operands
-                op.operands = [self._mask(a, 1, 0, scope, out, op),
-                               self._mask(b, 0, 0, scope, out, op)]
+                r = a.type.rank  # type: ignore[union-attr]
+                op.operands = [self._mask(a, r - 1, 0, scope, out, op),
+                               self._mask(b, r - 2, 0, scope, out, op)]
+            elif has_trait(op.name, VIEW):
+                self._keeps_lanes(op, scope)
             out.append(op)
         block.ops = out
 
@@ -117,6 +121,28 @@ class MaskRaggedEdgesPass:
         masked = Value(t, x.hint)
         out.append(Op("mask", operands, [masked], {"axes": (axis,), "value": fill}, [], at.loc))
         return masked
+
+    @staticmethod
+    def _keeps_lanes(op: Op, scope: _Scope) -> None:
+        """A view that merges or splits an axis holding the lanes of a range that ends ragged
+        would hide which lanes are out of range from the reductions after it: refused."""
+        opdef = OPS[op.name]
+        x = op.operands[0]
+        if opdef.axes is None or not isinstance(x.type, TileType):
+            return
+        kept = opdef.axes(op.attrs, x.type, op.results[0].type)  # type: ignore[arg-type]
+        for r in scope.fixed:
+            lost = [a for a in Lanes(r).of(x) if a not in kept]
+            if lost:
+                rt = r.type
+                assert isinstance(rt, RangeType)
+                raise BackendError(
+                    f"{op.name} merges axis {lost[0]}, which holds the lanes of tile "
+                    f"'{r.hint}' (block {rt.block} over {rt.extent}, so its last tile is cut), "
+                    "with other axes: the lanes past its edge would become indistinguishable",
+                    loc=op.loc, hint="let the config choose that tile's block size (no "
+                    "block_size=), which keeps it on its own axis, or use a block that divides "
+                    "the dimension")
 
     @staticmethod
     def _started(x: Value, axis: int, scope: _Scope) -> Value | None:

@@ -8,6 +8,7 @@ is defined once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -211,19 +212,91 @@ def _transpose(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> 
     return [TileType(tuple(t.shape[p] for p in perm), t.dtype)]
 
 
+def reshape_groups(src: tuple[Dim, ...], dst: tuple[Dim, ...]
+                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """How a reshape regroups axes: (source axes, result axes) pairs, in order, each a
+    block-size axis alone or a run of constant axes with equal products; None when the shapes
+    do not line up (the block sizes are not known until a config is chosen, so each must keep
+    its own axis)."""
+    def runs(shape: tuple[Dim, ...]) -> list[tuple[int, ...] | int]:
+        out: list[tuple[int, ...] | int] = []
+        run: list[int] = []
+        for i, d in enumerate(shape):
+            if isinstance(d, str):
+                out += [tuple(run), i]
+                run = []
+            else:
+                run.append(i)
+        return out + [tuple(run)]
+    a, b = runs(src), runs(dst)
+    if len(a) != len(b):
+        return None
+    groups = []
+    for x, y in zip(a, b):
+        if isinstance(x, int) or isinstance(y, int):
+            if not (isinstance(x, int) and isinstance(y, int)) or src[x] != dst[y]:
+                return None
+            groups.append(((x,), (y,)))
+        else:
+            if math.prod(src[i] for i in x) != math.prod(dst[i] for i in y):  # type: ignore[misc]
+                return None
+            groups.append((x, y))
+    return groups
+
+
+def _reshape_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
+    """Axes a reshape keeps whole (a group of one axis on each side); merged or split ones are
+    consumed."""
+    groups = reshape_groups(src.shape, tuple(attrs["shape"])) or []
+    return {x[0]: y[0] for x, y in groups if len(x) == 1 and len(y) == 1 and
+            src.shape[x[0]] == dst.shape[y[0]]}
+
+
+@_def("reshape", traits=(VIEW,), axes=_reshape_axes)
+def _reshape(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """The elements of a tile in row-major order, laid out in a new shape."""
+    _arity(ts, 1, "reshape")
+    t = tile(ts[0], "reshape operand")
+    shape = tuple(attrs["shape"])
+    if reshape_groups(t.shape, shape) is None:
+        raise ShapeError(f"cannot reshape {t} to shape {shape}")
+    return [TileType(shape, t.dtype)]
+
+
+@_def("join", traits=(VIEW,), axes=same_axes)
+def _join(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """Two tiles of one type side by side along a new last axis of 2 (tl.join)."""
+    _arity(ts, 2, "join")
+    t = _same(ts, "join")
+    return [TileType(t.shape + (2,), t.dtype)]
+
+
+@_def("split", traits=(VIEW,), axes=lambda attrs, src, dst: {a: a for a in range(src.rank - 1)})
+def _split(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """The two halves of a tile whose last axis is 2 (tl.split): join's inverse."""
+    _arity(ts, 1, "split")
+    t = tile(ts[0], "split operand")
+    if not t.shape or t.shape[-1] != 2:
+        raise ShapeError(f"split needs a last axis of 2, got {t}")
+    half = TileType(t.shape[:-1], t.dtype)
+    return [half, half]
+
+
 @_def("dot", traits=(MIXES_LANES,))
 def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 2, "dot")
     a, b = tile(ts[0], "dot lhs"), tile(ts[1], "dot rhs")
-    if a.rank != 2 or b.rank != 2:
-        raise ShapeError(f"'@' needs two 2-D tiles, got {a.rank}-D and {b.rank}-D")
-    if a.shape[1] != b.shape[0]:
+    if a.rank != b.rank or a.rank not in (2, 3):
+        raise ShapeError(f"'@' needs two 2-D or two 3-D tiles, got {a.rank}-D and {b.rank}-D")
+    if a.shape[-1] != b.shape[-2]:
         raise ShapeError(f"'@' contraction dimensions differ: {a} @ {b}")
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ShapeError(f"'@' batch dimensions differ: {a} @ {b}")
     if a.dtype != b.dtype:
         raise DTypeError(f"'@' operand dtypes differ: {a.dtype} @ {b.dtype}; cast one with .astype")
     if a.dtype.is_bool:
         raise DTypeError("'@' is not defined on bool tiles")
-    return [TileType((a.shape[0], b.shape[1]), dtypes.accumulator(a.dtype))]
+    return [TileType(a.shape[:-1] + b.shape[-1:], dtypes.accumulator(a.dtype))]
 
 
 def reduce_dtype(kind: str, d: DType) -> DType:
@@ -346,6 +419,31 @@ def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list
     if value != TileType(shape, tensor.dtype):
         raise IRError(f"store of {value} into a region of type {TileType(shape, tensor.dtype)}")
     return []
+
+
+@_def("tensor.reshape", traits=(VIEW,))
+def _tensor_reshape(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A tensor's elements in row-major order seen with another shape (no copy: a backend
+    refuses a layout that cannot be viewed so, as torch's `view`)."""
+    _arity(ts, 1, "tensor.reshape")
+    t = _tensor(ts[0], "tensor.reshape operand")
+    shape = tuple(attrs["shape"])
+    if math.prod(shape) != math.prod(t.shape) or not all(isinstance(d, int) and d >= 1
+                                                       for d in shape):
+        raise ShapeError(f"cannot view {t} as shape {shape}")
+    return [TensorType(shape, t.dtype)]
+
+
+@_def("tensor.permute", traits=(VIEW,))
+def _tensor_permute(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A tensor with its dimensions reordered: result dimension i is operand dimension
+    perm[i]."""
+    _arity(ts, 1, "tensor.permute")
+    t = _tensor(ts[0], "tensor.permute operand")
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(len(t.shape))):
+        raise ShapeError(f"{perm} is not a permutation of the {len(t.shape)} dimensions of {t}")
+    return [TensorType(tuple(t.shape[p] for p in perm), t.dtype)]
 
 
 @_def("tensor.empty", explicit_type=True, cse=False)

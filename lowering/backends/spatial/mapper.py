@@ -30,6 +30,7 @@ from tiledsl.config import Config
 from tiledsl.errors import ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
+from tiledsl.ir.views import root, strides_of
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.types import RangeType, TensorType, TileType
 
@@ -90,6 +91,15 @@ class Loop:
 
 
 Step = Segment | Loop
+
+
+def _dram_strides(v: Value) -> tuple[int, ...]:
+    """The strides of tensor `v` in DRAM, where every root tensor is contiguous."""
+    t = root(v).type
+    assert isinstance(t, TensorType)
+    out = strides_of(v, tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape))))
+    assert out is not None  # a contiguous root can be viewed with any shape
+    return out
 
 
 def _free(op: Op) -> bool:
@@ -290,7 +300,7 @@ class Mapping:
         tensor = op.operands[0].type
         assert isinstance(tensor, TensorType)
         full = op.attrs.get("full", ())
-        strides = [math.prod(tensor.shape[i + 1:]) for i in range(len(tensor.shape))]
+        strides = _dram_strides(op.operands[0])
         idx_vals = iter(op.operands[1:] if op.name == "load" else op.operands[1:-1])
         offset, sizes, out_strides = 0, [], []
         for d, extent in enumerate(tensor.shape):
@@ -329,17 +339,18 @@ class Mapping:
             if op.name == "dot":
                 a, b = (o.type for o in op.operands)
                 assert isinstance(a, TileType) and isinstance(b, TileType)
-                m, k = (self.block(d) for d in a.shape)
-                n = self.block(b.shape[1])
+                m, k = (self.block(d) for d in a.shape[-2:])
+                n = self.block(b.shape[-1])
+                batch = self.block(a.shape[0]) if a.rank == 3 else 1  # one product each
                 mm, mn, mk = arch.min_mma
                 padded = (_cdiv(m, mm) * mm) * (_cdiv(n, mn) * mn) * (_cdiv(k, mk) * mk)
                 rate = arch.macs_per_cycle.get(a.dtype.short, arch.macs_per_cycle.get("f32", 1.0))
-                cycles += padded / rate
-                macs += self.valid(a.shape[0], g, iters) * self.valid(a.shape[1], g, iters) * \
-                    self.valid(b.shape[1], g, iters)
-            elif op.results and isinstance(op.result.type, TileType) and not _free(op):
+                cycles += batch * padded / rate
+                macs += math.prod(self.valid(d, g, iters) for d in a.shape) * \
+                    self.valid(b.shape[-1], g, iters)
+            elif op.results and isinstance(op.results[0].type, TileType) and not _free(op):
                 per = TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else 1
-                src = op.operands[0].type if op.name == "reduce" else op.result.type
+                src = op.operands[0].type if op.name == "reduce" else op.results[0].type
                 assert isinstance(src, TileType)
                 cycles += per * _cdiv(self.numel(src), arch.vector_lanes)
         if ops:
@@ -515,7 +526,7 @@ class Mapping:
     def _tensors(self) -> list[dict[str, Any]]:
         out = []
         roles = {v: "input" for v in self.fn.args if isinstance(v.type, TensorType)}
-        for v in self.fn.outputs:
+        for v in map(root, self.fn.outputs):  # a returned view is its root's memory
             roles[v] = "output" if v not in roles else "inout"
         for op in self.fn.body.ops:
             if op.name in ("tensor.empty", "tensor.full"):
@@ -529,6 +540,7 @@ class Mapping:
         return out
 
     def _tensor_name(self, v: Value) -> str:
+        v = root(v)  # a view is addressed in its root's memory (access() gives its strides)
         if v in self.fn.args:
             return v.hint or f"arg{self.fn.args.index(v)}"
         allocs = [op.result for op in self.fn.body.ops if op.name in ("tensor.empty", "tensor.full")]

@@ -21,6 +21,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Op, Value, walk
 from tiledsl.ir.types import RangeType, TensorType, TileType
+from tiledsl.ir.views import VIEW_OPS, reshape_strides
 
 __all__ = ["GeneratedKernel", "KernelParam", "Module", "generate", "generate_cached"]
 
@@ -76,7 +77,9 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
     strides = dict(strides)
     for op in fn.body.ops:  # outputs the launcher allocates are contiguous
         t = op.results[0].type if op.results else None
-        if isinstance(t, TensorType):
+        if op.name in VIEW_OPS:  # a view addresses its root's memory
+            strides[op.result] = _view_strides(op, strides[op.operands[0]])
+        elif isinstance(t, TensorType):
             strides[op.result] = tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape)))
     kernels: list[GeneratedKernel] = []
     texts: list[str] = []
@@ -98,6 +101,20 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
         header += "from triton.tools.tensor_descriptor import TensorDescriptor\n"
     parts = [header] + [HELPERS[h] for h in sorted(helpers)] + texts + [launcher]
     return Module("\n\n".join(p.strip("\n") for p in parts) + "\n", kernels, launcher)
+
+
+def _view_strides(op: Op, src: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a tensor view from its source's (tiledsl/ir/views.py)."""
+    if op.name == "tensor.permute":
+        return tuple(src[p] for p in op.attrs["perm"])
+    t, rt = op.operands[0].type, op.result.type
+    assert isinstance(t, TensorType) and isinstance(rt, TensorType)
+    out = reshape_strides(t.shape, src, rt.shape)
+    if out is None:
+        raise BackendError(f"'{op.operands[0].hint or 'a tensor'}' (shape {t.shape}, strides "
+                           f"{src}) cannot be viewed as shape {rt.shape} without a copy",
+                           loc=op.loc, hint="pass a contiguous tensor (.contiguous())")
+    return out
 
 
 def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
@@ -189,8 +206,8 @@ def _host_ops(fn: Function, grid: Op) -> list[Op]:
     needed = {o for op in walk(grid.regions[0]) for o in op.operands}
     ops: list[Op] = []
     for op in reversed(fn.body.ops):
-        if op.name not in ("grid", "return", "tensor.empty", "tensor.full") and \
-                any(r in needed for r in op.results):
+        if op.name not in ("grid", "return") and not isinstance(op.results[0].type, TensorType) \
+                and any(r in needed for r in op.results):
             ops.append(op)
             needed.update(op.operands)
     return ops[::-1]
@@ -250,6 +267,13 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
             fill = _host_expr(op.operands[0], values, op)
             values[op.result] = name
             lines.append(f"    {name} = full({t.shape}, {fill}, {t.dtype.name!r})")
+        elif op.name in VIEW_OPS:  # torch views, as the kernels address them
+            name = names.fresh(op.result.hint or "view")
+            src = values[op.operands[0]]
+            values[op.result] = name
+            how = f"permute{tuple(op.attrs['perm'])}" if op.name == "tensor.permute" else \
+                f"view({op.result.type.shape})"  # type: ignore[union-attr]
+            lines.append(f"    {name} = {src}.{how}")
     for k in kernels:
         call_args = []
         for p in k.params:

@@ -92,8 +92,9 @@ def predict_us(fn: Function, config: Config, resources: list[Resources],
         if op.name == "dot":
             a, b = (o.type for o in op.operands)
             assert isinstance(a, TileType) and isinstance(b, TileType)
-            m, k, n = (size(d) for d in (*a.shape, b.shape[1]))
-            flops += 2.0 * m * k * n * mult * programs
+            m, k, n = (size(d) for d in (*a.shape[-2:], b.shape[-1]))
+            batch = size(a.shape[0]) if a.rank == 3 else 1
+            flops += 2.0 * batch * m * k * n * mult * programs
             dtype = a.dtype.short
         elif op.name in ("load", "store"):
             tt = op.result.type if op.name == "load" else op.operands[-1].type

@@ -23,10 +23,12 @@ from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
+from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
 from lowering.backends.triton.workarounds import breaks_thread_locality
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
+from tiledsl.ir.views import root
 
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
              "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -38,15 +40,6 @@ _CALL2 = {"maximum": "tl.maximum", "minimum": "tl.minimum", "pow": "_pow",
 # Elementwise uses broadcast implicitly in Triton, so a `broadcast` feeding only them is free.
 _IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) | {"where", "store"}
 INT32_MAX = 2**31 - 1
-
-
-def next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
-def padded(d: int) -> int:
-    """Triton tiles are powers of two, and tl.dot wants at least 16: constant dims are padded."""
-    return 1 if d == 1 else max(16, next_pow2(d))
 
 
 def tl_dot_takes(d: DType) -> bool:
@@ -182,6 +175,7 @@ class KernelEmitter(LoopEmission):
         raise BackendError(f"triton codegen: value {v} has no name (internal error)")
 
     def tensor_param(self, v: Value) -> str:
+        v = root(v)  # a view's pointer is its root tensor's (its strides are its own)
         if v not in self.params:
             hint = (v.hint or "out") + "_ptr"
             self.params[v] = KernelParam(self.namer.fresh(hint), "tensor", v)
@@ -298,7 +292,8 @@ class KernelEmitter(LoopEmission):
         of zero."""
         t = tensor.type
         assert isinstance(t, TensorType)
-        if not self.config.get("tma", False) or not 2 <= len(t.shape) <= 5:
+        if not self.config.get("tma", False) or not 2 <= len(t.shape) <= 5 or \
+                root(tensor) is not tensor:  # the launcher describes arguments, not views
             return None
         if op.name == "load" and op.attrs.get("other") not in (None, 0, 0.0, False):
             return None
@@ -497,15 +492,18 @@ class KernelEmitter(LoopEmission):
         a, b = (o.type for o in op.operands)
         rt = op.result.type
         assert isinstance(a, TileType) and isinstance(b, TileType) and isinstance(rt, TileType)
-        if any(isinstance(d, int) and padded(d) < 16 for d in (*a.shape, *b.shape)) or \
-                not tl_dot_takes(a.dtype):
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        small = any(isinstance(d, int) and padded(d) < MMA_MIN for d in (m, k, n))
+        if any(d == 1 for d in (m, k, n)) or not tl_dot_takes(a.dtype) or \
+                (small and a.rank == 3):
             # A whole dimension of 1 (it broadcasts, so it is not padded) cannot feed tl.dot,
             # which needs 16, nor can int16, int32 or int64: multiply and sum instead,
             # accumulating in the dot's result dtype (exact for integers, as NumPy's matmul).
             if a.dtype != rt.dtype:
                 args = [f"{x}.to({tl_dtype(rt.dtype)})" for x in args]
-            self.assign(op, f"tl.sum({args[0]}[:, :, None] * {args[1]}[None, :, :], axis=1)",
-                        indent)
+            lhs, rhs = (f"{args[0]}[:, :, None]", f"{args[1]}[None, :, :]") if a.rank == 2 else \
+                (f"{args[0]}[:, :, :, None]", f"{args[1]}[:, None, :, :]")
+            self.assign(op, f"tl.sum({lhs} * {rhs}, axis={a.rank - 1})", indent)
             return
         extra = ""
         if a.dtype.short == "f32":
@@ -517,6 +515,9 @@ class KernelEmitter(LoopEmission):
             # bfloat16 values are exact in float32, so upcasting gives the GPU's result.
             args = [f"{x}.to(tl.float32)" for x in args]
             extra = ', input_precision="ieee"'
+        if small:
+            self.small_dot(op, args, extra, indent)
+            return
         users = self.uses.get(op.result, [])
         if len(users) == 1 and users[0].name == "add" and users[0].operands[1] is op.result \
                 and users[0].operands[0].type == op.result.type:
@@ -524,6 +525,33 @@ class KernelEmitter(LoopEmission):
             self.fused[users[0]] = f"tl.dot({args[0]}, {args[1]}, {{acc}}{extra})"
             return
         self.assign(op, f"tl.dot({args[0]}, {args[1]}{extra})", indent)
+
+    def small_dot(self, op: Op, args: list[str], extra: str, indent: int) -> None:
+        """tl.dot where a constant M, K or N is under 16 lanes: the operands widened with zero
+        lanes to 16, the product cut back to M x N (widen.py)."""
+        a, b = (o.type for o in op.operands)
+        assert isinstance(a, TileType) and isinstance(b, TileType)
+        dims = {"m": a.shape[0], "k": a.shape[1], "n": b.shape[1]}
+        held = {x: self.block_expr(d) for x, d in dims.items()}
+        small = {x: padded(d) for x, d in dims.items()
+                 if isinstance(d, int) and padded(d) < MMA_MIN}
+        wide = {x: str(MMA_MIN) if x in small else held[x] for x in dims}
+        lhs, rhs = args
+        for axis, x in enumerate("mk"):
+            if x in small:
+                shape = [wide["m"] if axis == 1 else held["m"], held["k"]]
+                lhs = widen(self, lhs, shape, axis, small[x], MMA_MIN, indent)
+        for axis, x in enumerate("kn"):
+            if x in small:
+                shape = [wide["k"] if axis == 1 else held["k"], held["n"]]
+                rhs = widen(self, rhs, shape, axis, small[x], MMA_MIN, indent)
+        prod = self.namer.fresh("prod")
+        self.emit(indent, f"{prod} = tl.dot({lhs}, {rhs}{extra})")
+        for axis, x in enumerate("mn"):
+            if x in small:
+                shape = [held["m"] if axis == 1 else wide["m"], wide["n"]]
+                prod = narrow(self, prod, shape, axis, MMA_MIN, small[x], indent)
+        self.alias(op, prod)
 
     def reduce(self, op: Op, args: list[str], indent: int) -> None:
         x = op.operands[0].type

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lowering.backends.triton.casts import tl_dtype
+from lowering.backends.triton.widen import padded
 from lowering.backends.triton.oprules import emit_rule
+from tiledsl.errors import BackendError
 from tiledsl.ir.core import Op
+from tiledsl.ir.ops import reshape_groups
 from tiledsl.ir.types import TileType
 
 if TYPE_CHECKING:
@@ -43,3 +46,40 @@ def _cumsum(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     assert isinstance(x, TileType) and isinstance(rt, TileType)
     src = args[0] if x.dtype == rt.dtype else f"{args[0]}.to({tl_dtype(rt.dtype)})"
     em.assign(op, f"tl.cumsum({src}, axis={op.attrs['axis']})", indent)
+
+
+def _exact_groups(op: Op, src: TileType, dst: TileType) -> None:
+    """tl.reshape sees every lane: the constant dimensions a reshape merges or splits must not
+    be held padded (a dimension it keeps whole keeps its padding where it was)."""
+    for xs, ys in reshape_groups(src.shape, dst.shape) or []:
+        if len(xs) == 1 and len(ys) == 1:
+            continue
+        for d in [src.shape[i] for i in xs] + [dst.shape[i] for i in ys]:
+            if isinstance(d, int) and padded(d) != d:
+                raise BackendError(
+                    f"the triton backend cannot reshape a tile of shape "
+                    f"{'x'.join(map(str, src.shape))} to {'x'.join(map(str, dst.shape))}: its "
+                    f"dimension of {d} is held in {padded(d)} lanes (Triton's tiles are "
+                    "powers of two)", loc=op.loc,
+                    hint="merge or split only dimensions that are powers of two")
+
+
+@emit_rule("reshape")
+def _reshape(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    src, rt = op.operands[0].type, op.result.type
+    assert isinstance(src, TileType) and isinstance(rt, TileType)
+    _exact_groups(op, src, rt)
+    em.assign(op, f"tl.reshape({args[0]}, {em.shape(rt)})", indent)
+
+
+@emit_rule("join")
+def _join(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    em.assign(op, f"tl.join({args[0]}, {args[1]})", indent)
+
+
+@emit_rule("split")
+def _split(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    names = [em.namer.fresh(r.hint or "half") for r in op.results]
+    for r, name in zip(op.results, names):
+        em.names[r] = name
+    em.emit(indent, f"{names[0]}, {names[1]} = tl.split({args[0]})")

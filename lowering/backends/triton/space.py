@@ -60,7 +60,7 @@ def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType,
 def _product_tile(a: TileType, b: TileType) -> TileType:
     """The elementwise products `a[:, :, None] * b[None, :, :]` of a dot that tl.dot does not
     take (int16 to int64), which emit.py sums over axis 1."""
-    return TileType((a.shape[0], a.shape[1], b.shape[1]), dtypes.accumulator(a.dtype))
+    return TileType(a.shape + b.shape[-1:], dtypes.accumulator(a.dtype))
 
 
 def _grids(fn: Function) -> list[list[RangeType]]:

@@ -1,0 +1,54 @@
+"""NumPy rules of the view ops: tile reshapes, joins and splits (on the grid-prefixed arrays of
+executor.py), and tensor views that share their array's memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lowering.backends.numpy.executor import Executor, rule
+from tiledsl.errors import ArgumentError
+from tiledsl.ir.core import Op
+from tiledsl.ir.types import TensorType, TileType
+
+
+@rule("reshape")
+def _reshape(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    t = op.result.type
+    assert isinstance(t, TileType)
+    x = xs[0]
+    return [x.reshape(x.shape[:ex.rank] + ex.tile_shape(t))]
+
+
+@rule("join")
+def _join(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    a, b = np.broadcast_arrays(*xs)  # one may hold a broadcast grid prefix
+    return [np.stack([a, b], axis=-1)]
+
+
+@rule("split")
+def _split(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [xs[0][..., 0], xs[0][..., 1]]
+
+
+@rule("tensor.reshape")
+def _tensor_reshape(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    view = xs[0].view()
+    try:
+        view.shape = t.shape  # never a copy: stores must reach the original
+    except AttributeError:
+        name = op.operands[0].hint or "a tensor"
+        raise ArgumentError(
+            f"'{name}' (shape {xs[0].shape}, strides {xs[0].strides}) cannot be viewed as shape "
+            f"{t.shape} without a copy", kernel=ex.fn.name, loc=op.loc,
+            hint="pass a contiguous array (np.ascontiguousarray), or index it as it is laid "
+                 "out") from None
+    return [view]
+
+
+@rule("tensor.permute")
+def _tensor_permute(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [np.transpose(xs[0], op.attrs["perm"])]

@@ -1,0 +1,216 @@
+"""Views: tile reshapes, permutes, joins and splits, tensor views in host code, and the small
+dots the Triton backend widens to tl.dot's 16 lanes, on every CPU backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import example, under_configs
+from tiledsl.errors import ArgumentError, BackendError, ShapeError, TraceError
+from tiledsl.ir.parser import parse_ir
+from tiledsl.ir.printer import print_ir
+from lowering.backends.spatial.arch import PRESETS, Arch
+
+BACKENDS = ["numpy", "triton-interpret", "spatial"]
+
+
+def wide_dma() -> Arch:
+    """generic-8x8 with 8 DMA channels per PE: RoPE streams six tensors (issue 33 multiplexes
+    streams over the 4 channels the presets have)."""
+    return Arch.from_dict(dict(PRESETS["generic-8x8"]().to_dict(), dma_channels=8))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rope_as_helion_writes_it(backend: str) -> None:
+    mod = example("rope")
+    args = mod.make_inputs(np.random.default_rng(0), {"batch": 2, "q_heads": 3, "k_heads": 1,
+                                                      "seq": 37, "d": 16})
+    ref = mod.reference(*args)
+    arch = {"arch": wide_dma()} if backend == "spatial" else {}
+    space = mod.rope.config_space(*args, backend=backend, **arch)
+    for config in (space.default(), *space.sample(1, seed=0)):
+        out = mod.rope.run(*args, backend=backend, config=config, **arch)
+        td.testing.assert_close(out, ref, np.float32)
+
+
+@td.tile_kernel
+def heads_first(q, w):
+    """(b, s, h*d) viewed as (b, h, s, d), scaled per head, written through a (b*h, s, d)
+    view of the output and returned as (b, s, h, d)."""
+    b, s, hd = q.shape
+    h = w.shape[0]
+    q4 = q.view(b, s, h, hd // h).permute(0, 2, 1, 3)
+    out = td.empty((b, h, s, hd // h), dtype=q.dtype)
+    rows = out.reshape(b * h, s, -1)
+    for bi, hi in td.grid(b, h):
+        for ts in td.tile(s):
+            rows[bi * h + hi, ts, :] = q4[bi, hi, ts, :] * w[hi]
+    return out.transpose(1, 2)
+
+
+@td.tile_kernel
+def negate_in_place(x):
+    """Writes through a flat view of its argument."""
+    flat = x.flatten()
+    for t in td.tile(flat.shape[0]):
+        flat[t] = -flat[t]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensor_views_share_memory(backend: str) -> None:
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((2, 37, 4 * 12)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    ref = q.reshape(2, 37, 4, 12) * w[None, None, :, None]
+    for config, out in under_configs(heads_first, (q, w), backend, samples=1):
+        assert np.asarray(out).shape == (2, 37, 4, 12)
+        td.testing.assert_close(out, ref, np.float32)
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    y = x.copy()
+    negate_in_place.run(y, backend=backend)
+    np.testing.assert_array_equal(y, -x)
+
+
+@td.tile_kernel
+def small_product(x, w):
+    """A (m, 8) @ (8, 4) product: K and N under tl.dot's 16 lanes."""
+    m, _ = x.shape
+    out = td.empty((m, w.shape[1]), dtype=td.float32)
+    for tm in td.tile(m):
+        out[tm, :] = x[tm, :] @ w[:, :]
+    return out
+
+
+@pytest.mark.parametrize("dims", [(8, 4), (4, 32), (2, 2)], ids=str)
+def test_small_dots_widen_to_mma_lanes(dims: tuple[int, int]) -> None:
+    k, n = dims
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((37, k)).astype(np.float16)
+    w = rng.standard_normal((k, n)).astype(np.float16)
+    ref = x.astype(np.float64) @ w
+    for config, out in under_configs(small_product, (x, w), "triton-interpret", samples=1):
+        td.testing.assert_close(out, ref, np.float16)
+    src = small_product.source(x, w, target="triton")
+    assert "tl.dot(" in src and "tl.sum(" not in src
+    if dims == (8, 4):
+        assert all(r.problem is None for r in small_product.compile(x, w, arch="sm_90"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batched_products(backend: str) -> None:
+    """`@` on 3-D tiles, as Helion's bmm: tl.dot on 3-D blocks in the generated Triton."""
+    mod = example("bmm")
+    args = mod.make_inputs(np.random.default_rng(4), {"batch": 3, "m": 37, "k": 21, "n": 19},
+                           np.float16)
+    for config, out in under_configs(mod.bmm, args, backend, samples=1):
+        td.testing.assert_close(out, mod.reference(*args), np.float16)
+    if backend == "triton-interpret":
+        assert "acc = tl.dot(a_tile, b_tile, acc)" in mod.bmm.source(*args, target="triton")
+        assert all(r.problem is None for r in mod.bmm.compile(*args, arch="sm_90"))
+
+
+@td.tile_kernel
+def pairs(a, b):
+    """stack, transpose(a, b), unsqueeze, squeeze and flatten on tiles."""
+    m, n = a.shape
+    out = td.empty((m, 2 * n), dtype=a.dtype)
+    for tm in td.tile(m):
+        both = td.stack([a[tm, :], b[tm, :]], axis=1)  # (tm, 2, n)
+        swapped = both.transpose(1, 2).unsqueeze(0).squeeze(0)  # (tm, n, 2): interleaved
+        out[tm, :] = swapped.reshape(tm, -1)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_stack_and_friends(backend: str) -> None:
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((37, 16)).astype(np.float32) for _ in range(2))
+    ref = np.stack([a, b], axis=2).reshape(37, 32)
+    for config, out in under_configs(pairs, (a, b), backend, samples=1):
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_view_ops_round_trip_through_ir_text() -> None:
+    args = example("rope").make_inputs(np.random.default_rng(0))
+    for fn in (example("rope").rope.traced(*args).ir,
+               heads_first.traced(np.zeros((2, 5, 8), np.float32), np.ones(2, np.float32)).ir):
+        text = print_ir(fn)
+        assert print_ir(parse_ir(text)) == text
+
+
+# ---- errors -------------------------------------------------------------------------------
+@td.tile_kernel
+def merge_blocks(x):
+    m, n = x.shape
+    out = td.empty((m * n,), dtype=x.dtype)
+    for tm, tn in td.tile(m, n):
+        v = x[tm, tn].reshape(tn, tm)
+        out[tm] = v
+    return out
+
+
+@td.tile_kernel
+def view_in_loop(x):
+    m, = x.shape
+    out = td.empty_like(x)
+    for tm in td.tile(m):
+        out[tm] = x.reshape(m)[tm]
+    return out
+
+
+@td.tile_kernel
+def view_of_transpose(x):
+    m, n = x.shape
+    flat = x.T.reshape(-1)
+    out = td.empty((m * n,), dtype=x.dtype)
+    for t in td.tile(m * n):
+        out[t] = flat[t]
+    return out
+
+
+@td.tile_kernel
+def ragged_merge(x):
+    m, n = x.shape
+    out = td.empty((1,), dtype=x.dtype)
+    for _ in td.grid(1):
+        acc = td.zeros((1,), dtype=td.float32)
+        for t in td.tile(m, block_size=4):
+            acc += td.sum(x[t, :].reshape(-1)).reshape(1)
+        out[:] = acc
+    return out
+
+
+@td.tile_kernel
+def split_three(x):
+    m, = x.shape
+    out = td.empty_like(x)
+    for tm in td.tile(m):
+        lo, hi = td.split(x[tm])
+        out[tm] = lo
+    return out
+
+
+def test_view_errors_name_the_line() -> None:
+    x = np.ones((6, 8), np.float32)
+    with pytest.raises(ShapeError, match="block-size axes keep their own") as e:
+        merge_blocks(x)
+    assert "x[tm, tn].reshape(tn, tm)" in str(e.value)
+    with pytest.raises(TraceError, match="views of tensor 'x' are made in host code"):
+        view_in_loop(np.ones(8, np.float32))
+    with pytest.raises(ShapeError, match="would need a copy"):
+        view_of_transpose(x)
+    with pytest.raises(BackendError, match="holds the lanes of tile 't'") as e:
+        ragged_merge(np.ones((7, 4), np.float32))
+    assert "reshape(-1)" in str(e.value)
+    with pytest.raises(ShapeError, match="last axis is 2"):
+        split_three(np.ones(8, np.float32))
+
+
+def test_an_argument_that_cannot_be_viewed_is_refused() -> None:
+    x = np.arange(35, dtype=np.float32).reshape(5, 7).T  # transposed: no flat view
+    with pytest.raises(ArgumentError, match="cannot be viewed as shape"):
+        negate_in_place(x)
+    with pytest.raises(BackendError, match="cannot be viewed as shape"):
+        negate_in_place.run(x, backend="triton-interpret")

@@ -1,0 +1,81 @@
+"""Views of tensors: `tensor.reshape` and `tensor.permute` values share their root tensor's
+memory (an argument or an allocation) and address it with strides derived from the root's.
+
+Every backend asks here: the NumPy backend views arrays, the Triton backend computes pointer
+strides and the launcher's views, the spatial mapper its DMA strides.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tiledsl.ir.core import Value
+from tiledsl.ir.types import TensorType
+
+VIEW_OPS = ("tensor.reshape", "tensor.permute")
+
+
+def root(v: Value) -> Value:
+    """The argument or allocation whose memory the tensor `v` views (`v` itself if none)."""
+    while v.owner is not None and v.owner.name in VIEW_OPS:
+        v = v.owner.operands[0]
+    return v
+
+
+def reshape_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]
+                    ) -> tuple[int, ...] | None:
+    """The strides that view memory laid out as (shape, strides) with `new_shape` in row-major
+    order, or None when no strides do (the layout would need a copy). NumPy's rule
+    (`_attempt_nocopy_reshape`): dimensions of 1 are free; each run of old dimensions that
+    merges into or splits from new ones must be contiguous with itself."""
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    out: list[int] = []
+    i = 0
+    new = [n for n in new_shape if n != 1]
+    j = 0
+    new_strides: list[int] = []
+    while i < len(old) and j < len(new):
+        oi, oj = i, j  # a group: old[oi:i] and new[oj:j] of equal products
+        np_, op_ = new[j], old[i][0]
+        i, j = i + 1, j + 1
+        while np_ != op_:
+            if np_ < op_:
+                np_ *= new[j]
+                j += 1
+            else:
+                op_ *= old[i][0]
+                i += 1
+        for k in range(oi, i - 1):  # the old run must be contiguous with itself
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        stride = old[i - 1][1]
+        group: list[int] = []
+        for k in range(j - 1, oj - 1, -1):
+            group.append(stride)
+            stride *= new[k]
+        new_strides += reversed(group)
+    if i != len(old) or j != len(new):
+        return None
+    it = iter(new_strides)
+    for n in new_shape:  # a dimension of 1 takes any stride: the next one's, as NumPy
+        out.append(next(it) if n != 1 else 0)
+    for k in range(len(out) - 1, -1, -1):
+        if new_shape[k] == 1:
+            out[k] = out[k + 1] * new_shape[k + 1] if k + 1 < len(out) else 1
+    return tuple(out)
+
+
+def strides_of(v: Value, root_strides: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides (in elements) of tensor `v` when its root has `root_strides`; None when a
+    reshape on the way cannot be a view."""
+    if v.owner is None or v.owner.name not in VIEW_OPS:
+        return tuple(root_strides)
+    src = v.owner.operands[0]
+    inner = strides_of(src, root_strides)
+    if inner is None:
+        return None
+    t, s = src.type, v.type
+    assert isinstance(t, TensorType) and isinstance(s, TensorType)
+    if v.owner.name == "tensor.permute":
+        return tuple(inner[p] for p in v.owner.attrs["perm"])
+    return reshape_strides(t.shape, inner, s.shape)
