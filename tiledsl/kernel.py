@@ -403,7 +403,7 @@ class TileKernel:
                                if type(v) is bool or n in self._static),)
         if fast_key is not None and (fast := self._fast.get(fast_key)) is not None:
             return fast(values)
-        names, flat = _spliced(list(self.signature.parameters), values)
+        names, flat = static_args.splice(list(self.signature.parameters), values)
         at = arrays.where(self.name, names, flat)
         if at is None or at.library == "numpy":
             return self._run(values, "numpy", None, None)
@@ -705,19 +705,6 @@ def _is_gpu_array(v: Any) -> bool:
         return hasattr(v, "__cuda_array_interface__")
     except Exception:  # torch raises for CPU tensors when asked for the interface
         return False
-
-
-def _spliced(names: list[str], values: list[Any]) -> tuple[list[str], list[Any]]:
-    """Names and values with each list of arrays (`a[0]`, `a[1]`...) and the arrays a function
-    captures (`epilogue.bias`) spliced in."""
-    out_names: list[str] = []
-    for n, v in zip(names, values):
-        if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v)):
-            out_names += [f"{n}[{i}]" for i in range(len(v))]
-        else:
-            out_names.append(n)
-            out_names += [f"{n}.{var}" for _, var, _ in static_args.captured_arrays(v)]
-    return out_names, static_args.flatten_arrays(values)
 
 
 def _element_hint(name: str, i: int | str, params: list[str]) -> str:

@@ -269,6 +269,19 @@ def flatten_arrays(values: list[Any]) -> list[Any]:
     return out
 
 
+def splice(names: list[str], values: list[Any]) -> tuple[list[str], list[Any]]:
+    """Names and values with each list of arrays (`a[0]`, `a[1]`...) and the arrays a function
+    captures (`epilogue.bias`) spliced in: the names `written_args` gives."""
+    out_names: list[str] = []
+    for n, v in zip(names, values):
+        if isinstance(v, (list, tuple)) and v and all(_is_array(x) for x in v):
+            out_names += [f"{n}[{i}]" for i in range(len(v))]
+        else:
+            out_names.append(n)
+            out_names += [f"{n}.{var}" for _, var, _ in captured_arrays(v)]
+    return out_names, flatten_arrays(values)
+
+
 def shippable(kernel: str, names: list[str], values: list[Any]) -> list[Any]:
     """The arguments as another process can receive them: a lambda or nested function is sent
     as its code, defaults and closure (rebuilt over its module's globals there), which pickle
