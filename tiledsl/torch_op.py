@@ -68,7 +68,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         raise BackendError("td.torch_op needs PyTorch: pip install torch") from None
     params = list(kernel.signature.parameters.values())
     for p in params:
-        if callable(p.default) or p.annotation in ("Callable", "callable") or \
+        if p.default is not p.empty and callable(p.default) or p.annotation in ("Callable",) or \
                 str(p.annotation).startswith(("Callable", "typing.Callable")):
             raise ArgumentError(f"parameter '{p.name}' of kernel '{kernel.name}' takes a "
                                 "function (a compile-time argument), which a custom op's schema "
