@@ -199,3 +199,11 @@ def test_constexpr_marks_a_number_compile_time() -> None:
         np.testing.assert_allclose(scaled(x, False, abs, td.constexpr(n)), np.abs(x) + n,
                                    rtol=1e-6)
     assert len(scaled._traces) == 2
+
+
+def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from autotune.tuner import tune
+    x = f32(40)
+    r = tune(scaled, [x, True, _times(3.0), 2], backend="numpy", trials=2, isolate=True,
+             storage=f"sqlite:///{tmp_path}/s.db", rounds=1, use_cache=False)
+    assert r.best_value is not None and r.best_value > 0
