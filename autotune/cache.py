@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import tiledsl
+from tiledsl import static_args
 from tiledsl.config import Config
 from tiledsl.kernel import TileKernel
 from tiledsl.paths import cache_dir
@@ -80,7 +81,7 @@ def key(kernel: TileKernel, args: list[Any], backend: str, arch: Any = None) -> 
         "source": kernel.source_digest,
         "ir": ir,
         "args": [list(map(str, s)) for s in spec],
-        "strides": strides(args),
+        "strides": strides(static_args.flatten_arrays(args)),
         "backend": backend,
         "device": device_fingerprint(backend, arch),
         "versions": tool_versions(),

@@ -38,6 +38,7 @@ import numpy as np
 
 from autotune.isolate import adopt_environment, cache_environment
 from tiledsl.config import Config
+from tiledsl.static_args import map_arrays
 
 MAX_WORKERS = 16
 MAX_RESTARTS = 3  # new pools after workers died; then the measurements compile
@@ -85,7 +86,7 @@ def compile_config(file: str, name: str, args: list[Any], config: dict, kind: st
     `source`, a kernel file edited since the tune started is refused (runners.load_kernel)."""
     from autotune import model
     from autotune.runners import load_kernel
-    args = [a.array() if isinstance(a, ArrayLayout) else a for a in args]
+    args = map_arrays(args, lambda a: a.array() if isinstance(a, ArrayLayout) else a)
     try:
         kernel = load_kernel(file, name, source)
         cfg = Config.from_dict(config)
@@ -114,7 +115,7 @@ class Precompiler:
                  workers: int | None = None, source: str | None = None,
                  timeout: float = 60.0) -> None:
         assert kind in ("aot", "jit")
-        self.job = (file, name, [ArrayLayout.of(a) for a in args], kind, arch, num_sms, source)
+        self.job = (file, name, map_arrays(args, ArrayLayout.of), kind, arch, num_sms, source)
         self.timeout = timeout  # seconds `wait` waits for a compile that has started
         self.workers = workers or default_workers()
         self.pool: ProcessPoolExecutor | None = self._pool()

@@ -20,20 +20,21 @@ import numpy as np
 
 from autotune.model import compiled_resources, predict
 from autotune.timing import cuda_median_ms
-from tiledsl import testing
+from tiledsl import static_args, testing
 from tiledsl.config import Config
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 
 
 def _fresh(args: list[Any]) -> list[Any]:
-    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    return static_args.map_arrays(args, lambda a: a.copy() if isinstance(a, np.ndarray) else a)
 
 
 def _written(call: list[Any]) -> tuple:
     """What a kernel that returns nothing computed: its array arguments (0-d arrays are
-    scalars)."""
-    return tuple(a for a in call if isinstance(a, np.ndarray) and a.ndim > 0)
+    scalars), those in lists of arrays included."""
+    return tuple(a for a in static_args.flatten_arrays(call)
+                 if isinstance(a, np.ndarray) and a.ndim > 0)
 
 
 class Runner:
@@ -144,28 +145,31 @@ class TritonRunner(Runner):
         self._gpu_args: list[Any] | None = None
         # The arguments the kernel writes in place, restored before every timed call (a kernel
         # that accumulates into one would otherwise time other values on every repeat).
-        names = list(kernel.signature.parameters)
-        self.written = [names.index(n) for n in kernel.written_args(*self.args)]
+        names, _ = static_args.splice(list(kernel.signature.parameters), self.args)
+        self.written = [names.index(n) for n in kernel.written_args(*self.args)]  # spliced
         self._pristine: dict[int, Any] = {}
 
     @property
     def gpu_args(self) -> list[Any]:
         if self._gpu_args is None:
             self._gpu_args = to_device(self.args, self.device)
-            self._pristine = {i: self._gpu_args[i].clone() for i in self.written}
+            flat = static_args.flatten_arrays(self._gpu_args)
+            self._pristine = {i: flat[i].clone() for i in self.written}
         return self._gpu_args
 
     def outputs(self, config: Config) -> Any:
         from lowering.backends.triton.interpret import to_numpy
-        call = [a.clone() if self.torch.is_tensor(a) else a for a in self.gpu_args]
+        call = static_args.map_arrays(
+            self.gpu_args, lambda a: a.clone() if self.torch.is_tensor(a) else a)
         out = self.kernel.run(*call, backend="triton", config=config)
         if out is None:  # written in place: every array argument, as reference() returns them
-            return tuple(to_numpy(a.cpu()) for a in call if self.torch.is_tensor(a))
+            return tuple(to_numpy(a.cpu()) for a in static_args.flatten_arrays(call)
+                         if self.torch.is_tensor(a))
         return tuple(to_numpy(o.cpu()) for o in (out if isinstance(out, tuple) else (out,)))
 
     def restore(self) -> None:
         """Put the values the runner was given back into the arguments the kernel writes."""
-        args = self.gpu_args
+        args = static_args.flatten_arrays(self.gpu_args)
         for i in self.written:
             args[i].copy_(self._pristine[i])
 
@@ -188,25 +192,24 @@ def to_device(args: list[Any], device: str = "cuda") -> list[Any]:
     """NumPy arrays as copies in torch tensors on `device` (bfloat16 included, strides kept);
     scalars, 0-d arrays among them, stay numbers, as the kernel's signature has them."""
     from lowering.backends.triton.interpret import to_torch
-    return [a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else
-            to_torch(a).to(device, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    return static_args.map_arrays(args, lambda a: a[()] if isinstance(a, np.ndarray) and
+                                  a.ndim == 0 else to_torch(a).to(device, copy=True)
+                                  if isinstance(a, np.ndarray) else a)
 
 
 def host_args(args: list[Any]) -> list[Any]:
     """Arguments as the processes a tune starts receive them: NumPy arrays (GPU arrays, torch
     and CuPy, copied to the host) and scalars."""
-    out = []
-    for a in args:
+    def one(a: Any) -> Any:
         if isinstance(a, (np.ndarray, np.generic)) or not hasattr(a, "shape"):
-            out.append(a)
-        elif type(a).__module__.startswith("torch"):
+            return a
+        if type(a).__module__.startswith("torch"):
             from lowering.backends.triton.interpret import to_numpy
-            out.append(to_numpy(a.detach().cpu()))
-        elif type(a).__module__.startswith("cupy"):
-            out.append(a.get())
-        else:
-            out.append(np.asarray(a))
-    return out
+            return to_numpy(a.detach().cpu())
+        if type(a).__module__.startswith("cupy"):
+            return a.get()
+        return np.asarray(a)
+    return static_args.map_arrays(args, one)
 
 
 RUNNERS: dict[str, type[Runner]] = {"spatial": SpatialRunner, "numpy": NumpyRunner,

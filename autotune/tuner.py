@@ -27,7 +27,7 @@ from autotune.runners import RUNNERS, Runner, host_args
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
-from tiledsl import registry
+from tiledsl import registry, static_args
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ConfigError, TileDSLError, TileDSLWarning
 from tiledsl.kernel import TileKernel
@@ -343,7 +343,11 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     runner: Runner = RUNNERS[backend](kernel, values, arch)
     # What the measuring process and the compile workers get: the arrays on the host, and the
     # kernel's source, which they check against the file they import the kernel from.
+    # (functions by value where pickle cannot send them: static_args.shippable)
     host, source = host_args(values), kernel.source_digest
+    if (isolate if isolate is not None else runner.self_checking) or \
+            backend in ("model", "triton"):
+        host = static_args.shippable(kernel.name, list(kernel.signature.parameters), host)
     isolated = None
     if isolate if isolate is not None else runner.self_checking:
         isolated = Isolated("autotune.runners:from_file",

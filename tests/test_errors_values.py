@@ -28,8 +28,11 @@ def range_of_scalar(x, alpha):
 
 
 def test_runtime_scalar_as_python_int() -> None:
-    err = trace_error(td.TraceError, range_of_scalar, f32(8), 3)
+    """A float argument is never a Python int; an int argument is specialized on its value."""
+    err = trace_error(td.TraceError, range_of_scalar, f32(8), 3.0)
     assert "Python int" in msg(err)
+    x = f32(8)
+    np.testing.assert_allclose(range_of_scalar(x, 3), x * 8.0)
 
 
 @td.tile_kernel
@@ -42,8 +45,10 @@ def int_of_scalar(x, alpha):
 
 
 def test_int_of_runtime_scalar() -> None:
-    err = trace_error(td.TraceError, int_of_scalar, f32(8), 3)
+    err = trace_error(td.TraceError, int_of_scalar, f32(8), 3.0)
     assert "Python int" in msg(err)
+    x = f32(8)
+    np.testing.assert_allclose(int_of_scalar(x, 3), x * 3.0)
 
 
 @td.tile_kernel
@@ -55,8 +60,10 @@ def tile_of_scalar(x, n):
 
 
 def test_tile_over_runtime_scalar() -> None:
-    err = trace_error(td.TraceError, tile_of_scalar, f32(8), 8)
+    err = trace_error(td.TraceError, tile_of_scalar, f32(8), 8.0)
     assert "td.tile()" in msg(err) and "runtime value" in msg(err)
+    x = f32(8)
+    np.testing.assert_array_equal(tile_of_scalar(x, 8), x)  # an int: specialized
 
 
 @td.tile_kernel

@@ -39,6 +39,9 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
         {"batch": 1, "q_heads": 1, "k_heads": 1, "seq": 37, "d": 2},
         {"batch": 3, "q_heads": 3, "k_heads": 1, "seq": 1, "d": 6},
     ],
+    "kl_div": [{"bt": 37, "v": 1}, {"bt": 1, "v": 131}],
+    "matmul_epilogue": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
+    "grouped_gemm": [{"groups": 1, "m": 37, "k": 1, "n": 53}, {"groups": 2, "m": 1, "k": 67, "n": 2}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 
@@ -73,7 +76,7 @@ def test_baseline_computes_the_reference(name: str, dtype: type) -> None:
     args = mod.make_inputs(np.random.default_rng(9), dtype=dtype)
     out = mod.baseline(np, *fresh(args))
     ref = mod.reference(*fresh(args))
-    for o, r in zip(td.testing.as_tuple(out), td.testing.as_tuple(ref)):
+    for o, r in zip(td.testing.as_tuple(out), td.testing.as_tuple(ref)):  # (grouped_gemm: tuples)
         assert o.dtype == dtype if r.dtype.kind == "f" else o.dtype.kind == "i"  # positions
     td.testing.assert_close(out, ref, dtype)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import EXAMPLE_NAMES, example, fresh
+from support import ARRAY_ARG_EXAMPLES, example, fresh
 from tiledsl.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -48,7 +48,7 @@ def scale_and_return(x, s):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES), ids=list(DTYPES))
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", ARRAY_ARG_EXAMPLES)
 def test_examples_on_torch_cpu_tensors(name: str, dtype: str) -> None:
     mod = example(name)
     args = mod.make_inputs(np.random.default_rng(5), dtype=DTYPES[dtype][0])

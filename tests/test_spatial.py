@@ -26,6 +26,8 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
     "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
     "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
+    "kl_div": {"bt": 19, "v": 45}, "matmul_epilogue": {"m": 37, "k": 45, "n": 29},
+    "grouped_gemm": {"groups": 2, "m": 37, "k": 45, "n": 29},
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8.

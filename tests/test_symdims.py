@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import EXAMPLE_NAMES, example
+from support import SHAPE_FUNCTION_EXAMPLES, example
 from tiledsl.symdims import SymDim, evaluate, recording
 
 
@@ -21,7 +21,7 @@ def _sizes(spec):  # type: ignore[no-untyped-def]
     return lambda i, d: spec[i][1][d]
 
 
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", SHAPE_FUNCTION_EXAMPLES)
 def test_the_shape_function_predicts_traces_at_other_sizes(name: str) -> None:
     mod = example(name)
     kernel = getattr(mod, name)

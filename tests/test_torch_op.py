@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import EXAMPLE_NAMES, example, fresh, plus_k
+from support import ARRAY_ARG_EXAMPLES, SHAPE_FUNCTION_EXAMPLES, example, fresh, plus_k
 from tiledsl.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -26,7 +26,7 @@ def torch_args(args: tuple) -> tuple:
     return tuple(torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", ARRAY_ARG_EXAMPLES)
 def test_examples_eager_compiled_and_opcheck(name: str) -> None:
     mod = example(name)
     args = mod.make_inputs(np.random.default_rng(11))
@@ -207,7 +207,7 @@ def no_compile_cache():  # type: ignore[no-untyped-def]
         yield
 
 
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", SHAPE_FUNCTION_EXAMPLES)
 def test_dynamic_shapes_compile_one_graph_for_every_size(name: str, no_compile_cache: None) -> None:
     """Under torch.compile(dynamic=True) the fake kernel returns symbolic output sizes (the
     kernel's shape function), so three ragged shapes share one graph."""

@@ -26,6 +26,10 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
+    "kl_div": {"bt": 19, "v": 45}, "matmul_epilogue": {"m": 37, "k": 45, "n": 29},
+    "grouped_gemm": {"groups": 2, "m": 37, "k": 45, "n": 29},
+    "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
+    "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 

@@ -65,6 +65,7 @@ from tiledsl.language import tanh as tanh
 from tiledsl.language import tile as tile
 from tiledsl.language import where as where
 from tiledsl.language import zeros as zeros
+from tiledsl.static_args import constexpr as constexpr
 from tiledsl.torch_op import torch_op as torch_op
 from tiledsl.views import join as join
 from tiledsl.views import permute as permute

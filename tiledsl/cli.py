@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tiledsl import registry, testing
+from tiledsl import registry, static_args, testing
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
@@ -130,7 +130,8 @@ def example_args(module: ModuleType, kernel: TileKernel, seed: int,
 
 def _fresh(args: tuple) -> tuple:
     """Copies of array arguments (kernels may write into them)."""
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    return tuple(static_args.map_arrays(list(args), lambda a: a.copy()
+                                        if isinstance(a, np.ndarray) else a))
 
 
 def _configs(space: ConfigSpace, opts: argparse.Namespace) -> list[Config]:
@@ -163,7 +164,8 @@ class _GPU:
     def put(self, args: tuple) -> list:
         from tiledsl.arrays import from_numpy
         like = self.torch.empty(0)
-        return [from_numpy(a, like).cuda() if isinstance(a, np.ndarray) else a for a in args]
+        return static_args.map_arrays(list(args), lambda a: from_numpy(a, like).cuda()
+                                      if isinstance(a, np.ndarray) else a)
 
     def get(self, value: object, name: str) -> np.ndarray:
         from tiledsl.arrays import to_numpy
@@ -196,11 +198,13 @@ def cmd_run(opts: argparse.Namespace) -> int:
                 ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
                 if out is not None:
                     out = tuple(gpu.get(o, "output") for o in testing.as_tuple(out))
-                call_args = tuple(gpu.get(g, "argument") if isinstance(a, np.ndarray) else a
-                                  for a, g in zip(call_args, on_gpu))
+                for a, g in zip(static_args.flatten_arrays(list(call_args)),
+                                static_args.flatten_arrays(on_gpu)):
+                    if isinstance(a, np.ndarray):  # what the kernel wrote, back on the host
+                        a[...] = gpu.get(g, "argument")
             if out is None:  # the kernel wrote into its arguments: those are its outputs
-                out = tuple(a for name, a in zip(k.signature.parameters, call_args)
-                            if name in written)
+                names, flat = static_args.splice(list(k.signature.parameters), list(call_args))
+                out = tuple(a for name, a in zip(names, flat) if name in written)
             status, err_text = "ran", "-"
             if ref is not None:
                 outs, refs = testing.as_tuple(out), testing.as_tuple(ref)

@@ -56,7 +56,7 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
     chosen, source = choose_config(kernel, values, spec, space, config)
     chosen, notes = launchable(chosen)
     plan = registry.backend("triton").export_plan(  # type: ignore[attr-defined]
-        traced.for_backend("triton"), chosen, values, arch)
+        traced.for_backend("triton"), chosen, kernel._flat(spec, values), arch)
     _check_target(root)
     staging = root.parent / f".{root.name}.{os.getpid()}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
@@ -72,12 +72,14 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
         dataflow = _dataflow(kernel, args, kwargs, staging)
         part = plan["manifest"]
         written = set(kernel._written(spec))  # so a call can refuse arguments that overlap them
-        for a in part["arguments"]:
+        for a, name in zip(part["arguments"], kernel._flat_names(spec)):
             if a["kind"] == "tensor":
-                a["written"] = a["name"] in written
+                a["written"] = name in written
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "kernel": kernel.name,
             "source_file": kernel.file, "ir_hash": traced.hash, "tiledsl_version": _version(),
+            "constants": {n: str(s[1]) for n, s in zip(kernel.signature.parameters, spec)
+                          if s[0] in ("const", "closure")},
             "triton_version": part["triton_version"], "arch": arch, "config": chosen.to_dict(),
             "config_source": source, "notes": notes, "arguments": part["arguments"],
             "buffers": part["buffers"], "outputs": part["outputs"], "returns": traced.returns,

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import arrays, dispatch, dtypes, registry, symdims
+from tiledsl import arrays, dispatch, dtypes, registry, static_args, symdims
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
@@ -29,7 +29,8 @@ from tiledsl.rewrite import rewrite
 from tiledsl.tracer import Tracer, active, tracing
 from tiledsl.values import Tensor, TileValue, weak_dtype
 
-# One entry per argument: ("tensor", shape, dtype short) or ("scalar", dtype short, weak).
+# One entry per argument: ("tensor", shape, dtype short), ("scalar", dtype short, weak),
+# ("const", static_args.Static) or ("list", "list" | "tuple", element specs): static_args.py.
 ArgSpec = tuple
 DEFAULT_BLOCK = 64
 
@@ -95,6 +96,8 @@ class TileKernel:
         self._plans: dict[tuple, tuple] = {}  # dispatch cache: backend, space, config, trace
         self._fast: dict[tuple, dispatch.Call] = {}  # torch CUDA calls by layout (dispatch.py)
         self._arity = len(self.signature.parameters)
+        # compile-time parameters: annotated td.constexpr, or ints the body needs static
+        self._static: set[str] = set(static_args.signature_constexprs(self.signature))
 
     def __repr__(self) -> str:
         return f"<tile_kernel {self.name} ({self.file}:{self.fn.__code__.co_firstlineno})>"
@@ -113,13 +116,32 @@ class TileKernel:
         return list(bound.arguments.values())
 
     def arg_spec(self, values: list[Any]) -> tuple[ArgSpec, ...]:
-        """The signature a trace is cached under; raises ArgumentError for what no backend takes."""
-        specs = []
-        for name, v in zip(self.signature.parameters, values):
-            specs.append(self._spec(name, v))
-        return tuple(specs)
+        """The signature a trace is cached under; raises ArgumentError for what no backend takes.
+        A spec with runtime ints is traced here: an int the body needs static (a shape, a
+        range) makes its parameter compile-time, and the spec is made again."""
+        names = self.signature.parameters
+        return self._specialized(lambda: tuple(self._spec(n, v) for n, v in zip(names, values)))
+
+    def _specialized(self, make: Callable[[], tuple[ArgSpec, ...]]) -> tuple[ArgSpec, ...]:
+        """`make()`, made again while tracing it finds int parameters that must be static."""
+        while True:
+            spec = make()
+            if spec in self._traces or not any(
+                    s[0] == "scalar" and dtypes.BY_SHORT[s[1]].is_int for s in spec):
+                return spec
+            try:
+                self._traced(spec)
+            except static_args.StaticNeeded as e:
+                self._static |= e.params  # (each round adds one: the loop ends)
+                self._plans.clear()
+                self._fast.clear()
+                continue
+            return spec
 
     def _spec(self, name: str, v: Any) -> ArgSpec:
+        special = self._special_spec(name, v)
+        if special is not None:
+            return special
         if isinstance(v, (bool, int, float)):
             # A Python int argument is an int64 whatever its value (k * 3 must not wrap at 2**31).
             d = dtypes.int64 if isinstance(v, int) and not isinstance(v, bool) else weak_dtype(v)
@@ -149,6 +171,75 @@ class TileKernel:
             return ("tensor", tuple(int(s) for s in v.shape), d.short)
         raise ArgumentError(f"argument '{name}' is a {type(v).__module__}.{type(v).__qualname__}; "
                             "pass a NumPy array or a number", kernel=self.name)
+
+    def _special_spec(self, name: str, v: Any) -> ArgSpec | None:
+        """The spec of a compile-time argument or a list of arrays; None for any other."""
+        if name in self._static and isinstance(v, (int, float, np.number)) or \
+                static_args.is_constant(v):
+            if isinstance(v, np.number):
+                v = v.item()
+            captured = static_args.captured_arrays(v)
+            if captured:  # arrays a function captures become tensor arguments
+                return ("closure", static_args.static(v), tuple(
+                    (i, var, self._captured_spec(f"{name}.{var}", a)) for i, var, a in captured))
+            return ("const", static_args.static(v))
+        if name in self._static:
+            raise ArgumentError(f"argument '{name}' is compile-time (td.constexpr) but is a "
+                                f"{type(v).__module__}.{type(v).__qualname__}",
+                                kernel=self.name, hint="pass a Python value, not an array")
+        if not isinstance(v, (list, tuple)):
+            return None
+        elems = []
+        for i, x in enumerate(v):
+            s = self._spec(f"{name}[{i}]", x) \
+                if isinstance(x, np.ndarray) or _is_gpu_array(x) else None
+            if s is None or s[0] != "tensor":
+                raise ArgumentError(
+                    f"argument '{name}' is a {type(v).__name__} holding a "
+                    f"{type(x).__module__}.{type(x).__qualname__} at index {i}; a list or tuple "
+                    "argument holds arrays only (a list of tensors), or compile-time values "
+                    "only (bool, str, None, callables, numbers)", kernel=self.name)
+            elems.append(s)
+        return ("list", type(v).__name__, tuple(elems))
+
+    def _captured_spec(self, what: str, a: Any) -> ArgSpec:
+        s = self._spec(what, a) if isinstance(a, np.ndarray) or _is_gpu_array(a) else None
+        if s is None or s[0] != "tensor":
+            raise ArgumentError(f"'{what}' is a {type(a).__module__}.{type(a).__qualname__} a "
+                                "function argument captures; a captured array must be a NumPy "
+                                "array (or a GPU array on the GPU) with at least one dimension",
+                                kernel=self.name, hint="pass it as an argument of the kernel")
+        return s
+
+    def _flat(self, spec: tuple[ArgSpec, ...], values: list[Any]) -> list[Any]:
+        """The values of the IR's arguments (`fn.args`): runtime arguments, with each list of
+        arrays spliced in, compile-time ones left out. What the backends receive."""
+        out: list[Any] = []
+        for s, v in zip(spec, values):
+            if s[0] == "list":
+                out.extend(v)
+            elif s[0] == "closure":
+                out += [a for _, _, a in static_args.captured_arrays(v)]
+            elif s[0] != "const":
+                out.append(v)
+        return out
+
+    def _flat_names(self, spec: tuple[ArgSpec, ...]) -> list[str]:
+        """The names of the IR's arguments as errors name them (`a[0]` for a list's first)."""
+        out: list[str] = []
+        for name, s in zip(self.signature.parameters, spec):
+            if s[0] == "list":
+                out += [f"{name}[{i}]" for i in range(len(s[2]))]
+            elif s[0] == "closure":
+                out += [f"{name}.{var}" for _, var, _ in s[2]]
+            elif s[0] != "const":
+                out.append(name)
+        return out
+
+    def ir_values(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """The values a backend receives for this call (see `_flat`)."""
+        values = self.bind(args, kwargs)
+        return self._flat(self.arg_spec(values), values)
 
     # ---- tracing ---------------------------------------------------------------------------
     def traced(self, *args: Any, **kwargs: Any) -> Traced:
@@ -194,15 +285,37 @@ class TileKernel:
         tracer = Tracer(self.name, self.file)
         values: list[Value] = []
         proxies: list[Any] = []
-        for i, (name, s) in enumerate(zip(self.signature.parameters, spec)):
+        names = list(self.signature.parameters)
+        for i, (name, s) in enumerate(zip(names, spec)):
             if s[0] == "tensor":
                 shape = tuple(symdims.SymDim(n, ("dim", i, d)) for d, n in enumerate(s[1])) \
                     if symbolic else s[1]
                 v = Value(TensorType(shape, dtypes.BY_SHORT[s[2]]), name)
                 proxies.append(Tensor(v, name))
+            elif s[0] == "const":
+                proxies.append(s[1].value)
+                continue
+            elif s[0] == "list":
+                items = [Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]), _element_hint(name, j, names))
+                         for j, e in enumerate(s[2])]
+                values += items
+                elems = [Tensor(v, f"{name}[{j}]") for j, v in enumerate(items)]
+                proxies.append(elems if s[1] == "list" else tuple(elems))
+                continue
+            elif s[0] == "closure":  # the function, over proxies of the arrays it captures
+                cells = {}
+                for j, var, e in s[2]:
+                    v = Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]),
+                              var if var not in names else _element_hint(name, var, names))
+                    values.append(v)
+                    cells[j] = Tensor(v, f"{name}.{var}")
+                proxies.append(static_args.with_cells(s[1].value, cells))
+                continue
             else:
                 v = Value(TileType((), dtypes.BY_SHORT[s[1]]), name)
                 proxies.append(TileValue(v, weak=s[2]))
+                if v.type.dtype.is_int:
+                    tracer.int_params[v] = name
             values.append(v)
         with tracing(tracer):
             try:
@@ -285,12 +398,15 @@ class TileKernel:
         if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
             return self._run(values, "numpy", None, None)
         fast_key = dispatch.key(values)
+        if fast_key is not None:  # compile-time values pick the trace: they are in the key
+            fast_key += (tuple(v for n, v in zip(self.signature.parameters, values)
+                               if type(v) is bool or n in self._static),)
         if fast_key is not None and (fast := self._fast.get(fast_key)) is not None:
             return fast(values)
-        at = arrays.where(self.name, list(self.signature.parameters), values)
+        names, flat = static_args.splice(list(self.signature.parameters), values)
+        at = arrays.where(self.name, names, flat)
         if at is None or at.library == "numpy":
             return self._run(values, "numpy", None, None)
-        names = list(self.signature.parameters)
         if at.gpu and at.library in ("torch", "cupy"):
             if at.library == "torch":
                 self._refuse_grad_writes(values, self._written(self.arg_spec(values)))
@@ -300,11 +416,14 @@ class TileKernel:
             return result
         if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
             import torch
-            inner = [torch.from_dlpack(v) if arrays.is_array(v) else v for v in values]
+            inner = static_args.map_arrays(
+                values, lambda v: torch.from_dlpack(v) if arrays.is_array(v) else v)
             back = arrays.from_dlpack_like
         else:
-            inner = [arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
-                     for n, v in zip(names, values)]
+            inner = [[arrays.to_numpy(x, self.name, f"{n}[{i}]") for i, x in enumerate(v)]
+                     if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v))
+                     else arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
+                     for n, v in zip(self.signature.parameters, values)]
             back = arrays.from_numpy
             written = self._written(self.arg_spec(inner)) if at.library == "torch" else []
             self._refuse_grad_writes(values, written)
@@ -315,9 +434,10 @@ class TileKernel:
         if not at.gpu and at.library == "torch":  # writes through NumPy views: tell autograd
             from torch.autograd.graph import increment_version
             for n in written:
-                increment_version(values[names.index(n)])
-        like = next(v for v in values if arrays.is_array(v))
-        originals = {id(i): v for i, v in zip(inner, values) if arrays.is_array(v)}
+                increment_version(flat[names.index(n)])
+        like = next(v for v in flat if arrays.is_array(v))
+        originals = {id(i): v for i, v in zip(static_args.flatten_arrays(inner), flat)
+                     if arrays.is_array(v)}
 
         def convert(out: Any) -> Any:
             return originals[id(out)] if id(out) in originals else back(out, like)
@@ -329,7 +449,8 @@ class TileKernel:
             raise e.with_context(kernel=self.name) from None
 
     def written_args(self, *args: Any, **kwargs: Any) -> list[str]:
-        """The arguments the kernel stores into (in place) for these arguments."""
+        """The arguments the kernel stores into (in place) for these arguments (an element of a
+        list argument `a` as `a[i]`)."""
         values = self.bind(args, kwargs)
         return self._written(self.arg_spec(values))
 
@@ -337,7 +458,7 @@ class TileKernel:
         if spec not in self._writes:  # once per signature: DLPack calls ask on every call
             fn = self._traced(spec).ir
             stored = {op.operands[0] for op in fn.walk() if op.name == "store"}
-            self._writes[spec] = [n for n, a in zip(self.signature.parameters, fn.args)
+            self._writes[spec] = [n for n, a in zip(self._flat_names(spec), fn.args)
                                   if a in stored]
         return self._writes[spec]
 
@@ -361,14 +482,21 @@ class TileKernel:
     def _remember_fast(self, fast_key: tuple, values: list[Any]) -> None:
         """After a slow call on torch CUDA tensors: the fast call for their layout, if the
         backend prepares launches."""
+        spec = self.arg_spec(values)
+        if any(s[0] == "list" for s in spec):
+            return  # (dispatch.key never takes lists)
+        runtime = [i for i, s in enumerate(spec) if s[0] != "const"]
+        flat = self._flat(spec, values)
         impl, _, chosen, t, narrowed, written = self._plans[
-            self._plan_key(values, self.arg_spec(values), "triton", None)]
-        launch = impl.prepare(t.for_backend("triton"), values, chosen) \
+            self._plan_key(flat, spec, "triton", None)]
+        launch = impl.prepare(t.for_backend("triton"), flat, chosen) \
             if hasattr(impl, "prepare") else None
         if launch is not None:
-            self._fast[fast_key] = dispatch.fast_call(
-                self.name, list(self.signature.parameters), launch, written,
+            call = dispatch.fast_call(
+                self.name, self._flat_names(spec), launch, written,
                 lambda values: self._check_narrowed(narrowed, values), t.returns)
+            self._fast[fast_key] = call if len(runtime) == len(spec) else \
+                lambda values: call([values[i] for i in runtime])
 
     def _check_narrowed(self, narrowed: list, values: list[Any]) -> None:
         for value_of, what, d, loc in narrowed:
@@ -381,6 +509,8 @@ class TileKernel:
     def _run(self, values: list[Any], backend: str, config: Config | None, arch: Any) -> Any:
         self._not_traced()
         spec = self.arg_spec(values)
+        tuning = values  # the caller's arguments: the result cache's key reads them
+        values = self._flat(spec, values)  # from here on, the IR's arguments
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
         key = self._plan_key(values, spec, backend, arch)
@@ -391,16 +521,16 @@ class TileKernel:
             except TileDSLError as e:
                 raise e.with_context(kernel=self.name) from None
             space = self._space(spec, backend, arch)
-            tuned = self._tuned_config(values, spec, backend, arch, space)
+            tuned = self._tuned_config(tuning, spec, backend, arch, space)
             traced = self._traced(spec)
             self._check_no_overlap(values, spec)
-            names = list(self.signature.parameters)
+            names = self._flat_names(spec)
             written = [names.index(n) for n in self._written(spec)]
             plan = self._plans[key] = (impl, space, tuned or space.default(), traced,
                                        narrowed_ints(traced.lowered), written)
         impl, space, chosen, t, narrowed, written = plan
         if written:
-            arrays.check_overlap(self.name, list(self.signature.parameters), values,
+            arrays.check_overlap(self.name, self._flat_names(spec), values,
                                  written)  # on every call: it depends on the arrays
         self._check_narrowed(narrowed, values)
         config = chosen if config is None else space.validate(config)
@@ -416,6 +546,10 @@ class TileKernel:
     def _refuse_grad_writes(self, values: list[Any], written: list[str]) -> None:
         """A write in place into a torch tensor that requires grad: autograd cannot see it."""
         names = list(self.signature.parameters)
+        flat = static_args.flatten_arrays(values)
+        if len(flat) != len(values):  # lists of tensors: written names are the IR's
+            names = self._flat_names(self.arg_spec(values))
+            values = self._flat(self.arg_spec(values), values)
         for n in written:
             if getattr(values[names.index(n)], "requires_grad", False):
                 raise ArgumentError(f"the kernel writes argument '{n}' in place, and that "
@@ -426,7 +560,7 @@ class TileKernel:
     def _check_no_overlap(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         """An argument written in place must not have elements that share memory (a stride of
         0, from broadcast_to or torch's expand): which write wins would be a race."""
-        names = list(self.signature.parameters)
+        names = self._flat_names(spec)
         for name in self._written(spec):
             v = values[names.index(name)]
             strides = _strides(v)
@@ -437,7 +571,7 @@ class TileKernel:
 
     def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         for name in self._written(spec):
-            v = values[list(self.signature.parameters).index(name)]
+            v = values[self._flat_names(spec).index(name)]
             if isinstance(v, np.ndarray) and not v.flags.writeable:
                 raise ArgumentError(f"kernel '{self.name}' writes argument '{name}' in place, but "
                                     "that array is read-only (JAX arrays and some DLPack views "
@@ -463,12 +597,13 @@ class TileKernel:
         """The Triton backend's `method`(ir, config, values, *extra) for these arguments, under
         `config` (validated) or the space's default; errors name the kernel."""
         values = self.bind(args, kwargs)
-        t = self._traced(self.arg_spec(values))
-        space = self._space(self.arg_spec(values), "triton", extra[0])  # the arch's knobs
+        spec = self.arg_spec(values)
+        t = self._traced(spec)
+        space = self._space(spec, "triton", extra[0])  # the arch's knobs
         config = space.default() if config is None else space.validate(config)
         try:
             return getattr(registry.backend("triton"), method)(t.for_backend("triton"), config,
-                                                               values, *extra)
+                                                               self._flat(spec, values), *extra)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
@@ -493,7 +628,7 @@ class TileKernel:
                       space: ConfigSpace) -> Config | None:
         """The tuned config the result cache holds for these arguments (looked up once)."""
         memo = (spec, backend, _arch_key(arch),
-                tuple(getattr(v, "strides", None) for v in values))
+                tuple(getattr(v, "strides", None) for v in self._flat(spec, values)))
         if memo not in self._tuned:
             try:
                 found = registry.service("tuner").cached_config(self, values, backend, arch)
@@ -520,7 +655,8 @@ class TileKernel:
         t = self._traced(spec)
         try:  # the trace path is checked before simulating
             return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
-                t.for_backend("spatial"), config, arch=arch, trace_path=trace, args=values)
+                t.for_backend("spatial"), config, arch=arch, trace_path=trace,
+                args=self._flat(spec, values))
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
@@ -539,11 +675,12 @@ class TileKernel:
             emit, backend = registry.target(target)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
-        space = self._space(self.arg_spec(values), backend, arch)
+        spec = self.arg_spec(values)
+        space = self._space(spec, backend, arch)
         config = space.default() if config is None else space.validate(config)
         if arch is None and target == "ptx":
             arch = "sm_90"
-        return emit(t.for_backend(backend), config, values, arch=arch)
+        return emit(t.for_backend(backend), config, self._flat(spec, values), arch=arch)
 
 
 _NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs on NumPy as is
@@ -568,6 +705,14 @@ def _is_gpu_array(v: Any) -> bool:
         return hasattr(v, "__cuda_array_interface__")
     except Exception:  # torch raises for CPU tensors when asked for the interface
         return False
+
+
+def _element_hint(name: str, i: int | str, params: list[str]) -> str:
+    """The IR name of element `i` of list argument `name` (`a_0`), unlike any parameter's."""
+    hint = f"{name}_{i}"
+    while hint in params:
+        hint = f"{name}_{hint}"
+    return hint
 
 
 def _def_line(fn: FunctionType, source: str | None) -> int:

@@ -16,7 +16,8 @@ from tiledsl.ir.types import Dim, TensorType
 from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
 from tiledsl.values import (
-    Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, reduce, to_value, unary,
+    Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, need_static, reduce, to_value,
+    unary,
 )
 from tiledsl.values import cumsum as _cumsum
 from tiledsl.values import dot as _dot
@@ -49,6 +50,7 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
     out = []
     for s in sizes:
         if isinstance(s, TileValue):
+            need_static(s)
             tr.fail(TraceError, f"td.{kind}() sizes must be known when tracing (ints from "
                     "shapes), got a runtime value",
                     hint="only td.tile() with one size takes a runtime value, as a loop's stop "
@@ -70,6 +72,7 @@ def _runtime_stop(stop: TileValue) -> int:
                 f"{stop.dtype}{tr.describe_shape(stop.shape)}")
     bound = interval(stop.value)
     if bound is None:
+        need_static(stop)
         tr.fail(TraceError, "td.tile(): cannot bound this runtime size when tracing",
                 hint="a runtime size is computed from tile bounds (t.begin, t.end, t.size) and "
                      "ints with +, -, * and td.minimum/td.maximum, e.g. td.tile(tq.end) or "
@@ -101,6 +104,8 @@ def tile(*sizes: int | TileValue,
     """
     tr = current("td.tile()")
     runtime = [v for v in (*sizes, stop, start) if isinstance(v, TileValue)]
+    for v in (*sizes, block_size) if tr.depth == "host" else (block_size,):
+        need_static(v)  # int arguments as the grid's sizes or as a block size
     if (runtime or stop is not None or start is not None) and tr.depth == "host":
         tr.fail(TraceError, "td.tile(): the grid's sizes must be known when tracing (ints "
                 "from shapes), got a runtime value",
@@ -159,6 +164,7 @@ def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
             tr.fail(TraceError, f"{what}: tile '{s.label}' in the shape of a tensor allocated "
                     "outside the tile loops", hint="allocate tensors with int sizes (from shapes)")
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            need_static(s)
             tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
         if s < 1:
             tr.fail(ShapeError, f"{what}: empty dimension {int(s)} in shape {tuple(items)}")
@@ -176,6 +182,7 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             out.append(s if isinstance(s, SymDim) else int(s))
         else:
+            need_static(s)
             tr.fail(ShapeError, f"{what}: shape entries must be tiles or positive ints, got {s!r}")
     return tuple(out)
 

@@ -4,7 +4,9 @@
     out = torch.compile(lambda a, b: mm(a, b) + 1, fullgraph=True)(a, b)
 
 * Schema: each kernel parameter is a `Tensor`, except those annotated (or defaulted) `int`,
-  `float` or `bool`; the return is one `Tensor`, a tuple of them, or nothing, read from the
+  `float`, `bool` or `str` (a bool or str is a compile-time argument of the kernel: the op
+  traces once per value); a parameter defaulted to a function (an epilogue) is refused, as no
+  schema holds one; the return is one `Tensor`, a tuple of them, or nothing, read from the
   kernel's `return` statements (pass `outputs=N` when they are not literal).
 * Fake (meta) implementation: the kernel traced for the fake tensors' shapes and dtypes, with
   no data, so torch.compile sees exact output shapes and dtypes and never breaks the graph.
@@ -35,8 +37,8 @@ from tiledsl.errors import ArgumentError, BackendError, TileDSLWarning
 from tiledsl.ir.types import TensorType
 from tiledsl.kernel import TileKernel
 
-_SCALARS = {int: "int", float: "float", bool: "bool", "int": "int", "float": "float",
-            "bool": "bool"}
+_SCALARS = {int: "int", float: "float", bool: "bool", str: "str", "int": "int",
+            "float": "float", "bool": "bool", "str": "str"}
 _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 # op name -> (kernel name, file) of what tiledsl registered under it: registering the same
 # kernel again (a re-run notebook cell, a redefined kernel) replaces it, another kernel may not
@@ -65,6 +67,14 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     except ImportError:
         raise BackendError("td.torch_op needs PyTorch: pip install torch") from None
     params = list(kernel.signature.parameters.values())
+    for p in params:
+        if p.default is not p.empty and callable(p.default) or p.annotation in ("Callable",) or \
+                str(p.annotation).startswith(("Callable", "typing.Callable")):
+            raise ArgumentError(f"parameter '{p.name}' of kernel '{kernel.name}' takes a "
+                                "function (a compile-time argument), which a custom op's schema "
+                                "cannot hold", kernel=kernel.name,
+                                hint="register a kernel that calls the function itself, or "
+                                     "call the tile kernel directly")
     kinds = [_kind(kernel, p) for p in params]
     if isinstance(mutates_args, str):  # set("out") would be {'o', 'u', 't'}
         raise ArgumentError(f"mutates_args is the string {mutates_args!r}; pass a tuple of "
@@ -109,8 +119,8 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     def impl(*args: Any) -> Any:
         refuse_grad_writes(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        refuse_undeclared_writes(tuple(_fake_spec(kernel, p.name, a)
-                                       for p, a in zip(params, args)))
+        refuse_undeclared_writes(kernel._specialized(lambda: tuple(
+            _fake_spec(kernel, p.name, a) for p, a in zip(params, args))))
         gpu = any(t.is_cuda for t in tensors)
         if gpu:
             result = kernel.run(*args, backend="triton")
@@ -139,7 +149,8 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         """Output shapes for (possibly symbolic) sizes: the kernel's shape function evaluated
         on torch's sizes, guarded on the size comparisons the trace made (symdims.py)."""
         refuse_grad_writes(args)
-        spec = tuple(_fake_spec(kernel, p.name, a) for p, a in zip(params, args))
+        spec = kernel._specialized(lambda: tuple(_fake_spec(kernel, p.name, a)
+                                                 for p, a in zip(params, args)))
         shapes = kernel._shape_function(spec)
         fn = kernel._traced(spec).ir
         if shapes.followed:
@@ -165,7 +176,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         outs = []
         for v, shape in zip(fn.outputs, sizes):
             if v in fn.args:
-                outs.append(torch.empty_like(args[fn.args.index(v)]))
+                outs.append(torch.empty_like(kernel._flat(spec, list(args))[fn.args.index(v)]))
                 continue
             t = v.type
             assert isinstance(t, TensorType)
@@ -212,13 +223,15 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
             return on_cpu(*args)
         values = list(args)
         # the launch (grid, shapes) is traced into the graph: specialize on every size
-        spec = tuple(_fake_spec(kernel, p.name, a, specialize=True) for p, a in zip(params, args))
+        spec = kernel._specialized(lambda: tuple(_fake_spec(kernel, p.name, a, specialize=True)
+                                                 for p, a in zip(params, args)))
         # (torch.compile would otherwise drop the write: the op's schema says it makes none)
         refuse_undeclared_writes(spec)
         space = kernel._space(spec, "triton")
         backend = registry.backend("triton")
         outs = backend.launch_traced(  # type: ignore[attr-defined]
-            kernel._traced(spec).for_backend("triton"), values, space.default(),
+            kernel._traced(spec).for_backend("triton"), kernel._flat(spec, values),
+            space.default(),
             wrap=torch.library.wrap_triton)
         converted = [o.clone() if any(o is a for a in args) else o for o in outs]
         return _pack(converted, n_out)
@@ -231,7 +244,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     return op
 
 
-_PY: dict[str, type] = {"int": int, "float": float, "bool": bool}
+_PY: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
 
 
 def _no_context(ctx: Any, inputs: tuple, output: Any) -> None:
@@ -281,6 +294,8 @@ def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) 
                                 "sizes", kernel=kernel.name)
         return ("tensor", shape, d.short)
     kind = type(a).__name__
+    if kind == "SymInt" and name in kernel._static:  # the kernel needs its value: a guard
+        return kernel._spec(name, int(a))
     if kind in ("SymInt", "SymFloat", "SymBool"):  # a scalar torch.compile made symbolic:
         # only its kind matters to the trace (an int is an int64 whatever its value)
         return ("scalar", {"SymInt": "i64", "SymFloat": "f64", "SymBool": "i1"}[kind], True)

@@ -24,6 +24,7 @@ class Tracer:
         self.depths: list[str] = ["host"]  # "host", then "grid", then "loop" for each nested loop
         self.symbols: dict[str, Symbol] = {}
         self.labels: dict[str, str] = {}  # block symbol -> the user's loop variable name
+        self.int_params: dict[Value, str] = {}  # runtime int arguments -> their names
 
     @property
     def depth(self) -> str:

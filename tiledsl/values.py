@@ -62,6 +62,7 @@ class TileValue:
                        hint="index it with tiles, or reduce it with td.sum / td.max")
 
     def __index__(self) -> int:
+        need_static(self)  # an int argument used as a Python int: the kernel specializes on it
         current().fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
                        "be used as a Python int (shapes, range(), list indices)")
 
@@ -396,6 +397,13 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
     return operands, tuple(full)
 
 
+def need_static(v: Any) -> None:
+    """Where a static int is needed: if `v` is computed from int arguments alone, the trace
+    stops and the kernel traces again with them as Python ints (static_args.py)."""
+    from tiledsl.static_args import need_static as check
+    check(v, current().int_params)
+
+
 def as_dtype(value: Any, what: str) -> DType:
     d = dtypes.from_any(value)
     if d is None:
@@ -439,7 +447,9 @@ def to_value(v: Any) -> TileValue:
     if isinstance(v, Tensor):
         current().fail(TraceError, f"tensor '{v.name}' must be indexed before computing with it",
                        hint=f"load a tile first, e.g. {v.name}[tm, :]")
-    current().fail(TraceError, f"cannot use a {type(v).__name__} in a tile expression")
+    current().fail(TraceError, f"cannot use {type(v).__name__} {v!r:.60} in a tile expression",
+                   hint="compile-time arguments (bool, str, None, callables) are Python values "
+                        "while the kernel traces: branch on them with `if`, or call them")
 
 
 def cast(v: TileValue, dtype: DType) -> TileValue:
@@ -643,6 +653,7 @@ def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
     norm = []
     for a in axes:
         if isinstance(a, TileValue):
+            need_static(a)
             tr.fail(ShapeError, f"td.{kind}: axis must be a constant int, not a tile value or a "
                     "kernel argument", hint="the axis fixes the result's shape at trace time")
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) or \
