@@ -73,6 +73,7 @@ DIM_CAPS: dict[str, dict[str, int]] = {
     "attention": {"batch": 3, "seq": 33, "d": 40},
     "window_attention": {"batch": 3, "seq": 70, "d": 40},
     "bmm": {"batch": 4, "m": 20, "k": 20, "n": 20},
+    "grouped_gemm": {"groups": 3, "m": 40, "k": 40, "n": 40},  # a grid (a launch) per group
     "rope": {"batch": 3, "q_heads": 4, "k_heads": 4, "seq": 70, "d": 64},
 }
 
@@ -258,7 +259,8 @@ def test_ir_round_trip_and_hash(name: str, data: st.DataObject) -> None:
     key = data.draw(st.sampled_from(sorted(mod.DIMS)), label="changed dim")
     cap = DIM_CAPS.get(name, {}).get(key, MAX_DIM)
     def shapes(d: dict[str, int]) -> list:  # examples may round a dim (rope: heads of 2**k)
-        return [np.shape(a) for a in make_args(name, d, dtype, 0)]
+        return [np.shape(x) for a in make_args(name, d, dtype, 0)
+                for x in (a if isinstance(a, (list, tuple)) else [a])]
     other = data.draw(st.integers(1, cap).filter(
         lambda v: shapes({**dims, key: v}) != shapes(dims)), label="new value")
     changed = kernel.traced(*make_args(name, {**dims, key: other}, dtype, 0))
