@@ -253,9 +253,11 @@ def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) ->
     elements; as if they ran in order, the last one wins."""
     indexed = {i.axis for i in indices if isinstance(i, GridScalar)}
     for idx in indices:
-        shape = idx.begin.shape if isinstance(idx, RangeRT) else np.shape(idx) if idx is not None \
-            and not isinstance(idx, GridScalar) else ()
-        indexed |= {a for a in range(min(rank, len(shape))) if shape[a] > 1}
+        if isinstance(idx, RangeRT):  # a runtime stop or start also tells programs' lanes apart
+            shapes = [np.shape(x) for x in (idx.begin, idx.stop, idx.start) if x is not None]
+        else:
+            shapes = [np.shape(idx)] if idx is not None and not isinstance(idx, GridScalar) else []
+        indexed |= {a for shape in shapes for a in range(min(rank, len(shape))) if shape[a] > 1}
     for a in range(rank):
         if a not in indexed and value.shape[a] > 1:
             value = value.take([-1], axis=a)
