@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tiledsl.branches import both, branch, either, negate, truth  # noqa: F401 (for rewrite)
 from tiledsl.errors import Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
@@ -96,9 +97,10 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
 
 def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
     out = []
-    for size, block, name in zip(rng.sizes, rng.block_sizes, names):
-        if block is None:
-            block = tr.new_symbol(size, rng.loc)  # type: ignore[assignment]
+    for i, (size, block, name) in enumerate(zip(rng.sizes, rng.block_sizes, names)):
+        if block is None:  # one symbol per call site and size position (tiledsl/sites.py)
+            site = None if rng.site is None else (rng.site, i, size)
+            block = tr.site_symbol(site, size, rng.loc)  # type: ignore[assignment]
             tr.labels[block] = name  # type: ignore[index]
         rt = RangeType(size, block, rng.stop is not None)  # type: ignore[arg-type]
         out.append(Value(rt, name))

@@ -146,3 +146,10 @@ def loop_inits(op: Op) -> list[Value]:
     """The initial values of a `for`'s carried values (its operands after any runtime stop and
     start)."""
     return op.operands[bool(op.attrs.get("stop")) + bool(op.attrs.get("start")):]
+
+
+def result_sources(op: Op, i: int) -> list[Value]:
+    """The values result `i` of an op with regions may take: a `for`'s initial value and what
+    its body yields, or what each branch of an `if` yields."""
+    yields = [r.ops[-1].operands[i] for r in op.regions if r.ops and r.ops[-1].name == "yield"]
+    return ([loop_inits(op)[i]] if op.name == "for" else []) + yields

@@ -389,6 +389,18 @@ def _for(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Ty
     return list(res)
 
 
+@_def("if", explicit_type=True, pure=False, regions=2)
+def _if(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """A conditional region (MLIR's scf.if): region 0 runs where the bool scalar condition
+    holds, region 1 (the else branch) where it does not; each ends in a `yield` of the values
+    the op results in."""
+    _arity(ts, 1, "if")
+    c = ts[0]
+    if not (isinstance(c, TileType) and c.shape == () and c.dtype.is_bool):
+        raise IRError(f"if: the condition must be a bool scalar, got {c}")
+    return list(res or [])
+
+
 @_def("yield", pure=False, terminator=True)
 def _yield(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     return []

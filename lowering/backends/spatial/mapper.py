@@ -27,7 +27,7 @@ from lowering.backends.spatial.arch import Arch
 from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
-from tiledsl.errors import ConfigError
+from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
 from tiledsl.ir.printer import ir_hash
@@ -109,6 +109,13 @@ def _structure(block: Block) -> list[Step]:
                 steps.append(current)
                 current = Segment()
             steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0])))
+        elif op.regions:  # an `if`: its branch is known per program only when it runs
+            raise BackendError(
+                f"backend 'spatial' cannot map the '{op.name}' op (an `if` on a runtime value): "
+                "the mapper plans every program's transfers before the run, and which branch a "
+                "program takes is known only then", loc=op.loc,
+                hint="run it on the numpy or triton backend, or compute both sides and "
+                     "select with td.where")
         elif op.name == "load":
             current.loads.append(op)
         elif op.name == "store":

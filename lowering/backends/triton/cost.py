@@ -172,8 +172,9 @@ def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
                 r = op.regions[0].args[0].type
                 b = blocks.get(r.block, r.block) if isinstance(r.block, str) else r.block
                 visit(op.regions[0], mult * _mean_trips(op, r.extent, b))
-            elif op.name == "grid":
-                visit(op.regions[0], mult)
+            else:  # a grid, or the branches of an `if` (counted as if taken)
+                for region in op.regions:
+                    visit(region, mult)
     visit(fn.body, 1)
     return out
 
