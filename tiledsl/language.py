@@ -35,6 +35,14 @@ class TileRange:
     stop: TileValue | None = None  # a runtime stop (`td.tile(tq.end)`); `sizes` holds its bound
     start: TileValue | None = None  # a runtime start (`td.tile(tq.end, start=...)`)
     site: Site | None = None  # where the call is written: its traces share block sizes
+    first: TileValue | None = None  # a strided loop's first tile (`td.tile(m, n)[p::P]`)
+    stride: int | None = None  # and its step, in tiles
+
+    def __getitem__(self, key: Any) -> TileRange:
+        """`td.tile(m, n)[p::P]`: every P-th tile from tile p, the tiles numbered row-major
+        (a persistent loop, `tiledsl/persistent.py`)."""
+        from tiledsl.persistent import strided
+        return strided(self, key)
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "

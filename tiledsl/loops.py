@@ -76,7 +76,8 @@ def plain(iterable: Any, line: int) -> Any:
     if isinstance(iterable, TileRange):
         current().fail(TraceError, f"a td.{iterable.kind}() loop cannot contain break, continue, "
                        "return or an else clause", loc=iterable.loc,
-                       hint="use td.where to skip work for some elements")
+                       hint="skip work with an `if` on a scalar inside the loop (each program "
+                            "takes its branch), or select elements with td.where")
     return iterable
 
 
@@ -90,6 +91,9 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     tr = current()
     names = labels if labels and len(labels) == len(iterable.sizes) else tuple(
         f"t{line}_{i}" for i in range(len(iterable.sizes)))
+    if tr.depth == "host" and iterable.stride is not None:
+        tr.fail(TraceError, "a strided loop of tiles (td.tile(...)[p::P]) runs inside a grid",
+                loc=iterable.loc, hint="for p in td.grid(P): for t in td.tile(n)[p::P]: ...")
     if tr.depth == "host":
         return _grid(tr, iterable, body, env, assigned, names)
     return _for(tr, iterable, body, env, assigned, names)
@@ -178,9 +182,15 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
     def level(i: int, values: list[Value]) -> list[Value]:
         nonlocal out
         args = [Value(v.type, n) for v, n in zip(values, carried)]
-        block = Block([ranges[i], *args])
+        mine = ranges if rng.stride is not None else [ranges[i]]  # a strided loop takes all
+        block = Block([*mine, *args])
         results = [Value(v.type, n) for v, n in zip(values, carried)]
-        if rng.stop is None:
+        if rng.stride is not None:
+            assert rng.first is not None
+            attrs = {"stride": rng.stride, "ranges": len(mine)}
+            tr.blocks[-1].ops.append(Op("for", [rng.first.value, *values], results, attrs,
+                                        [block], rng.loc))
+        elif rng.stop is None:
             tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
         else:  # the runtime stop (and start) lead the operands (`loop_stop`, `loop_start`)
             bounds = [rng.stop.value] + ([] if rng.start is None else [rng.start.value])
@@ -188,7 +198,7 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
             tr.blocks[-1].ops.append(Op("for", [*bounds, *values], results, attrs, [block],
                                         rng.loc))
         with tr.region(block, "loop"):
-            if i + 1 < len(ranges):
+            if i + 1 < len(ranges) and rng.stride is None:
                 yielded = level(i + 1, args)
             else:
                 handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]

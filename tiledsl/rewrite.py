@@ -65,6 +65,7 @@ class _Escapes(ast.NodeVisitor):
     def __init__(self) -> None:
         self.found = False
         self.loops = 0
+        self.branch = False  # checking an `if` (global/nonlocal count too)
 
     def visit_Break(self, node: ast.AST) -> None:
         if self.loops == 0:
@@ -88,13 +89,15 @@ class _Escapes(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef  # type: ignore
 
     def visit_Global(self, node: ast.AST) -> None:
-        self.found = True
+        self.found |= self.branch
 
     visit_Nonlocal = visit_Global  # type: ignore[assignment]
 
 
 def _escapes(stmts: list[ast.stmt]) -> bool:
+    """Whether an `if` branch must stay a plain `if` (it leaves early, or declares names)."""
     finder = _Escapes()
+    finder.branch = True
     for stmt in stmts:
         finder.visit(stmt)
     return finder.found

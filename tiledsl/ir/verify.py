@@ -4,7 +4,7 @@ the way the DSL allows, and no block-size symbol cuts two nested ranges."""
 from __future__ import annotations
 
 from tiledsl.errors import IRError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_inits
+from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges
 from tiledsl.ir.ops import OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
@@ -85,15 +85,17 @@ class Verifier:
                 self.block(op.regions[0], scope, "grid", None)
             elif op.name == "for":
                 region = op.regions[0]
-                if not region.args:
-                    raise self.fail(op, "needs a range argument")
-                self.bind_range(op, region.args[0])
-                rt = region.args[0].type
-                if isinstance(rt, RangeType) and rt.stop != bool(op.attrs.get("stop")):
-                    raise self.fail(op, "a range cut by a runtime stop needs the loop's stop "
-                                        "operand, and only such a range")
+                ranges = loop_ranges(op)
+                if len(ranges) != int(op.attrs.get("ranges", 1)):
+                    raise self.fail(op, "needs a range argument per range")
+                for r in ranges:
+                    self.bind_range(op, r)
+                    rt = r.type
+                    if isinstance(rt, RangeType) and rt.stop != bool(op.attrs.get("stop")):
+                        raise self.fail(op, "a range cut by a runtime stop needs the loop's "
+                                            "stop operand, and only such a range")
                 inits = loop_inits(op)
-                if [a.type for a in region.args[1:]] != [o.type for o in inits]:
+                if [a.type for a in loop_carried(op)] != [o.type for o in inits]:
                     raise self.fail(op, "carried arguments do not match the initial values")
                 self.block(region, scope, "loop", "yield")
                 yielded = region.ops[-1].operands if region.ops else []

@@ -14,6 +14,7 @@ import numpy as np
 
 from lowering.backends.numpy import memory
 from lowering.backends.numpy.branches import run_if
+from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
@@ -115,6 +116,8 @@ class Executor:
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
 
     def loop(self, op: Op, env: Env) -> list[Any]:
+        if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
+            return run_strided(self, op, env)
         region = op.regions[0]
         r = region.args[0].type
         assert isinstance(r, RangeType)

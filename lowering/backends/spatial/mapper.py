@@ -104,6 +104,12 @@ def _structure(block: Block) -> list[Step]:
     steps: list[Step] = []
     current = Segment()
     for op in block.ops:
+        if op.name == "for" and op.attrs.get("stride"):
+            raise BackendError(
+                "backend 'spatial' cannot map a strided 'for' (td.tile(...)[p::P]): the mapper "
+                "places each tile on a PE itself", loc=op.loc,
+                hint="tile the grid (for tm, tn in td.tile(m, n)) and let the fold knob place "
+                     "the tiles on the PEs")
         if op.name == "for":
             if current.loads or current.compute or current.stores:
                 steps.append(current)
