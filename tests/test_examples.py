@@ -34,6 +34,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "rms_norm": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
     "window_attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
+    "persistent_matmul": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 
