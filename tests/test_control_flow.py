@@ -218,3 +218,84 @@ def test_bad_branches_are_clear_errors_at_the_if_line(kernel: td.TileKernel, wor
     assert words in err.message and hint in (err.hint or ""), (err.message, err.hint)
     assert err.kernel == kernel.name and err.loc is not None
     assert err.loc.source_line().startswith("if ")
+
+
+# ---- persistent loops: td.tile(...)[p::P] ------------------------------------------------------
+PROGRAMS = 3
+
+
+@td.tile_kernel
+def strided_scale(x):
+    """Each of PROGRAMS programs scales every PROGRAMS-th (tm, tn) tile from its own, counting
+    the tiles it took into `taken` (a value the strided loop carries)."""
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    taken = td.empty((PROGRAMS,), dtype=td.int32)
+    for p in td.grid(PROGRAMS):
+        count = 0
+        for tm, tn in td.tile(m, n)[p::PROGRAMS]:
+            out[tm, tn] = x[tm, tn] * 3
+            count += 1
+        taken[p] = count
+    return out, taken
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_strided_loop_visits_each_tile_once(backend: str) -> None:
+    x = np.random.default_rng(3).standard_normal((37, 23)).astype(np.float32)
+    for config, (out, taken) in under_configs(strided_scale, (x,), backend, samples=3):
+        bm, bn = config.block_sizes
+        tiles = -(-37 // bm) * -(-23 // bn)
+        np.testing.assert_array_equal(out, x * 3)
+        assert taken.tolist() == [len(range(p, tiles, PROGRAMS)) for p in range(PROGRAMS)]
+    text = strided_scale.source(x, target="ir")
+    assert "{ranges = 2, stride = 3}" in text
+    fn = parse_ir(text)
+    verify(fn)
+    assert canonical(parse_ir(print_ir(fn))) == canonical(fn)
+    src = strided_scale.source(x, target="triton", config=Config((16, 16)))
+    assert "for tile_id in range(begin_p, 6, 3):" in src and "pid_tn = tile_id % 2" in src
+
+
+@td.tile_kernel
+def strided_on_the_host(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0])[0::2]:
+        out[t] = x[t]
+    return out
+
+
+@td.tile_kernel
+def strided_with_a_stop(x):
+    out = td.empty_like(x)
+    for p in td.grid(2):
+        for t in td.tile(x.shape[0])[p:4:2]:
+            out[t] = x[t]
+    return out
+
+
+@td.tile_kernel
+def strided_by_a_runtime_step(x, step):
+    out = td.empty_like(x)
+    for p in td.grid(2):
+        for t in td.tile(x.shape[0])[p::step]:
+            out[t] = x[t]
+    return out
+
+
+@pytest.mark.parametrize("kernel, args, words", [
+    (strided_on_the_host, (), "runs inside a grid"),
+    (strided_with_a_stop, (), "takes no stop"),
+    (strided_by_a_runtime_step, (2,), "must be a positive int"),
+], ids=["host", "stop", "runtime-step"])
+def test_bad_strided_loops_are_clear_errors(kernel: td.TileKernel, args: tuple,
+                                            words: str) -> None:
+    with pytest.raises(td.TraceError, match=words) as info:
+        kernel(np.ones(8, np.float32), *args)
+    assert info.value.loc is not None and "td.tile(" in info.value.loc.source_line()
+    assert "[p::P]" in (info.value.hint or "")
+
+
+def test_the_spatial_mapper_refuses_a_strided_loop() -> None:
+    with pytest.raises(td.BackendError, match="strided 'for'"):
+        strided_scale.config_space(np.ones((8, 8), np.float32), backend="spatial")
