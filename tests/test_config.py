@@ -153,3 +153,81 @@ def test_an_empty_space_says_which_constraints_reject_its_default() -> None:
     with pytest.raises(td.ConfigError, match=r"in kernel 'k': the config space is empty(.|\n)*"
                        r"block_sizes=\(16,\).*needs 65536 bytes of shared memory"):
         space.default()
+
+
+@td.tile_kernel
+def tap_sums(x):
+    """out[i] = sum over taps r and columns of x[r, i, :], the taps outer: one td.tile call
+    traced once per tap."""
+    taps, m, k = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=td.float32)
+        for r in range(taps):
+            for tk in td.tile(k):
+                acc += td.sum(x[r, tm, tk], axis=1)
+        out[tm] = acc
+    return out
+
+
+@td.tile_kernel
+def outer_sums(x):
+    """out[i, j] = x[i] + x[j] through one helper call site cutting both loops (nested)."""
+    n, = x.shape
+    tiles = lambda: td.tile(n)  # noqa: E731
+    out = td.empty((n, n), dtype=x.dtype)
+    for ti in tiles():
+        for tj in tiles():
+            out[ti, tj] = x[ti][:, None] + x[tj][None, :]
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial"])
+def test_one_call_site_has_one_block_size(backend: str) -> None:
+    """Three traces of `td.tile(k)` share one block size (the space has 2, not 4); a call site
+    nested in itself (through a helper) gets one per level."""
+    from support import under_configs
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 37, 50)).astype(np.float32)
+    assert tap_sums.config_space(x, backend=backend).num_blocks == 2
+    want = x.astype(np.float64).sum(axis=(0, 2))
+    for _config, out in under_configs(tap_sums, (x,), backend):
+        td.testing.assert_close(out, want, np.float32)
+    v = rng.standard_normal(23).astype(np.float32)
+    assert outer_sums.config_space(v).num_blocks == 2
+    out = outer_sums.run(v, backend="numpy", config=td.Config((8, 16)))
+    np.testing.assert_array_equal(out, v[:, None] + v[None, :])
+
+
+@td.tile_kernel
+def many_dots(x, w):
+    """Ten nested tile loops, each a dot dimension: a product of 9e10 configs for Triton, of
+    which the constraints accept about one in 4000 (tl.dot's blocks of 16 or more)."""
+    m, k = x.shape
+    out = td.empty((m, 16), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm, 16), dtype=td.float32)
+        for t0, t1, t2, t3, t4, t5, t6, t7, t8, t9 in td.tile(k, k, k, k, k, k, k, k, k, k):
+            for t in (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9):
+                acc += x[tm, t] @ w[t, :]
+        out[tm, :] = acc
+    return out
+
+
+def test_a_space_too_large_to_enumerate_never_hangs() -> None:
+    import time
+    x, w = np.ones((40, 40), np.float32), np.ones((40, 16), np.float32)
+    plain = many_dots.config_space(x, w)
+    assert len(plain) == plain.size_upper_bound == 7 ** 11  # no constraints: the product
+    space = many_dots.config_space(x, w, backend="triton")
+    start = time.monotonic()
+    with pytest.raises(td.ConfigError, match="too many to count"):
+        len(space)
+    assert not space.countable and space.default() in space
+    samples = space.sample(3, seed=0)
+    assert len(set(samples)) == 3 and all(c in space for c in samples)
+    assert space.sample(3, seed=0) == samples
+    strict = space.with_constraint(Constraint("big-tm", lambda c: None if c.block_sizes[0] == 64
+                                              else "tm must be 64"))
+    assert strict.default().block_sizes[0] == 64  # the nearest valid config, found by search
+    assert time.monotonic() - start < 30  # (enumerating would take weeks)

@@ -98,17 +98,19 @@ def test_control_flow_on_tile(kernel: td.TileKernel) -> None:
 @td.tile_kernel
 def if_on_runtime_scalar(x, alpha):
     out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        if alpha > 0:  # <- here
+    if alpha > 0:  # <- here
+        for t in td.tile(x.shape[0]):
             out[t] = x[t]
-        else:
-            out[t] = -x[t]
     return out
 
 
-def test_control_flow_on_runtime_scalar() -> None:
+def test_control_flow_on_a_host_scalar_says_where_the_if_goes() -> None:
+    """An `if` on a scalar argument outside the tile loops: each program must decide inside
+    the grid; the hint says so and does not send the user to td.where (an `if` on a scalar
+    inside the loops skips work: tests/test_control_flow.py)."""
     err = trace_error(td.ControlFlowError, if_on_runtime_scalar, f32(8), 2.0)
-    assert "td.where" in msg(err)
+    assert "outside the tile loops" in msg(err) and "inside the grid loop" in msg(err)
+    assert "td.where" not in msg(err)
 
 
 # ---- 6. a tile on the wrong dimension -----------------------------------------------------------

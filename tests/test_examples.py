@@ -42,6 +42,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "kl_div": [{"bt": 37, "v": 1}, {"bt": 1, "v": 131}],
     "matmul_epilogue": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
     "grouped_gemm": [{"groups": 1, "m": 37, "k": 1, "n": 53}, {"groups": 2, "m": 1, "k": 67, "n": 2}],
+    "persistent_matmul": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

@@ -94,9 +94,9 @@ def test_verifier_rejects_device_ops_on_the_host() -> None:
         parse_ir(text)  # a tensor is not a range: the op rule already refuses it
 
 
-def test_verifier_rejects_a_symbol_cutting_two_ranges() -> None:
+def test_verifier_rejects_a_symbol_cutting_two_nested_ranges() -> None:
     text = GOOD.replace("grid (%t: range<10xB0>) {", "grid (%t: range<10xB0>, %u: range<10xB0>) {")
-    _verify_fails(text, "cuts two ranges")
+    _verify_fails(text, "cuts two nested ranges")
 
 
 def test_verifier_rejects_undeclared_symbols() -> None:

@@ -28,11 +28,15 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
     "kl_div": {"bt": 19, "v": 45}, "matmul_epilogue": {"m": 37, "k": 45, "n": 29},
     "grouped_gemm": {"groups": 2, "m": 37, "k": 45, "n": 29},
+    "persistent_matmul": {"m": 37, "k": 45, "n": 29},
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8.
 DMA_BOUND = {"rope"}
 ARCHS = sorted(PRESETS)
+# Examples the mapper refuses, with a BackendError naming the op (test below).
+REFUSED = {"persistent_matmul": "strided 'for'"}
+MAPPED = [n for n in EXAMPLE_NAMES if n not in REFUSED and n not in DMA_BOUND]
 
 
 def inputs(name: str, dtype: type = np.float32) -> tuple:
@@ -57,12 +61,8 @@ def test_presets_round_trip_and_cite_their_values(arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", MAPPED)
 def test_examples_match_numpy(name: str, arch: str) -> None:
-    if name in DMA_BOUND:
-        with pytest.raises(td.ConfigError, match="DMA channels"):
-            configs(name, arch)
-        return
     args = inputs(name)
     ref = example(name).reference(*fresh(args))
     for config in configs(name, arch):
@@ -72,7 +72,7 @@ def test_examples_match_numpy(name: str, arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", MAPPED)
 def test_configs_validate_and_timing_respects_the_roofline(name: str, arch: str) -> None:
     args = inputs(name)
     k = kernel_of(name)
@@ -83,6 +83,19 @@ def test_configs_validate_and_timing_respects_the_roofline(name: str, arch: str)
         assert report.cycles >= report.bound_cycles * (1 - 1e-9) > 0
         assert 0 < report.bound_efficiency <= 1 and 0 <= report.mac_utilization <= 1
         assert report.dram_bytes >= report.compulsory_dram_bytes * 0.999
+
+
+@pytest.mark.parametrize("name", sorted(DMA_BOUND))
+def test_examples_that_need_more_dma_channels_say_so(name: str) -> None:
+    with pytest.raises(td.ConfigError, match="DMA channels"):
+        configs(name, "generic-8x8")
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_examples_the_mapper_refuses_name_the_op_and_line(name: str) -> None:
+    with pytest.raises(td.BackendError, match=REFUSED[name]) as info:
+        kernel_of(name).config_space(*inputs(name), backend="spatial")
+    assert info.value.loc is not None and info.value.kernel == name
 
 
 def test_simulation_is_deterministic() -> None:

@@ -440,3 +440,43 @@ def test_a_split_inside_a_nested_loop(backend: str) -> None:
     for blocks in ((1, 16, 8), (1, 8, 16), (1, 32, 32)):
         out = lower_triangle_sum.run(x, y, backend=backend, config=Config(block_sizes=blocks))
         np.testing.assert_allclose(out[0], want, rtol=1e-4, err_msg=str(blocks))
+
+
+@td.tile_kernel
+def jagged_copy(x, offsets):
+    """Row block b copies rows offsets[b]:offsets[b + 1] of x (jagged rows)."""
+    n, d = x.shape
+    out = td.zeros((n, d), dtype=x.dtype)
+    for b in td.grid(offsets.shape[0] - 1):
+        for t in td.tile(n, start=offsets[b], stop=offsets[b + 1]):
+            for tn in td.tile(d):
+                out[t, tn] = x[t, tn] * 2
+    return out
+
+
+@td.tile_kernel
+def copy_to_end(x):
+    """Each row tile copies x[:end] (programs write the same values): a store whose programs
+    stop at different places but all run the loop's first iteration."""
+    n, = x.shape
+    out = td.zeros((n,), dtype=x.dtype)
+    for tb in td.tile(n):
+        for t in td.tile(tb.end):
+            out[t] = x[t] + 1
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_store_under_a_stop_when_one_block_covers_the_range(backend: str) -> None:
+    """Every program runs the same iterations, so all are active, but their stops (and starts)
+    differ: the store must still mask each program's own lanes (NumPy once broadcast one
+    program's value over all of them and crashed)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((85, 5)).astype(np.float32)
+    offsets = np.array([0, 7, 8, 48, 61, 64, 85], dtype=np.int64)
+    for blocks in ((128, 8), (64, 4)):
+        out = jagged_copy.run(x, offsets, backend=backend, config=Config(block_sizes=blocks))
+        np.testing.assert_array_equal(out, x * 2, err_msg=str(blocks))
+    y = rng.standard_normal(150).astype(np.float32)
+    out = copy_to_end.run(y, backend=backend, config=Config(block_sizes=(32, 64)))
+    np.testing.assert_array_equal(out, y + 1)

@@ -30,6 +30,7 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "grouped_gemm": {"groups": 2, "m": 37, "k": 45, "n": 29},
     "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
     "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
+    "persistent_matmul": {"m": 37, "k": 45, "n": 29},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 

@@ -227,7 +227,8 @@ def cmd_show(opts: argparse.Namespace) -> int:
         args = example_args(module, k, opts.seed)
         if opts.space:
             space = k.config_space(*args, backend=opts.backend)
-            print(f"# config space of {k.name} ({len(space)} configs)")
+            count = len(space) if space.countable else f"up to {space.size_upper_bound}"
+            print(f"# config space of {k.name} ({count} configs)")
             for p in space.params:
                 print(f"{p.name}: {list(p.choices)} default {p.default}  # {p.doc}")
         else:

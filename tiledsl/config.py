@@ -11,7 +11,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from tiledsl import search
 from tiledsl.errors import ArgumentError, ConfigError
+
+# Spaces with constraints whose product has more points than this are not enumerated: `len`
+# says so, `default` and `sample` search near the defaults (tiledsl/search.py). About 25 us a
+# point for Triton's constraints: the limit counts in about 6 s.
+COUNT_LIMIT = 250_000
 
 
 @dataclass(frozen=True, init=False)
@@ -266,7 +272,24 @@ class ConfigSpace:
             if all(c.check(config) is None for c in self.constraints):
                 yield config
 
+    @property
+    def countable(self) -> bool:
+        """Whether `len` can count this space (by enumerating, if it has constraints)."""
+        return not self.constraints or self.size_upper_bound <= COUNT_LIMIT
+
     def __len__(self) -> int:
+        """The number of valid configs. A space without constraints is its product; one with
+        constraints is counted by enumerating, up to COUNT_LIMIT points of the product; past
+        that a ConfigError says so at once (`size_upper_bound` bounds it, `sample` draws)."""
+        if not self.constraints:
+            return self.size_upper_bound
+        if self.size_upper_bound > COUNT_LIMIT:
+            raise ConfigError(
+                f"the config space has up to {self.size_upper_bound} configs (the product of "
+                f"{len(self.params)} params' choices), too many to count against its "
+                f"constraints (the limit is {COUNT_LIMIT})", kernel=self.kernel,
+                hint="use space.size_upper_bound for the bound, space.sample(n) or "
+                     "space.default() for configs")
         return sum(1 for _ in self)
 
     def default_is_valid(self) -> bool:
@@ -277,17 +300,25 @@ class ConfigSpace:
         config = self.make({p.name: p.default for p in self.params})
         if config in self:
             return config
-        best = min(self, key=lambda c: sum(a != b for a, b in zip(self.values(c).values(),
-                                                                  self.values(config).values())),
-                   default=None)
+        if self.size_upper_bound <= COUNT_LIMIT:
+            best = min(self, key=lambda c: sum(a != b for a, b in zip(
+                self.values(c).values(), self.values(config).values())), default=None)
+        else:
+            best = search.nearest(self, config)
         if best is None:
             why = "; ".join(r for c in self.constraints if (r := c.check(config)) is not None)
-            raise ConfigError("the config space is empty: no config satisfies its constraints "
-                              f"(the default config {config}: {why})", kernel=self.kernel)
+            head = "the config space is empty: no config satisfies its constraints" \
+                if self.size_upper_bound <= COUNT_LIMIT else \
+                (f"no config the constraints accept within {search.NEAREST_BUDGET} configs "
+                 f"nearest the default, of up to {self.size_upper_bound}")
+            raise ConfigError(f"{head} (the default config {config}: {why})", kernel=self.kernel)
         return best
 
     def sample(self, n: int, seed: int | None = None) -> list[Config]:
-        """Up to `n` distinct valid configs drawn uniformly (all of them if there are fewer)."""
+        """Up to `n` distinct valid configs drawn uniformly (all of them if there are fewer).
+        Where the constraints reject nearly every point of the product (dot dimensions of 16 or
+        more, in a kernel with many tile loops), rejection finds too few: the rest come from a
+        random walk over valid configs, from the default one."""
         if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
             raise ConfigError(f"sample(n): n is a count (an int >= 0), got {n!r}",
                               kernel=self.kernel)
@@ -311,6 +342,8 @@ class ConfigSpace:
                 out[config] = None
                 if len(out) == n:
                     break
+        if 0 < n and len(out) < n:  # constraints reject most of the product: walk from a
+            search.walk(self, self.default(), n, rng, out)  # valid config instead
         return list(out)
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import Dim, TensorType
+from tiledsl.sites import Site, call_site
 from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
 from tiledsl.values import (
@@ -34,6 +35,15 @@ class TileRange:
     loc: Loc | None
     stop: TileValue | None = None  # a runtime stop (`td.tile(tq.end)`); `sizes` holds its bound
     start: TileValue | None = None  # a runtime start (`td.tile(tq.end, start=...)`)
+    site: Site | None = None  # where the call is written: its traces share block sizes
+    first: TileValue | None = None  # a strided loop's first tile (`td.tile(m, n)[p::P]`)
+    stride: int | None = None  # and its step, in tiles
+
+    def __getitem__(self, key: Any) -> TileRange:
+        """`td.tile(m, n)[p::P]`: every P-th tile from tile p, the tiles numbered row-major
+        (a persistent loop, `tiledsl/persistent.py`)."""
+        from tiledsl.persistent import strided
+        return strided(self, key)
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
@@ -142,7 +152,7 @@ def tile(*sizes: int | TileValue,
         if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
             tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
     return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc(),
-                     stop, start)
+                     stop, start, call_site())
 
 
 def grid(*sizes: int) -> TileRange:

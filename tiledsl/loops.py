@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tiledsl.branches import both, branch, either, negate, truth  # noqa: F401 (for rewrite)
 from tiledsl.errors import Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
@@ -75,7 +76,8 @@ def plain(iterable: Any, line: int) -> Any:
     if isinstance(iterable, TileRange):
         current().fail(TraceError, f"a td.{iterable.kind}() loop cannot contain break, continue, "
                        "return or an else clause", loc=iterable.loc,
-                       hint="use td.where to skip work for some elements")
+                       hint="skip work with an `if` on a scalar inside the loop (each program "
+                            "takes its branch), or select elements with td.where")
     return iterable
 
 
@@ -89,6 +91,9 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     tr = current()
     names = labels if labels and len(labels) == len(iterable.sizes) else tuple(
         f"t{line}_{i}" for i in range(len(iterable.sizes)))
+    if tr.depth == "host" and iterable.stride is not None:
+        tr.fail(TraceError, "a strided loop of tiles (td.tile(...)[p::P]) runs inside a grid",
+                loc=iterable.loc, hint="for p in td.grid(P): for t in td.tile(n)[p::P]: ...")
     if tr.depth == "host":
         return _grid(tr, iterable, body, env, assigned, names)
     return _for(tr, iterable, body, env, assigned, names)
@@ -96,9 +101,10 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
 
 def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
     out = []
-    for size, block, name in zip(rng.sizes, rng.block_sizes, names):
-        if block is None:
-            block = tr.new_symbol(size, rng.loc)  # type: ignore[assignment]
+    for i, (size, block, name) in enumerate(zip(rng.sizes, rng.block_sizes, names)):
+        if block is None:  # one symbol per call site and size position (tiledsl/sites.py)
+            site = None if rng.site is None else (rng.site, i, size)
+            block = tr.site_symbol(site, size, rng.loc)  # type: ignore[assignment]
             tr.labels[block] = name  # type: ignore[index]
         rt = RangeType(size, block, rng.stop is not None)  # type: ignore[arg-type]
         out.append(Value(rt, name))
@@ -176,9 +182,15 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
     def level(i: int, values: list[Value]) -> list[Value]:
         nonlocal out
         args = [Value(v.type, n) for v, n in zip(values, carried)]
-        block = Block([ranges[i], *args])
+        mine = ranges if rng.stride is not None else [ranges[i]]  # a strided loop takes all
+        block = Block([*mine, *args])
         results = [Value(v.type, n) for v, n in zip(values, carried)]
-        if rng.stop is None:
+        if rng.stride is not None:
+            assert rng.first is not None
+            attrs = {"stride": rng.stride, "ranges": len(mine)}
+            tr.blocks[-1].ops.append(Op("for", [rng.first.value, *values], results, attrs,
+                                        [block], rng.loc))
+        elif rng.stop is None:
             tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
         else:  # the runtime stop (and start) lead the operands (`loop_stop`, `loop_start`)
             bounds = [rng.stop.value] + ([] if rng.start is None else [rng.start.value])
@@ -186,7 +198,7 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
             tr.blocks[-1].ops.append(Op("for", [*bounds, *values], results, attrs, [block],
                                         rng.loc))
         with tr.region(block, "loop"):
-            if i + 1 < len(ranges):
+            if i + 1 < len(ranges) and rng.stride is None:
                 yielded = level(i + 1, args)
             else:
                 handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]

@@ -10,7 +10,7 @@ kernel at the user's line, before any config is chosen.
 from __future__ import annotations
 
 from tiledsl.errors import TraceError
-from tiledsl.ir.core import Op, Value
+from tiledsl.ir.core import Op, Value, loop_inits
 from tiledsl.ir.types import RangeType
 from tiledsl.tracer import Tracer
 
@@ -43,10 +43,11 @@ def _depends(v: Value, axes: set[Value], owners: dict[int, Op], tr: Tracer,
         for block in tr.blocks[1:]:
             if v in block.args:
                 op = owners.get(id(block))
-                if op is None or op.name != "for" or block.args.index(v) != 0:
+                if op is None or op.name != "for" or \
+                        block.args.index(v) >= int(op.attrs.get("ranges", 1)):
                     out = _ANY
-                else:  # a loop range depends on the runtime stop and start it may have
-                    bounds = int(bool(op.attrs.get("stop"))) + int(bool(op.attrs.get("start")))
+                else:  # a loop range depends on its runtime stop and start, or first tile
+                    bounds = len(op.operands) - len(loop_inits(op))
                     out = frozenset().union(
                         *(_depends(o, axes, owners, tr, memo) for o in op.operands[:bounds]))
                 break

@@ -38,9 +38,9 @@ class _Assigned(ast.NodeVisitor):
             self.names.append(node.id)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if not node.name.startswith("_td_body_") and node.name not in self.names:
+        if not node.name.startswith("_td_") and node.name not in self.names:
             self.names.append(node.name)
-        if node.name.startswith("_td_body_"):
+        if node.name.startswith("_td_"):  # a rewritten loop body or branch
             return
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
@@ -59,11 +59,13 @@ class _Assigned(ast.NodeVisitor):
 
 
 class _Escapes(ast.NodeVisitor):
-    """Whether a loop body leaves the loop early (break/continue at this level, or return)."""
+    """Whether a loop body leaves the loop early (break/continue at this level, or return);
+    for an `if`, also `global`/`nonlocal` (a branch becomes a function of its own)."""
 
     def __init__(self) -> None:
         self.found = False
         self.loops = 0
+        self.branch = False  # checking an `if` (global/nonlocal count too)
 
     def visit_Break(self, node: ast.AST) -> None:
         if self.loops == 0:
@@ -85,6 +87,54 @@ class _Escapes(ast.NodeVisitor):
         return
 
     visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef  # type: ignore
+
+    def visit_Global(self, node: ast.AST) -> None:
+        self.found |= self.branch
+
+    visit_Nonlocal = visit_Global  # type: ignore[assignment]
+
+
+def _escapes(stmts: list[ast.stmt]) -> bool:
+    """Whether an `if` branch must stay a plain `if` (it leaves early, or declares names)."""
+    finder = _Escapes()
+    finder.branch = True
+    for stmt in stmts:
+        finder.visit(stmt)
+    return finder.found
+
+
+def _rt(name: str, args: list[ast.expr], at: ast.AST) -> ast.Call:
+    call = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), name, ast.Load()), args, [])
+    return ast.fix_missing_locations(ast.copy_location(call, at))
+
+
+class _Condition(ast.NodeTransformer):
+    """`and`, `or` and `not` in an `if` test -> `_td_rt.both/either/negate`, which
+    short-circuit on runtime scalars too (tiledsl.branches)."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        name = "both" if isinstance(node.op, ast.And) else "either"
+        out = node.values[-1]
+        for value in reversed(node.values[:-1]):
+            later = ast.copy_location(ast.Lambda(ast.arguments(
+                posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), out), out)
+            out = _rt(name, [value, later, ast.Constant(node.lineno)], node)
+        return out
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _rt("negate", [node.operand, ast.Constant(node.lineno)], node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_ListComp(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp  # type: ignore
 
 
 def _target_names(target: ast.expr) -> tuple[str, ...] | None:
@@ -131,6 +181,37 @@ class _LoopRewriter(ast.NodeTransformer):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         return node
+
+    def visit_If(self, node: ast.If) -> Any:
+        """`if` -> a call of `_td_rt.branch` with each branch a function of the names it
+        assigns (as loop bodies are), so a runtime condition can trace both."""
+        self.generic_visit(node)
+        node.test = _Condition().visit(node.test)
+        if _escapes(node.body) or _escapes(node.orelse):
+            node.test = _rt("truth", [node.test, ast.Constant(node.lineno)], node)
+            return node
+        self.count += 1
+        k = f"{node.lineno}_{self.count}"
+        finder = _Assigned()
+        for stmt in node.body + node.orelse:
+            finder.visit(stmt)
+        names = tuple(n for n in finder.names if not n.startswith("_td_"))
+        prologue = "".join(f"if {n!r} in _td_env: {n} = _td_env[{n!r}]\n" for n in names)
+        ret = f"return _td_rt.collect(locals(), {names!r})"
+        funcs = []
+        for which, body in (("then", node.body), ("else", node.orelse)):
+            func = _stmts(f"def _td_{which}_{k}(_td_env):\n"
+                          + textwrap.indent(prologue + ret + "\n", "    "), node)[0]
+            assert isinstance(func, ast.FunctionDef)
+            func.body = func.body[:-1] + body + func.body[-1:]
+            funcs.append(ast.fix_missing_locations(func))
+        call = _stmts(f"_td_env_{k} = _td_rt.branch(None, _td_then_{k}, _td_else_{k}, "
+                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {node.lineno})", node)[0]
+        assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
+        call.value.args[0] = node.test
+        rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
+                                for n in names), node) if names else []
+        return [*funcs, call, *rebind]
 
     def visit_For(self, node: ast.For) -> Any:
         self.generic_visit(node)

@@ -25,6 +25,7 @@ class Tracer:
         self.symbols: dict[str, Symbol] = {}
         self.labels: dict[str, str] = {}  # block symbol -> the user's loop variable name
         self.int_params: dict[Value, str] = {}  # runtime int arguments -> their names
+        self.sites: dict[tuple, str] = {}  # (call site, size position, extent) -> block symbol
 
     @property
     def depth(self) -> str:
@@ -53,11 +54,26 @@ class Tracer:
         self.symbols[name] = Symbol(name, extent, loc)
         return name
 
+    def site_symbol(self, key: tuple | None, extent: int, loc: Loc | None) -> str:
+        """The block symbol of a `td.tile` call site (`key`: the site, the size's position,
+        its extent), made on its first trace and shared by the later ones, unless a range it
+        cuts encloses this one (a call site nested in itself, through a helper)."""
+        name = self.sites.get(key) if key is not None else None
+        if name is None or self._open(name):
+            name = self.new_symbol(extent, loc)
+            if key is not None and key not in self.sites:
+                self.sites[key] = name
+        return name
+
+    def _open(self, symbol: str) -> bool:
+        return any(getattr(a.type, "block", None) == symbol for b in self.blocks for a in b.args)
+
     def rollback_symbols(self, count: int) -> None:
         """Forget symbols made after the first `count` (a loop body traced again)."""
         for name in list(self.symbols)[count:]:
             del self.symbols[name]
             self.labels.pop(name, None)
+        self.sites = {k: s for k, s in self.sites.items() if s in self.symbols}
 
     @contextmanager
     def region(self, block: Block, depth: str) -> Iterator[Block]:

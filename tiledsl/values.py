@@ -53,9 +53,13 @@ class TileValue:
 
     # Python control flow cannot see traced values.
     def __bool__(self) -> bool:
+        hint = "use td.where(cond, x, y) to select elementwise"
+        if self.shape == ():  # an `if` statement on a scalar branches (tiledsl/branches.py)
+            hint = ("to skip work, branch on it with an `if` statement in the kernel (not "
+                    "`while`, `assert` or `x if c else y`); to select a value, td.where(c, x, y)")
         current().fail(ControlFlowError,
                        "a tile value has no Python truth value (used in `if`, `while`, `and`, "
-                       "`or` or `not`)", hint="use td.where(cond, x, y) to select elementwise")
+                       "`or` or `not`)", hint=hint)
 
     def __iter__(self) -> Any:
         current().fail(TraceError, "cannot iterate over a tile value",

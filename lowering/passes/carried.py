@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from lowering.passes.lanes import Lanes, along, emit, in_range
 from lowering.passes.ragged import maybe_padded
 from tiledsl import dtypes
-from tiledsl.ir.core import Function, Op, Value, loop_start, loop_stop, walk
+from tiledsl.ir.core import (
+    Function, Op, Value, loop_carried, loop_ranges, loop_start, loop_stop, walk,
+)
 from tiledsl.ir.types import RangeType, TileType
 
 
@@ -42,8 +44,11 @@ class KeepCarriedLanesPass:
                 self._loop(op)
 
     def _loop(self, loop: Op) -> None:
+        for r in loop_ranges(loop):  # one range, or each of a strided loop's
+            self._range(loop, r)
+
+    def _range(self, loop: Op, r: Value) -> None:
         body = loop.regions[0]
-        r = body.args[0]
         rt = r.type
         assert isinstance(rt, RangeType)
         stop = loop_stop(loop)
@@ -53,7 +58,7 @@ class KeepCarriedLanesPass:
         term = body.ops[-1]
         new_ops: list[Op] = []
         valid: Value | None = None
-        for i, (new, old) in enumerate(zip(term.operands, body.args[1:])):
+        for i, (new, old) in enumerate(zip(term.operands, loop_carried(loop))):
             t = new.type
             axes = sorted(lanes.of(new)) if isinstance(t, TileType) else []
             if not axes:

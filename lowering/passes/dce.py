@@ -1,4 +1,5 @@
-"""dce: remove pure ops whose results are unused, and loops that compute nothing used."""
+"""dce: remove pure ops whose results are unused, and loops and branches that compute nothing
+used."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from tiledsl.ir.ops import OPS
 
 
 def _removable(op: Op, uses: dict) -> bool:
+    """Unused, and without effects: a pure op, or a loop or branch (an op with regions) whose
+    regions hold only pure ops, terminators and ops with regions (checked by the walk)."""
     if any(uses.get(r, 0) for r in op.results):
         return False
-    if op.name == "for":
-        return all(OPS[inner.name].pure or inner.name == "yield" or inner.name == "for"
-                   for inner in walk(op.regions[0]))
+    if op.regions and op.name != "grid":
+        return all(OPS[inner.name].pure or OPS[inner.name].terminator or OPS[inner.name].regions
+                   for region in op.regions for inner in walk(region))
     return OPS[op.name].pure
 
 

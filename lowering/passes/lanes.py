@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tiledsl import dtypes
 from tiledsl.ir.bounds import interval
-from tiledsl.ir.core import Op, Value, loop_inits
+from tiledsl.ir.core import Op, Value, result_sources
 from tiledsl.ir.ops import ELEMENTWISE, OPS
 from tiledsl.ir.types import RangeType, TileType
 
@@ -55,11 +55,8 @@ class Lanes:
             batch = {0} if r == 3 and (0 in a or 0 in b) else set()
             return frozenset(batch | ({r - 2} if r - 2 in a else set()) |
                              ({r - 1} if r - 1 in b else set()))
-        if op.name == "for":
-            i = op.results.index(v)
-            body = op.regions[0]
-            inner = body.ops[-1].operands[i]  # what the inner loop yields
-            return self.of(loop_inits(op)[i]) | self.of(inner)
+        if op.regions:  # a loop's initial value and what it yields, or a branch's yields
+            return frozenset().union(*(self.of(s) for s in result_sources(op, op.results.index(v))))
         return frozenset()
 
     def _load(self, op: Op) -> frozenset[int]:

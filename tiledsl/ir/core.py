@@ -142,7 +142,33 @@ def loop_start(op: Op) -> Value | None:
     return op.operands[1] if op.attrs.get("start") else None
 
 
+def loop_first(op: Op) -> Value | None:
+    """The first tile of a strided `for` (`td.tile(m, n)[first::stride]`, attribute `stride`),
+    else None: the loop runs the tiles `first, first + stride, ...` of its ranges, numbered
+    row-major, below their count."""
+    return op.operands[0] if op.attrs.get("stride") else None
+
+
+def loop_ranges(op: Op) -> list[Value]:
+    """The ranges a `for` iterates: one, or for a strided loop one per size (its region's
+    leading arguments; the carried values follow)."""
+    return op.regions[0].args[:int(op.attrs.get("ranges", 1))]
+
+
+def loop_carried(op: Op) -> list[Value]:
+    """The region arguments of a `for` that carry values from trip to trip."""
+    return op.regions[0].args[int(op.attrs.get("ranges", 1)):]
+
+
 def loop_inits(op: Op) -> list[Value]:
     """The initial values of a `for`'s carried values (its operands after any runtime stop and
-    start)."""
-    return op.operands[bool(op.attrs.get("stop")) + bool(op.attrs.get("start")):]
+    start, or a strided loop's first tile)."""
+    return op.operands[bool(op.attrs.get("stop")) + bool(op.attrs.get("start"))
+                       + bool(op.attrs.get("stride")):]
+
+
+def result_sources(op: Op, i: int) -> list[Value]:
+    """The values result `i` of an op with regions may take: a `for`'s initial value and what
+    its body yields, or what each branch of an `if` yields."""
+    yields = [r.ops[-1].operands[i] for r in op.regions if r.ops and r.ops[-1].name == "yield"]
+    return ([loop_inits(op)[i]] if op.name == "for" else []) + yields

@@ -473,18 +473,39 @@ def _grid(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
 
 @_def("for", explicit_type=True, pure=False, regions=1)
 def _for(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """A sequential loop over the tiles of a range (its region's first argument), or with
+    `stride` (and `ranges` = k) over the tiles of k ranges numbered row-major, from the first
+    operand's tile in steps of `stride` (a persistent loop); the values it carries follow."""
     bounds = bool(attrs.get("stop")) + bool(attrs.get("start"))  # runtime stop, start lead
     if attrs.get("start") and not attrs.get("stop"):
         raise IRError("for: a runtime start needs a runtime stop")
+    if "stride" in attrs:
+        if bounds or not (isinstance(attrs["stride"], int) and attrs["stride"] >= 1):
+            raise IRError("for: a stride is a positive int, without a runtime stop or start")
+        bounds = 1  # the first tile leads
+    elif attrs.get("ranges", 1) != 1:
+        raise IRError("for: only a strided loop iterates several ranges")
     for t in ts[:bounds]:
         if not (isinstance(t, TileType) and t.shape == () and t.dtype.is_int):
-            raise IRError("for: a runtime stop or start must be an integer scalar")
+            raise IRError("for: a runtime stop, start or first tile must be an integer scalar")
     if len(ts) < bounds:
         raise IRError("for: missing its runtime stop or start")
     ts = ts[bounds:]
     if res is None or list(res) != list(ts):
         raise IRError("for: results must have the types of the initial values")
     return list(res)
+
+
+@_def("if", explicit_type=True, pure=False, regions=2)
+def _if(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """A conditional region (MLIR's scf.if): region 0 runs where the bool scalar condition
+    holds, region 1 (the else branch) where it does not; each ends in a `yield` of the values
+    the op results in."""
+    _arity(ts, 1, "if")
+    c = ts[0]
+    if not (isinstance(c, TileType) and c.shape == () and c.dtype.is_bool):
+        raise IRError(f"if: the condition must be a bool scalar, got {c}")
+    return list(res or [])
 
 
 @_def("yield", pure=False, terminator=True)

@@ -1,21 +1,22 @@
 """The whole-kernel verifier: types follow the op rules, values dominate their uses, regions nest
-the way the DSL allows, and no block-size symbol cuts two ranges."""
+the way the DSL allows, and no block-size symbol cuts two nested ranges."""
 
 from __future__ import annotations
 
 from tiledsl.errors import IRError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_inits
+from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges
 from tiledsl.ir.ops import OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
 _HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
-_DEVICE_ONLY = ("load", "store", "for", "yield", "mask", "tile.index", "tile.begin", "tile.size")
+_DEVICE_ONLY = ("load", "store", "for", "if", "yield", "mask", "tile.index", "tile.begin",
+                "tile.size")
 
 
 class Verifier:
     def __init__(self, fn: Function) -> None:
         self.fn = fn
-        self.ranges: dict[str, RangeType] = {}
+        self.open: set[str] = set()  # the block symbols of the ranges enclosing the op checked
 
     def fail(self, op: Op | None, msg: str) -> IRError:
         where = f"{op.name}: " if op is not None else ""
@@ -32,16 +33,18 @@ class Verifier:
             raise self.fail(op, f"empty tensor {t}")
 
     def bind_range(self, op: Op, r: Value) -> None:
+        """A symbol may cut several ranges (the traces of one `td.tile` call), never two that
+        are open at once (nested loops, or two sizes of one call)."""
         t = r.type
         if not isinstance(t, RangeType):
             raise self.fail(op, f"loop variable must be a range, got {t}")
         if isinstance(t.block, str):
-            if t.block in self.ranges:
-                raise self.fail(op, f"block symbol {t.block} cuts two ranges")
+            if t.block in self.open:
+                raise self.fail(op, f"block symbol {t.block} cuts two nested ranges")
             sym = self.fn.symbols.get(t.block)
             if sym is None or sym.extent != t.extent:
                 raise self.fail(op, f"{t} does not match its symbol declaration")
-            self.ranges[t.block] = t
+            self.open.add(t.block)
 
     def block(self, block: Block, scope: set[Value], depth: str, terminator: str | None) -> None:
         scope = set(scope) | set(block.args)
@@ -73,6 +76,7 @@ class Verifier:
                 self.check_type(op, r.type)
             if len(op.regions) != opdef.regions:
                 raise self.fail(op, f"expects {opdef.regions} regions")
+            opened = set(self.open)
             if op.name == "grid":
                 for a in op.regions[0].args:
                     self.bind_range(op, a)
@@ -81,20 +85,31 @@ class Verifier:
                 self.block(op.regions[0], scope, "grid", None)
             elif op.name == "for":
                 region = op.regions[0]
-                if not region.args:
-                    raise self.fail(op, "needs a range argument")
-                self.bind_range(op, region.args[0])
-                rt = region.args[0].type
-                if isinstance(rt, RangeType) and rt.stop != bool(op.attrs.get("stop")):
-                    raise self.fail(op, "a range cut by a runtime stop needs the loop's stop "
-                                        "operand, and only such a range")
+                ranges = loop_ranges(op)
+                if len(ranges) != int(op.attrs.get("ranges", 1)):
+                    raise self.fail(op, "needs a range argument per range")
+                for r in ranges:
+                    self.bind_range(op, r)
+                    rt = r.type
+                    if isinstance(rt, RangeType) and rt.stop != bool(op.attrs.get("stop")):
+                        raise self.fail(op, "a range cut by a runtime stop needs the loop's "
+                                            "stop operand, and only such a range")
                 inits = loop_inits(op)
-                if [a.type for a in region.args[1:]] != [o.type for o in inits]:
+                if [a.type for a in loop_carried(op)] != [o.type for o in inits]:
                     raise self.fail(op, "carried arguments do not match the initial values")
                 self.block(region, scope, "loop", "yield")
                 yielded = region.ops[-1].operands if region.ops else []
                 if [v.type for v in yielded] != [o.type for o in inits]:
                     raise self.fail(op, "yielded values do not match the carried values")
+            elif op.name == "if":
+                for region in op.regions:
+                    if region.args:
+                        raise self.fail(op, "a branch takes no arguments")
+                    self.block(region, scope, "if", "yield")
+                    if [v.type for v in region.ops[-1].operands] != [r.type for r in op.results]:
+                        raise self.fail(op, "a branch yields values that do not match the "
+                                            "results")
+            self.open = opened
             scope.update(op.results)
         if terminator is not None and (not block.ops or block.ops[-1].name != terminator):
             raise self.fail(None, f"block does not end with '{terminator}'")

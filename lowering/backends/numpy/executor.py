@@ -13,6 +13,8 @@ from typing import Any, Callable
 import numpy as np
 
 from lowering.backends.numpy import memory
+from lowering.backends.numpy.branches import run_if
+from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
@@ -83,6 +85,8 @@ class Executor:
                 continue
             elif op.name == "for":
                 outs = self.loop(op, env)
+            elif op.name == "if":
+                outs = run_if(self, op, env)
             else:
                 raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
             for r, o in zip(op.results, outs):
@@ -112,6 +116,8 @@ class Executor:
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
 
     def loop(self, op: Op, env: Env) -> list[Any]:
+        if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
+            return run_strided(self, op, env)
         region = op.regions[0]
         r = region.args[0].type
         assert isinstance(r, RangeType)
@@ -311,7 +317,7 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     ntile = len(op.result.type.shape)  # type: ignore[union-attr]
     with _bounds(ex, op):
         out = memory.load(xs[0], ex.indices(op, xs, tensor), ex.rank, ntile,
-                          op.attrs.get("other"))
+                          op.attrs.get("other"), ex.active)
     return [out]
 
 

@@ -159,8 +159,11 @@ def _view(arr: np.ndarray, indices: list[Index], rank: int) -> np.ndarray | None
     return np.expand_dims(v, missing) if missing else v
 
 
-def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile: int):
-    """Broadcastable index arrays (one per tensor dim) over `prefix + tile`, and validity."""
+def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile: int,
+                  active: np.ndarray | None = None):
+    """Broadcastable index arrays (one per tensor dim) over `prefix + tile`, and validity.
+    A scalar index out of range is an error only for the programs `active` (prefix-shaped,
+    with `ntile` trailing axes of 1) lists: the others skip this access (an `if` branch)."""
     idxs, valid = [], None
     pos = 0
     for d, (n, idx) in enumerate(zip(shape, indices)):
@@ -185,6 +188,8 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
         else:
             ix = np.asarray(idx).reshape(idx.shape + (1,) * ntile)
             bad = (ix < 0) | (ix >= n)
+            if active is not None:
+                bad = bad & active
             if bad.any():  # a tile's lanes may be out of range, a scalar index may not
                 raise OutOfRange(d, int(ix[bad].flat[0]), n)
         ok = (ix >= 0) & (ix < n)
@@ -227,10 +232,10 @@ def _fill(arr: np.ndarray, other: object | None) -> object:
 
 
 def gather(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
-           other: object | None) -> np.ndarray:
+           other: object | None, active: np.ndarray | None = None) -> np.ndarray:
     """The general load: index arrays, clipped, with out-of-range elements set to `other` or
     poison."""
-    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active)
     out = arr[tuple(idxs)]
     if valid is not None and not valid.all():
         out = np.where(valid, out, np.asarray(_fill(arr, other)).astype(arr.dtype))
@@ -238,14 +243,18 @@ def gather(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
 
 
 def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
-         other: object | None) -> np.ndarray:
+         other: object | None, active: np.ndarray | None = None) -> np.ndarray:
+    """`arr[indices]` for every program; `active` (prefix-shaped bool), if given, says which
+    programs load (the others may index anything: their tiles are not used)."""
     v = _view(arr, indices, rank)
     if v is not None:
         return v
     padded = _padded(arr, indices, _fill(arr, other))
     if padded is not None and (v := _view(padded, indices, rank)) is not None:
         return v
-    return gather(arr, indices, rank, ntile, other)
+    if active is not None:
+        active = active.reshape(active.shape + (1,) * ntile)
+    return gather(arr, indices, rank, ntile, other, active)
 
 
 def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) -> np.ndarray:
@@ -253,9 +262,11 @@ def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) ->
     elements; as if they ran in order, the last one wins."""
     indexed = {i.axis for i in indices if isinstance(i, GridScalar)}
     for idx in indices:
-        shape = idx.begin.shape if isinstance(idx, RangeRT) else np.shape(idx) if idx is not None \
-            and not isinstance(idx, GridScalar) else ()
-        indexed |= {a for a in range(min(rank, len(shape))) if shape[a] > 1}
+        if isinstance(idx, RangeRT):  # a runtime stop or start also tells programs' lanes apart
+            shapes = [np.shape(x) for x in (idx.begin, idx.stop, idx.start) if x is not None]
+        else:
+            shapes = [np.shape(idx)] if idx is not None and not isinstance(idx, GridScalar) else []
+        indexed |= {a for shape in shapes for a in range(min(rank, len(shape))) if shape[a] > 1}
     for a in range(rank):
         if a not in indexed and value.shape[a] > 1:
             value = value.take([-1], axis=a)
@@ -287,7 +298,7 @@ def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
             value: np.ndarray, active: np.ndarray | None = None) -> None:
     """The general store: index arrays; out-of-range elements (and inactive ones) are not
     written."""
-    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile)
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active)
     if active is not None:
         valid = active if valid is None else valid & active
     shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))

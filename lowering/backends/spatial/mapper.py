@@ -27,7 +27,7 @@ from lowering.backends.spatial.arch import Arch
 from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
-from tiledsl.errors import ConfigError
+from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
@@ -114,11 +114,24 @@ def _structure(block: Block) -> list[Step]:
     steps: list[Step] = []
     current = Segment()
     for op in block.ops:
+        if op.name == "for" and op.attrs.get("stride"):
+            raise BackendError(
+                "backend 'spatial' cannot map a strided 'for' (td.tile(...)[p::P]): the mapper "
+                "places each tile on a PE itself", loc=op.loc,
+                hint="tile the grid (for tm, tn in td.tile(m, n)) and let the fold knob place "
+                     "the tiles on the PEs")
         if op.name == "for":
             if current.loads or current.compute or current.stores:
                 steps.append(current)
                 current = Segment()
             steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0])))
+        elif op.regions:  # an `if`: its branch is known per program only when it runs
+            raise BackendError(
+                f"backend 'spatial' cannot map the '{op.name}' op (an `if` on a runtime value): "
+                "the mapper plans every program's transfers before the run, and which branch a "
+                "program takes is known only then", loc=op.loc,
+                hint="run it on the numpy or triton backend, or compute both sides and "
+                     "select with td.where")
         elif op.name == "load":
             current.loads.append(op)
         elif op.name == "store":

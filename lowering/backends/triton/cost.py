@@ -22,7 +22,7 @@ from lowering.backends.triton.registers import feeds_dots_only, uses_of
 from lowering.backends.triton.registers import registers as register_estimate
 from tiledsl.config import Config
 from tiledsl.ir.bounds import interval
-from tiledsl.ir.core import Function, loop_start, loop_stop, walk
+from tiledsl.ir.core import Function, loop_ranges, loop_start, loop_stop, walk
 from tiledsl.ir.types import TensorType, TileType
 
 EPILOGUE_MATH = frozenset({"erf", "exp", "exp2", "log", "tanh", "sigmoid", "sqrt", "rsqrt"})
@@ -169,14 +169,23 @@ def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
     def visit(block: Any, mult: int) -> None:
         for op in block.ops:
             out[id(op)] = mult
-            if op.name == "for":
+            if op.name == "for" and op.attrs.get("stride"):  # a program's share of the tiles
+                tiles = math.prod(-(-r.type.extent // size_of(r.type.block, blocks))  # type: ignore
+                                  for r in loop_ranges(op))
+                visit(op.regions[0], mult * -(-tiles // op.attrs["stride"]))
+            elif op.name == "for":
                 r = op.regions[0].args[0].type
                 b = blocks.get(r.block, r.block) if isinstance(r.block, str) else r.block
                 visit(op.regions[0], mult * _mean_trips(op, r.extent, b))
-            elif op.name == "grid":
-                visit(op.regions[0], mult)
+            else:  # a grid, or the branches of an `if` (counted as if taken)
+                for region in op.regions:
+                    visit(region, mult)
     visit(fn.body, 1)
     return out
+
+
+def size_of(d: Any, blocks: dict[str, int]) -> int:
+    return blocks.get(d, d) if isinstance(d, str) else d
 
 
 def _mean_trips(op: Any, extent: int, block: int) -> int:

@@ -21,6 +21,7 @@ from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen

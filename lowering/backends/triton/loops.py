@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lowering.backends.triton.persistent import strided_loop
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Op, Value, loop_inits, loop_start, loop_stop, walk
@@ -26,6 +27,9 @@ class LoopEmission:
     pointers: dict[Op, str]
 
     def loop(self, op: Op, indent: int) -> None:
+        if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
+            strided_loop(self, op, indent)  # type: ignore[arg-type]
+            return
         region = op.regions[0]
         r = region.args[0]
         rt = r.type
@@ -131,7 +135,7 @@ class LoopEmission:
         made in this body, used only by the yield, and after the last read of the old value."""
         position = {op: i for i, op in enumerate(region.ops)}
         yielded = region.ops[-1].operands
-        for arg, v, name in zip(region.args[1:], yielded, carried):
+        for arg, v, name in zip(region.args[len(region.args) - len(carried):], yielded, carried):
             owner = v.owner
             if owner not in position or len(self.uses.get(v, [])) != 1 or v in self.preset:
                 continue

@@ -31,7 +31,7 @@ BASE, LOOP_BASE, MMA_LOOP_BASE = 8, 20, 32
 TMA_SAVING = 24  # the pointer tiles TMA loads do without (attention 128x64, 4 warps: 240 -> 193)
 FREE = ("broadcast", "expand_dims", "const", "tile.index", "tile.begin", "tile.size")
 ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast", "mask")
-BARRIERS = ("reduce", "dot", "cumsum", "for", "store")  # what a chain cannot be fused across
+BARRIERS = ("reduce", "dot", "cumsum", "for", "if", "store")  # what a chain cannot fuse across
 TO_SHARED = ("dot", "transpose", "mask")  # a load used only through these feeds a dot
 
 
