@@ -58,8 +58,10 @@ class RangeType:
         return f"range<{self.extent}x{self.block}{',stop' if self.stop else ''}>"
 
     def indexes(self, size: int) -> bool:
-        """Whether this range may index a tensor dimension of `size` elements."""
-        return self.extent == size or (self.stop and self.extent <= size)
+        """Whether this range may index a tensor dimension of `size` elements: of its extent n,
+        or of n + 1 (an offsets tensor, the n + 1 boundaries of n jagged rows: it covers the
+        first n), or, with a stop, of at least n."""
+        return self.extent in (size, size - 1) or (self.stop and self.extent <= size)
 
 
 Type = Union[TensorType, TileType, RangeType]
