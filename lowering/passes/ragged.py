@@ -133,11 +133,16 @@ class MaskRaggedEdgesPass:
         dims = [d for d in range(len(tensor.shape)) if d not in full]
         shape = TileType(lay.shape, dtypes.bool_)
         valid = mask
+        seen = set()  # index tiles whose lanes sit alike have one mask (x[t.index, y[t]])
         for idx, d in zip(indices, dims):
             t = idx.type
             if not is_index_tile(t):
                 continue
             assert isinstance(t, TileType)
+            key = (lay.axes[d], t.shape, tuple(id(r) for r in scope.fixed if Lanes(r).of(idx)))
+            if key in seen:
+                continue
+            seen.add(key)
             true = emit(out, "const", [], TileType((), dtypes.bool_), op, {"value": True})
             ok = start = emit(out, "broadcast", [true], t.with_dtype(dtypes.bool_), op)
             for axis in range(t.rank):

@@ -24,6 +24,7 @@ from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.workarounds import breaks_thread_locality
+from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
@@ -263,7 +264,9 @@ class KernelEmitter(LoopEmission):
                     if wide:
                         offs_e = f"{offs_e}.to(tl.int64)"
                     block_offs = block_offs or offs_e
-                    masks.append(f"({offs_e} >= 0) & ({offs_e} < {extent})")
+                    known = interval(idx, lanes=True)  # t.index arithmetic needs no check
+                    if known is None or not 0 <= known[0] <= known[1] < extent:
+                        masks.append(f"({offs_e} >= 0) & ({offs_e} < {extent})")
                 else:
                     offs_e = self.value(idx)
                     if wide:
@@ -632,12 +635,17 @@ class KernelEmitter(LoopEmission):
 
     def mask(self, op: Op, indent: int) -> None:
         x = op.operands[0]
+        t = x.type
+        assert isinstance(t, TileType)
         conds = self.mask_conds(op, indent)
         if not conds:
             self.alias(op, self.value(x))
             return
         if _constant(x) is True and op.attrs["value"] is False:  # which lanes are in range
             self.alias(op, " & ".join(conds))
+            return
+        if t.dtype.is_bool and op.attrs["value"] is False:  # where(c, x, False) is c & x
+            self.assign(op, " & ".join([self.value(x)] + conds), indent)
             return
         self.assign(op, f"tl.where({' & '.join(conds)}, {self.value(x)}, "
                         f"{literal(op.attrs['value'])})", indent)
