@@ -34,6 +34,10 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "rms_norm": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
     "window_attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
+    "embedding": [{"n": 37, "vocab": 1, "dim": 19}, {"n": 1, "vocab": 53, "dim": 2}],
+    "cross_entropy": [{"n": 37, "v": 1}, {"n": 1, "v": 131}],
+    "jagged_sum": [{"rows": 1, "m": 19, "max_len": 3}, {"rows": 23, "m": 1, "max_len": 1}],
+    "jagged_softmax": [{"rows": 1, "m": 19, "max_len": 3}, {"rows": 23, "m": 1, "max_len": 1}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

@@ -24,8 +24,15 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
+    "embedding": {"n": 37, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
+    "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
+    "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
 }
 ARCHS = sorted(PRESETS)
+# Examples the mapper refuses, with a BackendError at the loop (tests/test_gather.py): their
+# loops stop at a length loaded from memory, and the mapper plans iterations before the run.
+UNMAPPED = {"jagged_sum", "jagged_softmax"}
+MAPPED = [name for name in EXAMPLE_NAMES if name not in UNMAPPED]
 
 
 def inputs(name: str, dtype: type = np.float32) -> tuple:
@@ -50,7 +57,7 @@ def test_presets_round_trip_and_cite_their_values(arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", MAPPED)
 def test_examples_match_numpy(name: str, arch: str) -> None:
     args = inputs(name)
     ref = example(name).reference(*fresh(args))
@@ -61,7 +68,7 @@ def test_examples_match_numpy(name: str, arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", MAPPED)
 def test_configs_validate_and_timing_respects_the_roofline(name: str, arch: str) -> None:
     args = inputs(name)
     k = kernel_of(name)

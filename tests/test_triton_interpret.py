@@ -26,6 +26,9 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
+    "embedding": {"n": 37, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
+    "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
+    "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
