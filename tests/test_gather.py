@@ -209,6 +209,12 @@ def offsets_of(x, offsets):
 
 
 @td.tile_kernel
+def write_offsets(x, offsets):
+    for tb in td.tile(x.shape[0]):
+        offsets[tb] = x[tb]
+
+
+@td.tile_kernel
 def unaligned_indices(x, i, j):
     out = td.empty((i.shape[0],), dtype=x.dtype)
     for ti, tj in td.tile(i.shape[0], j.shape[0]):
@@ -236,11 +242,16 @@ def scatter_race(src, idx):
 def test_a_tile_indexes_its_own_size_or_an_offsets_tensor_one_longer() -> None:
     x = np.zeros(7, np.float32)
     np.testing.assert_array_equal(offsets_of(x, np.arange(8)), np.arange(7))
-    for size, past in ((9, False), (6, True)):
-        with pytest.raises(td.ShapeError, match="an offsets tensor of n \\+ 1 entries") as info:
-            offsets_of(x, np.arange(size))
+    # Only a load from an integer tensor: `x[t] + y[t]` with y one longer is still a mistake,
+    # and so is a store into a longer tensor.
+    for size, dtype, past in ((9, np.int64, False), (6, np.int64, True), (8, np.float32, False)):
+        with pytest.raises(td.ShapeError, match="which has") as info:
+            offsets_of(x, np.arange(size).astype(dtype))
+        assert ("an offsets tensor of n + 1 entries" in str(info.value)) == (dtype == np.int64)
         assert ("run past the end" in str(info.value)) == past
         assert "out[tb] = offsets[tb]  # <- here" in str(info.value)
+    with pytest.raises(td.ShapeError, match="which has 8"):
+        write_offsets(np.arange(7), np.zeros(8, np.int64))
 
 
 def test_index_tiles_that_do_not_broadcast_and_bool_indices_are_errors() -> None:

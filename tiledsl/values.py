@@ -251,7 +251,7 @@ class Tensor:
     def load(self, idx: Any, mask: Any = None, other: Any = None) -> TileValue:
         """`self[idx]`, and with `mask` (td.load) only where it holds; elsewhere `other`."""
         tr = current()
-        operands, full = _indices(tr, self, idx)
+        operands, full = _indices(tr, self, idx, reading=True)
         attrs: dict[str, Any] = {"full": full} if full else {}
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask))
@@ -303,8 +303,10 @@ class Tensor:
     __hash__ = object.__hash__
 
 
-def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...]]:
-    """Index operands (ranges and integer scalars) and the dims taken whole by `:`."""
+def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
+             ) -> tuple[list[Value], tuple[int, ...]]:
+    """Index operands (ranges, integer scalars and tiles) and the dims taken whole by `:`
+    (`reading`: for a load, whose tiles may read an offsets tensor one longer)."""
     if tr.depth == "host":
         tr.fail(TraceError, f"tensor '{t.name}' can only be indexed inside a td.tile/td.grid loop")
     items = list(idx) if isinstance(idx, tuple) else [idx]
@@ -324,13 +326,16 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
                         f"(shape {t.shape})",
                         hint=f"bound the stop: td.tile(td.minimum(stop, {extent}))")
-            if not it.range.indexes(extent):
+            if not it.range.indexes(extent, reading and t.dtype.is_int):
                 tr.fail(ShapeError, f"tile '{it.label}' covers {it.extent} elements but indexes "
                         f"dimension {d} of '{t.name}', which has {extent} (shape {t.shape})",
-                        hint="a tile indexes a dimension of the size it was made for, or one "
-                             "more (an offsets tensor of n + 1 entries: x_offsets[tb] and "
-                             "x_offsets[tb.index + 1] with tb over n)"
-                             + ("; it would run past the end" if extent < it.extent else ""))
+                        hint="each tile must index a dimension of the size it was made for"
+                             + ("; a load from an integer tensor one longer reads its first n "
+                                "entries (an offsets tensor of n + 1 entries: x_offsets[tb] and "
+                                "x_offsets[tb.index + 1] with tb over n)"
+                                if reading and t.dtype.is_int else "")
+                             + ("; this one would run past the end" if extent < it.extent
+                                else ""))
             operands.append(it.value)
         elif isinstance(it, slice):
             if it != slice(None):

@@ -307,8 +307,10 @@ _def("tile.begin")(_scalar_of_range("tile.begin"))
 _def("tile.size")(_scalar_of_range("tile.size"))
 
 
-def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int]) -> tuple[Dim, ...]:
-    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it."""
+def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int],
+                  reading: bool = False) -> tuple[Dim, ...]:
+    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it
+    (`reading`: for a load, whose ranges may read offsets, RangeType.indexes)."""
     if len(indices) + len(full) != len(tensor.shape):
         raise IRError(f"{len(indices) + len(full)} indices for a {len(tensor.shape)}-D tensor")
     shape: list[Dim] = []
@@ -319,7 +321,7 @@ def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[in
             continue
         idx = next(it)
         if isinstance(idx, RangeType):
-            if not idx.indexes(extent):
+            if not idx.indexes(extent, reading and tensor.dtype.is_int):
                 raise ShapeError(f"a range over {idx.extent} indexes dimension {d} of size {extent}")
             shape.append(idx.block)
         elif not (isinstance(idx, TileType) and idx.dtype.is_int):  # a scalar, or a gather's
@@ -345,7 +347,7 @@ def _access_mask(ts: Sequence[Type], attrs: dict, shape: tuple[Dim, ...]) -> Non
 def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "load source")
     indices = ts[1:-1] if attrs.get("mask") else ts[1:]
-    shape = indexed_shape(tensor, indices, attrs.get("full", ()))
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()), reading=True)
     _access_mask(ts, attrs, shape)
     return [TileType(shape, tensor.dtype)]
 
