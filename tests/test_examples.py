@@ -43,6 +43,10 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "matmul_epilogue": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
     "grouped_gemm": [{"groups": 1, "m": 37, "k": 1, "n": 53}, {"groups": 2, "m": 1, "k": 67, "n": 2}],
     "persistent_matmul": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
+    "embedding": [{"n": 37, "vocab": 1, "dim": 19}, {"n": 1, "vocab": 53, "dim": 2}],
+    "cross_entropy": [{"n": 37, "v": 1}, {"n": 1, "v": 131}],
+    "jagged_sum": [{"rows": 1, "m": 19, "max_len": 3}, {"rows": 23, "m": 1, "max_len": 1}],
+    "jagged_softmax": [{"rows": 1, "m": 19, "max_len": 3}, {"rows": 23, "m": 1, "max_len": 1}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

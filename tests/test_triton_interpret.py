@@ -31,6 +31,9 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
     "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
     "persistent_matmul": {"m": 37, "k": 45, "n": 29},
+    "embedding": {"n": 37, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
+    "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
+    "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 

@@ -12,7 +12,8 @@
 
 from tiledsl import testing as testing
 from tiledsl.aot import LoadedKernel as LoadedKernel
-from tiledsl.aot import load as load
+from tiledsl.access import load as load  # in a kernel a masked load; outside, aot.load
+from tiledsl.access import store as store
 from tiledsl.config import Config as Config
 from tiledsl.config import ConfigSpace as ConfigSpace
 from tiledsl.dtypes import DType as DType

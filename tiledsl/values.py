@@ -15,6 +15,7 @@ from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError
 from tiledsl.ir.core import Value
+from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.races import check_store
@@ -278,11 +279,25 @@ class Tensor:
         return f"Tensor({self.name}: {self.type})"
 
     def __getitem__(self, idx: Any) -> TileValue:
-        tr = current()
-        operands, full = _indices(tr, self, idx)
-        return TileValue(tr.emit("load", [self.value, *operands], {"full": full} if full else {})[0])
+        return self.load(idx)
 
     def __setitem__(self, idx: Any, value: Any) -> None:
+        self.store(idx, value)
+
+    def load(self, idx: Any, mask: Any = None, other: Any = None) -> TileValue:
+        """`self[idx]`, and with `mask` (td.load) only where it holds; elsewhere `other`."""
+        tr = current()
+        operands, full = _indices(tr, self, idx, reading=True)
+        attrs: dict[str, Any] = {"full": full} if full else {}
+        if mask is not None:
+            operands.append(_access_mask(tr, self, operands, full, mask))
+            attrs["mask"] = True
+            if other is not None:
+                attrs["other"] = _other(tr, self, other)
+        return TileValue(tr.emit("load", [self.value, *operands], attrs)[0])
+
+    def store(self, idx: Any, value: Any, mask: Any = None) -> None:
+        """`self[idx] = value`, and with `mask` (td.store) only where it holds."""
         tr = current()
         operands, full = _indices(tr, self, idx)
         from tiledsl.ir.ops import indexed_shape
@@ -298,7 +313,11 @@ class Tensor:
                     f"'{self.name}[...]' of shape {tr.describe_shape(shape)}")
         v = broadcast_to(cast(v, self.dtype), shape)
         check_store(tr, self.name, operands, v.value)
-        tr.emit("store", [self.value, *operands, v.value], {"full": full} if full else {})
+        attrs: dict[str, Any] = {"full": full} if full else {}
+        if mask is not None:
+            operands.append(_access_mask(tr, self, operands, full, mask))
+            attrs["mask"] = True
+        tr.emit("store", [self.value, *operands, v.value], attrs)
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -353,8 +372,10 @@ class Tensor:
     __hash__ = object.__hash__
 
 
-def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...]]:
-    """Index operands (ranges and integer scalars) and the dims taken whole by `:`."""
+def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
+             ) -> tuple[list[Value], tuple[int, ...]]:
+    """Index operands (ranges, integer scalars and tiles) and the dims taken whole by `:`
+    (`reading`: for a load, whose tiles may read an offsets tensor one longer)."""
     if tr.depth == "host":
         tr.fail(TraceError, f"tensor '{t.name}' can only be indexed inside a td.tile/td.grid loop")
     items = list(idx) if isinstance(idx, tuple) else [idx]
@@ -374,10 +395,16 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
                         f"(shape {t.shape})",
                         hint=f"bound the stop: td.tile(td.minimum(stop, {extent}))")
-            if not it.range.indexes(extent):
+            if not it.range.indexes(extent, reading and t.dtype.is_int):
                 tr.fail(ShapeError, f"tile '{it.label}' covers {it.extent} elements but indexes "
                         f"dimension {d} of '{t.name}', which has {extent} (shape {t.shape})",
-                        hint="each tile must index a dimension of the size it was made for")
+                        hint="each tile must index a dimension of the size it was made for"
+                             + ("; a load from an integer tensor one longer reads its first n "
+                                "entries (an offsets tensor of n + 1 entries: x_offsets[tb] and "
+                                "x_offsets[tb.index + 1] with tb over n)"
+                                if reading and t.dtype.is_int else "")
+                             + ("; this one would run past the end" if extent < it.extent
+                                else ""))
             operands.append(it.value)
         elif isinstance(it, slice):
             if it != slice(None):
@@ -390,14 +417,17 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                 tr.fail(ShapeError, f"index {int(it)} is out of range for dimension {d} of "
                         f"'{t.name}' (size {extent})")
             operands.append(constant(i, dtypes.index_dtype(extent)).value)
-        elif isinstance(it, TileValue) and it.shape == () and it.dtype.is_int:
-            operands.append(it.value)
+        elif isinstance(it, TileValue) and it.dtype.is_int:
+            operands.append(it.value)  # a scalar, or an index tile (a gather: ir/gathers.py)
         elif isinstance(it, TileValue):
             tr.fail(TraceError, f"tensor '{t.name}' indexed with a {it.type} value",
-                    hint="index with tiles, integers, integer scalars or `:`")
+                    hint="index with tiles, integers, integer scalars or tiles, or `:`"
+                         + ("; to select with a bool tile, load with td.load(x, [...], "
+                            "mask=m) or use td.where" if it.dtype.is_bool else ""))
         else:
             tr.fail(TraceError, f"tensor '{t.name}' indexed with {type(it).__name__} {it!r}",
-                    hint="index with tiles, integers, integer scalars or `:`")
+                    hint="index with tiles, integers, integer scalars or tiles, or `:`")
+    _check_gather(tr, t, operands)
     return operands, tuple(full)
 
 
@@ -406,6 +436,45 @@ def need_static(v: Any) -> None:
     stops and the kernel traces again with them as Python ints (static_args.py)."""
     from tiledsl.static_args import need_static as check
     check(v, current().int_params)
+
+
+def _check_gather(tr: Tracer, t: Tensor, operands: list[Value]) -> None:
+    """The index tiles of one access broadcast together (NumPy's rule; see ir/gathers.py)."""
+    shapes = [o.type.shape for o in operands if is_index_tile(o.type)]  # type: ignore[union-attr]
+    if len(shapes) > 1 and broadcast_dims(shapes) is None:
+        tr.fail(ShapeError, f"the index tiles of '{t.name}[...]' have shapes "
+                + " and ".join(tr.describe_shape(s) for s in shapes) + " which do not broadcast",
+                hint="index tiles broadcast together as NumPy's integer arrays do: line them up "
+                     "with v[:, None] / v[None, :]")
+
+
+def _access_mask(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, ...],
+                 mask: Any) -> Value:
+    """A load's or store's mask as a bool tile of the access's shape."""
+    from tiledsl.ir.ops import indexed_shape
+    shape = indexed_shape(t.type, [o.type for o in operands], full)
+    m = to_value(mask)
+    if not m.dtype.is_bool:
+        tr.fail(DTypeError, f"the mask of an access to '{t.name}' must be bool, got {m.dtype}",
+                hint="compare to make one, e.g. mask=tk.index[None, :] < lens[:, None]")
+    if m.ndim > len(shape) or broadcast_dims([m.shape, shape]) != shape:
+        tr.fail(ShapeError, f"a mask of shape {tr.describe_shape(m.shape)} does not broadcast to "
+                f"'{t.name}[...]' of shape {tr.describe_shape(shape)}")
+    return broadcast_to(m, shape).value
+
+
+def _other(tr: Tracer, t: Tensor, other: Any) -> bool | int | float:
+    """A masked load's fill value: a Python number the tensor's dtype holds."""
+    if not isinstance(other, (bool, int, float, np.number)):
+        tr.fail(TraceError, f"td.load: other= is a number, got {type(other).__name__}",
+                hint="masked-off lanes take one value, e.g. other=0 or other=float('-inf')")
+    if t.dtype.is_bool:
+        return bool(other)
+    if t.dtype.is_float:
+        return float(other)
+    if float(other) != int(other) or not _fits(int(other), t.dtype):
+        tr.fail(DTypeError, f"td.load: other={other!r} is not a {t.dtype} value of '{t.name}'")
+    return int(other)
 
 
 def as_dtype(value: Any, what: str) -> DType:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from tiledsl import dtypes
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Op, Value, result_sources
+from tiledsl.ir.gathers import access_parts, gathers, is_index_tile, op_layout
 from tiledsl.ir.ops import ELEMENTWISE, OPS
 from tiledsl.ir.types import RangeType, TileType
 
@@ -60,6 +61,17 @@ class Lanes:
         return frozenset()
 
     def _load(self, op: Op) -> frozenset[int]:
+        if gathers(op):  # ranges and index tiles put their lanes where the layout says
+            indices, _ = access_parts(op)
+            tensor = op.operands[0].type
+            full = op.attrs.get("full", ())
+            dims = [d for d in range(len(tensor.shape)) if d not in full]  # type: ignore[union-attr]
+            axes = op_layout(op).axes
+            lanes: set[int] = set()
+            for idx, d in zip(indices, dims):
+                own = {0} if idx is self.r else self.of(idx) if is_index_tile(idx.type) else set()
+                lanes |= {axes[d][a] for a in own}
+            return frozenset(lanes)
         full = op.attrs.get("full", ())
         tensor = op.operands[0].type
         indices = iter(op.operands[1:])
@@ -137,4 +149,18 @@ def along(valid: Value, axis: int, t: TileType, ops: list[Op], at: Op) -> Value:
         v = emit(ops, "expand_dims", [v], TileType(shape, dtypes.bool_), at, {"axis": where})
     if v.type != TileType(t.shape, dtypes.bool_):
         v = emit(ops, "broadcast", [v], TileType(t.shape, dtypes.bool_), at)
+    return v
+
+
+def place(v: Value, axes: tuple[int, ...], t: TileType, ops: list[Op], at: Op) -> Value:
+    """A tile `v` whose axes go to `axes` (increasing) of a tile of type `t` (of v's dtype),
+    broadcast to its shape: how an index tile's shape sits in a gather's (ir/gathers.py)."""
+    for a in range(t.rank):
+        if a not in axes:
+            vt = v.type
+            assert isinstance(vt, TileType)
+            shape = vt.shape[:a] + (1,) + vt.shape[a:]
+            v = emit(ops, "expand_dims", [v], TileType(shape, vt.dtype), at, {"axis": a})
+    if v.type != t:
+        v = emit(ops, "broadcast", [v], t, at)
     return v

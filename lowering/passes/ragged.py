@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering.passes.lanes import Lanes, along, emit, in_range
+from lowering.passes.lanes import Lanes, along, emit, in_range, place
 from tiledsl import dtypes
 from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
 from tiledsl.errors import BackendError
+from tiledsl.ir.gathers import access_parts, gathers, is_index_tile, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS, OPS, VIEW, has_trait
-from tiledsl.ir.types import RangeType, TileType
+from tiledsl.ir.types import RangeType, TensorType, TileType
 
 # Backends pad a constant dimension to a power of two, and Triton's to at least 16 (tl.dot's
 # minimum): a dimension of 2, 4 or 8 is padded too.
@@ -95,20 +96,22 @@ class MaskRaggedEdgesPass:
                 r = a.type.rank  # type: ignore[union-attr]
                 op.operands = [self._mask(a, r - 1, 0, scope, out, op),
                                self._mask(b, r - 2, 0, scope, out, op)]
+            elif op.name in ("load", "store") and gathers(op):
+                self._index_lanes(op, scope, out)
             elif has_trait(op.name, VIEW):
                 self._keeps_lanes(op, scope)
             out.append(op)
         block.ops = out
 
     def _mask(self, x: Value, axis: int, fill: object, scope: _Scope, out: list[Op],
-              at: Op) -> Value:
+              at: Op, lanes_of: Value | None = None) -> Value:
         t = x.type
         assert isinstance(t, TileType)
         dim = t.shape[axis]
         fill = bool(fill) if t.dtype.is_bool else float(fill) if t.dtype.is_float else int(fill)  # type: ignore[arg-type]
         if isinstance(dim, int):  # lanes of a constant block that ends ragged
             for r in scope.fixed:
-                if axis in Lanes(r).of(x) and not self._fill_load(x, fill):
+                if axis in Lanes(r).of(lanes_of or x) and not self._fill_load(x, fill):
                     valid = along(in_range(r, out, at, *scope.bounds(r)), axis, t, out, at)
                     fill_v = emit(out, "broadcast", [emit(out, "const", [], TileType((), t.dtype),
                                                           at, {"value": fill})], t, at)
@@ -121,6 +124,44 @@ class MaskRaggedEdgesPass:
         masked = Value(t, x.hint)
         out.append(Op("mask", operands, [masked], {"axes": (axis,), "value": fill}, [], at.loc))
         return masked
+
+    def _index_lanes(self, op: Op, scope: _Scope, out: list[Op]) -> None:
+        """A gather's or scatter's index tiles: their lanes out of range of their own tiles (a
+        ragged edge, padding, past a loop's stop) join the access's mask, so they read `other`
+        and write nothing, and their indices (poison, or garbage) are never used."""
+        lay = op_layout(op)
+        indices, mask = access_parts(op)
+        tensor = op.operands[0].type
+        assert isinstance(tensor, TensorType)
+        full = op.attrs.get("full", ())
+        dims = [d for d in range(len(tensor.shape)) if d not in full]
+        shape = TileType(lay.shape, dtypes.bool_)
+        valid = mask
+        seen = set()  # index tiles whose lanes sit alike have one mask (x[t.index, y[t]])
+        for idx, d in zip(indices, dims):
+            t = idx.type
+            if not is_index_tile(t):
+                continue
+            assert isinstance(t, TileType)
+            key = (lay.axes[d], t.shape, tuple(id(r) for r in scope.fixed if Lanes(r).of(idx)))
+            if key in seen:
+                continue
+            seen.add(key)
+            true = emit(out, "const", [], TileType((), dtypes.bool_), op, {"value": True})
+            ok = start = emit(out, "broadcast", [true], t.with_dtype(dtypes.bool_), op)
+            for axis in range(t.rank):
+                ok = self._mask(ok, axis, False, scope, out, op, lanes_of=idx)
+            if ok is start:
+                continue  # no lane of this index tile can be out of range
+            ok = place(ok, lay.axes[d], shape, out, op)
+            valid = ok if valid is None else emit(out, "and", [valid, ok], shape, op)
+        if valid is None or valid is mask:
+            return
+        if mask is None:
+            op.attrs["mask"] = True
+            op.operands.insert(len(op.operands) - (op.name == "store"), valid)
+        else:
+            op.operands[op.operands.index(mask)] = valid
 
     @staticmethod
     def _keeps_lanes(op: Op, scope: _Scope) -> None:

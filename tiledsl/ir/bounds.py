@@ -47,10 +47,13 @@ def _tile_end(v: Value) -> int | None:
     return None
 
 
-def interval(v: Value) -> Interval | None:
-    """The values a scalar integer `v` can take, or None if they cannot be bounded statically."""
+def interval(v: Value, lanes: bool = False) -> Interval | None:
+    """The values a scalar integer `v` can take, or None if they cannot be bounded statically;
+    with `lanes`, also those the in-range lanes of an integer tile made from `t.index` hold (a
+    gather by it needs no bounds check)."""
     t = v.type
-    if not (isinstance(t, TileType) and t.shape == () and (t.dtype.is_int or t.dtype.is_bool)):
+    if not (isinstance(t, TileType) and (t.shape == () or lanes) and
+            (t.dtype.is_int or t.dtype.is_bool)):
         return None
     op = v.owner
     if op is None:
@@ -64,10 +67,12 @@ def interval(v: Value) -> Interval | None:
         return 1, min(block, r.extent)
     if (end := _tile_end(v)) is not None:
         return 1, end
-    if op.name == "cast":
-        return interval(op.operands[0])
+    if lanes and (r := _range_of(v, "tile.index")) is not None:
+        return 0, r.extent - 1
+    if op.name == "cast" or (lanes and op.name in ("broadcast", "expand_dims")):
+        return interval(op.operands[0], lanes)
     if op.name in ("add", "sub", "mul", "minimum", "maximum"):
-        a, b = interval(op.operands[0]), interval(op.operands[1])
+        a, b = interval(op.operands[0], lanes), interval(op.operands[1], lanes)
         if a is None or b is None:
             return None
         if op.name == "add":

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, IRError, ShapeError
+from tiledsl.ir.gathers import is_index_tile, layout
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType, Type
 
 Rule = Callable[[Sequence[Type], dict, Sequence[Type] | None], list[Type]]
@@ -379,8 +380,10 @@ _def("tile.begin")(_scalar_of_range("tile.begin"))
 _def("tile.size")(_scalar_of_range("tile.size"))
 
 
-def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int]) -> tuple[Dim, ...]:
-    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it."""
+def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int],
+                  reading: bool = False) -> tuple[Dim, ...]:
+    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it
+    (`reading`: for a load, whose ranges may read offsets, RangeType.indexes)."""
     if len(indices) + len(full) != len(tensor.shape):
         raise IRError(f"{len(indices) + len(full)} indices for a {len(tensor.shape)}-D tensor")
     shape: list[Dim] = []
@@ -391,11 +394,13 @@ def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[in
             continue
         idx = next(it)
         if isinstance(idx, RangeType):
-            if not idx.indexes(extent):
+            if not idx.indexes(extent, reading and tensor.dtype.is_int):
                 raise ShapeError(f"a range over {idx.extent} indexes dimension {d} of size {extent}")
             shape.append(idx.block)
-        elif not (isinstance(idx, TileType) and idx.shape == () and idx.dtype.is_int):
-            raise IRError(f"index {idx} must be a range or an integer scalar")
+        elif not (isinstance(idx, TileType) and idx.dtype.is_int):  # a scalar, or a gather's
+            raise IRError(f"index {idx} must be a range, an integer scalar or an integer tile")
+    if any(is_index_tile(i) for i in indices):  # a gather: see gathers.py
+        return layout(tensor, indices, full).shape
     return tuple(shape)
 
 
@@ -405,16 +410,27 @@ def _tensor(t: Type, what: str) -> TensorType:
     return t
 
 
+def _access_mask(ts: Sequence[Type], attrs: dict, shape: tuple[Dim, ...]) -> None:
+    """A masked load's or store's mask (the operand after its indices) covers its tile."""
+    if attrs.get("mask") and ts[-1] != TileType(shape, dtypes.bool_):
+        raise IRError(f"the mask of an access of shape {shape} has type {ts[-1]}")
+
+
 @_def("load")
 def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "load source")
-    return [TileType(indexed_shape(tensor, ts[1:], attrs.get("full", ())), tensor.dtype)]
+    indices = ts[1:-1] if attrs.get("mask") else ts[1:]
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()), reading=True)
+    _access_mask(ts, attrs, shape)
+    return [TileType(shape, tensor.dtype)]
 
 
 @_def("store", pure=False)
 def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "store target")
-    shape = indexed_shape(tensor, ts[1:-1], attrs.get("full", ()))
+    indices = ts[1:-2] if attrs.get("mask") else ts[1:-1]
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()))
+    _access_mask(ts[:-1], attrs, shape)
     value = tile(ts[-1], "stored value")
     if value != TileType(shape, tensor.dtype):
         raise IRError(f"store of {value} into a region of type {TileType(shape, tensor.dtype)}")

@@ -57,9 +57,12 @@ class RangeType:
     def __str__(self) -> str:
         return f"range<{self.extent}x{self.block}{',stop' if self.stop else ''}>"
 
-    def indexes(self, size: int) -> bool:
-        """Whether this range may index a tensor dimension of `size` elements."""
-        return self.extent == size or (self.stop and self.extent <= size)
+    def indexes(self, size: int, offsets: bool = False) -> bool:
+        """Whether this range may index a tensor dimension of `size` elements: of its extent n,
+        with a stop of at least n, and with `offsets` (a load from an integer tensor) of n + 1:
+        the n + 1 boundaries of n jagged rows, of which it covers the first n."""
+        return self.extent == size or (offsets and size == self.extent + 1) or \
+            (self.stop and self.extent <= size)
 
 
 Type = Union[TensorType, TileType, RangeType]

@@ -20,6 +20,7 @@ from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.config import Config
 from tiledsl.errors import OutOfBoundsError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
+from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
@@ -310,14 +311,28 @@ def _tile_size(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [size.astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
 
 
+def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
+            ) -> tuple[list[memory.Index], tuple[tuple[int, ...], ...] | None, Any]:
+    """A load's or store's indices, its layout's axes (for a gather, else None) and mask."""
+    indices = ex.indices(op, xs, tensor)
+    mask = xs[len(access_parts(op)[0]) + 1] if op.attrs.get("mask") else None
+    if not gathers(op):
+        return indices, None, mask
+    axes = op_layout(op).axes
+    indices = [memory.TileIndex(np.asarray(i), axes[d]) if isinstance(i, np.ndarray) and
+               np.ndim(i) > ex.rank else i for d, i in enumerate(indices)]
+    return indices, axes, mask
+
+
 @rule("load")
 def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     tensor = op.operands[0].type
     assert isinstance(tensor, TensorType)
     ntile = len(op.result.type.shape)  # type: ignore[union-attr]
     with _bounds(ex, op):
-        out = memory.load(xs[0], ex.indices(op, xs, tensor), ex.rank, ntile,
-                          op.attrs.get("other"), ex.active)
+        indices, axes, mask = _access(ex, op, xs, tensor)
+        out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
+                          axes, mask)
     return [out]
 
 
@@ -328,8 +343,8 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     value = op.operands[-1].type
     assert isinstance(value, TileType)
     with _bounds(ex, op):
-        memory.store(xs[0], ex.indices(op, xs[:-1], tensor), ex.rank, value.rank, xs[-1],
-                     ex.active)
+        indices, axes, mask = _access(ex, op, xs[:-1], tensor)
+        memory.store(xs[0], indices, ex.rank, value.rank, xs[-1], ex.active, axes, mask)
     return []
 
 
@@ -345,8 +360,9 @@ def _bounds(ex: Executor, op: Op) -> Iterator[None]:
             f"{what} '{name}': index {e.value} is out of bounds for dimension {e.dim} "
             f"(size {e.size})",
             kernel=ex.fn.name, loc=op.loc,
-            hint="a scalar index (an int argument, or arithmetic on td.grid indices) must lie "
-                 "in the dimension; only a tile's lanes past the edge are masked") from None
+            hint="a scalar index (an int argument, or arithmetic on td.grid indices) or an "
+                 "index tile's element must lie in the dimension; only a tile's lanes past the "
+                 "edge are masked (and what td.load's mask= leaves out)") from None
 
 
 @rule("tensor.empty")

@@ -49,7 +49,16 @@ class GridScalar:
     axis: int
 
 
-Index = Union[RangeRT, GridScalar, np.ndarray, None]  # None: the whole dimension (`:`)
+@dataclass(frozen=True)
+class TileIndex:
+    """An index tile (a gather's indices: prefix + its own tile shape), whose axes go to `axes`
+    of the access's tile (tiledsl/ir/gathers.py)."""
+
+    values: np.ndarray
+    axes: tuple[int, ...]
+
+
+Index = Union[RangeRT, GridScalar, TileIndex, np.ndarray, None]  # None: the whole dimension
 
 
 class OutOfRange(Exception):
@@ -109,6 +118,8 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
             new_shape.append(n)
             tags.append(("g", idx.axis))
         elif isinstance(idx, RangeRT):
+            if idx.extent < n and idx.grid_axis is not None:
+                return None  # a range over n indexing n + 1 elements covers the first n
             if idx.grid_axis is not None:
                 if n % idx.block:
                     return None
@@ -119,7 +130,7 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
                 if idx.begin.size != 1:
                     return None  # programs begin at different places (a subset of the grid)
                 b = int(idx.begin.flat[0])
-                if b + idx.block > (n if idx.stop is None else min(n, int(idx.stop.min()))):
+                if b + idx.block > min(n, idx.extent if idx.stop is None else int(idx.stop.min())):
                     return None
                 if idx.start is not None and b < int(idx.start.max()):
                     return None
@@ -160,13 +171,28 @@ def _view(arr: np.ndarray, indices: list[Index], rank: int) -> np.ndarray | None
 
 
 def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile: int,
-                  active: np.ndarray | None = None):
-    """Broadcastable index arrays (one per tensor dim) over `prefix + tile`, and validity.
-    A scalar index out of range is an error only for the programs `active` (prefix-shaped,
-    with `ntile` trailing axes of 1) lists: the others skip this access (an `if` branch)."""
-    idxs, valid = [], None
+                  active: np.ndarray | None = None,
+                  axes: tuple[tuple[int, ...], ...] | None = None,
+                  mask: np.ndarray | None = None):
+    """Broadcastable index arrays (one per tensor dim) over `prefix + tile`, and validity;
+    `axes` places each dimension's index in the tile (a gather's layout), `mask` (prefix +
+    tile) leaves elements out. An index outside its dimension is an error (OutOfRange) only
+    where the element is valid and for the programs `active` (prefix-shaped, with `ntile`
+    trailing axes of 1) lists: the others skip this access (an `if` branch)."""
+    idxs, valid = [], mask
     pos = 0
+    tiles: list[tuple[int, np.ndarray]] = []  # index tiles, checked once validity is known
     for d, (n, idx) in enumerate(zip(shape, indices)):
+        if axes is not None and axes[d]:
+            pos = axes[d][0]
+        if isinstance(idx, TileIndex):
+            tail = [1] * ntile
+            for i, a in enumerate(idx.axes):
+                tail[a] = idx.values.shape[rank + i]
+            ix = idx.values.reshape(idx.values.shape[:rank] + tuple(tail))
+            tiles.append((d, ix))
+            idxs.append(ix)
+            continue
         if idx is None or isinstance(idx, RangeRT):
             if idx is None:
                 ix = np.arange(n).reshape((1,) * rank + (n,))
@@ -181,6 +207,8 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
                 valid = ok if valid is None else valid & ok
             if isinstance(idx, RangeRT) and idx.start is not None:  # and before a start
                 valid = valid & (ix >= idx.start.reshape(idx.start.shape + (1,) * ntile))
+            if isinstance(idx, RangeRT) and idx.extent < n:  # a range over n indexing n + 1
+                valid = (ix < idx.extent) if valid is None else valid & (ix < idx.extent)
         elif isinstance(idx, GridScalar):
             g = [1] * rank
             g[idx.axis] = n
@@ -195,6 +223,15 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
         ok = (ix >= 0) & (ix < n)
         valid = ok if valid is None else valid & ok
         idxs.append(np.clip(ix, 0, n - 1))
+    for d, ix in tiles:
+        bad = (ix < 0) | (ix >= shape[d])
+        if valid is not None:
+            bad = bad & valid
+        if active is not None:
+            bad = bad & active
+        if bad.any():
+            raise OutOfRange(d, int(np.broadcast_to(ix, bad.shape)[bad].flat[0]), shape[d])
+        idxs[d] = np.clip(ix, 0, shape[d] - 1)
     return idxs, valid
 
 
@@ -232,10 +269,12 @@ def _fill(arr: np.ndarray, other: object | None) -> object:
 
 
 def gather(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
-           other: object | None, active: np.ndarray | None = None) -> np.ndarray:
-    """The general load: index arrays, clipped, with out-of-range elements set to `other` or
-    poison."""
-    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active)
+           other: object | None, active: np.ndarray | None = None,
+           axes: tuple[tuple[int, ...], ...] | None = None,
+           mask: np.ndarray | None = None) -> np.ndarray:
+    """The general load: index arrays, clipped, with out-of-range elements (and those `mask`
+    leaves out) set to `other` or poison."""
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active, axes, mask)
     out = arr[tuple(idxs)]
     if valid is not None and not valid.all():
         out = np.where(valid, out, np.asarray(_fill(arr, other)).astype(arr.dtype))
@@ -243,17 +282,22 @@ def gather(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
 
 
 def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
-         other: object | None, active: np.ndarray | None = None) -> np.ndarray:
+         other: object | None, active: np.ndarray | None = None,
+         axes: tuple[tuple[int, ...], ...] | None = None,
+         mask: np.ndarray | None = None) -> np.ndarray:
     """`arr[indices]` for every program; `active` (prefix-shaped bool), if given, says which
-    programs load (the others may index anything: their tiles are not used)."""
+    programs load (the others may index anything: their tiles are not used); `axes` and `mask`
+    as in `_index_arrays` (a gather or a masked load, which always take the general path)."""
+    if active is not None:
+        active = active.reshape(active.shape + (1,) * ntile)
+    if axes is not None or mask is not None:
+        return gather(arr, indices, rank, ntile, other, active, axes, mask)
     v = _view(arr, indices, rank)
     if v is not None:
         return v
     padded = _padded(arr, indices, _fill(arr, other))
     if padded is not None and (v := _view(padded, indices, rank)) is not None:
         return v
-    if active is not None:
-        active = active.reshape(active.shape + (1,) * ntile)
     return gather(arr, indices, rank, ntile, other, active)
 
 
@@ -274,11 +318,17 @@ def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) ->
 
 
 def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: np.ndarray,
-          active: np.ndarray | None = None) -> None:
+          active: np.ndarray | None = None, axes: tuple[tuple[int, ...], ...] | None = None,
+          mask: np.ndarray | None = None) -> None:
     """Store `value`; `active` (prefix-shaped bool), if given, says which programs store (those
-    still inside every `td.tile(stop)` loop around the store)."""
+    still inside every `td.tile(stop)` loop around the store); `axes` and `mask` as in
+    `_index_arrays` (a scatter or a masked store)."""
     if active is not None and not active.all():
-        scatter(arr, indices, rank, ntile, value, active.reshape(active.shape + (1,) * ntile))
+        scatter(arr, indices, rank, ntile, value, active.reshape(active.shape + (1,) * ntile),
+                axes, mask)
+        return
+    if axes is not None or mask is not None:
+        scatter(arr, indices, rank, ntile, value, None, axes, mask)
         return
     value = _last_along_unindexed(value, indices, rank)
     v = _view(arr, indices, rank)
@@ -295,12 +345,15 @@ def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: n
 
 
 def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
-            value: np.ndarray, active: np.ndarray | None = None) -> None:
-    """The general store: index arrays; out-of-range elements (and inactive ones) are not
-    written."""
-    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active)
+            value: np.ndarray, active: np.ndarray | None = None,
+            axes: tuple[tuple[int, ...], ...] | None = None,
+            mask: np.ndarray | None = None) -> None:
+    """The general store: index arrays; out-of-range elements (and inactive ones, and those
+    `mask` leaves out) are not written. Elements written twice (a scatter's equal indices)
+    hold the last write in C order of `prefix + tile`: programs in grid order, then lanes."""
     if active is not None:
-        valid = active if valid is None else valid & active
+        mask = active if mask is None else mask & active
+    idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active, axes, mask)
     shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))
     full = [np.broadcast_to(i, shape) for i in idxs]
     value = np.broadcast_to(value, shape)

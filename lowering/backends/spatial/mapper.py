@@ -29,6 +29,7 @@ from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
 from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
 from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
 from tiledsl.ir.printer import ir_hash
@@ -316,6 +317,7 @@ class Mapping:
         strides = _dram_strides(op.operands[0])
         idx_vals = iter(op.operands[1:] if op.name == "load" else op.operands[1:-1])
         offset, sizes, out_strides = 0, [], []
+        count: int | None = None  # a gather's elements, counted at its first index tile
         for d, extent in enumerate(tensor.shape):
             if d in full:
                 sizes.append(extent)
@@ -328,6 +330,11 @@ class Mapping:
                 begin, size = self.stops.lanes(idx, g, pos, (cover or {}).get(idx))
                 sizes.append(size)
                 out_strides.append(strides[d])
+            elif is_index_tile(idx.type):  # a gather: as many rows, at run-time addresses
+                count = self._gathered(op, g, iters) if count is None else 1
+                sizes.append(count)
+                out_strides.append(strides[d])
+                continue
             else:  # a scalar index: a td.grid position or a constant
                 owner = idx.owner
                 if owner is not None and owner.name == "tile.begin":
@@ -340,6 +347,17 @@ class Mapping:
                     begin = 0  # a runtime scalar: address unknown until run time
             offset += begin * strides[d]
         return offset, sizes, out_strides, math.prod(sizes) * tensor.dtype.bits // 8
+
+    def _gathered(self, op: Op, g: tuple[int, ...], iters: dict[Value, int]) -> int:
+        """How many elements a gather's index tiles select (their broadcast shape's in-range
+        lanes). Like a runtime scalar index, the copy is priced by its bytes; where it reads
+        is known only when it runs."""
+        lay = op_layout(op)
+        full = op.attrs.get("full", ())
+        dims = [d for d in range(len(lay.axes)) if d not in full]
+        axes = {a for d, idx in zip(dims, access_parts(op)[0]) if is_index_tile(idx.type)
+                for a in lay.axes[d]}
+        return math.prod(self.valid(lay.shape[a], g, iters) for a in sorted(axes))
 
     def compute_cost(self, ops: list[Op], g: tuple[int, ...], iters: dict[Value, int]) -> tuple[float, int]:
         """(cycles, useful MACs) of a segment's compute on one PE."""

@@ -26,7 +26,9 @@ from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
 from lowering.backends.triton.workarounds import breaks_thread_locality
+from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
+from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.views import root
@@ -227,11 +229,14 @@ class KernelEmitter(LoopEmission):
         strides = self.strides[tensor]
         full = op.attrs.get("full", ())
         wide = sum((padded(n) - 1) * abs(s) for n, s in zip(t.shape, strides)) > INT32_MAX
+        axes = op_layout(op).axes if gathers(op) else None  # where each index's axes go
         terms, masks, conds = [], [], []  # conds: bounds of scalar indices (scalars)
         block_offs: str | None = None  # one tile dimension's offsets, expanded to rank
         it = iter(indices)
         pos = 0
         for d, (extent, stride) in enumerate(zip(t.shape, strides)):
+            if axes is not None and axes[d]:
+                pos = axes[d][0]
             if d in full:
                 offs, mask = self.const_offsets_for(extent, indent)
                 offs_e = self.expand(f"{offs}.to(tl.int64)" if wide else offs, pos, rank)
@@ -249,6 +254,14 @@ class KernelEmitter(LoopEmission):
                     if rg.ragged:
                         masks.append(self.expand(f"mask_{rg.name}", pos, rank))
                     pos += 1
+                elif axes is not None and axes[d]:  # an index tile: a gather (ir/gathers.py)
+                    offs_e = self.place(self.value(idx), axes[d], rank)
+                    if wide:
+                        offs_e = f"{offs_e}.to(tl.int64)"
+                    block_offs = block_offs or offs_e
+                    known = interval(idx, lanes=True)  # t.index arithmetic needs no check
+                    if known is None or not 0 <= known[0] <= known[1] < extent:
+                        masks.append(f"({offs_e} >= 0) & ({offs_e} < {extent})")
                 else:
                     offs_e = self.value(idx)
                     if wide:
@@ -258,6 +271,11 @@ class KernelEmitter(LoopEmission):
             if stride != 0:
                 terms.append(offs_e if stride == 1 else f"{offs_e} * {stride}")
         ptr = " + ".join([self.tensor_param(tensor)] + terms)
+        if axes is not None and not self.spans(op, axes):
+            ptr = f"tl.broadcast_to({ptr}, {self.shape(TileType(op_layout(op).shape, t.dtype))})"
+        extra = access_parts(op)[1]  # td.load's mask, and an index tile's lanes in range
+        if extra is not None:
+            masks.append(self.value(extra))
         mask = " & ".join(masks) if masks else None
         if conds and block_offs is not None:
             # A scalar condition selects the tile's mask (`block & scalar` fails in Triton's
@@ -266,6 +284,28 @@ class KernelEmitter(LoopEmission):
         elif conds:
             mask = " & ".join(conds)
         return ptr, mask
+
+    @staticmethod
+    def spans(op: Op, axes: tuple[tuple[int, ...], ...]) -> bool:
+        """Whether a gather's pointer terms reach every axis of its tile (index tiles with
+        axes of 1 may leave one to the mask alone)."""
+        lay = op_layout(op)
+        indices = iter(access_parts(op)[0])
+        full = op.attrs.get("full", ())
+        covered: set[int] = set()
+        for d, where in enumerate(axes):
+            idx_t = None if d in full else next(indices).type
+            if isinstance(idx_t, TileType):
+                covered |= {a for a, n in zip(where, idx_t.shape) if n != 1}
+            else:
+                covered |= set(where)
+        return all(a in covered or n == 1 for a, n in enumerate(lay.shape))
+
+    def place(self, expr: str, axes: tuple[int, ...], rank: int) -> str:
+        """A tile's expression with its axes at `axes` of a rank-`rank` tile (None elsewhere)."""
+        if len(axes) == rank:
+            return expr
+        return f"{expr}[{', '.join(':' if i in axes else 'None' for i in range(rank))}]"
 
     def stride_of(self, op: Op, r: Value) -> int | None:
         """The stride of the dimension that load `op` indexes with range `r`, if its address is
@@ -298,6 +338,8 @@ class KernelEmitter(LoopEmission):
             return None
         if op.name == "load" and op.attrs.get("other") not in (None, 0, 0.0, False):
             return None
+        if op.attrs.get("mask") or gathers(op):
+            return None  # a gather's addresses, and any mask, are not a box
         strides, size = self.strides[tensor], t.dtype.bits // 8
         if strides[-1] != 1 or any(s * size % 16 for s in strides[:-1]) or size == 0:
             return None
@@ -320,7 +362,7 @@ class KernelEmitter(LoopEmission):
             rg = self.ranges[idx]
             if rg.padding:
                 return None  # a box of the padded size would move the next tiles' elements
-            if rg.ragged and (rg.limit != str(rg.extent) or rg.lower):
+            if rg.ragged and (rg.limit != str(rg.extent) or rg.lower or rg.extent != extent):
                 return None  # a box is cut at the tensor's edge, not at a runtime stop
             box.append(rg.block)
             coords.append(f"begin_{rg.name}")
@@ -346,7 +388,10 @@ class KernelEmitter(LoopEmission):
         self.names[op.result] = expr
 
     def only_implicit_uses(self, v: Value) -> bool:
-        return all(u.name in _IMPLICIT_BROADCAST for u in self.uses.get(v, []))
+        # (a load's or store's mask broadcasts to its pointer tile, which spans the access)
+        return all(u.name in _IMPLICIT_BROADCAST or (u.name in ("load", "store") and
+                                                      access_parts(u)[1] is v)
+                   for u in self.uses.get(v, []))
 
     def op(self, op: Op, indent: int) -> None:
         if op in self.skipped:
@@ -388,6 +433,10 @@ class KernelEmitter(LoopEmission):
             src = op.operands[0]
             if self.only_implicit_uses(op.result):
                 self.alias(op, args[0])
+            elif _constant(src) is True and all(  # only which lanes are in range (ragged.py)
+                    u.name == "mask" and self.mask_conds(u, indent) and u.attrs["value"] is False
+                    for u in self.uses.get(op.result, [])):
+                self.alias(op, "True")
             elif src.owner is not None and src.owner.name == "const":
                 value = literal(src.owner.attrs["value"])
                 self.assign(op, f"tl.full({self.shape(rt)}, {value}, {tl_dtype(rt.dtype)})", indent)
@@ -596,9 +645,9 @@ class KernelEmitter(LoopEmission):
         keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
         self.assign(op, f"tl.reduce(({src}, {lanes}), {axis}, _{kind}_nan{keep})[1]", indent)
 
-    def mask(self, op: Op, indent: int) -> None:
-        x = op.operands[0]
-        t = x.type
+    def mask_conds(self, op: Op, indent: int) -> list[str]:
+        """The conditions a `mask` op selects with: the masks of its ragged or padded axes."""
+        t = op.operands[0].type
         assert isinstance(t, TileType)
         ranges = iter(op.operands[1:])
         conds = []
@@ -611,8 +660,21 @@ class KernelEmitter(LoopEmission):
             elif padded(d) != d:
                 _, m = self.const_offsets_for(d, indent)
                 conds.append(self.expand(m or "", axis, t.rank))
+        return conds
+
+    def mask(self, op: Op, indent: int) -> None:
+        x = op.operands[0]
+        t = x.type
+        assert isinstance(t, TileType)
+        conds = self.mask_conds(op, indent)
         if not conds:
             self.alias(op, self.value(x))
+            return
+        if _constant(x) is True and op.attrs["value"] is False:  # which lanes are in range
+            self.alias(op, " & ".join(conds))
+            return
+        if t.dtype.is_bool and op.attrs["value"] is False:  # where(c, x, False) is c & x
+            self.assign(op, " & ".join([self.value(x)] + conds), indent)
             return
         self.assign(op, f"tl.where({' & '.join(conds)}, {self.value(x)}, "
                         f"{literal(op.attrs['value'])})", indent)

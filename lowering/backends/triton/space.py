@@ -238,7 +238,7 @@ def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
             continue
         tensor = op.operands[0].type
         assert isinstance(tensor, TensorType)
-        if not 2 <= len(tensor.shape) <= 5 or \
+        if not 2 <= len(tensor.shape) <= 5 or op.attrs.get("mask") or \
                 op.attrs.get("other") not in (None, 0, 0.0, False):
             continue
         indices = iter(op.operands[1:])
