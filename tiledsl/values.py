@@ -17,7 +17,9 @@ from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError
 from tiledsl.ir.core import Value
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
-from tiledsl.races import check_store
+from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
+from tiledsl.races import check_overlap, check_store
+from tiledsl.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.tracer import Tracer, current
 
 class TileValue:
@@ -202,7 +204,14 @@ class Tile:
                        hint=f"use {self.label}.index (the indices it covers), "
                             f"{self.label}.begin or {self.label}.size")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_math
+    def __add__(self, o: Any) -> Any:  # a shifted tile (shifted.py): x[tm + 1]
+        return shift(self, o, 1, "+")
+
+    def __sub__(self, o: Any) -> Any:
+        return shift(self, o, -1, "-")
+
+    __radd__ = __add__
+    __rsub__ = __mul__ = __rmul__ = _no_math
     __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __index__ = _no_math  # type: ignore[assignment]
 
 
@@ -243,14 +252,18 @@ class Tensor:
 
     def __getitem__(self, idx: Any) -> TileValue:
         tr = current()
-        operands, full = _indices(tr, self, idx)
-        return TileValue(tr.emit("load", [self.value, *operands], {"full": full} if full else {})[0])
+        operands, full, sliced = _indices(tr, self, idx)
+        attrs = ({"full": full} if full else {}) | sliced
+        if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
+            attrs["other"] = zero(self.dtype)
+        return TileValue(tr.emit("load", [self.value, *operands], attrs)[0])
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         tr = current()
-        operands, full = _indices(tr, self, idx)
+        operands, full, sliced = _indices(tr, self, idx)
         from tiledsl.ir.ops import indexed_shape
-        shape = indexed_shape(self.type, [o.type for o in operands], full)
+        shape = indexed_shape(self.type, [o.type for o in operands], full,
+                              sliced.get("slices", ()))
         v = to_value(value)
         if v.dtype.is_float and not self.dtype.is_float:
             tr.fail(DTypeError, f"storing a {v.dtype} tile into {self.dtype} tensor '{self.name}'",
@@ -262,7 +275,9 @@ class Tensor:
                     f"'{self.name}[...]' of shape {tr.describe_shape(shape)}")
         v = broadcast_to(cast(v, self.dtype), shape)
         check_store(tr, self.name, operands, v.value)
-        tr.emit("store", [self.value, *operands, v.value], {"full": full} if full else {})
+        attrs = ({"full": full} if full else {}) | sliced
+        check_overlap(tr, self, operands, attrs)
+        tr.emit("store", [self.value, *operands, v.value], attrs)
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -284,8 +299,9 @@ class Tensor:
     __hash__ = object.__hash__
 
 
-def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...]]:
-    """Index operands (ranges and integer scalars) and the dims taken whole by `:`."""
+def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...], dict]:
+    """Index operands (ranges and integer scalars), the dims taken whole by `:` or a slice, and
+    the `slices` attribute of the bounded or stepped ones (ir/slices.py)."""
     if tr.depth == "host":
         tr.fail(TraceError, f"tensor '{t.name}' can only be indexed inside a td.tile/td.grid loop")
     items = list(idx) if isinstance(idx, tuple) else [idx]
@@ -298,8 +314,11 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
     items += [slice(None)] * (t.ndim - len(items))
     operands: list[Value] = []
     full: list[int] = []
+    sliced: dict[int, Slice] = {}
     for d, (it, extent) in enumerate(zip(items, t.shape)):
-        if isinstance(it, Tile):
+        if isinstance(it, ShiftedTile):
+            operands.append(it.operand(t.name, d, extent))
+        elif isinstance(it, Tile):
             if it.range.stop and not it.range.indexes(extent):
                 tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime stop that can reach "
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
@@ -311,9 +330,8 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                         hint="each tile must index a dimension of the size it was made for")
             operands.append(it.value)
         elif isinstance(it, slice):
-            if it != slice(None):
-                tr.fail(TraceError, f"only `:` slices are supported, got {it}",
-                        hint="make a tile with td.tile(n) for partial ranges")
+            if it != slice(None) and (part := _slice(tr, t, d, it, extent)) is not None:
+                sliced[d] = part
             full.append(d)
         elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
             i = int(it) + (extent if it < 0 else 0)
@@ -329,7 +347,20 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
         else:
             tr.fail(TraceError, f"tensor '{t.name}' indexed with {type(it).__name__} {it!r}",
                     hint="index with tiles, integers, integer scalars or `:`")
-    return operands, tuple(full)
+    return operands, tuple(full), {"slices": slices_attr(sliced)} if sliced else {}
+
+
+def _slice(tr: Tracer, t: Tensor, d: int, it: slice, extent: int) -> Slice | None:
+    """A bounded or stepped slice of dimension d (None when it is the whole dimension)."""
+    try:
+        part = normalize(it, extent)
+    except ValueError as e:
+        tr.fail(TraceError, f"tensor '{t.name}': {e}", hint="slice with ints from shapes, e.g. "
+                f"{t.name}[tm, :n1] or {t.name}[tm, 1::2]; a runtime range needs a td.tile loop")
+    if part is None:
+        tr.fail(ShapeError, f"the slice {it.start}:{it.stop}:{it.step} of dimension {d} of "
+                f"'{t.name}' (size {extent}) selects no element".replace("None", ""))
+    return None if part == Slice(0, extent, 1) else part
 
 
 def as_dtype(value: Any, what: str) -> DType:

@@ -70,7 +70,8 @@ class Lanes:
                 continue
             idx = next(indices)
             if isinstance(idx.type, RangeType):
-                if idx is self.r:
+                shifted = idx.owner is not None and idx.owner.name == "tile.shift"
+                if (idx.owner.operands[0] if shifted else idx) is self.r:  # type: ignore[union-attr]
                     out.add(pos)
                 pos += 1
         return frozenset(out)

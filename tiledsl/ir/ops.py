@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, IRError, ShapeError
+from tiledsl.ir.slices import check as check_slices, slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType, Type
 
 Rule = Callable[[Sequence[Type], dict, Sequence[Type] | None], list[Type]]
@@ -306,15 +307,34 @@ _def("tile.begin")(_scalar_of_range("tile.begin"))
 _def("tile.size")(_scalar_of_range("tile.size"))
 
 
-def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int]) -> tuple[Dim, ...]:
-    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it."""
+@_def("tile.shift")
+def _tile_shift(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A range moved by an integer scalar (`x[tm + 1]`): the same lanes, each indexing the
+    element `shift` further on; it may index a dimension of any size (lanes outside it are
+    masked, as are the lanes past the range's own extent)."""
+    _arity(ts, 2, "tile.shift")
+    r = _range(ts[0], "tile.shift operand")
+    if r.shifted:
+        raise IRError("tile.shift: shift the unshifted range (add the offsets)")
+    s = ts[1]
+    if not (isinstance(s, TileType) and s.shape == () and s.dtype.is_int):
+        raise IRError(f"tile.shift: the shift must be an integer scalar, got {s}")
+    return [RangeType(r.extent, r.block, r.stop, shifted=True)]
+
+
+def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int],
+                  slices: Sequence[tuple[int, int, int, int]] = ()) -> tuple[Dim, ...]:
+    """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it
+    (a bounded or stepped slice, see slices.py, keeps its size)."""
     if len(indices) + len(full) != len(tensor.shape):
         raise IRError(f"{len(indices) + len(full)} indices for a {len(tensor.shape)}-D tensor")
+    sliced = slices_of({"slices": slices})
+    check_slices(sliced, full, tensor.shape)
     shape: list[Dim] = []
     it = iter(indices)
     for d, extent in enumerate(tensor.shape):
         if d in full:
-            shape.append(extent)
+            shape.append(sliced[d].size if d in sliced else extent)
             continue
         idx = next(it)
         if isinstance(idx, RangeType):
@@ -335,13 +355,14 @@ def _tensor(t: Type, what: str) -> TensorType:
 @_def("load")
 def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "load source")
-    return [TileType(indexed_shape(tensor, ts[1:], attrs.get("full", ())), tensor.dtype)]
+    return [TileType(indexed_shape(tensor, ts[1:], attrs.get("full", ()),
+                                   attrs.get("slices", ())), tensor.dtype)]
 
 
 @_def("store", pure=False)
 def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "store target")
-    shape = indexed_shape(tensor, ts[1:-1], attrs.get("full", ()))
+    shape = indexed_shape(tensor, ts[1:-1], attrs.get("full", ()), attrs.get("slices", ()))
     value = tile(ts[-1], "stored value")
     if value != TileType(shape, tensor.dtype):
         raise IRError(f"store of {value} into a region of type {TileType(shape, tensor.dtype)}")

@@ -9,7 +9,8 @@ from tiledsl.ir.ops import OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
 _HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
-_DEVICE_ONLY = ("load", "store", "for", "yield", "mask", "tile.index", "tile.begin", "tile.size")
+_DEVICE_ONLY = ("load", "store", "for", "yield", "mask", "tile.index", "tile.begin", "tile.size",
+                "tile.shift")
 
 
 class Verifier:

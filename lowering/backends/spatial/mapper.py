@@ -31,7 +31,9 @@ from tiledsl.errors import ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
 from tiledsl.ir.printer import ir_hash
+from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
+from tiledsl.shifted import is_shifted, static_shift
 
 SCHEMA_VERSION = 1
 
@@ -293,13 +295,25 @@ class Mapping:
         strides = [math.prod(tensor.shape[i + 1:]) for i in range(len(tensor.shape))]
         idx_vals = iter(op.operands[1:] if op.name == "load" else op.operands[1:-1])
         offset, sizes, out_strides = 0, [], []
+        sliced = slices_of(op.attrs)
         for d, extent in enumerate(tensor.shape):
             if d in full:
-                sizes.append(extent)
-                out_strides.append(strides[d])
+                part = sliced.get(d, Slice(0, extent, 1))
+                sizes.append(part.size)
+                out_strides.append(strides[d] * part.step)
+                offset += part.start * strides[d]
                 continue
             idx = next(idx_vals)
-            if isinstance(idx.type, RangeType):
+            if is_shifted(idx):  # the shifted tile's lanes inside the dimension
+                r = idx.owner.operands[0]  # type: ignore[union-attr]
+                pos = g[self.ranges.index(r)] if r in self.ranges else iters[r]
+                begin, size = self.stops.lanes(r, g, pos, (cover or {}).get(r))
+                begin += static_shift(idx) or 0  # a runtime shift: known when it runs
+                lo, hi = max(begin, 0), min(begin + size, extent)
+                begin = lo
+                sizes.append(max(hi - lo, 0))
+                out_strides.append(strides[d])
+            elif isinstance(idx.type, RangeType):
                 pos = g[self.ranges.index(idx)] if idx in self.ranges else iters[idx]
                 # the tile starts at a td.tile(stop, start=s)'s start, ends at the extent or stop
                 begin, size = self.stops.lanes(idx, g, pos, (cover or {}).get(idx))
