@@ -34,6 +34,12 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "rms_norm": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
     "window_attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
+    "concatenate": [{"m": 1, "n1": 1, "n2": 53}, {"m": 37, "n1": 17, "n2": 1}],
+    "conv2d": [
+        {"batch": 1, "h": 1, "w": 17, "cin": 1, "cout": 3, "kh": 3, "kw": 3},
+        {"batch": 2, "h": 7, "w": 1, "cin": 19, "cout": 1, "kh": 5, "kw": 1},
+    ],
+    "laplacian": [{"m": 1, "n": 53}, {"m": 37, "n": 1}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

@@ -111,27 +111,42 @@ def _key(v: Value) -> _Key:
     return ("value", id(v))
 
 
-def _access(shape: tuple[int, ...], indices: list[Value], attrs: dict) -> list[_Key]:
-    """One key per tensor dimension: static index sets as ("set", Slice), others by _key."""
+def _span(v: Value) -> Slice | None:
+    """The indices a range, or a range shifted by a constant, can reach (None: unknown)."""
+    t, op = v.type, v.owner
+    if isinstance(t, RangeType) and not t.shifted:
+        return Slice(0, t.extent, 1)
+    if op is not None and op.name == "tile.shift":
+        amount = op.operands[1].owner
+        if amount is not None and amount.name == "const":
+            return Slice(int(amount.attrs["value"]), t.extent, 1)  # type: ignore[union-attr]
+    return None
+
+
+def _access(shape: tuple[int, ...], indices: list[Value], attrs: dict
+            ) -> list[tuple[_Key, Slice | None]]:
+    """Per tensor dimension: what the index is (`_key`) and the indices it can reach."""
     full, sliced = attrs.get("full", ()), slices_of(attrs)
     it = iter(indices)
-    out: list[_Key] = []
+    out: list[tuple[_Key, Slice | None]] = []
     for d, extent in enumerate(shape):
         if d in full:
-            out.append(("set", sliced.get(d, Slice(0, extent, 1))))
+            part = sliced.get(d, Slice(0, extent, 1))
+            out.append((("set", part), part))
             continue
-        k = _key(next(it))
-        out.append(("set", Slice(k[1], 1, 1)) if k[0] == "const" else k)
+        v = next(it)
+        k = _key(v)
+        out.append((k, Slice(k[1], 1, 1) if k[0] == "const" else _span(v)))
     return out
 
 
-def _disjoint(a: _Key, b: _Key) -> bool:
-    if a[0] != "set" or b[0] != "set":
+def _disjoint(a: Slice | None, b: Slice | None) -> bool:
+    if a is None or b is None:
         return False
-    x, y = a[1].indices(), b[1].indices()
-    if x.stop <= y.start or y.stop <= x.start:
+    x, y = a.indices(), b.indices()
+    if x[-1] < y[0] or y[-1] < x[0]:
         return True
-    return not set(x).intersection(y)
+    return (a.step > 1 or b.step > 1) and not set(x).intersection(y)
 
 
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict) -> None:
@@ -145,7 +160,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict) ->
         if op.name != "store" or op.operands[0] is not tensor.value:
             continue
         old = _access(shape, op.operands[1:-1], op.attrs)
-        if old == new or any(_disjoint(a, b) for a, b in zip(old, new)):
+        if [k for k, _ in old] == [k for k, _ in new] or \
+                any(_disjoint(a, b) for (_, a), (_, b) in zip(old, new)):
             continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         tr.fail(TraceError,

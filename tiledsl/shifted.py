@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tiledsl import dtypes
-from tiledsl.errors import ShapeError, TraceError
+from tiledsl.errors import TraceError
 from tiledsl.ir.core import Value
 from tiledsl.ir.types import RangeType
 from tiledsl.tracer import current
@@ -76,16 +76,10 @@ class ShiftedTile:
         out = self.tile.index + self.static if self.static else self.tile.index
         return out + self.dynamic if self.dynamic is not None else out
 
-    def operand(self, tensor: str, dim: int, extent: int) -> Value:
-        """The `tile.shift` value indexing dimension `dim` (of `extent`) of `tensor`."""
+    def operand(self) -> Value:
+        """The `tile.shift` value that indexes a tensor with this tile."""
         from tiledsl.values import binary, constant
         tr = current()
-        r = self.tile.range
-        if self.dynamic is None and not -r.extent < self.static < extent:
-            tr.fail(ShapeError, f"tile '{self.label}' shifted by {self.static} covers "
-                    f"[{self.static}, {self.static + r.extent}), which misses dimension {dim} "
-                    f"of '{tensor}' (size {extent}): every lane would be masked",
-                    hint="shift by less than the dimension's size")
         if self.dynamic is None:
             shift = constant(self.static, dtypes.int32 if abs(self.static) < 2**31
                              else dtypes.int64).value

@@ -317,7 +317,7 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
     sliced: dict[int, Slice] = {}
     for d, (it, extent) in enumerate(zip(items, t.shape)):
         if isinstance(it, ShiftedTile):
-            operands.append(it.operand(t.name, d, extent))
+            operands.append(it.operand())
         elif isinstance(it, Tile):
             if it.range.stop and not it.range.indexes(extent):
                 tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime stop that can reach "
