@@ -330,7 +330,7 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                         hint="each tile must index a dimension of the size it was made for")
             operands.append(it.value)
         elif isinstance(it, slice):
-            if it != slice(None) and (part := _slice(tr, t, d, it, extent)) is not None:
+            if (part := _slice(tr, t, d, it, extent)) is not None:
                 sliced[d] = part
             full.append(d)
         elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
@@ -352,6 +352,10 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
 
 def _slice(tr: Tracer, t: Tensor, d: int, it: slice, extent: int) -> Slice | None:
     """A bounded or stepped slice of dimension d (None when it is the whole dimension)."""
+    if any(isinstance(p, TileValue) for p in (it.start, it.stop, it.step)):
+        tr.fail(TraceError, f"tensor '{t.name}' sliced with a runtime bound: a slice's bounds "
+                "fix the tile's shape, so they must be ints known when tracing",
+                hint="for a runtime range loop over it: for tk in td.tile(n, start=a, stop=b)")
     try:
         part = normalize(it, extent)
     except ValueError as e:
