@@ -344,3 +344,20 @@ def test_shifts_and_slices_compile_for_hopper(case: str) -> None:
     kernel, args, _ = CASES[case]
     (report,) = kernel.compile(*args, arch="sm_90")
     assert report.problem is None
+
+
+def test_spatial_dma_moves_by_the_shift_and_clips_at_the_edges() -> None:
+    """The dataflow's copies of a shifted store start `shift` elements away, cut at the tensor's
+    ends (out[t - 3] = x[t] in tiles of 8 over 37: [0, 5), [5, 13), ..., [29, 34))."""
+    import json
+    config = store_back.config_space(V, backend="spatial").default().replace(block_sizes=(8,))
+    flow = json.loads(store_back.source(V, target="spatial", config=config))
+    copies = sorted((s["copy"]["dst"]["offset"], s["copy"]["dst"]["sizes"][0])
+                    for a in flow["agents"] for s in a["program"]
+                    if "copy" in s and "tensor" in s["copy"]["dst"])
+    assert copies == [(0, 5), (5, 8), (13, 8), (21, 8), (29, 5)]
+    config = interleave.config_space(X, X, backend="spatial").default()
+    flow = json.loads(interleave.source(X, X, target="spatial", config=config))
+    odd = [s["copy"]["dst"] for a in flow["agents"] for s in a["program"]
+           if "copy" in s and "tensor" in s["copy"]["dst"] and s["copy"]["dst"]["offset"] % 2]
+    assert odd and all(d["strides"] == [46, 2] and d["sizes"][1] == 23 for d in odd)
