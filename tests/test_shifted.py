@@ -59,6 +59,21 @@ def shifted_row_stats(x):
 
 
 @td.tile_kernel
+def shifted_lane_max(x):
+    """Row maxima through a (tm, 16) lane accumulator over 16-wide tiles shifted by 0: the
+    lanes of the last tile past n (which load 0) keep what the accumulator held
+    (keep-carried-lanes), so rows of negative numbers do not come out 0."""
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        best = td.full((tm, 16), -float("inf"), dtype=td.float32)
+        for tn in td.tile(n, block_size=16):
+            best = td.maximum(best, x[tm, tn + 0])
+        out[tm] = td.max(best, axis=1)
+    return out
+
+
+@td.tile_kernel
 def store_back(x):
     """out[i - 3] = x[i]: the lanes of the last tile past n land inside out and are dropped."""
     (n,) = x.shape
@@ -153,6 +168,7 @@ CASES: dict[str, tuple[Any, tuple, Callable[..., Any]]] = {
     "runtime shift -5": (shift_by, (V, -5), _shifted),
     "runtime shift 9": (shift_by, (V, 9), _shifted),
     "reductions over a shifted axis": (shifted_row_stats, (X,), _row_stats),
+    "lane accumulator": (shifted_lane_max, (X - 5.0,), lambda x: x.max(axis=1)),
     "shifted store": (store_back, (V,), _store_back),
     "narrow tiles": (concat_tiles, (X, Y), lambda x, y: np.concatenate([x, y], axis=1)),
     "helion concat": (concat_helion, (X, Y), lambda x, y: np.concatenate([x, y], axis=1)),
@@ -255,6 +271,14 @@ def scaled_shift(x):
 
 
 @td.tile_kernel
+def shift_as_value(x):
+    out = td.empty((37,), dtype=x.dtype)
+    for tm in td.tile(37):
+        out[tm] = x[tm] + (tm + 1)
+    return out
+
+
+@td.tile_kernel
 def zero_step(x):
     out = td.empty((37,), dtype=x.dtype)
     for tm in td.tile(37):
@@ -293,6 +317,8 @@ def runtime_bound(x, k: int):
     (by_a_tile, (V,), r"tile 'tm' \+ a tile(.|\n)*tm.index \+ tm.index"),
     (by_a_vector, (V,), r"tile 'tm' \+ a tile<B0xf32> value"),
     (scaled_shift, (V,), r"a shifted tile \(tm plus an offset\) only indexes tensors"),
+    (shift_as_value, (V,), r"a shifted tile 'tm' is not a value: it only indexes tensors"
+                           r"(.|\n)*tm.index \(plus the offset\)"),
     (zero_step, (X,), r"a slice's step must be at least 1, got 0"),
     (reversed_slice, (X,), r"a slice's step must be at least 1, got -1"),
     (empty_slice, (X,), r"the slice 5:5: of dimension 1 of 'x' \(size 23\) selects no element"),

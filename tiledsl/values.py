@@ -404,9 +404,11 @@ def to_value(v: Any) -> TileValue:
         return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
     if isinstance(v, (bool, int, float)):
         return constant(v, weak_dtype(v), weak=True)
-    if isinstance(v, Tile):
-        current().fail(TraceError, f"tile '{v.label}' is not a value",
-                       hint=f"use {v.label}.index, {v.label}.begin or {v.label}.size")
+    if isinstance(v, (Tile, ShiftedTile)):
+        what = "a shifted tile" if isinstance(v, ShiftedTile) else "tile"
+        current().fail(TraceError, f"{what} '{v.label}' is not a value: it only indexes tensors",
+                       hint=f"use {v.label}.index (plus the offset), {v.label}.begin or "
+                            f"{v.label}.size")
     if isinstance(v, Tensor):
         current().fail(TraceError, f"tensor '{v.name}' must be indexed before computing with it",
                        hint=f"load a tile first, e.g. {v.name}[tm, :]")

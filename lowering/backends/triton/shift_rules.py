@@ -73,7 +73,8 @@ def _tile_shift(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None
         conds = _bounds(em, op.result, extent)
         if conds:
             mask = em.namer.fresh(f"mask_{name.removeprefix('offs_')}")
-            em.emit(indent, f"{mask} = " + (_bare(conds[0]) if len(conds) == 1 else " & ".join(conds)))
+            cond = _bare(conds[0]) if len(conds) == 1 else " & ".join(conds)
+            em.emit(indent, f"{mask} = {cond}")
             em.shift_masks[(op.result, extent)] = mask
 
 
