@@ -387,3 +387,17 @@ def test_spatial_dma_moves_by_the_shift_and_clips_at_the_edges() -> None:
     odd = [s["copy"]["dst"] for a in flow["agents"] for s in a["program"]
            if "copy" in s and "tensor" in s["copy"]["dst"] and s["copy"]["dst"]["offset"] % 2]
     assert odd and all(d["strides"] == [46, 2] and d["sizes"][1] == 23 for d in odd)
+
+
+def test_shifts_and_slices_round_trip_through_the_ir_text() -> None:
+    from tiledsl.ir.parser import parse_ir
+    from tiledsl.ir.printer import print_ir
+    from tiledsl.ir.verify import verify
+    for kernel, args in ((second_difference, (X,)), (strided_reads, (X,)),
+                         (concat_tiles, (X, Y)), (shift_by, (V, 2))):
+        text = kernel.source(*args, target="ir")
+        fn = parse_ir(text)
+        verify(fn)
+        assert print_ir(fn) == text
+    assert "range<37xB0,shifted>" in second_difference.source(X, target="ir")
+    assert "slices = [[1, 2, 7, 3]]" in strided_reads.source(X, target="ir")
