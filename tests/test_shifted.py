@@ -164,14 +164,15 @@ def _store_back(x: np.ndarray) -> np.ndarray:
 
 
 CASES: dict[str, tuple[Any, tuple, Callable[..., Any]]] = {
-    "second difference": (second_difference, (X,), _second_difference),
+    "second difference": (second_difference, (X[:13, :11],), _second_difference),
     "runtime shift -5": (shift_by, (V, -5), _shifted),
     "runtime shift 9": (shift_by, (V, 9), _shifted),
     "reductions over a shifted axis": (shifted_row_stats, (X,), _row_stats),
     "lane accumulator": (shifted_lane_max, (X - 5.0,), lambda x: x.max(axis=1)),
     "shifted store": (store_back, (V,), _store_back),
     "narrow tiles": (concat_tiles, (X, Y), lambda x, y: np.concatenate([x, y], axis=1)),
-    "helion concat": (concat_helion, (X, Y), lambda x, y: np.concatenate([x, y], axis=1)),
+    "helion concat": (concat_helion, (X[:13, :11], Y[:13]),
+                      lambda x, y: np.concatenate([x, y], axis=1)),
     "interleave": (interleave, (X, Y[:, :1].repeat(23, 1) + X),
                    lambda a, b: np.stack([a, b], axis=2).reshape(a.shape[0], -1)),
     "strided reads": (strided_reads, (X,),
@@ -358,7 +359,7 @@ def test_generated_triton_masks_a_stencil_as_its_author_would() -> None:
     text = second_difference.source(X, target="triton", config=td.Config((16, 32), 4, 2))
     assert "offs_tm_m1 = offs_tm - 1" in text and "offs_tm_p1 = offs_tm + 1" in text
     assert "mask_tm_m1 = mask_tm & (offs_tm_m1 >= 0)" in text
-    assert "mask_tm_p1 = mask_tm & (offs_tm_p1 < 37)" in text
+    assert "mask_tm_p1 = mask_tm & (offs_tm_p1 < 37)" in text  # X: 37 rows
     text = strided_reads.source(X, target="triton")
     assert "(1 + offs_11 * 2)[None, :]" in text and "(2 + offs_7 * 3)[None, :]" in text
 
