@@ -72,6 +72,8 @@ DIM_CAPS: dict[str, dict[str, int]] = {
     "batched_matmul": {"batch": 4, "m": 20, "k": 20, "n": 20},
     "attention": {"batch": 3, "seq": 33, "d": 40},
     "window_attention": {"batch": 3, "seq": 70, "d": 40},
+    # filter taps unroll when tracing: kh * kw of them
+    "conv2d": {"batch": 2, "h": 20, "w": 20, "cin": 20, "cout": 20, "kh": 5, "kw": 5},
 }
 
 
