@@ -330,7 +330,8 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                         hint="each tile must index a dimension of the size it was made for")
             operands.append(it.value)
         elif isinstance(it, slice):
-            if (part := _slice(tr, t, d, it, extent)) is not None:
+            whole = it.start is None and it.stop is None and it.step is None
+            if not whole and (part := _slice(tr, t, d, it, extent)) is not None:
                 sliced[d] = part
             full.append(d)
         elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):

@@ -38,16 +38,25 @@ def normalize(s: slice, extent: int) -> Slice | None:
     for part in (s.start, s.stop, s.step):
         if part is not None and (isinstance(part, bool) or not hasattr(part, "__index__")):
             raise ValueError(f"slice bounds must be ints known when tracing, got {part!r}")
-    if s.step is not None and int(s.step) < 1:
-        raise ValueError(f"a slice's step must be at least 1, got {int(s.step)}")
-    start, stop, step = s.indices(extent)
-    size = len(range(start, stop, step))
+    step = 1 if s.step is None else s.step
+    if step < 1:
+        raise ValueError(f"a slice's step must be at least 1, got {int(step)}")
+    # Python's rule, in arithmetic a size that remembers its origin (symdims.py) follows
+    start, stop = _bound(s.start, 0, extent), _bound(s.stop, extent, extent)
+    size = max(0, -(-(stop - start) // step))
     return Slice(start, size, step) if size else None
+
+
+def _bound(b: Any, default: int, extent: int) -> int:
+    """A slice bound counted from the end when negative, clipped to [0, extent]."""
+    if b is None:
+        return default
+    return min(max(b + extent if b < 0 else b, 0), extent)
 
 
 def slices_of(attrs: dict[str, Any]) -> dict[int, Slice]:
     """The slices of a load's or store's attributes, by tensor dimension."""
-    return {int(d): Slice(int(a), int(n), int(k)) for d, a, n, k in attrs.get("slices", ())}
+    return {d: Slice(a, n, k) for d, a, n, k in attrs.get("slices", ())}
 
 
 def to_attr(slices: dict[int, Slice]) -> tuple[tuple[int, int, int, int], ...]:
