@@ -47,6 +47,12 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "cross_entropy": [{"n": 37, "v": 1}, {"n": 1, "v": 131}],
     "jagged_sum": [{"rows": 1, "m": 19, "max_len": 3}, {"rows": 23, "m": 1, "max_len": 1}],
     "jagged_softmax": [{"rows": 1, "m": 19, "max_len": 3}, {"rows": 23, "m": 1, "max_len": 1}],
+    "concatenate": [{"m": 1, "n1": 1, "n2": 53}, {"m": 37, "n1": 17, "n2": 1}],
+    "conv2d": [
+        {"batch": 1, "h": 1, "w": 17, "cin": 1, "cout": 3, "kh": 3, "kw": 3},
+        {"batch": 2, "h": 7, "w": 1, "cin": 19, "cout": 1, "kh": 5, "kw": 1},
+    ],
+    "laplacian": [{"m": 1, "n": 53}, {"m": 37, "n": 1}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

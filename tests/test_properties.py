@@ -75,6 +75,8 @@ DIM_CAPS: dict[str, dict[str, int]] = {
     "bmm": {"batch": 4, "m": 20, "k": 20, "n": 20},
     "grouped_gemm": {"groups": 3, "m": 40, "k": 40, "n": 40},  # a grid (a launch) per group
     "rope": {"batch": 3, "q_heads": 4, "k_heads": 4, "seq": 70, "d": 64},
+    # filter taps unroll when tracing: kh * kw of them
+    "conv2d": {"batch": 2, "h": 20, "w": 20, "cin": 20, "cout": 20, "kh": 5, "kw": 5},
 }
 
 

@@ -32,6 +32,8 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "embedding": {"n": 37, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
     "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
     "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
+    "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
+    "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8.

@@ -34,6 +34,8 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "embedding": {"n": 37, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
     "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
     "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
+    "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
+    "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 

@@ -9,8 +9,11 @@ kernel at the user's line, before any config is chosen.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tiledsl.errors import TraceError
-from tiledsl.ir.core import Op, Value, loop_inits
+from tiledsl.ir.core import Op, Value, loop_inits, walk
+from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
 from tiledsl.tracer import Tracer
 
@@ -87,3 +90,84 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> 
             hint="index the store with that tile, or make it a nested (sequential) loop and "
                  "combine across it, e.g. `for tm in td.tile(m): acc = ...; for tn in "
                  "td.tile(n): acc += ...`")
+
+
+# ---- overlapping stores ---------------------------------------------------------------------
+# Two different stores of one grid that may write the same element of a tensor race: they may
+# run in different programs (`out[tm] = a; out[tm + 1] = b`), and even in one program the
+# threads that write an element for each store differ. Stores whose elements provably differ
+# (disjoint static slices or constant indices: `out[tm, :n1] = a; out[tm, n1:] = b`) pass; the
+# same access written twice (same tiles, same offsets) keeps program order, as before.
+
+_Key = tuple
+
+
+def _key(v: Value) -> _Key:
+    """What an index operand selects, compared by structure (`tm + 1` traced twice is equal)."""
+    op = v.owner
+    if op is not None and op.name == "const":
+        return ("const", op.attrs["value"])
+    if op is not None and op.name == "tile.shift":
+        return ("shift", id(op.operands[0]), _key(op.operands[1]))
+    return ("value", id(v))
+
+
+def _span(v: Value) -> Slice | None:
+    """The indices a range, or a range shifted by a constant, can reach (None: unknown)."""
+    t, op = v.type, v.owner
+    if isinstance(t, RangeType) and not t.shifted:
+        return Slice(0, t.extent, 1)
+    if op is not None and op.name == "tile.shift":
+        amount = op.operands[1].owner
+        if amount is not None and amount.name == "const":
+            return Slice(int(amount.attrs["value"]), t.extent, 1)  # type: ignore[union-attr]
+    return None
+
+
+def _access(shape: tuple[int, ...], indices: list[Value], attrs: dict
+            ) -> list[tuple[_Key, Slice | None]]:
+    """Per tensor dimension: what the index is (`_key`) and the indices it can reach."""
+    full, sliced = attrs.get("full", ()), slices_of(attrs)
+    it = iter(indices)
+    out: list[tuple[_Key, Slice | None]] = []
+    for d, extent in enumerate(shape):
+        if d in full:
+            part = sliced.get(d, Slice(0, extent, 1))
+            out.append((("set", part), part))
+            continue
+        v = next(it)
+        k = _key(v)
+        out.append((k, Slice(k[1], 1, 1) if k[0] == "const" else _span(v)))
+    return out
+
+
+def _disjoint(a: Slice | None, b: Slice | None) -> bool:
+    if a is None or b is None:
+        return False
+    x, y = a.indices(), b.indices()
+    if x[-1] < y[0] or y[-1] < x[0]:
+        return True
+    return (a.step > 1 or b.step > 1) and not set(x).intersection(y)
+
+
+def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict) -> None:
+    """Fail when this store to `tensor` and an earlier store of the same grid may write the same
+    element (see above)."""
+    if len(tr.depths) < 2 or tr.depths[1] != "grid":
+        return
+    shape = tensor.type.shape
+    new = _access(shape, indices, attrs)
+    for op in walk(tr.blocks[1]):
+        if op.name != "store" or op.operands[0] is not tensor.value:
+            continue
+        old = _access(shape, op.operands[1:-1], op.attrs)
+        if [k for k, _ in old] == [k for k, _ in new] or \
+                any(_disjoint(a, b) for (_, a), (_, b) in zip(old, new)):
+            continue
+        line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
+        tr.fail(TraceError,
+                f"this store to '{tensor.name}' may write elements that the store at {line} "
+                "writes too: grid programs (and the threads of one program) run in parallel, so "
+                "which value lands would not be defined",
+                hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "
+                     "out[tm, n1:] = b), or combine the values before one store")

@@ -18,7 +18,9 @@ from tiledsl.ir.core import Value
 from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
-from tiledsl.races import check_store
+from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
+from tiledsl.races import check_overlap, check_store
+from tiledsl.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.tracer import Tracer, current
 
 class TileValue:
@@ -239,7 +241,14 @@ class Tile:
                        hint=f"use {self.label}.index (the indices it covers), "
                             f"{self.label}.begin or {self.label}.size")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_math
+    def __add__(self, o: Any) -> Any:  # a shifted tile (shifted.py): x[tm + 1]
+        return shift(self, o, 1, "+")
+
+    def __sub__(self, o: Any) -> Any:
+        return shift(self, o, -1, "-")
+
+    __radd__ = __add__
+    __rsub__ = __mul__ = __rmul__ = _no_math
     __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __index__ = _no_math  # type: ignore[assignment]
 
 
@@ -287,10 +296,12 @@ class Tensor:
     def load(self, idx: Any, mask: Any = None, other: Any = None) -> TileValue:
         """`self[idx]`, and with `mask` (td.load) only where it holds; elsewhere `other`."""
         tr = current()
-        operands, full = _indices(tr, self, idx, reading=True)
-        attrs: dict[str, Any] = {"full": full} if full else {}
+        operands, full, sliced = _indices(tr, self, idx, reading=True)
+        attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced
+        if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
+            attrs["other"] = zero(self.dtype)
         if mask is not None:
-            operands.append(_access_mask(tr, self, operands, full, mask))
+            operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
             if other is not None:
                 attrs["other"] = _other(tr, self, other)
@@ -299,9 +310,10 @@ class Tensor:
     def store(self, idx: Any, value: Any, mask: Any = None) -> None:
         """`self[idx] = value`, and with `mask` (td.store) only where it holds."""
         tr = current()
-        operands, full = _indices(tr, self, idx)
+        operands, full, sliced = _indices(tr, self, idx)
         from tiledsl.ir.ops import indexed_shape
-        shape = indexed_shape(self.type, [o.type for o in operands], full)
+        shape = indexed_shape(self.type, [o.type for o in operands], full,
+                              sliced.get("slices", ()))
         v = to_value(value)
         if v.dtype.is_float and not self.dtype.is_float:
             tr.fail(DTypeError, f"storing a {v.dtype} tile into {self.dtype} tensor '{self.name}'",
@@ -313,9 +325,10 @@ class Tensor:
                     f"'{self.name}[...]' of shape {tr.describe_shape(shape)}")
         v = broadcast_to(cast(v, self.dtype), shape)
         check_store(tr, self.name, operands, v.value)
-        attrs: dict[str, Any] = {"full": full} if full else {}
+        attrs = ({"full": full} if full else {}) | sliced
+        check_overlap(tr, self, operands, attrs)
         if mask is not None:
-            operands.append(_access_mask(tr, self, operands, full, mask))
+            operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
         tr.emit("store", [self.value, *operands, v.value], attrs)
 
@@ -373,8 +386,9 @@ class Tensor:
 
 
 def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
-             ) -> tuple[list[Value], tuple[int, ...]]:
-    """Index operands (ranges, integer scalars and tiles) and the dims taken whole by `:`
+             ) -> tuple[list[Value], tuple[int, ...], dict]:
+    """Index operands (ranges, integer scalars and tiles), the dims taken whole by `:` or a
+    slice, and the `slices` attribute of the bounded or stepped ones (ir/slices.py)
     (`reading`: for a load, whose tiles may read an offsets tensor one longer)."""
     if tr.depth == "host":
         tr.fail(TraceError, f"tensor '{t.name}' can only be indexed inside a td.tile/td.grid loop")
@@ -388,8 +402,11 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
     items += [slice(None)] * (t.ndim - len(items))
     operands: list[Value] = []
     full: list[int] = []
+    sliced: dict[int, Slice] = {}
     for d, (it, extent) in enumerate(zip(items, t.shape)):
-        if isinstance(it, Tile):
+        if isinstance(it, ShiftedTile):
+            operands.append(it.operand())
+        elif isinstance(it, Tile):
             if it.range.stop and not it.range.indexes(extent):
                 tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime stop that can reach "
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
@@ -407,9 +424,9 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
                                 else ""))
             operands.append(it.value)
         elif isinstance(it, slice):
-            if it != slice(None):
-                tr.fail(TraceError, f"only `:` slices are supported, got {it}",
-                        hint="make a tile with td.tile(n) for partial ranges")
+            whole = it.start is None and it.stop is None and it.step is None
+            if not whole and (part := _slice(tr, t, d, it, extent)) is not None:
+                sliced[d] = part
             full.append(d)
         elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
             i = int(it) + (extent if it < 0 else 0)
@@ -428,7 +445,24 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
             tr.fail(TraceError, f"tensor '{t.name}' indexed with {type(it).__name__} {it!r}",
                     hint="index with tiles, integers, integer scalars or tiles, or `:`")
     _check_gather(tr, t, operands)
-    return operands, tuple(full)
+    return operands, tuple(full), {"slices": slices_attr(sliced)} if sliced else {}
+
+
+def _slice(tr: Tracer, t: Tensor, d: int, it: slice, extent: int) -> Slice | None:
+    """A bounded or stepped slice of dimension d (None when it is the whole dimension)."""
+    if any(isinstance(p, TileValue) for p in (it.start, it.stop, it.step)):
+        tr.fail(TraceError, f"tensor '{t.name}' sliced with a runtime bound: a slice's bounds "
+                "fix the tile's shape, so they must be ints known when tracing",
+                hint="for a runtime range loop over it: for tk in td.tile(n, start=a, stop=b)")
+    try:
+        part = normalize(it, extent)
+    except ValueError as e:
+        tr.fail(TraceError, f"tensor '{t.name}': {e}", hint="slice with ints from shapes, e.g. "
+                f"{t.name}[tm, :n1] or {t.name}[tm, 1::2]; a runtime range needs a td.tile loop")
+    if part is None:
+        tr.fail(ShapeError, f"the slice {it.start}:{it.stop}:{it.step} of dimension {d} of "
+                f"'{t.name}' (size {extent}) selects no element".replace("None", ""))
+    return None if part == Slice(0, extent, 1) else part
 
 
 def need_static(v: Any) -> None:
@@ -449,10 +483,10 @@ def _check_gather(tr: Tracer, t: Tensor, operands: list[Value]) -> None:
 
 
 def _access_mask(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, ...],
-                 mask: Any) -> Value:
+                 mask: Any, sliced: dict) -> Value:
     """A load's or store's mask as a bool tile of the access's shape."""
     from tiledsl.ir.ops import indexed_shape
-    shape = indexed_shape(t.type, [o.type for o in operands], full)
+    shape = indexed_shape(t.type, [o.type for o in operands], full, sliced.get("slices", ()))
     m = to_value(mask)
     if not m.dtype.is_bool:
         tr.fail(DTypeError, f"the mask of an access to '{t.name}' must be bool, got {m.dtype}",
@@ -514,9 +548,11 @@ def to_value(v: Any) -> TileValue:
         return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
     if isinstance(v, (bool, int, float)):
         return constant(v, weak_dtype(v), weak=True)
-    if isinstance(v, Tile):
-        current().fail(TraceError, f"tile '{v.label}' is not a value",
-                       hint=f"use {v.label}.index, {v.label}.begin or {v.label}.size")
+    if isinstance(v, (Tile, ShiftedTile)):
+        what = "a shifted tile" if isinstance(v, ShiftedTile) else "tile"
+        current().fail(TraceError, f"{what} '{v.label}' is not a value: it only indexes tensors",
+                       hint=f"use {v.label}.index (plus the offset), {v.label}.begin or "
+                            f"{v.label}.size")
     if isinstance(v, Tensor):
         current().fail(TraceError, f"tensor '{v.name}' must be indexed before computing with it",
                        hint=f"load a tile first, e.g. {v.name}[tm, :]")

@@ -82,7 +82,9 @@ class Lanes:
                 continue
             idx = next(indices)
             if isinstance(idx.type, RangeType):
-                if idx is self.r:
+                base = idx.owner.operands[0] if idx.owner is not None and \
+                    idx.owner.name == "tile.shift" else idx  # x[tm + 1]: tm's lanes
+                if base is self.r:
                     out.add(pos)
                 pos += 1
         return frozenset(out)

@@ -16,6 +16,7 @@ from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, IRError, ShapeError
 from tiledsl.ir.gathers import is_index_tile, layout
+from tiledsl.ir.slices import check as check_slices, slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType, Type
 
 Rule = Callable[[Sequence[Type], dict, Sequence[Type] | None], list[Type]]
@@ -380,17 +381,39 @@ _def("tile.begin")(_scalar_of_range("tile.begin"))
 _def("tile.size")(_scalar_of_range("tile.size"))
 
 
+@_def("tile.shift")
+def _tile_shift(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A range moved by an integer scalar (`x[tm + 1]`): the same lanes, each indexing the
+    element `shift` further on; it may index a dimension of any size (lanes outside it are
+    masked, as are the lanes past the range's own extent)."""
+    _arity(ts, 2, "tile.shift")
+    r = _range(ts[0], "tile.shift operand")
+    if r.shifted:
+        raise IRError("tile.shift: shift the unshifted range (add the offsets)")
+    s = ts[1]
+    if not (isinstance(s, TileType) and s.shape == () and s.dtype.is_int):
+        raise IRError(f"tile.shift: the shift must be an integer scalar, got {s}")
+    return [RangeType(r.extent, r.block, r.stop, shifted=True)]
+
+
 def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int],
+                  slices: Sequence[tuple[int, int, int, int]] = (),
                   reading: bool = False) -> tuple[Dim, ...]:
     """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it
-    (`reading`: for a load, whose ranges may read offsets, RangeType.indexes)."""
+    (a bounded or stepped slice, see slices.py, keeps its size; `reading`: for a load, whose
+    ranges may read offsets, RangeType.indexes)."""
     if len(indices) + len(full) != len(tensor.shape):
         raise IRError(f"{len(indices) + len(full)} indices for a {len(tensor.shape)}-D tensor")
+    sliced = slices_of({"slices": slices})
+    check_slices(sliced, full, tensor.shape)
+    if sliced and any(is_index_tile(i) for i in indices):
+        raise ShapeError("an access with both index tiles and bounded slices is not supported "
+                         "yet: index the sliced dimension with a shifted tile instead")
     shape: list[Dim] = []
     it = iter(indices)
     for d, extent in enumerate(tensor.shape):
         if d in full:
-            shape.append(extent)
+            shape.append(sliced[d].size if d in sliced else extent)
             continue
         idx = next(it)
         if isinstance(idx, RangeType):
@@ -420,7 +443,8 @@ def _access_mask(ts: Sequence[Type], attrs: dict, shape: tuple[Dim, ...]) -> Non
 def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "load source")
     indices = ts[1:-1] if attrs.get("mask") else ts[1:]
-    shape = indexed_shape(tensor, indices, attrs.get("full", ()), reading=True)
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()), attrs.get("slices", ()),
+                          reading=True)
     _access_mask(ts, attrs, shape)
     return [TileType(shape, tensor.dtype)]
 
@@ -429,7 +453,7 @@ def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
 def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "store target")
     indices = ts[1:-2] if attrs.get("mask") else ts[1:-1]
-    shape = indexed_shape(tensor, indices, attrs.get("full", ()))
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()), attrs.get("slices", ()))
     _access_mask(ts[:-1], attrs, shape)
     value = tile(ts[-1], "stored value")
     if value != TileType(shape, tensor.dtype):

@@ -56,8 +56,8 @@ def parse_type(text: str) -> Type:
     kind, body = text[:-1].split("<", 1)
     parts = body.split("x")
     if kind == "range":
-        block, _, flag = parts[1].partition(",")
-        return RangeType(int(parts[0]), _dim(block), flag == "stop")
+        block, *flags = parts[1].split(",")
+        return RangeType(int(parts[0]), _dim(block), "stop" in flags, "shifted" in flags)
     dtype = _dtype(parts[-1])
     if kind == "tensor":
         return TensorType(tuple(int(p) for p in parts[:-1]), dtype)

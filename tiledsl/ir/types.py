@@ -48,21 +48,26 @@ class RangeType:
 
     With `stop`, a loop's runtime stop (`td.tile(tq.end)`, the `for` op's first operand) cuts
     it, and `extent` is the stop's static bound: it may index any dimension at least that long.
+    With `shifted`, it is a range moved by an offset (`tile.shift`, `x[tm + 1]`): it may index a
+    dimension of any size, its lanes outside the dimension masked.
     """
 
     extent: int
     block: Dim
     stop: bool = False
+    shifted: bool = False
 
     def __str__(self) -> str:
-        return f"range<{self.extent}x{self.block}{',stop' if self.stop else ''}>"
+        flags = (",stop" if self.stop else "") + (",shifted" if self.shifted else "")
+        return f"range<{self.extent}x{self.block}{flags}>"
 
     def indexes(self, size: int, offsets: bool = False) -> bool:
         """Whether this range may index a tensor dimension of `size` elements: of its extent n,
         with a stop of at least n, and with `offsets` (a load from an integer tensor) of n + 1:
-        the n + 1 boundaries of n jagged rows, of which it covers the first n."""
-        return self.extent == size or (offsets and size == self.extent + 1) or \
-            (self.stop and self.extent <= size)
+        the n + 1 boundaries of n jagged rows, of which it covers the first n. A shifted range
+        (`t + k`) states its offset, so it may index a dimension of any size."""
+        return self.shifted or self.extent == size or \
+            (offsets and size == self.extent + 1) or (self.stop and self.extent <= size)
 
 
 Type = Union[TensorType, TileType, RangeType]

@@ -10,7 +10,7 @@ from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
 _HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
 _DEVICE_ONLY = ("load", "store", "for", "if", "yield", "mask", "tile.index", "tile.begin",
-                "tile.size")
+                "tile.size", "tile.shift")
 
 
 class Verifier:

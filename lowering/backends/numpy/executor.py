@@ -7,6 +7,7 @@ for the whole grid; only `for` loops iterate in Python.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -22,6 +23,7 @@ from tiledsl.errors import OutOfBoundsError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
 from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
 Env = dict[Value, Any]
@@ -159,12 +161,12 @@ class Executor:
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
-        full = op.attrs.get("full", ())
+        full, sliced = op.attrs.get("full", ()), slices_of(op.attrs)
         values = iter(zip(op.operands[1:], operands[1:]))
         out: list[memory.Index] = []
         for d in range(len(tensor.shape)):
             if d in full:
-                out.append(None)
+                out.append(sliced.get(d))  # None: the whole dimension
                 continue
             v, x = next(values)
             producer = v.owner
@@ -322,6 +324,12 @@ def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
     indices = [memory.TileIndex(np.asarray(i), axes[d]) if isinstance(i, np.ndarray) and
                np.ndim(i) > ex.rank else i for d, i in enumerate(indices)]
     return indices, axes, mask
+
+
+@rule("tile.shift")
+def _tile_shift(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    """The range's tiles moved by the shift (memory.py masks the lanes it moves off a tensor)."""
+    return [dataclasses.replace(xs[0], shift=np.asarray(xs[1], dtype=np.int64))]
 
 
 @rule("load")

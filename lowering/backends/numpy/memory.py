@@ -16,6 +16,7 @@ from typing import Union
 import numpy as np
 
 from tiledsl import dtypes
+from tiledsl.ir.slices import Slice
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class RangeRT:
     grid_axis: int | None  # the grid axis it varies along; None for a loop's range
     stop: np.ndarray | None = None  # prefix-shaped: a `td.tile(stop)` loop's min(stop, extent)
     start: np.ndarray | None = None  # prefix-shaped: its start, clipped to [0, stop]
+    shift: np.ndarray | None = None  # prefix-shaped: a `tile.shift`'s offset (x[tm + 1])
 
     def index(self) -> np.ndarray:
         return self.begin[..., None] + np.arange(self.block)
@@ -58,7 +60,7 @@ class TileIndex:
     axes: tuple[int, ...]
 
 
-Index = Union[RangeRT, GridScalar, TileIndex, np.ndarray, None]  # None: the whole dimension
+Index = Union[RangeRT, GridScalar, TileIndex, np.ndarray, Slice, None]  # None: `:`
 
 
 class OutOfRange(Exception):
@@ -117,9 +119,16 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
             slices.append(slice(None))
             new_shape.append(n)
             tags.append(("g", idx.axis))
+        elif isinstance(idx, Slice):
+            slices.append(slice(idx.start, idx.last + 1, idx.step))
+            new_shape.append(idx.size)
+            tags.append(("t", pos))
+            pos += 1
         elif isinstance(idx, RangeRT):
             if idx.extent < n and idx.grid_axis is not None:
                 return None  # a range over n indexing n + 1 elements covers the first n
+            if idx.shift is not None:
+                return None  # lanes shifted off the tensor are masked: gather
             if idx.grid_axis is not None:
                 if n % idx.block:
                     return None
@@ -193,9 +202,11 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
             tiles.append((d, ix))
             idxs.append(ix)
             continue
-        if idx is None or isinstance(idx, RangeRT):
+        if idx is None or isinstance(idx, (RangeRT, Slice)):
             if idx is None:
                 ix = np.arange(n).reshape((1,) * rank + (n,))
+            elif isinstance(idx, Slice):
+                ix = np.asarray(idx.indices()).reshape((1,) * rank + (idx.size,))
             else:
                 ix = idx.index()
             tail = [1] * ntile
@@ -209,6 +220,10 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
                 valid = valid & (ix >= idx.start.reshape(idx.start.shape + (1,) * ntile))
             if isinstance(idx, RangeRT) and idx.extent < n:  # a range over n indexing n + 1
                 valid = (ix < idx.extent) if valid is None else valid & (ix < idx.extent)
+            if isinstance(idx, RangeRT) and idx.shift is not None:  # lanes past the tile's
+                own = ix < idx.extent  # own range stay masked; then the lanes move
+                valid = own if valid is None else valid & own
+                ix = ix + idx.shift.reshape(idx.shift.shape + (1,) * ntile)
         elif isinstance(idx, GridScalar):
             g = [1] * rank
             g[idx.axis] = n
@@ -248,7 +263,8 @@ def _padded(arr: np.ndarray, indices: list[Index], fill: object,
     for n, idx in zip(arr.shape, indices):
         if idx is None or isinstance(idx, GridScalar):
             pad.append(0)
-        elif isinstance(idx, RangeRT) and idx.grid_axis is not None and idx.extent == n:
+        elif isinstance(idx, RangeRT) and idx.grid_axis is not None and idx.extent == n \
+                and idx.shift is None:
             pad.append(-n % idx.block)
         else:
             return None
@@ -306,10 +322,12 @@ def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) ->
     elements; as if they ran in order, the last one wins."""
     indexed = {i.axis for i in indices if isinstance(i, GridScalar)}
     for idx in indices:
-        if isinstance(idx, RangeRT):  # a runtime stop or start also tells programs' lanes apart
-            shapes = [np.shape(x) for x in (idx.begin, idx.stop, idx.start) if x is not None]
+        if isinstance(idx, RangeRT):  # a runtime stop, start or shift tells programs' lanes apart
+            shapes = [np.shape(x) for x in (idx.begin, idx.stop, idx.start, idx.shift)
+                      if x is not None]
         else:
-            shapes = [np.shape(idx)] if idx is not None and not isinstance(idx, GridScalar) else []
+            shapes = [np.shape(idx)] if idx is not None and \
+                not isinstance(idx, (GridScalar, Slice)) else []
         indexed |= {a for shape in shapes for a in range(min(rank, len(shape))) if shape[a] > 1}
     for a in range(rank):
         if a not in indexed and value.shape[a] > 1:

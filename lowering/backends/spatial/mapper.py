@@ -33,7 +33,9 @@ from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
 from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
 from tiledsl.ir.printer import ir_hash
+from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
+from tiledsl.shifted import is_shifted, static_shift
 
 SCHEMA_VERSION = 1
 
@@ -195,6 +197,7 @@ class Mapping:
         self.link_routes: dict[int, set[str]] = {}
         self._op_lists: dict[str, list[Op]] = {}
         self._op_indices: dict[Op, int] = {}
+        self._channels: dict[Op, int] = {}
         self._attach = tuple(d.attach for d in arch.dram)
         self.place()
 
@@ -318,13 +321,25 @@ class Mapping:
         idx_vals = iter(op.operands[1:] if op.name == "load" else op.operands[1:-1])
         offset, sizes, out_strides = 0, [], []
         count: int | None = None  # a gather's elements, counted at its first index tile
+        sliced = slices_of(op.attrs)
         for d, extent in enumerate(tensor.shape):
             if d in full:
-                sizes.append(extent)
-                out_strides.append(strides[d])
+                part = sliced.get(d, Slice(0, extent, 1))
+                sizes.append(part.size)
+                out_strides.append(strides[d] * part.step)
+                offset += part.start * strides[d]
                 continue
             idx = next(idx_vals)
-            if isinstance(idx.type, RangeType):
+            if is_shifted(idx):  # the shifted tile's lanes inside the dimension
+                r = idx.owner.operands[0]  # type: ignore[union-attr]
+                pos = g[self.ranges.index(r)] if r in self.ranges else iters[r]
+                begin, size = self.stops.lanes(r, g, pos, (cover or {}).get(r))
+                begin += static_shift(idx) or 0  # a runtime shift: known when it runs
+                lo, hi = max(begin, 0), min(begin + size, extent)
+                begin = lo
+                sizes.append(max(hi - lo, 0))
+                out_strides.append(strides[d])
+            elif isinstance(idx.type, RangeType):
                 pos = g[self.ranges.index(idx)] if idx in self.ranges else iters[idx]
                 # the tile starts at a td.tile(stop, start=s)'s start, ends at the extent or stop
                 begin, size = self.stops.lanes(idx, g, pos, (cover or {}).get(idx))
@@ -422,7 +437,8 @@ class Mapping:
         if need > arch.sram_bytes:
             return (f"each PE needs {need} bytes of SRAM ({self.depth} slots per buffer), "
                     f"{arch.name} has {arch.sram_bytes}")
-        dma = len(self._ops("load")) + min(1, len(self._ops("store")))  # readers + one writer
+        readers = {self._channel(op) for op in self._ops("load")}
+        dma = len(readers) + min(1, len(self._ops("store")))  # readers + one writer
         if dma > arch.dma_channels:
             return f"each PE needs {dma} DMA channels, {arch.name} has {arch.dma_channels}"
         key = None
@@ -498,7 +514,7 @@ class Mapping:
                 buffers.append({"id": f"acc_{tag}", "pe": list(pe), "bytes": carried, "depth": 1,
                                 "addr": addr, "role": "accumulator"})
                 addr += carried
-            readers: dict[int, list] = {self._op_index(op): [] for op in loads}
+            readers: dict[int, list] = {self._channel(op): [] for op in loads}
             compute: list = []
             writer: list = []
             lines = [(op, self.line_axis(op)) for op in loads]
@@ -507,7 +523,7 @@ class Mapping:
                 self._program(pe, g, self.steps, {}, readers, compute, writer)
                 for op, axis in lines:
                     self._line_copies(op, pe, self.steps, {}, self.line_programs(pe, g, axis),
-                                      readers[self._op_index(op)])
+                                      readers[self._channel(op)])
             agents.append({"id": f"compute_{tag}", "kind": "compute", "pe": list(pe),
                            "programs": [list(g) for g in programs], "program": compute})
             for i, program in readers.items():
@@ -544,6 +560,24 @@ class Mapping:
             for i, o in enumerate(self._ops("load") + self._ops("store")):
                 self._op_indices.setdefault(o, i)
         return self._op_indices[op]
+
+    def _channel(self, op: Op) -> int:
+        """The reader (DMA channel) that issues load `op`'s copies, by the index of its first
+        load: loads of one tensor through the same tiles, shifted or not, and any scalar
+        indices (a stencil's neighbours `x[tm - 1, tn]`, a convolution's taps) share one,
+        which copies their tiles one after another; a load multicast along a line of PEs
+        with varying trip counts (`line_axis`) has its own."""
+        def key(load: Op) -> tuple:
+            indices = tuple(o.owner.operands[0] if is_shifted(o) else o  # type: ignore[union-attr]
+                            if isinstance(o.type, RangeType) else None for o in load.operands[1:])
+            return (load.operands[0], indices, load.attrs.get("full", ()),
+                    load.attrs.get("slices", ()))
+        if op not in self._channels:
+            k = key(op)
+            first = op if self.line_axis(op) is not None else next(
+                o for o in self._ops("load") if self.line_axis(o) is None and key(o) == k)
+            self._channels[op] = self._op_index(first)
+        return self._channels[op]
 
     def _carried_bytes(self) -> int:
         total = 0
@@ -608,7 +642,7 @@ class Mapping:
                 buf = f"ld{self._op_index(op)}_{tag}"
                 compute.append({"acquire": f"{buf}.full", "n": 1})
                 axis = self.shared_axis(op)
-                stream = readers[self._op_index(op)]
+                stream = readers[self._channel(op)]
                 dsts = self.destinations(pe, axis)
                 if dsts and self.line_axis(op) is None:  # (else `_line_copies` issues them)
                     stream.extend(self._copy(op, pe, g, iters, dsts,

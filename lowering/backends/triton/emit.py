@@ -22,6 +22,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import shift_rules
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
@@ -30,8 +31,10 @@ from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
 from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.views import root
+from tiledsl.shifted import is_shifted
 
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
              "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -41,7 +44,8 @@ _CALL1 = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "sqrt": "tl.sqrt"
 _CALL2 = {"maximum": "tl.maximum", "minimum": "tl.minimum", "pow": "_pow",
           "floordiv": "_floordiv", "mod": "_mod"}
 # Elementwise uses broadcast implicitly in Triton, so a `broadcast` feeding only them is free.
-_IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) | {"where", "store"}
+_IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) | {
+    "where", "store", "tile.shift"}
 INT32_MAX = 2**31 - 1
 
 
@@ -131,6 +135,7 @@ class KernelEmitter(LoopEmission):
     true_wheres: dict[Op, Value] = field(default_factory=dict)  # in a split's prefix loop
     skipped: set[Op] = field(default_factory=set)  # what only those wheres' conditions need
     pointers: dict[Op, str] = field(default_factory=dict)  # loads whose pointers a loop carries
+    shift_masks: dict[tuple[Value, int], str] = field(default_factory=dict)  # shift_rules.py
 
     # ---- names and shapes -----------------------------------------------------------------
     def emit(self, indent: int, text: str) -> None:
@@ -227,7 +232,7 @@ class KernelEmitter(LoopEmission):
         t = tensor.type
         assert isinstance(t, TensorType)
         strides = self.strides[tensor]
-        full = op.attrs.get("full", ())
+        full, sliced = op.attrs.get("full", ()), slices_of(op.attrs)
         wide = sum((padded(n) - 1) * abs(s) for n, s in zip(t.shape, strides)) > INT32_MAX
         axes = op_layout(op).axes if gathers(op) else None  # where each index's axes go
         terms, masks, conds = [], [], []  # conds: bounds of scalar indices (scalars)
@@ -238,15 +243,23 @@ class KernelEmitter(LoopEmission):
             if axes is not None and axes[d]:
                 pos = axes[d][0]
             if d in full:
-                offs, mask = self.const_offsets_for(extent, indent)
-                offs_e = self.expand(f"{offs}.to(tl.int64)" if wide else offs, pos, rank)
+                part = sliced.get(d)
+                offs, mask = self.const_offsets_for(part.size if part else extent, indent)
+                offs = f"{offs}.to(tl.int64)" if wide else offs
+                offs_e = self.expand(shift_rules.sliced(offs, part), pos, rank)
                 block_offs = block_offs or offs_e
                 if mask:
                     masks.append(self.expand(mask, pos, rank))
                 pos += 1
             else:
                 idx = next(it)
-                if idx in self.ranges:
+                if is_shifted(idx):  # x[tm + 1]: the tile's mask and the tensor's bounds
+                    offs_e, bounds = shift_rules.shifted_offsets(self, idx, extent, wide)
+                    offs_e = self.expand(offs_e, pos, rank)
+                    block_offs = block_offs or offs_e
+                    masks += [self.expand(m, pos, rank) for m in bounds]
+                    pos += 1
+                elif idx in self.ranges:
                     rg = self.ranges[idx]
                     offs = f"offs_{rg.name}.to(tl.int64)" if wide else f"offs_{rg.name}"
                     offs_e = self.expand(offs, pos, rank)
@@ -348,10 +361,18 @@ class KernelEmitter(LoopEmission):
         box, coords, squeezed = [], [], False
         for d, extent in enumerate(t.shape):
             if d in full:
+                if (part := slices_of(op.attrs).get(d)) is not None:
+                    if part.step != 1 or padded(part.size) != part.size:
+                        return None  # a box moves whole contiguous rows of a power of two
+                    box.append(part.size)
+                    coords.append(str(part.start))
+                    continue
                 box.append(padded(extent))
                 coords.append("0")
                 continue
             idx = next(it)
+            if is_shifted(idx):
+                return None  # shifted tiles take pointer loads (shift_rules.py)
             if idx not in self.ranges:
                 if not self.in_bounds(idx, extent):
                     return None  # TMA would read zeros where the pointer path reads memory
@@ -402,7 +423,8 @@ class KernelEmitter(LoopEmission):
         name = op.name
         args = [self.value(o) for o in op.operands] if name not in ("load", "store", "for",
                                                                        "tile.index", "tile.begin",
-                                                                       "tile.size", "mask") else []
+                                                                       "tile.size", "mask",
+                                                                       "tile.shift") else []
         rt = op.results[0].type if op.results else None
         if name in EMIT_RULES:
             EMIT_RULES[name](self, op, args, indent)

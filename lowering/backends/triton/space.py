@@ -12,6 +12,7 @@ from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
 
 MAX_NUMEL = 1 << 20  # Triton's limit on the elements of one tile
@@ -245,10 +246,15 @@ def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
         box: list[int | str] = []
         for d, extent in enumerate(tensor.shape):
             if d in op.attrs.get("full", ()):
-                box.append(padded(extent))
+                part = slices_of(op.attrs).get(d)
+                if part is not None and (part.step != 1 or padded(part.size) != part.size):
+                    break  # as emit.py `descriptor`: no box for this slice
+                box.append(part.size if part is not None else padded(extent))
                 continue
             idx = next(indices)
             r = idx.type
+            if isinstance(r, RangeType) and r.shifted:
+                break  # shifted tiles take pointers (shift_rules.py)
             if not isinstance(r, RangeType):
                 if not in_bounds(idx, extent):
                     break
