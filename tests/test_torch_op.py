@@ -36,10 +36,11 @@ def test_examples_eager_compiled_and_opcheck(name: str) -> None:
     eager = op(*targs)
     torch._dynamo.reset()  # one compiled lambda per test, not recompiles of one
     compiled = torch.compile(lambda *a: op(*a), fullgraph=True, dynamic=False)(*targs)
-    for out in (eager, compiled):
-        expected = torch.float32 if ref.dtype.kind == "f" else torch.int32
-        assert isinstance(out, torch.Tensor) and out.dtype == expected
-        assert_close(out.numpy(), ref, np.float32)
+    for outs in (eager, compiled):  # one tensor, or a tuple (rope's q and k)
+        for out, r in zip(td.testing.as_tuple(outs), td.testing.as_tuple(ref)):
+            expected = torch.float32 if r.dtype.kind == "f" else torch.int32
+            assert isinstance(out, torch.Tensor) and out.dtype == expected
+            assert_close(out.numpy(), r, np.float32)
     torch.library.opcheck(op, targs)
 
 
