@@ -47,6 +47,9 @@ _CALL2 = {"maximum": "tl.maximum", "minimum": "tl.minimum", "pow": "_pow",
 _IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) | {
     "where", "store", "tile.shift"}
 INT32_MAX = 2**31 - 1
+# Ops whose rules read their operands themselves (ranges, tensors, pointers), not as values.
+_NAMES_OWN_OPERANDS = frozenset({"load", "store", "for", "tile.index", "tile.begin", "tile.size",
+                                 "mask", "tile.shift"})
 
 
 def tl_dot_takes(d: DType) -> bool:
@@ -415,110 +418,107 @@ class KernelEmitter(LoopEmission):
                    for u in self.uses.get(v, []))
 
     def op(self, op: Op, indent: int) -> None:
+        """Write `op` by its rule in the rule table (oprules.py)."""
         if op in self.skipped:
             return
         if op in self.true_wheres:  # a prefix iteration: the condition holds on every lane
             self.alias(op, self.value(op.operands[1]))
             return
-        name = op.name
-        args = [self.value(o) for o in op.operands] if name not in ("load", "store", "for",
-                                                                       "tile.index", "tile.begin",
-                                                                       "tile.size", "mask",
-                                                                       "tile.shift") else []
-        rt = op.results[0].type if op.results else None
-        if name in EMIT_RULES:
-            EMIT_RULES[name](self, op, args, indent)
-        elif name == "const":
-            assert isinstance(rt, TileType)
-            value = op.attrs["value"]
-            feeds = self.uses.get(op.result, [])
-            if all(u.name == "broadcast" for u in feeds) or (
-                    rt.dtype.short in ("f32", "i32", "i1") and self.only_implicit_uses(op.result)):
-                self.alias(op, literal(bool(value) if rt.dtype.is_bool else value))
-            else:
-                self.assign(op, f"tl.full([], {literal(value)}, {tl_dtype(rt.dtype)})", indent)
-        elif name in BINARY or name in COMPARE:
-            self.elementwise(op, args, indent)
-        elif name in UNARY:
-            self.elementwise(op, args, indent)
-        elif name == "cast":
-            assert isinstance(rt, TileType)
-            src = op.operands[0]
-            if self.scalar_types.get(src) == rt.dtype:
-                self.alias(op, args[0])  # the launcher already passes it in this dtype
-            else:
-                number = src in self.params and src not in self.names
-                self.assign(op, convert(args[0], src.type.dtype, rt.dtype,  # type: ignore[union-attr]
-                                        number=number), indent)
-        elif name == "broadcast":
-            assert isinstance(rt, TileType)
-            src = op.operands[0]
-            if self.only_implicit_uses(op.result):
-                self.alias(op, args[0])
-            elif _constant(src) is True and all(  # only which lanes are in range (ragged.py)
-                    u.name == "mask" and self.mask_conds(u, indent) and u.attrs["value"] is False
-                    for u in self.uses.get(op.result, [])):
-                self.alias(op, "True")
-            elif src.owner is not None and src.owner.name == "const":
-                value = literal(src.owner.attrs["value"])
-                self.assign(op, f"tl.full({self.shape(rt)}, {value}, {tl_dtype(rt.dtype)})", indent)
-            else:
-                self.assign(op, f"tl.broadcast_to({args[0]}, {self.shape(rt)})", indent)
-        elif name == "dot":
-            self.dot(op, args, indent)
-        elif name == "reduce":
-            self.reduce(op, args, indent)
-        elif name == "mask":
-            self.mask(op, indent)
-        elif name == "tile.index":
-            self.alias(op, f"offs_{self.ranges[op.operands[0]].name}")
-        elif name == "tile.begin":
-            self.alias(op, f"begin_{self.ranges[op.operands[0]].name}")
-        elif name == "tile.size":
-            rg = self.ranges[op.operands[0]]
+        rule = EMIT_RULES.get(op.name)
+        if rule is None:
+            raise BackendError(f"the triton backend has no rule for op '{op.name}'", loc=op.loc)
+        args = [] if op.name in _NAMES_OWN_OPERANDS else [self.value(o) for o in op.operands]
+        rule(self, op, args, indent)
+
+    def const(self, op: Op, args: list[str], indent: int) -> None:
+        rt = op.result.type
+        assert isinstance(rt, TileType)
+        value = op.attrs["value"]
+        feeds = self.uses.get(op.result, [])
+        if all(u.name == "broadcast" for u in feeds) or (
+                rt.dtype.short in ("f32", "i32", "i1") and self.only_implicit_uses(op.result)):
+            self.alias(op, literal(bool(value) if rt.dtype.is_bool else value))
+        else:
+            self.assign(op, f"tl.full([], {literal(value)}, {tl_dtype(rt.dtype)})", indent)
+
+    def cast(self, op: Op, args: list[str], indent: int) -> None:
+        rt = op.result.type
+        assert isinstance(rt, TileType)
+        src = op.operands[0]
+        if self.scalar_types.get(src) == rt.dtype:
+            self.alias(op, args[0])  # the launcher already passes it in this dtype
+        else:
+            number = src in self.params and src not in self.names
+            self.assign(op, convert(args[0], src.type.dtype, rt.dtype,  # type: ignore[union-attr]
+                                    number=number), indent)
+
+    def broadcast(self, op: Op, args: list[str], indent: int) -> None:
+        rt = op.result.type
+        assert isinstance(rt, TileType)
+        src = op.operands[0]
+        if self.only_implicit_uses(op.result):
+            self.alias(op, args[0])
+        elif _constant(src) is True and all(  # only which lanes are in range (ragged.py)
+                u.name == "mask" and self.mask_conds(u, indent) and u.attrs["value"] is False
+                for u in self.uses.get(op.result, [])):
+            self.alias(op, "True")
+        elif src.owner is not None and src.owner.name == "const":
+            value = literal(src.owner.attrs["value"])
+            self.assign(op, f"tl.full({self.shape(rt)}, {value}, {tl_dtype(rt.dtype)})", indent)
+        else:
+            self.assign(op, f"tl.broadcast_to({args[0]}, {self.shape(rt)})", indent)
+
+    def tile_value(self, op: Op, args: list[str], indent: int) -> None:
+        """`t.index`, `t.begin` and `t.size` of an open range."""
+        rg = self.ranges[op.operands[0]]
+        if op.name == "tile.index":
+            self.alias(op, f"offs_{rg.name}")
+        elif op.name == "tile.begin":
+            self.alias(op, f"begin_{rg.name}")
+        else:
             size = f"tl.minimum({rg.block_expr}, {rg.limit} - begin_{rg.name})"
             if rg.lower:  # less the lanes before the start
                 size += f" - tl.minimum(tl.maximum({rg.lower} - begin_{rg.name}, 0), " \
                         f"{rg.block_expr})"
             self.assign(op, size, indent)
-        elif name == "load" and (desc := self.descriptor(op, op.operands[0], op.operands[1:])):
+
+    def load(self, op: Op, args: list[str], indent: int) -> None:
+        rt = op.result.type
+        assert isinstance(rt, TileType)
+        if desc := self.descriptor(op, op.operands[0], op.operands[1:]):
             loaded = f"{desc[0]}.load([{desc[1]}])"
             if desc[2] is not None:  # the box's dimensions of 1 (scalar indices) dropped
-                loaded = f"tl.reshape({loaded}, {self.shape(rt)})"  # type: ignore[arg-type]
+                loaded = f"tl.reshape({loaded}, {self.shape(rt)})"
             self.assign(op, loaded, indent)
-        elif name == "store" and (desc := self.descriptor(op, op.operands[0], op.operands[1:-1])):
-            value = op.operands[-1]
+            return
+        ptr, mask = self.address(op, op.operands[0], op.operands[1:], rt.rank, indent)
+        ptr = self.pointers.get(op, ptr)  # advanced by its loop (loops.py carry_pointers)
+        if mask is None:
+            self.assign(op, f"tl.load({ptr})", indent)
+            return
+        other = op.attrs.get("other")
+        if other is None and self.interpret:
+            # A GPU leaves masked-off lanes undefined; the interpreter fills zeros, which
+            # would hide a kernel that uses them. Poison them, as the NumPy backend does.
+            other = dtypes.poison(rt.dtype)
+        other_s = "" if other is None else f", other={literal(other)}"
+        self.assign(op, f"tl.load({ptr}, mask={mask}{other_s})", indent)
+
+    def store(self, op: Op, args: list[str], indent: int) -> None:
+        value = op.operands[-1]
+        vt = value.type
+        assert isinstance(vt, TileType)
+        if desc := self.descriptor(op, op.operands[0], op.operands[1:-1]):
             v = self.value(value)
             if value.owner is not None and value.owner.name == "broadcast":  # a box-shaped value
-                v = f"tl.broadcast_to({v}, {self.shape(value.type)})"  # type: ignore[arg-type]
+                v = f"tl.broadcast_to({v}, {self.shape(vt)})"
             if desc[2] is not None:
                 v = f"tl.reshape({v}, {desc[2]})"
             self.emit(indent, f"{desc[0]}.store([{desc[1]}], {v})")
-        elif name == "load":
-            assert isinstance(rt, TileType)
-            ptr, mask = self.address(op, op.operands[0], op.operands[1:], rt.rank, indent)
-            ptr = self.pointers.get(op, ptr)  # advanced by its loop (loops.py carry_pointers)
-            if mask is None:
-                self.assign(op, f"tl.load({ptr})", indent)
-            else:
-                other = op.attrs.get("other")
-                if other is None and self.interpret:
-                    # A GPU leaves masked-off lanes undefined; the interpreter fills zeros, which
-                    # would hide a kernel that uses them. Poison them, as the NumPy backend does.
-                    other = dtypes.poison(rt.dtype)
-                other_s = "" if other is None else f", other={literal(other)}"
-                self.assign(op, f"tl.load({ptr}, mask={mask}{other_s})", indent)
-        elif name == "store":
-            value = op.operands[-1]
-            vt = value.type
-            assert isinstance(vt, TileType)
-            ptr, mask = self.address(op, op.operands[0], op.operands[1:-1], vt.rank, indent)
-            mask_s = "" if mask is None else f", mask={mask}"
-            self.emit(indent, f"tl.store({ptr}, {self.value(value)}{mask_s})")
-        elif name == "for":
-            self.loop(op, indent)
-        else:
-            raise BackendError(f"the triton backend has no rule for op '{name}'", loc=op.loc)
+            return
+        ptr, mask = self.address(op, op.operands[0], op.operands[1:-1], vt.rank, indent)
+        mask_s = "" if mask is None else f", mask={mask}"
+        self.emit(indent, f"tl.store({ptr}, {self.value(value)}{mask_s})")
 
     def elementwise(self, op: Op, args: list[str], indent: int) -> None:
         t = op.operands[0].type
@@ -746,3 +746,18 @@ def _is_literal(expr: str) -> bool:
 
 def _paren(expr: str) -> str:
     return expr if re.fullmatch(r"[\w.\[\]:, ()]+", expr) and " " not in expr.strip() else f"({expr})"
+
+
+# The emitter's own rules: the ops that share its state (names, ranges, masks, loops). Other
+# ops' rules live with their kind (shape_rules.py, shift_rules.py, branch_rules.py).
+for _name in (*BINARY, *COMPARE, *UNARY):
+    EMIT_RULES[_name] = KernelEmitter.elementwise
+EMIT_RULES.update({
+    "const": KernelEmitter.const, "cast": KernelEmitter.cast,
+    "broadcast": KernelEmitter.broadcast, "dot": KernelEmitter.dot,
+    "reduce": KernelEmitter.reduce, "load": KernelEmitter.load, "store": KernelEmitter.store,
+    "tile.index": KernelEmitter.tile_value, "tile.begin": KernelEmitter.tile_value,
+    "tile.size": KernelEmitter.tile_value,
+    "mask": lambda em, op, args, indent: em.mask(op, indent),
+    "for": lambda em, op, args, indent: em.loop(op, indent),
+})
