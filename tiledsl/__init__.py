@@ -12,6 +12,11 @@
 
 from tiledsl import testing as testing
 from tiledsl.aot import LoadedKernel as LoadedKernel
+from tiledsl.atomics import atomic_add as atomic_add
+from tiledsl.atomics import atomic_cas as atomic_cas
+from tiledsl.atomics import atomic_max as atomic_max
+from tiledsl.atomics import atomic_min as atomic_min
+from tiledsl.atomics import atomic_xchg as atomic_xchg
 from tiledsl.access import load as load  # in a kernel a masked load; outside, aot.load
 from tiledsl.access import store as store
 from tiledsl.config import Config as Config

@@ -22,6 +22,7 @@ from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
 from tiledsl.ir.core import Function, Value, walk
+from tiledsl.ir.ops import WRITES, has_trait
 from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
@@ -457,7 +458,7 @@ class TileKernel:
     def _written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
         if spec not in self._writes:  # once per signature: DLPack calls ask on every call
             fn = self._traced(spec).ir
-            stored = {op.operands[0] for op in fn.walk() if op.name == "store"}
+            stored = {op.operands[0] for op in fn.walk() if has_trait(op.name, WRITES)}
             self._writes[spec] = [n for n, a in zip(self._flat_names(spec), fn.args)
                                   if a in stored]
         return self._writes[spec]

@@ -150,23 +150,27 @@ def _disjoint(a: Slice | None, b: Slice | None) -> bool:
     return (a.step > 1 or b.step > 1) and not set(x).intersection(y)
 
 
-def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict) -> None:
+def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
+                  atomic: bool = False) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
-    element (see above)."""
+    element (see above). Atomics (`atomic`) combine with each other in any order, but not with a
+    store."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     shape = tensor.type.shape
     new = _access(shape, indices, attrs)
     for op in walk(tr.blocks[1]):
-        if op.name != "store" or op.operands[0] is not tensor.value:
+        if op.name not in ("store", "atomic") or op.operands[0] is not tensor.value or \
+                (atomic and op.name == "atomic"):
             continue
         old = _access(shape, op.operands[1:-1], op.attrs)
         if [k for k, _ in old] == [k for k, _ in new] or \
                 any(_disjoint(a, b) for (_, a), (_, b) in zip(old, new)):
             continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
+        this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
-                f"this store to '{tensor.name}' may write elements that the store at {line} "
+                f"this {this} to '{tensor.name}' may write elements that the {that} at {line} "
                 "writes too: grid programs (and the threads of one program) run in parallel, so "
                 "which value lands would not be defined",
                 hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "

@@ -24,7 +24,7 @@ from lowering.passes.lanes import Lanes, along, emit, in_range, place
 from tiledsl import dtypes
 from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
 from tiledsl.errors import BackendError
-from tiledsl.ir.gathers import access_parts, gathers, is_index_tile, op_layout
+from tiledsl.ir.gathers import access_parts, gathers, is_index_tile, op_layout, written_values
 from tiledsl.ir.ops import ARG_REDUCTIONS, OPS, VIEW, has_trait
 from tiledsl.ir.types import RangeType, TensorType, TileType
 
@@ -96,7 +96,7 @@ class MaskRaggedEdgesPass:
                 r = a.type.rank  # type: ignore[union-attr]
                 op.operands = [self._mask(a, r - 1, 0, scope, out, op),
                                self._mask(b, r - 2, 0, scope, out, op)]
-            elif op.name in ("load", "store") and gathers(op):
+            elif op.name in ("load", "store", "atomic") and gathers(op):
                 self._index_lanes(op, scope, out)
             elif has_trait(op.name, VIEW):
                 self._keeps_lanes(op, scope)
@@ -159,7 +159,7 @@ class MaskRaggedEdgesPass:
             return
         if mask is None:
             op.attrs["mask"] = True
-            op.operands.insert(len(op.operands) - (op.name == "store"), valid)
+            op.operands.insert(len(op.operands) - written_values(op), valid)
         else:
             op.operands[op.operands.index(mask)] = valid
 

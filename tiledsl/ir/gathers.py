@@ -87,9 +87,17 @@ def layout(tensor: TensorType, indices: Sequence[Type], full: Sequence[int]) -> 
     return Layout(tuple(shape), tuple(axes))
 
 
+def written_values(op: Op) -> int:
+    """How many value operands end an access: none for a load, one for a store, one or two for
+    an atomic (cas compares, then writes)."""
+    if op.name == "atomic":
+        return 2 if op.attrs["kind"] == "cas" else 1
+    return int(op.name == "store")
+
+
 def access_parts(op: Op) -> tuple[list[Value], Value | None]:
-    """A load's or store's index operands and its mask (None when it has none)."""
-    end = len(op.operands) - (op.name == "store")
+    """A load's, store's or atomic's index operands and its mask (None when it has none)."""
+    end = len(op.operands) - written_values(op)
     if op.attrs.get("mask"):
         return op.operands[1:end - 1], op.operands[end - 1]
     return op.operands[1:end], None

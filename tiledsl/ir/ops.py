@@ -29,6 +29,7 @@ AxisMap = Callable[[dict, "TileType", "TileType"], dict[int, int]]
 ELEMENTWISE = "elementwise"  # result has its operands' shape; lane i depends on lane i only
 VIEW = "view"  # rearranges elements, computes nothing (cost models price it as free)
 MIXES_LANES = "mixes-lanes"  # combines lanes along an axis (reductions, scans, dots)
+WRITES = "writes"  # writes its first operand, a tensor (stores, atomics)
 
 
 @dataclass(frozen=True)
@@ -449,7 +450,7 @@ def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
     return [TileType(shape, tensor.dtype)]
 
 
-@_def("store", pure=False)
+@_def("store", pure=False, traits=(WRITES,))
 def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "store target")
     indices = ts[1:-2] if attrs.get("mask") else ts[1:-1]
@@ -459,6 +460,39 @@ def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list
     if value != TileType(shape, tensor.dtype):
         raise IRError(f"store of {value} into a region of type {TileType(shape, tensor.dtype)}")
     return []
+
+
+ATOMICS = ("add", "max", "min", "xchg", "cas")
+ATOMIC_DTYPES = ("i32", "i64", "f32", "f64")  # what every backend's atomics take (Triton's)
+
+
+def atomic_values(kind: str) -> int:
+    """How many value operands end an atomic: cas has the compared value, then the new one."""
+    return 2 if kind == "cas" else 1
+
+
+@_def("atomic", pure=False, cse=False, traits=(WRITES,))
+def _atomic(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A read-modify-write of `tensor[indices]` (operands as a store's, then the value, or for
+    cas the compared value and the new one), element by element, atomic between programs:
+    `kind` add, max, min, xchg or cas, with a memory order `sem` and a `scope`. Its result is
+    the old values (the access's shape and the tensor's dtype)."""
+    tensor = _tensor(ts[0], "atomic target")
+    kind = attrs["kind"]
+    if kind not in ATOMICS:
+        raise IRError(f"unknown atomic {kind!r}")
+    n = atomic_values(kind)
+    indices = ts[1:len(ts) - n - bool(attrs.get("mask"))]
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()), attrs.get("slices", ()))
+    _access_mask(ts[:len(ts) - n], attrs, shape)
+    if tensor.dtype.short not in ATOMIC_DTYPES:
+        raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: atomics take int32, int64, "
+                         "float32 and float64 tensors")
+    for v in ts[len(ts) - n:]:
+        if tile(v, "atomic value") != TileType(shape, tensor.dtype):
+            raise IRError(f"atomic {kind} of {v} into a region of type "
+                          f"{TileType(shape, tensor.dtype)}")
+    return [TileType(shape, tensor.dtype)]
 
 
 @_def("tensor.reshape", traits=(VIEW,))

@@ -9,7 +9,7 @@ from tiledsl.ir.ops import OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
 _HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
-_DEVICE_ONLY = ("load", "store", "for", "if", "yield", "mask", "tile.index", "tile.begin",
+_DEVICE_ONLY = ("load", "store", "atomic", "for", "if", "yield", "mask", "tile.index", "tile.begin",
                 "tile.size", "tile.shift")
 
 

@@ -135,6 +135,9 @@ class Program:
             latency += channel.latency_cycles
             if copy["bytes"] < channel.min_burst_bytes:  # short bursts waste DRAM time
                 latency += (channel.min_burst_bytes - copy["bytes"]) / channel.bytes_per_cycle
+            if "rmw" in copy:  # an atomic: the channel first reads the elements it updates
+                latency += channel.latency_cycles + \
+                    max(copy["bytes"], channel.min_burst_bytes) / channel.bytes_per_cycle
         return (sim.TRANSFER, int(copy["bytes"]), float(arch.transfer_overhead_cycles),
                 float(latency), list(route["links"]), drams)
 

@@ -131,8 +131,9 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
             work.segments.append(segment)
             work.compute += count * cache[id(s)]
             work.last_compute = cache[id(s)] or work.last_compute
-            for op in s.stores:
-                _add(work.stores, count, m.access(op, g, iters)[3], burst)
+            for op in s.stores:  # an atomic's channel reads, then writes: twice the time
+                _add(work.stores, count, m.access(op, g, iters)[3] * (1 + (op.name == "atomic")),
+                     burst)
 
     walk(m.steps, 1, {})
     return work

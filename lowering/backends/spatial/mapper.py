@@ -112,8 +112,10 @@ def _free(op: Op) -> bool:
         has_trait(op.name, VIEW) and op.name != "transpose")
 
 
-def _structure(block: Block) -> list[Step]:
+def _structure(block: Block, used: set[Value] | None = None) -> list[Step]:
     """The grid body as segments and loops, in program order."""
+    if used is None:  # the values some op of the grid uses
+        used = {o for op in walk(block) for o in op.operands}
     steps: list[Step] = []
     current = Segment()
     for op in block.ops:
@@ -127,7 +129,7 @@ def _structure(block: Block) -> list[Step]:
             if current.loads or current.compute or current.stores:
                 steps.append(current)
                 current = Segment()
-            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0])))
+            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used)))
         elif op.regions:  # an `if`: its branch is known per program only when it runs
             raise BackendError(
                 f"backend 'spatial' cannot map the '{op.name}' op (an `if` on a runtime value): "
@@ -139,11 +141,27 @@ def _structure(block: Block) -> list[Step]:
             current.loads.append(op)
         elif op.name == "store":
             current.stores.append(op)
+        elif op.name == "atomic":  # a store that the DRAM channel applies (`rmw`)
+            _unused_old_values(op, used)
+            current.stores.append(op)
         elif op.name != "yield":
             current.compute.append(op)
     if current.loads or current.compute or current.stores:
         steps.append(current)
     return steps
+
+
+def _unused_old_values(op: Op, used: set[Value]) -> None:
+    """An atomic is a read-modify-write at the DRAM channel that owns its elements: the writer
+    ships the tile there, the channel reads, combines and writes. The old values stay there:
+    a kernel that uses them is refused, at the atomic's line."""
+    if op.result in used:
+        raise BackendError(
+            f"backend 'spatial' cannot map 'atomic_{op.attrs['kind']}' whose old values the "
+            "kernel uses: the DRAM channel applies an atomic where the elements live, and its "
+            "old values do not come back to the PE", loc=op.loc,
+            hint="run it on the numpy or triton backend, or leave the returned values unused "
+                 "(a reduction: split-K, a histogram)")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -659,11 +677,13 @@ class Mapping:
                 offset, sizes, strides, nbytes = self.access(op, g, iters)
                 route = self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
                 writer.append({"acquire": f"{buf}.full", "n": 1})
-                writer.append({"copy": {"src": {"buffer": buf},
-                                        "dst": {"tensor": self._tensor_name(op.operands[0]),
-                                                "offset": offset, "sizes": sizes,
-                                                "strides": strides},
-                                        "route": route["id"], "bytes": nbytes}})
+                copy = {"src": {"buffer": buf},
+                        "dst": {"tensor": self._tensor_name(op.operands[0]), "offset": offset,
+                                "sizes": sizes, "strides": strides},
+                        "route": route["id"], "bytes": nbytes}
+                if op.name == "atomic":  # the channel reads the old elements, then writes
+                    copy["rmw"] = op.attrs["kind"]
+                writer.append({"copy": copy})
                 writer.append({"release": f"{buf}.empty", "n": 1})
 
     def _line_copies(self, op: Op, pe: tuple[int, int], steps: list[Step],

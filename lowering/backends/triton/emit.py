@@ -22,6 +22,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import atomic_rules as _atomic_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
@@ -49,7 +50,7 @@ _IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) 
 INT32_MAX = 2**31 - 1
 # Ops whose rules read their operands themselves (ranges, tensors, pointers), not as values.
 _NAMES_OWN_OPERANDS = frozenset({"load", "store", "for", "tile.index", "tile.begin", "tile.size",
-                                 "mask", "tile.shift"})
+                                 "mask", "tile.shift", "atomic"})
 
 
 def tl_dot_takes(d: DType) -> bool:

@@ -1,0 +1,42 @@
+"""The Triton rule of the `atomic` op: `tl.atomic_add(ptr, val, mask=..., sem=...)` and its kin,
+at the pointers and mask a store of the same access would use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lowering.backends.triton.oprules import emit_rule
+from tiledsl.ir.core import Op
+from tiledsl.ir.gathers import written_values
+from tiledsl.ir.types import TileType
+
+if TYPE_CHECKING:
+    from lowering.backends.triton.emit import KernelEmitter
+
+
+@emit_rule("atomic")
+def _atomic(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    t = op.result.type
+    assert isinstance(t, TileType)
+    n = written_values(op)
+    tensor = op.operands[0]
+    ptr, mask = em.address(op, tensor, op.operands[1:len(op.operands) - n], t.rank, indent)
+    values = [em.value(v) for v in op.operands[len(op.operands) - n:]]
+    order = f'sem="{op.attrs["sem"]}"'
+    if op.attrs.get("scope", "gpu") != "gpu":
+        order += f', scope="{op.attrs["scope"]}"'
+    kind = op.attrs["kind"]
+    if kind != "cas":
+        mask_s = "" if mask is None else f", mask={mask}"
+        call = f"tl.atomic_{kind}({ptr}, {values[0]}{mask_s}, {order})"
+    else:
+        cmp, val = values
+        if mask is not None:  # tl.atomic_cas takes no mask: a masked-off lane compares the
+            # tensor's first element with `cmp` and writes `cmp` back, which changes nothing
+            ptr = f"tl.where({mask}, {ptr}, {em.tensor_param(tensor)})"
+            val = f"tl.where({mask}, {val}, {cmp})"
+        call = f"tl.atomic_cas({ptr}, {cmp}, {val}, {order})"
+    if em.uses.get(op.result):
+        em.assign(op, call, indent)
+    else:  # the old values are not used: a statement, as Triton code writes it
+        em.emit(indent, call)
