@@ -73,6 +73,11 @@ from tiledsl.language import where as where
 from tiledsl.language import zeros as zeros
 from tiledsl.static_args import constexpr as constexpr
 from tiledsl.torch_op import torch_op as torch_op
+from tiledsl.tunables import Choice as Choice
+from tiledsl.tunables import PowerOfTwo as PowerOfTwo
+from tiledsl.tunables import cdiv as cdiv
+from tiledsl.tunables import next_power_of_2 as next_power_of_2
+from tiledsl.tunables import register_tunable as register_tunable
 from tiledsl.views import join as join
 from tiledsl.views import permute as permute
 from tiledsl.views import reshape as reshape

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import arrays, dispatch, dtypes, registry, static_args, symdims
+from tiledsl import arrays, dispatch, dtypes, registry, static_args, symdims, tunables
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
@@ -45,6 +45,7 @@ class Traced:
     labels: dict[str, str]  # block symbol -> the user's loop variable name
     returns: str  # "none", "single" or "tuple"
     by_backend: dict[str, Function] = field(default_factory=dict, compare=False)
+    tunables: dict[str, Any] = field(default_factory=dict, compare=False)  # tunables.py
 
     @property
     def hash(self) -> str:
@@ -261,21 +262,43 @@ class TileKernel:
                              "tile kernels must be defined in a file", kernel=self.name)
         return self._src
 
-    def _traced(self, spec: tuple[ArgSpec, ...]) -> Traced:
-        hit = self._traces.get(spec)
+    def _traced(self, spec: tuple[ArgSpec, ...], knobs: tuple = ()) -> Traced:
+        """The trace for `spec`, with its registered knobs at their defaults, or at the values
+        `knobs` ((name, value) pairs) lists (tiledsl/tunables.py)."""
+        key = (spec, ("knobs", knobs)) if knobs else spec
+        hit = self._traces.get(key)
         if hit is None:
-            hit = self._traces[spec] = self._trace(spec)
+            hit = self._traces[key] = self._trace(spec, knobs)
         return hit
 
-    def _trace(self, spec: tuple[ArgSpec, ...]) -> Traced:
-        tracer, values, _, returns = self._run_body(spec)
+    def _traced_for(self, spec: tuple[ArgSpec, ...], config: Config) -> Traced:
+        """The trace a config runs: the default one, unless it sets registered knobs to other
+        values than their defaults (each value is a trace of its own)."""
+        t = self._traced(spec)
+        if not t.tunables:
+            return t
+        defaults = tuple((n, f.initial) for n, f in sorted(t.tunables.items()))
+        knobs = tuple((n, config.get(n, v)) for n, v in defaults)
+        if knobs == defaults:
+            return t
+        other = self._traced(spec, knobs)
+        if len(other.ir.symbols) != len(t.ir.symbols):
+            raise TraceError(f"with {dict(knobs)} the kernel has {len(other.ir.symbols)} tunable "
+                             f"tile dimensions, with its default knobs {len(t.ir.symbols)}: a "
+                             "registered knob may not change which td.tile calls are made",
+                             kernel=self.name,
+                             hint="give the td.tile calls a knob decides a fixed block_size=")
+        return other
+
+    def _trace(self, spec: tuple[ArgSpec, ...], knobs: tuple = ()) -> Traced:
+        tracer, values, _, returns = self._run_body(spec, knobs=knobs)
         fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
         verify(fn)
         lowered = registry.pipeline()(fn.clone())
         verify(lowered)
-        return Traced(fn, lowered, dict(tracer.labels), returns)
+        return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables))
 
-    def _run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False
+    def _run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = ()
                   ) -> tuple[Tracer, list[Value], list[Tensor], str]:
         """Run the body on proxies of `spec`'s arguments (with SymDim sizes if `symbolic`)."""
         if self._body is None:
@@ -284,6 +307,7 @@ class TileKernel:
             except TileDSLError as e:
                 raise e.with_context(kernel=self.name) from None
         tracer = Tracer(self.name, self.file)
+        tracer.knobs = dict(knobs)
         values: list[Value] = []
         proxies: list[Any] = []
         names = list(self.signature.parameters)
@@ -379,16 +403,28 @@ class TileKernel:
                 where = f" (line {sym.loc.line})" if sym.loc else ""
                 doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {sym.extent}{where}"
                 params.append(Param(f"block_sizes[{i}]", choices, min(top, DEFAULT_BLOCK), doc))
-            space = ConfigSpace(self.name, tuple(params))
-            if backend is not None:
-                options = {} if arch is None else {"arch": arch}
-                try:
-                    space = registry.backend(backend).extend_space(
-                        space, t.for_backend(backend), **options)
-                except TileDSLError as e:
-                    raise e.with_context(kernel=self.name) from None
+            for name, fragment in t.tunables.items():  # td.register_tunable's knobs
+                params.append(Param(name, fragment.choices, fragment.initial,
+                                    f"td.register_tunable({name!r}, {fragment})"))
+            base = ConfigSpace(self.name, tuple(params))
+            space = self._extended(base, t, backend, arch)
+            if t.tunables and backend is not None:  # each knob value's trace has its own
+                space = tunables.per_trace(space, tuple(t.tunables), lambda config: self._extended(
+                    base, self._traced_for(spec, config), backend, arch))
             self._spaces[key] = space
         return self._spaces[key]
+
+    def _extended(self, space: ConfigSpace, t: Traced, backend: str | None, arch: Any
+                  ) -> ConfigSpace:
+        """`space` with `backend`'s knobs and constraints for trace `t`."""
+        if backend is None:
+            return space
+        options = {} if arch is None else {"arch": arch}
+        try:
+            return registry.backend(backend).extend_space(space, t.for_backend(backend),
+                                                          **options)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
 
     # ---- running ---------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -535,6 +571,8 @@ class TileKernel:
                                  written)  # on every call: it depends on the arrays
         self._check_narrowed(narrowed, values)
         config = chosen if config is None else space.validate(config)
+        if t.tunables:  # a registered knob's value is the trace's (tunables.py)
+            t = self._traced_for(spec, config)
         try:
             outputs = impl.run(t.for_backend(backend), values, config,
                                **({} if arch is None else {"arch": arch}))
@@ -599,9 +637,9 @@ class TileKernel:
         `config` (validated) or the space's default; errors name the kernel."""
         values = self.bind(args, kwargs)
         spec = self.arg_spec(values)
-        t = self._traced(spec)
         space = self._space(spec, "triton", extra[0])  # the arch's knobs
         config = space.default() if config is None else space.validate(config)
+        t = self._traced_for(spec, config)
         try:
             return getattr(registry.backend("triton"), method)(t.for_backend("triton"), config,
                                                                self._flat(spec, values), *extra)
@@ -653,7 +691,7 @@ class TileKernel:
         spec = self.arg_spec(values)
         space = self._space(spec, "spatial", arch)
         config = space.default() if config is None else space.validate(config)
-        t = self._traced(spec)
+        t = self._traced_for(spec, config)
         try:  # the trace path is checked before simulating
             return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
                 t.for_backend("spatial"), config, arch=arch, trace_path=trace,
@@ -681,6 +719,7 @@ class TileKernel:
         config = space.default() if config is None else space.validate(config)
         if arch is None and target == "ptx":
             arch = "sm_90"
+        t = self._traced_for(spec, config)
         return emit(t.for_backend(backend), config, self._flat(spec, values), arch=arch)
 
 
