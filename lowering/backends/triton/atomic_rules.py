@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lowering.backends.triton.casts import tl_dtype
 from lowering.backends.triton.oprules import emit_rule
 from tiledsl.ir.core import Op
 from tiledsl.ir.gathers import written_values
@@ -26,6 +27,11 @@ def _atomic(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     if op.attrs.get("scope", "gpu") != "gpu":
         order += f', scope="{op.attrs["scope"]}"'
     kind = op.attrs["kind"]
+    bits = t.dtype.bits
+    if kind == "xchg" and t.dtype.is_float and em.interpret:  # the interpreter has no float
+        # xchg ("Unsupported data type"): exchange the bits as integers of the same width
+        ptr = f"({ptr}).to(tl.pointer_type(tl.int{bits}))"
+        values = [f"{values[0]}.to(tl.int{bits}, bitcast=True)"]
     if kind != "cas":
         mask_s = "" if mask is None else f", mask={mask}"
         call = f"tl.atomic_{kind}({ptr}, {values[0]}{mask_s}, {order})"
@@ -36,6 +42,8 @@ def _atomic(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
             ptr = f"tl.where({mask}, {ptr}, {em.tensor_param(tensor)})"
             val = f"tl.where({mask}, {val}, {cmp})"
         call = f"tl.atomic_cas({ptr}, {cmp}, {val}, {order})"
+    if kind == "xchg" and t.dtype.is_float and em.interpret:
+        call = f"{call}.to({tl_dtype(t.dtype)}, bitcast=True)"
     if em.uses.get(op.result):
         em.assign(op, call, indent)
     else:  # the old values are not used: a statement, as Triton code writes it

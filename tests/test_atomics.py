@@ -1,0 +1,194 @@
+"""Atomics (`td.atomic_add/max/min/xchg/cas`) and registered knobs (`td.register_tunable`):
+the NumPy backend's defined order, the generated Triton, the spatial read-modify-write, bad
+input, and a knob the tuner searches."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import example
+
+BACKENDS = ("numpy", "triton-interpret", "spatial")
+
+
+@td.tile_kernel
+def column_stats(x):
+    """Column sums, maxima and minima, combined across the row tiles by atomics (each store
+    leaves out the grid's row dimension: the race check accepts an atomic there)."""
+    m, n = x.shape
+    total = td.zeros((n,), dtype=x.dtype)
+    high = td.full((n,), float("-inf"), dtype=x.dtype)
+    low = td.full((n,), float("inf"), dtype=x.dtype)
+    for tm, tn in td.tile(m, n):
+        v = x[tm, tn]
+        td.atomic_add(total, [tn], td.sum(v, axis=0))
+        td.atomic_max(high, [tn], td.max(v, axis=0))
+        td.atomic_min(low, [tn], td.min(v, axis=0), sem="acq_rel")
+    return total, high, low
+
+
+@td.tile_kernel
+def running(x, counter):
+    """Old values: each lane gets the counter as it was just before its own addition."""
+    n = x.shape[0]
+    before = td.empty((n,), dtype=td.int32)
+    for t in td.tile(n):
+        before[t] = td.atomic_add(counter, [t.index * 0], x[t])
+    return before
+
+
+@td.tile_kernel
+def exchange(x, base, slots, flags):
+    """A masked add, an exchange and a compare-and-swap whose old values the kernel uses."""
+    m, n = x.shape
+    added = td.empty((m, n), dtype=x.dtype)
+    wins = td.zeros((n,), dtype=td.int32)
+    for tm, tn in td.tile(m, n):
+        v = x[tm, tn]
+        old = td.atomic_add(base, [tm, tn], v, mask=v > 0)
+        added[tm, tn] = td.where(v > 0, old, 0.0)
+        slots[tm, tn] = td.atomic_xchg(slots, [tm, tn], v)  # the old values, back in place
+        first = td.atomic_cas(flags, [tn], 0, 1)  # one program per column sees 0
+        td.atomic_add(wins, [tn], td.where(first == 0, 1, 0))
+    return added, wins
+
+
+def _configs(kernel: td.TileKernel, args: tuple, backend: str, n: int = 2) -> list[td.Config]:
+    space = kernel.config_space(*args, backend=backend)
+    return [space.default(), *space.sample(n, seed=3)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_column_stats_on_every_backend(backend: str) -> None:
+    x = np.random.default_rng(0).standard_normal((67, 13)).astype(np.float32)
+    for config in _configs(column_stats, (x,), backend):
+        total, high, low = column_stats.run(x, backend=backend, config=config)
+        # float atomics add in the schedule's order: equal within rounding
+        td.testing.assert_close(total, x.astype(np.float64).sum(0), np.float32)
+        assert (high == x.max(0)).all() and (low == x.min(0)).all(), config
+
+
+def test_numpy_defines_the_order_of_old_values() -> None:
+    """Programs in grid order, lanes in C order: the old values are the exclusive prefix sums."""
+    x = np.random.default_rng(1).integers(-5, 9, 101).astype(np.int32)
+    for config in _configs(running, (x, np.zeros(1, np.int32)), "numpy"):
+        counter = np.full(1, 7, np.int32)
+        before = running.run(x, counter, config=config)
+        assert (before == 7 + np.r_[0, np.cumsum(x)[:-1]]).all() and counter[0] == 7 + x.sum()
+    counter = np.full(1, 7, np.int32)  # Triton's interpreter runs programs in order too
+    before = running.run(x, counter, backend="triton-interpret")
+    assert sorted(before) == sorted(7 + np.r_[0, np.cumsum(x)[:-1]]) and counter[0] == 7 + x.sum()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_masked_add_exchange_and_cas_return_old_values(backend: str) -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((37, 11)).astype(np.float32)
+    for config in _configs(exchange, (x, x, x, np.zeros(11, np.int32)), backend, 1):
+        base, slots = rng.standard_normal((2, 37, 11)).astype(np.float32)
+        base0, slots0, flags = base.copy(), slots.copy(), np.zeros(11, np.int32)
+        added, wins = exchange.run(x, base, slots, flags, backend=backend, config=config)
+        assert np.allclose(base, base0 + np.where(x > 0, x, 0)), config  # masked lanes kept
+        assert (added == np.where(x > 0, base0, 0)).all()
+        assert (slots == slots0).all()  # the exchange's old values were stored back
+        assert (flags == 1).all() and (wins == 1).all()
+
+
+def test_triton_source_and_an_sm90_compile() -> None:
+    x = np.random.default_rng(3).standard_normal((67, 13)).astype(np.float32)
+    src = column_stats.source(x, target="triton")
+    assert 'tl.atomic_add(out_ptr + offs_tn, sum_0, mask=mask_tn, sem="relaxed")' in src
+    assert 'sem="acq_rel"' in src and "tl.atomic_max(" in src
+    cas = exchange.source(x, x, x, np.zeros(13, np.int32), target="triton")
+    assert "tl.atomic_cas(" in cas and "tl.atomic_xchg(" in cas
+    ptx = column_stats.source(x, target="ptx", arch="sm_90")
+    assert "atom.global" in ptx or "red.global" in ptx
+
+
+def test_spatial_prices_a_read_modify_write_and_refuses_used_old_values() -> None:
+    import json
+    x = np.random.default_rng(4).standard_normal((67, 13)).astype(np.float32)
+    df = json.loads(column_stats.source(x, target="spatial"))
+    copies = [s["copy"] for a in df["agents"] for s in a["program"] if "copy" in s]
+    assert {c.get("rmw") for c in copies} >= {"add", "max", "min"}
+    with pytest.raises(td.BackendError, match=r"atomic_add.*old values[\s\S]*before\[t\] = "):
+        running.run(np.ones(5, np.int32), np.zeros(1, np.int32), backend="spatial")
+
+
+def test_bad_atomics_name_the_line() -> None:
+    @td.tile_kernel
+    def half(x):
+        out = td.zeros((4,), dtype=td.float16)
+        for t in td.tile(x.shape[0]):
+            td.atomic_add(out, [t], x[t])
+        return out
+
+    @td.tile_kernel
+    def bad_sem(x):
+        for t in td.tile(x.shape[0]):
+            td.atomic_add(x, [t], 1.0, sem="seq_cst")
+
+    @td.tile_kernel
+    def store_then_add(x):
+        for t in td.tile(x.shape[0]):
+            x[t] = x[t] * 2.0
+            td.atomic_add(x, [t + 1], 1.0)
+
+    x = np.ones(4, np.float16)
+    with pytest.raises(td.DTypeError, match=r"float16 tensor[\s\S]*td.atomic_add\(out, \[t\]"):
+        half(x)
+    with pytest.raises(td.TraceError, match="sem='seq_cst' is not one of"):
+        bad_sem(np.ones(4, np.float32))
+    with pytest.raises(td.TraceError, match="this atomic to 'x' may write elements that the "
+                                            "store at line"):
+        store_then_add(np.ones(4, np.float32))
+
+
+# ---- td.register_tunable ---------------------------------------------------------------------
+
+@functools.cache
+def split_k_inputs(m: int, k: int, n: int) -> tuple:
+    return example("matmul_split_k").make_inputs(np.random.default_rng(0), {"m": m, "k": k, "n": n})
+
+
+def test_a_registered_knob_is_in_every_space_and_retraces_per_value() -> None:
+    k = example("matmul_split_k").matmul_split_k
+    args = split_k_inputs(19, 131, 21)
+    for backend in (None, "numpy", "triton", "spatial"):
+        split = next(p for p in k.config_space(*args, backend=backend).params
+                     if p.name == "split_k")
+        assert split.choices == (1, 2, 4, 8, 16, 32) and split.default == 1
+    space = k.config_space(*args, backend="triton")
+    src = k.source(*args, target="triton", config=space.default().replace(split_k=8))
+    assert "of outer_k" in src and "# 1 tiles" not in src  # 8 parts of k: programs along it
+    assert "1 of outer_k" in k.source(*args, target="triton", config=space.default())
+    with pytest.raises(td.ConfigError, match="split_k = 3 is not one of"):
+        k.run(*args, config=k.config_space(*args).default().replace(split_k=3))
+
+
+def test_the_cost_of_a_knob_depends_on_the_shape() -> None:
+    """On the spatial simulator a long k wants many parts, a short one few."""
+    k = example("matmul_split_k").matmul_split_k
+    best = {}
+    for dims in ((16, 2048, 16), (256, 32, 256)):
+        args = split_k_inputs(*dims)
+        space = k.config_space(*args, backend="spatial")
+        cycles = {s: k.simulate(*args, config=space.default().replace(split_k=s)).cycles
+                  for s in (1, 4, 16)}
+        best[dims] = min(cycles, key=cycles.get)
+    assert best[(16, 2048, 16)] == 16 and best[(256, 32, 256)] < 16
+
+
+def test_the_tuner_searches_a_registered_knob(tmp_path) -> None:
+    from autotune.tuner import tune
+    k = example("matmul_split_k").matmul_split_k
+    args = split_k_inputs(8, 263, 8)
+    r = tune(k, list(args), backend="numpy", trials=6, strategy="random", check=True,
+             storage=f"sqlite:///{tmp_path}/s.db")
+    assert len({t.config.get("split_k") for t in r.trials}) > 1
+    assert r.best is not None and r.best.get("split_k") in (1, 2, 4, 8, 16, 32)
+    td.testing.assert_close(k(*args), example("matmul_split_k").reference(*args), np.float32)
