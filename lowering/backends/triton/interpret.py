@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from lowering.backends.numpy import check_written, memory
-from lowering.backends.triton import space as triton_space
+from lowering.backends.triton import interpret_libdevice, space as triton_space
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.loader import load
 from tiledsl import dtypes, registry
@@ -81,7 +81,8 @@ def strides_of(fn: Function, tensors: list[Any]) -> dict[Value, tuple[int, ...]]
 def _language_objects() -> list[Any]:
     """The modules and classes of triton.language that the interpreter patches."""
     import triton.language as tl
-    mods = [tl, tl.core, tl.math, tl.standard]
+    from triton.language.extra import libdevice
+    mods = [tl, tl.core, tl.math, tl.standard, libdevice]
     classes = [tl.tensor, tl.dtype, tl.core.condition, tl.core.tensor_descriptor_base]
     return mods + classes
 
@@ -123,8 +124,8 @@ def interpreted_stdlib() -> Iterator[None]:
     would break later GPU compiles in the same process: everything it changes is restored.
     Meanwhile its float32 -> bfloat16 conversion rounds to nearest even (`_cast_to_nearest`),
     triton 3.6's gets the `get_bf16` it lacks for bfloat16 constants (`tl.where(m, x,
-    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, and int arguments typed int64 are
-    held as int64."""
+    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, int arguments typed int64 are
+    held as int64, and libdevice's functions are NumPy's (interpret_libdevice.py)."""
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
@@ -162,6 +163,7 @@ def interpreted_stdlib() -> Iterator[None]:
     interpreter._patch_lang_tensor = patch_tensor_index
     interpreter._implicit_cvt = int64_args
     builder.cast_impl = _cast_to_nearest(cast_impl)
+    interpret_libdevice.install()
     add_bf16 = not hasattr(builder, "get_bf16")
     if add_bf16:
         builder.get_bf16 = lambda self, v: self.create_fp_trunc(self.get_fp32(v), tl.bfloat16)
