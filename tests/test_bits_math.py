@@ -166,3 +166,140 @@ def test_math_library_matches_numpy(dtype: str, backend: str) -> None:
             check_float(f"{name} under {config}", dtype, x, ref, out)
         np.testing.assert_array_equal(outs[-2], np.isnan(a))
         np.testing.assert_array_equal(outs[-1], np.isinf(a))
+
+
+# ---- unsigned dtypes through the stack ------------------------------------------------------------
+@td.tile_kernel
+def unsigned_stack(x, y, w, k):
+    """uint8 tiles with a scalar uint8 argument: promotion with int8, sums (uint64), max,
+    argmin, cumsum, casts to and from floats, comparisons and a uint8 matrix product (uint32)."""
+    m, n = x.shape
+    sums = td.empty((m,), dtype=td.uint64)
+    top = td.empty((m,), dtype=x.dtype)
+    low = td.empty((m,), dtype=td.int32)
+    mixed = td.empty((m, n), dtype=td.int16)
+    half = td.empty((m, n), dtype=td.bfloat16)
+    big = td.empty((m, n), dtype=td.bool_)
+    back = td.empty((m, n), dtype=td.uint8)
+    prefix = td.empty((m, n), dtype=td.uint64)
+    prod = td.empty((m, m), dtype=td.uint32)
+    for tm in td.tile(m):
+        a = x[tm, :]
+        sums[tm] = td.sum(a, axis=1)
+        top[tm] = td.max(a + k, axis=1)  # wraps at 256
+        low[tm] = td.argmin(a, axis=1)
+        mixed[tm, :] = a + y[tm, :]
+        half[tm, :] = a.astype(td.float32) * 0.5
+        big[tm, :] = a > 200
+        back[tm, :] = (w[tm, :] * 255.0).astype(td.uint8)
+        prefix[tm, :] = td.cumsum(a, axis=1)
+    for tm, tn in td.tile(m, m):
+        prod[tm, tn] = x[tm, :] @ x[tn, :].T
+    return sums, top, low, mixed, half, big, back, prefix, prod
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unsigned_dtypes_through_the_stack(backend: str) -> None:
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (13, 16), dtype=np.uint8)
+    y = rng.integers(-128, 128, (13, 16), dtype=np.int8)
+    w = rng.random((13, 16)).astype(np.float32)
+    k = np.uint8(77)
+    wide = x.astype(np.uint32)
+    refs = [x.sum(1), (x + k).max(1), x.argmin(1).astype(np.int32), x + y,
+            (x * np.float32(0.5)).astype(ml_dtypes.bfloat16), x > 200,
+            (w * 255).astype(np.uint8), np.cumsum(x, 1, dtype=np.uint64), wide @ wide.T]
+    for config, outs in under_configs(unsigned_stack, (x, y, w, k), backend, samples=1):
+        for i, (out, ref) in enumerate(zip(outs, refs)):
+            assert out.dtype == ref.dtype, (i, out.dtype, ref.dtype)
+            np.testing.assert_array_equal(out, ref, err_msg=f"output {i} under {config}")
+
+
+def test_promotion_follows_numpy_2() -> None:
+    """Signed and unsigned ints meet as in NumPy 2; uint64 and a signed int, which NumPy rounds
+    to float64, are refused; a float wins over any int (as it does over signed ints here)."""
+    ints = [d for d in dtypes.ALL if d.is_int]
+    for a in ints:
+        for b in ints:
+            want = np.result_type(a.np, b.np)
+            got = dtypes.promote(a, b)
+            assert (got is None) if want.kind == "f" else got == want, (a, b, got, want)
+    assert dtypes.promote(td.uint32, td.float16) == td.float16
+    assert dtypes.promote(td.bool_, td.uint16) == td.uint16
+
+
+@td.tile_kernel
+def shift_float(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] << 1  # <- here
+    return out
+
+
+@td.tile_kernel
+def bitcast_width(x):
+    out = td.empty(x.shape, dtype=td.int16)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.bitcast(x[t], td.int16)  # <- here
+    return out
+
+
+@td.tile_kernel
+def uint64_meets_int64(x, y):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + y[t]  # <- here
+    return out
+
+
+@td.tile_kernel
+def negative_unsigned(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] & -1  # <- here
+    return out
+
+
+def test_bad_bit_operations_are_refused_at_their_line() -> None:
+    f = np.ones(8, np.float32)
+    u64, u8 = np.ones(8, np.uint64), np.ones(8, np.uint8)
+    assert "td.bitcast" in msg(trace_error(td.DTypeError, shift_float, f))
+    assert "keeps the width" in msg(trace_error(td.DTypeError, bitcast_width, f))
+    assert ".astype" in msg(trace_error(td.DTypeError, uint64_meets_int64, u64, u64.view(np.int64)))
+    assert "out of range for uint8" in msg(trace_error(td.DTypeError, negative_unsigned, u8))
+
+
+# ---- the generated Triton ---------------------------------------------------------------------
+@td.tile_kernel
+def dequantize(q, s, scale):
+    """int4 nibbles, a shift by a tile amount and the libdevice functions in one kernel."""
+    m, n = q.shape
+    out = td.empty((m, n), dtype=td.float32)
+    for tm, tn in td.tile(m, n):
+        v = q[tm, tn]
+        lo = (v << 4) >> 4  # the low nibble, sign-extended
+        hi = v >> s[tm, tn]
+        f = (lo + hi).astype(td.float32) * scale[tm, tn]
+        out[tm, tn] = td.round(f) + td.atan2(td.tan(f), td.trunc(f)) + td.log1p(td.abs(f))
+    return out
+
+
+def test_shifts_and_libdevice_compile_for_hopper() -> None:
+    """Shifts by constants are plain `<<` and `>>`; a shift by a tile selects NumPy's result
+    past the width; libdevice is imported once and called as Triton authors call it, and the
+    module compiles to PTX for sm_90. Interpreted runs leave libdevice as Triton defines it."""
+    pytest.importorskip("triton")
+    q = np.ones((32, 64), np.int8)
+    scale = np.ones((32, 64), np.float32)
+    src = dequantize.source(q, q, scale, target="triton")
+    assert src.count("from triton.language.extra import libdevice") == 1
+    assert "libdevice.rint(" in src and "libdevice.atan2(" in src and "libdevice.tan(" in src
+    assert "q_tile << 4" in src and ">> 4" in src
+    assert "tl.where(s_tile.to(tl.uint8, bitcast=True) < 8, q_tile >> s_tile, q_tile >> 7)" in src
+    dequantize.run(q, q, scale, backend="triton-interpret")
+    from triton.language.extra import libdevice
+    assert libdevice.rint.__module__ == "triton.language.extra.libdevice"
+    (report,) = dequantize.compile(q, q, scale, arch="sm_90")
+    assert report.problem is None
+    assert "shl.b16" in report.ptx or "shl.b32" in report.ptx
+    assert "cvt.rni.f32.f32" in report.ptx  # rint: round to nearest even
