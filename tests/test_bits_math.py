@@ -300,6 +300,8 @@ def test_shifts_and_libdevice_compile_for_hopper() -> None:
     from triton.language.extra import libdevice
     assert libdevice.rint.__module__ == "triton.language.extra.libdevice"
     (report,) = dequantize.compile(q, q, scale, arch="sm_90")
-    assert report.problem is None
+    # (triton 3.6's libdevice keeps the 32-byte table of tan's (sin's, cos's) reduction of large
+    # arguments in local memory, which the report counts as a spill; triton 3.9's does not)
+    assert report.problem is None or report.problem == "spills 32 bytes of local memory per thread"
     assert "shl.b16" in report.ptx or "shl.b32" in report.ptx
     assert "cvt.rni.f32.f32" in report.ptx  # rint: round to nearest even
