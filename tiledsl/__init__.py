@@ -31,6 +31,10 @@ from tiledsl.dtypes import int8 as int8
 from tiledsl.dtypes import int16 as int16
 from tiledsl.dtypes import int32 as int32
 from tiledsl.dtypes import int64 as int64
+from tiledsl.dtypes import uint8 as uint8
+from tiledsl.dtypes import uint16 as uint16
+from tiledsl.dtypes import uint32 as uint32
+from tiledsl.dtypes import uint64 as uint64
 from tiledsl.errors import ArgumentError as ArgumentError
 from tiledsl.errors import BackendError as BackendError
 from tiledsl.errors import ConfigError as ConfigError
@@ -71,6 +75,29 @@ from tiledsl.language import tanh as tanh
 from tiledsl.language import tile as tile
 from tiledsl.language import where as where
 from tiledsl.language import zeros as zeros
+from tiledsl.bits import bitcast as bitcast
+from tiledsl.mathlib import acos as acos
+from tiledsl.mathlib import asin as asin
+from tiledsl.mathlib import atan as atan
+from tiledsl.mathlib import atan2 as atan2
+from tiledsl.mathlib import ceil as ceil
+from tiledsl.mathlib import clamp as clamp
+from tiledsl.mathlib import cos as cos
+from tiledsl.mathlib import cosh as cosh
+from tiledsl.mathlib import expm1 as expm1
+from tiledsl.mathlib import floor as floor
+from tiledsl.mathlib import fma as fma
+from tiledsl.mathlib import isinf as isinf
+from tiledsl.mathlib import isnan as isnan
+from tiledsl.mathlib import log1p as log1p
+from tiledsl.mathlib import log2 as log2
+from tiledsl.mathlib import pow as pow  # noqa: A004
+from tiledsl.mathlib import round as round  # noqa: A004
+from tiledsl.mathlib import sign as sign
+from tiledsl.mathlib import sin as sin
+from tiledsl.mathlib import sinh as sinh
+from tiledsl.mathlib import tan as tan
+from tiledsl.mathlib import trunc as trunc
 from tiledsl.static_args import constexpr as constexpr
 from tiledsl.torch_op import torch_op as torch_op
 from tiledsl.tunables import Choice as Choice

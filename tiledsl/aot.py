@@ -34,7 +34,8 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DEFAULT_SHARED_BYTES = 48 * 1024  # beyond this a kernel must opt in to more dynamic smem
 _CPU_DLPACK_DEVICES = {1, 3}  # kDLCPU, kDLCUDAHost
-_INT_RANGE = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_INT_RANGE = {n: (int(np.iinfo(n).min), int(np.iinfo(n).max)) for n in (
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
 
 
 @cache
@@ -234,7 +235,7 @@ class LoadedKernel:
         elif dtype in _INT_RANGE:
             ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
             kind = "an integer"
-            if ok and not -2 ** (_INT_RANGE[dtype] - 1) <= int(v) < 2 ** (_INT_RANGE[dtype] - 1):
+            if ok and not _INT_RANGE[dtype][0] <= int(v) <= _INT_RANGE[dtype][1]:
                 raise self._fail(p, f"is {v}, out of the range of {dtype}")
         else:
             ok = isinstance(v, (int, float, np.integer, np.floating)) \

@@ -15,7 +15,7 @@ class DType:
 
     name: str
     short: str
-    kind: str  # "f" float, "i" signed int, "b" bool
+    kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool
     bits: int
 
     @property
@@ -28,7 +28,12 @@ class DType:
 
     @property
     def is_int(self) -> bool:
-        return self.kind == "i"
+        """Signed or unsigned."""
+        return self.kind in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
 
     @property
     def is_bool(self) -> bool:
@@ -62,9 +67,14 @@ int8 = DType("int8", "i8", "i", 8)
 int16 = DType("int16", "i16", "i", 16)
 int32 = DType("int32", "i32", "i", 32)
 int64 = DType("int64", "i64", "i", 64)
+uint8 = DType("uint8", "u8", "u", 8)
+uint16 = DType("uint16", "u16", "u", 16)
+uint32 = DType("uint32", "u32", "u", 32)
+uint64 = DType("uint64", "u64", "u", 64)
 bool_ = DType("bool", "i1", "b", 1)
 
-ALL: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32, int64, bool_)
+ALL: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32, int64,
+                         uint8, uint16, uint32, uint64, bool_)
 BY_SHORT: dict[str, DType] = {d.short: d for d in ALL}
 
 _TO_NUMPY: dict[str, np.dtype] = {
@@ -76,6 +86,10 @@ _TO_NUMPY: dict[str, np.dtype] = {
     "i16": np.dtype(np.int16),
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
     "i1": np.dtype(np.bool_),
 }
 _FROM_NUMPY: dict[np.dtype, DType] = {v: BY_SHORT[k] for k, v in _TO_NUMPY.items()}
@@ -107,7 +121,9 @@ def promote(a: DType, b: DType) -> DType | None:
     """The common type of two dtypes (None if there is none).
 
     Floats win over ints and bools; within a kind the wider type wins; float16 and bfloat16
-    meet at float32 (neither holds the other).
+    meet at float32 (neither holds the other). A signed and an unsigned int meet, as in NumPy 2,
+    at the narrowest signed int that holds both (uint8 and int8 at int16, uint32 and int32 at
+    int64); uint64 and a signed int have none (NumPy's float64 would round them).
     """
     if a == b:
         return a
@@ -115,24 +131,32 @@ def promote(a: DType, b: DType) -> DType | None:
         if a.bits == b.bits:  # float16 vs bfloat16
             return float32
         return a if a.bits > b.bits else b
-    order = {"b": 0, "i": 1, "f": 2}
+    if {a.kind, b.kind} == {"i", "u"}:
+        u, s = (a, b) if a.is_unsigned else (b, a)
+        if s.bits > u.bits:
+            return s
+        return None if u.bits == 64 else BY_SHORT[f"i{2 * u.bits}"]
+    order = {"b": 0, "i": 1, "u": 1, "f": 2}
     return a if order[a.kind] > order[b.kind] else b
 
 
 def accumulator(d: DType) -> DType:
-    """The type a dot or a sum accumulates in: float32 for 16-bit floats, int32 for small ints."""
+    """The type a dot or a sum accumulates in: float32 for 16-bit floats, int32 (uint32) for
+    small signed (unsigned) ints."""
     if d.is_float:
         return float32 if d.bits < 32 else d
     if d.bits < 32:
-        return int32
+        return uint32 if d.is_unsigned else int32
     return d
 
 
 def poison(d: DType) -> float | int | bool:
     """What a backend puts where no correct kernel reads (lanes a load masks off, outside a
-    tensor): NaN, the most negative integer, or True."""
+    tensor): NaN, the most negative integer (the largest unsigned one), or True."""
     if d.is_bool:
         return True
+    if d.is_unsigned:
+        return (1 << d.bits) - 1
     if d.is_int:
         return -(1 << (d.bits - 1))
     return float("nan")

@@ -100,6 +100,10 @@ class TileValue:
     def __ror__(self, o: Any) -> TileValue: return binary("or", o, self)
     def __xor__(self, o: Any) -> TileValue: return binary("xor", self, o)
     def __rxor__(self, o: Any) -> TileValue: return binary("xor", o, self)
+    def __lshift__(self, o: Any) -> TileValue: return binary("shl", self, o)
+    def __rlshift__(self, o: Any) -> TileValue: return binary("shl", o, self)
+    def __rshift__(self, o: Any) -> TileValue: return binary("shr", self, o)
+    def __rrshift__(self, o: Any) -> TileValue: return binary("shr", o, self)
     def __eq__(self, o: Any) -> TileValue: return binary("eq", self, o)  # type: ignore[override]
     def __ne__(self, o: Any) -> TileValue: return binary("ne", self, o)  # type: ignore[override]
     def __lt__(self, o: Any) -> TileValue: return binary("lt", self, o)
@@ -607,7 +611,9 @@ def common_dtype(vals: Sequence[TileValue]) -> tuple[DType, bool]:
     for d in strong[1:]:
         p = dtypes.promote(out, d)
         if p is None:
-            current().fail(DTypeError, f"dtypes {out} and {d} do not mix")
+            current().fail(DTypeError, f"dtypes {out} and {d} do not mix",
+                           hint="cast one side with .astype(...) (uint64 meets a signed int only "
+                                "so: NumPy's float64 would round it)")
         out = p
     for d in weak:  # a weak number only lifts the kind (int tile * 2.5 -> float32)
         if d.is_float and not out.is_float:
@@ -627,7 +633,7 @@ def coerce(vals: Sequence[Any], dtype: DType | None = None) -> tuple[list[TileVa
 
 
 _NAMES = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
-          "pow": "**", "and": "&", "or": "|", "xor": "^", "eq": "==", "ne": "!=", "lt": "<",
+          "pow": "**", "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>", "eq": "==", "ne": "!=", "lt": "<",
           "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -658,7 +664,7 @@ def _python_ints_in_range(name: str, tvs: list[TileValue], dtype: DType) -> DTyp
             dtype = dtypes.int64  # an int argument's value is not known here: compare exactly
         if n is None or _fits(n, dtype):
             continue
-        if name in _COMPARISONS and _fits(n, dtypes.int64):
+        if name in _COMPARISONS and _fits(n, dtypes.int64) and dtype != dtypes.uint64:
             dtype = dtypes.int64
         else:
             current().fail(DTypeError, f"the Python integer {n} is out of range for {dtype} "
@@ -706,11 +712,12 @@ def binary(name: str, a: Any, b: Any) -> TileValue:
     dtype = _python_ints_in_range(name, tvs, dtype)
     if name in _COMPARISONS and _float_meets_ints(tvs):
         dtype = dtypes.float64  # exact for every int32 (as NumPy compares): x == 16777217.0
-    if name in ("div", "pow") and not dtype.is_float:
+    if name in ("div", "pow", "atan2") and not dtype.is_float:
         dtype = dtypes.float32
-    if name in ("and", "or", "xor") and dtype.is_float:
-        current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}")
-    if name in ("add", "sub", "mul", "floordiv", "mod") and dtype.is_bool:
+    if name in ("and", "or", "xor", "shl", "shr") and dtype.is_float:
+        current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}",
+                       hint="td.bitcast(x, td.int32) reads a float's bits as an integer")
+    if name in ("add", "sub", "mul", "floordiv", "mod", "shl", "shr") and dtype.is_bool:
         dtype = dtypes.int32
     ops, _ = coerce(tvs, dtype)
     out = current().emit(name, [o.value for o in ops])[0]
@@ -722,7 +729,7 @@ def unary(name: str, a: Any) -> TileValue:
     from tiledsl.ir.ops import FLOAT_UNARY
     if name in FLOAT_UNARY and not v.dtype.is_float:
         v = cast(v, dtypes.float32)
-    if name in ("neg", "abs") and v.dtype.is_bool:
+    if name in ("neg", "abs", "sign") and v.dtype.is_bool:
         v = cast(v, dtypes.int32)
     return TileValue(current().emit(name, [v.value])[0], v.weak)
 

@@ -88,11 +88,17 @@ def _arity(ts: Sequence[Type], n: int, name: str) -> None:
         raise IRError(f"{name} takes {n} operands, got {len(ts)}")
 
 
+SHIFTS = ("shl", "shr")  # `<<`, `>>` (arithmetic on signed ints, logical on unsigned)
 BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
-          "and", "or", "xor")
+          "and", "or", "xor", "atan2") + SHIFTS
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
-FLOAT_UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
-UNARY = ("neg", "abs", "not") + FLOAT_UNARY
+# The math library (libdevice's functions on a GPU): float -> float, as the functions above
+MATH_UNARY = ("log2", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+              "cosh")
+FLOAT_UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf") + MATH_UNARY
+ROUNDING = ("floor", "ceil", "round", "trunc")  # float -> float (an int is its own rounding)
+UNARY = ("neg", "abs", "not", "sign") + FLOAT_UNARY + ROUNDING
+FLOAT_TESTS = ("isnan", "isinf")  # float -> bool
 REDUCTIONS = ("sum", "max", "min", "mean", "argmax", "argmin")
 ARG_REDUCTIONS = ("argmax", "argmin")  # the position of the max/min along one axis
 
@@ -103,8 +109,10 @@ def _binary_rule(name: str) -> Rule:
         t = _same(ts, name)
         if name in ("and", "or", "xor") and t.dtype.is_float:
             raise DTypeError(f"bitwise '{name}' needs integer or bool operands, got {t.dtype}")
-        if name in ("div", "pow") and not t.dtype.is_float:
+        if name in ("div", "pow", "atan2") and not t.dtype.is_float:
             raise DTypeError(f"'{name}' needs float operands, got {t.dtype}")
+        if name in SHIFTS and not t.dtype.is_int:
+            raise DTypeError(f"'{name}' needs integer operands, got {t.dtype}")
         if name in ("add", "sub", "mul", "floordiv", "mod") and t.dtype.is_bool:
             raise DTypeError(f"'{name}' is not defined on bool tiles; cast with .astype first")
         return [t]
@@ -122,11 +130,11 @@ def _unary_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 1, name)
         t = tile(ts[0], name)
-        if name in FLOAT_UNARY and not t.dtype.is_float:
+        if name in FLOAT_UNARY + ROUNDING and not t.dtype.is_float:
             raise DTypeError(f"'{name}' needs a float operand, got {t.dtype}")
         if name == "not" and t.dtype.is_float:
             raise DTypeError(f"'~' needs an integer or bool operand, got {t.dtype}")
-        if name in ("neg", "abs") and t.dtype.is_bool:
+        if name in ("neg", "abs", "sign") and t.dtype.is_bool:
             raise DTypeError(f"'{name}' is not defined on bool tiles")
         return [t]
     return rule
@@ -138,6 +146,43 @@ for _n in COMPARE:
     _def(_n, traits=(ELEMENTWISE,))(_compare_rule(_n))
 for _n in UNARY:
     _def(_n, traits=(ELEMENTWISE,))(_unary_rule(_n))
+
+
+def _float_test_rule(name: str) -> Rule:
+    def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+        _arity(ts, 1, name)
+        t = tile(ts[0], name)
+        if not t.dtype.is_float:
+            raise DTypeError(f"'{name}' needs a float operand, got {t.dtype}")
+        return [t.with_dtype(dtypes.bool_)]
+    return rule
+
+
+for _n in FLOAT_TESTS:
+    _def(_n, traits=(ELEMENTWISE,))(_float_test_rule(_n))
+
+
+@_def("fma", traits=(ELEMENTWISE,))
+def _fma(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """x * y + z rounded once."""
+    _arity(ts, 3, "fma")
+    t = _same(ts, "fma")
+    if not t.dtype.is_float:
+        raise DTypeError(f"'fma' needs float operands, got {t.dtype}")
+    return [t]
+
+
+@_def("bitcast", explicit_type=True, traits=(ELEMENTWISE,))
+def _bitcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """The same bits read as another dtype of the same width (NumPy's `view`)."""
+    _arity(ts, 1, "bitcast")
+    src = tile(ts[0], "bitcast operand")
+    if res is None or len(res) != 1 or tile(res[0], "bitcast result").shape != src.shape:
+        raise IRError("bitcast keeps the shape")
+    dst = tile(res[0], "bitcast result").dtype
+    if dst.bits != src.dtype.bits or dst.is_bool or src.dtype.is_bool:
+        raise DTypeError(f"bitcast from {src.dtype} to {dst}: the widths differ")
+    return list(res)
 
 
 @_def("where", traits=(ELEMENTWISE,))
@@ -303,12 +348,14 @@ def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[T
 
 
 def reduce_dtype(kind: str, d: DType) -> DType:
-    """A sum of 16-bit floats is float32, and of ints or bools int64 (as NumPy: it never
-    wraps at the input's width); a mean of ints is float32; a position is int32 (as Triton's and
+    """A sum of 16-bit floats is float32, and of ints or bools int64, of unsigned ints uint64
+    (as NumPy: it never wraps at the input's width); a mean of ints is float32; a position is int32 (as Triton's and
     JAX's argmax)."""
     if kind in ARG_REDUCTIONS:
         return dtypes.int32
     if kind == "sum":
+        if d.is_unsigned:
+            return dtypes.uint64
         return dtypes.accumulator(d) if d.is_float else dtypes.int64
     if kind == "mean":
         return dtypes.accumulator(d) if d.is_float else dtypes.float32

@@ -35,6 +35,14 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.power(x, np.array(np.broadcast_to(y, shape)))
 
 
+def _fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z rounded once: computed in float64 (exact products of 16- and 32-bit floats),
+    then rounded to the result dtype; float64 rounds the product and the sum (NumPy has no
+    fused multiply-add: a GPU's fma can differ by an ulp)."""
+    wide = np.promote_types(x.dtype, np.float64)
+    return x.astype(wide) * y.astype(wide) + z.astype(wide)
+
+
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
     "floordiv": np.floor_divide, "mod": np.mod, "pow": _power,
@@ -42,13 +50,22 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
+    # NumPy's shifts: by the bit width or more (or a negative amount) give 0, and -1 for a
+    # negative signed int shifted right (math_rules.py writes the same rule in Triton)
+    "shl": np.left_shift, "shr": np.right_shift, "atan2": np.arctan2,
 }
 
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "neg": np.negative, "abs": np.abs, "not": np.invert, "exp": np.exp, "exp2": np.exp2,
     "log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt, "tanh": np.tanh, "sigmoid": _sigmoid,
     "erf": _erf_array,
+    "log2": np.log2, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+    "sign": np.sign, "isnan": np.isnan, "isinf": np.isinf,
 }
+
+TERNARY: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {"fma": _fma}
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -61,11 +78,13 @@ def apply(name: str, operands: list[np.ndarray], out_dtype: np.dtype) -> np.ndar
     work = _compute_dtype(operands[0].dtype)
     args = [o.astype(work, copy=False) for o in operands]
     with np.errstate(all="ignore"):
-        if name in BINARY:
+        if name in TERNARY:
+            result = TERNARY[name](*args)
+        elif name in BINARY:
             result = BINARY[name](args[0], args[1])
         else:
             result = UNARY[name](args[0])
     return np.asarray(result).astype(out_dtype, copy=False)
 
 
-ELEMENTWISE = frozenset(BINARY) | frozenset(UNARY)
+ELEMENTWISE = frozenset(BINARY) | frozenset(UNARY) | frozenset(TERNARY)

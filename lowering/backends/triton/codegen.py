@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from lowering.backends.triton.casts import literal
 from lowering.backends.triton.emit import KernelParam, KernelEmitter, Namer
-from lowering.backends.triton.helpers import HELPERS
+from lowering.backends.triton.helpers import HELPERS, IMPORTS
 from tiledsl.config import Config
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
@@ -99,7 +99,8 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
               "import triton\nimport triton.language as tl\n")
     if any(p.kind == "desc" for k in kernels for p in k.params):
         header += "from triton.tools.tensor_descriptor import TensorDescriptor\n"
-    parts = [header] + [HELPERS[h] for h in sorted(helpers)] + texts + [launcher]
+    header += "".join(IMPORTS[h] + "\n" for h in sorted(helpers & IMPORTS.keys()))
+    parts = [header] + [HELPERS[h] for h in sorted(helpers - IMPORTS.keys())] + texts + [launcher]
     return Module("\n\n".join(p.strip("\n") for p in parts) + "\n", kernels, launcher)
 
 

@@ -24,6 +24,8 @@ from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import atomic_rules as _atomic_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import shift_rules
+from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
@@ -751,8 +753,8 @@ def _paren(expr: str) -> str:
 
 # The emitter's own rules: the ops that share its state (names, ranges, masks, loops). Other
 # ops' rules live with their kind (shape_rules.py, shift_rules.py, branch_rules.py).
-for _name in (*BINARY, *COMPARE, *UNARY):
-    EMIT_RULES[_name] = KernelEmitter.elementwise
+for _name in (*BINARY, *COMPARE, *UNARY):  # those without a rule of their own (math_rules.py)
+    EMIT_RULES.setdefault(_name, KernelEmitter.elementwise)
 EMIT_RULES.update({
     "const": KernelEmitter.const, "cast": KernelEmitter.cast,
     "broadcast": KernelEmitter.broadcast, "dot": KernelEmitter.dot,

@@ -126,3 +126,8 @@ def small_power(base: str, n: Any) -> str | None:
         return None
     product = " * ".join([base] * abs(int(n)))
     return product if n > 0 else f"1.0 / ({product})"
+
+
+# Modules a kernel's rules may need besides triton and triton.language: imported at the top of
+# its module when a rule adds the name to the kernel's helpers.
+IMPORTS = {"libdevice": "from triton.language.extra import libdevice"}

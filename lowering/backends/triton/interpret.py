@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from lowering.backends.numpy import check_written, memory
-from lowering.backends.triton import space as triton_space
+from lowering.backends.triton import interpret_libdevice, space as triton_space
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.loader import load
 from tiledsl import dtypes, registry
@@ -81,7 +81,8 @@ def strides_of(fn: Function, tensors: list[Any]) -> dict[Value, tuple[int, ...]]
 def _language_objects() -> list[Any]:
     """The modules and classes of triton.language that the interpreter patches."""
     import triton.language as tl
-    mods = [tl, tl.core, tl.math, tl.standard]
+    from triton.language.extra import libdevice
+    mods = [tl, tl.core, tl.math, tl.standard, libdevice]
     classes = [tl.tensor, tl.dtype, tl.core.condition, tl.core.tensor_descriptor_base]
     return mods + classes
 
@@ -111,6 +112,20 @@ def _cast_to_nearest(cast_impl: Any) -> Any:
     return cast
 
 
+def _all_ones(get_all_ones_value: Any) -> Any:
+    """The interpreter's all-ones value (what `~x` xors with), as triton 3.9 makes it for
+    unsigned ints: triton 3.6 fills -1 into an unsigned array, which NumPy 2 refuses."""
+    from triton.runtime import interpreter
+    from triton.runtime.interpreter import TensorHandle
+
+    def get(self: Any, type: Any) -> Any:
+        np_type = interpreter._get_np_dtype(type)
+        if np.issubdtype(np_type, np.unsignedinteger):
+            return TensorHandle(np.full(1, np.iinfo(np_type).max, dtype=np_type), type.scalar)
+        return get_all_ones_value(self, type)
+    return get
+
+
 @contextmanager
 def interpreted_stdlib() -> Iterator[None]:
     """Let interpreted kernels call Triton's own `@jit` library (tl.sum, tl.max, tl.sigmoid...),
@@ -123,8 +138,9 @@ def interpreted_stdlib() -> Iterator[None]:
     would break later GPU compiles in the same process: everything it changes is restored.
     Meanwhile its float32 -> bfloat16 conversion rounds to nearest even (`_cast_to_nearest`),
     triton 3.6's gets the `get_bf16` it lacks for bfloat16 constants (`tl.where(m, x,
-    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, and int arguments typed int64 are
-    held as int64."""
+    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, int arguments typed int64 are
+    held as int64, `~` of an unsigned int works on triton 3.6 too (`_all_ones`), and
+    libdevice's functions are NumPy's (interpret_libdevice.py)."""
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
@@ -162,6 +178,9 @@ def interpreted_stdlib() -> Iterator[None]:
     interpreter._patch_lang_tensor = patch_tensor_index
     interpreter._implicit_cvt = int64_args
     builder.cast_impl = _cast_to_nearest(cast_impl)
+    all_ones = builder.get_all_ones_value
+    builder.get_all_ones_value = _all_ones(all_ones)
+    interpret_libdevice.install()
     add_bf16 = not hasattr(builder, "get_bf16")
     if add_bf16:
         builder.get_bf16 = lambda self, v: self.create_fp_trunc(self.get_fp32(v), tl.bfloat16)
@@ -172,6 +191,7 @@ def interpreted_stdlib() -> Iterator[None]:
         interpreter._patch_lang_tensor = patch_tensor
         interpreter._implicit_cvt = implicit_cvt
         builder.cast_impl = cast_impl
+        builder.get_all_ones_value = all_ones
         if add_bf16:
             del builder.get_bf16
         _restore(snapshot)
