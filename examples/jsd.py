@@ -10,7 +10,7 @@ and get a zero gradient; `beta` and `ignore_index` are runtime scalars, so `if b
 runtime `if` (each program takes its branch) and one compiled kernel serves every beta
 (`td.constexpr(beta)` specializes it instead). The grid runs over single rows
 (`block_size=cdiv(BT, n_rows)`, which is 1, as liger's kernel uses) and tiles of the vocabulary.
-The kernel returns the summed loss (a float32 scalar) and dX, the gradient of the loss with
+The kernel returns the summed loss (a 0-d array) and dX, the gradient of the loss with
 respect to `_input`.
 
 Where this differs from Helion's text, and why:
@@ -25,7 +25,10 @@ Where this differs from Helion's text, and why:
   label is read as a scalar, `shift_labels[tile_bt.begin]` (an `if` takes a scalar, not a tile
   of one lane).
 - Helion sums the (BT, V) loss on the host (`torch.sum(loss)`, with a TensorOperationInWrapper
-  warning); here a last one-program grid sums it.
+  warning); here a last one-program grid sums it, in float32 as Helion's, and returns it in the
+  input's dtype (Helion returns float32; its HelionJSD module casts it).
+- The loss buffer is float64 for float64 inputs (Helion's is always float32), so float64 runs
+  keep float64 accuracy.
 - torch.amax, torch.exp, torch.log and torch.maximum are td.max(axis=0), td.exp, td.log and
   td.maximum.
 """
@@ -103,7 +106,7 @@ def jsd(_input, target, shift_labels=None, beta: float = 0.5, ignore_index: int 
                 dX[tile_bt, tile_v] = dX[tile_bt, tile_v] * scale
 
     # Sum the loss (Helion sums it on the host)
-    final_loss = td.empty((), dtype=loss_dtype)
+    final_loss = td.empty((), dtype=_input.dtype)
     for _ in td.grid(1):
         total = td.zeros((), dtype=loss_dtype)
         for tile_sb, tile_sv in td.tile(BT, V):

@@ -34,7 +34,7 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "embedding": {"batch": 2, "n": 19, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
     "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
     "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
-    "jsd": {"bt": 19, "v": 45}, "segment_reduction": {"nodes": 11, "elements": 45, "features": 21},
+    "jsd": {"bt": 5, "v": 19}, "segment_reduction": {"nodes": 11, "elements": 45, "features": 21},
     "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
 }
