@@ -1,11 +1,15 @@
 """Cross entropy per row: loss[i] = logsumexp(logits[i, :]) - logits[i, labels[i]], as Helion's
-`cross_entropy` example computes it (torch.nn.functional.cross_entropy, reduction="none").
+`cross_entropy` example writes it (torch.nn.functional.cross_entropy, reduction="none").
 
 Each program takes a tile of rows: the whole rows for the log-sum-exp, and one logit per row at
-its label, a gather: `logits[tile_n.index, labels_tile]` indexes both dimensions with index tiles
-of shape `(tile_n,)`, which broadcast together (NumPy's rule), so the result is one element per
-row. Helion writes the same gather through a flat view of the logits
-(`hl.load(logits_flat, [tile_n.index * v + labels_tile])`); with 2-D indexing no view is needed.
+its label, gathered from a flat view of the logits (`logits.view(-1)`, no copy) at
+`tile_n.index * v + labels_tile` with `td.load(logits_flat, [flat_indices])`. On Triton the
+gather is `tl.load(logits_ptr + offs_tile_n * v + labels_tile, mask=...)`, masked where a label
+falls outside the logits.
+
+Where this differs from Helion's text: `torch.amax(..., dim=-1, keepdim=True)` and `torch.sum`
+are `td.max(..., axis=-1, keepdims=True)` and `td.sum` (NumPy's names), and `torch.zeros([n])`
+is `td.zeros((n,))`. Nothing else.
 """
 
 from __future__ import annotations
@@ -19,14 +23,35 @@ import tiledsl as td
 def cross_entropy(logits, labels):
     n, v = logits.shape
     losses = td.zeros((n,), dtype=logits.dtype)
+
+    # Flatten logits once at the beginning
+    logits_flat = logits.view(-1)
+
     for tile_n in td.tile(n):
-        labels_tile = labels[tile_n]
-        logits_at_target = logits[tile_n.index, labels_tile]  # one logit per row
-        logits_rows = logits[tile_n, :]
-        max_logits = td.max(logits_rows, axis=-1)
-        exp_shifted = td.exp(logits_rows - max_logits[:, None])
-        log_sum_exp = max_logits + td.log(td.sum(exp_shifted, axis=-1))
+        # Get data for this tile
+        labels_tile = labels[tile_n]  # [tile_size]
+        base_indices_tile = tile_n.index * v  # [tile_size]
+
+        # Compute the actual flat indices by adding the label offset
+        flat_indices = base_indices_tile + labels_tile
+
+        # Load the logits at the target indices
+        logits_at_target = td.load(logits_flat, [flat_indices])
+
+        # Compute log_softmax for numerical stability
+        # Load the full rows for this tile
+        logits_rows = logits[tile_n, :]  # [tile_size, V]
+
+        # Compute log-sum-exp
+        max_logits = td.max(logits_rows, axis=-1, keepdims=True)
+        shifted = logits_rows - max_logits
+        exp_shifted = td.exp(shifted)
+        sum_exp = td.sum(exp_shifted, axis=-1, keepdims=True)
+        log_sum_exp = max_logits.squeeze(-1) + td.log(sum_exp.squeeze(-1))
+
+        # Cross entropy loss: log_sum_exp - logit_at_target
         losses[tile_n] = log_sum_exp - logits_at_target
+
     return losses
 
 

@@ -1,12 +1,18 @@
-"""Embedding lookup: out[i, :] = weight[x[i], :] (torch.nn.functional.embedding), as Helion's
+"""Embedding lookup: out[..., :] = weight[x[...], :] (torch.nn.functional.embedding), as Helion's
 `embedding` example writes it.
 
-A gather: `weight[x[tile_b], tile_e]` indexes the table's rows with a tile of loaded indices (an
-index tile), and its columns with a tile. The index tile's shape takes the place of the
-dimension it indexes, so the result is `(tile_b, tile_e)`. On Triton this is pointer arithmetic
-with the loaded indices (`weight_ptr + idx[:, None] * stride + offs_e[None, :]`); the lanes of a
-partial last `tile_b` are masked, and so are indices outside the table. Helion flattens `x` of
-any shape first (`x.reshape(-1)`); here `x` is 1-D.
+`x` holds indices of any shape. The kernel flattens it with a view (`x.reshape(-1)`, no copy),
+gathers rows of the table with `weight[x_flat[tile_b], tile_e]` (a tile of loaded indices, an
+index tile, whose shape takes the place of the dimension it indexes: the result is
+`(tile_b, tile_e)`), and returns the output as a view of shape `(*x.shape, embedding_dim)`. On
+Triton the gather is pointer arithmetic with the loaded indices
+(`weight_ptr + idx[:, None] * stride + offs_e[None, :]`); the lanes of a partial last `tile_b`
+are masked, and so are indices outside the table.
+
+Where this differs from Helion's text: `hl.tile([a, b])` is `td.tile(a, b)` (td.tile takes the
+sizes as arguments, not a list), and sizes are `.shape[...]` rather than `.size(...)`. A view
+never copies: a non-contiguous `x` (a transposed array) is an ArgumentError naming the
+`x.reshape(-1)` line, where torch's reshape would copy it.
 """
 
 from __future__ import annotations
@@ -18,19 +24,21 @@ import tiledsl as td
 
 @td.tile_kernel
 def embedding(x, weight):
+    x_flat = x.reshape(-1)  # collapse x into a single dimension
     _, embedding_dim = weight.shape
-    out = td.empty((x.shape[0], embedding_dim), dtype=weight.dtype)
-    for tile_b, tile_e in td.tile(x.shape[0], embedding_dim):
-        out[tile_b, tile_e] = weight[x[tile_b], tile_e]
-    return out
+    out = td.empty((x_flat.shape[0], embedding_dim), dtype=weight.dtype)
+    for tile_b, tile_e in td.tile(x_flat.shape[0], embedding_dim):
+        out[tile_b, tile_e] = weight[x_flat[tile_b], tile_e]
+    # restore the original shape
+    return out.view(*x.shape, embedding_dim)
 
 
-DIMS = {"n": 300, "vocab": 97, "dim": 64}
+DIMS = {"batch": 3, "n": 100, "vocab": 97, "dim": 64}
 
 
 def make_inputs(rng: np.random.Generator, dims: dict[str, int] = DIMS, dtype=np.float32) -> tuple:
-    """n int32 indices into a random (vocab, dim) table."""
-    x = rng.integers(0, dims["vocab"], dims["n"]).astype(np.int32)
+    """(batch, n) int32 indices into a random (vocab, dim) table."""
+    x = rng.integers(0, dims["vocab"], (dims["batch"], dims["n"])).astype(np.int32)
     weight = rng.standard_normal((dims["vocab"], dims["dim"])).astype(dtype)
     return x, weight
 

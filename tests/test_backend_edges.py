@@ -252,3 +252,25 @@ def test_an_export_refuses_a_fill_computed_at_run_time(tmp_path: Any) -> None:
     pytest.importorskip("triton")
     with pytest.raises(td.BackendError, match="fills tensors only with constants"):
         add_to_filled.export(tmp_path / "pkg", np.arange(37, dtype=np.float32), 0.1, arch="sm_90")
+
+
+@td.tile_kernel
+def total_of(x):
+    out = td.empty((), dtype=td.float32)  # a 0-d output, written by one program
+    for _ in td.grid(1):
+        acc = td.zeros((), dtype=td.float32)
+        for t in td.tile(x.shape[0]):
+            acc += td.sum(x[t])
+        out[()] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_store_into_a_0d_tensor_writes_it(backend: str) -> None:
+    """The NumPy backend stores through a view of the 0-d tensor (`arr[()]` would be a copy,
+    and the output would read as never written)."""
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+    x = np.arange(37, dtype=np.float32)
+    out = total_of.run(x, backend=backend)
+    assert out.shape == () and out == x.sum()

@@ -160,6 +160,23 @@ def test_the_spatial_mapper_refuses_an_if_at_its_line() -> None:
     assert "if td.max(v) > threshold:" in str(info.value)
 
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jsd_takes_every_branch_of_its_runtime_beta(backend: str) -> None:
+    """Helion's jsd branches on `beta == 0.0` and `beta == 1.0`, a runtime float: one compiled
+    kernel takes each branch, with and without ignored rows (an `if` on a loaded label)."""
+    from support import example
+    mod = example("jsd")
+    before = len(mod.jsd._traces)
+    for labels in (True, False):
+        for beta in mod.BETAS:
+            args = mod.make_inputs(np.random.default_rng(4), {"bt": 13, "v": 37}, np.float32,
+                                   beta=beta, labels=labels)
+            td.testing.assert_close(mod.jsd.run(*args, backend=backend), mod.reference(*args),
+                                    np.float32)
+    assert len(mod.jsd._traces) <= before + 2  # one per shift_labels kind (array, None), not beta
+
+
 @td.tile_kernel
 def if_on_a_tile(x):
     out = td.empty_like(x)

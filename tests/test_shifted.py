@@ -232,6 +232,59 @@ def test_overlapping_stores_are_refused_and_disjoint_ones_pass() -> None:
 
 
 @td.tile_kernel
+def zero_or_double(x, skip):
+    """Rows listed in `skip` are zeroed by one loop, the others doubled by another: the two stores
+    sit in the two branches of a runtime `if` (Helion's jsd writes its ignored rows this way)."""
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    for tm in td.tile(m, block_size=1):
+        if skip[tm.begin] != 0:
+            for tz in td.tile(n):
+                out[tm, tz] = td.zeros((tm, tz), dtype=x.dtype)
+        else:
+            for tn in td.tile(n):
+                out[tm, tn] = 2.0 * x[tm, tn]
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_stores_in_the_two_branches_of_an_if_do_not_overlap(backend: str) -> None:
+    skip = np.array([0, 1, 1, 0, 0, 1, 0], np.int32)
+    x = np.random.default_rng(3).standard_normal((7, 45)).astype(np.float32)
+    for _, out in under_configs(zero_or_double, (x, skip), backend):
+        np.testing.assert_array_equal(out, np.where(skip[:, None] != 0, 0, 2 * x))
+
+
+def test_stores_in_branches_that_may_meet_are_still_refused() -> None:
+    def in_a_loop(x, skip):  # two iterations may take different branches
+        m, n = x.shape
+        out = td.empty((m, n), dtype=x.dtype)
+        for tm in td.tile(m):
+            for k in td.tile(2):
+                if skip[k.begin] != 0:
+                    for tz in td.tile(n):
+                        out[tm, tz] = x[tm, tz]
+                else:
+                    for tn in td.tile(n):
+                        out[tm, tn] = 2.0 * x[tm, tn]
+        return out
+
+    def no_common_tile(x, skip):  # two programs may take different branches
+        m, n = x.shape
+        out = td.empty((m, n), dtype=x.dtype)
+        for tm in td.tile(m):
+            if skip[tm.begin] != 0:
+                out[tm, :] = x[tm, :]
+            else:
+                out[tm + 1, :] = x[tm, :]
+        return out
+
+    skip = np.zeros(7, np.int32)
+    for body in (in_a_loop, no_common_tile):
+        assert "may write elements" in _trace_error(body, X[:7], skip)
+
+
+@td.tile_kernel
 def times_two(x):
     out = td.empty((37,), dtype=x.dtype)
     for tm in td.tile(37):

@@ -30,9 +30,10 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "kl_div": {"bt": 19, "v": 45}, "matmul_epilogue": {"m": 37, "k": 45, "n": 29},
     "grouped_gemm": {"groups": 2, "m": 37, "k": 45, "n": 29},
     "persistent_matmul": {"m": 37, "k": 45, "n": 29},
-    "embedding": {"n": 37, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
+    "embedding": {"batch": 2, "n": 19, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
     "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
     "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
+    "jsd": {"bt": 19, "v": 45}, "segment_reduction": {"nodes": 11, "elements": 45, "features": 21},
     "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
     "int4_gemm": {"m": 37, "kp": 23, "n": 29},
@@ -42,7 +43,8 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
 DMA_BOUND = {"rope"}
 ARCHS = sorted(PRESETS)
 # Examples the mapper refuses, with a BackendError naming the op (test below).
-REFUSED = {"persistent_matmul": "strided 'for'"}
+REFUSED = {"persistent_matmul": "strided 'for'",
+           "jsd": "cannot map the 'if' op"}  # its ignored rows and its beta are runtime `if`s
 # Examples the mapper refuses, with a BackendError at the loop (tests/test_gather.py): their
 # loops stop at a length loaded from memory, and the mapper plans iterations before the run.
 UNMAPPED = {"jagged_sum", "jagged_softmax"}

@@ -195,6 +195,7 @@ def test_unboundable_and_misused_stops_are_clear_errors() -> None:
     x = np.ones(50, dtype=np.float32)
     msg = _kernel_error(stop_from_a_load, x, np.array([7], dtype=np.int32))
     assert "stop_from_a_load" in msg and "cannot bound" in msg and "td.minimum" in msg
+    assert "td.tile(n, stop=s)" in msg  # the spelling for a loaded stop (Helion: hl.tile(s))
     msg = _kernel_error(stop_past_the_tensor, x)
     assert "runtime stop that can reach 58, past dimension 0 of 'x', which has 50" in msg
     assert "td.minimum(stop, 50)" in msg

@@ -86,7 +86,9 @@ def _runtime_stop(stop: TileValue) -> int:
         tr.fail(TraceError, "td.tile(): cannot bound this runtime size when tracing",
                 hint="a runtime size is computed from tile bounds (t.begin, t.end, t.size) and "
                      "ints with +, -, * and td.minimum/td.maximum, e.g. td.tile(tq.end) or "
-                     "td.tile(td.minimum(tq.end + 64, n))")
+                     "td.tile(td.minimum(tq.end + 64, n)); for any other integer scalar (a "
+                     "loaded length, a reduction of loaded offsets) give the bound yourself: "
+                     "td.tile(n, stop=s)")
     if bound[1] < 1:
         tr.fail(ShapeError, f"td.tile(): this runtime size is at most {bound[1]}, so the loop "
                 "never runs")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import TraceError
-from tiledsl.ir.core import Op, Value, loop_inits, walk
+from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
 from tiledsl.tracer import Tracer
@@ -150,11 +150,46 @@ def _disjoint(a: Slice | None, b: Slice | None) -> bool:
     return (a.step > 1 or b.step > 1) and not set(x).intersection(y)
 
 
+def _path(block: Block, target: Op) -> list[tuple[Op, int]] | None:
+    """The (op, region index) pairs from `block` down to the block holding `target`."""
+    for op in block.ops:
+        if op is target:
+            return []
+        for i, region in enumerate(op.regions):
+            below = _path(region, target)
+            if below is not None:
+                return [(op, i), *below]
+    return None
+
+
+def _open_path(tr: Tracer) -> list[tuple[Op, int]]:
+    """The (op, region index) pairs from the grid's block down to the block being traced."""
+    return [(parent.ops[-1], next(i for i, r in enumerate(parent.ops[-1].regions) if r is child))
+            for parent, child in zip(tr.blocks[1:], tr.blocks[2:])]
+
+
+def _exclusive(tr: Tracer, old: Op, new_keys: list[_Key], old_keys: list[_Key]) -> bool:
+    """Whether the store being traced and `old` sit in different branches of one `if` that no
+    loop of the grid encloses, and both index a dimension with the same grid tile: each program
+    runs one branch once, and two programs write different elements along that dimension."""
+    grid = {("value", id(a)) for a in tr.blocks[1].args if isinstance(a.type, RangeType)}
+    if not any(k == j and k in grid for k, j in zip(new_keys, old_keys)):
+        return False
+    old_path = _path(tr.blocks[1], old) or []
+    for (a, i), (b, j) in zip(old_path, _open_path(tr)):
+        if a is not b or a.name != "if":
+            return False
+        if i != j:
+            return True
+    return False
+
+
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                   atomic: bool = False) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
     element (see above). Atomics (`atomic`) combine with each other in any order, but not with a
-    store."""
+    store. Stores in the two branches of an `if` directly in the grid that share a grid tile
+    never meet (`if ignored: dx[tb, t1] = 0 else: dx[tb, t2] = ...`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     shape = tensor.type.shape
@@ -164,8 +199,9 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 (atomic and op.name == "atomic"):
             continue
         old = _access(shape, op.operands[1:-1], op.attrs)
-        if [k for k, _ in old] == [k for k, _ in new] or \
-                any(_disjoint(a, b) for (_, a), (_, b) in zip(old, new)):
+        old_keys, new_keys = [k for k, _ in old], [k for k, _ in new]
+        if old_keys == new_keys or any(_disjoint(a, b) for (_, a), (_, b) in zip(old, new)) or \
+                _exclusive(tr, op, new_keys, old_keys):
             continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)

@@ -36,6 +36,7 @@ from tiledsl import arrays, dtypes, registry
 from tiledsl.errors import ArgumentError, BackendError, TileDSLWarning
 from tiledsl.ir.types import TensorType
 from tiledsl.kernel import TileKernel
+from tiledsl.static_args import annotated_constexpr
 
 _SCALARS = {int: "int", float: "float", bool: "bool", str: "str", "int": "int",
             "float": "float", "bool": "bool", "str": "str"}
@@ -252,6 +253,8 @@ def _no_context(ctx: Any, inputs: tuple, output: Any) -> None:
 
 
 def _kind(kernel: TileKernel, p: inspect.Parameter) -> str:
+    if annotated_constexpr(p.annotation):  # `bins: td.constexpr`: a compile-time int
+        return "int"
     if p.annotation is not inspect.Parameter.empty:
         return _SCALARS.get(p.annotation, "Tensor")
     if p.default is not inspect.Parameter.empty and type(p.default) in _SCALARS:

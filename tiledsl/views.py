@@ -20,6 +20,7 @@ from tiledsl.errors import ShapeError, TraceError
 from tiledsl.ir.ops import reshape_groups
 from tiledsl.ir import views
 from tiledsl.ir.types import Dim, TensorType
+from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
 from tiledsl.values import Tensor, Tile, TileValue, to_value
 
@@ -211,14 +212,15 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
                     f"one -1, got {s!r}")
     if dims.count(-1) > 1:
         tr.fail(ShapeError, f"{t.name}.{what}: only one dimension can be -1")
+    size = math.prod(t.shape)  # Python arithmetic keeps argument sizes symbolic (symdims.py)
     if -1 in dims:
         part = math.prod(d for d in dims if d != -1)
-        if t.size % part:
+        if size % part:
             tr.fail(ShapeError, f"{t.name}.{what}: cannot view shape {t.shape} as {tuple(dims)}")
-        dims[dims.index(-1)] = t.size // part
-    new = tuple(int(d) for d in dims)
-    if math.prod(new) != t.size:
-        tr.fail(ShapeError, f"{t.name}.{what}: cannot view shape {t.shape} ({t.size} elements) "
+        dims[dims.index(-1)] = size // part
+    new = tuple(d if isinstance(d, SymDim) else int(d) for d in dims)
+    if math.prod(new) != size:
+        tr.fail(ShapeError, f"{t.name}.{what}: cannot view shape {t.shape} ({size} elements) "
                 f"as {new} ({math.prod(new)} elements)")
     if new == t.shape:
         return t

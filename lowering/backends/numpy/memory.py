@@ -166,7 +166,7 @@ def _view(arr: np.ndarray, indices: list[Index], rank: int) -> np.ndarray | None
     grid_tags = [t for t in tags if t[0] == "g"]
     if len(grid_tags) != len(set(grid_tags)):
         return None  # one grid axis indexes two dimensions (a diagonal): gather
-    v = arr[tuple(slices)]
+    v = arr[(*slices, ...)]  # `...` keeps a 0-d result a view (arr[()] would copy it)
     if v.shape != tuple(new_shape):
         try:
             v = np.reshape(v, new_shape, copy=False)
