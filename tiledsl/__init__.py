@@ -10,6 +10,7 @@
         return out
 """
 
+from tiledsl import philox as philox
 from tiledsl import testing as testing
 from tiledsl.aot import LoadedKernel as LoadedKernel
 from tiledsl.access import load as load  # in a kernel a masked load; outside, aot.load
@@ -66,6 +67,12 @@ from tiledsl.language import tanh as tanh
 from tiledsl.language import tile as tile
 from tiledsl.language import where as where
 from tiledsl.language import zeros as zeros
+from tiledsl.random import rand as rand
+from tiledsl.random import rand4x as rand4x
+from tiledsl.random import randint as randint
+from tiledsl.random import randint4x as randint4x
+from tiledsl.random import randn as randn
+from tiledsl.random import randn4x as randn4x
 from tiledsl.static_args import constexpr as constexpr
 from tiledsl.torch_op import torch_op as torch_op
 from tiledsl.views import join as join
