@@ -53,6 +53,8 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
         {"batch": 2, "h": 7, "w": 1, "cin": 19, "cout": 1, "kh": 5, "kw": 1},
     ],
     "laplacian": [{"m": 1, "n": 53}, {"m": 37, "n": 1}],
+    "seeded_dropout": [{"n": 1}, {"n": 257}],
+    "low_mem_dropout": [{"m": 1, "n": 257}, {"m": 37, "n": 1}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 
