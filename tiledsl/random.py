@@ -27,8 +27,9 @@ def _seed(tr: Tracer, name: str, seed: Any) -> TileValue:
                      f"{int(seed)} is the same seed as {int(seed) - 2**64}")
     v = to_value(seed)
     if v.shape != () or not v.dtype.is_int:
-        tr.fail(DTypeError, f"td.{name}: the seed must be an integer scalar, got "
-                f"{v.dtype}{tr.describe_shape(v.shape)}",
+        got = f"a {v.dtype} scalar" if v.shape == () else \
+            f"a tile of shape {tr.describe_shape(v.shape)} ({v.dtype})"
+        tr.fail(DTypeError, f"td.{name}: the seed must be an integer scalar, got {got}",
                 hint=f"pass an int (a kernel argument or a constant): td.{name}(seed, t.index)")
     return v
 
