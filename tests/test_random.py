@@ -56,8 +56,9 @@ def offsets_of(dtype: str) -> np.ndarray:
     info = np.iinfo(dtype)
     out = np.random.default_rng(3).integers(info.min, info.max, (37, 19), dtype=dtype,
                                             endpoint=True)
-    out[0, :6] = [0, 1, -1, info.max, 14883995, 17758991]  # seed 0 draws u < 1e-7 at the last
-    return out  # two: Box-Muller's log clamps there
+    # seed 0 draws uniforms below 1e-7 at 14883995 and 17758991, where Box-Muller clamps them
+    out[0, :6] = [0, 1, -1, info.max, 14883995, 17758991]
+    return out
 
 
 def assert_same_bits(out: tuple, ref: tuple) -> None:
