@@ -2,9 +2,9 @@
 
 The kernel flattens `x` to one dimension (a view, no copy), draws one uniform per element with
 `td.rand(seed, index)` (Helion writes `hl.rand([tidx], seed=seed)`), scales the kept elements
-by 1 / (1 - p) in float32 (float64 for float64 inputs) and stores them in x's dtype, viewed back in x's shape. The backward
-pass is the same kernel applied to the gradient with the same seed: it draws the same mask, so
-no mask is kept between the passes (see `main`).
+by 1 / (1 - p) in float32 (float64 for float64 inputs), and stores them in x's dtype, viewed
+back in x's shape. The backward pass is the same kernel applied to the gradient with the same
+seed: it draws the same mask, so no mask is kept between the passes (see `main`).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     p, x, seed = make_inputs(rng)
     out = low_mem_dropout(p, x, seed)
-    print(f"low_mem_dropout: relative error {td.testing.relative_error(out, reference(p, x, seed)):.2e}")
+    error = td.testing.relative_error(out, reference(p, x, seed))
+    print(f"low_mem_dropout: relative error {error:.2e}")
     grad_x = low_mem_dropout(p, np.ones_like(x), seed)
     print("the backward pass drops the same elements:", np.array_equal(out != 0, grad_x != 0))
 

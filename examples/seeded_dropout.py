@@ -57,8 +57,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x, p, seed = make_inputs(rng)
     out = seeded_dropout(x, p, seed)
-    print(f"seeded_dropout: relative error {td.testing.relative_error(out, reference(x, p, seed)):.2e}, "
-          f"kept {np.count_nonzero(out)} of {x.size} at p={p}")
+    error = td.testing.relative_error(out, reference(x, p, seed))
+    print(f"seeded_dropout: relative error {error:.2e}, kept {np.count_nonzero(out)} of {x.size} "
+          f"at p={p}")
     try:
         triton_out = seeded_dropout.run(x, p, seed, backend="triton-interpret")
         print("the generated Triton code drops the same elements:",

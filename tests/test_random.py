@@ -178,7 +178,7 @@ def huge_seed(x):
 
 
 @pytest.mark.parametrize("call, error, words", [
-    (lambda x: bad_seed(x, 0.5), td.DTypeError, "the seed must be an integer scalar, got a float64 scalar"),
+    (lambda x: bad_seed(x, 0.5), td.DTypeError, "must be an integer scalar, got a float64 scalar"),
     (lambda x: tile_seed(x), td.DTypeError, "got a tile of shape (t,) (int32)"),
     (lambda x: float_offsets(x), td.DTypeError, "offsets must be an integer tile, got float32"),
     (lambda x: huge_seed(x), td.DTypeError, "does not fit in int64"),
@@ -193,3 +193,5 @@ def test_bad_input_names_the_line(call, error, words) -> None:
 def test_outside_a_kernel_points_to_the_host_functions() -> None:
     with pytest.raises(td.TraceError, match="td.philox.randn"):
         td.randn(0, np.arange(3))
+    with pytest.raises(td.ArgumentError, match="offsets are integers"):
+        td.philox.randn(0, np.arange(3.0))

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tiledsl.errors import ArgumentError
+
 N_ROUNDS = 10
 _ROUND_A, _ROUND_B = np.uint32(0xD2511F53), np.uint32(0xCD9E8D57)
 _KEY_A, _KEY_B = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
@@ -37,12 +39,12 @@ def _key(seed: Any) -> tuple[np.ndarray, np.ndarray]:
     seed to uint64, sign-extending a signed one)."""
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
         if not -2**63 <= int(seed) < 2**64:
-            raise ValueError(f"a seed is a 64-bit integer, got {seed}")
+            raise ArgumentError(f"td.philox: a seed is a 64-bit integer, got {seed}")
         s = np.asarray(int(seed) % 2**64, dtype=np.uint64)
     else:
         s = np.asarray(seed)
         if s.dtype.kind not in "iu":
-            raise ValueError(f"a seed is an integer, got {s.dtype}")
+            raise ArgumentError(f"td.philox: a seed is an integer, got {s.dtype}")
         s = s.astype(np.int64 if s.dtype.kind == "i" else np.uint64).view(np.uint64)
     return (s & np.uint64(0xFFFFFFFF)).astype(np.uint32), (s >> np.uint64(32)).astype(np.uint32)
 
@@ -53,7 +55,8 @@ def words(seed: Any, offsets: Any) -> Words:
     to 32 bits, as Triton casts them)."""
     o = np.asarray(offsets)
     if o.dtype.kind not in "iu":
-        raise ValueError(f"offsets are integers, got {o.dtype}")
+        raise ArgumentError(f"td.philox: offsets are integers, got {o.dtype}",
+                            hint="number the draws with integers, e.g. np.arange(n)")
     c0 = o.astype(np.uint32)  # modular, as Triton's cast to uint32
     c1 = (o >> 32).astype(np.uint32) if o.dtype.itemsize == 8 else np.zeros_like(c0)
     c2 = c3 = np.zeros_like(c0)
@@ -64,7 +67,8 @@ def words(seed: Any, offsets: Any) -> Words:
                               _umulhi(_ROUND_A, c0) ^ c3 ^ k1, _ROUND_A * c0)
             k0, k1 = k0 + _KEY_A, k1 + _KEY_B
     shape = np.broadcast_shapes(c0.shape, k0.shape)
-    return tuple(np.ascontiguousarray(np.broadcast_to(c, shape)) for c in (c0, c1, c2, c3))  # type: ignore[return-value]
+    c0, c1, c2, c3 = (np.ascontiguousarray(np.broadcast_to(c, shape)) for c in (c0, c1, c2, c3))
+    return c0, c1, c2, c3
 
 
 def uniform(x: np.ndarray) -> np.ndarray:

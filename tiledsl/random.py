@@ -1,9 +1,14 @@
 """Random numbers in a kernel: `td.rand(seed, offsets)` and family, Triton's `tl.rand` family.
 
 Counter-based (Philox 4x32-10): each lane's numbers are a function of the seed and its offset
-alone, so a kernel draws the same numbers under every config and on every backend, bit for bit,
-and a host function (`td.philox`) computes them too. Seeded dropout keeps no mask in memory: the
-backward pass draws it again from the seed.
+alone, so a kernel draws the same numbers under every config and on every backend, and a host
+function (`td.philox`) computes them too. Seeded dropout keeps no mask in memory: the backward
+pass draws it again from the seed.
+
+The NumPy and spatial backends equal Triton's interpreter bit for bit. Compiled for a GPU,
+`rand` and `randint` stay bit for bit (integer arithmetic, then a correctly rounded conversion
+and product), while `randn` calls the GPU's log, sin, cos and an approximate square root, so it
+may differ from the CPU's in the last bits.
 """
 
 from __future__ import annotations
