@@ -146,6 +146,31 @@ def test_triton_code_calls_tl_rand_and_compiles_for_sm_90() -> None:
 
 
 @td.tile_kernel
+def noisy(x, seed):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + td.rand(seed, t.index)
+    return out
+
+
+@td.tile_kernel
+def ramped(x, seed):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + (t.index + seed).astype(td.float32)
+    return out
+
+
+def test_the_spatial_cost_model_prices_philox() -> None:
+    """Ten rounds of integer work per draw: on the same data, a draw costs the PEs more than
+    an add (priced as one, the two kernels would take the same time)."""
+    x = np.ones(4096, np.float32)
+    config = noisy.config_space(x, 1, backend="spatial").default()
+    cycles = [k.simulate(x, 1, arch="generic-8x8", config=config).cycles for k in (noisy, ramped)]
+    assert cycles[0] > 1.5 * cycles[1]
+
+
+@td.tile_kernel
 def bad_seed(x, seed):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
