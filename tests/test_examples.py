@@ -60,6 +60,8 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "matmul_split_k": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 263, "n": 2}],
     "histogram": [{"n": 1, "bins": 1}, {"n": 257, "bins": 7}],
     "int4_gemm": [{"m": 37, "kp": 1, "n": 53}, {"m": 1, "kp": 67, "n": 1}],
+    "seeded_dropout": [{"n": 1}, {"n": 257}],
+    "low_mem_dropout": [{"m": 1, "n": 257}, {"m": 37, "n": 1}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 

@@ -39,6 +39,7 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
     "int4_gemm": {"m": 37, "kp": 23, "n": 29},
+    "seeded_dropout": {"n": 77}, "low_mem_dropout": {"m": 7, "n": 11},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 

@@ -10,6 +10,7 @@
         return out
 """
 
+from tiledsl import philox as philox
 from tiledsl import testing as testing
 from tiledsl.aot import LoadedKernel as LoadedKernel
 from tiledsl.atomics import atomic_add as atomic_add
@@ -98,6 +99,12 @@ from tiledsl.mathlib import sin as sin
 from tiledsl.mathlib import sinh as sinh
 from tiledsl.mathlib import tan as tan
 from tiledsl.mathlib import trunc as trunc
+from tiledsl.random import rand as rand
+from tiledsl.random import rand4x as rand4x
+from tiledsl.random import randint as randint
+from tiledsl.random import randint4x as randint4x
+from tiledsl.random import randn as randn
+from tiledsl.random import randn4x as randn4x
 from tiledsl.static_args import constexpr as constexpr
 from tiledsl.torch_op import torch_op as torch_op
 from tiledsl.tunables import Choice as Choice

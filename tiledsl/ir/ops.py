@@ -30,6 +30,7 @@ ELEMENTWISE = "elementwise"  # result has its operands' shape; lane i depends on
 VIEW = "view"  # rearranges elements, computes nothing (cost models price it as free)
 MIXES_LANES = "mixes-lanes"  # combines lanes along an axis (reductions, scans, dots)
 WRITES = "writes"  # writes its first operand, a tensor (stores, atomics)
+RANDOM = "random"  # a counter-based random function of (seed, offsets): pure, and costly
 
 
 @dataclass(frozen=True)
@@ -388,6 +389,33 @@ def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     if not 0 <= attrs["axis"] < t.rank:
         raise IRError(f"cumsum: axis {attrs['axis']} out of range for {t}")
     return [t.with_dtype(reduce_dtype("sum", t.dtype))]
+
+
+# Triton's Philox family (tl.rand, ...): op name -> (result dtype, number of results).
+# randint's words are int32 with the bits of Triton's uint32.
+RANDOM_OPS = {"rand": (dtypes.float32, 1), "randn": (dtypes.float32, 1),
+              "randint": (dtypes.int32, 1), "rand4x": (dtypes.float32, 4),
+              "randn4x": (dtypes.float32, 4), "randint4x": (dtypes.int32, 4)}
+
+
+def _random_rule(name: str) -> Rule:
+    """(integer scalar seed, integer offsets) -> random tiles of the offsets' shape, lane i a
+    function of the seed and offset i only."""
+    dtype, count = RANDOM_OPS[name]
+
+    def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+        _arity(ts, 2, name)
+        seed, offsets = tile(ts[0], f"{name} seed"), tile(ts[1], f"{name} offsets")
+        if seed.shape != () or not seed.dtype.is_int:
+            raise DTypeError(f"{name}: the seed must be an integer scalar, got {seed}")
+        if not offsets.dtype.is_int:
+            raise DTypeError(f"{name}: offsets must be integers, got {offsets.dtype}")
+        return [offsets.with_dtype(dtype)] * count
+    return rule
+
+
+for _n in RANDOM_OPS:
+    _def(_n, traits=(ELEMENTWISE, RANDOM))(_random_rule(_n))
 
 
 @_def("mask", traits=(ELEMENTWISE,))

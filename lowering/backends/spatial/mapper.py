@@ -30,7 +30,7 @@ from tiledsl.config import Config
 from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
-from tiledsl.ir.ops import FLOAT_UNARY, VIEW, has_trait
+from tiledsl.ir.ops import FLOAT_UNARY, RANDOM, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of
@@ -40,6 +40,7 @@ from tiledsl.shifted import is_shifted, static_shift
 SCHEMA_VERSION = 1
 
 TRANSCENDENTAL_COST = 4  # vector cycles per element of exp/log/erf/... relative to an add
+PHILOX_COST = 100  # of td.rand and family: Philox's 10 rounds of 10 integer ops (assumed)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -413,7 +414,8 @@ class Mapping:
                 macs += math.prod(self.valid(d, g, iters) for d in a.shape) * \
                     self.valid(b.shape[-1], g, iters)
             elif op.results and isinstance(op.results[0].type, TileType) and not _free(op):
-                per = TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else 1
+                per = PHILOX_COST if has_trait(op.name, RANDOM) else \
+                    TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else 1
                 src = op.operands[0].type if op.name == "reduce" else op.results[0].type
                 assert isinstance(src, TileType)
                 cycles += per * _cdiv(self.numel(src), arch.vector_lanes)

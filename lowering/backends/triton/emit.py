@@ -23,6 +23,7 @@ from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import atomic_rules as _atomic_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import random_rules as _random_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
