@@ -22,6 +22,8 @@ from tiledsl.dtypes import bool_ as bool_
 from tiledsl.dtypes import float16 as float16
 from tiledsl.dtypes import float32 as float32
 from tiledsl.dtypes import float64 as float64
+from tiledsl.dtypes import float8_e4m3fn as float8_e4m3fn
+from tiledsl.dtypes import float8_e5m2 as float8_e5m2
 from tiledsl.dtypes import int8 as int8
 from tiledsl.dtypes import int16 as int16
 from tiledsl.dtypes import int32 as int32

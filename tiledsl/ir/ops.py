@@ -96,10 +96,20 @@ REDUCTIONS = ("sum", "max", "min", "mean", "argmax", "argmin")
 ARG_REDUCTIONS = ("argmax", "argmin")  # the position of the max/min along one axis
 
 
+def storage_only(d: DType, what: str) -> None:
+    """fp8 tiles are loaded, stored, cast and multiplied with `@`; other math is refused (as in
+    Triton, whose fp8 types have no arithmetic)."""
+    if d.is_fp8:
+        raise DTypeError(f"'{what}' is not defined on {d} tiles (fp8 is a storage type: it is "
+                         "loaded, stored, cast and multiplied with '@')",
+                         hint="cast to float32 first: x.astype(td.float32)")
+
+
 def _binary_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 2, name)
         t = _same(ts, name)
+        storage_only(t.dtype, name)
         if name in ("and", "or", "xor") and t.dtype.is_float:
             raise DTypeError(f"bitwise '{name}' needs integer or bool operands, got {t.dtype}")
         if name in ("div", "pow") and not t.dtype.is_float:
@@ -113,6 +123,7 @@ def _binary_rule(name: str) -> Rule:
 def _compare_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 2, name)
+        storage_only(_same(ts, name).dtype, name)
         return [_same(ts, name).with_dtype(dtypes.bool_)]
     return rule
 
@@ -121,6 +132,7 @@ def _unary_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 1, name)
         t = tile(ts[0], name)
+        storage_only(t.dtype, name)
         if name in FLOAT_UNARY and not t.dtype.is_float:
             raise DTypeError(f"'{name}' needs a float operand, got {t.dtype}")
         if name == "not" and t.dtype.is_float:
@@ -326,6 +338,7 @@ def _reduce(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     kind, axis, keep = attrs["kind"], attrs["axis"], attrs["keepdims"]
     if kind not in REDUCTIONS:
         raise IRError(f"unknown reduction {kind!r}")
+    storage_only(t.dtype, kind)
     if not 0 <= axis < t.rank:
         raise IRError(f"reduce: axis {axis} out of range for {t}")
     shape = t.shape[:axis] + ((1,) if keep else ()) + t.shape[axis + 1:]
@@ -337,6 +350,7 @@ def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     """Inclusive prefix sums along `axis`, in the dtype a sum has (reduce_dtype)."""
     _arity(ts, 1, "cumsum")
     t = tile(ts[0], "cumsum operand")
+    storage_only(t.dtype, "cumsum")
     if not 0 <= attrs["axis"] < t.rank:
         raise IRError(f"cumsum: axis {attrs['axis']} out of range for {t}")
     return [t.with_dtype(reduce_dtype("sum", t.dtype))]

@@ -132,7 +132,7 @@ class TritonBackend:
         index, num_sms = device.index, _num_sms(torch, device)
         torch_dtypes = {d: torch.bool if d == "bool" else getattr(torch, d)
                         for d in ("bool", "float16", "bfloat16", "float32", "float64", "int8",
-                                  "int16", "int32", "int64")}
+                                  "int16", "int32", "int64", "float8_e4m3fn", "float8_e5m2")}
 
         def empty(shape: Any, d: str) -> Any:
             return torch.empty(shape, dtype=torch_dtypes[d], device=device)
