@@ -53,6 +53,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
         {"batch": 2, "h": 7, "w": 1, "cin": 19, "cout": 1, "kh": 5, "kw": 1},
     ],
     "laplacian": [{"m": 1, "n": 53}, {"m": 37, "n": 1}],
+    "fp8_gemm": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
 }
 EXAMPLES = sorted(OTHER_DIMS)
 
