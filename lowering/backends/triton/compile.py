@@ -152,8 +152,13 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     """PTX and cubin of kernel `k` of `module` for `arch` (sm_80, sm_90, ...), from the cache."""
     if arch not in ARCHS:
         raise BackendError(f"unknown architecture {arch!r}; known: {sorted(ARCHS)}")
-    triton = _triton()
     sig, consts, attrs = signature(k)
+    if ARCHS[arch] < 89 and ("tl.float8e4nv" in module.source or
+                             any("fp8e4nv" in str(t) for t in sig.values())):
+        raise BackendError(f"{k.name} uses float8_e4m3fn, which GPUs before sm_89 (Ada, Hopper) "
+                           f"do not have (Triton's fp8e4nv): it cannot compile for {arch}",
+                           hint="compile for sm_89 or sm_90, or use td.float8_e5m2")
+    triton = _triton()
     options = {"num_warps": k.num_warps, "num_stages": k.num_stages, "enable_fp_fusion": True}
     key_text = json.dumps([module.source, k.name, sig, consts, sorted(map(str, attrs)), options,
                            arch, triton.__version__], sort_keys=True)
