@@ -40,6 +40,10 @@ from tiledsl.errors import TileDSLError as TileDSLError
 from tiledsl.errors import TileDSLWarning as TileDSLWarning
 from tiledsl.errors import TraceError as TraceError
 from tiledsl.kernel import TileKernel as TileKernel
+from tiledsl.scans import argsort as argsort
+from tiledsl.scans import associative_scan as associative_scan
+from tiledsl.scans import sort as sort
+from tiledsl.scans import topk as topk
 from tiledsl.kernel import tile_kernel as tile_kernel
 from tiledsl.language import abs as abs  # noqa: A004
 from tiledsl.language import argmax as argmax

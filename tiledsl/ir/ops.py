@@ -29,6 +29,7 @@ AxisMap = Callable[[dict, "TileType", "TileType"], dict[int, int]]
 ELEMENTWISE = "elementwise"  # result has its operands' shape; lane i depends on lane i only
 VIEW = "view"  # rearranges elements, computes nothing (cost models price it as free)
 MIXES_LANES = "mixes-lanes"  # combines lanes along an axis (reductions, scans, dots)
+ISOLATED = "isolated"  # its region sees only its own arguments (MLIR's IsolatedFromAbove)
 
 
 @dataclass(frozen=True)
@@ -354,6 +355,58 @@ def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     if not 0 <= attrs["axis"] < t.rank:
         raise IRError(f"cumsum: axis {attrs['axis']} out of range for {t}")
     return [t.with_dtype(reduce_dtype("sum", t.dtype))]
+
+
+def _along(ts: Sequence[Type], attrs: dict, name: str, n: int) -> TileType:
+    """The common type of the first `n` operands of a scan or sort, and its axis checked; a
+    `masked` op has one more operand: which lanes are in range (ragged.py adds it)."""
+    if len(ts) != n + bool(attrs.get("masked")) or n < 1:
+        raise IRError(f"{name}: {len(ts)} operands for {n} tiles")
+    t = tile(ts[0], f"{name} operand")
+    for other in ts[1:n]:
+        if tile(other, f"{name} operand").shape != t.shape:
+            raise IRError(f"{name}: operand shapes differ: {t} vs {other}")
+    if attrs.get("masked") and ts[n] != t.with_dtype(dtypes.bool_):
+        raise IRError(f"{name}: the in-range lanes must be a bool tile of {t.shape}")
+    if not 0 <= attrs["axis"] < t.rank:
+        raise IRError(f"{name}: axis {attrs['axis']} out of range for {t}")
+    return t
+
+
+@_def("scan", regions=1, traits=(MIXES_LANES, ISOLATED), axes=same_axes)
+def _scan(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """An inclusive scan of `n` tiles along `axis` (from the last lane with `reverse`) with the
+    combine function in its region: 2n scalar arguments (the running values, then the lane's),
+    yielding n scalars of the operands' dtypes (tl.associative_scan)."""
+    n = attrs["n"]
+    _along(ts, attrs, "scan", n)
+    for t in ts[:n]:
+        storage_only(tile(t, "scan operand").dtype, "associative_scan")
+    return [tile(t, "scan operand") for t in ts[:n]]
+
+
+def _sort_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
+    return {a: a for a in range(src.rank) if a != attrs["axis"] or attrs.get("k") is None}
+
+
+@_def("sort", traits=(MIXES_LANES,), axes=_sort_axes)
+def _sort(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """The lanes of a tile ordered along `axis` (ascending, or `descending`), stable, NaN after
+    every number (before, descending); with `k` only the first k; with `positions` also each
+    value's lane (int32, from the tile's first lane). Out-of-range lanes (the `masked`
+    operand) never come before in-range ones: where fewer than k are in range, the rest are
+    position -1 (see tiledsl/scans.py)."""
+    t = _along(ts, attrs, "sort", 1)
+    storage_only(t.dtype, "sort")
+    k = attrs.get("k")
+    shape = list(t.shape)
+    if k is not None:
+        if not isinstance(k, int) or k < 1 or (isinstance(shape[attrs["axis"]], int) and
+                                                 k > shape[attrs["axis"]]):
+            raise ShapeError(f"sort: k={k} must be in 1..{shape[attrs['axis']]}")
+        shape[attrs["axis"]] = k
+    out = TileType(tuple(shape), t.dtype)
+    return [out, out.with_dtype(dtypes.int32)] if attrs.get("positions") else [out]
 
 
 @_def("mask", traits=(ELEMENTWISE,))

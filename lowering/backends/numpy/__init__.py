@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy import memory
+from lowering.backends.numpy import scans as _scans  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
 from lowering.backends.numpy.executor import Executor
 from tiledsl import registry

@@ -22,6 +22,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import scan_rules as _scan_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
@@ -129,6 +130,7 @@ class KernelEmitter(LoopEmission):
     block_params: dict[str, KernelParam] = field(default_factory=dict)
     const_offsets: dict[int, str] = field(default_factory=dict)
     helpers: set[str] = field(default_factory=set)
+    functions: dict[str, str] = field(default_factory=dict)  # generated @triton.jit, by name
     uses: dict[Value, list[Op]] = field(default_factory=dict)
     scalar_types: dict[Value, DType] = field(default_factory=dict)
     preamble: list[str] = field(default_factory=list)  # constant offsets, before the body
