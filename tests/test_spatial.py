@@ -34,7 +34,7 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
     "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
-    "fp8_gemm": {"m": 37, "k": 45, "n": 29},
+    "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8.

@@ -36,7 +36,7 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
     "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
-    "fp8_gemm": {"m": 37, "k": 45, "n": 29},
+    "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
