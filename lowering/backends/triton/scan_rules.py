@@ -62,7 +62,11 @@ def _combine_function(em: KernelEmitter, op: Op, masked: bool) -> str:
 def _scan(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     n, masked = op.attrs["n"], bool(op.attrs.get("masked"))
     fn = _combine_function(em, op, masked)
-    inputs = args[:n] + ([f"{args[n]}.to(tl.int32)"] if masked else [])
+    t = op.operands[0].type
+    assert isinstance(t, TileType)
+    # (the in-range lanes may be held as a mask of fewer axes, which tl.where would broadcast)
+    inputs = args[:n] + ([f"tl.broadcast_to({args[n]}.to(tl.int32), {em.shape(t)})"]
+                         if masked else [])
     src = inputs[0] if len(inputs) == 1 else f"({', '.join(inputs)},)"
     reverse = ", reverse=True" if op.attrs["reverse"] else ""
     names = [em.namer.fresh(r.hint or "scan") for r in op.results]
