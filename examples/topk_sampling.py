@@ -13,18 +13,19 @@ import numpy as np
 
 import tiledsl as td
 
-K = 8  # candidates kept per row
+K = 8  # candidates kept per row (all of them in a vocabulary of fewer)
 
 
 @td.tile_kernel
 def topk_sampling(logits):
     m, vocab = logits.shape
-    values = td.empty((m, K), dtype=logits.dtype)
-    tokens = td.empty((m, K), dtype=td.int32)
-    probs = td.empty((m, K), dtype=logits.dtype)
+    k = min(K, vocab)
+    values = td.empty((m, k), dtype=logits.dtype)
+    tokens = td.empty((m, k), dtype=td.int32)
+    probs = td.empty((m, k), dtype=logits.dtype)
     for tm in td.tile(m):
         row = logits[tm, :]
-        top, pos = td.topk(row, K, axis=1)
+        top, pos = td.topk(row, k, axis=1)
         values[tm, :] = top
         tokens[tm, :] = pos  # the row starts at lane 0: positions are token ids
         e = td.exp(top - td.max(top, axis=1, keepdims=True))
