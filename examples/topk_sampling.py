@@ -62,7 +62,7 @@ def main() -> None:
     """Run on the NumPy backend with the default dims and print the error of the probabilities."""
     rng = np.random.default_rng(0)
     (logits,) = make_inputs(rng)
-    values, tokens, probs = topk_sampling(logits)
+    _, tokens, probs = topk_sampling(logits)
     ref = reference(logits)
     assert np.array_equal(tokens, ref[1])
     print(f"topk_sampling: relative error {td.testing.relative_error(probs, ref[2]):.2e}")

@@ -9,9 +9,9 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from support import under_configs
 
 import tiledsl as td
-from support import under_configs
 
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
 BACKENDS = ["numpy", "triton-interpret", "spatial"]

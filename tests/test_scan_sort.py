@@ -8,9 +8,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from support import under_configs
 
 import tiledsl as td
-from support import under_configs
 
 BACKENDS = ["numpy", "triton-interpret", "spatial"]
 
@@ -124,7 +124,7 @@ def test_topk_over_fewer_lanes_than_k_and_column_sorts(backend: str) -> None:
     """A row of 3 in-range lanes (the tile holds 64): the fourth result is position -1 and the
     fill (-inf for the largest); a sort along axis 0 under sampled column blocks."""
     x = np.array([[2.0, np.nan, -1.0]], np.float32)
-    v, p, tv, tp = sorts.run(x, False, backend=backend)
+    _, p, tv, tp = sorts.run(x, False, backend=backend)
     np.testing.assert_array_equal(p, [[2, 0, 1]])
     np.testing.assert_array_equal(tp, [[1, 0, 2, -1]])
     np.testing.assert_array_equal(tv, [[np.nan, 2.0, -1.0, -np.inf]])
@@ -150,7 +150,7 @@ def test_bad_uses_are_clear_errors() -> None:
         out = td.empty_like(x)
         for t in td.tile(x.shape[0]):
             s = x[t].sum()
-            out[t] = td.associative_scan(x[t], 0, lambda a, b: a + b + s)
+            out[t] = td.associative_scan(x[t], 0, lambda a, b: a + b + s)  # noqa: B023
         return out
 
     @td.tile_kernel

@@ -17,12 +17,13 @@ the missing ones.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from tiledsl.errors import ShapeError, TraceError
-from tiledsl.ir.core import Block, Op, Value
+from tiledsl.ir.core import Block, Value
 from tiledsl.ir.ops import ELEMENTWISE, has_trait
 from tiledsl.ir.types import TileType
 from tiledsl.tracer import Tracer, current

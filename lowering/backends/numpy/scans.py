@@ -11,8 +11,9 @@ out of range after all others, by a stable `np.lexsort`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
