@@ -38,6 +38,7 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
     "int4_gemm": {"m": 37, "kp": 23, "n": 29},
     "seeded_dropout": {"n": 77}, "low_mem_dropout": {"m": 7, "n": 11},
+    "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8.

@@ -40,6 +40,7 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
     "int4_gemm": {"m": 37, "kp": 23, "n": 29},
     "seeded_dropout": {"n": 77}, "low_mem_dropout": {"m": 7, "n": 11},
+    "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 

@@ -28,6 +28,8 @@ from tiledsl.dtypes import bool_ as bool_
 from tiledsl.dtypes import float16 as float16
 from tiledsl.dtypes import float32 as float32
 from tiledsl.dtypes import float64 as float64
+from tiledsl.dtypes import float8_e4m3fn as float8_e4m3fn
+from tiledsl.dtypes import float8_e5m2 as float8_e5m2
 from tiledsl.dtypes import int8 as int8
 from tiledsl.dtypes import int16 as int16
 from tiledsl.dtypes import int32 as int32
@@ -48,6 +50,10 @@ from tiledsl.errors import TileDSLError as TileDSLError
 from tiledsl.errors import TileDSLWarning as TileDSLWarning
 from tiledsl.errors import TraceError as TraceError
 from tiledsl.kernel import TileKernel as TileKernel
+from tiledsl.scans import argsort as argsort
+from tiledsl.scans import associative_scan as associative_scan
+from tiledsl.scans import sort as sort
+from tiledsl.scans import topk as topk
 from tiledsl.kernel import tile_kernel as tile_kernel
 from tiledsl.language import abs as abs  # noqa: A004
 from tiledsl.language import argmax as argmax

@@ -39,6 +39,11 @@ class DType:
     def is_bool(self) -> bool:
         return self.kind == "b"
 
+    @property
+    def is_fp8(self) -> bool:
+        """A storage type (fp8.py): loads, stores, casts and `@` take it; arithmetic does not."""
+        return self.kind == "f" and self.bits == 8
+
     def __eq__(self, other: object) -> bool:
         """Equal to the same td dtype, and (as NumPy's dtypes are) to its NumPy dtype, type or
         name: `x.dtype == np.float32` in a kernel's host code means what it says."""
@@ -72,9 +77,11 @@ uint16 = DType("uint16", "u16", "u", 16)
 uint32 = DType("uint32", "u32", "u", 32)
 uint64 = DType("uint64", "u64", "u", 64)
 bool_ = DType("bool", "i1", "b", 1)
+float8_e4m3fn = DType("float8_e4m3fn", "f8e4m3", "f", 8)  # Triton's tl.float8e4nv
+float8_e5m2 = DType("float8_e5m2", "f8e5m2", "f", 8)  # Triton's tl.float8e5
 
 ALL: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32, int64,
-                         uint8, uint16, uint32, uint64, bool_)
+                         uint8, uint16, uint32, uint64, bool_, float8_e4m3fn, float8_e5m2)
 BY_SHORT: dict[str, DType] = {d.short: d for d in ALL}
 
 _TO_NUMPY: dict[str, np.dtype] = {
@@ -91,6 +98,8 @@ _TO_NUMPY: dict[str, np.dtype] = {
     "u32": np.dtype(np.uint32),
     "u64": np.dtype(np.uint64),
     "i1": np.dtype(np.bool_),
+    "f8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
 }
 _FROM_NUMPY: dict[np.dtype, DType] = {v: BY_SHORT[k] for k, v in _TO_NUMPY.items()}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tiledsl.ir.core import Block, Function, Op, Value
-from tiledsl.ir.ops import OPS, attr_key
+from tiledsl.ir.ops import ISOLATED, OPS, attr_key, has_trait
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,8 @@ class CSEPass:
         ops: list[Op] = []
         for op in block.ops:
             op.operands = [repl.get(o, o) for o in op.operands]
-            for region in op.regions:
-                self._block(region, seen, repl)
+            for region in op.regions:  # (an isolated region reuses nothing from outside)
+                self._block(region, {} if has_trait(op.name, ISOLATED) else seen, repl)
             if OPS[op.name].pure and OPS[op.name].cse and not op.regions and op.results:
                 key = (op.name, tuple(id(o) for o in op.operands), attr_key(op.attrs),
                        tuple(str(r.type) for r in op.results))

@@ -8,6 +8,8 @@ pass neutralizes the out-of-range part of the mixed axis:
 - `reduce` kind "mean": becomes a masked sum divided by the number of in-range elements;
 - `cumsum` along an axis: mask that axis with 0 (lanes before a runtime start come first);
 - `dot`: mask the contraction axis of both operands with 0.
+- `sort`, and a `scan` whose out-of-range lanes can come first in its order (reversed, or
+  after a runtime start): a bool operand says which lanes are in range (tiledsl/scans.py).
 
 A mask of a `load` becomes the load's `other` fill value instead of a separate op. Axes cut by a
 block symbol are masked (whether the edge is really ragged depends on the config, which backends
@@ -96,6 +98,10 @@ class MaskRaggedEdgesPass:
                 r = a.type.rank  # type: ignore[union-attr]
                 op.operands = [self._mask(a, r - 1, 0, scope, out, op),
                                self._mask(b, r - 2, 0, scope, out, op)]
+            elif (op.name == "sort" or op.name == "scan" and (
+                    op.attrs["reverse"] or self._started(op.operands[0], op.attrs["axis"], scope)
+                    is not None)) and not op.attrs.get("masked"):
+                self._lanes_in_range(op, scope, out)
             elif op.name in ("load", "store", "atomic") and gathers(op):
                 self._index_lanes(op, scope, out)
             elif has_trait(op.name, VIEW):
@@ -162,6 +168,18 @@ class MaskRaggedEdgesPass:
             op.operands.insert(len(op.operands) - written_values(op), valid)
         else:
             op.operands[op.operands.index(mask)] = valid
+
+    def _lanes_in_range(self, op: Op, scope: _Scope, out: list[Op]) -> None:
+        """Give a sort or scan the lanes of its axis that are in range, as a bool operand."""
+        x = op.operands[0]
+        t = x.type
+        assert isinstance(t, TileType)
+        true = emit(out, "const", [], TileType((), dtypes.bool_), op, {"value": True})
+        start = emit(out, "broadcast", [true], t.with_dtype(dtypes.bool_), op)
+        ok = self._mask(start, op.attrs["axis"], False, scope, out, op, lanes_of=x)
+        if ok is not start:  # (else every lane is in range, and DCE drops the two ops)
+            op.attrs["masked"] = True
+            op.operands.append(ok)
 
     @staticmethod
     def _keeps_lanes(op: Op, scope: _Scope) -> None:

@@ -31,6 +31,7 @@ VIEW = "view"  # rearranges elements, computes nothing (cost models price it as 
 MIXES_LANES = "mixes-lanes"  # combines lanes along an axis (reductions, scans, dots)
 WRITES = "writes"  # writes its first operand, a tensor (stores, atomics)
 RANDOM = "random"  # a counter-based random function of (seed, offsets): pure, and costly
+ISOLATED = "isolated"  # its region sees only its own arguments (MLIR's IsolatedFromAbove)
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,20 @@ REDUCTIONS = ("sum", "max", "min", "mean", "argmax", "argmin")
 ARG_REDUCTIONS = ("argmax", "argmin")  # the position of the max/min along one axis
 
 
+def storage_only(d: DType, what: str) -> None:
+    """fp8 tiles are loaded, stored, cast and multiplied with `@`; other math is refused (as in
+    Triton, whose fp8 types have no arithmetic)."""
+    if d.is_fp8:
+        raise DTypeError(f"'{what}' is not defined on {d} tiles (fp8 is a storage type: it is "
+                         "loaded, stored, cast and multiplied with '@')",
+                         hint="cast to float32 first: x.astype(td.float32)")
+
+
 def _binary_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 2, name)
         t = _same(ts, name)
+        storage_only(t.dtype, name)
         if name in ("and", "or", "xor") and t.dtype.is_float:
             raise DTypeError(f"bitwise '{name}' needs integer or bool operands, got {t.dtype}")
         if name in ("div", "pow", "atan2") and not t.dtype.is_float:
@@ -123,6 +134,7 @@ def _binary_rule(name: str) -> Rule:
 def _compare_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 2, name)
+        storage_only(_same(ts, name).dtype, name)
         return [_same(ts, name).with_dtype(dtypes.bool_)]
     return rule
 
@@ -131,6 +143,7 @@ def _unary_rule(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 1, name)
         t = tile(ts[0], name)
+        storage_only(t.dtype, name)
         if name in FLOAT_UNARY + ROUNDING and not t.dtype.is_float:
             raise DTypeError(f"'{name}' needs a float operand, got {t.dtype}")
         if name == "not" and t.dtype.is_float:
@@ -375,6 +388,7 @@ def _reduce(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     kind, axis, keep = attrs["kind"], attrs["axis"], attrs["keepdims"]
     if kind not in REDUCTIONS:
         raise IRError(f"unknown reduction {kind!r}")
+    storage_only(t.dtype, kind)
     if not 0 <= axis < t.rank:
         raise IRError(f"reduce: axis {axis} out of range for {t}")
     shape = t.shape[:axis] + ((1,) if keep else ()) + t.shape[axis + 1:]
@@ -386,6 +400,7 @@ def _cumsum(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     """Inclusive prefix sums along `axis`, in the dtype a sum has (reduce_dtype)."""
     _arity(ts, 1, "cumsum")
     t = tile(ts[0], "cumsum operand")
+    storage_only(t.dtype, "cumsum")
     if not 0 <= attrs["axis"] < t.rank:
         raise IRError(f"cumsum: axis {attrs['axis']} out of range for {t}")
     return [t.with_dtype(reduce_dtype("sum", t.dtype))]
@@ -416,6 +431,58 @@ def _random_rule(name: str) -> Rule:
 
 for _n in RANDOM_OPS:
     _def(_n, traits=(ELEMENTWISE, RANDOM))(_random_rule(_n))
+
+
+def _along(ts: Sequence[Type], attrs: dict, name: str, n: int) -> TileType:
+    """The common type of the first `n` operands of a scan or sort, and its axis checked; a
+    `masked` op has one more operand: which lanes are in range (ragged.py adds it)."""
+    if len(ts) != n + bool(attrs.get("masked")) or n < 1:
+        raise IRError(f"{name}: {len(ts)} operands for {n} tiles")
+    t = tile(ts[0], f"{name} operand")
+    for other in ts[1:n]:
+        if tile(other, f"{name} operand").shape != t.shape:
+            raise IRError(f"{name}: operand shapes differ: {t} vs {other}")
+    if attrs.get("masked") and ts[n] != t.with_dtype(dtypes.bool_):
+        raise IRError(f"{name}: the in-range lanes must be a bool tile of {t.shape}")
+    if not 0 <= attrs["axis"] < t.rank:
+        raise IRError(f"{name}: axis {attrs['axis']} out of range for {t}")
+    return t
+
+
+@_def("scan", regions=1, traits=(MIXES_LANES, ISOLATED), axes=same_axes)
+def _scan(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """An inclusive scan of `n` tiles along `axis` (from the last lane with `reverse`) with the
+    combine function in its region: 2n scalar arguments (the running values, then the lane's),
+    yielding n scalars of the operands' dtypes (tl.associative_scan)."""
+    n = attrs["n"]
+    _along(ts, attrs, "scan", n)
+    for t in ts[:n]:
+        storage_only(tile(t, "scan operand").dtype, "associative_scan")
+    return [tile(t, "scan operand") for t in ts[:n]]
+
+
+def _sort_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
+    return {a: a for a in range(src.rank) if a != attrs["axis"] or attrs.get("k") is None}
+
+
+@_def("sort", traits=(MIXES_LANES,), axes=_sort_axes)
+def _sort(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """The lanes of a tile ordered along `axis` (ascending, or `descending`), stable, NaN after
+    every number (before, descending); with `k` only the first k; with `positions` also each
+    value's lane (int32, from the tile's first lane). Out-of-range lanes (the `masked`
+    operand) never come before in-range ones: where fewer than k are in range, the rest are
+    position -1 (see tiledsl/scans.py)."""
+    t = _along(ts, attrs, "sort", 1)
+    storage_only(t.dtype, "sort")
+    k = attrs.get("k")
+    shape = list(t.shape)
+    if k is not None:
+        if not isinstance(k, int) or k < 1 or (isinstance(shape[attrs["axis"]], int) and
+                                                 k > shape[attrs["axis"]]):
+            raise ShapeError(f"sort: k={k} must be in 1..{shape[attrs['axis']]}")
+        shape[attrs["axis"]] = k
+    out = TileType(tuple(shape), t.dtype)
+    return [out, out.with_dtype(dtypes.int32)] if attrs.get("positions") else [out]
 
 
 @_def("mask", traits=(ELEMENTWISE,))

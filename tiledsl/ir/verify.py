@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tiledsl.errors import IRError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges
-from tiledsl.ir.ops import OPS, result_types
+from tiledsl.ir.ops import ISOLATED, OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
 _HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
@@ -109,6 +109,13 @@ class Verifier:
                     if [v.type for v in region.ops[-1].operands] != [r.type for r in op.results]:
                         raise self.fail(op, "a branch yields values that do not match the "
                                             "results")
+            elif ISOLATED in opdef.traits:  # a scan's combine function: its arguments only
+                self.block(op.regions[0], set(), "combine", "yield")
+                types = [TileType((), r.type.dtype) for r in op.results]  # type: ignore[union-attr]
+                if [a.type for a in op.regions[0].args] != types * 2 or \
+                        [v.type for v in op.regions[0].ops[-1].operands] != types:
+                    raise self.fail(op, "the combine region takes two scalars per operand and "
+                                        "yields one")
             self.open = opened
             scope.update(op.results)
         if terminator is not None and (not block.ops or block.ops[-1].name != terminator):

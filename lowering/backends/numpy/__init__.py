@@ -9,6 +9,7 @@ import numpy as np
 from lowering.backends.numpy import memory
 from lowering.backends.numpy import bits as _bits  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import random as _random  # noqa: F401 (registers its rules)
+from lowering.backends.numpy import scans as _scans  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import atomics as _atomics  # noqa: F401 (registers its rule)
 from lowering.backends.numpy.executor import Executor

@@ -18,6 +18,7 @@ from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
+from tiledsl import fp8
 from tiledsl.config import Config
 from tiledsl.errors import OutOfBoundsError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
@@ -199,7 +200,7 @@ def _const(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 
 @rule("cast")
 def _cast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
-    return [xs[0].astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
+    return [fp8.convert(xs[0], op.result.type.dtype.np)]  # type: ignore[union-attr]
 
 
 @rule("where")

@@ -78,7 +78,8 @@ def poison(dtype: np.dtype) -> object:
 
 # What td.empty holds before a store writes it: for floats, a NaN whose payload no arithmetic
 # makes (computed NaNs are NaN with an empty payload), so that elements no store wrote can be
-# told from computed NaNs; integers and bools have no spare value and hold their poison.
+# told from computed NaNs; integers, bools and fp8 (one NaN, or three) have no spare value and
+# hold their poison.
 _UNWRITTEN = {2: 0x7FED, 4: 0x7FC00DED, 8: 0x7FF8000000000DED}  # float16 and bfloat16 share 2
 
 
@@ -86,7 +87,7 @@ def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A new tensor as td.empty allocates it: unwritten (see `unwritten`)."""
     dtype = np.dtype(dtype)
     d = dtypes.from_any(dtype)
-    if d is not None and d.is_float:
+    if d is not None and d.is_float and dtype.itemsize in _UNWRITTEN:
         return np.full(shape, _UNWRITTEN[dtype.itemsize], np.dtype(f"u{dtype.itemsize}")
                        ).view(dtype)
     return np.full(shape, poison(dtype), dtype=dtype)
@@ -96,7 +97,7 @@ def unwritten(arr: np.ndarray) -> np.ndarray | None:
     """Where a float tensor from `empty` still holds what it was allocated with (None for
     other dtypes: they cannot tell)."""
     d = dtypes.from_any(arr.dtype)
-    if d is None or not d.is_float:
+    if d is None or not d.is_float or arr.dtype.itemsize not in _UNWRITTEN:
         return None
     bits = np.ascontiguousarray(arr).view(np.dtype(f"u{arr.dtype.itemsize}"))
     return bits == _UNWRITTEN[arr.dtype.itemsize]

@@ -19,7 +19,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -30,11 +30,11 @@ from tiledsl.config import Config
 from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
-from tiledsl.ir.ops import FLOAT_UNARY, RANDOM, VIEW, has_trait
+from tiledsl.ir.ops import FLOAT_UNARY, ISOLATED, RANDOM, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of
-from tiledsl.ir.types import RangeType, TensorType, TileType
+from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.shifted import is_shifted, static_shift
 
 SCHEMA_VERSION = 1
@@ -113,6 +113,19 @@ def _free(op: Op) -> bool:
         has_trait(op.name, VIEW) and op.name != "transpose")
 
 
+def _passes(op: Op, block: Callable[[Dim], int]) -> int:
+    """Vector passes over its result an op takes: a scan's combine ops at every step of a
+    lane-by-lane scan, a sort's compare-exchange stages (a bitonic network), else one."""
+    if op.name == "scan":
+        return max(1, len(op.regions[0].ops) - 1)
+    if op.name == "sort":
+        t = op.operands[0].type
+        assert isinstance(t, TileType)
+        log = max(1, (block(t.shape[op.attrs["axis"]]) - 1).bit_length())
+        return log * (log + 1) // 2
+    return 1
+
+
 def _structure(block: Block, used: set[Value] | None = None) -> list[Step]:
     """The grid body as segments and loops, in program order."""
     if used is None:  # the values some op of the grid uses
@@ -131,7 +144,8 @@ def _structure(block: Block, used: set[Value] | None = None) -> list[Step]:
                 steps.append(current)
                 current = Segment()
             steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used)))
-        elif op.regions:  # an `if`: its branch is known per program only when it runs
+        elif op.regions and not has_trait(op.name, ISOLATED):  # an `if`: its branch is known
+            # per program only when it runs (a scan's combine region is part of its compute)
             raise BackendError(
                 f"backend 'spatial' cannot map the '{op.name}' op (an `if` on a runtime value): "
                 "the mapper plans every program's transfers before the run, and which branch a "
@@ -415,7 +429,7 @@ class Mapping:
                     self.valid(b.shape[-1], g, iters)
             elif op.results and isinstance(op.results[0].type, TileType) and not _free(op):
                 per = PHILOX_COST if has_trait(op.name, RANDOM) else \
-                    TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else 1
+                    TRANSCENDENTAL_COST if op.name in FLOAT_UNARY else _passes(op, self.block)
                 src = op.operands[0].type if op.name == "reduce" else op.results[0].type
                 assert isinstance(src, TileType)
                 cycles += per * _cdiv(self.numel(src), arch.vector_lanes)

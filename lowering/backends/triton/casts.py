@@ -7,7 +7,9 @@ on every target: exact up to 2**24, and above it the same double rounding as ml_
 GPU agrees with the NumPy backend too. float64 goes through float32 for the same reasons (ml_dtypes
 rounds 1 + 2**-8 + 2**-40 to 1.0 through float32; a direct conversion gives 1.0078125). (Its
 float32 -> bfloat16 conversion truncates instead of rounding to nearest even: interpret.py
-fixes that one.) Max and min reduce bfloat16 in float32.
+fixes that one.) Max and min reduce bfloat16 in float32. fp8 converts through float32 from and to
+everything but float32, and saturates (tiledsl/fp8.py; interpret.py makes the interpreter's
+conversion the GPU's).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from tiledsl.dtypes import DType
 TL_DTYPE = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64",
             "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
             "u8": "tl.uint8", "u16": "tl.uint16", "u32": "tl.uint32", "u64": "tl.uint64",
-            "i1": "tl.int1"}
+            "i1": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5"}
 
 
 def tl_dtype(d: DType) -> str:
@@ -44,6 +46,10 @@ def convert(expr: str, src: DType, dst: DType, *, number: bool) -> str:
     def to(e: str, d: str) -> str:
         return f"tl.cast({e}, {d})" if number else f"{e}.to({d})"
     if dst.short == "bf16" and (not src.is_float or src.short == "f64"):
+        expr = to(expr, "tl.float32")
+    elif (src.is_fp8 or dst.is_fp8) and "f32" not in (src.short, dst.short):
+        # Triton converts fp8 only from and to floats, and a GPU from float32 and 16-bit
+        # floats: every other conversion goes through float32 (tiledsl/fp8.py).
         expr = to(expr, "tl.float32")
     return to(expr, tl_dtype(dst))
 

@@ -29,7 +29,7 @@ from tiledsl.ir.types import TensorType, TileType
 ARCHS = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90}
 POINTER = {"f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "f64": "*fp64", "i8": "*i8",
            "i16": "*i16", "i32": "*i32", "i64": "*i64", "u8": "*u8", "u16": "*u16",
-           "u32": "*u32", "u64": "*u64", "i1": "*i1"}
+           "u32": "*u32", "u64": "*u64", "i1": "*i1", "f8e4m3": "*fp8e4nv", "f8e5m2": "*fp8e5"}
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,13 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     """PTX and cubin of kernel `k` of `module` for `arch` (sm_80, sm_90, ...), from the cache."""
     if arch not in ARCHS:
         raise BackendError(f"unknown architecture {arch!r}; known: {sorted(ARCHS)}")
-    triton = _triton()
     sig, consts, attrs = signature(k)
+    if ARCHS[arch] < 89 and ("tl.float8e4nv" in module.source or
+                             any("fp8e4nv" in str(t) for t in sig.values())):
+        raise BackendError(f"{k.name} uses float8_e4m3fn, which GPUs before sm_89 (Ada, Hopper) "
+                           f"do not have (Triton's fp8e4nv): it cannot compile for {arch}",
+                           hint="compile for sm_89 or sm_90, or use td.float8_e5m2")
+    triton = _triton()
     options = {"num_warps": k.num_warps, "num_stages": k.num_stages, "enable_fp_fusion": True}
     key_text = json.dumps([module.source, k.name, sig, consts, sorted(map(str, attrs)), options,
                            arch, triton.__version__], sort_keys=True)

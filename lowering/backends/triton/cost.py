@@ -29,7 +29,7 @@ EPILOGUE_MATH = frozenset({"erf", "exp", "exp2", "log", "tanh", "sigmoid", "sqrt
 
 # An H100 SXM, as published by NVIDIA (dense).
 H100 = {"sms": 132, "tflops": {"f16": 989.0, "bf16": 989.0, "f32": 67.0, "i8": 1979.0,
-                               "f64": 67.0},
+                               "f64": 67.0, "f8e4m3": 1979.0, "f8e5m2": 1979.0},
         "hbm_gbps": 3350.0, "regs_per_sm": 65536, "smem_per_sm": 228 * 1024,
         "max_warps_per_sm": 64, "max_programs_per_sm": 32, "launch_us": 3.0,
         "program_us": 1.0, "clock_ghz": 1.98}

@@ -24,6 +24,7 @@ from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import atomic_rules as _atomic_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import random_rules as _random_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import scan_rules as _scan_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
@@ -133,6 +134,7 @@ class KernelEmitter(LoopEmission):
     block_params: dict[str, KernelParam] = field(default_factory=dict)
     const_offsets: dict[int, str] = field(default_factory=dict)
     helpers: set[str] = field(default_factory=set)
+    functions: dict[str, str] = field(default_factory=dict)  # generated @triton.jit, by name
     uses: dict[Value, list[Op]] = field(default_factory=dict)
     scalar_types: dict[Value, DType] = field(default_factory=dict)
     preamble: list[str] = field(default_factory=list)  # constant offsets, before the body

@@ -133,7 +133,7 @@ class TritonBackend:
         torch_dtypes = {d: torch.bool if d == "bool" else getattr(torch, d)
                         for d in ("bool", "float16", "bfloat16", "float32", "float64", "int8",
                                   "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                                  "uint64")}
+                                  "uint64", "float8_e4m3fn", "float8_e5m2")}
 
         def empty(shape: Any, d: str) -> Any:
             return torch.empty(shape, dtype=torch_dtypes[d], device=device)

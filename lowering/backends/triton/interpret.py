@@ -18,7 +18,7 @@ from lowering.backends.numpy import check_written, memory
 from lowering.backends.triton import interpret_libdevice, space as triton_space
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.loader import load
-from tiledsl import dtypes, registry
+from tiledsl import dtypes, fp8, registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Value
@@ -41,6 +41,8 @@ def to_torch(a: np.ndarray) -> Any:
         a = a.copy()
     if a.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    if fp8.is_fp8(a.dtype):
+        return torch.from_numpy(a.view(np.uint8)).view(getattr(torch, a.dtype.name))
     return torch.from_numpy(a)
 
 
@@ -48,6 +50,8 @@ def to_numpy(t: Any) -> np.ndarray:
     torch = _torch()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.view(torch.uint8).numpy().view(getattr(ml_dtypes, str(t.dtype)[6:]))
     return t.numpy()
 
 
@@ -126,6 +130,28 @@ def _all_ones(get_all_ones_value: Any) -> Any:
     return get
 
 
+def _fp8_as_gpu(convert_float: Any) -> Any:
+    """The interpreter's float conversion, but for float8e4nv and float8e5 (held as uint8) the
+    GPU's: round to nearest even, saturate (tiledsl/fp8.py). The interpreter's own neither
+    saturates nor carries a rounding into the exponent (triton 3.6 to 3.9); casts, constants
+    and tl.dot's operands all convert through it."""
+    import triton.language as tl
+    numpy_of = {tl.float8e4nv: np.dtype(ml_dtypes.float8_e4m3fn),
+                tl.float8e5: np.dtype(ml_dtypes.float8_e5m2), tl.float16: np.dtype(np.float16),
+                tl.bfloat16: np.dtype(ml_dtypes.bfloat16), tl.float32: np.dtype(np.float32),
+                tl.float64: np.dtype(np.float64)}
+
+    def convert(data: Any, src: Any, dst: Any, rounding: Any) -> Any:
+        if not ({src, dst} & {tl.float8e4nv, tl.float8e5}) or src not in numpy_of \
+                or dst not in numpy_of:
+            return convert_float(data, src, dst, rounding)
+        held = np.asarray(data).view(numpy_of[src])  # fp8 and bfloat16 arrive as bits
+        out = fp8.convert(held, numpy_of[dst])
+        return out.view(getattr(np, f"uint{dst.primitive_bitwidth}")) \
+            if dst.primitive_bitwidth < 32 else out
+    return convert
+
+
 @contextmanager
 def interpreted_stdlib() -> Iterator[None]:
     """Let interpreted kernels call Triton's own `@jit` library (tl.sum, tl.max, tl.sigmoid...),
@@ -181,6 +207,8 @@ def interpreted_stdlib() -> Iterator[None]:
     all_ones = builder.get_all_ones_value
     builder.get_all_ones_value = _all_ones(all_ones)
     interpret_libdevice.install()
+    convert_float = interpreter._convert_float
+    interpreter._convert_float = _fp8_as_gpu(convert_float)
     add_bf16 = not hasattr(builder, "get_bf16")
     if add_bf16:
         builder.get_bf16 = lambda self, v: self.create_fp_trunc(self.get_fp32(v), tl.bfloat16)
@@ -192,6 +220,7 @@ def interpreted_stdlib() -> Iterator[None]:
         interpreter._implicit_cvt = implicit_cvt
         builder.cast_impl = cast_impl
         builder.get_all_ones_value = all_ones
+        interpreter._convert_float = convert_float
         if add_bf16:
             del builder.get_bf16
         _restore(snapshot)
