@@ -405,3 +405,32 @@ def test_a_kernel_defined_where_no_file_holds_it_fails_at_first_use() -> None:
     exec(KERNEL_FILE, namespace)  # noqa: S102 - the point: a kernel with no source file
     with pytest.raises(td.TraceError, match="cannot read the source of kernel 'edited'"):
         namespace["edited"](np.ones(4, np.float32))
+
+
+@td.tile_kernel
+def sizes_as_sequences(x):
+    """Sizes as one list or tuple, as Helion writes them: a tuple of tiles comes back, even for
+    one size; `block_size=` still fixes a block."""
+    b, m, n = x.shape
+    rows = td.empty((b, m), dtype=td.float32)
+    for (i,) in td.grid(x.shape[:1]):
+        for (tm,) in td.tile([m]):
+            acc = td.zeros((tm,), dtype=td.float32)
+            for (tn,) in td.tile((n,), block_size=8):
+                acc += td.sum(x[i, tm, tn], axis=1)
+            rows[i, tm] = acc
+    twice = td.empty(x.shape, dtype=x.dtype)
+    for tb, tm, tn in td.tile(x.shape):
+        twice[tb, tm, tn] = x[tb, tm, tn] * 2
+    return rows, twice
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_sizes_as_a_list_a_tuple_or_a_shape(backend: str) -> None:
+    x = rand(3, 13, 21)
+    space = sizes_as_sequences.config_space(x, backend=backend)
+    for config in space.sample(2, seed=1):
+        assert len(config.block_sizes) == 4  # tm, and tb, tm, tn: not the fixed tn
+        rows, twice = sizes_as_sequences.run(x, config=config, backend=backend)
+        assert_close(rows, x.astype(np.float64).sum(2), np.float32)
+        assert_close(twice, 2 * x.astype(np.float64), np.float32)

@@ -38,6 +38,7 @@ class TileRange:
     site: Site | None = None  # where the call is written: its traces share block sizes
     first: TileValue | None = None  # a strided loop's first tile (`td.tile(m, n)[p::P]`)
     stride: int | None = None  # and its step, in tiles
+    seq: bool = False  # sizes given as one list/tuple (`td.tile([m, n])`): tiles come as a tuple
 
     def __getitem__(self, key: Any) -> TileRange:
         """`td.tile(m, n)[p::P]`: every P-th tile from tile p, the tiles numbered row-major
@@ -72,6 +73,15 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
                     hint="tiled dimensions must have at least one element")
         out.append(s if isinstance(s, SymDim) else int(s))
     return tuple(out)
+
+
+def _unpack(sizes: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
+    """`td.tile([m, n])`, `td.tile((m, n))` and `td.tile(x.shape)` are `td.tile(m, n)`, as Helion
+    writes `hl.tile([m, n])`; like Helion, the loop then yields a tuple of tiles even for one
+    size (`for (t,) in td.tile([n])`)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0]), True
+    return sizes, False
 
 
 def _runtime_stop(stop: TileValue) -> int:
@@ -115,6 +125,7 @@ def tile(*sizes: int | TileValue,
     `td.tile(tq.end, start=td.maximum(tq.begin - window, 0))`.
     """
     tr = current("td.tile()")
+    sizes, seq = _unpack(sizes)
     runtime = [v for v in (*sizes, stop, start) if isinstance(v, TileValue)]
     for v in (*sizes, block_size) if tr.depth == "host" else (block_size,):
         need_static(v)  # int arguments as the grid's sizes or as a block size
@@ -154,13 +165,15 @@ def tile(*sizes: int | TileValue,
         if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
             tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
     return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc(),
-                     stop, start, call_site())
+                     stop, start, call_site(), seq=seq)
 
 
 def grid(*sizes: int) -> TileRange:
-    """Scalar indices over each size (block size 1), e.g. for a batch dimension."""
+    """Scalar indices over each size (block size 1), e.g. for a batch dimension. Sizes may come
+    as one list or tuple (`td.grid(x.shape)`), as for `td.tile`."""
+    sizes, seq = _unpack(sizes)
     ns = _sizes("grid", sizes)
-    return TileRange(ns, (1,) * len(ns), "grid", user_loc())
+    return TileRange(ns, (1,) * len(ns), "grid", user_loc(), seq=seq)
 
 
 def _dtype_arg(dtype: Any, what: str) -> DType:

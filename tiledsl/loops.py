@@ -117,8 +117,8 @@ def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
     return Tile(r, name)
 
 
-def _item(handles: list[Any]) -> Any:
-    return handles[0] if len(handles) == 1 else tuple(handles)
+def _item(handles: list[Any], seq: bool) -> Any:
+    return handles[0] if len(handles) == 1 and not seq else tuple(handles)
 
 
 def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
@@ -127,7 +127,7 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
     block = Block(list(ranges))
     tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))
     with tr.region(block, "grid"):
-        out = body(_item([_handle(tr, rng, r, n) for r, n in zip(ranges, names)]), env)
+        out = body(_item([_handle(tr, rng, r, n) for r, n in zip(ranges, names)], rng.seq), env)
     for n in assigned:
         if n in env and n in out and out[n] is not env[n]:
             tr.fail(TraceError, f"'{n}' is defined before the grid loop and rebound inside it; "
@@ -204,7 +204,7 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
                 handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]
                 inner = dict(env)
                 inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
-                out = body(_item(handles), inner)
+                out = body(_item(handles, rng.seq), inner)
                 yielded = []
                 for n, a in zip(carried, args):
                     v = to_value(out.get(n, inner[n]))
