@@ -1,25 +1,23 @@
 """Segmented reduction: output[n, :] = the sum of input_data[e, :] over the elements e with
-indices[e] == n, for sorted `indices` (PyTorch's scatter_add along rows), as Helion's
-`segmented_reduction_helion` example computes it.
+indices[e] == n, for sorted `indices` (PyTorch's scatter_add along rows), written as Helion's
+`segmented_reduction_helion` example.
 
-As in Helion, each tile of elements is scanned per segment (`_segmented_scan`: an inclusive
-scan that restarts where the index changes) and the scan's value is written at each segment's
-end, where `idxs != idxs_next` (the next index is a masked load,
-`td.load(indices, [tile_e.index + 1], extra_mask=...)`), through the indices: a scatter,
-`output[idxs, tile_f]`. `num_nodes` sizes the output, so it is a compile-time int (one trace
-per value), as Helion specializes it.
+The grid runs over (element, feature) tiles. Each tile is scanned along the elements with a
+segmented combine function (`td.associative_scan(combine_fn, (vals, idxs), dim=0)`: a running
+sum that restarts where the index changes), so the scan's value at a segment's last element in
+the tile is the tile's part of that segment. Those lanes (where `idxs != idxs_next`, the next
+index a masked load `td.load(indices, [tile_e.index + 1], extra_mask=...)`, and the tile's last
+lane) add their part into `output[idxs, tile_f]` with `td.atomic_add`: a segment that spans
+tiles is summed by several programs, so float32 results depend on the order of the atomics (the
+NumPy backend's order is defined; a GPU's is not). `num_nodes` sizes the output, so it is a
+compile-time int (one trace per value), as Helion specializes it.
 
-Where this differs from Helion's text, and why: tiledsl has neither `hl.associative_scan` (a scan
-with a user combine function) nor `hl.atomic_add`.
-- The segmented scan is a matrix product instead: lane i sums the lanes j <= i of its segment,
-  `same_segment_before @ vals` with a (tile_e, tile_e) 0/1 matrix, which a GPU runs on its
-  tensor cores (exact in float32, float64 for float64 data).
-- Helion flushes each tile's last segment with an atomic add, so a segment that spans tiles is
-  summed by several programs at once. Without atomics, the element tiles are a sequential loop
-  inside each program (the grid runs over feature tiles only) and the tile's last segment is
-  carried into the next tile (`carry`, `carry_idx`), so each segment is stored once, by one
-  program, at its end. The tile-end term of Helion's mask
-  (`tile_e.index % tile_e.block_size == tile_e.block_size - 1`) is then not needed.
+Where this differs from Helion's text, and why: Helion marks a tile's last lane with
+`tile_e.index % tile_e.block_size == tile_e.block_size - 1`; a tiledsl tile has no
+`.block_size` value, and `tile_e.index == tile_e.end - 1` is the same lane (`tile.end` is
+clipped at the edge, where the `num_elements - 1` term holds too). Helion's output has the
+input's dtype; atomics take 32- and 64-bit tensors only, so here it is float32 (float64 for
+float64 data), as `examples/matmul_split_k.py` accumulates.
 """
 
 from __future__ import annotations
@@ -29,33 +27,38 @@ import numpy as np
 import tiledsl as td
 
 
-def _segmented_scan(vals, idxs, tile_e):
-    """The inclusive scan of `vals` (tile_e, tile_f) along the elements, restarting where `idxs`
-    changes (Helion: hl.associative_scan(combine_fn, (vals, idxs), dim=0))."""
-    same_before = (idxs[:, None] == idxs[None, :]) & (tile_e.index[None, :] <= tile_e.index[:, None])
-    return same_before.astype(vals.dtype) @ vals
+def combine_fn(left_values, left_indices, right_values, right_indices):
+    """Adds values of one segment (equal indices); a new segment starts from the right value."""
+    combined_values = td.where(left_indices == right_indices, left_values + right_values,
+                               right_values)
+    return combined_values, right_indices
+
+
+def _segmented_scan(vals, idxs):
+    """The inclusive scan of `vals` (tile_e, tile_f) along the elements, restarting where
+    `idxs` (tile_e,) changes; returns the scanned values and the indices."""
+    tuple_in = (vals, idxs.unsqueeze(1).expand_as(vals))
+    return td.associative_scan(combine_fn, tuple_in, dim=0)
 
 
 @td.tile_kernel
 def segment_reduction(indices, input_data, num_nodes: int):
     num_elements, num_features = input_data.shape
     acc_dtype = td.float64 if input_data.dtype == td.float64 else td.float32
-    output = td.zeros((num_nodes, num_features), dtype=input_data.dtype)
-    for tile_f in td.tile(num_features):
-        carry = td.zeros((tile_f,), dtype=acc_dtype)  # the sum so far of the segment left open
-        carry_idx = td.full((), -1, dtype=indices.dtype)  # ... and its index
-        for tile_e in td.tile(num_elements):
-            vals = input_data[tile_e, tile_f]
-            idxs = indices[tile_e]
-            idxs_next = td.load(indices, [tile_e.index + 1],
-                                extra_mask=tile_e.index < num_elements - 1)
-            out_vals = _segmented_scan(vals, idxs, tile_e)
-            out_vals = td.where((idxs == carry_idx)[:, None], out_vals + carry[None, :], out_vals)
-            mask = (idxs != idxs_next) | (tile_e.index == num_elements - 1)
-            td.store(output, [idxs, tile_f], out_vals, extra_mask=mask[:, None])
-            last = tile_e.index == tile_e.end - 1  # the tile's last segment goes on
-            carry = td.sum(td.where(last[:, None], out_vals, 0.0), axis=0)
-            carry_idx = td.max(td.where(last, idxs, -1))
+    output = td.zeros((num_nodes, num_features), dtype=acc_dtype)
+    for tile_e, tile_f in td.tile([num_elements, num_features]):
+        vals = input_data[tile_e, tile_f]
+        idxs = indices[tile_e]
+        idxs_next = td.load(indices, [tile_e.index + 1],
+                            extra_mask=tile_e.index < num_elements - 1)
+        out_vals, _ = _segmented_scan(vals, idxs)
+        mask = (
+            (idxs != idxs_next)
+            | (tile_e.index == tile_e.end - 1)
+            | (tile_e.index == num_elements - 1)
+        )
+        segment_vals = td.where(mask.unsqueeze(1), out_vals, 0.0)
+        td.atomic_add(output, [idxs, tile_f], segment_vals)
     return output
 
 

@@ -34,7 +34,7 @@ def scans(x, ix):
         for tn in td.tile(n, block_size=64):  # one tile over the row, ragged (n < 64)
             row = x[tm, tn]
             rmax[tm, tn] = td.associative_scan(row, 1, lambda a, b: td.maximum(a, b))
-            rsum[tm, tn] = td.associative_scan(row, 1, _add, reverse=True)
+            rsum[tm, tn] = td.associative_scan(_add, row, dim=1, reverse=True)  # Helion's order
             _, best[tm, tn] = td.associative_scan((row, ix[tm, tn]), 1, _argmax_pair)
     return rmax, rsum, best
 

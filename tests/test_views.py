@@ -132,6 +132,30 @@ def test_stack_and_friends(backend: str) -> None:
         np.testing.assert_array_equal(out, ref)
 
 
+@td.tile_kernel
+def expanded(a, b):
+    """torch's expand and expand_as on tiles: axes of 1 grow, -1 keeps one, new axes lead."""
+    m, n = a.shape
+    out = td.empty((m, 3), dtype=a.dtype)
+    for tm in td.tile(m):
+        row = a[tm, :]
+        col = b[tm].unsqueeze(1)  # (tm, 1): each sum below counts n copies
+        out[tm, 0] = td.sum(col.expand_as(row), axis=1)
+        out[tm, 1] = td.sum(col.expand(-1, n), axis=1)
+        out[tm, 2] = td.sum(col.expand(1, tm, n), axis=2).squeeze(0)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_expand_and_expand_as(backend: str) -> None:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((37, 5)).astype(np.float32)
+    b = rng.standard_normal(37).astype(np.float32)
+    ref = np.repeat(b[:, None] * 5.0, 3, axis=1)
+    for config, out in under_configs(expanded, (a, b), backend, samples=1):
+        td.testing.assert_close(out, ref, np.float32)
+
+
 def test_view_ops_round_trip_through_ir_text() -> None:
     args = example("rope").make_inputs(np.random.default_rng(0))
     for fn in (example("rope").rope.traced(*args).ir,
@@ -192,6 +216,15 @@ def split_three(x):
     return out
 
 
+@td.tile_kernel
+def expand_wide(x):
+    m, n = x.shape
+    out = td.empty_like(x)
+    for tm in td.tile(m):
+        out[tm, :] = x[tm, :].expand(tm, 2 * n)
+    return out
+
+
 def test_view_errors_name_the_line() -> None:
     x = np.ones((6, 8), np.float32)
     with pytest.raises(ShapeError, match="block-size axes keep their own") as e:
@@ -206,6 +239,9 @@ def test_view_errors_name_the_line() -> None:
     assert "reshape(-1)" in str(e.value)
     with pytest.raises(ShapeError, match="last axis is 2"):
         split_three(np.ones(8, np.float32))
+    with pytest.raises(ShapeError, match="only axes of 1 grow") as e:
+        expand_wide(x)
+    assert "x[tm, :].expand(tm, 2 * n)" in str(e.value)
 
 
 def test_an_argument_that_cannot_be_viewed_is_refused() -> None:

@@ -41,12 +41,21 @@ def _axis(tr: Tracer, what: str, axis: Any, ndim: int) -> int:
     return int(axis) % ndim
 
 
-def associative_scan(x: Any, axis: int, combine_fn: Callable[..., Any],
-                     reverse: bool = False) -> Any:
+def associative_scan(x: Any, axis: Any = None, combine_fn: Any = None, reverse: bool = False,
+                     *, dim: int | None = None) -> Any:
     """Inclusive scan of `x` (a tile, or a tuple of tiles of one shape) along `axis` with
     `combine_fn(a..., b...)`, which takes the running values then the lane's and returns the
-    combined ones (one per tile), as `tl.associative_scan`. Returns a tile or a tuple."""
+    combined ones (one per tile), as `tl.associative_scan`. Returns a tile or a tuple.
+
+    Helion's order, `td.associative_scan(combine_fn, x, dim)` (`dim=` a keyword or third), is
+    the same scan."""
     tr = current("td.associative_scan()")
+    if callable(x) and not isinstance(x, (TileValue, tuple, list)):  # Helion's argument order
+        x, axis, combine_fn = axis, combine_fn, x
+    if dim is not None:
+        if axis is not None:
+            tr.fail(TraceError, "td.associative_scan: give the axis once (axis or dim=)")
+        axis = dim
     single = not isinstance(x, (tuple, list))
     xs = [to_value(v) for v in ([x] if single else x)]
     if not xs:

@@ -193,6 +193,14 @@ class TileValue:
         from tiledsl import views
         return views.unsqueeze(self, axis)
 
+    def expand(self, *shape: Any) -> TileValue:
+        from tiledsl import views
+        return views.expand(self, *shape)
+
+    def expand_as(self, other: Any) -> TileValue:
+        from tiledsl import views
+        return views.expand_as(self, other)
+
     def squeeze(self, axis: Any = None) -> TileValue:
         from tiledsl import views
         return views.squeeze(self, axis)

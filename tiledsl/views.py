@@ -22,7 +22,7 @@ from tiledsl.ir import views
 from tiledsl.ir.types import Dim, TensorType
 from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
-from tiledsl.values import Tensor, Tile, TileValue, to_value
+from tiledsl.values import Tensor, Tile, TileValue, broadcast_to, to_value
 
 
 def _shape_args(shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -125,6 +125,43 @@ def unsqueeze(x: Any, axis: Any) -> TileValue:
     v = to_value(x)
     at = _axis(axis, v.ndim + 1, "unsqueeze")
     return TileValue(tr.emit("expand_dims", [v.value], {"axis": at})[0], v.weak)
+
+
+def expand(x: Any, *shape: Any) -> TileValue:
+    """The tile broadcast to `shape` (torch's `expand`): entries are tiles, ints, or -1 to keep
+    a dimension; axes of 1 grow and new axes lead."""
+    tr = current("expand")
+    v = to_value(x)
+    dims = _shape_args(shape)
+    lead = len(dims) - v.ndim
+    new: list[Dim] = []
+    for i, s in enumerate(dims):
+        if isinstance(s, Tile):
+            new.append(s.range.block)
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s == -1 and i >= lead:
+            new.append(v.shape[i - lead])
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
+            new.append(int(s))
+        else:
+            tr.fail(ShapeError, f"expand: shape entries are tiles, positive ints or -1 (keep), "
+                    f"got {s!r}")
+    return _expand_to(v, tuple(new))
+
+
+def expand_as(x: Any, other: Any) -> TileValue:
+    """The tile broadcast to `other`'s shape (torch's `expand_as`)."""
+    current("expand_as")
+    return _expand_to(to_value(x), to_value(other).shape)
+
+
+def _expand_to(v: TileValue, new: tuple[Dim, ...]) -> TileValue:
+    tr = current()
+    lead = len(new) - v.ndim
+    if lead < 0 or any(d not in (1, new[i + lead]) for i, d in enumerate(v.shape)):
+        tr.fail(ShapeError, f"cannot expand a tile of shape {tr.describe_shape(v.shape)} to "
+                f"{tr.describe_shape(new)}", hint="only axes of 1 grow (and new axes lead), as "
+                "torch's expand")
+    return broadcast_to(v, new)
 
 
 def squeeze(x: Any, axis: Any = None) -> TileValue:
