@@ -104,3 +104,17 @@ def full_attention(q, k, v):
             m_i = m_new
         out[b, tq, :] = acc / l_i[:, None]
     return out
+
+
+def torch_from_numpy(a: Any) -> Any:
+    """A NumPy array as a torch tensor (other values as they are), ml_dtypes' bfloat16 and fp8
+    included, which torch.from_numpy refuses: viewed as ints of their width, then as torch's."""
+    import torch
+    if not isinstance(a, np.ndarray):
+        return a
+    name = {"bfloat16": "bfloat16", "float8_e4m3fn": "float8_e4m3fn",
+            "float8_e5m2": "float8_e5m2"}.get(a.dtype.name)
+    if name is None:
+        return torch.from_numpy(a)
+    bits = np.int16 if a.dtype.itemsize == 2 else np.uint8
+    return torch.from_numpy(a.view(bits)).view(getattr(torch, name))

@@ -63,6 +63,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "seeded_dropout": [{"n": 1}, {"n": 257}],
     "low_mem_dropout": [{"m": 1, "n": 257}, {"m": 37, "n": 1}],
     "fp8_gemm": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
+    "block_scaled_matmul": [{"m": 37, "k": 1, "n": 53}, {"m": 1, "k": 67, "n": 2}],
     "topk_sampling": [{"m": 37, "vocab": 3}, {"m": 1, "vocab": 131}],
 }
 EXAMPLES = sorted(OTHER_DIMS)

@@ -9,7 +9,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-from support import under_configs
+from support import example, under_configs
 
 import tiledsl as td
 
@@ -116,6 +116,20 @@ def test_fp8_matmul_is_an_fp8_wgmma_on_sm90(dtype: np.dtype) -> None:
     kind = "e4m3" if dtype == E4M3 else "e5m2"
     assert re.search(rf"wgmma\.mma_async\S*\.f32\.{kind}\.{kind}", ptx), \
         sorted(set(re.findall(r"wgmma\S*", ptx)))
+
+
+def test_block_scaled_matmul_on_a_spatial_preset_with_enough_dma_channels() -> None:
+    """examples/block_scaled_matmul.py streams five tensors; the presets' PEs have 4 DMA
+    channels (tests/test_spatial.py DMA_BOUND), so this runs it on generic-8x8 with 8."""
+    from lowering.backends.spatial.arch import PRESETS, Arch
+    mod = example("block_scaled_matmul")
+    arch = Arch.from_dict(dict(PRESETS["generic-8x8"]().to_dict(), dma_channels=8))
+    args = mod.make_inputs(np.random.default_rng(6), {"m": 37, "k": 45, "n": 29}, np.float32)
+    ref = mod.reference(*args)
+    space = mod.block_scaled_matmul.config_space(*args, backend="spatial", arch=arch)
+    for config in (space.default(), *space.sample(1, seed=0)):
+        out = mod.block_scaled_matmul.run(*args, backend="spatial", arch=arch, config=config)
+        td.testing.assert_close(out, ref, np.float32)
 
 
 def test_cast_is_a_saturating_cvt_on_sm90() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import ARRAY_ARG_EXAMPLES, example, fresh
+from support import ARRAY_ARG_EXAMPLES, example, fresh, torch_from_numpy
 from tiledsl.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -19,11 +19,7 @@ DTYPES = {"f32": (np.float32, torch.float32), "bf16": (ml_dtypes.bfloat16, torch
 
 
 def to_torch(a: Any) -> Any:
-    if not isinstance(a, np.ndarray):
-        return a
-    if a.dtype == ml_dtypes.bfloat16:
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(a)
+    return torch_from_numpy(a)
 
 
 def torch_to_numpy(t: Any) -> np.ndarray:

@@ -39,10 +39,12 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "int4_gemm": {"m": 37, "kp": 23, "n": 29},
     "seeded_dropout": {"n": 77}, "low_mem_dropout": {"m": 7, "n": 11},
     "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
+    "block_scaled_matmul": {"m": 37, "k": 45, "n": 29},
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
-# channels (issue 33); test_views.py runs rope on a preset with 8.
-DMA_BOUND = {"rope"}
+# channels (issue 33); test_views.py runs rope on a preset with 8, test_fp8.py
+# block_scaled_matmul (five streams: two operands, two scales, the output).
+DMA_BOUND = {"rope", "block_scaled_matmul"}
 ARCHS = sorted(PRESETS)
 # Examples the mapper refuses, with a BackendError naming the op (test below).
 REFUSED = {"persistent_matmul": "strided 'for'",

@@ -41,6 +41,7 @@ SMALL = {  # small ragged sizes: the interpreter runs programs one by one
     "int4_gemm": {"m": 37, "kp": 23, "n": 29},
     "seeded_dropout": {"n": 77}, "low_mem_dropout": {"m": 7, "n": 11},
     "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
+    "block_scaled_matmul": {"m": 37, "k": 45, "n": 29},
 }
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
