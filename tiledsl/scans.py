@@ -17,7 +17,6 @@ the missing ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
