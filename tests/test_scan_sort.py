@@ -167,7 +167,17 @@ def test_bad_uses_are_clear_errors() -> None:
             out[t] = td.sort(x[t])
         return out
 
+    @td.tile_kernel
+    def two_axes(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = td.associative_scan(_add, x[t], 0, dim=0)
+        return out
+
     x = np.ones(10, np.float32)
+    with pytest.raises(td.TraceError, match="give the axis once") as e:
+        two_axes(x)
+    assert "td.associative_scan(_add, x[t], 0, dim=0)" in str(e.value)
     with pytest.raises(td.TraceError, match="outside it") as e:
         outside(x)
     assert "lambda a, b: a + b + s" in str(e.value)
