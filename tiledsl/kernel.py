@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl import arrays, dispatch, dtypes, registry, static_args, symdims, tunables
+from tiledsl.block_sizes import bounded_choices
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
@@ -400,9 +401,11 @@ class TileKernel:
             for i, sym in enumerate(t.ir.symbols.values()):
                 top = _next_pow2(sym.extent)
                 choices = tuple(1 << j for j in range(top.bit_length()))
+                choices = bounded_choices(choices, sym.low, sym.high)  # register_block_size
                 where = f" (line {sym.loc.line})" if sym.loc else ""
                 doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {sym.extent}{where}"
-                params.append(Param(f"block_sizes[{i}]", choices, min(top, DEFAULT_BLOCK), doc))
+                default = max(c for c in choices if c <= max(choices[0], DEFAULT_BLOCK))
+                params.append(Param(f"block_sizes[{i}]", choices, default, doc))
             for name, fragment in t.tunables.items():  # td.register_tunable's knobs
                 params.append(Param(name, fragment.choices, fragment.initial,
                                     f"td.register_tunable({name!r}, {fragment})"))

@@ -1,0 +1,91 @@
+"""Block sizes the kernel reads: `bs = td.register_block_size(n)`, as Helion's
+`hl.register_block_size`.
+
+It makes one tunable block-size symbol (a `block_sizes[i]` param of the config space, like a
+`td.tile` call site's) for tiles over a dimension of `n` elements, before the loops that use
+it: `td.tile(n, block_size=bs)` cuts with it (two loops that pass one `bs` share one block
+size) and tile shapes take it as a dimension (`td.zeros((tm, bs))`, a lane accumulator whose
+width is the block of a later loop). `min=`/`max=` bound the powers of two the tuner tries.
+
+A tile reads its own block size and position with `t.block_size` and `t.id` (`t.begin //
+t.block_size`, ops `tile.block_size` and `tile.id`), e.g. to index per-program partial results.
+Configs are applied at code generation, so a host tensor cannot be sized by a block size:
+size partial-result buffers by the smallest block (`td.cdiv(m, min)` rows, with `min=`), and
+reduce over all rows of a zero-filled buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiledsl.errors import Loc, TraceError, user_loc
+from tiledsl.tracer import current
+
+
+@dataclass(frozen=True)
+class BlockSize:
+    """A registered block size: its symbol and the extent of the dimension it cuts."""
+
+    symbol: str
+    extent: int
+    loc: Loc | None
+
+    def __repr__(self) -> str:
+        return f"BlockSize({self.symbol} over {self.extent})"
+
+    def __index__(self) -> int:
+        current().fail(TraceError, "a registered block size is not an int while tracing (each "
+                       "config sets it at code generation)",
+                       hint="use it as td.tile(n, block_size=bs) or in a tile shape, "
+                            "td.zeros((tm, bs)); read it as a value with t.block_size")
+        raise AssertionError  # unreachable: fail raises
+
+
+def _pow2(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 \
+        and not v & (v - 1)
+
+
+def register_block_size(n: int, min: int | None = None, max: int | None = None) -> BlockSize:
+    """A tunable block size for tiles over `n` elements (powers of two, from `min` to `max` where
+    given), for `td.tile(n, block_size=bs)` and tile shapes; call it outside the tile loops."""
+    tr = current("td.register_block_size()")
+    if tr.depth != "host":
+        tr.fail(TraceError, "td.register_block_size() is called inside a tile loop",
+                hint="register block sizes before the loops, where the kernel allocates outputs")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        tr.fail(TraceError, f"td.register_block_size(n): n is the size of the dimension the block "
+                f"cuts, a positive int, got {n!r}")
+    for what, v in (("min", min), ("max", max)):
+        if v is not None and not _pow2(v):
+            tr.fail(TraceError, f"td.register_block_size(): {what}= must be a power of two, "
+                    f"got {v!r}")
+    if min is not None and max is not None and min > max:
+        tr.fail(TraceError, f"td.register_block_size(): min={min} is above max={max}")
+    name = tr.new_symbol(int(n), user_loc(), low=min, high=max)
+    tr.labels[name] = f"block_size({int(n)})"
+    return BlockSize(name, int(n), user_loc())
+
+
+def tile_block(bs: BlockSize, size: int) -> str:
+    """The symbol `td.tile(size, block_size=bs)` cuts with, checking the extents agree."""
+    tr = current()
+    if bs.symbol not in tr.symbols:
+        tr.fail(TraceError, "td.tile(): block_size= is a block size registered by another kernel")
+    if size != bs.extent:
+        where = f" (line {bs.loc.line})" if bs.loc else ""
+        tr.fail(TraceError, f"td.tile({size}, block_size=...): the block size was registered "
+                f"for a dimension of {bs.extent}{where}, not {size}",
+                hint=f"register one per dimension size: td.register_block_size({size})")
+    return bs.symbol
+
+
+def bounded_choices(choices: tuple[int, ...], low: int | None, high: int | None
+                    ) -> tuple[int, ...]:
+    """A block symbol's powers of two (1 up to its extent's), within a registered `min`/`max`
+    (which may reach past the extent: such tiles are masked like any ragged edge)."""
+    lo = low or 1
+    hi = high or max(choices[-1], lo)
+    return tuple(1 << j for j in range(lo.bit_length() - 1, hi.bit_length()))
