@@ -20,6 +20,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "vector_add": [{"n": 1}, {"n": 257}],
     "axpby": [{"m": 1, "n": 53}, {"m": 37, "n": 2}],
     "row_sum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
+    "long_sum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "row_argmax": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "row_cumsum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "center_columns": [{"m": 1, "n": 53}, {"m": 67, "n": 1}],

@@ -16,7 +16,7 @@ from lowering.backends.spatial.schema import validate
 from support import EXAMPLE_NAMES, example, fresh, kernel_of
 
 SMALL = {  # ragged sizes that keep every config's mapping quick
-    "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
+    "vector_add": {"n": 77}, "long_sum": {"m": 5, "n": 131}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
     "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
     "center_columns": {"m": 45, "n": 21},
     "matmul": {"m": 37, "k": 45, "n": 29}, "matmul_split_k": {"m": 19, "k": 131, "n": 21},

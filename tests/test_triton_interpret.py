@@ -18,7 +18,7 @@ pytest.importorskip("triton")
 
 BACKEND = "triton-interpret"
 SMALL = {  # small ragged sizes: the interpreter runs programs one by one
-    "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
+    "vector_add": {"n": 77}, "long_sum": {"m": 5, "n": 131}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
     "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
     "center_columns": {"m": 45, "n": 21},
     "matmul": {"m": 37, "k": 45, "n": 29}, "matmul_split_k": {"m": 19, "k": 131, "n": 21},
