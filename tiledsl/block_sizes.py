@@ -22,6 +22,9 @@ import numpy as np
 
 from tiledsl.errors import Loc, TraceError, user_loc
 from tiledsl.tracer import current
+from tiledsl.tunables import PowerOfTwo
+
+DEFAULT_BLOCK = 64  # a block symbol's default: the largest choice up to this
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,43 @@ class BlockSize:
         return f"BlockSize({self.symbol} over {self.extent})"
 
     def __index__(self) -> int:
-        current().fail(TraceError, "a registered block size is not an int while tracing (each "
-                       "config sets it at code generation)",
-                       hint="use it as td.tile(n, block_size=bs) or in a tile shape, "
-                            "td.zeros((tm, bs)); read it as a value with t.block_size")
-        raise AssertionError  # unreachable: fail raises
+        """The config's value, read by host code (`td.cdiv(m, bs)` rows of a partial-result
+        buffer): the kernel is traced once per value it takes, as for a registered knob."""
+        tr = current()
+        i = list(tr.symbols).index(self.symbol)
+        sym = tr.symbols[self.symbol]
+        choices = bounded_choices(_powers(sym.extent), sym.low, sym.high)
+        name = f"block_sizes[{i}]"
+        tr.tunables[name] = PowerOfTwo(choices[0], choices[-1], default_block(choices))
+        return int(tr.knobs.get(name, default_block(choices)))
+
+    __int__ = __index__
+
+    def __add__(self, o: int) -> int:
+        return int(self) + o
+
+    def __radd__(self, o: int) -> int:
+        return o + int(self)
+
+    def __sub__(self, o: int) -> int:
+        return int(self) - o
+
+    def __rsub__(self, o: int) -> int:
+        return o - int(self)
+
+    def __mul__(self, o: int) -> int:
+        return int(self) * o
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: int) -> int:
+        return int(self) // o
+
+    def __rfloordiv__(self, o: int) -> int:
+        return o // int(self)
+
+    def __neg__(self) -> int:
+        return -int(self)
 
 
 def _pow2(v: object) -> bool:
@@ -89,3 +124,13 @@ def bounded_choices(choices: tuple[int, ...], low: int | None, high: int | None
     lo = low or 1
     hi = high or max(choices[-1], lo)
     return tuple(1 << j for j in range(lo.bit_length() - 1, hi.bit_length()))
+
+
+def _powers(extent: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to the smallest power of two >= extent: a block symbol's choices."""
+    top = 1 << max(0, extent - 1).bit_length()
+    return tuple(1 << j for j in range(top.bit_length()))
+
+
+def default_block(choices: tuple[int, ...]) -> int:
+    return max(c for c in choices if c <= max(choices[0], DEFAULT_BLOCK))
