@@ -22,7 +22,7 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
     "matmul": {"m": 37, "k": 45, "n": 29}, "matmul_split_k": {"m": 19, "k": 131, "n": 21},
     "histogram": {"n": 97, "bins": 7}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
     "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},
-    "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
+    "layer_norm": {"m": 19, "n": 45}, "layer_norm_bwd": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
     "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
@@ -42,7 +42,7 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8.
-DMA_BOUND = {"rope"}
+DMA_BOUND = {"rope", "layer_norm_bwd"}  # layer_norm_bwd: tests/test_block_sizes.py
 ARCHS = sorted(PRESETS)
 # Examples the mapper refuses, with a BackendError naming the op (test below).
 REFUSED = {"persistent_matmul": "strided 'for'",
