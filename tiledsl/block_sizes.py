@@ -9,9 +9,12 @@ width is the block of a later loop). `min=`/`max=` bound the powers of two the t
 
 A tile reads its own block size and position with `t.block_size` and `t.id` (`t.begin //
 t.block_size`, ops `tile.block_size` and `tile.id`), e.g. to index per-program partial results.
-Configs are applied at code generation, so a host tensor cannot be sized by a block size:
-size partial-result buffers by the smallest block (`td.cdiv(m, min)` rows, with `min=`), and
-reduce over all rows of a zero-filled buffer.
+
+Host code may read `bs` as an int (`td.cdiv(m, bs)` rows of such a partial-result buffer,
+Helion's `(m + bs - 1) // bs`). Configs set block sizes at code generation, so a read makes
+the block size act as a registered knob too (tiledsl/tunables.py): the kernel is traced once
+per value a config gives it, and every backend runs the trace of its config's value, whose
+tensor shapes are plain ints. A kernel whose host code never reads `bs` has one trace.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiledsl.errors import Loc, TraceError, user_loc
+from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
 from tiledsl.tunables import PowerOfTwo
 
@@ -99,9 +103,10 @@ def register_block_size(n: int, min: int | None = None, max: int | None = None) 
                     f"got {v!r}")
     if min is not None and max is not None and min > max:
         tr.fail(TraceError, f"td.register_block_size(): min={min} is above max={max}")
-    name = tr.new_symbol(int(n), user_loc(), low=min, high=max)
-    tr.labels[name] = f"block_size({int(n)})"
-    return BlockSize(name, int(n), user_loc())
+    plain = int.__int__(n)  # a SymDim keeps its expression in `extent` (torch.compile)
+    name = tr.new_symbol(plain, user_loc(), low=min, high=max)
+    tr.labels[name] = f"block_size({plain})"
+    return BlockSize(name, n if isinstance(n, SymDim) else plain, user_loc())
 
 
 def tile_block(bs: BlockSize, size: int) -> str:

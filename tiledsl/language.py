@@ -179,11 +179,8 @@ def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
         if isinstance(s, Tile):
             tr.fail(TraceError, f"{what}: tile '{s.label}' in the shape of a tensor allocated "
                     "outside the tile loops", hint="allocate tensors with int sizes (from shapes)")
-        if isinstance(s, BlockSize):
-            tr.fail(TraceError, f"{what}: a registered block size in the shape of a tensor "
-                    "allocated outside the tile loops (configs set it at code generation)",
-                    hint="size it by the smallest block: register the block size with min=, "
-                         "allocate td.cdiv(n, min) rows and index them by tile.id")
+        if isinstance(s, BlockSize):  # the config's value (block_sizes.py)
+            s = int(s)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             need_static(s)
             tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
