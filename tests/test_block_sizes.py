@@ -167,13 +167,13 @@ def test_a_block_size_used_for_another_extent_names_the_line() -> None:
         m, n = x.shape
         bs = td.register_block_size(m)
         out = td.empty((m, n), dtype=x.dtype)
-        for tm in td.tile(m, block_size=bs):
-            for tn in td.tile(n, block_size=bs):
+        for tn in td.tile(n):
+            for tm in td.tile(n, block_size=bs):
                 out[tm, tn] = x[tm, tn]
         return out
     e = _error(other, np.zeros((8, 5), np.float32))
     assert isinstance(e, td.TraceError) and "registered for a dimension of 8" in str(e)
-    assert "for tn in td.tile(n, block_size=bs)" in str(e) and "register_block_size(5)" in str(e)
+    assert "for tm in td.tile(n, block_size=bs)" in str(e) and "register_block_size(5)" in str(e)
 
 
 @pytest.mark.parametrize(("body", "message"), [
@@ -204,3 +204,17 @@ def test_inside_a_loop_is_an_error() -> None:
         return out
     e = _error(late, np.zeros(8, np.float32))
     assert "inside a tile loop" in str(e) and "td.register_block_size(x.shape[0])" in str(e)
+
+
+def test_a_block_size_inside_a_loop_it_cuts_is_an_error() -> None:
+    @td.tile_kernel
+    def nested(x):
+        n = x.shape[0]
+        bs = td.register_block_size(n)
+        out = td.empty((n,), dtype=x.dtype)
+        for t in td.tile(n, block_size=bs):
+            acc = td.zeros((t, bs), dtype=x.dtype)
+            out[t] = acc.sum(-1)
+        return out
+    e = _error(nested, np.zeros(8, np.float32))
+    assert "enclosing loop over 't'" in str(e) and "acc = td.zeros((t, bs)" in str(e)

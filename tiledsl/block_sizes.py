@@ -114,6 +114,8 @@ def tile_block(bs: BlockSize, size: int) -> str:
     tr = current()
     if bs.symbol not in tr.symbols:
         tr.fail(TraceError, "td.tile(): block_size= is a block size registered by another kernel")
+    _not_open(bs, f"td.tile({size}, block_size=...)", "give the inner loop a block size of its "
+              "own (td.tile(n) or another td.register_block_size)")
     if size != bs.extent:
         where = f" (line {bs.loc.line})" if bs.loc else ""
         tr.fail(TraceError, f"td.tile({size}, block_size=...): the block size was registered "
@@ -139,3 +141,21 @@ def _powers(extent: int) -> tuple[int, ...]:
 
 def default_block(choices: tuple[int, ...]) -> int:
     return max(c for c in choices if c <= max(choices[0], DEFAULT_BLOCK))
+
+
+def shape_dim(bs: BlockSize) -> str:
+    """The dimension a registered block size gives a tile shape (`td.zeros((tm, bs))`)."""
+    _not_open(bs, "a tile shape", "inside the loop, write its tile (td.zeros((tm, tn))) for "
+              "that dimension")
+    return bs.symbol
+
+
+def _not_open(bs: BlockSize, what: str, hint: str) -> None:
+    """A block size used inside a loop it cuts: two axes of one symbol would be masked as one."""
+    tr = current()
+    for block in tr.blocks:
+        for a in block.args:
+            if getattr(a.type, "block", None) == bs.symbol:
+                tr.fail(TraceError, f"{what} uses the registered block size of the enclosing loop "
+                        f"over '{a.hint}' inside that loop",
+                        hint=hint)

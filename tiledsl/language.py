@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl import dtypes
-from tiledsl.block_sizes import BlockSize, tile_block
+from tiledsl.block_sizes import BlockSize, shape_dim, tile_block
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
@@ -198,7 +198,7 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
         if isinstance(s, Tile):
             out.append(s.range.block)
         elif isinstance(s, BlockSize):  # td.register_block_size's symbol
-            out.append(s.symbol)
+            out.append(shape_dim(s))
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             out.append(s if isinstance(s, SymDim) else int(s))
         else:
