@@ -23,11 +23,11 @@ EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
 ARRAY_ARG_EXAMPLES = [n for n in EXAMPLE_NAMES if n not in ("grouped_gemm", "matmul_epilogue")]
 # ... and kl_div divides by a size (its mean), a float the shape function cannot follow,
 # rope's reshapes split the head dimension into constant halves (each head size its own trace),
-# as int4_gemm's view of its activations in pairs does, jsd returns a tuple (the loss, dX; the
-# torch.compile test takes one output), and segment_reduction's output size is its int argument
+# as int4_gemm's view of its activations in pairs does, jsd and layer_norm_bwd return tuples
+# (the torch.compile test takes one output), and segment_reduction's output size is its int argument
 # num_nodes, a compile-time int (each value its own trace), as histogram's is its bins
 SHAPE_FUNCTION_EXAMPLES = [n for n in ARRAY_ARG_EXAMPLES if n not in (
-    "kl_div", "rope", "int4_gemm", "jsd", "segment_reduction", "histogram")]
+    "kl_div", "rope", "int4_gemm", "jsd", "segment_reduction", "histogram", "layer_norm_bwd")]
 
 
 @cache

@@ -20,6 +20,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "vector_add": [{"n": 1}, {"n": 257}],
     "axpby": [{"m": 1, "n": 53}, {"m": 37, "n": 2}],
     "row_sum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
+    "long_sum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "row_argmax": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "row_cumsum": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "center_columns": [{"m": 1, "n": 53}, {"m": 67, "n": 1}],
@@ -31,6 +32,7 @@ OTHER_DIMS: dict[str, list[dict[str, int]]] = {
     "gemm_bias_gelu": [{"m": 37, "k": 1, "n": 53}, {"m": 2, "k": 67, "n": 1}],
     "softmax": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "layer_norm": [{"m": 37, "n": 2}, {"m": 1, "n": 131}],
+    "layer_norm_bwd": [{"m": 37, "n": 3}, {"m": 1, "n": 131}],  # n = 2: its dx is 0
     "rms_norm": [{"m": 37, "n": 1}, {"m": 1, "n": 131}],
     "attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],
     "window_attention": [{"batch": 1, "seq": 37, "d": 1}, {"batch": 2, "seq": 1, "d": 19}],

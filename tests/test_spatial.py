@@ -16,13 +16,13 @@ from lowering.backends.spatial.schema import validate
 from support import EXAMPLE_NAMES, example, fresh, kernel_of
 
 SMALL = {  # ragged sizes that keep every config's mapping quick
-    "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
+    "vector_add": {"n": 77}, "long_sum": {"m": 5, "n": 131}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
     "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
     "center_columns": {"m": 45, "n": 21},
     "matmul": {"m": 37, "k": 45, "n": 29}, "matmul_split_k": {"m": 19, "k": 131, "n": 21},
     "histogram": {"n": 97, "bins": 7}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
     "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},
-    "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
+    "layer_norm": {"m": 19, "n": 45}, "layer_norm_bwd": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
     "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
@@ -43,8 +43,9 @@ SMALL = {  # ragged sizes that keep every config's mapping quick
 }
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8, test_fp8.py
-# block_scaled_matmul (five streams: two operands, two scales, the output).
-DMA_BOUND = {"rope", "block_scaled_matmul"}
+# block_scaled_matmul (five streams: two operands, two scales, the output), and
+# tests/test_block_sizes.py layer_norm_bwd.
+DMA_BOUND = {"rope", "block_scaled_matmul", "layer_norm_bwd"}
 ARCHS = sorted(PRESETS)
 # Examples the mapper refuses, with a BackendError naming the op (test below).
 REFUSED = {"persistent_matmul": "strided 'for'",

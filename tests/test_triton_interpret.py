@@ -18,13 +18,13 @@ pytest.importorskip("triton")
 
 BACKEND = "triton-interpret"
 SMALL = {  # small ragged sizes: the interpreter runs programs one by one
-    "vector_add": {"n": 77}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
+    "vector_add": {"n": 77}, "long_sum": {"m": 5, "n": 131}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
     "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
     "center_columns": {"m": 45, "n": 21},
     "matmul": {"m": 37, "k": 45, "n": 29}, "matmul_split_k": {"m": 19, "k": 131, "n": 21},
     "histogram": {"n": 97, "bins": 7}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
     "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},
-    "layer_norm": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
+    "layer_norm": {"m": 19, "n": 45}, "layer_norm_bwd": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
     "attention": {"batch": 2, "seq": 37, "d": 24},
     "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
     "kl_div": {"bt": 19, "v": 45}, "matmul_epilogue": {"m": 37, "k": 45, "n": 29},

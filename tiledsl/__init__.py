@@ -118,6 +118,7 @@ from tiledsl.tunables import PowerOfTwo as PowerOfTwo
 from tiledsl.tunables import cdiv as cdiv
 from tiledsl.tunables import next_power_of_2 as next_power_of_2
 from tiledsl.tunables import register_tunable as register_tunable
+from tiledsl.block_sizes import register_block_size as register_block_size
 from tiledsl.views import join as join
 from tiledsl.views import permute as permute
 from tiledsl.views import reshape as reshape

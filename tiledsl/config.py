@@ -54,6 +54,10 @@ class Config:
         if name in ("block_sizes", "num_warps", "num_stages"):
             value = getattr(self, name)
             return default if value is None else value
+        i = _block_index(name)  # one block size (read by host code: tiledsl/block_sizes.py)
+        if i is not None:
+            return default if self.block_sizes is None or i >= len(self.block_sizes) \
+                else self.block_sizes[i]
         return dict(self.knobs).get(name, default)
 
     def replace(self, **changes: Any) -> Config:

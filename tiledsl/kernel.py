@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl import arrays, dispatch, dtypes, registry, static_args, symdims, tunables
+from tiledsl.block_sizes import bounded_choices, default_block
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
@@ -33,7 +34,6 @@ from tiledsl.values import Tensor, TileValue, weak_dtype
 # One entry per argument: ("tensor", shape, dtype short), ("scalar", dtype short, weak),
 # ("const", static_args.Static) or ("list", "list" | "tuple", element specs): static_args.py.
 ArgSpec = tuple
-DEFAULT_BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -400,10 +400,13 @@ class TileKernel:
             for i, sym in enumerate(t.ir.symbols.values()):
                 top = _next_pow2(sym.extent)
                 choices = tuple(1 << j for j in range(top.bit_length()))
+                choices = bounded_choices(choices, sym.low, sym.high)  # register_block_size
                 where = f" (line {sym.loc.line})" if sym.loc else ""
                 doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {sym.extent}{where}"
-                params.append(Param(f"block_sizes[{i}]", choices, min(top, DEFAULT_BLOCK), doc))
+                params.append(Param(f"block_sizes[{i}]", choices, default_block(choices), doc))
             for name, fragment in t.tunables.items():  # td.register_tunable's knobs
+                if name.startswith("block_sizes["):  # a block size host code reads: a param
+                    continue
                 params.append(Param(name, fragment.choices, fragment.initial,
                                     f"td.register_tunable({name!r}, {fragment})"))
             base = ConfigSpace(self.name, tuple(params))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl import dtypes
+from tiledsl.block_sizes import BlockSize, shape_dim, tile_block
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
@@ -106,7 +107,7 @@ def _runtime_stop(stop: TileValue) -> int:
 
 
 def tile(*sizes: int | TileValue,
-         block_size: int | tuple[int | None, ...] | None = None,
+         block_size: int | BlockSize | tuple[int | BlockSize | None, ...] | None = None,
          stop: Any = None, start: Any = None) -> TileRange:
     """Cut each size into tiles. The outermost tile loop is the parallel grid, inner ones loop.
 
@@ -155,16 +156,19 @@ def tile(*sizes: int | TileValue,
         if stop is None:  # the loop runs to its static size
             stop = to_value(sizes[0])
     ns = _sizes("tile", sizes)
-    if block_size is None or isinstance(block_size, (int, np.integer)):
+    if block_size is None or isinstance(block_size, (int, np.integer, BlockSize)):
         blocks: tuple[int | None, ...] = (block_size,) * len(ns)  # type: ignore[assignment]
     else:
         blocks = tuple(block_size)
     if len(blocks) != len(ns):
         tr.fail(TraceError, f"td.tile(): {len(blocks)} block sizes for {len(ns)} sizes")
     for b in blocks:
+        if isinstance(b, BlockSize):  # td.register_block_size's: checked by tile_block below
+            continue
         if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
             tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
-    return TileRange(ns, tuple(None if b is None else int(b) for b in blocks), "tile", user_loc(),
+    return TileRange(ns, tuple(None if b is None else tile_block(b, n) if isinstance(b, BlockSize)
+                               else int(b) for b, n in zip(blocks, ns)), "tile", user_loc(),
                      stop, start, call_site(), seq=seq)
 
 
@@ -188,6 +192,8 @@ def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
         if isinstance(s, Tile):
             tr.fail(TraceError, f"{what}: tile '{s.label}' in the shape of a tensor allocated "
                     "outside the tile loops", hint="allocate tensors with int sizes (from shapes)")
+        if isinstance(s, BlockSize):  # the config's value (block_sizes.py)
+            s = int(s)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             need_static(s)
             tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
@@ -204,6 +210,8 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
     for s in items:
         if isinstance(s, Tile):
             out.append(s.range.block)
+        elif isinstance(s, BlockSize):  # td.register_block_size's symbol
+            out.append(shape_dim(s))
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             out.append(s if isinstance(s, SymDim) else int(s))
         else:

@@ -51,9 +51,10 @@ class Tracer:
         self.blocks[-1].ops.append(Op(name, operands, results, attrs, [], loc))
         return results
 
-    def new_symbol(self, extent: int, loc: Loc | None) -> str:
+    def new_symbol(self, extent: int, loc: Loc | None, low: int | None = None,
+                   high: int | None = None) -> str:
         name = f"B{len(self.symbols)}"
-        self.symbols[name] = Symbol(name, extent, loc)
+        self.symbols[name] = Symbol(name, extent, loc, low, high)
         return name
 
     def site_symbol(self, key: tuple | None, extent: int, loc: Loc | None) -> str:

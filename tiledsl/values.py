@@ -245,6 +245,17 @@ class Tile:
     def end(self) -> TileValue:
         return self.begin + self.size
 
+    @property
+    def id(self) -> TileValue:
+        """The tile's index along its loop (`begin // block_size`), as Helion's `tile.id`."""
+        return TileValue(current().emit("tile.id", [self.value], hint=f"{self.label}_id")[0])
+
+    @property
+    def block_size(self) -> TileValue:
+        """The block size the config gives this tile's loop, as a value."""
+        return TileValue(current().emit("tile.block_size", [self.value],
+                                        hint=f"{self.label}_block")[0])
+
     def __repr__(self) -> str:
         return f"Tile({self.label} over {self.extent})"
 

@@ -122,8 +122,8 @@ class MaskRaggedEdgesPass:
                     fill_v = emit(out, "broadcast", [emit(out, "const", [], TileType((), t.dtype),
                                                           at, {"value": fill})], t, at)
                     x = emit(out, "where", [valid, x, fill_v], t, at)
-        if not maybe_padded(dim):
-            return x
+        if not maybe_padded(dim) or isinstance(dim, str) and dim not in scope.symbolic:
+            return x  # a registered block's lanes outside its loops are all in range
         if self._fill_load(x, fill):
             return x
         operands = [x] + ([scope.symbolic[dim]] if isinstance(dim, str) else [])

@@ -63,6 +63,8 @@ class Symbol:
     name: str
     extent: int
     loc: Loc | None = None
+    low: int | None = None  # the choices' bounds of a registered block size (block_sizes.py)
+    high: int | None = None
 
 
 @dataclass(eq=False)

@@ -522,6 +522,8 @@ def _scalar_of_range(name: str) -> Rule:
 
 _def("tile.begin")(_scalar_of_range("tile.begin"))
 _def("tile.size")(_scalar_of_range("tile.size"))
+_def("tile.id")(_scalar_of_range("tile.id"))  # begin // block: the tile's index along its loop
+_def("tile.block_size")(_scalar_of_range("tile.block_size"))  # the range's block size
 
 
 @_def("tile.shift")

@@ -10,6 +10,7 @@ from lowering.backends.numpy import memory
 from lowering.backends.numpy import bits as _bits  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import random as _random  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import scans as _scans  # noqa: F401 (registers its rules)
+from lowering.backends.numpy import block_sizes as _block_sizes  # noqa: F401 (registers rules)
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import atomics as _atomics  # noqa: F401 (registers its rule)
 from lowering.backends.numpy.executor import Executor

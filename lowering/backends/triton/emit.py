@@ -28,6 +28,7 @@ from lowering.backends.triton import scan_rules as _scan_rules  # noqa: F401 (re
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import block_rules as _block_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES
 from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
@@ -54,7 +55,7 @@ _IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) 
 INT32_MAX = 2**31 - 1
 # Ops whose rules read their operands themselves (ranges, tensors, pointers), not as values.
 _NAMES_OWN_OPERANDS = frozenset({"load", "store", "for", "tile.index", "tile.begin", "tile.size",
-                                 "mask", "tile.shift", "atomic"})
+                                 "tile.id", "tile.block_size", "mask", "tile.shift", "atomic"})
 
 
 def tl_dot_takes(d: DType) -> bool:
