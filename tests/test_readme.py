@@ -95,14 +95,22 @@ def test_framework_examples_run_and_are_shown_in_full(script: Path) -> None:
 
 
 def test_language_examples_run(tmp_path: Path) -> None:
-    """Every Python block of the language section runs as pasted (each asserts its result)."""
+    """Every Python block of the language section runs as pasted (each asserts its result),
+    each as its own script (`__main__`, a fresh namespace), all in one child process."""
     pytest.importorskip("torch")
     section = README.split("## The language", 1)[1].split("\n## ", 1)[0]
     blocks = [b.split("```", 1)[0] for b in section.split("```python")[1:]]
     assert len(blocks) >= 3
+    scripts = []
     for i, code in enumerate(blocks):
         script = tmp_path / f"language_{i}.py"
         script.write_text(code)
-        result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                                timeout=300)
-        assert result.returncode == 0, f"block {i}:\n{code}\n{result.stderr}"
+        scripts.append(str(script))
+    runner = ("import runpy, sys, traceback\n"
+              "for path in sys.argv[1:]:\n"
+              "    print('running', path, flush=True)\n"
+              "    runpy.run_path(path, run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", runner, *scripts], capture_output=True,
+                            text=True, timeout=600)
+    failed = result.stdout.strip().splitlines()[-1:] if result.returncode else []
+    assert result.returncode == 0, f"{failed}:\n{result.stderr}"
