@@ -344,8 +344,9 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
                                    "warps per program"))
     space = space.with_param(Param("num_stages", (1, 2, 3, 4), 3, "software pipeline depth"))
     grid_2d = any(op.name == "grid" and len(op.regions[0].args) == 2 for op in fn.body.ops)
-    if grid_2d:
-        space = space.with_param(Param("group_m", (1, 4, 8), 8, "L2-friendly program order"))
+    if grid_2d:  # grouped order pays where neighbouring programs share operand tiles (a dot's)
+        space = space.with_param(Param("group_m", (1, 4, 8), 8 if dots else 1,
+                                       "L2-friendly program order"))
     if dots:  # Hopper knobs, for the kernels they are made for (GEMM-like ones)
         space = space.with_param(Param("tma", (False, True), False,
                                        "tensor descriptors (TMA on sm_90; plain loads before)"))
