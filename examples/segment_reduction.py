@@ -12,11 +12,7 @@ tiles is summed by several programs, so float32 results depend on the order of t
 NumPy backend's order is defined; a GPU's is not). `num_nodes` sizes the output, so it is a
 compile-time int (one trace per value), as Helion specializes it.
 
-Where this differs from Helion's text, and why: Helion marks a tile's last lane with
-`tile_e.index % tile_e.block_size == tile_e.block_size - 1`; a tiledsl tile has no
-`.block_size` value, and `tile_e.index == tile_e.end - 1` is the same lane (`tile.end` is
-clipped at the edge, where the `num_elements - 1` term holds too). Helion's output has the
-input's dtype; atomics take 32- and 64-bit tensors only, so here it is float32 (float64 for
+Where this differs from Helion's text, and why: Helion's output has the input's dtype; atomics take 32- and 64-bit tensors only, so here it is float32 (float64 for
 float64 data), as `examples/matmul_split_k.py` accumulates.
 """
 
@@ -54,7 +50,7 @@ def segment_reduction(indices, input_data, num_nodes: int):
         out_vals, _ = _segmented_scan(vals, idxs)
         mask = (
             (idxs != idxs_next)
-            | (tile_e.index == tile_e.end - 1)
+            | (tile_e.index % tile_e.block_size == tile_e.block_size - 1)
             | (tile_e.index == num_elements - 1)
         )
         segment_vals = td.where(mask.unsqueeze(1), out_vals, 0.0)
