@@ -138,7 +138,17 @@ def test_bad_atomics_name_the_line() -> None:
             x[t] = x[t] * 2.0
             td.atomic_add(x, [t + 1], 1.0)
 
+    @td.tile_kernel
+    def wider_than_the_index(x):
+        total = td.zeros((1,), dtype=td.float32)
+        for t in td.tile(x.shape[0]):
+            td.atomic_add(total, [0], x[t])
+        return total
+
     x = np.ones(4, np.float16)
+    with pytest.raises(td.ShapeError, match=r"cannot write a tile of shape \(t,\)[\s\S]*"
+                                            r"reduce the lanes"):
+        wider_than_the_index(np.ones(4, np.float32))
     with pytest.raises(td.DTypeError, match=r"float16 tensor[\s\S]*td.atomic_add\(out, \[t\]"):
         half(x)
     with pytest.raises(td.TraceError, match="sem='seq_cst' is not one of"):

@@ -13,34 +13,9 @@ import tiledsl as td
 from lowering.backends.spatial import dataflow_config, run_program
 from lowering.backends.spatial.arch import PRESETS, Arch, preset
 from lowering.backends.spatial.schema import validate
-from support import EXAMPLE_NAMES, example, fresh, kernel_of
+from support import EXAMPLE_NAMES, SMALL_DIMS, example, fresh, kernel_of
 
-SMALL = {  # ragged sizes that keep every config's mapping quick
-    "vector_add": {"n": 77}, "long_sum": {"m": 5, "n": 131}, "axpby": {"m": 19, "n": 37}, "row_sum": {"m": 21, "n": 45},
-    "row_argmax": {"m": 21, "n": 45}, "row_cumsum": {"m": 21, "n": 45},
-    "center_columns": {"m": 45, "n": 21},
-    "matmul": {"m": 37, "k": 45, "n": 29}, "matmul_split_k": {"m": 19, "k": 131, "n": 21},
-    "histogram": {"n": 97, "bins": 7}, "batched_matmul": {"batch": 2, "m": 19, "k": 33, "n": 21},
-    "gemm_bias_gelu": {"m": 37, "k": 40, "n": 29}, "softmax": {"m": 19, "n": 45},
-    "layer_norm": {"m": 19, "n": 45}, "layer_norm_bwd": {"m": 19, "n": 45}, "rms_norm": {"m": 19, "n": 45},
-    "attention": {"batch": 2, "seq": 37, "d": 24},
-    "window_attention": {"batch": 2, "seq": 70, "d": 24},  # longer than its window of 48
-    "bmm": {"batch": 3, "m": 19, "k": 33, "n": 21},
-    "rope": {"batch": 2, "q_heads": 3, "k_heads": 1, "seq": 37, "d": 16},
-    "kl_div": {"bt": 19, "v": 45}, "matmul_epilogue": {"m": 37, "k": 45, "n": 29},
-    "grouped_gemm": {"groups": 2, "m": 37, "k": 45, "n": 29},
-    "persistent_matmul": {"m": 37, "k": 45, "n": 29},
-    "embedding": {"batch": 2, "n": 19, "vocab": 11, "dim": 21}, "cross_entropy": {"n": 19, "v": 45},
-    "jagged_sum": {"rows": 7, "m": 21, "max_len": 9},
-    "jagged_softmax": {"rows": 7, "m": 21, "max_len": 9},
-    "jsd": {"bt": 19, "v": 45}, "segment_reduction": {"nodes": 11, "elements": 45, "features": 21},
-    "concatenate": {"m": 19, "n1": 7, "n2": 13}, "laplacian": {"m": 19, "n": 45},
-    "conv2d": {"batch": 1, "h": 5, "w": 9, "cin": 6, "cout": 5, "kh": 3, "kw": 3},
-    "int4_gemm": {"m": 37, "kp": 23, "n": 29},
-    "seeded_dropout": {"n": 77}, "low_mem_dropout": {"m": 7, "n": 11},
-    "fp8_gemm": {"m": 37, "k": 45, "n": 29}, "topk_sampling": {"m": 19, "vocab": 45},
-    "block_scaled_matmul": {"m": 37, "k": 45, "n": 29},
-}
+SMALL = SMALL_DIMS
 # Kernels that stream more tensors than a preset PE has DMA channels, until streams share
 # channels (issue 33); test_views.py runs rope on a preset with 8, test_fp8.py
 # block_scaled_matmul (five streams: two operands, two scales, the output), and

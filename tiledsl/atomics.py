@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiledsl.errors import DTypeError, ShapeError, TraceError
-from tiledsl.ir.ops import ATOMIC_DTYPES, broadcastable, indexed_shape
+from tiledsl.errors import DTypeError, TraceError
+from tiledsl.ir.ops import ATOMIC_DTYPES, indexed_shape
 from tiledsl.races import check_overlap
 from tiledsl.tracer import current
-from tiledsl.values import (Tensor, TileValue, _access_mask, _expand_to_rank, _indices,
-                            broadcast_to, cast, to_value)
+from tiledsl.values import Tensor, TileValue, _access_mask, _indices, written_value
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
 SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`
@@ -50,20 +49,10 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
 
 def _value(x: Tensor, shape: tuple, value: Any, what: str) -> TileValue:
     """`value` as the access's tile: cast to the tensor's dtype, broadcast to its shape."""
-    tr = current()
-    v = to_value(value)
-    if v.dtype.is_float and not x.dtype.is_float:
-        tr.fail(DTypeError, f"td.{what}() of a {v.dtype} tile into {x.dtype} tensor '{x.name}'",
-                hint="cast explicitly with .astype(...) if truncation is intended")
-    if not broadcastable(v.shape, shape) and len(v.shape) <= len(shape):
-        v = _expand_to_rank(tr, v, len(shape))
-    if not broadcastable(v.shape, shape):
-        tr.fail(ShapeError, f"td.{what}(): a tile of shape {tr.describe_shape(v.shape)} does not "
-                f"broadcast to '{x.name}[...]' of shape {tr.describe_shape(shape)}",
-                hint="the index gives the atomic's shape, one element per lane: reduce the "
-                     "lanes that meet one element first (td.atomic_add(c, [0], td.sum(v))), "
-                     "or index with a tile per axis of the value")
-    return broadcast_to(cast(v, x.dtype), shape)
+    return written_value(x, shape, value, f"td.{what}() of", f"td.{what}() cannot write",
+                         hint="the index gives the atomic's shape, one element per lane: reduce "
+                              "the lanes that meet one element first (td.atomic_add(c, [0], "
+                              "td.sum(v))), or index with a tile per axis of the value")
 
 
 def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: Any,

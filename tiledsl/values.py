@@ -337,16 +337,7 @@ class Tensor:
         from tiledsl.ir.ops import indexed_shape
         shape = indexed_shape(self.type, [o.type for o in operands], full,
                               sliced.get("slices", ()))
-        v = to_value(value)
-        if v.dtype.is_float and not self.dtype.is_float:
-            tr.fail(DTypeError, f"storing a {v.dtype} tile into {self.dtype} tensor '{self.name}'",
-                    hint="cast explicitly with .astype(...) if truncation is intended")
-        if not broadcastable(v.shape, shape) and len(v.shape) <= len(shape):
-            v = _expand_to_rank(tr, v, len(shape))
-        if not broadcastable(v.shape, shape):
-            tr.fail(ShapeError, f"cannot store a tile of shape {tr.describe_shape(v.shape)} into "
-                    f"'{self.name}[...]' of shape {tr.describe_shape(shape)}")
-        v = broadcast_to(cast(v, self.dtype), shape)
+        v = written_value(self, shape, value, "storing", "cannot store")
         check_store(tr, self.name, operands, v.value)
         attrs = ({"full": full} if full else {}) | sliced
         check_overlap(tr, self, operands, attrs)
@@ -406,6 +397,24 @@ class Tensor:
     __xor__ = __rxor__ = __neg__ = __pos__ = __abs__ = __invert__ = __bool__ = _no_math
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_math  # type: ignore[assignment]
     __hash__ = object.__hash__
+
+
+def written_value(t: Tensor, shape: tuple[Dim, ...], value: Any, doing: str, refused: str,
+                  hint: str | None = None) -> TileValue:
+    """`value` as what a store (or an atomic) writes into `t[...]` of `shape`: no float into an
+    integer tensor, broadcast to the access's shape, cast to the tensor's dtype. `doing` and
+    `refused` word the errors ("storing", "cannot store")."""
+    tr = current()
+    v = to_value(value)
+    if v.dtype.is_float and not t.dtype.is_float:
+        tr.fail(DTypeError, f"{doing} a {v.dtype} tile into {t.dtype} tensor '{t.name}'",
+                hint="cast explicitly with .astype(...) if truncation is intended")
+    if not broadcastable(v.shape, shape) and len(v.shape) <= len(shape):
+        v = _expand_to_rank(tr, v, len(shape))
+    if not broadcastable(v.shape, shape):
+        tr.fail(ShapeError, f"{refused} a tile of shape {tr.describe_shape(v.shape)} into "
+                f"'{t.name}[...]' of shape {tr.describe_shape(shape)}", hint=hint)
+    return broadcast_to(cast(v, t.dtype), shape)
 
 
 def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False

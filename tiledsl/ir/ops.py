@@ -186,19 +186,6 @@ def _fma(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[T
     return [t]
 
 
-@_def("bitcast", explicit_type=True, traits=(ELEMENTWISE,))
-def _bitcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
-    """The same bits read as another dtype of the same width (NumPy's `view`)."""
-    _arity(ts, 1, "bitcast")
-    src = tile(ts[0], "bitcast operand")
-    if res is None or len(res) != 1 or tile(res[0], "bitcast result").shape != src.shape:
-        raise IRError("bitcast keeps the shape")
-    dst = tile(res[0], "bitcast result").dtype
-    if dst.bits != src.dtype.bits or dst.is_bool or src.dtype.is_bool:
-        raise DTypeError(f"bitcast from {src.dtype} to {dst}: the widths differ")
-    return list(res)
-
-
 @_def("where", traits=(ELEMENTWISE,))
 def _where(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 3, "where")
@@ -227,6 +214,17 @@ def _cast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[T
     if res is None or len(res) != 1 or tile(res[0], "cast result").shape != src.shape:
         raise IRError("cast keeps the shape")
     return list(res)
+
+
+@_def("bitcast", explicit_type=True, traits=(ELEMENTWISE,))
+def _bitcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """The same bits read as another dtype of the same width (NumPy's `view`): a cast that
+    keeps the width."""
+    out = _cast(ts, attrs, res)
+    src, dst = tile(ts[0], "bitcast operand").dtype, tile(out[0], "bitcast result").dtype
+    if dst.bits != src.bits or dst.is_bool or src.is_bool:
+        raise DTypeError(f"bitcast from {src} to {dst}: the widths differ")
+    return out
 
 
 def broadcastable(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> bool:

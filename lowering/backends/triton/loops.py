@@ -9,7 +9,7 @@ from typing import Any
 from lowering.backends.triton.persistent import strided_loop
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
-from tiledsl.ir.core import Block, Op, Value, loop_inits, loop_start, loop_stop, walk
+from tiledsl.ir.core import Block, Op, Value, loop_carried, loop_inits, loop_start, loop_stop, walk
 from tiledsl.ir.types import RangeType
 
 
@@ -26,6 +26,19 @@ class LoopEmission:
     skipped: set[Op]
     pointers: dict[Op, str]
 
+    def bind_carried(self, op: Op, indent: int) -> list[str]:
+        """Name a loop's carried values (its initial value under the carried name, the region's
+        argument and the result alike), make the body write them in place; their names."""
+        carried = []
+        for init, arg, res in zip(loop_inits(op), loop_carried(op), op.results):
+            name = self.carried_names[res]
+            if self.value(init) != name:
+                self.emit(indent, f"{name} = {self.value(init)}")
+            self.names[arg] = self.names[res] = name
+            carried.append(name)
+        self.write_in_place(op.regions[0], carried)
+        return carried
+
     def loop(self, op: Op, indent: int) -> None:
         if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
             strided_loop(self, op, indent)  # type: ignore[arg-type]
@@ -34,14 +47,7 @@ class LoopEmission:
         r = region.args[0]
         rt = r.type
         assert isinstance(rt, RangeType)
-        carried = []
-        for init, arg, res in zip(loop_inits(op), region.args[1:], op.results):
-            name = self.carried_names[res]
-            if self.value(init) != name:
-                self.emit(indent, f"{name} = {self.value(init)}")
-            self.names[arg] = self.names[res] = name
-            carried.append(name)
-        self.write_in_place(region, carried)
+        carried = self.bind_carried(op, indent)
         block = rt.block if isinstance(rt.block, int) else self.blocks[rt.block]
         label_block = self.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(block)
         stop = loop_stop(op)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from tiledsl.ir.core import Op, loop_carried, loop_first, loop_inits, loop_ranges
+from tiledsl.ir.core import Op, loop_first, loop_ranges
 from tiledsl.ir.types import RangeType
 
 if TYPE_CHECKING:
@@ -23,14 +23,7 @@ if TYPE_CHECKING:
 
 def strided_loop(em: KernelEmitter, op: Op, indent: int) -> None:
     region = op.regions[0]
-    carried = []
-    for init, arg, res in zip(loop_inits(op), loop_carried(op), op.results):
-        name = em.carried_names[res]
-        if em.value(init) != name:
-            em.emit(indent, f"{name} = {em.value(init)}")
-        em.names[arg] = em.names[res] = name
-        carried.append(name)
-    em.write_in_place(region, carried)
+    carried = em.bind_carried(op, indent)
     ranges = loop_ranges(op)
     counts = []
     for r in ranges:
