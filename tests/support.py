@@ -87,17 +87,46 @@ def fresh(args: tuple) -> tuple:
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
+@cache
+def has_gpu() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+    return torch.cuda.is_available()
+
+
+def gpu_backend() -> Any:
+    """The "triton-gpu" test backend as a parameter: the Triton backend on CUDA tensors, marked
+    `gpu` and skipped without one (`run_on` moves NumPy arguments there and results back)."""
+    import pytest
+    return pytest.param("triton-gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
+        not has_gpu(), reason="needs an NVIDIA GPU")])
+
+
+def run_on(kernel: Any, args: tuple, backend: str, **kw: Any) -> Any:
+    """`kernel.run(*args, backend=backend)`; on "triton-gpu", with the arrays as CUDA tensors
+    and the results back as NumPy arrays."""
+    if backend != "triton-gpu":
+        return kernel.run(*args, backend=backend, **kw)
+    from lowering.backends.triton.interpret import to_numpy, to_torch
+    cuda = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
+    out = kernel.run(*cuda, backend="triton", **kw)
+    if isinstance(out, tuple):
+        return tuple(to_numpy(o.cpu()) for o in out)
+    return None if out is None else to_numpy(out.cpu())
+
+
 def under_configs(kernel: Any, args: tuple, backend: str, samples: int = 2,
                   seed: int = 0) -> Any:
     """(config, outputs) of `kernel` on `backend` under the space's default config and
     `samples` sampled ones; skips when the backend's libraries are missing."""
     import pytest
-    if backend == "triton-interpret":
+    if backend.startswith("triton"):
         pytest.importorskip("torch")
         pytest.importorskip("triton")
-    space = kernel.config_space(*args, backend=backend)
+    space = kernel.config_space(*args, backend=backend.removesuffix("-gpu"))
     for config in (space.default(), *space.sample(samples, seed=seed)):
-        yield config, kernel.run(*args, backend=backend, config=config)
+        yield config, run_on(kernel, args, backend, config=config)
 
 
 @td.tile_kernel

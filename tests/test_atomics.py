@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import example
+from support import example, gpu_backend, run_on
 
-BACKENDS = ("numpy", "triton-interpret", "spatial")
+BACKENDS = ("numpy", "triton-interpret", "spatial", gpu_backend())
 
 
 @td.tile_kernel
@@ -58,7 +58,7 @@ def exchange(x, base, slots, flags):
 
 
 def _configs(kernel: td.TileKernel, args: tuple, backend: str, n: int = 2) -> list[td.Config]:
-    space = kernel.config_space(*args, backend=backend)
+    space = kernel.config_space(*args, backend=backend.removesuffix("-gpu"))
     return [space.default(), *space.sample(n, seed=3)]
 
 
@@ -66,7 +66,7 @@ def _configs(kernel: td.TileKernel, args: tuple, backend: str, n: int = 2) -> li
 def test_column_stats_on_every_backend(backend: str) -> None:
     x = np.random.default_rng(0).standard_normal((67, 13)).astype(np.float32)
     for config in _configs(column_stats, (x,), backend):
-        total, high, low = column_stats.run(x, backend=backend, config=config)
+        total, high, low = run_on(column_stats, (x,), backend, config=config)
         # float atomics add in the schedule's order: equal within rounding
         td.testing.assert_close(total, x.astype(np.float64).sum(0), np.float32)
         assert (high == x.max(0)).all() and (low == x.min(0)).all(), config

@@ -15,10 +15,10 @@ import pytest
 
 import tiledsl as td
 from error_checks import msg, trace_error
-from support import under_configs
+from support import gpu_backend, under_configs
 from tiledsl import dtypes
 
-BACKENDS = ["numpy", "triton-interpret", "spatial"]
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
 
 
 # ---- integers: shifts, bit operations and bitcasts ---------------------------------------------

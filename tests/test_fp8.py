@@ -9,12 +9,12 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-from support import example, under_configs
+from support import example, gpu_backend, run_on, under_configs
 
 import tiledsl as td
 
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
-BACKENDS = ["numpy", "triton-interpret", "spatial"]
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
 
 
 @td.tile_kernel
@@ -64,7 +64,7 @@ EXPECTED = {
 @pytest.mark.parametrize("dtype", [E4M3, E5M2], ids=["e4m3fn", "e5m2"])
 def test_casts_saturate_as_a_gpu(backend: str, dtype: np.dtype) -> None:
     x = np.tile(EDGES, (3, 1))  # 3 x 16, and ragged under most configs
-    got = quantize.run(x, dtype.name, backend=backend)
+    got = run_on(quantize, (x, dtype.name), backend)
     assert got.dtype == dtype
     expected = np.array(EXPECTED[dtype], np.float32)
     np.testing.assert_array_equal(got[1].astype(np.float32), expected)
@@ -88,7 +88,7 @@ def test_casts_from_every_dtype_go_through_float32(backend: str) -> None:
         for _, got in under_configs(quantize, (xs, "float8_e4m3fn"), backend, samples=1):
             expected = np.clip(xs.astype(np.float32), -448, 448).astype(E4M3)
             np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
-    back = dequantize.run(x.astype(E4M3), backend=backend)
+    back = run_on(dequantize, (x.astype(E4M3),), backend)
     np.testing.assert_array_equal(back, x.astype(E4M3).astype(np.float32))
 
 

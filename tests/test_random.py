@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import under_configs
+from support import gpu_backend, run_on, under_configs
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
 
-BACKENDS = ["numpy", "triton-interpret", "spatial"]
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
 # The key is the seed's two 32-bit words: seeds past 2**31 and 2**32 fill the high word, a
 # negative one is sign-extended to 64 bits (as Triton casts it).
 SEEDS = [0, 12345, 2**31 + 5, 2**40 + 3, -7, 2**63 - 1]
@@ -73,7 +73,7 @@ def test_every_backend_draws_tritons_bits(backend: str) -> None:
     for dtype in ("int32", "int64"):
         offsets = offsets_of(dtype)
         for seed in SEEDS:
-            assert_same_bits(draw.run(offsets, seed, backend=backend), expected(offsets, seed))
+            assert_same_bits(run_on(draw, (offsets, seed), backend), expected(offsets, seed))
         for config, out in under_configs(draw, (offsets, SEEDS[3]), backend):
             assert_same_bits(out, expected(offsets, SEEDS[3]))
 

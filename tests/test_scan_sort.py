@@ -8,11 +8,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from support import under_configs
+from support import gpu_backend, run_on, under_configs
 
 import tiledsl as td
 
-BACKENDS = ["numpy", "triton-interpret", "spatial"]
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
 
 
 def _add(a, b):
@@ -124,7 +124,7 @@ def test_topk_over_fewer_lanes_than_k_and_column_sorts(backend: str) -> None:
     """A row of 3 in-range lanes (the tile holds 64): the fourth result is position -1 and the
     fill (-inf for the largest); a sort along axis 0 under sampled column blocks."""
     x = np.array([[2.0, np.nan, -1.0]], np.float32)
-    _, p, tv, tp = sorts.run(x, False, backend=backend)
+    _, p, tv, tp = run_on(sorts, (x, False), backend)
     np.testing.assert_array_equal(p, [[2, 0, 1]])
     np.testing.assert_array_equal(tp, [[1, 0, 2, -1]])
     np.testing.assert_array_equal(tv, [[np.nan, 2.0, -1.0, -np.inf]])
