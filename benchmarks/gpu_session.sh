@@ -108,8 +108,9 @@ tail -2 "$LOG"
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 say "   setup done in $SECONDS s"
 gpu_state
-# the test files with GPU tests, in parallel where pytest-xdist is installed (the image has it)
-mapfile -t gpu_test_files < <(grep -l "pytest.mark.gpu" tests/test_*.py)
+# the test files with GPU tests (marked, or with the "triton-gpu" test backend of
+# tests/support.py), in parallel where pytest-xdist is installed (the image has it)
+mapfile -t gpu_test_files < <(grep -lE "pytest.mark.gpu|gpu_backend\(\)" tests/test_*.py)
 parallel=()
 $PY -c "import xdist" 2>/dev/null && parallel=(-n 8)
 todo=("${steps[@]}")

@@ -7,6 +7,7 @@ import importlib.util
 import math
 from functools import cache
 from pathlib import Path
+import types
 from types import ModuleType
 from typing import Any
 
@@ -103,14 +104,28 @@ def gpu_backend() -> Any:
         not has_gpu(), reason="needs an NVIDIA GPU")])
 
 
+def on_cuda(value: Any) -> Any:
+    """`value` with its NumPy arrays as CUDA torch tensors: an array, the arrays in a list or
+    tuple, and those a function captures (a copy of the function over converted cells)."""
+    from lowering.backends.triton.interpret import to_torch
+    if isinstance(value, np.ndarray):
+        return to_torch(value).cuda()
+    if isinstance(value, (list, tuple)):
+        return type(value)(on_cuda(v) for v in value)
+    if isinstance(value, types.FunctionType) and value.__closure__:
+        cells = tuple(types.CellType(on_cuda(c.cell_contents)) for c in value.__closure__)
+        return types.FunctionType(value.__code__, value.__globals__, value.__name__,
+                                  value.__defaults__, cells)
+    return value
+
+
 def run_on(kernel: Any, args: tuple, backend: str, **kw: Any) -> Any:
     """`kernel.run(*args, backend=backend)`; on "triton-gpu", with the arrays as CUDA tensors
     and the results back as NumPy arrays."""
     if backend != "triton-gpu":
         return kernel.run(*args, backend=backend, **kw)
-    from lowering.backends.triton.interpret import to_numpy, to_torch
-    cuda = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in args]
-    out = kernel.run(*cuda, backend="triton", **kw)
+    from lowering.backends.triton.interpret import to_numpy
+    out = kernel.run(*on_cuda(args), backend="triton", **kw)
     if isinstance(out, tuple):
         return tuple(to_numpy(o.cpu()) for o in out)
     return None if out is None else to_numpy(out.cpu())

@@ -8,7 +8,7 @@ import pytest
 
 import tiledsl as td
 from lowering.backends.triton.interpret import to_numpy, to_torch
-from support import EXAMPLE_NAMES, example, fresh, kernel_of
+from support import EXAMPLE_NAMES, example, fresh, kernel_of, on_cuda
 
 torch = pytest.importorskip("torch")
 HAS_GPU = torch.cuda.is_available()
@@ -38,7 +38,7 @@ def test_examples_on_torch_cuda(name: str, dtype: type) -> None:
     mod = example(name)
     args = mod.make_inputs(np.random.default_rng(3), dtype=dtype)
     ref = mod.reference(*fresh(args))
-    cuda = [to_torch(a).cuda() if isinstance(a, np.ndarray) else a for a in fresh(args)]
+    cuda = on_cuda(fresh(args))  # lists of arrays and captured arrays too
     out = kernel_of(name)(*cuda)  # picks backend="triton" for CUDA tensors
     if out is None:
         out = cuda[0]

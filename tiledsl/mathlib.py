@@ -2,7 +2,8 @@
 
 Each is one elementwise op of the IR (ir/ops.py), except `td.pow` (the `**` op) and
 `td.clamp` (`td.minimum(td.maximum(x, lo), hi)`, so NaN propagates and `lo > hi` gives `hi`,
-as `np.clip`). Integer operands of the float functions compute in float32 (as `td.exp`); 16-bit
+as `np.clip`; where the bounds meet x at a zero of the other sign, NumPy gives the bound's
+zero and a GPU -0 for the minimum: their sign is not specified). Integer operands of the float functions compute in float32 (as `td.exp`); 16-bit
 floats compute in float32 and round once. `td.floor`, `td.ceil`, `td.round` and `td.trunc`
 return an integer tile as it is (as NumPy 2); `td.round` rounds half to even (`np.round`,
 libdevice's `rint`). `td.isnan` and `td.isinf` are bool (False for integers).
