@@ -39,7 +39,8 @@ def from_jit(compiled: list[Any]) -> list[Resources]:
 def predict(kernel: TileKernel, args: list[Any], config: Config,
             resources: list[Resources], gpu: dict[str, Any] = H100) -> float:
     """Predicted microseconds of `kernel` on `args` (bound values) under `config`."""
-    return predict_us(kernel.traced(*args).for_backend("triton"), config, resources, gpu)
+    return predict_us(kernel.traced_under(config, *args).for_backend("triton"), config,
+                      resources, gpu)
 
 
 def compiled_resources(kernel: TileKernel, args: list[Any], config: Config,
@@ -55,8 +56,8 @@ def warmed_resources(kernel: TileKernel, args: list[Any], config: Config, arch: 
     from lowering.backends.triton.warmup import DEFAULT_SMS, warm
     from tiledsl.errors import TileDSLError
     values = kernel.bind(tuple(args), {})
-    fn = kernel.traced(*values).for_backend("triton")
     config = kernel.config_space(*values, backend="triton").validate(config)
+    fn = kernel.traced_under(config, *values).for_backend("triton")
     try:
         compiled = warm(fn, config, values, arch, num_sms or DEFAULT_SMS)
     except TileDSLError as e:

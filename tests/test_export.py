@@ -724,3 +724,12 @@ def test_kernel_export_method_and_td_load(tmp_path: Path) -> None:
     args = example("softmax").make_inputs(np.random.default_rng(0))
     assert td.load(kernel_of("softmax").export(tmp_path / "p", *args, arch="sm_80")).name == \
         "softmax"
+
+
+def test_a_registered_knob_exports_its_own_trace(tmp_path: Path) -> None:
+    mod = example("matmul_split_k")
+    args = mod.make_inputs(np.random.default_rng(3), {"m": 19, "k": 512, "n": 21})
+    config = mod.matmul_split_k.config_space(*args, backend="triton").default().replace(split_k=8)
+    pkg = export(mod.matmul_split_k, tmp_path / "sk", *args, arch="sm_80", config=config)
+    assert "8 of outer_k" in (pkg / "kernel_triton.py").read_text()
+    td.testing.assert_close(run_plan_on_cpu(pkg, args), mod.reference(*args), np.float32)

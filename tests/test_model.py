@@ -176,3 +176,17 @@ def test_two_stages_expose_each_trips_loads() -> None:
     model priced them alike and its favourite of a 40-trial tune, at 2 stages, measured 1.65x
     the fastest."""
     assert us(config(128, 256, 64, stages=2)) > 1.2 * us(config(128, 256, 64, stages=3))
+
+
+def test_a_registered_knob_is_priced_with_its_own_trace() -> None:
+    """split_k's value changes the program grid: with a long k and a small output, 16 parts fill
+    the SMs that 1 part leaves idle (the model prices each value's trace, not the default's)."""
+    mod = example("matmul_split_k")
+    args = list(mod.make_inputs(np.random.default_rng(0), {"m": 128, "k": 65536, "n": 128},
+                                np.float16))
+    space = mod.matmul_split_k.config_space(*args, backend="triton")
+    base = space.default().replace(block_sizes=(64, 64, 64), num_warps=4)
+    res = [Resources(4, 128, 48 * 1024, 0)]
+    one, sixteen = (predict(mod.matmul_split_k, args, base.replace(split_k=s), res)
+                    for s in (1, 16))
+    assert sixteen < one / 4

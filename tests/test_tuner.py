@@ -383,6 +383,30 @@ def test_searches_start_from_the_configs_the_estimate_ranks_best() -> None:
     assert analytic_candidates(space) == [{"block_sizes[0]": b, "knob": "a"} for b in (4, 16)]
 
 
+def test_a_slow_estimate_ranks_a_shuffled_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past RANK_SECONDS the ranking stops, and what it ranked is a sample of the whole space,
+    not its first points in order."""
+    import time
+
+    from autotune import tuner
+    from tiledsl.config import ConfigSpace, Param
+
+    seen: list[int] = []
+
+    def slow(c: td.Config) -> float:
+        seen.append(c.block_sizes[0])
+        time.sleep(0.01)
+        return -c.block_sizes[0]
+
+    blocks = tuple(2 ** i for i in range(12))
+    space = ConfigSpace("k", (Param("block_sizes[0]", blocks, 1),)).with_estimate(slow)
+    monkeypatch.setattr(tuner, "RANK_SECONDS", 0.06)
+    points = tuner.analytic_candidates(space, tuner.search_space(space), seed=1)
+    assert 2 <= len(seen) < len(blocks) and seen != sorted(seen)
+    best = sorted(seen, reverse=True)[:tuner.MODEL_PICKS]
+    assert [p["block_sizes[0]"] for p in points[1:1 + len(best)]] == best
+
+
 def test_spatial_tuning_tries_the_estimates_best_config_early(tmp_path: Path) -> None:
     from autotune.tuner import search_space
 

@@ -51,10 +51,10 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
             config: Config | None) -> Path:
     values = kernel.bind(args, kwargs)
     spec = kernel.arg_spec(values)
-    traced = kernel._traced(spec)
     space = kernel._space(spec, "triton")
     chosen, source = choose_config(kernel, values, spec, space, config)
     chosen, notes = launchable(chosen)
+    traced = kernel._traced_for(spec, chosen)  # a registered knob's value is a trace of its own
     plan = registry.backend("triton").export_plan(  # type: ignore[attr-defined]
         traced.for_backend("triton"), chosen, kernel._flat(spec, values), arch)
     _check_target(root)

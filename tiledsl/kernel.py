@@ -249,6 +249,11 @@ class TileKernel:
         spec = self.arg_spec(self.bind(args, kwargs))
         return self._traced(spec)
 
+    def traced_under(self, config: Config, *args: Any, **kwargs: Any) -> Traced:
+        """The IR `config` runs for these arguments: `traced`, with the config's values of the
+        registered knobs (td.register_tunable) in place of their defaults."""
+        return self._traced_for(self.arg_spec(self.bind(args, kwargs)), config)
+
     @property
     def source_digest(self) -> str:
         """SHA-256 of the source as decorated: what the result cache keys on, and what the
