@@ -19,7 +19,10 @@ import tiledsl
 from tiledsl import static_args
 from tiledsl.config import Config
 from tiledsl.kernel import TileKernel
+from tiledsl.cache_files import ignored, seal, unseal, write_entry
 from tiledsl.paths import cache_dir
+
+MAX_BYTES = 1 << 20  # an entry is a key and a config: a few kB
 
 
 def tool_versions() -> dict[str, str]:
@@ -94,23 +97,24 @@ def _path(k: CacheKey) -> Path:
 
 
 def load(k: CacheKey) -> Config | None:
+    """The cached best config for `k`; None for a miss. An entry that is no regular file, was
+    modified (its digest), or holds another key or no valid config is ignored with a warning."""
     path = _path(k)
-    if not path.exists():
+    data = unseal(path, MAX_BYTES)
+    if data is None:
+        return None
+    if not isinstance(data, dict) or data.get("key") != k.text:
+        ignored(path, "it holds the result for another key (a hash collision or a copied file)")
         return None
     try:
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict) or data.get("key") != k.text:
-            return None  # a hash collision or an old format: treat as a miss
         return Config.from_dict(data["config"])
-    except (OSError, ValueError, KeyError, tiledsl.TileDSLError):
+    except (KeyError, TypeError, ValueError, tiledsl.TileDSLError) as e:
+        ignored(path, f"its config is not valid ({e})")
         return None
 
 
 def store(k: CacheKey, config: Config, value: float, unit: str) -> Path:
     path = _path(k)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": k.text, "config": config.to_dict(), "value": value,
-                               "unit": unit}, indent=1))
-    tmp.replace(path)
+    write_entry(path, seal({"key": k.text, "config": config.to_dict(), "value": value,
+                            "unit": unit}))
     return path

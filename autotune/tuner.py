@@ -268,6 +268,9 @@ def _problem(key: cache.CacheKey, backend: str, arch: Any) -> tuple[str, str]:
 def default_storage() -> str:
     path = cache_dir() / "studies.db"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_file():  # SQLite would block on a FIFO, forever
+        raise ConfigError(f"the default study storage {path} is not a regular file (a FIFO, a "
+                          "directory...): remove it, or pass storage=")
     return f"sqlite:///{path}"
 
 

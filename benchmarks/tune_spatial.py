@@ -52,6 +52,7 @@ from support import EXAMPLE_NAMES, example  # noqa: E402
 from autotune.space import Evaluator  # noqa: E402
 from autotune.strategies import DEFAULT, get  # noqa: E402
 from autotune.tuner import analytic_candidates, search_space  # noqa: E402
+from tiledsl.cache_files import ignored, opened, read_entry, seal, write_entry  # noqa: E402
 
 
 _worker: dict[str, Any] = {}
@@ -85,15 +86,29 @@ def _sweep_path(name: str, arch: str, space: Any) -> Path:
 def sweep(name: str, arch: str, space: Any, jobs: int) -> dict[tuple, int]:
     """Simulated cycles of every valid config of the example's space (cached)."""
     path = _sweep_path(name, arch, space)
-    if path.exists():
-        rows = json.loads(gzip.decompress(path.read_bytes()))
+    rows = _cached_sweep(path)
+    if rows is not None:
         return {space.key(p): c for p, c in rows}
     points = list(space.points())
     with multiprocessing.Pool(jobs, _init, (name, arch)) as pool:
         values = pool.map(_cycles, points, chunksize=4)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(gzip.compress(json.dumps(list(zip(points, values))).encode()))
+    write_entry(path, gzip.compress(seal([list(row) for row in zip(points, values)])))
     return {space.key(p): v for p, v in zip(points, values)}
+
+
+def _cached_sweep(path: Path) -> list | None:
+    """The rows of a cached sweep; None for none, or (with a warning) for one that is no regular
+    file, not gzip, or modified since it was written (its sealed digest)."""
+    data = read_entry(path)
+    if data is None:
+        return None
+    try:
+        data = gzip.decompress(data)
+    except (OSError, EOFError) as e:
+        ignored(path, f"it is not gzip data ({e})")
+        return None
+    rows = opened(path, data)
+    return rows if isinstance(rows, list) else None
 
 
 def write_t4(path: Path, cycles: dict[tuple, int]) -> None:

@@ -304,20 +304,27 @@ def test_kernels_needing_scratch_memory_are_refused(packages: dict) -> None:
         _check_launchable(module.kernels[0], needy, "sm_80")
 
 
-def test_old_compile_cache_entries_are_misses(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """A compiled.json from before param_count existed is recompiled, not a crash."""
+def test_old_or_modified_compile_cache_entries_are_misses(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled.json from before param_count existed, or a cached cubin that is not the one
+    compiled (its digest in compiled.json), is recompiled, not a crash nor a wrong package."""
     monkeypatch.setenv("TILEDSL_CACHE_DIR", str(tmp_path))
     kernel, args, _ = case("softmax")
     (first,) = kernel.compile(*args, arch="sm_80")
     meta = Path(first.cubin_path).parent / "compiled.json"
-    old = json.loads(meta.read_text())
+    old = json.loads(meta.read_text())["entry"]["compiled"]
     for key in ("param_count", "global_scratch_bytes", "profile_scratch_bytes"):
         del old[key]
-    meta.write_text(json.dumps(old))
-    (again,) = kernel.compile(*args, arch="sm_80")
+    meta.write_text(json.dumps(old))  # an older tiledsl's entry: unsealed, fewer fields
+    with pytest.warns(td.TileDSLWarning, match="compiled.json: it has no content digest"):
+        (again,) = kernel.compile(*args, arch="sm_80")
     assert again.param_count == first.param_count > 1
-    assert "param_count" in json.loads(meta.read_text())
+    assert "param_count" in json.loads(meta.read_text())["entry"]["compiled"]
+    original = first.cubin
+    Path(first.cubin_path).write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    with pytest.warns(td.TileDSLWarning, match="cubin: its content does not match the digest"):
+        (again,) = kernel.compile(*args, arch="sm_80")
+    assert again.cubin == original
 
 
 # ---- loading and calling -----------------------------------------------------------------------

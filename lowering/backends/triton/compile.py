@@ -22,6 +22,7 @@ from typing import Any
 from lowering.backends.triton.codegen import GeneratedKernel, Module
 from lowering.backends.triton.loader import load
 from lowering.backends.triton.space import SHARED_BYTES
+from tiledsl.cache_files import digest, ignored, read_entry, seal, unseal, write_entry
 from tiledsl.errors import BackendError
 from tiledsl.paths import cache_dir
 from tiledsl.ir.types import TensorType, TileType
@@ -134,17 +135,24 @@ def entry_param_count(ptx: str, name: str) -> int:
     return len(re.findall(r"\.param\b", m.group(1)))
 
 
-def _cached(meta_path: Path) -> Compiled | None:
-    """The compile cached at `meta_path`; None (a miss) if there is none or it was written by an
-    older tiledsl whose Compiled had other fields."""
-    if not meta_path.exists():
+def _cached(folder: Path, name: str) -> Compiled | None:
+    """The compile of kernel `name` cached in `folder`; None (a miss) if there is none, if it was
+    written by an older tiledsl whose Compiled had other fields, or if its PTX or cubin is not
+    the one compiled (checked against the digests sealed into compiled.json, with a warning)."""
+    entry = unseal(folder / "compiled.json")
+    if not isinstance(entry, dict) or not isinstance(entry.get("compiled"), dict):
         return None
-    try:
-        data = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
+    data = entry["compiled"]
+    if set(data) != {f.name for f in fields(Compiled)}:
         return None
-    if not isinstance(data, dict) or set(data) != {f.name for f in fields(Compiled)}:
-        return None
+    for suffix in ("ptx", "cubin"):
+        path = folder / f"{name}.{suffix}"
+        content = read_entry(path)
+        if content is None or digest(content) != entry.get(suffix):
+            if content is not None:
+                ignored(path, "its content does not match the digest compiled.json holds")
+            return None
+        data[f"{suffix}_path"] = str(path)  # here, wherever the cache directory was then
     return Compiled(**data)
 
 
@@ -164,8 +172,7 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
                            arch, triton.__version__], sort_keys=True)
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     folder = cache_dir() / "compiled" / key
-    meta_path = folder / "compiled.json"
-    hit = _cached(meta_path)
+    hit = _cached(folder, k.name)
     if hit is not None:
         return hit
     from triton.backends.compiler import GPUTarget
@@ -179,9 +186,9 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     except Exception as e:  # Triton's compiler errors carry its own source excerpt
         raise BackendError(f"Triton failed to compile {k.name} for {arch}: {e}") from e
     seconds = time.perf_counter() - start
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{k.name}.ptx").write_text(ck.asm["ptx"])
-    (folder / f"{k.name}.cubin").write_bytes(ck.asm["cubin"])
+    ptx, cubin = ck.asm["ptx"].encode(), ck.asm["cubin"]
+    write_entry(folder / f"{k.name}.ptx", ptx)
+    write_entry(folder / f"{k.name}.cubin", cubin)
     usage = resource_usage(ck.asm["cubin"])
     md = ck.metadata
     compiled = Compiled(kernel=md.name, arch=arch, num_warps=md.num_warps,
@@ -194,9 +201,8 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
                         global_scratch_bytes=int(getattr(md, "global_scratch_size", 0) or 0),
                         profile_scratch_bytes=int(getattr(md, "profile_scratch_size", 0) or 0),
                         **usage)
-    tmp = meta_path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(compiled), indent=1))
-    tmp.replace(meta_path)
+    write_entry(folder / "compiled.json", seal({"compiled": asdict(compiled), "ptx": digest(ptx),
+                                                "cubin": digest(cubin)}))
     return compiled
 
 

@@ -1,16 +1,20 @@
-"""Generated modules are written to a cache directory and imported from there: Triton reads a
-kernel's source with `inspect`, so `exec`'d code will not do."""
+"""Generated modules are written to the cache directory and run from their source: Triton reads a
+kernel's source with `inspect`, which finds it through linecache under the cached file's name.
+The file is never trusted: it is compared with the source before use and rewritten if it
+differs, and the code that runs is always the source itself."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import linecache
 import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Iterator
 
+from tiledsl.cache_files import ignored, read_entry, write_entry
 from tiledsl.paths import cache_dir
 
 
@@ -44,23 +48,37 @@ _loaded: dict[tuple[str, bool], ModuleType] = {}
 
 
 def load(source: str, *, interpret: bool) -> ModuleType:
-    """Import the module with this source (written once to the cache, by content hash)."""
+    """Import the module with this source. It is written to the cache (by content hash) for
+    people and tools to read, and executed from `source` itself: the file on disk is checked
+    against its hash first and rewritten when it differs (edited, truncated, replaced), and
+    Python and Triton read the lines through linecache, so they see `source` too."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     key = (digest, interpret)
     if key in _loaded:
         return _loaded[key]
     path = cache_dir() / "triton" / f"k_{digest}.py"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        tmp.replace(path)  # atomic: concurrent writers of the same content agree
+    _write_checked(path, source, digest)
     name = f"tiledsl_generated_{digest}_{'interp' if interpret else 'gpu'}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    # mtime None: linecache never rereads it from the file, which may change under us
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
     sys.modules[name] = module
     with interpreting(interpret):
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)
     _loaded[key] = module
     return module
+
+
+def _write_checked(path: Path, source: str, digest: str) -> None:
+    """Leave the cached module at `path` if it holds `source`, else (re)write it."""
+    data = read_entry(path)
+    if data == source.encode():
+        return
+    if data is not None:
+        what = "empty" if not data else "not the source its name is the hash of"
+        ignored(path, f"it is {what} (edited or truncated)")
+    try:
+        write_entry(path, source.encode())
+    except OSError as e:  # the module still runs from `source`; only the readable copy is lost
+        ignored(path, f"it cannot be written ({e.strerror or e})")
