@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,7 +24,9 @@ import pytest
 
 import tiledsl as td
 from support import ROOT, example, fresh, kernel_of
+from tiledsl import package_check
 from tiledsl.aot import LoadedKernel, load, validate_manifest
+from tiledsl.package_check import package_digest
 from tiledsl.cli import main
 from tiledsl.export import TMA_NOTE, export
 
@@ -164,7 +167,7 @@ def test_manifest_matches_schema_and_cubin(packages: dict, name: str, arch: str)
     validate_manifest(manifest)
     assert manifest["kernel"] == name and manifest["arch"] == arch
     assert manifest["triton_version"] and manifest["config_source"] == "default"
-    assert sorted(p.name for p in pkg.iterdir()) == sorted([*manifest["files"], "manifest.json"])
+    assert sorted(p.name for p in pkg.iterdir()) == sorted([*manifest["files"], "manifest.json", "package.sha256"])
     for file, digest in manifest["files"].items():
         assert hashlib.sha256((pkg / file).read_bytes()).hexdigest() == digest
     for launch in manifest["launches"]:
@@ -443,30 +446,138 @@ print("loaded:", loaded)
     assert "loaded: []" in result.stdout
 
 
-def test_broken_packages_fail_at_load(packages: dict, tmp_path: Path) -> None:
+def forge(pkg: Path, manifest: dict, reseal: bool = True) -> Path:
+    """Write `manifest` into package `pkg` as a forger who knows the format would: every listed
+    file's checksum made to match, and (if `reseal`) package.sha256 too, so only the checks that
+    do not trust the manifest can find an edit."""
+    contents = {}
+    for name in manifest["files"]:
+        f = pkg / name
+        if f.is_file() and pkg in f.parents:
+            contents[name] = f.read_bytes()
+            manifest["files"][name] = hashlib.sha256(contents[name]).hexdigest()
+    (pkg / "manifest.json").write_text(json.dumps(manifest))
+    if reseal:
+        (pkg / "package.sha256").write_text(package_digest(manifest, contents))
+    return pkg
+
+
+def _symlink_out(pkg: Path, name: str) -> None:
+    outside = pkg.parent / f"outside-{name}"
+    (pkg / name).replace(outside)
+    (pkg / name).symlink_to(outside)
+
+
+def _move(items: list, i: int, j: int) -> None:
+    items[i], items[j] = items[j], items[i]
+
+
+def _params(m: dict) -> list:
+    return m["launches"][0]["params"]
+
+
+# Edits of the matmul package (fp16 a, b; an out buffer; a persistent grid's num_programs), each
+# with the message load gives: resealed (a consistent forgery) unless the case says otherwise.
+EDITS: dict[str, tuple[Any, str]] = {
+    "smaller-output": (lambda m, p: [m["buffers"][0].update(shape=[37, 5]),
+                                     m["outputs"][0].update(shape=[37, 5])],
+                       "out_ptr was compiled for 1073 elements of float16, but out is 185"),
+    "output-shape-only": (lambda m, p: m["outputs"][0].update(shape=[37, 5]),
+                          r"output out is float16\[37, 5\], but out is float16\[37, 29\]"),
+    "float32-for-fp16": (lambda m, p: m["arguments"][0].update(dtype="float32"),
+                         "a_ptr was compiled for 1665 elements of float16, but a is 1665 elements "
+                         "of float32"),
+    "swapped-params": (lambda m, p: _move(_params(m), 0, 1),
+                       r"its parameters are \(b_ptr, a_ptr, .*the generated kernel's are "
+                       r"\(a_ptr, b_ptr"),
+    "swapped-arguments": (lambda m, p: [_params(m)[0].update(arg="b", index=1),
+                                        _params(m)[1].update(arg="a", index=0)],
+                          "a_ptr was compiled for 1665 elements of float16, but b is 1305"),
+    "dropped-param": (lambda m, p: _params(m).pop(2),
+                      "the manifest passes 5 parameters, the PTX entry takes 6"),
+    "pointer-for-scalar": (lambda m, p: _params(m).__setitem__(3, {"kind": "null_pointer",
+                                                                  "name": "num_programs"}),
+                           r"parameter 3 \(num_programs\) is passed as a pointer, the PTX takes "
+                           r"\.u32"),
+    "grid-2**70": (lambda m, p: m["launches"][0]["grid"].update(programs=2**70),
+                   "schema at launches/0/grid/programs"),
+    "grid-not-num-programs": (lambda m, p: m["launches"][0]["grid"].update(programs=2),
+                              "num_programs of 1 programs, but the grid has 2"),
+    "arch-changed": (lambda m, p: m.update(arch="sm_80"),
+                     "the PTX is for sm_90, the manifest says sm_80"),
+    "arch-unknown": (lambda m, p: m.update(arch="sm_75"), "schema at arch"),
+    "align-1": (lambda m, p: m["arguments"][0].update(align=1), "schema at arguments/0"),
+    "strides-huge": (lambda m, p: m["arguments"][1].update(strides=[2**50, 1]),
+                     "schema at arguments/1"),
+    "threads": (lambda m, p: m["launches"][0].update(threads=256, num_warps=8),
+                "the PTX requires 128 threads per block, the manifest launches 256"),
+    "shared-memory": (lambda m, p: m["launches"][0].update(static_shared_bytes=4096,
+                                                          shared_bytes=227 * 1024),
+                      "bytes of shared memory, more than the 232448 of sm_90"),
+    "kernel-renamed": (lambda m, p: m["launches"][0].update(kernel="other_kernel"),
+                       "the PTX has no entry point other_kernel"),
+    "file-outside": (lambda m, p: m["files"].update({"/etc/hostname": "0" * 64}),
+                     "schema at files"),
+    "file-dotdot": (lambda m, p: m["files"].update({"../manifest.json": "0" * 64}),
+                    "schema at files"),
+    "cubin-symlink": (lambda m, p: _symlink_out(p, "matmul_kernel.cubin"),
+                      "matmul_kernel.cubin is refused: it is a symbolic link"),
+    "manifest-symlink": (lambda m, p: forge(p, m) and _symlink_out(p, "manifest.json"),
+                         "manifest.json is refused: it is a symbolic link"),
+    "cubin-of-another-kernel": (lambda m, p: (p / "matmul_kernel.cubin").write_bytes(
+        (p.parent / "softmax.cubin").read_bytes()),
+        "the cubin has no section .nv.info.matmul_kernel"),
+    "cubin-truncated": (lambda m, p: (p / "matmul_kernel.cubin").write_bytes(
+        (p / "matmul_kernel.cubin").read_bytes()[:300]), "the cubin is truncated"),
+    "no-digest": (lambda m, p: (p / "package.sha256").unlink(), "lacks package.sha256"),
+}
+NOT_RESEALED = {  # edits only the digest can find: what a forger cannot keep consistent
+    "cubin-bytes-and-checksum": (lambda m, p: (p / "matmul_kernel.cubin").write_bytes(
+        (p / "matmul_kernel.cubin").read_bytes()[:-1] + b"\1"), "was modified after export"),
+    "fill-pattern": (lambda m, p: m["buffers"][0].update(init="full", value=0),
+                     "was modified after export"),
+}
+
+
+@pytest.mark.parametrize("kind", [*EDITS, *NOT_RESEALED])
+def test_broken_packages_fail_at_load(packages: dict, tmp_path: Path, kind: str) -> None:
+    """Every kind of edit fails at load, before any GPU work, saying what does not match."""
+    import shutil
+    src = packages["matmul", "sm_90"]
+    manifest = json.loads((src / "manifest.json").read_text())
+    assert _params(manifest)[3]["kind"] == "num_programs"  # what the edits assume
+    shutil.copy(packages["softmax", "sm_90"] / "softmax_kernel.cubin", tmp_path / "softmax.cubin")
+    pkg = Path(shutil.copytree(src, tmp_path / "pkg"))
+    edit, message = EDITS.get(kind) or NOT_RESEALED[kind]
+    edit(manifest, pkg)
+    if kind != "manifest-symlink" and (pkg / "package.sha256").exists():
+        forge(pkg, manifest, reseal=kind in EDITS)
+    with pytest.raises(td.BackendError, match=message):
+        load(pkg)
+
+
+def test_package_checks_against_what_they_trust(packages: dict, tmp_path: Path) -> None:
+    import shutil
+    from lowering.backends.triton.space import SHARED_BYTES
+    assert package_check.SHARED_BYTES == SHARED_BYTES  # the frontend's copy of the device limits
     with pytest.raises(td.BackendError, match="is not a tiledsl kernel package"):
         load(tmp_path)
-    import shutil
     pkg = Path(shutil.copytree(packages["softmax", "sm_80"], tmp_path / "pkg"))
     manifest = json.loads((pkg / "manifest.json").read_text())
     cubin = pkg / manifest["launches"][0]["cubin"]
     cubin.write_bytes(cubin.read_bytes() + b"\0")
     with pytest.raises(td.BackendError, match="does not match the checksum"):
         load(pkg)
-    bad = json.loads(json.dumps(manifest))
-    bad["launches"][0]["grid"]["programs"] = 0
-    (pkg / "manifest.json").write_text(json.dumps(bad))
-    with pytest.raises(td.BackendError, match="schema at launches/0/grid/programs"):
-        load(pkg)
-    bad = json.loads(json.dumps(manifest))
-    bad["launches"][0]["params"][1]["buffer"] = "nowhere"
-    (pkg / "manifest.json").write_text(json.dumps(bad))
-    with pytest.raises(td.BackendError, match="unknown buffer 'nowhere'"):
-        load(pkg)
-    bad["format_version"] = 99
-    (pkg / "manifest.json").write_text(json.dumps(bad))
+    manifest["format_version"] = 99
+    (pkg / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(td.BackendError, match="format version 99"):
         load(pkg)
+    os.mkfifo(pkg / "fifo")
+    manifest["format_version"] = 2
+    manifest["files"]["fifo"] = "0" * 64
+    (pkg / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(td.BackendError, match="fifo is refused: it is a FIFO"):
+        load(pkg)  # rather than blocking forever
 
 
 def test_load_ties_launch_files_and_returns_to_the_manifest(tmp_path: Path) -> None:
@@ -483,10 +594,9 @@ def test_load_ties_launch_files_and_returns_to_the_manifest(tmp_path: Path) -> N
         shutil.copytree(src, pkg)
         m = json.loads(json.dumps(manifest))
         edit(m)
-        (pkg / "manifest.json").write_text(json.dumps(m))
         if remove:
             (pkg / remove).unlink()
-        return pkg
+        return forge(pkg, m)
     for key in ("cubin", "ptx"):  # unlisted (and gone): its checksum was never checked
         pkg = broken(lambda m, name=launch[key]: m["files"].pop(name), remove=launch[key])
         with pytest.raises(td.BackendError, match=f"masked_max_kernel: {key} "

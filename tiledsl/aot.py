@@ -1,7 +1,8 @@
 """Load and launch an ahead-of-time kernel package (written by `TileKernel.export`).
 
 A package is a directory: manifest.json (schema: manifest.schema.json next to this file), one
-cubin and PTX per generated kernel, the readable Triton module, and the spatial dataflow config.
+cubin and PTX per generated kernel, the readable Triton module, the spatial dataflow config, and
+package.sha256, the digest that load checks the rest against (tiledsl/package_check.py).
 The manifest spells out everything the generated `launch()` does (allocations, grids, parameters
 in the cubin's order), so this module launches the cubins with CuPy alone: no Triton, no torch,
 no tracing, no compiler. That is the point of a package: a deployment needs a GPU, a driver and
@@ -14,13 +15,9 @@ touches the GPU, and a mismatch is an ArgumentError that says what was expected.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 from dataclasses import dataclass
-from functools import cache
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -28,97 +25,30 @@ import numpy as np
 
 from tiledsl.arrays import check_overlap
 from tiledsl.errors import ArgumentError, BackendError
+from tiledsl.package_check import (  # noqa: F401 (validate_manifest, schema: this module's API)
+    MANIFEST, read_package, schema, validate_manifest)
 
 FORMAT = "tiledsl-aot"
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
+FORMAT_VERSION = 2  # 2: package.sha256, pointer parameters' dtype and extent, bounds
 DEFAULT_SHARED_BYTES = 48 * 1024  # beyond this a kernel must opt in to more dynamic smem
 _CPU_DLPACK_DEVICES = {1, 3}  # kDLCPU, kDLCUDAHost
 _INT_RANGE = {n: (int(np.iinfo(n).min), int(np.iinfo(n).max)) for n in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
 
 
-@cache
-def schema() -> dict[str, Any]:
-    """The JSON Schema of manifest.json (shipped in the package)."""
-    return json.loads(files("tiledsl").joinpath("manifest.schema.json").read_text())
-
-
-def validate_manifest(manifest: Any, where: str = MANIFEST) -> None:
-    """Raise BackendError naming the first place where `manifest` breaks the schema, or where
-    its parts do not refer to each other consistently (a parameter naming an unknown buffer)."""
-    from tiledsl.schema_check import first_violation
-
-    violation = first_violation(schema(), manifest)
-    if violation:
-        raise BackendError(f"{where} does not match the package schema {violation}")
-    _check_references(manifest, where)
-
-
-def _check_references(m: dict[str, Any], where: str) -> None:
-    """The cross references a schema cannot express."""
-    args = {a["name"]: (i, a["kind"]) for i, a in enumerate(m["arguments"])}
-    buffers = [b["name"] for b in m["buffers"]]
-    problems = []
-    if len(args) != len(m["arguments"]) or len(set(buffers)) != len(buffers):
-        problems.append("duplicate argument or buffer names")
-    for b in m["buffers"]:
-        if b["init"] == "arg" and args.get(b.get("arg", ""), (0, ""))[1] != "scalar":
-            problems.append(f"buffer {b['name']} is filled from {b.get('arg')!r}, not a scalar")
-    for o in m["outputs"]:
-        if "buffer" in o and o["buffer"] not in buffers:
-            problems.append(f"output names unknown buffer {o['buffer']!r}")
-        if "arg" in o and args.get(o["arg"]) != (o["index"], "tensor"):
-            problems.append(f"output names {o['arg']!r}, not tensor argument {o['index']}")
-    needed = {"none": 0, "single": 1}.get(m["returns"])  # "tuple": any number
-    if needed is not None and len(m["outputs"]) != needed:
-        problems.append(f"returns is {m['returns']!r}, which needs {needed} outputs, but "
-                        f"outputs lists {len(m['outputs'])}")
-    for launch in m["launches"]:
-        for key in ("cubin", "ptx"):
-            if launch[key] not in m["files"]:
-                problems.append(f"{launch['kernel']}: {key} {launch[key]!r} is not listed in "
-                                "files (so its checksum is never checked)")
-        for p in launch["params"]:
-            kind = {"arg": "tensor", "scalar": "scalar"}.get(p["kind"])
-            if kind and args.get(p["arg"]) != (p["index"], kind):
-                problems.append(f"{launch['kernel']}: parameter {p['name']} names {p['arg']!r}, "
-                                f"not {kind} argument {p['index']}")
-            if p["kind"] == "buffer" and p["buffer"] not in buffers:
-                problems.append(f"{launch['kernel']}: unknown buffer {p['buffer']!r}")
-    if problems:
-        raise BackendError(f"{where} is inconsistent: " + "; ".join(problems))
-
-
 def load(path: str | Path) -> LoadedKernel:
     """The kernel package in directory `path`, ready to call on GPU arrays (CuPy, or anything
-    exposing DLPack / `__cuda_array_interface__` on a CUDA device). Checks the manifest and the
-    files' checksums now, so a broken package fails here rather than at the first call."""
+    exposing DLPack / `__cuda_array_interface__` on a CUDA device). Checks the package now
+    (tiledsl/package_check.py: its files, schema, digest, and the launch plan against the PTX and
+    cubin), so a broken or modified package fails here rather than on the GPU."""
     if not isinstance(path, (str, os.PathLike)):
         raise ArgumentError(f"td.load(path): the path is a package's directory, got "
                             f"{type(path).__name__} {path!r}")
     root = Path(path)
-    mpath = root / MANIFEST
-    if not mpath.is_file():
-        raise BackendError(f"{root} is not a tiledsl kernel package (no {MANIFEST}); write one "
+    if not root.is_dir():
+        raise BackendError(f"{root} is not a tiledsl kernel package (not a directory); write one "
                            "with kernel.export(path, *args) or `tiledsl export FILE --out DIR`")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except ValueError as e:
-        raise BackendError(f"{mpath} is not valid JSON: {e}") from None
-    if isinstance(manifest, dict) and manifest.get("format") == FORMAT \
-            and manifest.get("format_version") != FORMAT_VERSION:
-        raise BackendError(f"{mpath} has package format version "
-                           f"{manifest.get('format_version')!r}; this tiledsl reads version "
-                           f"{FORMAT_VERSION} (re-export the kernel with this tiledsl)")
-    validate_manifest(manifest, str(mpath))
-    for name, digest in manifest["files"].items():
-        f = root / name
-        if not f.is_file():
-            raise BackendError(f"package {root} lacks {name}, which its manifest lists")
-        if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
-            raise BackendError(f"{f} does not match the checksum in its manifest (modified or "
-                               "from another export)")
+    manifest = read_package(root, FORMAT, FORMAT_VERSION)
     return LoadedKernel(root, manifest)
 
 

@@ -11,15 +11,14 @@ why, once per entry and reason.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from tiledsl.errors import warn
+from tiledsl.paths import UnsafeFile, read_regular_file
 
 MAX_ENTRY_BYTES = 64 << 20  # far above any entry tiledsl writes (a cubin is a few MB at most)
 _warned: set[tuple[str, str]] = set()
@@ -38,39 +37,15 @@ def read_entry(path: Path, limit: int = MAX_ENTRY_BYTES) -> bytes | None:
     """The bytes of cache entry `path`; None when there is none, or when it is not a regular file
     of at most `limit` bytes (a link, a FIFO, a directory, ...) or cannot be read, with a
     warning then. Opened without following links and without blocking, so nothing hangs."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        return read_regular_file(path, limit)
     except FileNotFoundError:
         return None
+    except UnsafeFile as e:
+        ignored(path, str(e))
     except OSError as e:
-        link = e.errno == errno.ELOOP or os.path.islink(path)
-        ignored(path, "it is a symbolic link" if link else f"it cannot be read ({e.strerror})")
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            ignored(path, f"it is {_kind(st.st_mode)}, not a regular file")
-            return None
-        if st.st_size > limit:
-            ignored(path, f"it holds {st.st_size} bytes, more than the {limit} an entry may")
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(limit + 1)[:limit]
-    except OSError as e:
-        ignored(path, f"it cannot be read ({e.strerror})")
-        return None
-    finally:
-        os.close(fd)
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "not a regular file"
+        ignored(path, f"it cannot be read ({e.strerror or e})")
+    return None
 
 
 def write_entry(path: Path, data: bytes) -> None:

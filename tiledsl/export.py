@@ -3,6 +3,7 @@
 The package is a directory that `tiledsl.load` (tiledsl/aot.py) runs with CuPy alone:
 
     manifest.json      what to allocate and launch, and what arguments the cubins take
+    package.sha256     a digest over the manifest and every file, checked at load
     <kernel>.cubin     one per generated kernel, compiled for `arch` (with its .ptx beside it)
     kernel_triton.py   the generated Triton module, for people to read
     dataflow.json      the spatial dataflow config of the same kernel (when the mapper takes it)
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tiledsl import registry
 from tiledsl.aot import FORMAT, FORMAT_VERSION, MANIFEST, validate_manifest
+from tiledsl.package_check import DIGEST, package_digest
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import ArgumentError, TileDSLError
 
@@ -87,7 +89,9 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
             "files": {f.name: _sha256(f) for f in sorted(staging.iterdir())},
         }
         validate_manifest(manifest, f"the manifest of {kernel.name}")  # our own output, checked
+        contents = {name: (staging / name).read_bytes() for name in manifest["files"]}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        (staging / DIGEST).write_text(package_digest(manifest, contents) + "\n")
         if root.exists():
             shutil.rmtree(root)
         staging.replace(root)

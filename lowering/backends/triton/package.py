@@ -46,7 +46,7 @@ def export_plan(fn: Function, config: Config, args: list[Any], arch: str) -> dic
     buffers, buffer_of = _allocations(fn, names)
     launches, files = [], {}
     for k, c in zip(module.kernels, compiled):
-        launch, scalar_buffers = _launch(k, c, arg_names, buffer_of, names, arch)
+        launch, scalar_buffers = _launch(k, c, arg_names, buffer_of, names, arch, strides)
         buffers += scalar_buffers
         launches.append(launch)
         files[launch["ptx"]] = c.ptx_path
@@ -130,8 +130,8 @@ def _constant(op: Op) -> Any:
 
 
 def _launch(k: GeneratedKernel, c: Compiled, arg_names: dict[Value, str],
-            buffer_of: dict[Value, str], names: _Names,
-            arch: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            buffer_of: dict[Value, str], names: _Names, arch: str,
+            strides: dict[Value, tuple[int, ...]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One kernel launch: its cubin, grid, block, shared memory and parameters in cubin order;
     also the 1-element buffers it reads scalar arguments from."""
     _check_launchable(k, c, arch)
@@ -149,9 +149,10 @@ def _launch(k: GeneratedKernel, c: Compiled, arg_names: dict[Value, str],
             name = names.fresh(f"{arg_names[src]}_scalar")
             scalar_buffers.append({"name": name, "shape": [1], "dtype": src.type.dtype.name,
                                    "init": "arg", "arg": arg_names[src]})
-            params.append({"kind": "buffer", "name": p.name, "buffer": name})
+            params.append({"kind": "buffer", "name": p.name, "buffer": name,
+                           "dtype": src.type.dtype.name, "extent": 1})
         else:
-            params.append(_param(p, arg_names, index, buffer_of, k))
+            params.append(_param(p, arg_names, index, buffer_of, k, strides))
     hidden = c.param_count - len(params)
     if hidden < 0:
         raise BackendError(f"{c.kernel}: the PTX entry takes {c.param_count} parameters, fewer "
@@ -171,7 +172,8 @@ def _launch(k: GeneratedKernel, c: Compiled, arg_names: dict[Value, str],
 
 
 def _param(p: KernelParam, arg_names: dict[Value, str], index: dict[Value, int],
-           buffer_of: dict[Value, str], k: GeneratedKernel) -> dict[str, Any]:
+           buffer_of: dict[Value, str], k: GeneratedKernel,
+           strides: dict[Value, tuple[int, ...]]) -> dict[str, Any]:
     """A cubin parameter for a tensor pointer, a scalar by value or the persistent grid size."""
     if p.kind == "num_programs":  # the launcher passes min(programs, num_sms)
         return {"kind": "num_programs", "name": p.name, "programs": k.programs}
@@ -179,14 +181,26 @@ def _param(p: KernelParam, arg_names: dict[Value, str], index: dict[Value, int],
         src = _source(p)
         return {"kind": "scalar", "name": p.name, "arg": arg_names[src], "index": index[src],
                 "dtype": SCALAR_DTYPE[p.dtype]}
-    if p.kind == "tensor":
+    if p.kind == "tensor":  # with what the cubin was compiled to address through it
         src = _source(p)
+        t = src.type
+        assert isinstance(t, TensorType)
+        pointee = {"dtype": t.dtype.name, "extent": span(t.shape, strides.get(src))}
         if src in index:
-            return {"kind": "arg", "name": p.name, "arg": arg_names[src], "index": index[src]}
-        return {"kind": "buffer", "name": p.name, "buffer": buffer_of[src]}
+            return {"kind": "arg", "name": p.name, "arg": arg_names[src], "index": index[src],
+                    **pointee}
+        return {"kind": "buffer", "name": p.name, "buffer": buffer_of[src], **pointee}
     raise BackendError(f"{k.name}: parameter {p.name} is a {p.kind!r}, which a cubin launched "
                        "without Triton cannot take (TMA descriptors are built by Triton's "
                        "launcher; export with tma=False)")
+
+
+def span(shape: Iterable[int], strides: Iterable[int] | None) -> int:
+    """Elements from the lowest to the highest one a tensor of this layout addresses."""
+    shape = list(shape)
+    if strides is None:  # an allocation: contiguous
+        return math.prod(shape)
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(shape, strides))
 
 
 def _source(p: KernelParam) -> Value:
