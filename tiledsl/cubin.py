@@ -59,8 +59,11 @@ def cubin_entry(cubin: bytes, name: str) -> Entry:
     in the cubin."""
     try:
         return _cubin_entry(cubin, name)
-    except struct.error:
-        raise CubinError("the cubin is truncated (an ELF structure runs past its end)") from None
+    except (struct.error, IndexError, ValueError, OverflowError, MemoryError) as e:
+        if isinstance(e, CubinError):
+            raise
+        raise CubinError("the cubin is truncated or malformed (an ELF structure points past "
+                         "its end)") from None
 
 
 def _cubin_entry(cubin: bytes, name: str) -> Entry:

@@ -272,6 +272,7 @@ def _python_names(launch: dict[str, Any], source: bytes | None) -> list[str]:
     got = [p["name"] for p in launch["params"] if p["kind"] != "null_pointer"]
     got += list(launch["constexprs"])
     if got != want:
-        return [f"its parameters are ({', '.join(got)}), the generated kernel's are "
-                f"({', '.join(want)})"]
+        problem = (f"its parameters are ({', '.join(got)}), the generated kernel's are "
+                   f"({', '.join(want)})")
+        return [problem]
     return []
