@@ -86,8 +86,7 @@ def report(fn: Function, runs: list[tuple[dict[str, Any], dict[str, Any]]], arch
     sram: dict[str, int] = {}
     for i, (dataflow, raw) in enumerate(runs):
         prefix = f"phase{i}." if several else ""
-        phase_macs = sum(step["op"]["macs"] for a in dataflow["agents"]
-                         for step in _flat(a["program"]) if "op" in step)
+        phase_macs = sum(_macs(a["program"]) for a in dataflow["agents"])
         phase_dram = int(sum(d["bytes"] for d in raw["drams"]))
         terms = {"compute": phase_macs / peak if peak else 0.0,
                  "dram": phase_dram / arch.dram_bytes_per_cycle,
@@ -131,15 +130,11 @@ def report(fn: Function, runs: list[tuple[dict[str, Any], dict[str, Any]]], arch
                      list(drams.values()), arch.clock_ghz, trace)
 
 
-def _flat(steps: list[dict]) -> list[dict]:
-    """Steps with loops expanded (only to count: bodies repeat `loop` times)."""
-    out: list[dict] = []
-    for s in steps:
-        if "loop" in s:
-            out.extend(_flat(s["body"]) * int(s["loop"]))
-        else:
-            out.append(s)
-    return out
+def _macs(steps: list[dict]) -> int:
+    """The MACs of a program's compute steps, loop bodies counted `loop` times (not unrolled:
+    a loop may repeat 2**62 times)."""
+    return sum(int(s["loop"]) * _macs(s["body"]) if "loop" in s else
+               int(s["op"]["macs"]) if "op" in s else 0 for s in steps)
 
 
 def _bits(short: str) -> int:
