@@ -21,7 +21,8 @@ def schema() -> dict[str, Any]:
 
 
 def _form(form: str) -> dict[str, Any]:
-    """The schema of one form of config ("config": one phase, "sequence": several)."""
+    """The schema of one form of config ("config": one phase, "sequence": several) or of a
+    part of one ("step")."""
     branch = {k: v for k, v in schema().items() if k != "oneOf"}
     return {**branch, "$ref": f"#/$defs/{form}"}
 
@@ -35,16 +36,37 @@ def _conforms(form: str) -> Callable[[Any], bool]:
 def validate(config: dict[str, Any]) -> None:
     """Raise BackendError naming the first place where `config` breaks the schema (checked
     against its form, one config or a sequence of phases, so the message names the place).
-    The schema is compiled once (a config has tens of thousands of steps); only a config that
-    breaks it is walked again by `jsonschema`, for the message."""
-    from tiledsl.schema_check import first_violation
-
+    The schema is compiled once (a config has tens of thousands of steps); a config that breaks
+    it is narrowed to the part that does before `jsonschema` words the message."""
     form = "sequence" if isinstance(config, dict) and "phases" in config else "config"
     if _conforms(form)(config):
         return
-    violation = first_violation(_form(form), config)
+    violation = _violation(form, config)
     if violation:
         raise BackendError(f"dataflow config does not match its schema {violation}")
+
+
+def _violation(form: str, config: Any) -> str | None:
+    """`first_violation` of a config found not to conform: on the config with its programs
+    emptied where that breaks the schema too, else on the first step that breaks it."""
+    from tiledsl.schema_check import first_violation
+
+    agents = config.get("agents") if form == "config" else None
+    if not isinstance(agents, list):
+        return first_violation(_form(form), config)
+    bare = [dict(a, program=[]) if isinstance(a, dict) and isinstance(a.get("program"), list)
+            else a for a in agents]
+    if not _conforms(form)(dict(config, agents=bare)):
+        return first_violation(_form(form), dict(config, agents=bare))
+    for i, agent in enumerate(agents):
+        for j, step in enumerate(agent["program"]):
+            if not _conforms("step")(step):
+                where = first_violation(_form("step"), step)
+                if where:  # "at PATH: MESSAGE", PATH within the step
+                    path, message = where[3:].split(": ", 1)
+                    inner = "" if path == "<root>" else f"/{path}"
+                    return f"at agents/{i}/program/{j}{inner}: {message}"
+    return first_violation(_form(form), config)
 
 
 def check(config: Any, arch: Arch) -> None:
