@@ -178,9 +178,11 @@ class SpatialBackend:
 def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False,
                 check: bool = True) -> dict[str, Any]:
     """Simulate one phase's dataflow config (`phases` lists a kernel's). With `check` (for a
-    config from elsewhere: a file, an edited one) it is first checked against its schema, `arch`
-    and its own references, and a broken one is a BackendError naming what is wrong (`simulate`
-    skips that: the mapper's configs conform). The simulator's errors (a deadlock, an invalid
+    config from elsewhere: a file, an edited one) it is first checked against its schema, its
+    own references and `arch`'s bounds (`schema.check`), and a broken one is a BackendError
+    naming the field (`simulate` skips that: the mapper's configs conform). A static-timing
+    config of more than `engine.MAX_STATIC_STEPS` steps, loops unrolled, is refused before
+    it is unrolled, checked or not. The simulator's errors (a deadlock, an invalid
     static schedule, a semaphore overflow, time that overflows) become BackendErrors that keep
     its message (which agents wait on what, which link is booked twice)."""
     if check:
@@ -194,7 +196,7 @@ def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False,
         raise BackendError(f"the static schedule is invalid on {arch.name}: {e}") from None
     except ValueError as e:  # a field the simulator rejects (set_program, add_semaphore)
         raise BackendError(f"the dataflow config is invalid on {arch.name}: {e}") from None
-    except RuntimeError as e:  # a semaphore overflow, max_events, time or counts overflowing
+    except RuntimeError as e:  # a semaphore overflow, max_events or max_trace, overflows
         raise BackendError(f"the simulation of the dataflow config fails on {arch.name}: "
                            f"{e}") from None
 
