@@ -186,19 +186,20 @@ PYBIND11_MODULE(_tiledsl_sim, m) {
         .def(
             "run",
             [](tsim::Simulator& self, std::int64_t packet_bytes, bool static_, bool trace,
-               std::int64_t max_events) {
+               std::int64_t max_events, std::int64_t max_trace) {
                 tsim::RunOptions o;
                 o.packet_bytes = packet_bytes;
                 o.static_schedule = static_;
                 o.trace = trace;
                 o.max_events = max_events;
+                o.max_trace = max_trace;
                 o.poll = [] {
                     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
                 };
                 return to_dict(self.run(o), trace);
             },
             py::arg("packet_bytes") = 2048, py::arg("static") = false, py::arg("trace") = false,
-            py::arg("max_events") = 1000000000LL,
+            py::arg("max_events") = 1000000000LL, py::arg("max_trace") = 10000000LL,
             "Run the simulation; returns a report dict.")
         .def_property_readonly("num_agents", &tsim::Simulator::num_agents)
         .def_property_readonly("num_links", &tsim::Simulator::num_links)

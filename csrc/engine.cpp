@@ -175,20 +175,28 @@ Instr Simulator::compile(const InstrSpec& spec, std::size_t index, std::size_t s
                         fail(os.str());
                     }
                     std::int32_t r = table[static_cast<std::size_t>(id)];
-                    for (std::uint32_t k = in.res_begin; k < out.res_pool.size(); ++k) {
-                        if (out.res_pool[k] == r) {
-                            std::ostringstream os;
-                            os << what << " id " << id << " (" << quoted(resources_[r].name)
-                               << ") listed twice";
-                            fail(os.str());
-                        }
-                    }
                     out.res_pool.push_back(r);
                     min_bw = std::min(min_bw, resources_[r].bytes_per_cycle);
                 }
             };
             add(spec.links, link_index_, "link");
             add(spec.drams, dram_index_, "dram");
+            // Each resource once, found by sorting (a route may list many links: no n^2 scan).
+            std::vector<std::int32_t> used(out.res_pool.begin() + in.res_begin,
+                                           out.res_pool.end());
+            std::sort(used.begin(), used.end());
+            auto twice = std::adjacent_find(used.begin(), used.end());
+            if (twice != used.end()) {
+                const Resource& r = resources_[static_cast<std::size_t>(*twice)];
+                const auto& table = r.kind == ResourceKind::Link ? link_index_ : dram_index_;
+                std::ostringstream os;
+                os << r.kind_name() << " id " << (std::find(table.begin(), table.end(), *twice) -
+                                                  table.begin())
+                   << " (" << quoted(r.name) << ") listed twice";
+                fail(os.str());
+            }
+            if (out.res_pool.size() > std::numeric_limits<std::uint32_t>::max())
+                fail("too many links and DRAM channels in one program's transfers");
             in.res_count = static_cast<std::uint32_t>(out.res_pool.size() - in.res_begin);
             in.min_bw = in.res_count ? min_bw : 0.0;
             break;
@@ -285,6 +293,9 @@ void Simulator::reset_run_state(const RunOptions& options) {
     if (options.max_events < 0)
         throw std::invalid_argument("max_events must be >= 0, got " +
                                     std::to_string(options.max_events));
+    if (options.max_trace < 0)
+        throw std::invalid_argument("max_trace must be >= 0, got " +
+                                    std::to_string(options.max_trace));
     opts_ = options;
     packet_bytes_ = static_cast<double>(options.packet_bytes);
     for (auto& r : resources_) r.reset();
@@ -340,7 +351,15 @@ void Simulator::add_bytes(Resource& r, std::int64_t bytes) {
 
 void Simulator::record(std::int32_t agent, TraceKind kind, double start, double end,
                        std::int64_t amount) {
-    if (opts_.trace) trace_.push_back(TraceRecord{agent, kind, start, end, amount});
+    if (!opts_.trace) return;
+    // The trace is kept in memory (and copied to Python): bound it, as max_events bounds time.
+    if (trace_.size() >= static_cast<std::uint64_t>(opts_.max_trace)) {
+        std::ostringstream os;
+        os << "the trace exceeds max_trace=" << opts_.max_trace << " records at cycle " << start
+           << ": run without a trace";
+        throw std::runtime_error(os.str());
+    }
+    trace_.push_back(TraceRecord{agent, kind, start, end, amount});
 }
 
 std::string Simulator::agent_label(std::int32_t a) const {

@@ -26,6 +26,7 @@ struct RunOptions {
     bool static_schedule = false;
     bool trace = false;
     std::int64_t max_events = 1000000000;
+    std::int64_t max_trace = 10000000;  // trace records kept with trace (about 32 B each)
     // Called every few hundred thousand events (the bindings check for Ctrl-C here); may throw.
     std::function<void()> poll;
 };

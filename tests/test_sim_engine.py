@@ -376,6 +376,24 @@ def test_max_events_exceeded_raises():
         contended().run(max_events=50)
 
 
+def test_a_trace_longer_than_max_trace_raises_instead_of_filling_memory():
+    s = sim.Simulator()
+    a = s.add_agent("a")
+    s.set_program(a, [(LOOP, 10**8, 1), (COMP, 1.0, 1)])  # 10**8 events: 3 GB of trace
+    with pytest.raises(RuntimeError, match="the trace exceeds max_trace=1000 records"):
+        s.run(trace=True, max_trace=1000)
+    s.set_program(a, [(LOOP, 10, 1), (COMP, 1.0, 1)])
+    assert len(s.run(trace=True, max_trace=10)["trace"]) == 10  # exactly at the bound
+
+
+def test_a_link_listed_twice_among_many_is_named():
+    s = sim.Simulator()  # (found by sorting the transfer's resources, not an n^2 scan)
+    links = [s.add_link(f"l{i}", 8.0) for i in range(1000)]
+    a = s.add_agent("a")
+    with pytest.raises(ValueError, match="link id 7 \\('l7'\\) listed twice"):
+        s.set_program(a, [(XFER, 10, 0, 0, links + [links[7]], [])])
+
+
 def test_zero_time_loop_cannot_hang():
     s = sim.Simulator()
     sem = s.add_semaphore("s", 0, 1)

@@ -146,6 +146,14 @@ def _link(value: Any) -> Callable[[dict], None]:
     return edit
 
 
+def _drain(field: str, value: Any) -> Callable[[dict], None]:
+    """Set `field` of the first copy that drains an SRAM buffer (a writer's)."""
+    def edit(df: dict) -> None:
+        writer = next(a for a in df["agents"] if a["id"].startswith("writer"))
+        _step({"agents": [writer]}, "copy")["copy"][field] = value
+    return edit
+
+
 def _deep(df: dict) -> None:
     body: list[dict] = [{"op": {"program": [0, 0], "cycles": 1.0, "macs": 1, "ops": []}}]
     for _ in range(3000):
@@ -183,6 +191,21 @@ def _deep(df: dict) -> None:
     (_set("timing", "static"),
      r"mapped for 'generic-8x8' \(static timing\), not for 'generic-8x8' \(dataflow timing"),
     (_deep, "nested too deeply"),
+    # references and numbers the architecture cannot hold (issue 29)
+    (_copy("dst", {"buffers": ["nope"]}),
+     "body/1/copy/dst: agent 'reader0_0_0' copies to buffer 'nope', which is not defined"),
+    (_drain("src", {"buffer": "nope"}), "copies from buffer 'nope', which is not defined"),
+    (_copy("src", {"tensor": "nope", "offset": 0, "sizes": [1], "strides": [1]}),
+     "copies from tensor 'nope', which is not defined"),
+    (_set("routes/0/dst", [{"pe": [100, 100]}]),
+     r"routes/0/dst/0/pe: PE \[100, 100\] is outside generic-8x8's 8x8 grid"),
+    (_set("links/0/from", [7, 7]), r"links/0/dir: PE \[7, 8\] is outside"),
+    (_set("buffers/0/bytes", 2**62), "buffers/0: buffer 'ld0_0_0' .* past the 1048576 bytes"),
+    (_copy("bytes", 513), "copy/bytes: the copy moves 513 bytes; buffer 'ld0_0_0' holds 512"),
+    (_set("routes/0/hops", 2**62), f"routes/0/hops: route 'r0' has {2**62} hops over 0 links"),
+    (_set("routes/0/channel", 2**40), "routes/0/channel: .* generic-8x8 has 8 channels per"),
+    (_set("tensors/0/shape", [2**40, 2**40]), r"tensors/0/shape: .* more than the 2\*\*62"),
+    (_op("cycles", 10**400), "program/0/op/cycles: .* is greater than the maximum"),
 ])
 def test_a_broken_dataflow_config_is_a_backend_error(edit: Callable[[dict], None],
                                                      message: str) -> None:
@@ -223,3 +246,44 @@ def test_a_static_config_whose_copies_move_no_bytes_runs() -> None:
     for a in df["agents"]:
         zero(a["program"])
     assert run_program(df, preset("lpu-like"))["cycles"] > 0
+
+
+def test_a_static_program_too_long_to_unroll_is_refused_before_unrolling() -> None:
+    df = _dataflow("static")
+    _step(df, "loop")["loop"] = 10**12  # unrolled step by step, it would fill any memory
+    with pytest.raises(td.BackendError, match=r"would have [0-9,]+ steps with its loops "
+                                              r"unrolled \(agent 'compute_0_0' alone"):
+        run_program(df, preset("lpu-like"))
+
+
+def _unrolled(steps: list[dict], times: int) -> list[dict]:
+    """`steps` with its outer loops running `times` times as often, unrolled."""
+    out: list[dict] = []
+    for s in steps:
+        out += _unrolled(s["body"], 1) * (s["loop"] * times) if "loop" in s else [s]
+    return out
+
+
+def test_a_long_program_is_checked_in_one_pass() -> None:
+    """An 80,000-step config: the schema is compiled once, not interpreted per step (jsonschema
+    took 6-30 s for what the simulator does in 0.1-0.4 s); a broken step is still named."""
+    from time import perf_counter
+
+    from lowering.backends.spatial import schema
+
+    df = _dataflow()
+    for a in df["agents"]:
+        a["program"] = _unrolled(a["program"], 250)
+    steps = sum(len(a["program"]) for a in df["agents"])
+    start = perf_counter()
+    schema.check(df, GENERIC)
+    checked = perf_counter()
+    assert run_program(df, GENERIC, check=False)["cycles"] > 0
+    print(f"{steps:,} steps: checked in {checked - start:.2f} s, "
+          f"simulated in {perf_counter() - checked:.2f} s")
+    i = max(range(len(df["agents"])), key=lambda i: len(df["agents"][i]["program"]))
+    program = df["agents"][i]["program"]
+    program[-1] = next(dict(s, n=0) for s in program if "acquire" in s)
+    with pytest.raises(td.BackendError, match=f"at agents/{i}/program/{len(program) - 1}/n: 0 "
+                                              "is less than the minimum of 1"):
+        schema.check(df, GENERIC)

@@ -86,8 +86,7 @@ def report(fn: Function, runs: list[tuple[dict[str, Any], dict[str, Any]]], arch
     sram: dict[str, int] = {}
     for i, (dataflow, raw) in enumerate(runs):
         prefix = f"phase{i}." if several else ""
-        phase_macs = sum(step["op"]["macs"] for a in dataflow["agents"]
-                         for step in _flat(a["program"]) if "op" in step)
+        phase_macs = sum(_macs(a["program"]) for a in dataflow["agents"])
         phase_dram = int(sum(d["bytes"] for d in raw["drams"]))
         terms = {"compute": phase_macs / peak if peak else 0.0,
                  "dram": phase_dram / arch.dram_bytes_per_cycle,
@@ -131,15 +130,11 @@ def report(fn: Function, runs: list[tuple[dict[str, Any], dict[str, Any]]], arch
                      list(drams.values()), arch.clock_ghz, trace)
 
 
-def _flat(steps: list[dict]) -> list[dict]:
-    """Steps with loops expanded (only to count: bodies repeat `loop` times)."""
-    out: list[dict] = []
-    for s in steps:
-        if "loop" in s:
-            out.extend(_flat(s["body"]) * int(s["loop"]))
-        else:
-            out.append(s)
-    return out
+def _macs(steps: list[dict]) -> int:
+    """The MACs of a program's compute steps, loop bodies counted `loop` times (not unrolled:
+    a loop may repeat 2**62 times)."""
+    return sum(int(s["loop"]) * _macs(s["body"]) if "loop" in s else
+               int(s["op"]["macs"]) if "op" in s else 0 for s in steps)
 
 
 def _bits(short: str) -> int:
@@ -183,9 +178,11 @@ class SpatialBackend:
 def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False,
                 check: bool = True) -> dict[str, Any]:
     """Simulate one phase's dataflow config (`phases` lists a kernel's). With `check` (for a
-    config from elsewhere: a file, an edited one) it is first checked against its schema, `arch`
-    and its own references, and a broken one is a BackendError naming what is wrong (`simulate`
-    skips that: the mapper's configs conform). The simulator's errors (a deadlock, an invalid
+    config from elsewhere: a file, an edited one) it is first checked against its schema, its
+    own references and `arch`'s bounds (`schema.check`), and a broken one is a BackendError
+    naming the field (`simulate` skips that: the mapper's configs conform). A static-timing
+    config of more than `engine.MAX_STATIC_STEPS` steps, loops unrolled, is refused before
+    it is unrolled, checked or not. The simulator's errors (a deadlock, an invalid
     static schedule, a semaphore overflow, time that overflows) become BackendErrors that keep
     its message (which agents wait on what, which link is booked twice)."""
     if check:
@@ -199,7 +196,7 @@ def run_program(dataflow: dict[str, Any], arch: Arch, trace: bool = False,
         raise BackendError(f"the static schedule is invalid on {arch.name}: {e}") from None
     except ValueError as e:  # a field the simulator rejects (set_program, add_semaphore)
         raise BackendError(f"the dataflow config is invalid on {arch.name}: {e}") from None
-    except RuntimeError as e:  # a semaphore overflow, max_events, time or counts overflowing
+    except RuntimeError as e:  # a semaphore overflow, max_events or max_trace, overflows
         raise BackendError(f"the simulation of the dataflow config fails on {arch.name}: "
                            f"{e}") from None
 

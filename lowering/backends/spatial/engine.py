@@ -17,6 +17,8 @@ from typing import Any
 from lowering.backends.spatial.arch import Arch
 from tiledsl.errors import ArgumentError, BackendError
 
+MAX_STATIC_STEPS = 5_000_000  # steps a static-timing run schedules (loops unrolled), in all
+
 
 def simulator_module() -> Any:
     try:
@@ -186,6 +188,7 @@ class Program:
         if self.config["timing"] != "static":
             return self.simulator(programs).run(packet_bytes=self.arch.packet_bytes, trace=trace)
         # Static: schedule with whole-transfer packets, then verify that schedule.
+        self.check_static_size(programs, sim)
         whole = max([1] + [ins[1] for p in programs for ins in _unroll(p, sim)
                            if ins[0] == sim.TRANSFER])  # (packet_bytes >= 1)
         arbitrated = self.simulator(programs).run(packet_bytes=whole, trace=True)
@@ -194,6 +197,35 @@ class Program:
             {"agent": self.config["agents"][a]["id"], "step": i, "start": ins[-1]}
             for a, prog in enumerate(scheduled) for i, ins in enumerate(prog)]
         return self.simulator(scheduled).run(packet_bytes=whole, static=True, trace=trace)
+
+
+    def check_static_size(self, programs: list[list[tuple]], sim: Any) -> None:
+        """Static timing schedules every step, loops unrolled, in Python (about 0.5 KB and 25 us
+        a step): refuse, before unrolling, a program with more than MAX_STATIC_STEPS steps, as
+        the dataflow mode stops at `max_events`."""
+        steps = [_unrolled_length(p, sim) for p in programs]
+        if sum(steps) > MAX_STATIC_STEPS:
+            most = max(range(len(steps)), key=steps.__getitem__)
+            raise BackendError(
+                f"the static schedule of this dataflow config would have {sum(steps):,} steps "
+                f"with its loops unrolled (agent {self.config['agents'][most]['id']!r} alone "
+                f"{steps[most]:,}), more than the {MAX_STATIC_STEPS:,} that static timing "
+                f"schedules one by one on {self.arch.name}; map larger tiles (a config with "
+                "larger block sizes) or simulate on a dataflow-timing architecture")
+
+
+def _unrolled_length(program: list[tuple], sim: Any) -> int:
+    """How many steps `_unroll(program)` would have, without unrolling it."""
+    total, i = 0, 0
+    while i < len(program):
+        ins = program[i]
+        if ins[0] == sim.LOOP:
+            total += ins[1] * _unrolled_length(program[i + 1:i + 1 + ins[2]], sim)
+            i += 1 + ins[2]
+        else:
+            total += 1
+            i += 1
+    return total
 
 
 def _unroll(program: list[tuple], sim: Any) -> list[tuple]:
