@@ -23,7 +23,7 @@ from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
 from tiledsl.ir.core import Function, Value, walk
-from tiledsl.ir.ops import WRITES, has_trait
+from tiledsl.ir import views
 from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
@@ -502,7 +502,7 @@ class TileKernel:
     def _written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
         if spec not in self._writes:  # once per signature: DLPack calls ask on every call
             fn = self._traced(spec).ir
-            stored = {op.operands[0] for op in fn.walk() if has_trait(op.name, WRITES)}
+            stored = views.written(fn)
             self._writes[spec] = [n for n, a in zip(self._flat_names(spec), fn.args)
                                   if a in stored]
         return self._writes[spec]
@@ -606,15 +606,10 @@ class TileKernel:
 
     def _check_no_overlap(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         """An argument written in place must not have elements that share memory (a stride of
-        0, from broadcast_to or torch's expand): which write wins would be a race."""
+        0, from broadcast_to or torch's expand; overlapping rows from as_strided)."""
         names = self._flat_names(spec)
-        for name in self._written(spec):
-            v = values[names.index(name)]
-            strides = _strides(v)
-            if strides and any(s == 0 and n > 1 for s, n in zip(strides, v.shape)):
-                raise ArgumentError(f"the kernel writes argument '{name}' in place, but "
-                                    f"its elements share memory (strides {tuple(strides)}: a "
-                                    "broadcast or expanded view); pass a copy", kernel=self.name)
+        arrays.check_layouts(self.name, names, values,
+                             [names.index(n) for n in self._written(spec)])
 
     def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         for name in self._written(spec):
