@@ -89,3 +89,11 @@ def test_overlap_is_exact_for_layouts_the_stride_rule_cannot_prove() -> None:
     assert overlaps_itself((2, 3), (8, 4), 4)  # 0 4 8 8 12 16
     assert overlaps_itself((3,), (2,), 4)  # 4-byte items 2 bytes apart overlap in part
     assert not overlaps_itself((5, 1, 4), (-16, 0, 4), 4)  # size-1 dimensions take any stride
+
+
+def test_export_refuses_a_written_argument_whose_elements_share_memory(tmp_path) -> None:
+    x = np.lib.stride_tricks.as_strided(np.zeros(2 * M + N, np.float32), (M, N), (8, 4))
+    with pytest.raises(td.ArgumentError, match="writes argument 'x' in place, but its elements "
+                       "share memory"):  # td.load would accept the layout it was exported for
+        axpy_.export(tmp_path / "pkg", x, np.ones((M, N), np.float32))
+    assert not (tmp_path / "pkg").exists()
