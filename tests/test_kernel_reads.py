@@ -102,3 +102,16 @@ def test_closure_variables_and_function_arguments_are_read_as_they_are_now() -> 
     assert times(x, add_eps)[0] == 5.0
     _with(EPS=10.0)
     assert times(x, add_eps)[0] == 14.0
+
+
+def test_the_tuners_processes_refuse_a_kernel_whose_globals_differ(tmp_path) -> None:
+    from autotune.runners import load_kernel
+    path = tmp_path / "k.py"
+    path.write_text("import tiledsl as td\nSCALE = 2.0\n\n@td.tile_kernel\ndef k(x):\n"
+                    "    out = td.empty_like(x)\n    for t in td.tile(x.shape[0]):\n"
+                    "        out[t] = x[t] * SCALE\n    return out\n")
+    tuned = load_kernel(str(path), "k")  # the tuning process's kernel
+    load_kernel(str(path), "k", tuned.source_digest)  # another process imports the same
+    tuned.fn.__globals__["SCALE"] = 5.0  # set at run time: the file still says 2.0
+    with pytest.raises(td.TileDSLError, match="a global or closure variable it reads, differs"):
+        load_kernel(str(path), "k", tuned.source_digest)

@@ -230,26 +230,6 @@ def value_text(v: Any, seen: frozenset[int] = frozenset()) -> str:
     return f"<{type(v).__module__}.{type(v).__qualname__} object>"
 
 
-def globals_to_ship(fn: FunctionType) -> dict[str, Any]:
-    """The module globals `fn` reads directly whose values are keyed by value: what the
-    tuner's other processes set in the module they import, so that they trace the kernel the
-    caller traces (a global changed at run time is not what the file sets)."""
-    out: dict[str, Any] = {}
-    for p, cell in plan(fn.__code__):
-        if cell >= 0 or p[0] not in fn.__globals__:
-            continue
-        v = fn.__globals__[p[0]]
-        if not _has_identity(value_key(v)) and not isinstance(v, (ModuleType, FunctionType)):
-            out[p[0]] = v
-    return out
-
-
-def _has_identity(k: Any) -> bool:
-    if isinstance(k, _Identity):
-        return True
-    return isinstance(k, tuple) and any(_has_identity(x) for x in k)
-
-
 class Generations:
     """A kernel's in-process caches (the attributes `names` of `owner`: traces, spaces, plans,
     ...), one set per key of the values it reads; the last MAX_KEPT sets are kept, so a global
