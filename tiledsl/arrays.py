@@ -193,6 +193,60 @@ def share_memory(a: Any, b: Any) -> bool:
     return x is not None and y is not None and x[0] < y[1] and y[0] < x[1]
 
 
+# Up to this many elements, a layout that the sorted-strides rule cannot prove free of overlap
+# is checked element by element (8 bytes each); a larger one is assumed to overlap.
+EXACT_OVERLAP_ELEMENTS = 1 << 20
+
+
+def byte_layout(v: Any) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    """An array's shape, strides in bytes and item size (NumPy's and CuPy's strides are in
+    bytes, torch's in elements); None for a scalar."""
+    strides = getattr(v, "strides", None)
+    if strides is not None:
+        if not hasattr(v, "shape") or not hasattr(v, "dtype"):
+            return None
+        return tuple(v.shape), tuple(strides), np.dtype(v.dtype).itemsize
+    stride = getattr(v, "stride", None)
+    if not callable(stride):
+        return None
+    size = v.element_size()
+    return tuple(v.shape), tuple(s * size for s in stride()), size
+
+
+def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    """Whether two elements of an array laid out so share a byte (a stride of 0 from
+    `broadcast_to`, rows that overlap from `as_strided`). Dimensions sorted by |stride|, each
+    stepping past everything the smaller ones span, cannot overlap; a layout that fails that
+    rule is checked element by element, and assumed to overlap past EXACT_OVERLAP_ELEMENTS."""
+    span = itemsize
+    for step, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if step < span:
+            break
+        span += (n - 1) * step
+    else:
+        return False
+    if int(np.prod(shape, dtype=np.int64)) > EXACT_OVERLAP_ELEMENTS:
+        return True
+    offsets = np.zeros(1, dtype=np.int64)
+    for n, s in zip(shape, strides):
+        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * s).ravel()
+    offsets.sort()
+    return bool(np.any(np.diff(offsets) < itemsize))
+
+
+def check_layouts(kernel: str, names: list[str], values: list[Any], written: list[int]) -> None:
+    """An argument written in place must not have elements that share memory: which write wins
+    would depend on the order the programs run in, and differ between backends."""
+    for i in written:
+        layout = byte_layout(values[i])
+        if layout is not None and overlaps_itself(*layout):
+            shape, strides, _ = layout
+            raise ArgumentError(
+                f"the kernel writes argument '{names[i]}' in place, but its elements share "
+                f"memory (strides {strides} in bytes, shape {shape}: a broadcast, expanded or "
+                "as_strided view)", kernel=kernel, hint=f"pass a copy of '{names[i]}' "
+                "(np.ascontiguousarray) and read the result from it")
+
 
 def check_overlap(kernel: str, names: list[str], values: list[Any], written: list[int]) -> None:
     """An argument written in place (indices `written`) must not share memory with another

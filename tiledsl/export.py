@@ -54,6 +54,7 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
     values = kernel.bind(args, kwargs)
     spec = kernel.arg_spec(values)
     space = kernel._space(spec, "triton")
+    kernel._check_no_overlap(kernel._flat(spec, values), spec)  # its layout is the package's
     chosen, source = choose_config(kernel, values, spec, space, config)
     chosen, notes = launchable(chosen)
     traced = kernel._traced_for(spec, chosen)  # a registered knob's value is a trace of its own

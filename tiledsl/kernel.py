@@ -17,13 +17,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import arrays, dispatch, dtypes, registry, static_args, symdims, tunables
+from tiledsl import arrays, dispatch, dtypes, reads, registry, static_args, symdims, tunables
 from tiledsl.block_sizes import bounded_choices, default_block
 from tiledsl.config import Config, ConfigSpace, Param
 from tiledsl.errors import (ArgumentError, BackendError, Loc, TileDSLError, TraceError,
                             is_internal)
 from tiledsl.ir.core import Function, Value, walk
-from tiledsl.ir.ops import WRITES, has_trait
+from tiledsl.ir import views
 from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
@@ -98,6 +98,9 @@ class TileKernel:
         self._plans: dict[tuple, tuple] = {}  # dispatch cache: backend, space, config, trace
         self._fast: dict[tuple, dispatch.Call] = {}  # torch CUDA calls by layout (dispatch.py)
         self._arity = len(self.signature.parameters)
+        # the caches above, per value of the globals and closure variables it reads (reads.py)
+        self._reads = reads.Generations(fn, ("_traces", "_writes", "_shapes", "_spaces",
+                                             "_tuned", "_plans", "_fast"))
         # compile-time parameters: annotated td.constexpr, or ints the body needs static
         self._static: set[str] = set(static_args.signature_constexprs(self.signature))
 
@@ -121,6 +124,7 @@ class TileKernel:
         """The signature a trace is cached under; raises ArgumentError for what no backend takes.
         A spec with runtime ints is traced here: an int the body needs static (a shape, a
         range) makes its parameter compile-time, and the spec is made again."""
+        self._reads.sync(self)  # a global it reads changed: the traces of its value
         names = self.signature.parameters
         return self._specialized(lambda: tuple(self._spec(n, v) for n, v in zip(names, values)))
 
@@ -256,9 +260,11 @@ class TileKernel:
 
     @property
     def source_digest(self) -> str:
-        """SHA-256 of the source as decorated: what the result cache keys on, and what the
-        tuner's other processes check the kernel they import from its file against."""
-        return hashlib.sha256(self._source_text().encode()).hexdigest()
+        """SHA-256 of the source as decorated and of the values of the globals and closure
+        variables it reads now (reads.py): what the result cache keys on, and what the tuner's
+        other processes check the kernel they import from its file against."""
+        text = f"{self._source_text()}\0{reads.text(self.fn)}"
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def _source_text(self) -> str:
         """The kernel's source as it was when decorated."""
@@ -442,6 +448,7 @@ class TileKernel:
         values = self.bind(args, kwargs)
         if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
             return self._run(values, "numpy", None, None)
+        self._reads.sync(self)
         fast_key = dispatch.key(values)
         if fast_key is not None:  # compile-time values pick the trace: they are in the key
             fast_key += (tuple(v for n, v in zip(self.signature.parameters, values)
@@ -502,7 +509,7 @@ class TileKernel:
     def _written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
         if spec not in self._writes:  # once per signature: DLPack calls ask on every call
             fn = self._traced(spec).ir
-            stored = {op.operands[0] for op in fn.walk() if has_trait(op.name, WRITES)}
+            stored = views.written(fn)
             self._writes[spec] = [n for n, a in zip(self._flat_names(spec), fn.args)
                                   if a in stored]
         return self._writes[spec]
@@ -606,15 +613,10 @@ class TileKernel:
 
     def _check_no_overlap(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         """An argument written in place must not have elements that share memory (a stride of
-        0, from broadcast_to or torch's expand): which write wins would be a race."""
+        0, from broadcast_to or torch's expand; overlapping rows from as_strided)."""
         names = self._flat_names(spec)
-        for name in self._written(spec):
-            v = values[names.index(name)]
-            strides = _strides(v)
-            if strides and any(s == 0 and n > 1 for s, n in zip(strides, v.shape)):
-                raise ArgumentError(f"the kernel writes argument '{name}' in place, but "
-                                    f"its elements share memory (strides {tuple(strides)}: a "
-                                    "broadcast or expanded view); pass a copy", kernel=self.name)
+        arrays.check_layouts(self.name, names, values,
+                             [names.index(n) for n in self._written(spec)])
 
     def _check_writable(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> None:
         for name in self._written(spec):

@@ -299,8 +299,13 @@ def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
                               "`global` and `nonlocal` cannot be used: store results to a "
                               "tensor, or carry them in a value bound before the loop") from None
     exec(code, fn.__globals__, namespace)
-    cells = [c.cell_contents for c in (fn.__closure__ or ())]
-    new = namespace["_td_factory"](loops, *cells)
+    new = namespace["_td_factory"](loops, *(None for _ in freevars))
+    # the kernel's own closure cells, not copies of their values: a closure variable bound
+    # again later is read as it is when the kernel traces (reads.py keys the traces by it)
+    own = dict(zip(freevars, fn.__closure__ or ()))
+    new = FunctionType(new.__code__, new.__globals__, new.__name__, None, tuple(
+        own.get(name, cell) for name, cell in zip(new.__code__.co_freevars, new.__closure__ or ())
+    ) or None)
     new.__code__ = new.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
     new.__name__, new.__qualname__ = fn.__name__, fn.__qualname__
     new.__defaults__ = fn.__defaults__

@@ -20,7 +20,8 @@ number.
   tensor arguments of the IR (`("closure", Static, ((cell index, name, tensor spec), ...))`):
   the body calls a copy of the function whose cells hold Tensor proxies instead.
 
-Keys: a value is keyed by its type and value; a function by its code, defaults and closure
+Keys: a value is keyed by its type and value; a function by its code, defaults, closure and the
+values of the globals it reads (reads.py)
 (so the same `lambda` written in a loop hits one trace) when those are values of this kind,
 else by its identity. `Static.text` is the stable description the on-disk caches key on.
 """
@@ -31,11 +32,12 @@ import hashlib
 import inspect
 import marshal
 from dataclasses import dataclass
-from types import BuiltinFunctionType, FunctionType, MethodType
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any, Callable, Hashable
 
 import numpy as np
 
+from tiledsl import reads
 from tiledsl.dtypes import DType
 from tiledsl.ir.core import Value
 
@@ -141,10 +143,16 @@ def _key(v: Any, seen: set[int]) -> Hashable:
         cells = tuple(_LIFTED if _is_array(c) else c for c in
                       (_cell(c) for c in (v.__closure__ or ())))
         parts = (v.__code__, _key(v.__defaults__, seen), _key(v.__kwdefaults__, seen),
-                 tuple(_key(c, seen) for c in cells))
+                 tuple(_key(c, seen) for c in cells), _globals_key(v, seen))
         if not _has_identity(parts):
             return ("function", parts)
     return ("id", _Identity(v))
+
+
+def _globals_key(fn: FunctionType, seen: set[int]) -> Hashable:
+    """The values of the globals `fn` reads (reads.py), a captured array as its spec."""
+    return tuple((p, _LIFTED if _is_array(x) else reads.value_key(x, frozenset(seen)))
+                 for p, x in reads.values(fn))
 
 
 _LIFTED = "<captured array>"  # a cell whose array is lifted into an argument: keyed by its spec
@@ -207,7 +215,10 @@ def _text(v: Any, seen: set[int]) -> str:
         cells = ", ".join(_LIFTED if _is_array(_cell(c)) else _text(_cell(c), seen)
                           for c in (v.__closure__ or ()))
         defaults = _text(v.__defaults__, seen) if v.__defaults__ else ""
-        return f"<function {v.__module__}.{v.__qualname__} {digest} ({cells}) {defaults}>".strip()
+        scope = "; ".join(f"{'.'.join(p)}={_LIFTED if _is_array(x) else reads.value_text(x)}"
+                          for p, x in reads.values(v) if not isinstance(x, ModuleType))
+        return f"<function {v.__module__}.{v.__qualname__} {digest} ({cells}) {defaults} " \
+            f"{{{scope}}}>"
     if isinstance(v, (BuiltinFunctionType, MethodType, type)) or hasattr(v, "__qualname__"):
         name = getattr(v, "__qualname__", type(v).__qualname__)
         return f"<{type(v).__name__} {getattr(v, '__module__', '')}.{name}>"

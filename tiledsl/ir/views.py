@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tiledsl.ir.core import Value
+from tiledsl.ir.core import Function, Value
+from tiledsl.ir.ops import WRITES, has_trait
 from tiledsl.ir.types import TensorType
 
 VIEW_OPS = ("tensor.reshape", "tensor.permute")
@@ -20,6 +21,12 @@ def root(v: Value) -> Value:
     while v.owner is not None and v.owner.name in VIEW_OPS:
         v = v.owner.operands[0]
     return v
+
+
+def written(fn: Function) -> set[Value]:
+    """The arguments and allocations that `fn`'s stores and atomics write, directly or through
+    views (`x.T[tn, tm] = ...` writes `x`)."""
+    return {root(op.operands[0]) for op in fn.walk() if has_trait(op.name, WRITES)}
 
 
 def reshape_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]

@@ -21,6 +21,7 @@ from lowering.backends.triton.loader import load
 from tiledsl import dtypes, fp8, registry
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
+from tiledsl.ir import views
 from tiledsl.ir.core import Function, Value
 from tiledsl.ir.types import TensorType
 
@@ -34,10 +35,16 @@ def _torch() -> Any:
     return torch
 
 
+def viewable(a: np.ndarray) -> bool:
+    """Whether torch can view `a` without a copy (torch refuses read-only arrays and negative
+    strides: `x[::-1]`)."""
+    return a.flags.writeable and all(s >= 0 for s in a.strides)
+
+
 def to_torch(a: np.ndarray) -> Any:
-    """A torch view of `a` (a copy only when torch cannot view it: read-only, negative strides)."""
+    """A torch view of `a` (a copy only when torch cannot view it: see `viewable`)."""
     torch = _torch()
-    if not a.flags.writeable or any(s < 0 for s in a.strides):
+    if not viewable(a):
         a = a.copy()
     if a.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
@@ -226,6 +233,16 @@ def interpreted_stdlib() -> Iterator[None]:
         _restore(snapshot)
 
 
+def write_back(fn: Function, args: list[Any], tensors: list[Any]) -> None:
+    """Copy into the caller's arrays what the kernel wrote into the copies `to_torch` made of
+    them (a written argument with negative strides): the write must not be lost. The copy is
+    exact, as no other argument shares the written one's memory (arrays.check_overlap)."""
+    written = views.written(fn)
+    for v, a, t in zip(fn.args, args, tensors):
+        if v in written and isinstance(a, np.ndarray) and not viewable(a):
+            a[...] = to_numpy(t)
+
+
 # Persistent kernels launch this many programs in the interpreter, so each walks several tiles.
 INTERPRETER_SMS = 3
 
@@ -254,6 +271,7 @@ class TritonInterpretBackend:
                 empty=_empty,
                 full=lambda shape, value, dtype: torch.full(shape, value, dtype=_torch_dtype(dtype)),
                 num_sms=INTERPRETER_SMS)
+        write_back(fn, args, targs)
         by_tensor = {id(t): a for t, a in zip(targs, args)}
         return check_written(fn, config, [by_tensor.get(id(o)) if id(o) in by_tensor
                                           else to_numpy(o) for o in outs])
