@@ -106,13 +106,35 @@ def values(fn: FunctionType) -> list[tuple[tuple[str, ...], Any]]:
     return [(p, v) for p, c in plan(fn.__code__) if (v := _resolve(fn, p, c)) is not _MISSING]
 
 
+def _library_module(v: Any) -> bool:
+    """A module of tiledsl, a library or the standard library: its attributes (td.tile,
+    math.sqrt) are taken as constant, so a call does not look them up again."""
+    if type(v) is not ModuleType:
+        return False
+    file = getattr(v, "__file__", None)
+    return file is None or os.path.abspath(file).startswith(_PACKAGE_DIRS + _LIBRARY_DIRS)
+
+
+_watched: dict[tuple[CodeType, int], tuple] = {}
+
+
+def watched(fn: FunctionType) -> tuple[tuple[tuple[str, ...], int], ...]:
+    """`plan(fn.__code__)` less the paths through a global bound to a library module when first
+    asked (`_library_module`): what `snapshot` looks up on every call."""
+    k = (fn.__code__, id(fn.__globals__))
+    if k not in _watched:
+        _watched[k] = tuple((p, c) for p, c in plan(fn.__code__)
+                            if c >= 0 or not _library_module(fn.__globals__.get(p[0])))
+    return _watched[k]
+
+
 def snapshot(fn: FunctionType, out: list[Any], seen: set[int]) -> list[Any]:
     """The objects `fn` reads, and those the user's functions among them read, in order: while
     each is the same object as before (and none is a list, which changes in place), the key
     is the same, and need not be made again. (`_resolve` inlined: this runs on every call.)"""
     seen.add(id(fn))
     scope, closure = fn.__globals__, fn.__closure__
-    for path, cell in plan(fn.__code__):
+    for path, cell in watched(fn):
         if cell < 0:
             v = scope.get(path[0], _MISSING)
         else:
