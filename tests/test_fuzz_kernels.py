@@ -283,9 +283,9 @@ def render_stage(stage: Stage, dt: str, src: str, main: str, dest: str, acc: str
         init, combine = {
             "sum": ("td.zeros((tm,), dtype={acc})", "acc + td.sum(v, axis=1)"),
             "mean": ("td.zeros((tm,), dtype={acc})", "acc + td.sum(v, axis=1)"),
-            "max": ('td.full((tm,), -float("inf"), dtype=td.float32)',
+            "max": ('td.full((tm,), -float("inf"), dtype={acc})',
                     "td.maximum(acc, td.max(v, axis=1))"),
-            "min": ('td.full((tm,), float("inf"), dtype=td.float32)',
+            "min": ('td.full((tm,), float("inf"), dtype={acc})',
                     "td.minimum(acc, td.min(v, axis=1))"),
         }[stage.op]
         init = init.format(acc=acc)
