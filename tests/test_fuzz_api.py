@@ -21,7 +21,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 import tiledsl as td
@@ -115,8 +115,27 @@ def arrays(draw: Any) -> Any:
     return a
 
 
+@st.composite
+def tensors(draw: Any) -> Any:
+    """torch CPU tensors (they reach the kernel through DLPack), odd ones included."""
+    torch = pytest.importorskip("torch")
+    kind = draw(st.sampled_from(["f32", "f32-2d", "grad", "T", "neg", "conj", "bool", "int",
+                                 "complex", "sparse", "meta", "0-d", "empty", "expand"]))
+    base = torch.arange(35, dtype=torch.float32).reshape(5, 7)
+    return {
+        "f32": lambda: torch.arange(9, dtype=torch.float32), "f32-2d": lambda: base,
+        "grad": lambda: base.clone().requires_grad_(), "T": lambda: base.T,
+        "neg": lambda: base.to(torch.complex64).conj().imag._neg_view(),
+        "conj": lambda: base.to(torch.complex64).conj(), "bool": lambda: base > 3,
+        "int": lambda: base.to(torch.int32), "complex": lambda: base.to(torch.complex64),
+        "sparse": lambda: base.to_sparse(), "meta": lambda: torch.empty(5, 7, device="meta"),
+        "0-d": lambda: torch.tensor(1.5), "empty": lambda: torch.empty(0, 7),
+        "expand": lambda: torch.ones(5, 1).expand(5, 7),
+    }[kind]()
+
+
 junk = st.one_of(st.sampled_from(ODD_SCALARS), arrays(), st.integers(), st.floats(),
-                 st.text(max_size=5), st.lists(arrays(), max_size=3))
+                 st.text(max_size=5), st.lists(arrays(), max_size=3), tensors())
 
 
 @st.composite
@@ -124,9 +143,9 @@ def arguments(draw: Any, name: str) -> tuple[list[Any], dict[str, Any]]:
     """The kernel's good arguments, some replaced by junk, some dropped or added."""
     args = good_args(name)
     for i in range(len(args)):
-        if draw(st.booleans()):
+        if draw(st.integers(0, 3)) == 0:
             args[i] = draw(junk)
-    how = draw(st.sampled_from(["same", "same", "fewer", "more", "kwarg"]))
+    how = draw(st.sampled_from(["same", "same", "same", "same", "fewer", "more", "kwarg"]))
     kwargs: dict[str, Any] = {}
     if how == "fewer":
         args = args[:draw(st.integers(0, len(args) - 1))]
@@ -185,8 +204,10 @@ def expect_tiledsl_errors(call: Any) -> None:
     """Run `call`; only a TileDSLError may leave it."""
     try:
         call()
-    except td.TileDSLError:
-        pass
+    except td.TileDSLError as e:
+        event(f"raised {type(e).__name__}")  # pytest --hypothesis-show-statistics counts them
+    else:
+        event("accepted")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +218,8 @@ def expect_tiledsl_errors(call: Any) -> None:
 def test_kernel_calls_raise_only_tiledsl_errors(name: str, data: st.DataObject) -> None:
     kernel = KERNELS[name]
     args, kwargs = data.draw(arguments(name), label="arguments")
-    how = data.draw(st.sampled_from(["call", "run", "space", "source"]), label="call")
+    how = data.draw(st.sampled_from(["call", "run", "space", "source", "simulate", "traced"]),
+                    label="call")
     if how != "call":  # (a second `backend=` is Python's own TypeError, at the call site)
         kwargs.pop("backend", None)
     if how == "call":
@@ -219,6 +241,15 @@ def test_kernel_calls_raise_only_tiledsl_errors(name: str, data: st.DataObject) 
             s.validate(built(config))
             assert (built(config) in s) in (True, False)
         expect_tiledsl_errors(space)
+    elif how == "simulate":
+        config = data.draw(configs(), label="config")
+        arch = data.draw(st.one_of(st.none(), st.sampled_from(
+            ["generic-8x8", "nope", "sm_90", 3, "", {}])), label="arch")
+        expect_tiledsl_errors(lambda: kernel.simulate(*args, arch=arch, config=built(config),
+                                                      **kwargs))
+    elif how == "traced":
+        expect_tiledsl_errors(lambda: (kernel.traced(*args, **kwargs),
+                                       kernel.written_args(*args, **kwargs)))
     else:
         target = data.draw(targets, label="target")
         if target == "ptx":  # compiling PTX takes seconds: once is enough per run
@@ -296,3 +327,15 @@ def test_tune_options_raise_only_tiledsl_errors(options: dict[str, Any]) -> None
         return  # the options would start a tune
     expect_tiledsl_errors(lambda: row_sums.autotune(*good_args("row_sums"),
                                                     **{"trials": 1, **options}))
+
+
+@fuzz_settings(20)
+@given(thing=st.one_of(st.sampled_from(ODD_SCALARS), st.sampled_from(
+    [print, len, np.add, lambda x: x, td.TileKernel, row_sums, staticmethod(len), int])))
+def test_decorating_junk_raises_only_tiledsl_errors(thing: Any) -> None:
+    """`td.tile_kernel` of what is not a kernel function (a lambda has no `td.tile` loop: its
+    call then fails as a kernel would)."""
+    def make() -> None:
+        k = td.tile_kernel(thing)
+        k(np.ones(3, np.float32))
+    expect_tiledsl_errors(make)

@@ -44,8 +44,10 @@ from fuzz_settings import LONG, fuzz_settings
 # The grammar
 # ---------------------------------------------------------------------------------------------
 # Leaves: "x" the stage's main operand, "y" a second input, "s" the main source shifted, "g" it
-# gathered through the index tensor `idx`, "w" a row vector broadcast over rows; and constants.
-LEAVES = ("x", "y", "s", "g", "w")
+# gathered through the index tensor `idx`, "w" a row vector broadcast over rows, "m" a masked
+# load of the source (`td.load(src, [i, j], mask=y > 0, other=0.5)`), "a" the runtime scalar
+# argument `alpha`; and constants.
+LEAVES = ("x", "y", "s", "g", "w", "m", "a")
 UNARY = ("abs", "neg", "tanh", "exp", "sigmoid", "sin", "cos", "erf", "sqrt1", "log1", "clamp",
          "f16", "bf16", "f64")
 LEAF_ONLY = ("floor4", "int4")  # discontinuous: only on exact values (an input leaf)
@@ -76,9 +78,9 @@ class Binary:
     cond: tuple[str, float] = ("y", 0.0)  # where: `cond[0]v > cond[1]`
 
 
-FORMS = ("map2d", "grid_rows", "row_full", "row_loop")
+FORMS = ("map2d", "grid_rows", "row_full", "row_loop", "persistent")
 KINDS = {"map2d": ("map",), "grid_rows": ("map",), "row_full": ("map", "reduce", "scan"),
-         "row_loop": ("reduce", "scan")}
+         "row_loop": ("reduce", "scan"), "persistent": ("map",)}
 REDUCES = ("sum", "max", "min", "mean")
 SCANS = ("cumsum", "scan_add", "scan_max", "scan_min")
 
@@ -104,6 +106,8 @@ class Program:
     n: int
     layouts: tuple[str, str, str]  # of x, y, w
     seed: int
+    alpha: float = 1.5  # the runtime scalar argument
+    programs: int = 2  # of a persistent loop (`td.grid(P)` over `td.tile(m, n)[p::P]`)
     shifts_read_x: bool = True  # stage 1's "s" and "g" leaves read x (else y)
     notes: list[str] = field(default_factory=list, compare=False, hash=False)
 
@@ -156,22 +160,22 @@ def tiles_only(e: Any) -> Any:
 
 def rooted(e: Any) -> Any:
     """An expression that reads at least one whole tile (a constant alone has no tile shape,
-    and the row vector w has one row)."""
-    return e if leaves_of(e) & {"x", "y", "s", "g"} else Binary("+", Leaf("x"), e)
+    the row vector w has one row, alpha none)."""
+    return e if leaves_of(e) & {"x", "y", "s", "g", "m"} else Binary("+", Leaf("x"), e)
 
 
 @st.composite
 def stages(draw: Any, dtype: str, exact: tuple[str, ...], forms: tuple[str, ...] = FORMS,
            kinds: tuple[str, ...] = ("map", "reduce", "scan")) -> Stage:
-    form = draw(st.sampled_from([f for f in forms if set(KINDS[f]) & set(kinds)]))
-    kind = draw(st.sampled_from([k for k in KINDS[form] if k in kinds]))
+    kind = draw(st.sampled_from(kinds))
+    form = draw(st.sampled_from([f for f in forms if kind in KINDS[f]]))
     quarter = st.integers(-12, 12).map(lambda i: i / 4)  # exact in every float dtype
     consts = quarter if dtype in ("float16", "bfloat16") else st.one_of(
         quarter, st.floats(-3.0, 3.0, width=32).filter(lambda v: abs(v) >= 0.01))
     depth = 2 if dtype in ("float16", "bfloat16") else 3  # 16-bit: no overflow
     expr = rooted(tiles_only(draw(expressions(depth, exact, consts))))
     op = draw(st.sampled_from(REDUCES if kind == "reduce" else SCANS)) if kind != "map" else None
-    if form in ("map2d", "row_loop"):
+    if form in ("map2d", "row_loop", "persistent"):
         axis = draw(st.sampled_from([0, 1]))
     else:
         axis = 1 if form == "grid_rows" else 0
@@ -189,6 +193,7 @@ def programs(draw: Any) -> Program:
     lx, ly = draw(layout), draw(layout)
     lw = draw(st.sampled_from(["c", "strided", "reversed"]))
     seed = draw(st.integers(0, 2**16))
+    more = {"alpha": draw(st.integers(-12, 12)) / 4, "programs": draw(st.integers(1, 4))}
     if shape == "inplace":
         # Item 1 of issue 29 (races between programs of one grid): an in-place kernel reads x
         # only where it writes it; its shifted and gathered leaves read y.
@@ -196,14 +201,17 @@ def programs(draw: Any) -> Program:
         # a reversed view when written in place.
         if lx == "reversed":
             lx = "c"
-        st1 = draw(stages(dtype, ("x", "y", "w"), ("map2d", "grid_rows", "row_full"), ("map",)))
-        return Program((st1,), True, dtype, m, n, (lx, ly, lw), seed, shifts_read_x=False)
+        st1 = draw(stages(dtype, ("x", "y", "w"), ("map2d", "grid_rows", "row_full",
+                                                   "persistent"), ("map",)))
+        return Program((st1,), True, dtype, m, n, (lx, ly, lw), seed, **more,
+                       shifts_read_x=False)
     if shape == "out":
         st1 = draw(stages(dtype, ("x", "y", "s", "g", "w")))
-        return Program((st1,), False, dtype, m, n, (lx, ly, lw), seed)
-    first = draw(stages(dtype, ("x", "y", "s", "g", "w"), ("map2d", "grid_rows"), ("map",)))
+        return Program((st1,), False, dtype, m, n, (lx, ly, lw), seed, **more)
+    first = draw(stages(dtype, ("x", "y", "s", "g", "w"), ("map2d", "grid_rows", "persistent"),
+                        ("map",)))
     second = draw(stages(dtype, ("y", "w")))  # reads tmp (inexact) as x, s and g
-    return Program((first, second), False, dtype, m, n, (lx, ly, lw), seed)
+    return Program((first, second), False, dtype, m, n, (lx, ly, lw), seed, **more)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +219,7 @@ def programs(draw: Any) -> Program:
 # ---------------------------------------------------------------------------------------------
 def render(e: Any, dt: str) -> str:
     if isinstance(e, Leaf):
-        return f"{e.name}v"
+        return "alpha" if e.name == "a" else f"{e.name}v"
     if isinstance(e, Const):
         return f"({e.value!r})"
     if isinstance(e, Unary):
@@ -243,8 +251,10 @@ def leaf_loads(stage: Stage, src: str, main: str, tm: str, tn: str | None) -> di
     axis, k = stage.shift
     sk = f" + {k}" if k > 0 else f" - {-k}"
     shifted = f"{src}[{tm}{sk}, {cols}]" if axis == 0 else f"{src}[{tm}, {tn}{sk}]"
+    listed = tn if tn is not None else "slice(None)"
     return {"x": f"{main}[{tm}, {cols}]", "y": f"y[{tm}, {cols}]", "s": shifted,
             "g": f"{src}[idx[{tm}], {cols}]",
+            "m": f"td.load({src}, [{tm}, {listed}], mask=y[{tm}, {cols}] > 0.0, other=0.5)",
             "w": f"w[{tn}]" if stage.form == "grid_rows" else
             (f"w[{tn}][None, :]" if tn is not None else "w[:][None, :]")}
 
@@ -262,8 +272,12 @@ def render_stage(stage: Stage, dt: str, src: str, main: str, dest: str, acc: str
 
     def loads(tm: str, tn: str | None, indent: str) -> list[str]:
         code = leaf_loads(stage, src, main, tm, tn)
-        return [f"{indent}{name}v = {code[name]}" for name in LEAVES if name in used]
+        return [f"{indent}{name}v = {code[name]}" for name in LEAVES if name in used and
+                name != "a"]
 
+    if stage.form == "persistent":
+        return ["for p in td.grid(programs):", "    for tm, tn in td.tile(m, n)[p::programs]:",
+                *loads("tm", "tn", "        "), f"        {dest}[tm, tn] = {expr}"]
     if stage.form == "map2d":
         return ["for tm, tn in td.tile(m, n):", *loads("tm", "tn", "    "),
                 f"    {dest}[tm, tn] = {expr}"]
@@ -314,7 +328,7 @@ def out_shape(stage: Stage) -> str:
 def source(p: Program) -> str:
     dt = TD_DTYPES[p.dtype]
     acc = "td.float64" if p.dtype == "float64" else "td.float32"  # a sum's dtype
-    body = ["m, n = x.shape"]
+    body = ["m, n = x.shape", f"programs = {p.programs}"]
     src1 = "x" if p.shifts_read_x else "y"
     if p.inplace:
         body += render_stage(p.stages[0], dt, src1, "x", "x", acc)
@@ -332,7 +346,7 @@ def source(p: Program) -> str:
         "def add(a, b):", "    return a + b", "", "",
         "def biggest(a, b):", "    return td.maximum(a, b)", "", "",
         "def smallest(a, b):", "    return td.minimum(a, b)", "", "",
-        "@td.tile_kernel", "def k(x, y, w, idx):", *("    " + line for line in body), ""])
+        "@td.tile_kernel", "def k(x, y, w, idx, alpha):", *("    " + line for line in body), ""])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,10 +437,13 @@ def shifted(a: np.ndarray, axis: int, k: int) -> np.ndarray:
 
 
 def leaf_env(stage: Stage, main: Approx, src: Approx, y: np.ndarray, w: np.ndarray,
-             idx: np.ndarray) -> dict[str, Approx]:
+             idx: np.ndarray, alpha: float) -> dict[str, Approx]:
     zero = np.zeros(y.shape)
     axis, k = stage.shift
+    mask = y > 0
     return {"x": main, "y": Approx(y, zero), "w": Approx(w[None, :], np.zeros((1, len(w)))),
+            "m": Approx(np.where(mask, src.v, 0.5), np.where(mask, src.e, 0.0)),
+            "a": Approx(np.asarray(alpha), np.zeros(())),
             "s": Approx(shifted(src.v, axis, k), shifted(src.e, axis, k)),
             "g": Approx(src.v[idx], src.e[idx])}
 
@@ -461,12 +478,12 @@ def expected(p: Program, x: np.ndarray, y: np.ndarray, w: np.ndarray, idx: np.nd
     exact = Approx(f[0], np.zeros(x.shape))
     src = exact if p.shifts_read_x else Approx(f[1], np.zeros(x.shape))
     first = p.stages[0]
-    out1 = reference(first, leaf_env(first, exact, src, f[1], f[2], idx), p.dtype, p.dtype)
+    out1 = reference(first, leaf_env(first, exact, src, f[1], f[2], idx, p.alpha), p.dtype, p.dtype)
     if len(p.stages) == 1:
         return rounded(out1, p.dtype)
     tmp = rounded(out1, "float32")
     second = p.stages[1]
-    out2 = reference(second, leaf_env(second, tmp, tmp, f[1], f[2], idx), "float32", p.dtype)
+    out2 = reference(second, leaf_env(second, tmp, tmp, f[1], f[2], idx, p.alpha), "float32", p.dtype)
     return rounded(out2, p.dtype)
 
 
@@ -532,11 +549,11 @@ def run_once(kernel: Any, p: Program, inputs: tuple, backend: str, pick: int) ->
     `pick` of [default, 3 sampled]."""
     x, y, w, idx = (a.copy() if a.flags.c_contiguous else laid_out(a.copy(), layout)
                     for a, layout in zip(inputs, (*p.layouts, "c")))
-    space = kernel.config_space(x, y, w, idx, backend=backend)
+    space = kernel.config_space(x, y, w, idx, p.alpha, backend=backend)
     configs = [space.default(), *space.sample(3, seed=pick)]
     config = configs[pick % len(configs)]
     p.notes.append(f"{backend}: {config}")
-    out = kernel.run(x, y, w, idx, backend=backend, config=config)
+    out = kernel.run(x, y, w, idx, p.alpha, backend=backend, config=config)
     return x if p.inplace else out
 
 
