@@ -213,7 +213,7 @@ def expect_tiledsl_errors(call: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 # The fuzz tests
 # ---------------------------------------------------------------------------------------------
-@fuzz_settings(60)
+@fuzz_settings(80)
 @given(name=st.sampled_from(sorted(KERNELS)), data=st.data())
 def test_kernel_calls_raise_only_tiledsl_errors(name: str, data: st.DataObject) -> None:
     kernel = KERNELS[name]
@@ -339,3 +339,16 @@ def test_decorating_junk_raises_only_tiledsl_errors(thing: Any) -> None:
         k = td.tile_kernel(thing)
         k(np.ones(3, np.float32))
     expect_tiledsl_errors(make)
+
+
+def test_what_the_fuzzer_found() -> None:
+    """Regressions of the fuzzer's finds: a backend given as something other than a name was a
+    TypeError (unhashable) from the caches' lookups; a NaN knob made a config that never equals
+    its own JSON round trip."""
+    args = good_args("row_sums")
+    for call in (lambda: row_sums.run(*args, backend=[]),
+                 lambda: row_sums.config_space(*args, backend={}),
+                 lambda: row_sums.autotune(*args, backend=["numpy"], trials=1),
+                 lambda: td.Config(block_sizes=(1,), persistent=float("nan"))):
+        with pytest.raises(td.TileDSLError):
+            call()
