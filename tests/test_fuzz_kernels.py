@@ -2,22 +2,26 @@
 the Triton interpreter, each checked element by element against a float64 reference.
 
 The grammar (`Program`): one or two grids (a second one reads what the first stored, shifted or
-gathered), each a 2-D tile grid, a `td.grid` of rows over column tiles, a tile of whole rows
-(`x[tm, :]`) or a row tile walking column tiles with carried values; each computes an
-expression (arithmetic, `td.where`, casts through float16/bfloat16/float64/int32, math
-functions, divisions, clamps) of loaded tiles, shifted tiles (`x[tm + 1, tn]`), gathers through
-an index tile (`x[idx[tm], tn]`) and a broadcast row vector, and stores it, its row
-reductions, or its scans (`td.cumsum`, `td.associative_scan`), or writes it in place into `x`.
-Inputs have ragged shapes (primes and 1), several dtypes and non-contiguous layouts (transposed,
-strided, offset, reversed), and each backend runs a config drawn from its own space.
+gathered), each a 2-D tile grid, a `td.grid` of rows over column tiles, a persistent loop
+(`td.tile(m, n)[p::P]`), a tile of whole rows (`x[tm, :]`) or a row tile walking column tiles
+with carried values; each computes an expression (arithmetic, `td.where`, casts through
+float16/bfloat16/float64/int32, math functions, divisions, clamps) of loaded tiles, shifted
+tiles (`x[tm + 1, tn]`), gathers through an index tile (`x[idx[tm], tn]`), masked loads
+(`td.load(x, [i, j], mask=..., other=...)`), a broadcast row vector and a runtime scalar
+argument, and stores it, its row reductions, or its scans (`td.cumsum`,
+`td.associative_scan`), or writes it in place into `x`. Inputs have ragged shapes (primes and
+1), several dtypes and non-contiguous layouts (transposed, strided, offset, reversed), and each
+backend runs a config drawn from its own space. Integer kernels (wrapping arithmetic, `//`,
+`%`, bit operations and shifts) must match NumPy exactly.
 
-The reference propagates a per-element bound on the rounding error with the float64 values (an
-interval per node: each op's unit roundoff in the kernel's dtype, math functions' few ulps,
-sums' n * u), so a failure is a real disagreement, not a tolerance: the message holds the
-kernel's source, its inputs' layouts and the config.
+For floats, the reference propagates a per-element bound on the rounding error with the
+float64 values (each op's unit roundoff in the kernel's dtype, math functions' few ulps, sums'
+n * u), so a failure is a real disagreement, not a tolerance: the message holds the kernel's
+source, its inputs' layouts and the configs. Set TILEDSL_FUZZ_SHRINK=1 to shrink a failure to
+a smaller kernel (slow: every step traces and runs a new one).
 
-    python -m pytest -q tests/test_fuzz_kernels.py                             # CI: a few s
-    TILEDSL_FUZZ_EXAMPLES=500 python -m pytest -q tests/test_fuzz_kernels.py   # longer, random
+    python -m pytest -q tests/test_fuzz_kernels.py                             # CI: ~10 s
+    TILEDSL_FUZZ_EXAMPLES=500 python -m pytest -q tests/test_fuzz_kernels.py   # ~3 min, random
 """
 
 from __future__ import annotations
@@ -189,7 +193,7 @@ def programs(draw: Any) -> Program:
     dtype = draw(st.sampled_from(["float32", "float32", "float64", "float16", "bfloat16"]))
     dim = st.one_of(st.sampled_from(RAGGED), st.integers(1, 24))
     m, n = draw(dim), draw(dim)
-    shape = draw(st.sampled_from(["out", "out", "inplace", "two"]))
+    shape = draw(st.sampled_from(["out", "out", "inplace", "two", "two"]))
     layout = st.sampled_from(["c", "T", "strided", "offset", "reversed"])
     lx, ly = draw(layout), draw(layout)
     lw = draw(st.sampled_from(["c", "strided", "reversed"]))
@@ -212,6 +216,12 @@ def programs(draw: Any) -> Program:
     first = draw(stages(dtype, ("x", "y", "s", "g", "w"), ("map2d", "grid_rows", "persistent"),
                         ("map",)))
     second = draw(stages(dtype, ("y", "w")))  # reads tmp (inexact) as x, s and g
+    if draw(st.booleans()):  # the first grid writes x in place, the second reads it back
+        first = draw(stages(dtype, ("x", "y", "w"), ("map2d", "grid_rows", "persistent"),
+                            ("map",)))  # (items 1 and 2 as above)
+        return Program((first, second), True, dtype, m, n,
+                       ("c" if lx == "reversed" else lx, ly, lw), seed, **more,
+                       shifts_read_x=False)
     return Program((first, second), False, dtype, m, n, (lx, ly, lw), seed, **more)
 
 
@@ -451,8 +461,12 @@ def source(p: Program) -> str:
     acc = sum_dtype(p.dtype)
     body = ["m, n = x.shape", f"programs = {p.programs}"]
     src1 = "x" if p.shifts_read_x else "y"
-    if p.inplace:
+    if p.inplace and len(p.stages) == 1:
         body += render_stage(p.stages[0], dt, src1, "x", "x", acc)
+    elif p.inplace:  # x written in place by the first grid, read back by the second
+        body += render_stage(p.stages[0], dt, src1, "x", "x", acc)
+        body += [f"out = td.empty({out_shape(p.stages[1])}, dtype=x.dtype)"]
+        body += render_stage(p.stages[1], dt, "x", "x", "out", acc)
     elif len(p.stages) == 1:
         body += [f"out = td.empty({out_shape(p.stages[0])}, dtype={out_dtype(p)})"]
         body += render_stage(p.stages[0], dt, src1, "x", "out", acc)
@@ -461,7 +475,7 @@ def source(p: Program) -> str:
         body += render_stage(p.stages[0], dt, src1, "x", "tmp", acc)
         body += [f"out = td.empty({out_shape(p.stages[1])}, dtype=x.dtype)"]
         body += render_stage(p.stages[1], "td.float32", "tmp", "tmp", "out", acc)
-    body += ["return None" if p.inplace else "return out"]
+    body += ["return None" if p.inplace and len(p.stages) == 1 else "return out"]
     return "\n".join([
         "import tiledsl as td", "", "",
         "def add(a, b):", "    return a + b", "", "",
@@ -604,8 +618,12 @@ def expected(p: Program, x: np.ndarray, y: np.ndarray, w: np.ndarray, idx: np.nd
     out1 = reference(first, leaf_env(first, exact, src, f[1], f[2], idx, p.alpha), p.dtype)
     if len(p.stages) == 1:
         return rounded(out1, p.dtype)
-    tmp = rounded(out1, "float32")
     second = p.stages[1]
+    if p.inplace:  # x itself, in its dtype
+        tmp, coarse = rounded(out1, p.dtype), p.dtype
+        return rounded(reference(second, leaf_env(second, tmp, tmp, f[1], f[2], idx, p.alpha),
+                                 coarse), p.dtype)
+    tmp = rounded(out1, "float32")
     # tmp is float32; an expression of y and w alone computes in their dtype (the coarser
     # of the two bounds every node: a conservative bound)
     coarse = p.dtype if UNIT[p.dtype] > UNIT["float32"] and \
@@ -681,7 +699,7 @@ def run_once(kernel: Any, p: Program, inputs: tuple, backend: str, pick: int) ->
     config = configs[pick % len(configs)]
     p.notes.append(f"{backend}: {config}")
     out = kernel.run(x, y, w, idx, p.alpha, backend=backend, config=config)
-    return x if p.inplace else out
+    return x if p.inplace and len(p.stages) == 1 else out
 
 
 def check(out: np.ndarray, ref: Approx, p: Program, what: str) -> None:
