@@ -38,11 +38,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from fuzz_settings import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-
-import tiledsl as td
-from fuzz_settings import LONG, fuzz_settings
 
 # ---------------------------------------------------------------------------------------------
 # The grammar
