@@ -47,8 +47,8 @@ class Config:
         for name, value in knobs.items():
             if value is not None and not isinstance(value, (bool, int, float, str)) or \
                     type(value) is float and not math.isfinite(value):
-                raise ConfigError(f"knob {name!r} must be a bool, int, finite float or string "
-                                  f"(configs are hashable and JSON), got {value!r}")
+                raise ConfigError(f"knob {name!r} must be a bool, int, float or string (a "
+                                  f"finite float: configs are hashable and JSON), got {value!r}")
         self.__dict__.update(block_sizes=tuple(block_sizes), num_warps=num_warps,
                              num_stages=num_stages, knobs=tuple(sorted(knobs.items())))
 
