@@ -319,7 +319,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     start = time.monotonic()
     check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
                        prune=prune, finalists=finalists, seed=seed)
-    if backend not in RUNNERS:
+    if not isinstance(backend, str) or backend not in RUNNERS:
         raise BackendError(f"kernel '{kernel.name}': no tuning backend {backend!r}; "
                            f"choose from {sorted(RUNNERS)}")
     if backend == "triton":

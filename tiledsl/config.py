@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import math
 import numbers
 import random
 from dataclasses import dataclass
@@ -44,9 +45,10 @@ class Config:
             if value is not None and type(value) is not int:
                 raise ConfigError(f"{name} must be an int, got {value!r}")
         for name, value in knobs.items():
-            if value is not None and not isinstance(value, (bool, int, float, str)):
-                raise ConfigError(f"knob {name!r} must be a bool, int, float or string (configs "
-                                  f"are hashable and JSON), got {value!r}")
+            if value is not None and not isinstance(value, (bool, int, float, str)) or \
+                    type(value) is float and not math.isfinite(value):
+                raise ConfigError(f"knob {name!r} must be a bool, int, float or string (a "
+                                  f"finite float: configs are hashable and JSON), got {value!r}")
         self.__dict__.update(block_sizes=tuple(block_sizes), num_warps=num_warps,
                              num_stages=num_stages, knobs=tuple(sorted(knobs.items())))
 

@@ -401,7 +401,16 @@ class TileKernel:
         """The valid configs for these arguments (with `backend`'s knobs and constraints; the
         spatial backend's depend on `arch`)."""
         spec = self.arg_spec(self.bind(args, kwargs))
+        if backend is not None:  # a name it knows (and hashable: the spaces' cache key)
+            self._check_backend(backend)
         return self._space(spec, backend, arch)
+
+    def _check_backend(self, backend: Any) -> None:
+        """A BackendError naming the kernel unless `backend` names a registered backend."""
+        try:
+            registry.backend(backend)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
 
     def _space(self, spec: tuple[ArgSpec, ...], backend: str | None, arch: Any = None) -> ConfigSpace:
         key = (spec, backend, _arch_key(arch))
@@ -565,6 +574,8 @@ class TileKernel:
         values = self._flat(spec, values)  # from here on, the IR's arguments
         if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
             self._check_writable(values, spec)
+        if type(backend) is not str:  # (unhashable names would be a TypeError below)
+            self._check_backend(backend)
         key = self._plan_key(values, spec, backend, arch)
         plan = self._plans.get(key)
         if plan is None:  # once per signature, backend and layout: the dispatch cache

@@ -88,7 +88,7 @@ def load_plugins() -> None:
 
 def backend(name: str) -> Backend:
     load_plugins()
-    if name not in _backends:
+    if not isinstance(name, str) or name not in _backends:
         raise BackendError(f"no backend named {name!r}; available: {sorted(_backends)}"
                            + ("" if _backends else " (is tiledsl installed? pip install -e .)"))
     return _backends[name]
@@ -97,7 +97,7 @@ def backend(name: str) -> Backend:
 def target(name: str) -> tuple[Callable[..., str], str]:
     """The emitter of source target `name` and the backend whose configs it takes."""
     load_plugins()
-    if name not in _targets:
+    if not isinstance(name, str) or name not in _targets:
         known = sorted(_targets) + ["ir", "ir-traced"]
         raise BackendError(f"no source target named {name!r}; available: {sorted(known)}")
     return _targets[name]
