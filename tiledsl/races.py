@@ -155,15 +155,17 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         return
     shape, progs = tensor.type.shape, Programs(tr)
     new = _access(progs, shape, indices, attrs)
+    base = root(tensor.value)
     for op in walk(tr.blocks[1]):
-        if op.name not in ("store", "atomic") or op.operands[0] is not tensor.value or \
+        if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
                 (atomic and op.name == "atomic"):
             continue
-        old = _access(progs, shape, op.operands[1:-1], op.attrs)
-        old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
-        if old_keys == new_keys or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) or \
-                _exclusive(tr, op, new_keys, old_keys):
-            continue
+        if op.operands[0] is tensor.value:  # through another view of it: not comparable
+            old = _access(progs, shape, op.operands[1:-1], op.attrs)
+            old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
+            if old_keys == new_keys or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) \
+                    or _exclusive(tr, op, new_keys, old_keys):
+                continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,

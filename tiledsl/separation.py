@@ -124,7 +124,7 @@ class Programs:
             if isinstance(v.type, RangeType) and (v in self.axes or self._loop_of(v)):
                 return self._position("index", v)
             return None if self._carried(v) or not _scalar(v) else {}
-        if not op.regions and self._invariant(v) and _scalar(v):
+        if not op.regions and self._invariant(v) and _scalar(_splatted(v)):
             return {}
         xs = op.operands
         if op.name in ("tile.index", "tile.begin", "tile.id"):
@@ -235,7 +235,16 @@ def _programs_vary(r: Value) -> bool:
     return t.extent > 1 and not (isinstance(t.block, int) and t.block >= t.extent)
 
 
+def _splatted(v: Value) -> Value:
+    """The value a broadcast (or a dimension of 1 added) repeats over its lanes, else `v`."""
+    while v.owner is not None and v.owner.name in ("broadcast", "expand_dims", "reshape") and \
+            len(v.owner.operands) == 1:
+        v = v.owner.operands[0]
+    return v
+
+
 def _const(v: Value) -> Any:
+    v = _splatted(v)
     op = v.owner
     return op.attrs["value"] if op is not None and op.name == "const" else None
 
