@@ -103,8 +103,7 @@ def shift_rows_in_place(x):
 
 @td.tile_kernel
 def subtract_first_column(x):
-    m, n = x.shape
-    for tn in td.tile(n):
+    for tn in td.tile(x.shape[1]):
         first = x[:, :1]  # <- there
         x[:, tn] = x[:, tn] - first  # <- here
 
@@ -201,8 +200,7 @@ def test_a_store_index_two_programs_may_compute_alike_is_an_error(kernel: td.Til
 @td.tile_kernel
 def in_place_own_elements(x, v, sums):
     """Each program reads only what it writes itself, or what no program writes."""
-    m, n = x.shape
-    for tm in td.tile(m):
+    for tm in td.tile(x.shape[0]):
         x[tm, 1:] = (x[tm, 1:] - x[tm, :1]) * 2.0  # column 0 is read, never written
     for t in td.tile(v.shape[0], block_size=4):
         sums[t.begin // 4] = sums[t.begin // 4] + td.sum(v[t])  # one element per program

@@ -201,12 +201,13 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     earlier in the same grid may touch an element in two different programs (see above)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
-    base, progs = root(tensor.value), Programs(tr)
+    base, other = root(tensor.value), "load" if writing else "store"
+    ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
+    if not ops:
+        return
+    progs = Programs(tr)
     this = _access(progs, tensor.type.shape, indices, attrs)
-    other = "load" if writing else "store"
-    for op in walk(tr.blocks[1]):
-        if op.name != other or root(op.operands[0]) is not base:
-            continue
+    for op in ops:
         if op.operands[0] is tensor.value:
             that = _access(progs, tensor.type.shape,
                            op.operands[1:] if writing else op.operands[1:-1], op.attrs)

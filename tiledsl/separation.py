@@ -48,6 +48,7 @@ class Programs:
         self._sep: dict[int, frozenset] = {}
         self._keys: dict[int, tuple] = {}
         self._loaded: dict[int, bool] = {}
+        self._fixed: dict[int, bool] = {}  # _invariant's answers
         self._extents: dict[tuple, int] = {}  # a position variable (affine) -> its extent
         self._sources: dict[tuple, Value] = {}  # ... -> the range it is a position of
 
@@ -130,7 +131,9 @@ class Programs:
         if op.name in ("tile.index", "tile.begin", "tile.id"):
             return self._position(op.name[5:], xs[0])
         if op.name == "floordiv" and self._divides_block(xs[0], xs[1]):
-            return self._position(f"begin//{_const(xs[1])}", xs[0].owner.operands[0])  # type: ignore[union-attr]
+            begin = xs[0].owner
+            assert begin is not None
+            return self._position(f"begin//{_const(xs[1])}", begin.operands[0])
         if op.name in _INJECTIVE and len(xs) == 1:
             form = self.affine(xs[0])
             return None if form is None else \
@@ -157,10 +160,14 @@ class Programs:
 
     def _invariant(self, v: Value) -> bool:
         """Whether `v` is the same in every program and every loop iteration of the grid."""
-        op = v.owner
-        if op is None:
-            return not self._carried(v)
-        return not op.regions and all(self._invariant(o) for o in op.operands)
+        hit = self._fixed.get(id(v))
+        if hit is None:
+            op = v.owner
+            self._fixed[id(v)] = False
+            hit = not self._carried(v) if op is None else \
+                not op.regions and all(self._invariant(o) for o in op.operands)
+            self._fixed[id(v)] = hit
+        return hit
 
     def loaded(self, v: Value) -> bool:
         """Whether `v` is computed from values read from memory (a scatter's index tile)."""
