@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from error_checks import add, arg_error, f32, msg, scale, trace_error
+from error_checks import add, arg_error, f32, marker_line, msg, scale, trace_error
 from tiledsl.arrays import share_memory
 
 BACKENDS = ["numpy", "spatial", "triton-interpret"]
@@ -89,6 +89,135 @@ def test_stores_that_cannot_race_are_accepted() -> None:
     for backend in BACKENDS:
         got = one_program_along_tn.run(x, backend=backend)
         np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+# ---- reads of what another program writes, and computed store indices -----------------------
+@td.tile_kernel
+def shift_rows_in_place(x):
+    m, n = x.shape
+    for i in td.grid(m - 1):
+        for tn in td.tile(n):
+            row = x[i, tn]  # <- there
+            x[i + 1, tn] = row  # <- here
+
+
+@td.tile_kernel
+def subtract_first_column(x):
+    for tn in td.tile(x.shape[1]):
+        first = x[:, :1]  # <- there
+        x[:, tn] = x[:, tn] - first  # <- here
+
+
+@td.tile_kernel
+def gather_after_write(x, idx):
+    for t in td.tile(x.shape[0]):
+        x[t] = x[t] * 2.0  # <- there
+        x[t] = x[idx[t]] + 1.0  # <- here
+
+
+@td.tile_kernel
+def persistent_shift(x):
+    for p in td.grid(3):
+        for t in td.tile(x.shape[0])[p::3]:
+            prev = x[t - 1]  # <- there
+            x[t] = prev  # <- here
+
+
+@td.tile_kernel
+def shift_under_if(x, flags):
+    for t in td.tile(x.shape[0], block_size=1):
+        if flags[t.begin] != 0:
+            v = x[t]  # <- there
+            x[t + 1] = v  # <- here
+
+
+@td.tile_kernel
+def read_through_a_view(x):
+    flat = x.flatten()
+    for tm in td.tile(x.shape[0]):
+        first = flat[:5]  # <- there
+        x[tm, :] = x[tm, :] - first[None, :]  # <- here
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (shift_rows_in_place, (f32(7, 5),)),
+    (read_through_a_view, (f32(7, 5),)),
+    (subtract_first_column, (f32(7, 5),)),
+    (gather_after_write, (f32(9), np.arange(9, dtype=np.int32)[::-1].copy())),
+    (persistent_shift, (f32(9),)),
+    (shift_under_if, (f32(9), np.ones(9, np.int32))),
+], ids=["grid-shift", "view", "first-column", "gather", "persistent", "under-if"])
+def test_a_load_of_what_another_program_writes_is_an_error(kernel: td.TileKernel,
+                                                           args: tuple) -> None:
+    """A grid's programs run in any order: the old or the new value would be read (numpy gave
+    one answer and triton-interpret and spatial another, issue 29)."""
+    err = trace_error(td.TraceError, kernel, *args)
+    other = marker_line(kernel, "# <- there")
+    assert f"at line {other} " in msg(err), msg(err)
+    assert "in another program of the grid" in msg(err)
+    assert "two grids" in msg(err) and "atomic" in msg(err)
+
+
+@td.tile_kernel
+def store_through_two_views(x):
+    flat = x.flatten()
+    m, n = x.shape
+    for tm, tn in td.tile(m, n):
+        x[tm, tn] = x[tm, tn] * 2.0
+        flat[tm.index[:, None] * n + tn.index[None, :]] = x[tm, tn]  # <- here
+
+
+def test_stores_through_two_views_of_one_tensor_are_an_error() -> None:
+    err = trace_error(td.TraceError, store_through_two_views, f32(7, 5))
+    assert "may write elements that the store at line" in msg(err), msg(err)
+
+
+@td.tile_kernel
+def pair_sums(x):
+    (n,) = x.shape
+    s = td.zeros((td.cdiv(n, 8),), dtype=x.dtype)
+    for t in td.tile(n, block_size=4):
+        s[t.begin // 8] = td.sum(x[t])  # <- here
+
+
+@td.tile_kernel
+def diagonal_sums(x):
+    m, n = x.shape
+    s = td.zeros((m + n,), dtype=x.dtype)
+    for i, j in td.grid(m, n):
+        s[i + j] = x[i, j]  # <- here
+
+
+@pytest.mark.parametrize("kernel", [pair_sums, diagonal_sums], ids=["floordiv", "sum"])
+def test_a_store_index_two_programs_may_compute_alike_is_an_error(kernel: td.TileKernel) -> None:
+    """Last writer wins with no error before (issue 29): `t.begin // 8` over blocks of 4 and
+    `i + j` give two programs one element."""
+    err = trace_error(td.TraceError, kernel, f32(9, 5) if kernel is diagonal_sums else f32(37))
+    assert "can give two of its programs the same elements" in msg(err), msg(err)
+    assert "td.atomic_add" in msg(err)
+
+
+@td.tile_kernel
+def in_place_own_elements(x, v, sums):
+    """Each program reads only what it writes itself, or what no program writes."""
+    for tm in td.tile(x.shape[0]):
+        x[tm, 1:] = (x[tm, 1:] - x[tm, :1]) * 2.0  # column 0 is read, never written
+    for t in td.tile(v.shape[0], block_size=4):
+        sums[t.begin // 4] = sums[t.begin // 4] + td.sum(v[t])  # one element per program
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_kernels_whose_programs_keep_to_their_elements_run(backend: str) -> None:
+    x, v, sums = f32(13, 7), f32(13), f32(td.cdiv(13, 4))
+    want_x = x.astype(np.float64)
+    want_x[:, 1:] = (want_x[:, 1:] - want_x[:, :1]) * 2
+    want_sums = sums + np.add.reduceat(v.astype(np.float64), range(0, 13, 4))
+    space = in_place_own_elements.config_space(x, v, sums, backend=backend)
+    for config in (space.default(), *space.sample(1, seed=2)):
+        gx, gsums = x.copy(), sums.copy()
+        in_place_own_elements.run(gx, v, gsums, backend=backend, config=config)
+        np.testing.assert_allclose(gx, want_x, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gsums, want_sums, rtol=1e-5, atol=1e-5)
 
 
 # ---- arguments that share memory --------------------------------------------------------------

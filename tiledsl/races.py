@@ -1,10 +1,15 @@
-"""Write races between grid programs: a store that leaves out a grid dimension.
+"""Races between the programs of a grid, refused while tracing.
 
-The programs of a grid run in parallel (in any order on a GPU). A store inside the grid whose
-indices do not depend on one of its dimensions has every program along that dimension write the
-same elements; unless they all write the same values, the result depends on the block sizes and
-on the order the programs run in. The check runs while tracing, so every backend rejects the
-kernel at the user's line, before any config is chosen.
+The programs of a grid run in parallel (in any order on a GPU), so a grid must not have two
+programs touch one element where one of them writes it. Three checks, each at the user's line
+and before any config is chosen, so every backend rejects the kernel the same way:
+
+- `check_store`: a store whose indices do not separate a grid dimension (separation.py: they
+  leave it out, or compute with it in a way that can repeat, `s[t.begin // (2 * B)]`) has
+  several programs along it write the same elements; unless they all write the same values,
+  the result depends on the block sizes and on the order the programs run in;
+- `check_overlap`: two stores (or a store and an atomic) of one grid that may write one element;
+- `check_read_write`: a load of elements another program of the grid writes (in place).
 """
 
 from __future__ import annotations
@@ -12,77 +17,42 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import TraceError
-from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
+from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
+from tiledsl.ir.views import root
+from tiledsl.separation import ANY, Programs
 from tiledsl.tracer import Tracer
-
-# Dependence on something the check cannot follow (a value carried around a loop): assume all.
-_ANY = frozenset({None})
-
-
-def _owners(tr: Tracer) -> dict[int, Op]:
-    """The op owning each open block (by id), the grid's and each enclosing loop's: an op is
-    appended to its parent block before its body is traced, so it is the parent's last op."""
-    return {id(child): parent.ops[-1] for parent, child in zip(tr.blocks, tr.blocks[1:])
-            if parent.ops}
-
-
-def _depends(v: Value, axes: set[Value], owners: dict[int, Op], tr: Tracer,
-             memo: dict[int, frozenset]) -> frozenset:
-    """The grid dimensions (range values) `v` depends on; `_ANY` where that cannot be told."""
-    hit = memo.get(id(v))
-    if hit is not None:
-        return hit
-    memo[id(v)] = frozenset()  # SSA has no cycles; this only guards against revisiting
-    if v in axes:
-        out = frozenset({v})
-    elif v.owner is not None:
-        op = v.owner
-        out = _ANY if op.regions else frozenset().union(
-            *(_depends(o, axes, owners, tr, memo) for o in op.operands))
-    else:  # an argument of an open block: a loop's range, or a value carried around it
-        out = frozenset()
-        for block in tr.blocks[1:]:
-            if v in block.args:
-                op = owners.get(id(block))
-                if op is None or op.name != "for" or \
-                        block.args.index(v) >= int(op.attrs.get("ranges", 1)):
-                    out = _ANY
-                else:  # a loop range depends on its runtime stop and start, or first tile
-                    bounds = len(op.operands) - len(loop_inits(op))
-                    out = frozenset().union(
-                        *(_depends(o, axes, owners, tr, memo) for o in op.operands[:bounds]))
-                break
-    memo[id(v)] = out
-    return out
-
-
-def _programs_vary(r: Value) -> bool:
-    """Whether more than one program may run along this grid dimension under some config."""
-    t = r.type
-    assert isinstance(t, RangeType)
-    return t.extent > 1 and not (isinstance(t.block, int) and t.block >= t.extent)
 
 
 def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> None:
-    """Fail when a store inside the grid races between programs (see the module's docstring)."""
+    """Fail when a store inside the grid races between programs (see the module's docstring):
+    its indices must separate every grid dimension (separation.py) the value depends on."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
-    axes = [a for a in tr.blocks[1].args if isinstance(a.type, RangeType)]
-    owners = _owners(tr)
-    memo: dict[int, frozenset] = {}
-    used = frozenset().union(*(_depends(i, set(axes), owners, tr, memo) for i in indices))
-    if _ANY <= used:
+    progs = Programs(tr)
+    deps = frozenset().union(*(progs.depends(i) for i in indices))
+    if ANY <= deps:
         return
-    missing = [a for a in axes if a not in used and _programs_vary(a)]
+    used = frozenset().union(*(progs.separates(i) for i in indices))
+    missing = [a for a in progs.varying() if a not in used]
     if not missing:
         return
-    values = _depends(value, set(axes), owners, tr, memo)
-    racing = [a for a in missing if a in values or _ANY <= values]
+    values = progs.depends(value)
+    racing = [a for a in missing if a in values or ANY <= values]
     if not racing:
         return  # every program along those dimensions writes the same values
     names = ", ".join(f"'{a.hint}'" for a in racing)
+    if any(a in deps for a in racing):
+        tr.fail(TraceError,
+                f"the index of this store to '{tensor}' is computed from grid dimension {names} "
+                "in a way that can give two of its programs the same elements (`//`, `%`, a "
+                "min or max, a sum of two grid indices or of a tile and a vector): they would "
+                "write them with different values, and which one lands would depend on the "
+                "order the programs run in",
+                hint="index with the tile itself or its `t.id` / `t.begin` (out[t.id] = ...), "
+                     "combine the values with an atomic (td.atomic_add(out, [i], v)), or write "
+                     "each program's part to a separate output and reduce it in a second grid")
     tr.fail(TraceError,
             f"this store to '{tensor}' does not use grid dimension {names}: every program along "
             f"it writes the same elements of '{tensor}' with different values, so the result "
@@ -102,16 +72,6 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> 
 _Key = tuple
 
 
-def _key(v: Value) -> _Key:
-    """What an index operand selects, compared by structure (`tm + 1` traced twice is equal)."""
-    op = v.owner
-    if op is not None and op.name == "const":
-        return ("const", op.attrs["value"])
-    if op is not None and op.name == "tile.shift":
-        return ("shift", id(op.operands[0]), _key(op.operands[1]))
-    return ("value", id(v))
-
-
 def _span(v: Value) -> Slice | None:
     """The indices a range, or a range shifted by a constant, can reach (None: unknown)."""
     t, op = v.type, v.owner
@@ -124,20 +84,21 @@ def _span(v: Value) -> Slice | None:
     return None
 
 
-def _access(shape: tuple[int, ...], indices: list[Value], attrs: dict
-            ) -> list[tuple[_Key, Slice | None]]:
-    """Per tensor dimension: what the index is (`_key`) and the indices it can reach."""
+def _access(progs: Programs, shape: tuple[int, ...], indices: list[Value], attrs: dict
+            ) -> list[tuple[_Key, Slice | None, Value | None]]:
+    """Per tensor dimension: what the index is (`Programs.key`, by structure: `tm + 1` traced
+    twice is equal), the indices it can reach, and its value (None for `:` and slices)."""
     full, sliced = attrs.get("full", ()), slices_of(attrs)
     it = iter(indices)
-    out: list[tuple[_Key, Slice | None]] = []
+    out: list[tuple[_Key, Slice | None, Value | None]] = []
     for d, extent in enumerate(shape):
         if d in full:
             part = sliced.get(d, Slice(0, extent, 1))
-            out.append((("set", part), part))
+            out.append((("set", part), part, None))
             continue
         v = next(it)
-        k = _key(v)
-        out.append((k, Slice(k[1], 1, 1) if k[0] == "const" else _span(v)))
+        k = progs.key(v)
+        out.append((k, Slice(k[1], 1, 1) if k[0] == "const" else _span(v), v))
     return out
 
 
@@ -192,17 +153,19 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     never meet (`if ignored: dx[tb, t1] = 0 else: dx[tb, t2] = ...`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
-    shape = tensor.type.shape
-    new = _access(shape, indices, attrs)
+    shape, progs = tensor.type.shape, Programs(tr)
+    new = _access(progs, shape, indices, attrs)
+    base = root(tensor.value)
     for op in walk(tr.blocks[1]):
-        if op.name not in ("store", "atomic") or op.operands[0] is not tensor.value or \
+        if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
                 (atomic and op.name == "atomic"):
             continue
-        old = _access(shape, op.operands[1:-1], op.attrs)
-        old_keys, new_keys = [k for k, _ in old], [k for k, _ in new]
-        if old_keys == new_keys or any(_disjoint(a, b) for (_, a), (_, b) in zip(old, new)) or \
-                _exclusive(tr, op, new_keys, old_keys):
-            continue
+        if op.operands[0] is tensor.value:  # through another view of it: not comparable
+            old = _access(progs, shape, op.operands[1:-1], op.attrs)
+            old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
+            if old_keys == new_keys or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) \
+                    or _exclusive(tr, op, new_keys, old_keys):
+                continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
@@ -211,3 +174,53 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 "which value lands would not be defined",
                 hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "
                      "out[tm, n1:] = b), or combine the values before one store")
+
+
+# ---- reads of what other programs write -----------------------------------------------------
+# A tensor written in place by a grid and read in the same grid races when a program may read an
+# element another program writes: programs run in any order, so the read sees the old or the new
+# value (an in-place shift `x[i + 1, tn] = x[i, tn]`, or `x[:, tn] -= x[:, :1]`, which reads the
+# column the first program writes). A load and a store are apart when some dimension's indices
+# are disjoint (static slices, constants), or when, for every grid dimension along which
+# programs vary, they index some tensor dimension with the same expression and it separates that
+# grid dimension (separation.py): then each program reads only what it writes itself
+# (`x[tm, tn] = x[tm, tn] * 2`). Atomics are exempt: they are how programs combine.
+
+def _apart(progs: Programs, store: list, load: list) -> bool:
+    """Whether no program reads, through `load`, an element another writes through `store`
+    (both as `_access` gives them, for one tensor value)."""
+    if any(_disjoint(s[1], l[1]) for s, l in zip(store, load)):
+        return True
+    return all(any(s[0] == l[0] and s[2] is not None and a in progs.separates(s[2])
+                   for s, l in zip(store, load)) for a in progs.varying())
+
+
+def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
+                     writing: bool) -> None:
+    """Fail when this load of `tensor` (or store to it, `writing`) and a store (or load) traced
+    earlier in the same grid may touch an element in two different programs (see above)."""
+    if len(tr.depths) < 2 or tr.depths[1] != "grid":
+        return
+    base, other = root(tensor.value), "load" if writing else "store"
+    ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
+    if not ops:
+        return
+    progs = Programs(tr)
+    this = _access(progs, tensor.type.shape, indices, attrs)
+    for op in ops:
+        if op.operands[0] is tensor.value:
+            that = _access(progs, tensor.type.shape,
+                           op.operands[1:] if writing else op.operands[1:-1], op.attrs)
+            if _apart(progs, *((this, that) if writing else (that, this))):
+                continue
+        line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
+        what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
+               "reads" if writing else \
+               f"this load of '{tensor.name}' may read elements that the store at {line} writes"
+        tr.fail(TraceError,
+                f"{what} in another program of the grid: its programs run in parallel and in "
+                "any order, so the load would see the old or the new values",
+                hint="read and write the same elements in each program (x[tm, tn] = x[tm, tn] "
+                     "* 2), write the result to a separate output, or split the kernel into two "
+                     "grids (one that writes, then one that reads); atomics (td.atomic_add) "
+                     "combine values across programs")

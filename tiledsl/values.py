@@ -19,7 +19,7 @@ from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
-from tiledsl.races import check_overlap, check_store
+from tiledsl.races import check_overlap, check_read_write, check_store
 from tiledsl.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.tracer import Tracer, current
 
@@ -321,6 +321,7 @@ class Tensor:
         tr = current()
         operands, full, sliced = _indices(tr, self, idx, reading=True)
         attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced
+        check_read_write(tr, self, operands, attrs, writing=False)
         if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
             attrs["other"] = zero(self.dtype)
         if mask is not None:
@@ -341,6 +342,7 @@ class Tensor:
         check_store(tr, self.name, operands, v.value)
         attrs = ({"full": full} if full else {}) | sliced
         check_overlap(tr, self, operands, attrs)
+        check_read_write(tr, self, operands, attrs, writing=True)
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
