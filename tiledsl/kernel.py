@@ -28,6 +28,7 @@ from tiledsl.ir.printer import ir_hash, print_ir
 from tiledsl.ir.types import TensorType, TileType
 from tiledsl.ir.verify import verify
 from tiledsl.rewrite import rewrite
+from tiledsl.subclasses import plain_arrays
 from tiledsl.tracer import Tracer, active, tracing
 from tiledsl.values import Tensor, TileValue, weak_dtype
 
@@ -111,14 +112,14 @@ class TileKernel:
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
         """Positional argument values in the order of the kernel's parameters."""
         if not kwargs and len(args) == self._arity:
-            return list(args)
+            return plain_arrays(self.name, self.signature.parameters, list(args))
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             params = ", ".join(self.signature.parameters)
             raise ArgumentError(f"{e} (parameters: {params})", kernel=self.name) from None
         bound.apply_defaults()
-        return list(bound.arguments.values())
+        return plain_arrays(self.name, self.signature.parameters, list(bound.arguments.values()))
 
     def arg_spec(self, values: list[Any]) -> tuple[ArgSpec, ...]:
         """The signature a trace is cached under; raises ArgumentError for what no backend takes.

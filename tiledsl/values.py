@@ -113,7 +113,7 @@ class TileValue:
     def __matmul__(self, o: Any) -> TileValue: return dot(self, o)
     def __rmatmul__(self, o: Any) -> TileValue: return dot(o, self)
     def __neg__(self) -> TileValue: return unary("neg", self)
-    def __pos__(self) -> TileValue: return self
+    def __pos__(self) -> TileValue: return positive(self)
     def __abs__(self) -> TileValue: return unary("abs", self)
     def __invert__(self) -> TileValue: return unary("not", self)
 
@@ -747,11 +747,22 @@ def binary(name: str, a: Any, b: Any) -> TileValue:
     if name in ("and", "or", "xor", "shl", "shr") and dtype.is_float:
         current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}",
                        hint="td.bitcast(x, td.int32) reads a float's bits as an integer")
-    if name in ("add", "sub", "mul", "floordiv", "mod", "shl", "shr") and dtype.is_bool:
-        dtype = dtypes.int32
+    if dtype.is_bool:  # NumPy 2's rules: + and * are or and and, -, // and % are refused
+        name, dtype = _on_bools(name)
     ops, _ = coerce(tvs, dtype)
     out = current().emit(name, [o.value for o in ops])[0]
     return TileValue(out, weak)
+
+
+def _on_bools(name: str) -> tuple[str, DType]:
+    """The op and dtype of arithmetic on two bools, as NumPy 2 computes it: `+` is or, `*` is
+    and, `//`, `%` and shifts compute in int8; `-` raises (as NumPy's TypeError)."""
+    if name == "sub":
+        current().fail(DTypeError, "'-' is not defined on bools (NumPy raises TypeError)",
+                       hint="use '^' for bools that differ, or cast first: x.astype(td.int32)")
+    if name in ("floordiv", "mod", "shl", "shr"):
+        return name, dtypes.int8
+    return {"add": "or", "mul": "and"}.get(name, name), dtypes.bool_
 
 
 def unary(name: str, a: Any) -> TileValue:
@@ -759,9 +770,21 @@ def unary(name: str, a: Any) -> TileValue:
     from tiledsl.ir.ops import FLOAT_UNARY
     if name in FLOAT_UNARY and not v.dtype.is_float:
         v = cast(v, dtypes.float32)
-    if name in ("neg", "abs", "sign") and v.dtype.is_bool:
-        v = cast(v, dtypes.int32)
+    if name in ("neg", "sign") and v.dtype.is_bool:
+        what = "unary '-'" if name == "neg" else "td.sign"
+        current().fail(DTypeError, f"{what} is not defined on bools (NumPy raises TypeError)",
+                       hint="use '~' for logical not, or cast first: x.astype(td.int32)")
+    if name == "abs" and v.dtype.is_bool:
+        return v  # NumPy: abs of a bool is the bool
     return TileValue(current().emit(name, [v.value])[0], v.weak)
+
+
+def positive(v: TileValue) -> TileValue:
+    """`+x`: x itself, but not for bools (NumPy 2's `np.positive` raises on them)."""
+    if v.dtype.is_bool:
+        current().fail(DTypeError, "unary '+' is not defined on bools (NumPy raises TypeError)",
+                       hint="cast first: x.astype(td.int32)")
+    return v
 
 
 def dot(a: Any, b: Any) -> TileValue:

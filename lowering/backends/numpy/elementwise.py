@@ -23,7 +23,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _erf_array(x: np.ndarray) -> np.ndarray:
-    return _erf(np.asarray(x, dtype=np.float64)).astype(np.float64)
+    return np.asarray(_erf(np.asarray(x, dtype=np.float64)), dtype=np.float64)  # 0-d: a float
 
 
 def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 from lowering.backends.numpy import memory
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.persistent import run_strided
+from lowering.backends.numpy.room import check_room
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl import fp8
@@ -378,11 +379,12 @@ def _bounds(ex: Executor, op: Op) -> Iterator[None]:
 def _tensor_empty(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.result.type
     assert isinstance(t, TensorType)
-    return [memory.empty(t.shape, t.dtype.np)]
+    return [memory.empty(t.shape, t.dtype.np, op.loc)]
 
 
 @rule("tensor.full")
 def _tensor_full(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.result.type
     assert isinstance(t, TensorType)
+    check_room(t.shape, t.dtype.np, op.loc)
     return [np.full(t.shape, xs[0], dtype=t.dtype.np)]

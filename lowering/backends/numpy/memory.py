@@ -15,7 +15,9 @@ from typing import Union
 
 import numpy as np
 
+from lowering.backends.numpy.room import check_room
 from tiledsl import dtypes
+from tiledsl.errors import Loc
 from tiledsl.ir.slices import Slice
 
 
@@ -83,9 +85,10 @@ def poison(dtype: np.dtype) -> object:
 _UNWRITTEN = {2: 0x7FED, 4: 0x7FC00DED, 8: 0x7FF8000000000DED}  # float16 and bfloat16 share 2
 
 
-def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def empty(shape: tuple[int, ...], dtype: np.dtype, loc: Loc | None = None) -> np.ndarray:
     """A new tensor as td.empty allocates it: unwritten (see `unwritten`)."""
     dtype = np.dtype(dtype)
+    check_room(shape, dtype, loc)
     d = dtypes.from_any(dtype)
     if d is not None and d.is_float and dtype.itemsize in _UNWRITTEN:
         return np.full(shape, _UNWRITTEN[dtype.itemsize], np.dtype(f"u{dtype.itemsize}")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy import check_written
+from lowering.backends.numpy.room import check_allocations
 from lowering.backends.spatial import schema
 from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
@@ -147,6 +148,7 @@ class SpatialBackend:
 
     def extend_space(self, space: ConfigSpace, fn: Function, arch: str | Arch | None = None,
                      **_: Any) -> ConfigSpace:
+        check_allocations(fn)  # before the mapper places every tile of a huge output
         return spatial_space.extend(space, fn, preset(DEFAULT_ARCH if arch is None else arch))
 
     def run(self, fn: Function, args: list[Any], config: Config, arch: str | Arch | None = None,

@@ -13,9 +13,11 @@ import math
 import weakref
 from dataclasses import dataclass
 
+from lowering.backends.triton.barriers import barrier_points
 from lowering.backends.triton.casts import literal
 from lowering.backends.triton.emit import KernelParam, KernelEmitter, Namer
 from lowering.backends.triton.helpers import HELPERS, IMPORTS
+from lowering.backends.triton.widen import padded
 from tiledsl.config import Config
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
@@ -185,6 +187,8 @@ def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
         assert isinstance(rt, RangeType)
         block_expr = k.block_expr(rt.block, r.hint) if isinstance(rt.block, str) else str(rt.block)
         k.open_range(r, f"{pid} * {block_expr}", base, [])
+    k.barriers = barrier_points(region, lambda d: padded(d) if isinstance(d, int) else
+                                k.blocks[d], 32 * int(k.config.num_warps or 4))
     k.block(region, base)
     for line in reversed(k.preamble):
         k.lines.insert(preamble_at, "    " + line)

@@ -146,6 +146,7 @@ class KernelEmitter(LoopEmission):
     skipped: set[Op] = field(default_factory=set)  # what only those wheres' conditions need
     pointers: dict[Op, str] = field(default_factory=dict)  # loads whose pointers a loop carries
     shift_masks: dict[tuple[Value, int], str] = field(default_factory=dict)  # shift_rules.py
+    barriers: set[Op] = field(default_factory=set)  # ops a tl.debug_barrier() precedes
 
     # ---- names and shapes -----------------------------------------------------------------
     def emit(self, indent: int, text: str) -> None:
@@ -722,6 +723,8 @@ class KernelEmitter(LoopEmission):
         for op in block.ops:
             if op.name == "yield":
                 continue
+            if op in self.barriers:  # barriers.py
+                self.emit(indent, "tl.debug_barrier()")
             if op in self.fused:
                 acc = self.value(op.operands[0])
                 self.assign(op, self.fused[op].format(acc=acc), indent)

@@ -1,0 +1,92 @@
+"""Arguments and constants that used to end in raw NumPy tracebacks: ndarray subclasses
+(np.matrix is viewed as a plain array, a np.memmap is written in place, a masked array is an
+ArgumentError), an output larger than host memory (an ArgumentError naming the line), and the
+math functions of Python constants (folded with the NumPy backend's own rules)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+
+
+@td.tile_kernel
+def rows_twice(x, idx):
+    """2 * x.reshape(-1)[idx]: a gather from a view (a matrix's reshape stays 2-D)."""
+    (m,) = idx.shape
+    flat = x.reshape(-1)
+    out = td.empty((m,), dtype=x.dtype)
+    for tm in td.tile(m):
+        out[tm] = flat[idx[tm]] * 2
+    return out
+
+
+@td.tile_kernel
+def double_in_place(x):
+    m, n = x.shape
+    for tm, tn in td.tile(m, n):
+        x[tm, tn] = x[tm, tn] * 2
+
+
+@td.tile_kernel
+def square_of(x, n: int):
+    out = td.empty((n, n), dtype=td.float64)
+    for tm, tn in td.tile(n, n):
+        out[tm, tn] = td.zeros((tm, tn), dtype=td.float64) + x[0]
+    return out
+
+
+UNARY = ["exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "log2", "log1p",
+         "expm1", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil",
+         "round", "trunc", "sign"]
+NUMPY = {"rsqrt": lambda c: 1 / np.sqrt(c), "sigmoid": lambda c: 1 / (1 + np.exp(-c)),
+         "erf": np.vectorize(math.erf), "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+         "round": np.rint}
+
+
+@td.tile_kernel
+def math_of_constants(x, c):
+    """Every math function of the Python constant c (a compile-time float): each folds."""
+    (n,) = x.shape
+    out = td.empty((len(UNARY), n), dtype=td.float64)
+    for t in td.tile(n):
+        for i, name in enumerate(UNARY):
+            out[i, t] = x[t] + getattr(td, name)(c)
+    return out
+
+
+def test_ndarray_subclasses() -> None:
+    x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    with pytest.warns(PendingDeprecationWarning):  # NumPy's, for np.matrix
+        matrix = np.matrix(x)
+    idx = np.array([34, 0, 12])
+    np.testing.assert_array_equal(rows_twice(matrix, idx), 2 * x.reshape(-1)[idx])  # a raw ValueError
+    with pytest.raises(td.ArgumentError, match="argument 'x' is a masked array"):
+        rows_twice(np.ma.masked_array(x, mask=x > 0), idx)
+
+
+def test_memmap_is_written_in_place(tmp_path) -> None:
+    x = np.random.default_rng(1).standard_normal((5, 7)).astype(np.float32)
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="w+", shape=x.shape)
+    mm[:] = x
+    double_in_place(mm)
+    mm.flush()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "x.dat", np.float32).reshape(5, 7),
+                                  2 * x)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "spatial"])
+def test_output_larger_than_memory_is_an_argument_error(backend: str) -> None:
+    with pytest.raises(td.ArgumentError, match=r"takes 8\.0 TiB, more than this machine") as e:
+        square_of.run(np.ones(1), 1 << 20, backend=backend)
+    assert "td.empty((n, n)" in str(e.value) and "square_of" in str(e.value)
+
+
+def test_math_of_python_constants_folds() -> None:
+    c = 0.75
+    out = math_of_constants.run(np.zeros(3), td.constexpr(c))  # td.erf(c) crashed the fold
+    expect = [(NUMPY[name] if name in NUMPY else getattr(np, name))(c) for name in UNARY]
+    np.testing.assert_allclose(out[:, 0], expect, rtol=1e-12)
