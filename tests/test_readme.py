@@ -95,12 +95,15 @@ def test_framework_examples_run_and_are_shown_in_full(script: Path) -> None:
 
 
 def test_language_examples_run(tmp_path: Path) -> None:
-    """Every Python block of the language section runs as pasted (each asserts its result),
-    each as its own script (`__main__`, a fresh namespace), all in one child process."""
+    """Every Python block of the language, kernel-object and errors sections runs as pasted
+    (each asserts its result), each as its own script (`__main__`, a fresh namespace), all in
+    one child process at the repository root."""
     pytest.importorskip("torch")
-    section = README.split("## The language", 1)[1].split("\n## ", 1)[0]
-    blocks = [b.split("```", 1)[0] for b in section.split("```python")[1:]]
-    assert len(blocks) >= 3
+    sections = [README.split(title, 1)[1].split("\n## ", 1)[0]
+                for title in ("## The language", "## The kernel object", "## Errors")]
+    blocks = [b.split("```", 1)[0] for section in sections
+              for b in section.split("```python")[1:]]
+    assert len(blocks) >= 5
     scripts = []
     for i, code in enumerate(blocks):
         script = tmp_path / f"language_{i}.py"
@@ -111,6 +114,6 @@ def test_language_examples_run(tmp_path: Path) -> None:
               "    print('running', path, flush=True)\n"
               "    runpy.run_path(path, run_name='__main__')\n")
     result = subprocess.run([sys.executable, "-c", runner, *scripts], capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=600, cwd=ROOT)
     failed = result.stdout.strip().splitlines()[-1:] if result.returncode else []
     assert result.returncode == 0, f"{failed}:\n{result.stderr}"
