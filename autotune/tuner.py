@@ -20,10 +20,10 @@ import numpy as np
 
 from autotune import cache, finalists as finals
 from autotune.timing import cuda_median_ms, wall_median_ms
-from autotune.isolate import Isolated, TrialFailed
+from autotune.isolate import Isolated, OutOfTime, TrialFailed, fork_start
 from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
-from autotune.runners import RUNNERS, Runner, host_args
+from autotune.runners import RUNNERS, Runner, host_args, in_child
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
@@ -312,10 +312,18 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     config already measured is not timed (prune.py; `prune=None` times every candidate).
     On a noisy runner (GPU or CPU timing) the `finalists` fastest configs of the search and the
     default are then re-timed interleaved over `rounds` rounds, and the lowest median wins
-    (`finalists=0` keeps the search's fastest trial)."""
+    (`finalists=0` keeps the search's fastest trial).
+
+    Every candidate is checked and measured in a separate process (`isolate=True`, the default
+    on every backend): one that crashes or runs past `trial_timeout` seconds fails with its
+    reason, and a fresh process measures the next. `timeout` bounds the whole tune, a trial in
+    flight and the finalists' re-timing included (only the default config, if no trial reached
+    it, is measured past it, within `trial_timeout`). `isolate=False` measures in this process:
+    a few milliseconds less per trial, but a crash ends the tune and a hang outlives
+    `timeout`."""
     start = time.monotonic()
     check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
-                       prune=prune, finalists=finalists, seed=seed)
+                       prune=prune, finalists=finalists, seed=seed, trial_timeout=trial_timeout)
     if backend not in RUNNERS:
         raise BackendError(f"kernel '{kernel.name}': no tuning backend {backend!r}; "
                            f"choose from {sorted(RUNNERS)}")
@@ -353,16 +361,29 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     # What the measuring process and the compile workers get: the arrays on the host, and the
     # kernel's source, which they check against the file they import the kernel from.
     # (functions by value where pickle cannot send them: static_args.shippable)
+    # A CUDA context does not survive a fork: GPU and model children are spawned, and import
+    # the kernel from its file; CPU children are forked copies of this process (isolate.py).
+    method = "spawn" if backend in ("model", "triton") else fork_start()
+    isolate = True if isolate is None else isolate
     host, source = host_args(values), kernel.source_digest
-    if (isolate if isolate is not None else runner.self_checking) or \
-            backend in ("model", "triton"):
+    if (isolate and method == "spawn") or backend in ("model", "triton"):
         host = static_args.shippable(kernel.name, list(kernel.signature.parameters), host)
     isolated = None
-    if isolate if isolate is not None else runner.self_checking:
+    if isolate and method == "fork":
+        isolated = Isolated(in_child, (kernel, values, backend, arch, check), trial_timeout,
+                            start="fork")
+    elif isolate:
         isolated = Isolated("autotune.runners:from_file",
                             (kernel.file, kernel.name, host, backend, arch, check, source),
                             trial_timeout)
     runner.self_checking = runner.self_checking and check
+    deadline = start + timeout if timeout is not None else None
+
+    def remaining() -> float | None:
+        """The seconds the tune has left for a trial in flight (None: no limit but the trial's
+        own; the default config measured past the deadline gets that too)."""
+        left = None if deadline is None else deadline - time.monotonic()
+        return left if left is not None and left > 0 else None
     precompiler = None
     compiled_ahead = 0
     if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
@@ -412,12 +433,16 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             if pruned is not None:
                 statuses[key] = pruned  # not timed; recorded as failed
             else:
-                if check and not runner.self_checking:  # those check where they measure
-                    why = runner.check(config)
+                if check and isolated is None and not runner.self_checking:
+                    why = runner.check(config)  # (a measuring process checks where it measures)
                     if why is not None:
                         raise TrialFailed(why)
-                value = isolated.measure(config) if isolated else runner.measure(config)
+                value = isolated.measure(config, remaining()) if isolated else \
+                    runner.measure(config)
                 statuses[key] = "ok"
+        except OutOfTime as e:  # the tune's deadline, not the config's failure: not stored
+            statuses[key] = str(e)
+            return None
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
             statuses[key] = str(e).splitlines()[0][:200]
         if isolated is not None and isolated.broken is not None:
@@ -429,7 +454,6 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                         "checked": check})
         return value
 
-    deadline = start + timeout if timeout is not None else None
     evaluate = _Budget(objective, trials, deadline)
     if precompiler is not None:
         pool = precompiler
@@ -487,10 +511,12 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 all(SearchSpace.key(p) != default_key for p, _ in measured):
             measured.append((default_point, evaluate.results[default_key]))
         if runner.noisy and finalists > 0 and rounds > 0 and search_best is not None:
-            timer = isolated.time if isolated is not None else runner.time
+            timer = (lambda c: isolated.time(c, remaining())) if isolated is not None else \
+                runner.time
             chosen = finals.retime(finals.choose(measured, finalists, always=default_point),
                                    lambda p: timer(config_space.make(p)), rounds,
-                                   failed=(TrialFailed, TileDSLError, ValueError, RuntimeError))
+                                   failed=(TrialFailed, TileDSLError, ValueError, RuntimeError),
+                                   deadline=deadline, stopped=(OutOfTime,))
             for f in chosen:
                 f.config = config_space.make(f.point)
     finally:
