@@ -109,7 +109,9 @@ def _serve(conn: Connection, factory: str | Callable[..., Any], args: tuple,
             if healthy is not None and not healthy():
                 conn.send(("dead", f"{type(e).__name__}: {e}"))
                 return  # the parent starts another process for the next trial
-            conn.send(("error", f"{type(e).__name__}: {e}"))
+            # a TrialFailed (wrong numbers) says why already; others say what they are
+            conn.send(("error", str(e) if isinstance(e, TrialFailed) else
+                       f"{type(e).__name__}: {e}"))
 
 
 class Isolated:

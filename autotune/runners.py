@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from autotune.isolate import TrialFailed
 from autotune.model import compiled_resources, predict
 from autotune.timing import cuda_median_ms
 from tiledsl import static_args, testing
@@ -76,7 +77,7 @@ class Runner:
     def measure(self, config: Config) -> float:
         """A candidate's value in the search (a self-checking runner checks its numbers first)."""
         if self.self_checking and (why := self.check(config)) is not None:
-            raise ValueError(why)
+            raise TrialFailed(why)
         return self.time(config)
 
     def time(self, config: Config) -> float:
