@@ -25,6 +25,7 @@ import signal
 import sys
 import traceback
 from multiprocessing.connection import Connection, wait
+from time import monotonic
 from typing import Any, Callable
 
 from tiledsl.config import Config
@@ -135,7 +136,7 @@ class Isolated:
         self.restarts = 0
         self.broken: str | None = None  # why the factory failed (every later trial fails so)
 
-    def _start(self) -> None:
+    def _start(self, limit: float | None = None) -> None:
         parent, child = self.ctx.Pipe()
         self.proc = self.ctx.Process(
             target=_serve, daemon=True,
@@ -144,8 +145,13 @@ class Isolated:
         self.proc.start()
         child.close()  # the child's end lives in the child only: its death closes the pipe
         self.conn = parent
-        if not wait([parent, self.proc.sentinel], max(self.timeout, 120.0)):
+        seconds = max(self.timeout, 120.0)  # imports and a CUDA context, not the trial's
+        if not wait([parent, self.proc.sentinel], seconds if limit is None else
+                    min(seconds, max(0.0, limit))):
             self._kill()
+            if limit is not None and limit < seconds:
+                raise OutOfTime("stopped while the measuring process started: the tune's "
+                                "timeout ran out")
             raise TrialFailed("the measuring process did not start")
         try:
             status, detail = parent.recv()
@@ -157,11 +163,12 @@ class Isolated:
             self.broken = f"the measuring process failed to set up: {detail}"
             raise TrialFailed(self.broken)
 
-    def start(self) -> None:
-        """Start the child now (it starts at the first trial otherwise)."""
+    def start(self, limit: float | None = None) -> None:
+        """Start the child now (it starts at the first trial otherwise), waiting at most
+        `limit` seconds for it to set up."""
         if self.broken is None and (self.proc is None or not self.proc.is_alive()):
             self.close()
-            self._start()
+            self._start(limit)
 
     def measure(self, config: Config, limit: float | None = None) -> float:
         """The runner's `measure(config)` in the child."""
@@ -174,8 +181,11 @@ class Isolated:
     def _ask(self, kind: str, config: Config, limit: float | None = None) -> float:
         if self.broken is not None:
             raise TrialFailed(self.broken)
-        self.start()
+        began = monotonic()
+        self.start(limit)
         assert self.conn is not None
+        if limit is not None:
+            limit -= monotonic() - began
         seconds = self.timeout if limit is None else max(0.0, min(self.timeout, limit))
         try:
             self.conn.send((kind, config.to_dict()))

@@ -65,11 +65,31 @@ def test_a_candidate_that_crashes_or_hangs_fails_alone(backend: str,
 
 
 def test_the_tunes_timeout_stops_a_trial_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    misbehave(monkeypatch, "numpy", None, hangs=tried_first("numpy")[1])
+    default = tried_first("numpy")[0]  # the first trial: it starts well before the deadline
+    misbehave(monkeypatch, "numpy", None, hangs=default)
     start = time.monotonic()
     r = tune(kernel_of("vector_add"), vector_add_inputs(), backend="numpy", trials=4,
-             timeout=1.5, storage="sqlite:///:memory:", use_cache=False)
-    assert time.monotonic() - start < 10  # not the trial's own 60 s, nor the hang's 600
-    assert r.trials[0].config == r.default and r.best == r.default
-    assert r.trials[1].status.startswith("stopped after"), r.trials[1].status
-    assert r.trials[1].status.endswith("the tune's timeout ran out")
+             timeout=1.5, trial_timeout=5.0, storage="sqlite:///:memory:", use_cache=False)
+    assert time.monotonic() - start < 4.0  # not the trial's own 5 s, nor the hang's 600
+    assert [t.config for t in r.trials] == [default] and r.best is None
+    assert r.trials[0].status.startswith("stopped after"), r.trials[0].status
+    assert r.trials[0].status.endswith("the tune's timeout ran out")
+
+
+def test_re_timing_the_finalists_stops_at_the_deadline_with_complete_rounds() -> None:
+    from autotune import finalists as finals
+    from autotune.isolate import OutOfTime
+
+    calls: list[int] = []
+
+    def timer(point: dict) -> float:
+        calls.append(point["b"])
+        if len(calls) == 5:  # round 2's second timing: the deadline came during it
+            raise OutOfTime("stopped")
+        return float(point["b"])
+
+    def three() -> list:
+        return [finals.Finalist({"b": b}, 1.0) for b in (1, 2, 3)]
+    out = finals.retime(three(), timer, rounds=5, stopped=(OutOfTime,))
+    assert [f.samples for f in out] == [[1.0], [2.0], [3.0]]  # the cut round is dropped
+    assert finals.retime(three(), timer, deadline=time.monotonic() - 1) == []  # no round
