@@ -56,7 +56,11 @@ class TrialFailed(Exception):
 
 class OutOfTime(TrialFailed):
     """The tune's own deadline came while a trial was measured: the trial was stopped, which
-    says nothing about its config (it is not stored as a failure)."""
+    says nothing about its config (it is not stored as a failure). Its message starts with
+    STOPPED."""
+
+
+STOPPED = "stopped"
 
 
 def fork_start() -> str:
@@ -150,8 +154,8 @@ class Isolated:
                     min(seconds, max(0.0, limit))):
             self._kill()
             if limit is not None and limit < seconds:
-                raise OutOfTime("stopped while the measuring process started: the tune's "
-                                "timeout ran out")
+                raise OutOfTime(f"{STOPPED} while the measuring process started: the "
+                                "tune's timeout ran out")
             raise TrialFailed("the measuring process did not start")
         try:
             status, detail = parent.recv()
@@ -181,6 +185,8 @@ class Isolated:
     def _ask(self, kind: str, config: Config, limit: float | None = None) -> float:
         if self.broken is not None:
             raise TrialFailed(self.broken)
+        if limit is not None and limit <= 0:
+            raise OutOfTime(f"{STOPPED} before it started: the tune's timeout ran out")
         began = monotonic()
         self.start(limit)
         assert self.conn is not None
@@ -196,7 +202,7 @@ class Isolated:
             self._kill()
             self.restarts += 1
             if seconds < self.timeout:
-                raise OutOfTime(f"stopped after {seconds:.3g} s: the tune's timeout ran out")
+                raise OutOfTime(f"{STOPPED} after {seconds:.3g} s: the tune's timeout ran out")
             raise TrialFailed(f"timed out after {self.timeout:g} s")
         status, value = None, None
         if answered:

@@ -20,7 +20,7 @@ import numpy as np
 
 from autotune import cache, finalists as finals
 from autotune.timing import cuda_median_ms, wall_median_ms
-from autotune.isolate import Isolated, OutOfTime, TrialFailed, fork_start
+from autotune.isolate import STOPPED, Isolated, OutOfTime, TrialFailed, fork_start
 from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
 from autotune.runners import RUNNERS, Runner, host_args, in_child
@@ -49,6 +49,11 @@ class Trial:
     @property
     def pruned(self) -> bool:
         return self.status.startswith(PRUNED)
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by the tune's timeout while it was measured: neither measured nor failed."""
+        return self.status.startswith(STOPPED)
 
 
 @dataclass
@@ -83,8 +88,9 @@ class TuneResult:
 
     @property
     def rejected(self) -> list[Trial]:
-        """Trials that failed or gave wrong numbers (not the pruned ones)."""
-        return [t for t in self.trials if t.value is None and not t.pruned]
+        """Trials that failed or gave wrong numbers (not the pruned ones, nor one the tune's
+        timeout stopped)."""
+        return [t for t in self.trials if t.value is None and not t.pruned and not t.stopped]
 
     @property
     def pruned(self) -> list[Trial]:
@@ -97,6 +103,7 @@ class TuneResult:
         rows += [(f"baseline: {name}", "", ms, "ms") for name, ms in self.baselines.items()]
         ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
         pruned = f", {len(self.pruned)} pruned by the cost model" if self.pruned else ""
+        pruned += ", 1 stopped by the timeout" if any(t.stopped for t in self.trials) else ""
         lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
                  f"{self.seconds:.1f} s, {len(self.rejected)} rejected{pruned}{ahead} "
                  f"(study {self.study!r})"]
@@ -133,10 +140,11 @@ class TuneResult:
 
     def to_t4(self) -> dict[str, Any]:
         """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads).
-        Pruned trials are left out: they were never measured, and they did not fail."""
+        Pruned trials, and one the tune's timeout stopped, are left out: they were never
+        measured, and they did not fail."""
         results = []
         for t in self.trials:
-            if t.pruned:
+            if t.pruned or t.stopped:
                 continue
             d = t.config.to_dict()
             configuration = {k: v for k, v in d.items() if k != "block_sizes"}
@@ -379,11 +387,10 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     runner.self_checking = runner.self_checking and check
     deadline = start + timeout if timeout is not None else None
 
-    def remaining() -> float | None:
-        """The seconds the tune has left for a trial in flight (None: no limit but the trial's
-        own; the default config measured past the deadline gets that too)."""
-        left = None if deadline is None else deadline - time.monotonic()
-        return left if left is not None and left > 0 else None
+    def remaining(until: float | None) -> float | None:
+        """The seconds left until `until` (time.monotonic()), for a trial in flight (None: no
+        limit but the trial's own)."""
+        return None if until is None else until - time.monotonic()
     precompiler = None
     compiled_ahead = 0
     if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
@@ -417,11 +424,14 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         key = SearchSpace.key(point)
         nonlocal compiled_ahead
         value: float | None = None
+        # the tune's deadline bounds a trial begun before it; the default config, measured
+        # after it if no trial reached it, has its own trial_timeout
+        until = deadline if deadline is not None and time.monotonic() < deadline else None
         if (shared := studies.find_trial(study, point, check)) is not None:  # another worker's
             statuses[key] = "from another worker"
             return shared
         try:
-            if precompiler is not None and precompiler.wait(config):
+            if precompiler is not None and precompiler.wait(config, remaining(until)):
                 compiled_ahead += 1
                 if config in precompiler.predicted:
                     predictions[key] = precompiler.predicted[config]
@@ -437,7 +447,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                     why = runner.check(config)  # (a measuring process checks where it measures)
                     if why is not None:
                         raise TrialFailed(why)
-                value = isolated.measure(config, remaining()) if isolated else \
+                value = isolated.measure(config, remaining(until)) if isolated else \
                     runner.measure(config)
                 statuses[key] = "ok"
         except OutOfTime as e:  # the tune's deadline, not the config's failure: not stored
@@ -511,7 +521,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 all(SearchSpace.key(p) != default_key for p, _ in measured):
             measured.append((default_point, evaluate.results[default_key]))
         if runner.noisy and finalists > 0 and rounds > 0 and search_best is not None:
-            timer = (lambda c: isolated.time(c, remaining())) if isolated is not None else \
+            timer = (lambda c: isolated.time(c, remaining(deadline))) if isolated else \
                 runner.time
             chosen = finals.retime(finals.choose(measured, finalists, always=default_point),
                                    lambda p: timer(config_space.make(p)), rounds,

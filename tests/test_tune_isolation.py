@@ -74,6 +74,7 @@ def test_the_tunes_timeout_stops_a_trial_in_flight(monkeypatch: pytest.MonkeyPat
     assert [t.config for t in r.trials] == [default] and r.best is None
     assert r.trials[0].status.startswith("stopped after"), r.trials[0].status
     assert r.trials[0].status.endswith("the tune's timeout ran out")
+    assert r.trials[0].stopped and not r.rejected and r.to_t4()["results"] == []  # not failed
 
 
 def test_re_timing_the_finalists_stops_at_the_deadline_with_complete_rounds() -> None:
