@@ -76,9 +76,9 @@ def died(exitcode: int | None) -> str:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"the measuring process died of {name} (a crash or an illegal memory access)"
+        return f"the measuring process died of {name} (the candidate crashed it)"
     if exitcode is None:
-        return "the measuring process died (a crash or an illegal memory access)"
+        return "the measuring process died"
     return f"the measuring process died with exit status {exitcode}"
 
 
