@@ -326,9 +326,9 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     on every backend): one that crashes or runs past `trial_timeout` seconds fails with its
     reason, and a fresh process measures the next. `timeout` bounds the whole tune, a trial in
     flight and the finalists' re-timing included (only the default config, if no trial reached
-    it, is measured past it, within `trial_timeout`). `isolate=False` measures in this process:
-    a few milliseconds less per trial, but a crash ends the tune and a hang outlives
-    `timeout`."""
+    it, is measured past it, within `trial_timeout`). `isolate=False` measures in this process,
+    where a crash ends the tune and a hang outlives `timeout` (benchmarks/isolation_overhead.py
+    finds no cost to isolation above a busy machine's noise)."""
     start = time.monotonic()
     check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
                        prune=prune, finalists=finalists, seed=seed, trial_timeout=trial_timeout)
