@@ -12,6 +12,7 @@ simulator, the cost model) skip this.
 from __future__ import annotations
 
 import statistics
+from time import monotonic
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -53,21 +54,41 @@ def choose(history: Sequence[tuple[Point, float | None]], count: int = FINALISTS
 
 
 def retime(finalists: list[Finalist], time: Callable[[Point], float], rounds: int = ROUNDS,
-           failed: tuple[type[BaseException], ...] = (Exception,)) -> list[Finalist]:
+           failed: tuple[type[BaseException], ...] = (Exception,),
+           deadline: float | None = None,
+           stopped: tuple[type[BaseException], ...] = ()) -> list[Finalist]:
     """Time every finalist once per round; round r starts at finalist r (mod n) so none is
     always first. A finalist whose timing raises one of `failed` is out (its `failure` says
-    why) and is not timed again."""
+    why) and is not timed again. At `deadline` (time.monotonic()), or when a timing raises one
+    of `stopped` (the tune's deadline came during it), the re-timing ends and keeps its
+    complete rounds only (every finalist timed as often); with none, no finalist is left."""
     n = len(finalists)
-    for r in range(rounds):
-        for j in range(n):
-            f = finalists[(r + j) % n]
-            if f.failure is not None:
-                continue
-            try:
-                f.samples.append(float(time(f.point)))
-            except failed as e:
-                f.failure = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    complete = 0
+    try:
+        for r in range(rounds):
+            for j in range(n):
+                f = finalists[(r + j) % n]
+                if f.failure is not None:
+                    continue
+                if deadline is not None and monotonic() > deadline:
+                    raise _Stop
+                try:
+                    f.samples.append(float(time(f.point)))
+                except stopped:
+                    raise _Stop from None
+                except failed as e:
+                    f.failure = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            complete = r + 1
+    except _Stop:
+        if complete == 0:
+            return []
+        for f in finalists:
+            del f.samples[complete:]
     return finalists
+
+
+class _Stop(Exception):
+    """The deadline came during the re-timing."""
 
 
 def winner(finalists: Sequence[Finalist]) -> Finalist | None:

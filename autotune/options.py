@@ -14,9 +14,10 @@ MAX_SEED = 2**32 - 1  # NumPy's and Optuna's samplers take seeds up to this
 
 
 def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any, prune: Any,
-                       finalists: Any, seed: Any) -> None:
+                       finalists: Any, seed: Any, trial_timeout: Any = 60.0) -> None:
     """Raise a ConfigError naming the option and `kernel` for a value `tune` cannot use:
-    `trials` an integer >= 1; `timeout` None or seconds > 0; `strategy` None (the default) or
+    `trials` an integer >= 1; `timeout` None or seconds > 0; `trial_timeout` seconds > 0;
+    `strategy` None (the default) or
     a registered strategy's name; `prune` None (time every config) or a factor above 1;
     `finalists` an integer >= 0; `seed` an integer from 0 to 2**32 - 1."""
     def bad(message: str) -> ConfigError:
@@ -26,6 +27,9 @@ def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any,
     if timeout is not None and not (is_number(timeout) and timeout > 0):
         raise bad(f"timeout must be a number of seconds above 0 (or None for no limit), "
                   f"got {timeout!r}")
+    if not (is_number(trial_timeout, finite=True) and trial_timeout > 0):
+        raise bad(f"trial_timeout must be a finite number of seconds above 0, "
+                  f"got {trial_timeout!r}")
     if strategy is not None:
         if not isinstance(strategy, str):
             raise bad(f"strategy must be a strategy's name (or None for the default), "

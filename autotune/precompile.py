@@ -154,15 +154,17 @@ class Precompiler:
                 except BrokenExecutor:  # since the last hint: the next pool takes it
                     self._broken()
 
-    def wait(self, config: Config) -> bool:
+    def wait(self, config: Config, limit: float | None = None) -> bool:
         """Before measuring `config`: wait for its compile if a worker has started it, else
-        withdraw it (the measurement compiles it). True if a worker compiled it; its cost-model
+        withdraw it (the measurement compiles it), waiting at most `limit` seconds (the tune's
+        deadline) if sooner than the timeout. True if a worker compiled it; its cost-model
         prediction is then in `predicted`."""
         future = self.pending.pop(config, None)
         if future is None or future.cancel():
             return False
         try:
-            _, predicted = future.result(timeout=self.timeout)
+            _, predicted = future.result(timeout=self.timeout if limit is None else
+                                         max(0.0, min(self.timeout, limit)))
         except FutureTimeout:  # hung: its worker stays busy, the measurement compiles
             return False
         except BrokenExecutor:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from autotune.isolate import TrialFailed
 from autotune.model import compiled_resources, predict
 from autotune.timing import cuda_median_ms
 from tiledsl import static_args, testing
@@ -76,7 +77,7 @@ class Runner:
     def measure(self, config: Config) -> float:
         """A candidate's value in the search (a self-checking runner checks its numbers first)."""
         if self.self_checking and (why := self.check(config)) is not None:
-            raise ValueError(why)
+            raise TrialFailed(why)
         return self.time(config)
 
     def time(self, config: Config) -> float:
@@ -230,7 +231,8 @@ def load_kernel(file: str, name: str, source: str | None = None) -> TileKernel:
     kernel = getattr(module, name, None)
     if not isinstance(kernel, TileKernel):
         raise BackendError(f"{file} has no module-level tile kernel '{name}' (tuning on this "
-                           "backend imports the kernel from its file in another process)",
+                           "backend imports the kernel from its file in another process; "
+                           "define it at a module's top level, or tune with isolate=False)",
                            kernel=name)
     if source is not None and kernel.source_digest != source:
         # the reason first: a trial's status keeps the start of the message
@@ -247,6 +249,14 @@ def from_file(file: str, name: str, args: list[Any], backend: str, arch: Any = N
               check: bool = True, source: str | None = None) -> Runner:
     """The factory isolated processes call: `autotune.runners:from_file` (`source`: see
     `load_kernel`)."""
-    runner = RUNNERS[backend](load_kernel(file, name, source), args, arch)
-    runner.self_checking = runner.self_checking and check
+    return in_child(load_kernel(file, name, source), args, backend, arch, check)
+
+
+def in_child(kernel: TileKernel, args: list[Any], backend: str, arch: Any = None,
+             check: bool = True) -> Runner:
+    """The runner a measuring process serves (a forked child calls it with the parent's
+    kernel): it checks each candidate's numbers where it measures them, if `check`, so that a
+    check that crashes or hangs fails one trial."""
+    runner = RUNNERS[backend](kernel, args, arch)
+    runner.self_checking = check
     return runner

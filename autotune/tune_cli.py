@@ -50,6 +50,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
     from tiledsl.cli import CLIError, _fresh, example_args, load_file, parse_dims
     require(opts.trials is None or opts.trials >= 1, "--trials", "at least 1", opts.trials)
     require(opts.timeout is None or opts.timeout > 0, "--timeout", "above 0 seconds", opts.timeout)
+    require(0 < opts.trial_timeout < float("inf"), "--trial-timeout", "above 0 seconds",
+            opts.trial_timeout)
     require(opts.finalists >= 0, "--finalists", "at least 0 (0 keeps the search's fastest trial)",
             opts.finalists)
     require(0 <= opts.seed <= MAX_SEED, "--seed", "from 0 to 2**32 - 1", opts.seed)
@@ -59,7 +61,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
     prune = None if opts.no_prune else opts.prune
     for k in kernels:  # every option's problem before the first kernel is tuned
         check_tune_options(k.name, trials=trials, timeout=opts.timeout, strategy=opts.strategy,
-                           prune=prune, finalists=opts.finalists, seed=opts.seed)
+                           prune=prune, finalists=opts.finalists, seed=opts.seed,
+                           trial_timeout=opts.trial_timeout)
     if opts.json is not None:
         check_output("--json", opts.json)
     plots = outputs("--plot", opts.plot, kernels)
@@ -76,7 +79,8 @@ def cmd_tune(opts: argparse.Namespace) -> int:
                       timeout=opts.timeout, strategy=opts.strategy, storage=opts.storage,
                       study_name=opts.study, seed=opts.seed, check=not opts.no_check,
                       progress=not opts.no_progress, baselines=baselines,
-                      finalists=opts.finalists, prune=prune)
+                      finalists=opts.finalists, prune=prune,
+                      trial_timeout=opts.trial_timeout, isolate=not opts.no_isolate)
         print(result.table())
         if k.name in plots:
             try:
@@ -108,7 +112,14 @@ def add(sub: Any) -> None:
                         "cost model, no GPU needed), numpy (CPU wall time), triton (GPU)")
     p.add_argument("--arch", help="spatial preset (generic-8x8, aie-like-4x8, wormhole-like, lpu-like)")
     p.add_argument("--trials", type=int, help="evaluations per kernel (default 40; 12 with --quick)")
-    p.add_argument("--timeout", type=float, help="stop after this many seconds")
+    p.add_argument("--timeout", type=float, help="stop after this many seconds (a trial in flight "
+                                                 "is stopped)")
+    p.add_argument("--trial-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="fail a candidate that takes longer than this to check and measure "
+                        "(default 60)")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="measure in this process, not in a worker: a crash ends the tune and a "
+                        "hang outlives --timeout")
     p.add_argument("--strategy", help="search strategy (default: the one chosen by replay)")
     p.add_argument("--storage", help="Optuna storage URL: sqlite:///f.db, postgresql://..., "
                                      "journal:/path (default: ~/.cache/tiledsl/studies.db)")

@@ -20,10 +20,10 @@ import numpy as np
 
 from autotune import cache, finalists as finals
 from autotune.timing import cuda_median_ms, wall_median_ms
-from autotune.isolate import Isolated, TrialFailed
+from autotune.isolate import STOPPED, Isolated, OutOfTime, TrialFailed, fork_start
 from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
-from autotune.runners import RUNNERS, Runner, host_args
+from autotune.runners import RUNNERS, Runner, host_args, in_child
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
@@ -49,6 +49,11 @@ class Trial:
     @property
     def pruned(self) -> bool:
         return self.status.startswith(PRUNED)
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by the tune's timeout while it was measured: neither measured nor failed."""
+        return self.status.startswith(STOPPED)
 
 
 @dataclass
@@ -83,8 +88,9 @@ class TuneResult:
 
     @property
     def rejected(self) -> list[Trial]:
-        """Trials that failed or gave wrong numbers (not the pruned ones)."""
-        return [t for t in self.trials if t.value is None and not t.pruned]
+        """Trials that failed or gave wrong numbers (not the pruned ones, nor one the tune's
+        timeout stopped)."""
+        return [t for t in self.trials if t.value is None and not t.pruned and not t.stopped]
 
     @property
     def pruned(self) -> list[Trial]:
@@ -97,6 +103,7 @@ class TuneResult:
         rows += [(f"baseline: {name}", "", ms, "ms") for name, ms in self.baselines.items()]
         ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
         pruned = f", {len(self.pruned)} pruned by the cost model" if self.pruned else ""
+        pruned += ", 1 stopped by the timeout" if any(t.stopped for t in self.trials) else ""
         lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
                  f"{self.seconds:.1f} s, {len(self.rejected)} rejected{pruned}{ahead} "
                  f"(study {self.study!r})"]
@@ -133,10 +140,11 @@ class TuneResult:
 
     def to_t4(self) -> dict[str, Any]:
         """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads).
-        Pruned trials are left out: they were never measured, and they did not fail."""
+        Pruned trials, and one the tune's timeout stopped, are left out: they were never
+        measured, and they did not fail."""
         results = []
         for t in self.trials:
-            if t.pruned:
+            if t.pruned or t.stopped:
                 continue
             d = t.config.to_dict()
             configuration = {k: v for k, v in d.items() if k != "block_sizes"}
@@ -315,10 +323,18 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     config already measured is not timed (prune.py; `prune=None` times every candidate).
     On a noisy runner (GPU or CPU timing) the `finalists` fastest configs of the search and the
     default are then re-timed interleaved over `rounds` rounds, and the lowest median wins
-    (`finalists=0` keeps the search's fastest trial)."""
+    (`finalists=0` keeps the search's fastest trial).
+
+    Every candidate is checked and measured in a separate process (`isolate=True`, the default
+    on every backend): one that crashes or runs past `trial_timeout` seconds fails with its
+    reason, and a fresh process measures the next. `timeout` bounds the whole tune, a trial in
+    flight and the finalists' re-timing included (only the default config, if no trial reached
+    it, is measured past it, within `trial_timeout`). `isolate=False` measures in this process,
+    where a crash ends the tune and a hang outlives `timeout` (benchmarks/isolation_overhead.py
+    finds no cost to isolation above a busy machine's noise)."""
     start = time.monotonic()
     check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
-                       prune=prune, finalists=finalists, seed=seed)
+                       prune=prune, finalists=finalists, seed=seed, trial_timeout=trial_timeout)
     if not isinstance(backend, str) or backend not in RUNNERS:
         raise BackendError(f"kernel '{kernel.name}': no tuning backend {backend!r}; "
                            f"choose from {sorted(RUNNERS)}")
@@ -356,16 +372,28 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     # What the measuring process and the compile workers get: the arrays on the host, and the
     # kernel's source, which they check against the file they import the kernel from.
     # (functions by value where pickle cannot send them: static_args.shippable)
+    # A CUDA context does not survive a fork: GPU and model children are spawned, and import
+    # the kernel from its file; CPU children are forked copies of this process (isolate.py).
+    method = "spawn" if backend in ("model", "triton") else fork_start()
+    isolate = True if isolate is None else isolate
     host, source = host_args(values), kernel.source_digest
-    if (isolate if isolate is not None else runner.self_checking) or \
-            backend in ("model", "triton"):
+    if (isolate and method == "spawn") or backend in ("model", "triton"):
         host = static_args.shippable(kernel.name, list(kernel.signature.parameters), host)
     isolated = None
-    if isolate if isolate is not None else runner.self_checking:
+    if isolate and method == "fork":
+        isolated = Isolated(in_child, (kernel, values, backend, arch, check), trial_timeout,
+                            start="fork")
+    elif isolate:
         isolated = Isolated("autotune.runners:from_file",
                             (kernel.file, kernel.name, host, backend, arch, check, source),
                             trial_timeout)
     runner.self_checking = runner.self_checking and check
+    deadline = start + timeout if timeout is not None else None
+
+    def remaining(until: float | None) -> float | None:
+        """The seconds left until `until` (time.monotonic()), for a trial in flight (None: no
+        limit but the trial's own)."""
+        return None if until is None else until - time.monotonic()
     precompiler = None
     compiled_ahead = 0
     if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
@@ -399,11 +427,14 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         key = SearchSpace.key(point)
         nonlocal compiled_ahead
         value: float | None = None
+        # the tune's deadline bounds a trial begun before it; the default config, measured
+        # after it if no trial reached it, has its own trial_timeout
+        until = deadline if deadline is not None and time.monotonic() < deadline else None
         if (shared := studies.find_trial(study, point, check)) is not None:  # another worker's
             statuses[key] = "from another worker"
             return shared
         try:
-            if precompiler is not None and precompiler.wait(config):
+            if precompiler is not None and precompiler.wait(config, remaining(until)):
                 compiled_ahead += 1
                 if config in precompiler.predicted:
                     predictions[key] = precompiler.predicted[config]
@@ -415,12 +446,16 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             if pruned is not None:
                 statuses[key] = pruned  # not timed; recorded as failed
             else:
-                if check and not runner.self_checking:  # those check where they measure
-                    why = runner.check(config)
+                if check and isolated is None and not runner.self_checking:
+                    why = runner.check(config)  # (a measuring process checks where it measures)
                     if why is not None:
                         raise TrialFailed(why)
-                value = isolated.measure(config) if isolated else runner.measure(config)
+                value = isolated.measure(config, remaining(until)) if isolated else \
+                    runner.measure(config)
                 statuses[key] = "ok"
+        except OutOfTime as e:  # the tune's deadline, not the config's failure: not stored
+            statuses[key] = str(e)
+            return None
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
             statuses[key] = str(e).splitlines()[0][:200]
         if isolated is not None and isolated.broken is not None:
@@ -432,7 +467,6 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                         "checked": check})
         return value
 
-    deadline = start + timeout if timeout is not None else None
     evaluate = _Budget(objective, trials, deadline)
     if precompiler is not None:
         pool = precompiler
@@ -490,10 +524,12 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 all(SearchSpace.key(p) != default_key for p, _ in measured):
             measured.append((default_point, evaluate.results[default_key]))
         if runner.noisy and finalists > 0 and rounds > 0 and search_best is not None:
-            timer = isolated.time if isolated is not None else runner.time
+            timer = (lambda c: isolated.time(c, remaining(deadline))) if isolated else \
+                runner.time
             chosen = finals.retime(finals.choose(measured, finalists, always=default_point),
                                    lambda p: timer(config_space.make(p)), rounds,
-                                   failed=(TrialFailed, TileDSLError, ValueError, RuntimeError))
+                                   failed=(TrialFailed, TileDSLError, ValueError, RuntimeError),
+                                   deadline=deadline, stopped=(OutOfTime,))
             for f in chosen:
                 f.config = config_space.make(f.point)
     finally:

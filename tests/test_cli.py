@@ -283,6 +283,7 @@ def test_a_plot_is_written_in_the_format_its_suffix_names(suffix: str, magic: by
     ("tune", ["--trials", "-3"], "--trials must be at least 1, got -3"),
     ("tune", ["--timeout", "0"], "--timeout must be above 0 seconds, got 0.0"),
     ("tune", ["--timeout", "nan"], "--timeout must be above 0 seconds, got nan"),
+    ("tune", ["--trial-timeout", "inf"], "--trial-timeout must be above 0 seconds, got inf"),
     ("tune", ["--finalists", "-1"],
      "--finalists must be at least 0 (0 keeps the search's fastest trial), got -1"),
     ("tune", ["--seed", "-1"], "--seed must be from 0 to 2**32 - 1, got -1"),

@@ -82,9 +82,12 @@ def test_a_file_without_the_kernel_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_tune_whose_kernel_file_changed_fails_its_trials_with_the_reason(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The measuring process imports the kernel from its file: an edit made after the parent
-    imported it would be measured and stored under the parent's kernel."""
+    imported it would be measured and stored under the parent's kernel. (A numpy tune, its
+    child spawned as on a GPU, or on a platform without fork.)"""
+    import autotune.tuner
+    monkeypatch.setattr(autotune.tuner, "fork_start", lambda: "spawn")
     path = kernel_file(tmp_path)
     kernel = load_kernel(str(path), "bump")
     x, y = np.ones(64, np.float32), np.zeros(64, np.float32)

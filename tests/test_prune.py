@@ -48,7 +48,7 @@ class _Precompiler:
     def submit(self, configs: list[td.Config], replace: bool = False) -> None:
         EVENTS.append(("compile", list(configs)))
 
-    def wait(self, config: td.Config) -> bool:
+    def wait(self, config: td.Config, limit: float | None = None) -> bool:
         if self.ahead:
             self.predicted[config] = _predict(config)
         return self.ahead

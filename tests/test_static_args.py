@@ -201,8 +201,10 @@ def test_constexpr_marks_a_number_compile_time() -> None:
     assert len(scaled._traces) == 2
 
 
-def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import autotune.tuner
     from autotune.tuner import tune
+    monkeypatch.setattr(autotune.tuner, "fork_start", lambda: "spawn")  # as GPU tunes start it
     x = f32(40)
     r = tune(scaled, [x, True, _times(3.0), 2], backend="numpy", trials=2, isolate=True,
              storage=f"sqlite:///{tmp_path}/s.db", rounds=1, use_cache=False)

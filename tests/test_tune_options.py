@@ -43,6 +43,8 @@ def test_good_tune_options_pass(changes: dict[str, Any]) -> None:
     ("timeout", -1.0, "timeout must be a number of seconds above 0"),
     ("timeout", math.nan, "timeout must be a number of seconds above 0"),
     ("timeout", "5", "timeout must be a number of seconds above 0"),
+    ("trial_timeout", 0, "trial_timeout must be a finite number of seconds above 0, got 0"),
+    ("trial_timeout", math.inf, "trial_timeout must be a finite number of seconds above 0"),
     ("strategy", "", "unknown strategy ''; known: ["),
     ("strategy", "TPE", "unknown strategy 'TPE'; known: ["),
     ("strategy", 5, "strategy must be a strategy's name"),
