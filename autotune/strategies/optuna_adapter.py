@@ -49,6 +49,7 @@ from optuna.trial import TrialState
 from autotune.space import Evaluator, Point, SearchSpace
 from tiledsl.errors import ConfigError, warn
 from autotune.strategies import register
+from autotune.strategies.journal_file import JournalLock, set_aside_torn_tail
 from autotune.strategies.study_workers import Worker, point_key
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -61,10 +62,13 @@ ENUMERATE_LIMIT = 2_000_000  # enumerate the valid points of spaces up to this r
 
 def storage_for(url: str) -> Any:
     """An Optuna storage from a URL: `sqlite:///path.db`, any SQLAlchemy URL (PostgreSQL...),
-    or `journal:/path/to/file` for a journal file (safe on NFS, no database server)."""
+    or `journal:/path/to/file` for a journal file (safe on NFS, no database server; a torn
+    last record is set aside first, a killed writer's lock broken: journal_file.py)."""
     if url.startswith("journal:"):
         from optuna.storages.journal import JournalFileBackend, JournalStorage
-        return JournalStorage(JournalFileBackend(url[len("journal:"):]))
+        path = url[len("journal:"):]
+        set_aside_torn_tail(path)  # a crash's torn last record
+        return JournalStorage(JournalFileBackend(path, lock_obj=JournalLock(path)))
     engine: dict[str, Any] = {"pool_pre_ping": True}
     if url.split(":", 1)[0].split("+", 1)[0] in ("postgresql", "mysql"):
         # a server that accepts the connection and never answers fails, rather than hangs
