@@ -367,6 +367,44 @@ def test_two_workers_share_a_postgresql_study() -> None:
     _two_workers(os.environ["TILEDSL_TEST_POSTGRES"])
 
 
+def test_reservations_keep_workers_off_one_point_and_within_the_budget(tmp_path: Path) -> None:
+    """The protocol the two-process tests above race through, step by step: a worker waits for
+    the value of a point another one reserved, and a reservation that finds the budget recorded
+    or reserved before it stops. Another host's worker counts while its heartbeat is fresh."""
+    import threading
+    import time
+
+    import optuna
+
+    from autotune.space import Param, SearchSpace
+    from autotune.strategies import study_workers as sw
+    study = studies.open_study(f"journal:{tmp_path}/w.journal", "w")
+    for beat in (time.time() - sw.STALE_S - 1, time.time()):  # a dead and a live one
+        study.add_trial(optuna.trial.create_trial(
+            state=optuna.trial.TrialState.RUNNING, user_attrs={
+                sw.MARKER: f"elsewhere {beat}", "host": "elsewhere", "pid": 1, "beat": beat,
+                "rank": 0}))
+    a, b = studies.join(study), studies.join(study)
+    assert (a.rank, b.rank) == (1, 2)
+    assert study.get_trials()[0].state == optuna.trial.TrialState.FAIL  # the dead one, cleaned
+    space = SearchSpace([Param("b", (1, 2, 4))])
+    records = studies.trusted_records(space, lambda attrs: True)
+    first = a.claim({"b": 1}, 2, records)
+    got: list = []
+    waiting = threading.Thread(target=lambda: got.append(b.claim({"b": 1}, 2, records)))
+    waiting.start()
+    time.sleep(0.3)
+    assert not got  # b waits for the value a measures
+    a.finish(first, lambda: studies.record(study, space, {"b": 1}, 5.0))
+    waiting.join(10)
+    assert got[0].trial_id is None and got[0].shared == 5.0
+    assert b.claim({"b": 2}, 2, records).trial_id is not None  # 1 recorded: within budget
+    with pytest.raises(sw.BudgetSpent):
+        a.claim({"b": 4}, 2, records)  # 1 recorded and 1 reserved: the budget is spent
+    a.leave()
+    b.leave()
+
+
 def test_a_killed_study_resumes_as_the_search_an_uninterrupted_one_makes(
         tmp_path: Path) -> None:
     """A killed worker's marker is stale at once (its process is gone), so the resumed worker
