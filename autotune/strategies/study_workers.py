@@ -191,8 +191,8 @@ class Worker:
               deadline: float | None = None) -> Claim:
         """Reserve `point` for measuring, or wait for the worker that reserved it first.
         `records(trials)`: the finished records this worker trusts, point key -> value (None:
-        the measurement failed). Raises BudgetSpent when `budget` points are recorded or reserved before
-        this reservation (None: no bound), or at `deadline` (time.monotonic())."""
+        the measurement failed). Raises BudgetSpent when `budget` points are recorded or
+        reserved before this reservation (None: no bound), or at `deadline` (monotonic)."""
         key = point_key(point)
         while True:
             mine = self._add(optuna.trial.create_trial(
