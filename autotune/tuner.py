@@ -507,8 +507,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             raise e.with_context(kernel=kernel.name) from None
         rank = worker.rank
         seed = (seed + 7919 * rank) % (MAX_SEED + 1)
-        initial = analytic_candidates(config_space, space, seed,
-                                      start + timeout if timeout is not None else None)
+        initial = studies.start_points(study, space, seed, lambda: analytic_candidates(
+            config_space, space, seed, start + timeout if timeout is not None else None))
         if rank % 2:  # a second worker takes them from the other end, so the two do not chase
             initial = initial[::-1]
         initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]

@@ -406,11 +406,15 @@ def test_reservations_keep_workers_off_one_point_and_within_the_budget(tmp_path:
 
 
 def test_a_killed_study_resumes_as_the_search_an_uninterrupted_one_makes(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A killed worker's marker is stale at once (its process is gone), so the resumed worker
-    takes rank 0 and its seed: the same trials, in the same order, as an uninterrupted run."""
+    takes rank 0 and its seed, and the start points the killed one ranked (a ranking cut
+    short by time, here none at all, would start elsewhere): the same trials, in the same
+    order, as an uninterrupted run."""
     import signal
     import time
+
+    from autotune import tuner
     url = f"journal:{tmp_path}/killed.journal"
     killed = _worker(url, "killed", trials=8)
     study = studies.open_study(url, "killed")
@@ -421,8 +425,10 @@ def test_a_killed_study_resumes_as_the_search_an_uninterrupted_one_makes(
     assert 0 < len(studies.load_trials(study)) < 8  # killed midway
     x, y = example("vector_add").make_inputs(np.random.default_rng(0))
     for name in ("killed", "whole"):
-        tune(kernel_of("vector_add"), [x, y], backend="spatial", trials=8, storage=url,
-             study_name=name, use_cache=False)
+        with monkeypatch.context() as m:
+            m.setattr(tuner, "RANK_SECONDS", 0.0 if name == "killed" else tuner.RANK_SECONDS)
+            tune(kernel_of("vector_add"), [x, y], backend="spatial", trials=8, storage=url,
+                 study_name=name, use_cache=False)
     resumed, whole = (studies.load_trials(studies.open_study(url, n)) for n in ("killed", "whole"))
     assert [(p, v) for p, v, _ in resumed] == [(p, v) for p, v, _ in whole]
 

@@ -151,6 +151,27 @@ def join(study: Any) -> Worker:
     return Worker(study, _retrying)
 
 
+def start_points(study: Any, space: SearchSpace, seed: int,
+                 compute: Callable[[], list[Point]]) -> list[Point]:
+    """The points a search of `seed` starts from: those the study's first search of that seed
+    stored, else `compute()`'s, stored. The estimate's ranking stops after a time (and at the
+    deadline), so it may rank fewer configs another time: a resumed search must start where
+    the interrupted one did to make the same trials."""
+    attr = f"tiledsl_start_points_{seed}"
+    try:
+        held = json.loads(study.user_attrs.get(attr, "null"))
+    except (TypeError, ValueError):
+        held = None
+    params = {p.name: p.values for p in space.params}
+    if isinstance(held, list) and held and all(
+            isinstance(p, dict) and set(p) == set(params)
+            and all(v in params[k] for k, v in p.items()) for p in held):
+        return held
+    points = compute()
+    _retrying(lambda: study.set_user_attr(attr, json.dumps(points)))
+    return points
+
+
 def stored_point(trial: Any) -> Point | None:
     """The point a trial recorded, or None if it recorded none or it cannot be read back (a
     hand-edited or foreign record)."""
