@@ -27,7 +27,6 @@ from autotune.runners import RUNNERS, Runner, host_args
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
-from autotune.strategies.study_workers import BudgetSpent
 from tiledsl import registry, static_args
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ConfigError, TileDSLError, TileDSLWarning
@@ -285,7 +284,7 @@ class _Budget(Evaluator):
     def __call__(self, point: Point) -> float | None:
         try:
             return super().__call__(point)
-        except BudgetSpent:
+        except studies.BudgetSpent:
             self.spent = True
             return None
 

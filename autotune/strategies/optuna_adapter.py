@@ -51,6 +51,7 @@ from tiledsl.errors import ConfigError, warn
 from autotune.strategies import register
 from autotune.strategies.journal_file import JournalLock, set_aside_torn_tail
 from autotune.strategies.study_workers import Worker, point_key
+from autotune.strategies.study_workers import BudgetSpent  # noqa: F401 - the tuner's
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning,
