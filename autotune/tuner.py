@@ -283,16 +283,26 @@ def default_storage() -> str:
 
 
 class _Budget(Evaluator):
-    """An Evaluator that also stops at a wall-clock deadline."""
+    """An Evaluator that also stops at a wall-clock deadline, or when the objective finds the
+    study's budget spent (by all its workers together)."""
 
     def __init__(self, objective: Callable[[Point], float | None], budget: int,
                  deadline: float | None) -> None:
         super().__init__(objective, budget)
         self.deadline = deadline
+        self.spent = False
+
+    def __call__(self, point: Point) -> float | None:
+        try:
+            return super().__call__(point)
+        except studies.BudgetSpent:
+            self.spent = True
+            return None
 
     @property
     def done(self) -> bool:
-        return super().done or (self.deadline is not None and time.monotonic() > self.deadline)
+        return super().done or self.spent or (self.deadline is not None
+                                              and time.monotonic() > self.deadline)
 
 
 def require_gpu(kernel: TileKernel, doing: str = "tuning",
@@ -356,18 +366,11 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
         study = studies.open_study(url, name)
         studies.bind_problem(study, *_problem(key, backend, arch))
-        rank = studies.join(study)  # other workers on this study start elsewhere
     except TileDSLError as e:
         raise e.with_context(kernel=kernel.name) from None
-    seed = (seed + 7919 * rank) % (MAX_SEED + 1)
     config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
                                        **({} if arch is None else {"arch": arch}))
     space = search_space(config_space)
-    initial = analytic_candidates(config_space, space, seed,
-                                  start + timeout if timeout is not None else None)
-    if rank % 2:  # a second worker takes them from the other end, so the two do not chase
-        initial = initial[::-1]
-    initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]
     runner: Runner = RUNNERS[backend](kernel, values, arch)
     # What the measuring process and the compile workers get: the arrays on the host, and the
     # kernel's source, which they check against the file they import the kernel from.
@@ -406,7 +409,6 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         else:
             precompiler = Precompiler(kernel.file, kernel.name, host, "aot", "sm_90",
                                       source=source, timeout=trial_timeout)
-        precompiler.submit([config_space.make(p) for p in initial])
     statuses: dict[tuple, str] = {}
     predictions: dict[tuple, float] = {}  # the cost model's microseconds (GPU and model tunes)
     priced_from: dict[tuple, str] = {}  # "compiled" or "ir": what each prediction priced
@@ -422,7 +424,38 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     default_point = config_space.values(default)
     default_key = SearchSpace.key(default_point)
 
-    def objective(point: Point) -> float | None:
+    def trusted(attrs: dict[str, Any]) -> bool:
+        """Whether a stored measurement stands: not one measured without checking its numbers
+        (for a checked tune), nor one pruned, never timed (for a tune that does not prune)."""
+        pruned = str(attrs.get("status", "")).startswith(PRUNED)
+        return not ((check and attrs.get("checked") is False)
+                    or (pruned and pruner.factor is None))
+    records = studies.trusted_records(space, trusted)
+    stopped: set[tuple] = set()  # points the tune's deadline stopped mid-measurement
+
+    def objective(point: Point, budgeted: bool = True) -> float | None:
+        """Measure `point` under a reservation in the study (study_workers.py), or reuse what
+        another worker measured; `budgeted`: within the study's total of `trials` points."""
+        claim = worker.claim(point, trials if budgeted else None, records,
+                             deadline if budgeted else None)
+        if claim.trial_id is None:
+            statuses[SearchSpace.key(point)] = "from another worker"
+            return claim.shared
+        try:
+            value = measure(point)
+        except BaseException:
+            worker.withdraw(claim)
+            raise
+        key = SearchSpace.key(point)
+        if key in stopped or (isolated is not None and isolated.broken is not None):
+            worker.withdraw(claim)  # the tune's deadline stopped it, or no process could
+            return None             # measure it: not the config's failure, not stored
+        attrs = {"status": statuses[key], "model_us": predictions.get(key),
+                 "model_from": priced_from.get(key), "checked": check}
+        worker.finish(claim, lambda: studies.record(study, space, point, value, attrs))
+        return value
+
+    def measure(point: Point) -> float | None:
         config = config_space.make(point)
         key = SearchSpace.key(point)
         nonlocal compiled_ahead
@@ -430,9 +463,6 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         # the tune's deadline bounds a trial begun before it; the default config, measured
         # after it if no trial reached it, has its own trial_timeout
         until = deadline if deadline is not None and time.monotonic() < deadline else None
-        if (shared := studies.find_trial(study, point, check)) is not None:  # another worker's
-            statuses[key] = "from another worker"
-            return shared
         try:
             if precompiler is not None and precompiler.wait(config, remaining(until)):
                 compiled_ahead += 1
@@ -455,16 +485,11 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 statuses[key] = "ok"
         except OutOfTime as e:  # the tune's deadline, not the config's failure: not stored
             statuses[key] = str(e)
+            stopped.add(key)
             return None
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
             statuses[key] = str(e).splitlines()[0][:200]
-        if isolated is not None and isolated.broken is not None:
-            return None  # no process could measure it: not the config's failure, not stored
         pruner.measured(predictions.get(key), value)
-        studies.record(study, space, point, value,
-                       {"status": statuses[key], "model_us": predictions.get(key),
-                        "model_from": priced_from.get(key),
-                        "checked": check})
         return value
 
     evaluate = _Budget(objective, trials, deadline)
@@ -479,8 +504,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         evaluate.on_prefetch = hint
     for point, value, attrs in studies.load_trials(study, space):  # resume: earlier measurements
         k = SearchSpace.key(point)
-        pruned_then = str(attrs.get("status", "")).startswith(PRUNED)
-        if (check and attrs.get("checked") is False) or (pruned_then and pruner.factor is None):
+        if not trusted(attrs):
             continue  # measured without checking its numbers, or never timed: evaluate again
         if k not in evaluate.results:
             evaluate.results[k] = value
@@ -513,10 +537,24 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         evaluate.objective = counted
     chosen: list[finals.Finalist] = []
     search_best: tuple[Point, float] | None = None
+    worker = None
     try:
+        try:
+            worker = studies.join(study)  # other workers on this study start elsewhere
+        except TileDSLError as e:
+            raise e.with_context(kernel=kernel.name) from None
+        rank = worker.rank
+        seed = (seed + 7919 * rank) % (MAX_SEED + 1)
+        initial = studies.start_points(study, space, seed, lambda: analytic_candidates(
+            config_space, space, seed, start + timeout if timeout is not None else None))
+        if rank % 2:  # a second worker takes them from the other end, so the two do not chase
+            initial = initial[::-1]
+        initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]
+        if precompiler is not None:
+            precompiler.submit([config_space.make(p) for p in initial])
         search(space, evaluate, seed, initial)
         if default_key not in evaluate.results:  # always measured, even past a deadline
-            evaluate.results[default_key] = objective(default_point)
+            evaluate.results[default_key] = objective(default_point, budgeted=False)
             evaluate.history.append((default_point, evaluate.results[default_key]))
         search_best = evaluate.best
         measured = list(evaluate.history)
@@ -533,6 +571,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             for f in chosen:
                 f.config = config_space.make(f.point)
     finally:
+        if worker is not None:
+            worker.leave()
         if bar is not None:
             bar.close()
         if isolated is not None:

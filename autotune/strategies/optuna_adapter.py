@@ -18,7 +18,7 @@ Registered: "tpe" (multivariate TPE), "cmaes" (CMA-ES with margin), "gp" (Optuna
 
 Persistent studies (the tuner's storage: SQLite by default, any SQLAlchemy URL such as
 PostgreSQL, or `journal:FILE`) are opened, read and written here too: `open_study`,
-`load_trials`, `record`.
+`load_trials`, `record`; workers share them through `join` (study_workers.py).
 
 To run a sampler against a study created elsewhere (e.g. a persistent one):
 
@@ -49,6 +49,9 @@ from optuna.trial import TrialState
 from autotune.space import Evaluator, Point, SearchSpace
 from tiledsl.errors import ConfigError, warn
 from autotune.strategies import register
+from autotune.strategies.journal_file import JournalLock, set_aside_torn_tail
+from autotune.strategies.study_workers import Worker, point_key
+from autotune.strategies.study_workers import BudgetSpent  # noqa: F401 - the tuner's
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning,
@@ -60,10 +63,13 @@ ENUMERATE_LIMIT = 2_000_000  # enumerate the valid points of spaces up to this r
 
 def storage_for(url: str) -> Any:
     """An Optuna storage from a URL: `sqlite:///path.db`, any SQLAlchemy URL (PostgreSQL...),
-    or `journal:/path/to/file` for a journal file (safe on NFS, no database server)."""
+    or `journal:/path/to/file` for a journal file (safe on NFS, no database server; a torn
+    last record is set aside first, a killed writer's lock broken: journal_file.py)."""
     if url.startswith("journal:"):
         from optuna.storages.journal import JournalFileBackend, JournalStorage
-        return JournalStorage(JournalFileBackend(url[len("journal:"):]))
+        path = url[len("journal:"):]
+        set_aside_torn_tail(path)  # a crash's torn last record
+        return JournalStorage(JournalFileBackend(path, lock_obj=JournalLock(path)))
     engine: dict[str, Any] = {"pool_pre_ping": True}
     if url.split(":", 1)[0].split("+", 1)[0] in ("postgresql", "mysql"):
         # a server that accepts the connection and never answers fails, rather than hangs
@@ -139,16 +145,32 @@ def _differences(held: Any, identity: str) -> str:
     return ", ".join(names.get(k, k) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
-def join(study: Any) -> int:
-    """Register a worker with the study; its rank among the workers that joined so far (0 for
-    the first). Workers use it to start their searches at different points."""
-    import uuid
-    me = uuid.uuid4().hex
-    _retrying(lambda: study.add_trial(optuna.trial.create_trial(
-        state=TrialState.FAIL, user_attrs={"worker": me})))
-    workers = [t for t in study.get_trials(deepcopy=False) if "worker" in t.user_attrs]
-    return next(i for i, t in enumerate(sorted(workers, key=lambda t: t.number))
-                if t.user_attrs["worker"] == me)
+def join(study: Any) -> Worker:
+    """Register a worker with the study (study_workers.py): its `rank` among the live workers
+    (0 for the first) starts its search elsewhere; its reservations keep two workers from
+    measuring one point and bound the study's total. Call `leave()` when done."""
+    return Worker(study, _retrying)
+
+
+def start_points(study: Any, space: SearchSpace, seed: int,
+                 compute: Callable[[], list[Point]]) -> list[Point]:
+    """The points a search of `seed` starts from: those the study's first search of that seed
+    stored, else `compute()`'s, stored. The estimate's ranking stops after a time (and at the
+    deadline), so it may rank fewer configs another time: a resumed search must start where
+    the interrupted one did to make the same trials."""
+    attr = f"tiledsl_start_points_{seed}"
+    try:
+        held = json.loads(study.user_attrs.get(attr, "null"))
+    except (TypeError, ValueError):
+        held = None
+    params = {p.name: p.values for p in space.params}
+    if isinstance(held, list) and held and all(
+            isinstance(p, dict) and set(p) == set(params)
+            and all(v in params[k] for k, v in p.items()) for p in held):
+        return held
+    points = compute()
+    _retrying(lambda: study.set_user_attr(attr, json.dumps(points)))
+    return points
 
 
 def stored_point(trial: Any) -> Point | None:
@@ -178,6 +200,24 @@ def in_space(space: SearchSpace, point: Point) -> bool:
         return False
 
 
+def _read(trial: Any, space: SearchSpace | None
+          ) -> tuple[Point, float | None, dict[str, Any]] | None | bool:
+    """A finished record's (point, value, attrs); False for a trial that is no record (a
+    worker's marker or reservation, a trial still running); None for a record that cannot be
+    read, or (with `space`) whose point is not in it or whose value is no positive finite time."""
+    if "point" not in trial.user_attrs or trial.state not in (TrialState.COMPLETE,
+                                                              TrialState.FAIL):
+        return False
+    point = stored_point(trial)
+    value = float(trial.value) if trial.state == TrialState.COMPLETE and \
+        trial.value is not None else None
+    if point is None or (space is not None and (
+            not in_space(space, point) or (trial.state == TrialState.COMPLETE and not (
+                value is not None and math.isfinite(value) and value > 0)))):
+        return None
+    return point, value, {k: v for k, v in trial.user_attrs.items() if k != "point"}
+
+
 def load_trials(study: Any, space: SearchSpace | None = None
                 ) -> list[tuple[Point, float | None, dict[str, Any]]]:
     """Every finished evaluation of the study (failed ones as None), in trial order, with the
@@ -187,18 +227,11 @@ def load_trials(study: Any, space: SearchSpace | None = None
     out: list[tuple[Point, float | None, dict[str, Any]]] = []
     ignored = 0
     for t in study.get_trials(deepcopy=False):
-        if "point" not in t.user_attrs or t.state not in (TrialState.COMPLETE, TrialState.FAIL):
-            continue
-        point = stored_point(t)
-        value = float(t.value) if t.state == TrialState.COMPLETE and t.value is not None \
-            else None
-        if point is None or (space is not None and (
-                not in_space(space, point) or (t.state == TrialState.COMPLETE and not (
-                    value is not None and math.isfinite(value) and value > 0)))):
+        read = _read(t, space)
+        if read is None:
             ignored += 1
-            continue
-        attrs = {k: v for k, v in t.user_attrs.items() if k != "point"}
-        out.append((point, value, attrs))
+        elif read is not False:
+            out.append(read)
     if ignored and space is not None:
         warn(f"study '{study.study_name}': {ignored} stored trial(s) are unreadable, outside "
              "the kernel's config space, or hold no valid time (edited by hand, or written by "
@@ -206,17 +239,19 @@ def load_trials(study: Any, space: SearchSpace | None = None
     return out
 
 
-def find_trial(study: Any, point: Point, checked: bool = False) -> float | None:
-    """The value another worker measured for `point` (None if no one has, or it failed);
-    `checked`: only a measurement whose numbers were checked."""
-    want = SearchSpace.key(point)
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        got = stored_point(t)
-        if got is not None and SearchSpace.key(got) == want and t.value is not None \
-                and math.isfinite(t.value) and t.value > 0 \
-                and not (checked and t.user_attrs.get("checked") is False):
-            return float(t.value)
-    return None
+def trusted_records(space: SearchSpace, trust: Callable[[dict[str, Any]], bool]
+                    ) -> Callable[[list[Any]], dict[str, float | None]]:
+    """trials -> point key (study_workers.point_key) -> value of the first record of each
+    point whose attributes `trust` accepts (a checked tune does not reuse an unchecked
+    measurement): what a worker reuses instead of measuring, and counts against the budget."""
+    def records(trials: list[Any]) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for t in trials:
+            read = _read(t, space)
+            if read and trust(read[2]):
+                out.setdefault(point_key(read[0]), read[1])
+        return out
+    return records
 
 
 def record(study: Any, space: SearchSpace, point: Point, value: float | None,
