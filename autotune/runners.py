@@ -236,9 +236,10 @@ def load_kernel(file: str, name: str, source: str | None = None) -> TileKernel:
                            kernel=name)
     if source is not None and kernel.source_digest != source:
         # the reason first: a trial's status keeps the start of the message
-        raise TileDSLError(f"its source, or a global or closure variable it reads, differs "
-                           f"from the tuning process's kernel's, so its numbers would be stored "
-                           f"under another kernel; start the tune again ({file}). A global set "
+        raise TileDSLError(f"its source changed since the tune started, or a global or "
+                           f"closure variable it reads differs from the tuning process's, so its "
+                           f"numbers would be stored under another kernel; start the tune again "
+                           f"({file}). A global set "
                            "at run time is not what this process, which imports the file, "
                            "sees: set it in the file, or tune with isolate=False",
                            kernel=name)

@@ -113,5 +113,5 @@ def test_the_tuners_processes_refuse_a_kernel_whose_globals_differ(tmp_path) -> 
     tuned = load_kernel(str(path), "k")  # the tuning process's kernel
     load_kernel(str(path), "k", tuned.source_digest)  # another process imports the same
     tuned.fn.__globals__["SCALE"] = 5.0  # set at run time: the file still says 2.0
-    with pytest.raises(td.TileDSLError, match="a global or closure variable it reads, differs"):
+    with pytest.raises(td.TileDSLError, match="a global or closure variable it reads differs"):
         load_kernel(str(path), "k", tuned.source_digest)
