@@ -106,6 +106,15 @@ def test_help_everywhere(args: list[str]) -> None:
         assert "reference_K(*args)" in result.stdout and "FILE::K" in result.stdout
 
 
+def test_python_m_reports_a_subcommands_bad_option_in_one_line() -> None:
+    """`python -m tiledsl.cli`: the CLIError that --config raises is the one main() catches."""
+    result = subprocess.run([sys.executable, "-m", "tiledsl.cli", "compile",
+                             str(EXAMPLES / "softmax.py"), "--config", "nope"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith("tiledsl: --config takes a config")
+    assert "Traceback" not in result.stderr
+
+
 def test_console_script_is_installed() -> None:
     result = subprocess.run(["tiledsl", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "run" in result.stdout

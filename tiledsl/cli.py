@@ -485,4 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # `python -m tiledsl.cli`: run the imported module's main, whose CLIError is the one the
+    # subcommands' modules raise (this one, `__main__`, has a class of its own)
+    from tiledsl.cli import main as _main
+    sys.exit(_main())
