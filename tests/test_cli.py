@@ -108,7 +108,7 @@ def test_help_everywhere(args: list[str]) -> None:
 
 def test_python_m_reports_a_subcommands_bad_option_in_one_line() -> None:
     """`python -m tiledsl.cli`: the CLIError that --config raises is the one main() catches."""
-    result = subprocess.run([sys.executable, "-m", "tiledsl.cli", "compile",
+    result = subprocess.run([sys.executable, "-m", "tiledsl.cli", "bench",
                              str(EXAMPLES / "softmax.py"), "--config", "nope"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.startswith("tiledsl: --config takes a config")
