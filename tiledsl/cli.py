@@ -316,8 +316,8 @@ def cmd_export(opts: argparse.Namespace) -> int:
     rows = []
     for k in kernels:
         args = inputs(module, k, opts)
-        config = cli_configs.given_config(opts.config, k.config_space(*args, backend="triton", arch=opts.arch)) \
-            if opts.config else None
+        config = None if not opts.config else cli_configs.given_config(
+            opts.config, k.config_space(*args, backend="triton", arch=opts.arch))
         path = export(k, out if len(kernels) == 1 else out / k.name, *args, arch=opts.arch,
                       config=config)
         manifest = json.loads((path / "manifest.json").read_text())

@@ -42,7 +42,10 @@ def _plain_applies(module: ModuleType, kernel: TileKernel) -> bool:
     return len(file_kernels(module)) == 1 or kernel.name == stem
 
 
-def hook(module: ModuleType, kernel: TileKernel, what: str) -> tuple[str, Callable[..., Any]] | None:
+Hook = tuple[str, Callable[..., Any]]  # (its name in the file, the function)
+
+
+def hook(module: ModuleType, kernel: TileKernel, what: str) -> Hook | None:
     """(its name, the function) of the file's `what` ("make_inputs", "reference" or
     "baseline") for `kernel`, or None if the file has none for it (see the module docstring)."""
     own = getattr(module, f"{what}_{kernel.name}", None)
