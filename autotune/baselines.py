@@ -1,7 +1,8 @@
 """What a kernel is compared with: the computation written with an array library.
 
-A kernel file's `baseline(xp, *args)` (or `baseline_<kernel>`) computes what the kernel does with
-the array module `xp`, and returns the result without writing into its arguments. On the GPU it
+A kernel file's `baseline_<kernel>(xp, *args)` (or its `baseline`, for the file's only kernel or
+the kernel named like the file: tiledsl/file_hooks.py) computes what the kernel does with the
+array module `xp`, and returns the result without writing into its arguments. On the GPU it
 runs on CuPy (cuBLAS for the matmuls), on the CPU on NumPy. `tiledsl tune` and `tiledsl bench`
 time it with the code that times the kernel.
 """
@@ -13,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tiledsl import file_hooks
 from tiledsl.kernel import TileKernel
 
 
@@ -20,9 +22,10 @@ def file_baselines(module: ModuleType, k: TileKernel, args: tuple,
                    backend: str) -> dict[str, Callable[[], Any]]:
     """name -> a call of the file's baseline on this backend's device (none if the file has
     no baseline, or on the GPU without CuPy)."""
-    base = getattr(module, f"baseline_{k.name}", None) or getattr(module, "baseline", None)
-    if base is None:
+    found = file_hooks.hook(module, k, "baseline")
+    if found is None:
         return {}
+    base = found[1]
     if backend == "triton":
         try:
             import cupy

@@ -6,7 +6,6 @@ GPU). Prints a table; writes JSON on request."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from autotune.baselines import file_baselines
 from autotune.options import require
 from autotune.timing import cuda_median_ms, wall_median_ms
-from autotune.tune_cli import input_options, write_json
+from autotune.tune_cli import write_json
 from autotune.tuner import require_gpu
 from tiledsl.outputs import check_output
 from tiledsl import registry
@@ -24,19 +23,14 @@ from tiledsl.kernel import TileKernel
 
 def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dict[str, Config]:
     """label -> config: the default, the tuned one (if the cache has it) and --config."""
-    from tiledsl.cli import CLIError
+    from tiledsl import cli_configs
     space = k.config_space(*args, backend=backend)
     out = {"default": space.default()}
-    tuned = registry.service("tuner").cached_config(k, list(args), backend)
-    if tuned is not None and tuned in space:
+    tuned = cli_configs.tuned_config(k, args, backend, space)
+    if tuned is not None:
         out["tuned"] = tuned
     if given:
-        try:
-            config = Config.from_dict(json.loads(given))
-        except (ValueError, TypeError, KeyError) as e:
-            raise CLIError(f"--config takes a config as JSON, e.g. "
-                           f"'{json.dumps(space.default().to_dict())}': {e}") from None
-        out["--config"] = space.validate(config)
+        out["--config"] = cli_configs.given_config(given, space)
     return out
 
 
@@ -88,12 +82,13 @@ def cmd_bench(opts: argparse.Namespace) -> int:
 
 
 def add(sub: Any) -> None:
+    from tiledsl.cli import file_argument, input_options
     p = sub.add_parser("bench", help="time a file's kernels against their baselines",
                        description="Time each kernel of FILE with its default config, the tuned "
                                    "config from the result cache and --config, and the file's "
                                    "baseline(xp, *args) (NumPy on the CPU, CuPy on a GPU), with "
                                    "the tuner's timing code: the median of --repeats.")
-    p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    file_argument(p)
     p.add_argument("--backend", choices=["numpy", "triton"], default="numpy",
                    help="numpy (CPU wall clock, the default) or triton (a GPU, CUDA events)")
     p.add_argument("--config", help="also time this config, as JSON: "

@@ -18,14 +18,6 @@ from tiledsl.outputs import check_output, outputs
 from tiledsl import registry
 
 
-def input_options(p: Any) -> None:
-    """--dims and --dtype: the problem the inputs are made for (`make_inputs(rng, dims, dtype)`)."""
-    p.add_argument("--dims", default="", help="problem sizes, e.g. m=4096,k=4096,n=4096 (default: "
-                                              "the file's DIMS)")
-    from tiledsl.cli import DTYPES
-    p.add_argument("--dtype", choices=sorted(DTYPES), help="input dtype (default: the file's)")
-
-
 def _default_backend() -> str:
     """The GPU when there is one, else the spatial simulator (which runs anywhere)."""
     try:
@@ -100,13 +92,14 @@ def cmd_tune(opts: argparse.Namespace) -> int:
 
 
 def add(sub: Any) -> None:
+    from tiledsl.cli import file_argument, input_options
     p = sub.add_parser("tune", help="autotune a file's kernels (resumable, shareable studies)",
                        description="Search each kernel's config space with the default strategy "
                                    "(or --strategy), check every candidate against NumPy, keep the "
                                    "best in the result cache (k(*args) uses it), and compare with "
                                    "the baselines. Studies live in --storage: an interrupted run "
                                    "resumes, and several workers can share one study.")
-    p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    file_argument(p)
     p.add_argument("--backend", choices=["spatial", "model", "numpy", "triton"],
                    help="what to measure: spatial (simulated, default without a GPU), model (GPU "
                         "cost model, no GPU needed), numpy (CPU wall time), triton (GPU)")

@@ -636,5 +636,10 @@ class Tuner:
         except (OSError, ValueError, TileDSLError):
             return None
 
+    def tuned_entries(self, kernel: TileKernel, args: list[Any]) -> list[Any]:
+        """The result cache's tuned configs of `kernel` (cache_list.py)."""
+        from autotune.cache_list import tuned_entries
+        return tuned_entries(kernel, args)
+
 
 registry.register_service("tuner", Tuner())

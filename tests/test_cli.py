@@ -17,9 +17,10 @@ EXAMPLES = ROOT / "examples"
 def test_run_checks_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(EXAMPLES / "matmul.py"), "--samples", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["kernel", "config", "block_sizes", "first-call-ms",
-                                           "rel.err", "status"]
-    assert out.count(" ok") == 3 and "default" in out and "sampled" in out
+    assert out.splitlines()[0].split() == ["kernel", "config", "values", "first-call-ms",
+                                           "rel.err", "status", "checked", "against"]
+    assert out.count(" ok ") == 3 and "default" in out and "sampled" in out
+    assert out.count("reference()") == 3
 
 
 def test_run_reports_a_wrong_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,8 +38,9 @@ def test_run_reports_a_wrong_kernel(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_show_prints_ir_and_space(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(EXAMPLES / "softmax.py"), "--ir"]) == 0
     assert "kernel @softmax" in capsys.readouterr().out
-    assert main(["show", str(EXAMPLES / "softmax.py"), "--space"]) == 0
-    assert "block_sizes[0]" in capsys.readouterr().out
+    assert main(["show", str(EXAMPLES / "softmax.py"), "--space", "--backend", "spatial"]) == 0
+    out = capsys.readouterr().out
+    assert "config space of softmax on backend spatial" in out and "block_sizes[0]" in out
 
 
 def test_kernel_selector_and_bad_paths(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,13 +62,19 @@ def test_trace_errors_exit_1_with_the_message(tmp_path: Path,
     assert "ControlFlowError" in err and "ctrl.py:8" in err and "td.where" in err
 
 
-def test_compile_reports_resources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compile_reports_resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("triton")
-    assert main(["compile", str(EXAMPLES / "softmax.py"), "--arch", "sm_80", "--samples", "1",
-                 "--out", str(tmp_path)]) == 0
+    monkeypatch.setenv("TILEDSL_CACHE_DIR", str(tmp_path / "cache"))
+    _store_tuned(str(EXAMPLES / "softmax.py"), "triton", {"block_sizes": [2], "num_warps": 2,
+                                                          "num_stages": 3})
+    assert main(["compile", str(EXAMPLES / "softmax.py"), "--arch", "sm_80", "--samples", "0",
+                 "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:4] == ["kernel", "config", "knobs", "arch"]
     assert "sm_80" in out and out.count("softmax") == 2
+    assert "softmax  tuned    (2,) w2" in out and "softmax  default" in out
+    tmp_path = tmp_path / "out"
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".cubin", ".cubin", ".ptx", ".ptx"]
 
 
@@ -94,6 +102,17 @@ def test_help_everywhere(args: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", "tiledsl.cli", *args], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0 and "usage: tiledsl" in result.stdout
+    if args[0] != "replay":  # every command that reads a kernel file documents its hooks
+        assert "reference_K(*args)" in result.stdout and "FILE::K" in result.stdout
+
+
+def test_python_m_reports_a_subcommands_bad_option_in_one_line() -> None:
+    """`python -m tiledsl.cli`: the CLIError that --config raises is the one main() catches."""
+    result = subprocess.run([sys.executable, "-m", "tiledsl.cli", "bench",
+                             str(EXAMPLES / "softmax.py"), "--config", "nope"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith("tiledsl: --config takes a config")
+    assert "Traceback" not in result.stderr
 
 
 def test_console_script_is_installed() -> None:
@@ -471,3 +490,74 @@ def test_an_interrupt_is_one_line_and_status_130(
     assert main(["run", str(EXAMPLES / "vector_add.py")]) == 130
     assert capsys.readouterr().err == ("tiledsl: interrupted (a tune with --storage resumes "
                                        "where it stopped)\n")
+
+
+def _store_tuned(file: str, backend: str, config: dict, arch: str | None = None) -> None:
+    """A tuned config in the result cache for the file's inputs, as `tiledsl tune` stores it."""
+    from autotune import cache
+    from tiledsl.cli import example_args, load_file
+    from tiledsl.config import Config
+    module, (k, *_) = load_file(file)
+    key = cache.key(k, list(example_args(module, k, 0)), backend, arch)
+    cache.store(key, Config.from_dict(config), 1.0, "ms")
+
+
+def test_each_kernel_of_a_file_is_checked_against_its_own_reference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "add1.py"  # its reference() is add1's, the kernel named like the file
+    file.write_text(TWO_KERNELS + "\ndef reference(x, y):\n    return x.astype(np.float64) + y\n")
+    assert main(["run", str(file), "--samples", "10"]) == 0  # was: mul1 FAIL against add's
+    out = capsys.readouterr().out
+    assert out.count(" ok ") == 10 and out.count("  reference()\n") == 10 and "FAIL" not in out
+    assert out.count("unchecked") == 10
+    assert "mul1: not checked: the file's reference() belongs to a file's only kernel or to the " \
+           "kernel named like the file ('add1'); define reference_mul1(...)" in out
+    # 10 configs in the space: 9 besides the default, and the table says so
+    assert "add1: --samples 10: the numpy config space has 10 configs, only 9 besides the " \
+           "default (all of them ran)" in out
+    file.write_text(file.read_text() + "\ndef reference_mul1(x, y):\n    return x * 1.0 * y\n")
+    assert main(["run", f"{file}::mul1", "--samples", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "mul1    default  (512,)" in out and out.count("reference_mul1()") == 1
+    file.write_text(file.read_text().replace("x * 1.0 * y", "x * 2.0 * y"))
+    assert main(["run", f"{file}::mul1", "--samples", "0"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_run_simulate_and_show_use_and_name_the_tuned_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TILEDSL_CACHE_DIR", str(tmp_path / "cache"))
+    file = tmp_path / "two.py"
+    file.write_text(TWO_KERNELS)
+    _store_tuned(str(file), "spatial", {"block_sizes": [8], "buffer_depth": 3, "fold": "linear",
+                                        "multicast": True})
+    _store_tuned(str(file), "numpy", {"block_sizes": [32]})
+    assert main(["simulate", f"{file}::add1"]) == 0
+    assert "  config            tuned: (8,) buffer_depth=3 fold=linear multicast=True\n" in \
+        capsys.readouterr().out
+    assert main(["simulate", f"{file}::add1", "--config", '{"block_sizes": [16]}']) == 0
+    assert "  config            --config: (16,) buffer_depth=2" in capsys.readouterr().out
+    assert main(["simulate", f"{file}::add1", "--arch", "lpu-like"]) == 0  # tuned for another
+    assert "  config            default: (" in capsys.readouterr().out
+    assert main(["run", f"{file}::add1", "--samples", "1", "--backend", "spatial"]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:5]
+    assert [r.split()[1:3] for r in rows][:2] == [["tuned", "(8,)"], ["default", "(256,)"]]
+    assert "buffer_depth=3" in rows[0] and rows[2].split()[1] == "sampled"
+    assert main(["show", str(file), "--tuned"]) == 0
+    out = capsys.readouterr().out
+    assert "*  spatial  generic-8x8   300:f32 300:f32  (8,) buffer_depth=3" in out
+    assert "*  numpy    cpu:" in out and "no tuned config of mul1 in the result cache" in out
+
+
+@pytest.mark.parametrize("command", ["run", "show", "compile", "export", "simulate", "tune",
+                                     "bench"])
+def test_every_command_that_runs_a_kernel_takes_dims_and_dtype(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    extra = ["--out", str(tmp_path / "pkg")] if command == "export" else []
+    softmax = f"{EXAMPLES / 'softmax.py'}::softmax"
+    assert main([command, softmax, "--dims", "q=3", "--dtype", "f16", *extra]) == 2
+    assert "names its dimensions ['m', 'n'], not ['q']" in capsys.readouterr().err
+    if command == "show":
+        assert main([command, softmax, "--dims", "m=3,n=5", "--dtype", "f16"]) == 0
+        assert "kernel @softmax(%x: tensor<3x5xf16>)" in capsys.readouterr().out

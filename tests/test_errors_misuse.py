@@ -380,7 +380,7 @@ def test_return_an_output_no_store_writes() -> None:
     """It would hold NaN on the NumPy backend and garbage on a GPU, with no error."""
     err = trace_error(td.TraceError, return_unwritten, f32(8))
     line = file_marker_line("# <- never written", HERE)
-    assert f"returns the tensor from td.empty at line {line}, which no store writes" in msg(err)
+    assert f"returns 'out' (td.empty at line {line}), which no store writes" in msg(err)
     assert err.hint and "td.zeros" in err.hint
 
 

@@ -52,6 +52,7 @@ def test_a_store_that_leaves_out_a_grid_dimension_is_an_error(kernel: td.TileKer
                                                                args: tuple, axis: str) -> None:
     err = trace_error(td.TraceError, kernel, *args)
     assert f"does not use grid dimension '{axis}'" in msg(err), msg(err)
+    assert "store to 'out'" in msg(err)  # the variable td.empty's tensor is assigned to
     assert "nested (sequential) loop" in msg(err)
     for backend in BACKENDS:  # traced before any backend: each rejects it the same way
         with pytest.raises(td.TraceError, match=f"does not use grid dimension '{axis}'"):

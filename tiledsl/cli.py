@@ -4,7 +4,8 @@
     tiledsl show examples/matmul.py --ir    # the tile IR after the lowering pipeline
 
 A file is a module with one or more `@td.tile_kernel` functions; `make_inputs(rng)` and
-`reference(*args)` (float64 NumPy) let `run` build inputs and check the results (see examples/).
+`reference(*args)` (float64 NumPy) let `run` build inputs and check the results (see examples/);
+per kernel K, `make_inputs_K`, `reference_K` and `baseline_K` (tiledsl/file_hooks.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tiledsl import registry, static_args, testing
-from tiledsl.config import Config, ConfigSpace
+from tiledsl import cli_configs, file_hooks, registry, static_args, testing
+from tiledsl.config import Config
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 from tiledsl.outputs import outputs
@@ -51,7 +52,7 @@ def load_file(path: str) -> tuple[ModuleType, list[TileKernel]]:
         raise CLIError(f"cannot load {file}: SyntaxError at line {e.lineno}: {e.msg}") from None
     except Exception as e:  # noqa: BLE001 - the user's own file failed to import
         raise CLIError(f"cannot load {file}: {_user_error(e, p)}") from None
-    kernels = [v for v in vars(module).values() if isinstance(v, TileKernel)]
+    kernels = file_hooks.file_kernels(module)
     if only:
         kernels = [k for k in kernels if k.name == only]
         if not kernels:
@@ -100,10 +101,11 @@ def example_args(module: ModuleType, kernel: TileKernel, seed: int,
     `DIMS`) and `dtype` (f16, bf16, f32, f64) go to `make_inputs(rng, dims, dtype)`."""
     if seed < 0:
         raise CLIError(f"--seed must be at least 0, got {seed}")
-    make = getattr(module, f"make_inputs_{kernel.name}", None) or getattr(module, "make_inputs", None)
-    if make is None:
-        raise CLIError(f"{module.__file__} has no make_inputs(rng) to build inputs for "
-                       f"'{kernel.name}'")
+    found = file_hooks.hook(module, kernel, "make_inputs")
+    if found is None:
+        raise CLIError(f"{module.__file__} has no make_inputs(rng) (or make_inputs_{kernel.name}) "
+                       f"to build inputs for '{kernel.name}'")
+    name, make = found
     kwargs: dict = {}
     if dims:
         known = getattr(module, "DIMS", None)
@@ -119,26 +121,24 @@ def example_args(module: ModuleType, kernel: TileKernel, seed: int,
         kwargs["dtype"] = getattr(dtypes, DTYPES[dtype]).np
     params = inspect.signature(make).parameters
     if set(kwargs) - set(params) and not any(q.kind is q.VAR_KEYWORD for q in params.values()):
-        raise CLIError(f"{module.__file__}: make_inputs does not take {sorted(kwargs)} "
-                       "(--dims and --dtype need make_inputs(rng, dims, dtype))")
-    args = _call_user("make_inputs(rng)", module, make, np.random.default_rng(seed), **kwargs)
+        raise CLIError(f"{module.__file__}: {name} does not take {sorted(kwargs)} "
+                       f"(--dims and --dtype need {name}(rng, dims, dtype))")
+    args = _call_user(f"{name}(rng)", module, make, np.random.default_rng(seed), **kwargs)
     if not isinstance(args, (tuple, list)):
-        raise CLIError(f"{module.__file__}: make_inputs(rng) must return a tuple of the "
+        raise CLIError(f"{module.__file__}: {name}(rng) must return a tuple of the "
                        f"arguments of '{kernel.name}', got a {type(args).__name__}")
     return tuple(args)
+
+
+def inputs(module: ModuleType, kernel: TileKernel, opts: argparse.Namespace) -> tuple:
+    """The kernel's inputs for the command line's --seed, --dims and --dtype."""
+    return example_args(module, kernel, opts.seed, parse_dims(opts.dims), opts.dtype)
 
 
 def _fresh(args: tuple) -> tuple:
     """Copies of array arguments (kernels may write into them)."""
     return tuple(static_args.map_arrays(list(args), lambda a: a.copy()
                                         if isinstance(a, np.ndarray) else a))
-
-
-def _configs(space: ConfigSpace, opts: argparse.Namespace) -> list[Config]:
-    """The space's default config, then --samples others drawn with --seed."""
-    default = space.default()
-    return [default] + [c for c in space.sample(opts.samples + 1, seed=opts.seed)
-                        if c != default][:opts.samples]
 
 
 def _fmt_table(rows: list[list[str]], header: list[str]) -> str:
@@ -172,85 +172,127 @@ class _GPU:
         return to_numpy(value.cpu(), "", name)  # type: ignore[attr-defined]
 
 
+def _run_once(k: TileKernel, args: tuple, backend: str, cfg: Config,
+              gpu: _GPU | None) -> tuple[Any, float]:
+    """One call of `k` on fresh copies of `args`: its outputs (what it returned, else the
+    arguments it wrote) and the call's wall time in ms."""
+    call_args = _fresh(args)
+    if gpu is None:
+        start = time.perf_counter()
+        out = k.run(*call_args, backend=backend, config=cfg)
+        ms = (time.perf_counter() - start) * 1e3
+    else:
+        on_gpu = gpu.put(call_args)
+        start = time.perf_counter()
+        out = k.run(*on_gpu, backend=backend, config=cfg)
+        gpu.torch.cuda.synchronize()
+        ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
+        if out is not None:
+            out = tuple(gpu.get(o, "output") for o in testing.as_tuple(out))
+        for a, g in zip(static_args.flatten_arrays(list(call_args)),
+                        static_args.flatten_arrays(on_gpu)):
+            if isinstance(a, np.ndarray):  # what the kernel wrote, back on the host
+                a[...] = gpu.get(g, "argument")
+    if out is None:  # the kernel wrote into its arguments: those are its outputs
+        written = set(k.written_args(*args))
+        names, flat = static_args.splice(list(k.signature.parameters), list(call_args))
+        out = tuple(a for name, a in zip(names, flat) if name in written)
+    return out, ms
+
+
+def _compare(out: Any, ref: Any) -> tuple[str, bool]:
+    """The largest relative error of the outputs against the reference's, and whether every
+    output is within its dtype's tolerance."""
+    outs, refs = testing.as_tuple(out), testing.as_tuple(ref)
+    errs = [testing.relative_error(o, r) for o, r in zip(outs, refs)]
+    tol = max((testing.tolerance(np.asarray(o).dtype) for o in outs), default=0.0)
+    ok = len(outs) == len(refs) and all(e <= tol for e in errs)
+    return f"{max(errs, default=0.0):.1e}", ok
+
+
 def cmd_run(opts: argparse.Namespace) -> int:
     module, kernels = load_file(opts.file)
-    rows, failed = [], False
+    rows, notes, failed = [], [], False
     gpu = _GPU() if opts.backend == "triton" else None
     for k in kernels:
-        args = example_args(module, k, opts.seed)
-        ref_fn = getattr(module, f"reference_{k.name}", None) or getattr(module, "reference", None)
+        args = inputs(module, k, opts)
         k.bind(args, {})  # the inputs fit the kernel's parameters before reference() runs
-        ref = _call_user("reference(...)", module, ref_fn, *_fresh(args)) \
-            if ref_fn is not None else None
-        configs = _configs(k.config_space(*args, backend=opts.backend), opts)
-        written = set(k.written_args(*args))
-        for i, cfg in enumerate(configs):
-            call_args = _fresh(args)
-            if gpu is None:
-                start = time.perf_counter()
-                out = k.run(*call_args, backend=opts.backend, config=cfg)
-                ms = (time.perf_counter() - start) * 1e3
-            else:
-                on_gpu = gpu.put(call_args)
-                start = time.perf_counter()
-                out = k.run(*on_gpu, backend=opts.backend, config=cfg)
-                gpu.torch.cuda.synchronize()
-                ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
-                if out is not None:
-                    out = tuple(gpu.get(o, "output") for o in testing.as_tuple(out))
-                for a, g in zip(static_args.flatten_arrays(list(call_args)),
-                                static_args.flatten_arrays(on_gpu)):
-                    if isinstance(a, np.ndarray):  # what the kernel wrote, back on the host
-                        a[...] = gpu.get(g, "argument")
-            if out is None:  # the kernel wrote into its arguments: those are its outputs
-                names, flat = static_args.splice(list(k.signature.parameters), list(call_args))
-                out = tuple(a for name, a in zip(names, flat) if name in written)
-            status, err_text = "ran", "-"
+        found = file_hooks.hook(module, k, "reference")
+        ref = _call_user(f"{found[0]}(...)", module, found[1], *_fresh(args)) if found else None
+        if found is None:
+            notes.append(f"{k.name}: not checked: {file_hooks.missing(module, k, 'reference')}")
+        space = k.config_space(*args, backend=opts.backend)
+        configs, note = cli_configs.with_samples(
+            cli_configs.labelled(k, args, space, opts.backend, opts.config), space, opts.backend,
+            opts.samples, opts.seed)
+        notes += [f"{k.name}: {note}"] if note else []
+        for label, cfg in configs:
+            out, ms = _run_once(k, args, opts.backend, cfg, gpu)
+            err_text, status = "-", "unchecked"
             if ref is not None:
-                outs, refs = testing.as_tuple(out), testing.as_tuple(ref)
-                errs = [testing.relative_error(o, r) for o, r in zip(outs, refs)]
-                tol = max((testing.tolerance(np.asarray(o).dtype) for o in outs), default=0.0)
-                ok = len(outs) == len(refs) and all(e <= tol for e in errs)
-                err_text = f"{max(errs, default=0.0):.1e}"
+                err_text, ok = _compare(out, ref)
                 status = "ok" if ok else "FAIL"
                 failed |= not ok
-            label = "default" if i == 0 else "sampled"
-            rows.append([k.name, label, str(cfg.block_sizes), f"{ms:.2f}", err_text, status])
-    print(_fmt_table(rows, ["kernel", "config", "block_sizes", "first-call-ms", "rel.err",
-                            "status"]))
+            rows.append([k.name, label, _short(cfg), f"{ms:.2f}", err_text, status,
+                         f"{found[0]}()" if found else "-"])
+    print(_fmt_table(rows, ["kernel", "config", "values", "first-call-ms", "rel.err", "status",
+                            "checked against"]))
+    for note in notes:
+        print(f"  {note}")
     return 1 if failed else 0
 
 
 def cmd_show(opts: argparse.Namespace) -> int:
     module, kernels = load_file(opts.file)
     for k in kernels:
-        args = example_args(module, k, opts.seed)
+        args = inputs(module, k, opts)
         if opts.space:
             space = k.config_space(*args, backend=opts.backend)
             count = len(space) if space.countable else f"up to {space.size_upper_bound}"
-            print(f"# config space of {k.name} ({count} configs)")
+            print(f"# config space of {k.name} on backend {opts.backend} ({count} configs)")
             for p in space.params:
                 print(f"{p.name}: {list(p.choices)} default {p.default}  # {p.doc}")
+        elif opts.tuned:
+            _show_tuned(k, args)
         else:
             print(k.source(*args, target="ir-traced" if opts.traced else "ir"), end="")
     return 0
 
 
+def _show_tuned(k: TileKernel, args: tuple) -> None:
+    """The result cache's tuned configs of `k`; `*` marks those used for these inputs."""
+    entries = registry.service("tuner").tuned_entries(k, list(args))
+    if not entries:
+        print(f"# no tuned config of {k.name} in the result cache (`tiledsl tune FILE::{k.name}` "
+              "makes one)")
+        return
+    print(f"# tuned configs of {k.name} in the result cache (* = used for the inputs "
+          "make_inputs builds, with these --dims and --dtype)")
+    rows = [["*" if e.current else "", e.backend, e.device, e.inputs, _short(e.config),
+             f"{e.value:.4g} {e.unit}"] for e in entries]
+    print(_fmt_table(rows, ["", "backend", "device", "inputs", "config", "best"]))
+
+
 def cmd_compile(opts: argparse.Namespace) -> int:
-    """Compile each kernel for --arch with the default and sampled configs; report resources."""
+    """Compile each kernel for --arch with the tuned, default and sampled configs (and
+    --config); report resources."""
     module, kernels = load_file(opts.file)
     out_dir = Path(opts.out) if opts.out is not None else None
     if out_dir is not None and (not opts.out.strip() or (out_dir.exists() and
                                                          not out_dir.is_dir())):
         raise CLIError(f"--out {opts.out!r}: not a directory")  # before any compile
-    rows = []
+    rows, notes = [], []
     for k in kernels:
-        args = example_args(module, k, opts.seed)
-        configs = _configs(k.config_space(*args, backend="triton"), opts)
-        for i, cfg in enumerate(configs):
+        args = inputs(module, k, opts)
+        space = k.config_space(*args, backend="triton", arch=opts.arch)
+        configs, note = cli_configs.with_samples(
+            cli_configs.labelled(k, args, space, "triton", opts.config), space, "triton",
+            opts.samples, opts.seed)
+        notes += [f"{k.name}: {note}"] if note else []
+        for i, (label, cfg) in enumerate(configs):
             report = k.compile(*args, config=cfg, arch=opts.arch)
             for c in report:
-                rows.append([k.name, "default" if i == 0 else "sampled", _short(cfg), opts.arch,
+                rows.append([k.name, label, _short(cfg), opts.arch,
                              f"{c.compile_seconds:.2f}", str(c.registers), str(c.spill_bytes),
                              str(c.shared_bytes), c.problem or "ok"])
                 if out_dir is not None:
@@ -260,6 +302,8 @@ def cmd_compile(opts: argparse.Namespace) -> int:
                     stem.with_suffix(".cubin").write_bytes(c.cubin)
     print(_fmt_table(rows, ["kernel", "config", "knobs", "arch", "compile s", "regs", "spill B",
                             "smem B", "status"]))
+    for note in notes:
+        print(f"  {note}")
     return 0
 
 
@@ -269,28 +313,33 @@ def cmd_export(opts: argparse.Namespace) -> int:
 
     module, kernels = load_file(opts.file)
     out = Path(opts.out)
-    config = Config.from_json(opts.config) if opts.config else None
     rows = []
     for k in kernels:
-        args = example_args(module, k, opts.seed)
+        args = inputs(module, k, opts)
+        config = None if not opts.config else cli_configs.given_config(
+            opts.config, k.config_space(*args, backend="triton", arch=opts.arch))
         path = export(k, out if len(kernels) == 1 else out / k.name, *args, arch=opts.arch,
                       config=config)
         manifest = json.loads((path / "manifest.json").read_text())
-        rows.append([k.name, opts.arch, _short(Config.from_dict(manifest["config"])),
-                     manifest["config_source"], str(len(manifest["launches"])), str(path)])
+        source = {"given": "--config"}.get(manifest["config_source"], manifest["config_source"])
+        rows.append([k.name, opts.arch, _short(Config.from_dict(manifest["config"])), source,
+                     str(len(manifest["launches"])), str(path)])
     print(_fmt_table(rows, ["kernel", "arch", "config", "from", "launches", "package"]))
     return 0
 
 
 def cmd_simulate(opts: argparse.Namespace) -> int:
-    """Map each kernel onto a spatial architecture preset and time it on the simulator."""
+    """Map each kernel onto a spatial architecture preset and time it on the simulator, with
+    --config, else the tuned config, else the default."""
     module, kernels = load_file(opts.file)
     traces = outputs("--trace", opts.trace, kernels)  # checked before any kernel is simulated
     for k in kernels:
-        args = example_args(module, k, opts.seed)
-        config = Config.from_json(opts.config) if opts.config else None
+        args = inputs(module, k, opts)
+        space = k.config_space(*args, backend="spatial", arch=opts.arch)
+        label, config = cli_configs.chosen(k, args, space, "spatial", opts.config, opts.arch)
         report = k.simulate(*args, arch=opts.arch, config=config, trace=traces.get(k.name))
         print(report.summary())
+        print(f"  config            {label}: {_short(config)}")
         if k.name in traces:
             print(f"  trace             {traces[k.name]}")
     return 0
@@ -310,27 +359,51 @@ def _count(text: str) -> int:
     return n
 
 
-def _common(p: argparse.ArgumentParser, samples: int | None) -> None:
+def input_options(p: Any) -> None:
+    """--dims and --dtype: the problem the inputs are made for (`make_inputs(rng, dims, dtype)`)."""
+    p.add_argument("--dims", default="", help="problem sizes, e.g. m=4096,k=4096,n=4096 (default: "
+                                              "the file's DIMS)")
+    p.add_argument("--dtype", choices=sorted(DTYPES), help="input dtype (default: the file's)")
+
+
+def config_option(p: Any, what: str) -> None:
+    p.add_argument("--config", help=f"{what}, as JSON: '{{\"block_sizes\": [64, 64, 32]}}'")
+
+
+def file_argument(p: Any) -> None:
+    """FILE[::KERNEL], and the file's hooks in the subcommand's --help."""
     p.add_argument("file", help="a Python file with @td.tile_kernel functions (FILE[::KERNEL])")
+    p.epilog = file_hooks.HELP
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _common(p: argparse.ArgumentParser, samples: int | None) -> None:
+    file_argument(p)
     p.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling")
+    input_options(p)
     if samples is not None:
         p.add_argument("--samples", type=_count, default=samples,
-                       help=f"sampled configs besides the default (default {samples})")
+                       help=f"sampled configs besides the tuned and default ones (default "
+                            f"{samples}); the table says which is which")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tiledsl", description=__doc__,
+                                     epilog=file_hooks.HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a file's kernels on random inputs and check them",
                          description="Trace and run each kernel of FILE on make_inputs(rng), "
-                                     "with the default config and sampled configs, and compare "
-                                     "with the file's reference() in float64. first-call-ms is "
-                                     "the wall time of that one call, tracing and compiling "
-                                     "included; `tiledsl bench` times kernels.")
+                                     "with --config, the tuned config from the result cache (for "
+                                     "these inputs and backend), the default config and sampled "
+                                     "configs, and compare with the kernel's reference in "
+                                     "float64 (the table names it). first-call-ms is the wall "
+                                     "time of that one call, tracing and compiling included; "
+                                     "`tiledsl bench` times kernels.")
     _common(run, samples=3)
     run.add_argument("--backend", default="numpy", help="backend to run on (default: numpy)")
+    config_option(run, "also run this config")
     run.set_defaults(func=cmd_run)
 
     show = sub.add_parser("show", help="print a kernel's IR or config space",
@@ -341,15 +414,20 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--ir", action="store_true", help="the tile IR after the pipeline (default)")
     what.add_argument("--traced", action="store_true", help="the tile IR as traced, before passes")
     what.add_argument("--space", action="store_true", help="the config space")
+    what.add_argument("--tuned", action="store_true",
+                      help="the result cache's tuned configs of the kernels, for any inputs, "
+                           "backend and device; * marks those used for these inputs")
     show.add_argument("--backend", default="numpy", help="backend whose config space to show")
     show.set_defaults(func=cmd_show)
 
     comp = sub.add_parser("compile", help="compile kernels to PTX/cubin (no GPU needed)",
                           description="Generate Triton code for each kernel of FILE, compile it "
                                       "ahead of time for --arch and report registers, spills and "
-                                      "shared memory per config.")
+                                      "shared memory per config: --config, the tuned one from "
+                                      "the result cache, the default and --samples others.")
     _common(comp, samples=0)
     comp.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
+    config_option(comp, "also compile this config")
     comp.add_argument("--out", help="write each config's .ptx and .cubin to this directory")
     comp.set_defaults(func=cmd_compile)
 
@@ -363,18 +441,20 @@ def build_parser() -> argparse.ArgumentParser:
     _common(expo, samples=None)
     expo.add_argument("--arch", default="sm_90", help="target GPU architecture (sm_80, sm_90)")
     expo.add_argument("--out", required=True, help="the package directory to write")
-    expo.add_argument("--config", help='a config as JSON, e.g. \'{"block_sizes": [64, 64, 32]}\'')
+    config_option(expo, "the config to export")
     expo.set_defaults(func=cmd_export)
 
     simu = sub.add_parser("simulate", help="time kernels on a spatial dataflow accelerator",
                           description="Map each kernel of FILE onto a spatial architecture "
                                       "preset and run the dataflow config on the event-driven "
                                       "simulator: cycles, MAC utilization, roofline bound, "
-                                      "traffic.")
+                                      "traffic. The config is --config, else the tuned one from "
+                                      "the result cache (for these inputs and --arch), else the "
+                                      "default; the report names it.")
     _common(simu, samples=None)
     simu.add_argument("--arch", default="generic-8x8",
                       help="preset: generic-8x8, aie-like-4x8, wormhole-like, lpu-like")
-    simu.add_argument("--config", help='a config as JSON, e.g. \'{"block_sizes": [64, 64, 32]}\'')
+    config_option(simu, "the config to simulate")
     simu.add_argument("--trace", help="write a Chrome/Perfetto trace JSON to this path (with "
                                       "several kernels, one per kernel: tr.json -> "
                                       "tr-KERNEL.json)")
@@ -405,4 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # `python -m tiledsl.cli`: run the imported module's main, whose CLIError is the one the
+    # subcommands' modules raise (this one, `__main__`, has a class of its own)
+    from tiledsl.cli import main as _main
+    sys.exit(_main())

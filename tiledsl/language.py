@@ -17,6 +17,7 @@ from tiledsl.ir.types import Dim, TensorType
 from tiledsl.sites import Site, call_site
 from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
+from tiledsl.tensor_names import tensor_name
 from tiledsl.values import (
     Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, need_static, reduce, to_value,
     unary,
@@ -250,7 +251,7 @@ def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
         if scalar.shape != ():
             tr.fail(ShapeError, f"td.{what}: the fill value must be a scalar")
         v = tr.emit("tensor.full", [scalar.value], types=[t])[0]
-    return Tensor(v, f"<{what} at line {user_loc().line if user_loc() else '?'}>")
+    return Tensor(v, tensor_name(user_loc(), what))
 
 
 def empty(shape: Any, dtype: Any = None) -> Tensor:

@@ -64,8 +64,11 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
         if op.name == "store":
             empty.pop(id(op.operands[0]), None)
     for r in empty.values():
-        tr.fail(TraceError, f"the kernel returns the tensor from td.{r.name.strip('<>')}, which "
-                "no store writes: its values would be whatever memory held",
+        loc = r.value.owner.loc if r.value.owner is not None else None
+        where = f"td.empty at line {loc.line}" if loc is not None else "td.empty"
+        what = f"the tensor from {where}" if r.name.startswith("<") else f"'{r.name}' ({where})"
+        tr.fail(TraceError, f"the kernel returns {what}, which no store writes: its values would "
+                "be whatever memory held",
                 loc=Loc(tr.file, line),
                 hint="store tiles into it inside a tile loop (out[t] = ...), or allocate it "
                      "with td.zeros(...) or td.full(...)")
