@@ -605,11 +605,13 @@ class Mapping:
         counts (`line_axis`) is a stream of its own."""
         if op not in self._channels:
             loads = self._ops("load")
-            firsts = first_of_streams(tuple(loads))
-            first = op if self.line_axis(op) is not None else loads[firsts[loads.index(op)]]
-            if self.line_axis(first) is not None:  # that one is a line load: the next
-                k = stream_key(op)
-                first = next(o for o in loads if self.line_axis(o) is None and stream_key(o) == k)
+            first = op
+            if self.line_axis(op) is None:
+                first = loads[first_of_streams(tuple(loads))[loads.index(op)]]
+                if self.line_axis(first) is not None:  # a line load: the first other one
+                    k = stream_key(op)
+                    first = next(o for o in loads
+                                 if self.line_axis(o) is None and stream_key(o) == k)
             self._channels[op] = self._op_index(first)
         return self._channels[op]
 
