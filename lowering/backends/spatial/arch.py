@@ -66,7 +66,7 @@ class Arch:
     min_mma: tuple[int, int, int]  # (m, n, k): smaller operands run at proportionally lower rate
     vector_lanes: int
     sram_bytes: int
-    dma_channels: int  # DMA engines per PE (reader, writer, multicaster agents)
+    dma_channels: int  # DMA engines per PE (readers, a writer; streams share readers)
     op_overhead_cycles: float  # issuing one compute step
     link_bytes_per_cycle: float
     hop_latency_cycles: float

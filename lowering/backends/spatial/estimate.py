@@ -6,7 +6,9 @@ The model follows what the simulator does with the agents the mapper builds:
 
 * Every reader DMA issues its transfers one after another; each costs the per-transfer
   overhead, the latency (hops + DRAM round trip), its bytes at the slower of link and DRAM
-  channel, and, below the channel's minimum burst, the wasted burst time.
+  channel, and, below the channel's minimum burst, the wasted burst time. A reader that
+  several streams share (`channels.py`) issues theirs in program order, one at a time, and
+  pays the switch cost on each turn to another stream.
 * A DRAM channel serves every PE it is nearest to, and a NoC link every route over it: the
   loads and stores of those PEs queue on it.
 * A multicast load is issued by the PE heading its line; inside `td.tile(stop, start=s)` loops
