@@ -686,8 +686,9 @@ class Mapping:
         if need <= self.arch.dma_channels:
             return None
         line = len(self._streams[1])
-        parts = [f"a reader of its own for each of {line} loads multicast to PE lines that run "
-                 "different iterations"] * bool(line) + \
+        own = (f"a reader of its own for each of {line} loads multicast to PE lines that run "
+               "different iterations")
+        parts = [own] * bool(line) + \
             [f"a reader {'the other' if line else 'its'} loads share"] * (self.readers > line) + \
             ["a writer"] * writers
         return (f"each PE needs {need} DMA channels ({', '.join(parts)}), {self.arch.name} has "
