@@ -16,11 +16,6 @@ from lowering.backends.spatial.schema import validate
 from support import EXAMPLE_NAMES, SMALL_DIMS, example, fresh, kernel_of
 
 SMALL = SMALL_DIMS
-# Kernels that stream more tensors than a preset PE has DMA channels, until streams share
-# channels (issue 33); test_views.py runs rope on a preset with 8, test_fp8.py
-# block_scaled_matmul (five streams: two operands, two scales, the output), and
-# tests/test_block_sizes.py layer_norm_bwd.
-DMA_BOUND = {"rope", "block_scaled_matmul", "layer_norm_bwd"}
 ARCHS = sorted(PRESETS)
 # Examples the mapper refuses, with a BackendError naming the op (test below).
 REFUSED = {"persistent_matmul": "strided 'for'",
@@ -28,8 +23,9 @@ REFUSED = {"persistent_matmul": "strided 'for'",
 # Examples the mapper refuses, with a BackendError at the loop (tests/test_gather.py): their
 # loops stop at a length loaded from memory, and the mapper plans iterations before the run.
 UNMAPPED = {"jagged_sum", "jagged_softmax"}
-MAPPED = [n for n in EXAMPLE_NAMES if n not in REFUSED and n not in DMA_BOUND and
-          n not in UNMAPPED]
+# (rope, block_scaled_matmul and layer_norm_bwd load more streams than a preset's PE has DMA
+# channels: their streams share readers, `test_streams_sharing_a_dma_take_turns_...`)
+MAPPED = [n for n in EXAMPLE_NAMES if n not in REFUSED and n not in UNMAPPED]
 
 
 def inputs(name: str, dtype: type = np.float32) -> tuple:
@@ -78,10 +74,66 @@ def test_configs_validate_and_timing_respects_the_roofline(name: str, arch: str)
         assert report.dram_bytes >= report.compulsory_dram_bytes * 0.999
 
 
-@pytest.mark.parametrize("name", sorted(DMA_BOUND))
-def test_examples_that_need_more_dma_channels_say_so(name: str) -> None:
-    with pytest.raises(td.ConfigError, match="DMA channels"):
-        configs(name, "generic-8x8")
+def _copies(steps: list[dict]) -> list[dict]:
+    """The copies of an agent's program, loop bodies once each."""
+    return [c for s in steps for c in (_copies(s["body"]) if "loop" in s else
+                                       [s["copy"]] if "copy" in s else [])]
+
+
+def test_streams_sharing_a_dma_take_turns_and_compute_the_same() -> None:
+    """Where a PE has fewer reader DMAs than load streams, streams share them, time-multiplexed,
+    each turn to another stream paying the preset's dma_switch_cycles: matmul on a PE with one
+    reader (and a writer) takes at least the cycles it takes with a reader for A and one for B
+    (more, the dearer the switch), computes the same numbers, and the estimate ranks it
+    behind."""
+    from lowering.backends.spatial.estimate import estimate_cycles
+    from lowering.backends.spatial.mapper import Mapping
+
+    args = inputs("matmul")
+    k = kernel_of("matmul")
+    wide = preset("generic-8x8")
+    narrow = Arch.from_dict(dict(wide.to_dict(), name="two-dma", dma_channels=2))
+    config = td.Config((16, 16, 8), fold="linear", buffer_depth=2, multicast=True)
+    df = json.loads(k.source(*args, target="spatial", arch=narrow, config=config))
+    readers = [a for a in df["agents"] if a["id"].startswith("reader")]
+    assert {a["id"].split("_")[0] for a in readers} == {"reader0"}
+    copies = [c for a in readers for c in _copies(a["program"])]
+    assert {c["src"]["tensor"] for c in copies} == {"a", "b"}
+    assert any(c.get("switch") for c in copies) and not all(c.get("switch") for c in copies)
+    free = Arch.from_dict(dict(narrow.to_dict(), dma_switch_cycles=0.0))
+    apart, shared, at_no_cost = (k.simulate(*args, arch=a, config=config).cycles
+                                 for a in (wide, narrow, free))
+    assert shared > at_no_cost and shared >= apart
+    fn = k.traced(*args).lowered
+    assert estimate_cycles(Mapping(fn, config, narrow)) > estimate_cycles(Mapping(fn, config, wide))
+    ref = example("matmul").reference(*args)
+    outs = [k.run(*fresh(args), backend="spatial", arch=a, config=config) for a in (wide, narrow)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    td.testing.assert_close(outs[1], ref, np.float32)
+
+
+def test_the_estimate_ranks_how_streams_share_readers_as_the_simulator_does() -> None:
+    """block_scaled_matmul loads four streams (two operands, two scales); a preset's PE has
+    three readers beside its writer, and the space offers one to three (`dma_readers`): the
+    estimate orders them as the simulator does, fewer readers later."""
+    args = inputs("block_scaled_matmul")
+    k = kernel_of("block_scaled_matmul")
+    space = k.config_space(*args, backend="spatial", arch="generic-8x8")
+    choices = next(p.choices for p in space.params if p.name == "dma_readers")
+    assert choices == (3, 2, 1) and space.default().get("dma_readers") == 3
+    for config in configs("block_scaled_matmul", "generic-8x8", 1):
+        sharing = [config.replace(dma_readers=n) for n in choices]
+        cycles = [k.simulate(*args, arch="generic-8x8", config=c).cycles for c in sharing]
+        estimates = [space.estimate(c) for c in sharing]
+        assert cycles == sorted(cycles) and estimates == sorted(estimates)
+        assert len(set(estimates)) == len(estimates)
+
+
+def test_a_pe_without_a_dma_for_its_reader_and_its_writer_says_so() -> None:
+    one = Arch.from_dict(dict(preset("generic-8x8").to_dict(), name="one-dma", dma_channels=1))
+    with pytest.raises(td.ConfigError, match=r"needs 2 DMA channels \(a reader its loads share, "
+                                             r"a writer\), one-dma has 1"):
+        configs("axpby", one)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -318,6 +370,7 @@ def _generic_with(**changes: object) -> Arch:
     ({"min_mma": (0, 0, 0)}, r"min_mma must be three integers \(m, n, k\) of at least 1"),
     ({"packet_bytes": 0}, "packet_bytes must be an integer of at least 1"),
     ({"dma_channels": True}, "dma_channels must be an integer"),
+    ({"dma_switch_cycles": -1.0}, "dma_switch_cycles must be a number of at least 0"),
     ({"timing": "banana"}, "timing must be one of 'dataflow', 'static', got 'banana'"),
     ({"multicast": 1}, "multicast must be True or False"),
     ({"dram": ()}, "dram must be a non-empty tuple of DramChannel, got ()"),

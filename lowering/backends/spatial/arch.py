@@ -18,6 +18,12 @@ from tiledsl.dtypes import BY_SHORT
 from tiledsl.errors import BackendError, ConfigError
 
 TIMINGS = ("dataflow", "static")
+# Cycles a DMA channel that serves several streams (time-multiplexed) pays when it moves on to a
+# transfer of another stream: loading that stream's descriptor (AIE: the next buffer
+# descriptor of a chain and its lock; Tenstorrent: a data-movement core turning to another
+# circular buffer's address generator and write pointer). The default of an Arch that does not
+# state it; assumed, a third of generic-8x8's per-transfer overhead.
+DMA_SWITCH_CYCLES = 32.0
 MAX_PACKET_BYTES = 2**62  # the simulator counts bytes in 64-bit integers
 
 
@@ -60,7 +66,7 @@ class Arch:
     min_mma: tuple[int, int, int]  # (m, n, k): smaller operands run at proportionally lower rate
     vector_lanes: int
     sram_bytes: int
-    dma_channels: int  # DMA engines per PE (reader, writer, multicaster agents)
+    dma_channels: int  # DMA engines per PE (readers, a writer; streams share readers)
     op_overhead_cycles: float  # issuing one compute step
     link_bytes_per_cycle: float
     hop_latency_cycles: float
@@ -70,6 +76,7 @@ class Arch:
     packet_bytes: int
     dram: tuple[DramChannel, ...]
     timing: str = "dataflow"  # or "static": every step has a start cycle fixed at compile time
+    dma_switch_cycles: float = DMA_SWITCH_CYCLES  # a shared DMA channel turning to another stream
     sources: dict[str, str] = field(default_factory=dict)  # field -> provenance
 
     def __post_init__(self) -> None:
@@ -95,7 +102,8 @@ class Arch:
         for name in ("clock_ghz", "link_bytes_per_cycle"):
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v > 0, "a number above 0")
-        for name in ("op_overhead_cycles", "hop_latency_cycles", "transfer_overhead_cycles"):
+        for name in ("op_overhead_cycles", "hop_latency_cycles", "transfer_overhead_cycles",
+                     "dma_switch_cycles"):
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v >= 0, "a number of at least 0")
         macs = self.macs_per_cycle
@@ -242,6 +250,8 @@ def _generic() -> Arch:
         macs_per_cycle={"bf16": 1024.0, "f16": 1024.0, "f32": 256.0, "i8": 2048.0, "f64": 64.0},
         min_mma=(8, 16, 16), vector_lanes=Value(32, A + "one 32-lane vector unit"),
         sram_bytes=Value(1 << 20, A + "1 MiB per PE"), dma_channels=Value(4, A),
+        dma_switch_cycles=Value(32.0, A + "a third of the per-transfer overhead: the other "
+                                "stream's descriptor is loaded, its route set up"),
         op_overhead_cycles=Value(16.0, A + "issue cost of one compute step"),
         link_bytes_per_cycle=Value(32.0, A + "256-bit links"),
         hop_latency_cycles=Value(1.0, A), transfer_overhead_cycles=Value(100.0, A),
@@ -260,6 +270,8 @@ def _aie_like() -> Arch:
         min_mma=(4, 8, 8), vector_lanes=Value(32, AIE + " (512-bit vector unit)"),
         sram_bytes=Value(64 * 1024, AIE + " (64 KB data memory per compute tile)"),
         dma_channels=Value(4, AIE + " (2 MM2S + 2 S2MM DMA channels per tile)"),
+        dma_switch_cycles=Value(16.0, A + "a channel chains buffer descriptors (AM020): the "
+                                "next stream's BD is fetched in hardware; its lock is taken"),
         op_overhead_cycles=Value(32.0, A + "kernel call overhead on the core"),
         link_bytes_per_cycle=Value(4.0, AIE + " (32-bit stream switch ports per cycle)"),
         hop_latency_cycles=Value(2.0, A), transfer_overhead_cycles=Value(50.0, A + "BD setup"),
@@ -281,6 +293,8 @@ def _wormhole_like() -> Arch:
         min_mma=(8, 16, 16), vector_lanes=Value(32, TT + " (SFPU 32 lanes)"),
         sram_bytes=Value(1536 * 1024, TT + " (~1.5 MB L1 per Tensix on Wormhole)"),
         dma_channels=Value(4, TT + " (2 data-movement RISC-Vs x 2 NoCs)"),
+        dma_switch_cycles=Value(40.0, A + "a data-movement RISC-V turning to another circular "
+                                "buffer (cb_reserve_back, get_write_ptr, its address generator)"),
         op_overhead_cycles=Value(20.0, A + "LLK call overhead"),
         link_bytes_per_cycle=Value(25.3, TTL + " (25.3 B/cycle NoC)"),
         hop_latency_cycles=Value(1.0, A), transfer_overhead_cycles=Value(293.0, TTL + " (293-cycle floor)"),
@@ -300,6 +314,7 @@ def _lpu_like() -> Arch:
         min_mma=(16, 16, 16), vector_lanes=Value(320, "published: Abts et al., ISCA 2020 (320-lane SIMD)"),
         sram_bytes=Value(3 * 1024 * 1024, A + "220 MiB on-chip SRAM spread over the slices"),
         dma_channels=Value(4, A), op_overhead_cycles=Value(4.0, A + "statically issued"),
+        dma_switch_cycles=Value(4.0, A + "the schedule interleaves streams; no handshakes"),
         link_bytes_per_cycle=Value(64.0, A), hop_latency_cycles=Value(1.0, A),
         transfer_overhead_cycles=Value(8.0, A + "no handshakes: the schedule is static"),
         channels_per_link=Value(16, A), multicast=True, packet_bytes=Value(4096, A),

@@ -140,8 +140,10 @@ class Program:
             if "rmw" in copy:  # an atomic: the channel first reads the elements it updates
                 latency += channel.latency_cycles + \
                     max(copy["bytes"], channel.min_burst_bytes) / channel.bytes_per_cycle
-        return (sim.TRANSFER, int(copy["bytes"]), float(arch.transfer_overhead_cycles),
-                float(latency), list(route["links"]), drams)
+        overhead = arch.transfer_overhead_cycles + \
+            (arch.dma_switch_cycles if copy.get("switch") else 0.0)  # a shared DMA's next stream
+        return (sim.TRANSFER, int(copy["bytes"]), float(overhead), float(latency),
+                list(route["links"]), drams)
 
     def instructions(self, steps: list[dict[str, Any]], sim: Any) -> list[tuple]:
         out: list[tuple] = []

@@ -6,7 +6,9 @@ The model follows what the simulator does with the agents the mapper builds:
 
 * Every reader DMA issues its transfers one after another; each costs the per-transfer
   overhead, the latency (hops + DRAM round trip), its bytes at the slower of link and DRAM
-  channel, and, below the channel's minimum burst, the wasted burst time.
+  channel, and, below the channel's minimum burst, the wasted burst time. A reader that
+  several streams share (`channels.py`) issues theirs in program order, one at a time, and
+  pays the switch cost on each turn to another stream.
 * A DRAM channel serves every PE it is nearest to, and a NoC link every route over it: the
   loads and stores of those PEs queue on it.
 * A multicast load is issued by the PE heading its line; inside `td.tile(stop, start=s)` loops
@@ -193,6 +195,7 @@ def estimate_cycles(m: Mapping) -> float:
     steady: dict[Resource, list[tuple[float, int]]] = {}  # streams of several packets a
     # transfer: (bytes a transfer, transfers)
     per_pe = []
+    streams = {m._op_index(op): (m.reader(op), m._channel(op)) for op in m._ops("load")}
     for q, first, last in zip(occupied.tolist(), first_program.tolist(), last_program.tolist()):
         pe = divmod(q, arch.cols)
         ch = m.dram_for(pe)
@@ -245,21 +248,24 @@ def estimate_cycles(m: Mapping) -> float:
                 s = line_work(a, cls, burst).loads.get(i)
                 if s is not None:
                     read(i, s, int(line_tables[a][q, cls]))
-        for first_bytes, links, transfers, nbytes in issued.values():
-            for r in [ch, *links]:
+        leads, flows = _readers(issued, streams, ch)
+        for first_bytes, links, _, _ in issued.values():  # (a shared reader's later streams
+            for r in [ch, *links]:  # contend with the first transfers it issues after them)
                 firsts.setdefault(r, []).append(first_bytes)
-                if nbytes > transfers * arch.packet_bytes:
-                    steady.setdefault(r, []).append((nbytes / transfers, transfers))
+        for nbytes, transfers, resources in flows.values():
+            for r in resources if nbytes > transfers * arch.packet_bytes else []:
+                steady.setdefault(r, []).append((nbytes / transfers, transfers))
         tail_work = work(tail, burst)
         last_store = fixed + max(0, burst - tail_work.stores.last) / dram.bytes_per_cycle + \
             tail_work.stores.last / bw if tail_work.stores.transfers else 0.0
         paths = set().union(*(links for _, links, _, _ in issued.values()))
-        per_pe.append((pe, ch, paths, issued, [(work(c, burst), k) for c, k in programs],
+        per_pe.append((pe, ch, paths, issued, (leads, flows), [(work(c, burst), k) for c, k in programs],
                        tail_work.last_compute, writer, last_store, fixed, burst, bw))
     # How transfers share channels and links (see the module's docstring): the first ones of
     # every stream there at once, each up to its own size; later ones of several packets with
     # the streams in step with them (`_in_step`).
-    bandwidth = {r: _bandwidth(arch, r) for r in firsts}
+    bandwidth = {r: _bandwidth(arch, r) for r in [*firsts, *steady]}  # (every resource of a
+    # stream of several packets a transfer; of a stream first on its reader)
     in_step = {r: np.array(v, dtype=float).T for r, v in steady.items()}
     waits: dict[tuple[Resource, int], float] = {}
 
@@ -269,18 +275,20 @@ def estimate_cycles(m: Mapping) -> float:
         return waits[r, nbytes]
 
     moving: dict[tuple[tuple[int, int], int], tuple[float, float]] = {}  # (PE, operand) ->
-    for pe, ch, _, issued, *_ in per_pe:  # (cycles its first transfer moves, cycles a byte after)
-        for i, (b, links, transfers, nbytes) in issued.items():
+    for pe, ch, _, issued, (leads, flows), *_ in per_pe:  # (cycles its first transfer moves
+        for i, (b, links, _, _) in issued.items():  # (None: as later ones), a byte after)
             resources = [ch, *links]
+            nbytes, transfers, _ = flows[streams[i][0]]  # its reader's transfers, in step
             size = nbytes / transfers
-            per_byte = max(1.0 / bandwidth[r] for r in resources)
+            per_byte = max(1.0 / _bandwidth(arch, r) for r in resources)
             if size > arch.packet_bytes:
                 per_byte = max(per_byte, *(_in_step(in_step[r], size, transfers) / bandwidth[r]
                                            for r in resources))
-            moving[pe, i] = (max(first_wait(r, b) for r in resources), per_byte)
+            moving[pe, i] = (max(first_wait(r, b) for r in resources) if i in leads else None,
+                             per_byte)
     axes = {m._op_index(op): m.shared_axis(op) for op in m._ops("load")}
     worst = 0.0
-    for pe, ch, paths, issued, blocks, last_compute, writer, last_store, fixed, burst, bw \
+    for pe, ch, paths, issued, _, blocks, last_compute, writer, last_store, fixed, burst, bw \
             in per_pe:
         costs: dict[int, tuple[float | None, float]] = {}  # operand -> as `moving`
         for w, _ in blocks:
@@ -292,12 +300,34 @@ def estimate_cycles(m: Mapping) -> float:
                     costs[i] = moving.get((source, i), (None, 1.0 / bw))
 
         loaded = max([channel_busy.get(ch, 0.0)] + [link_busy[x] for x in paths])
-        done = _pipeline(blocks, costs, fixed, burst, arch.dram[ch].bytes_per_cycle)
+        # an operand this PE issues queues on its reader, shared or not; one a line's head
+        # sends it arrives as that reader issues it (not modelled: as if on a reader alone)
+        readers = {i: streams[i] if i in issued else (("fed", i), i) for i in costs}
+        done = _pipeline(blocks, costs, fixed, burst, arch.dram[ch].bytes_per_cycle, readers,
+                         arch.dma_switch_cycles)
         worst = max(worst, max(done, loaded + last_compute, writer) + last_store)
     return worst
 
 
 Resource = object  # a DRAM channel (its index) or a NoC link (row, col, direction)
+
+
+def _readers(issued: dict[int, tuple], streams: dict[int, tuple[int, int]], ch: int
+             ) -> tuple[set[int], dict[int, tuple[int, int, set[Resource]]]]:
+    """How a PE's readers issue the operands it issues (`issued`, in program order; `streams`:
+    operand -> (reader, stream)): the operands that come first on their readers, whose first
+    transfers start at once with the other PEs' (a shared reader issues its other streams'
+    first transfers later, one after another), and each reader's transfers as one flow (its
+    bytes and transfers in all, and the channel and links they cross), since a shared reader
+    moves one transfer at a time."""
+    leads: dict[int, int] = {}
+    flows: dict[int, tuple[int, int, set[Resource]]] = {}
+    for i, (_, links, transfers, nbytes) in issued.items():
+        r = streams[i][0]
+        leads.setdefault(r, i)
+        b, t, res = flows.get(r, (0, 0, {ch}))
+        flows[r] = (b + nbytes, t + transfers, res | links)
+    return set(leads.values()), flows
 
 
 def _bandwidth(arch: Arch, r: Resource) -> float:
@@ -314,7 +344,8 @@ def _in_step(streams: np.ndarray, size: float, transfers: int) -> float:
 
 
 def _pipeline(blocks: list[tuple[Work, int]], costs: dict[int, tuple[float | None, float]],
-              fixed: float, burst: int, dram_bw: float) -> float:
+              fixed: float, burst: int, dram_bw: float,
+              readers: dict[int, tuple[object, int]], switch: float) -> float:
     """When a PE's compute is done, running its programs in order (each block: a program's work
     and how many such programs in a row). Each operand's reader issues its transfers one after
     another as early as it can (buffers let loads run ahead of compute); a step computes once
@@ -323,13 +354,30 @@ def _pipeline(blocks: list[tuple[Work, int]], costs: dict[int, tuple[float | Non
     transfer moves, if known, and cycles a byte moves). A run of `count` equal steps finishes
     at the later end of its chain (the first arrival, then all the compute; the last arrival,
     then one step); a block of k programs runs the first and the last exactly, the ones
-    between as a whole."""
-    ready = dict.fromkeys(costs, 0.0)  # operand -> when its transfers so far have arrived
+    between as a whole.
+
+    Operands whose transfers one reader issues (`readers`: operand -> (reader, stream)) queue
+    on it in program order, and a transfer of another stream than the one before it on that
+    reader pays `switch` cycles (`channels.py`)."""
+    ready = {readers[i][0]: 0.0 for i in costs}  # reader -> when its transfers so far arrived
+    last: dict[object, int] = {}  # reader -> the stream of its last transfer
     started: set[int] = set()
     done = 0.0
 
     def transfer(i: int, nbytes: int) -> float:
         return fixed + max(0, burst - nbytes) / dram_bw + nbytes * costs[i][1]
+
+    def queues(s: Segment) -> dict[object, list[int]]:
+        out: dict[object, list[int]] = {}  # reader -> its operands in the segment, in order
+        for i in s.loads:
+            out.setdefault(readers[i][0], []).append(i)
+        return out
+
+    def again(ops: list[int], s: Segment) -> float:
+        """Cycles a reader takes to repeat its transfers of a step (switching streams as it
+        goes round)."""
+        return sum(transfer(i, s.loads[i]) + switch * (readers[ops[j - 1]][1] != readers[i][1])
+                   for j, i in enumerate(ops))
 
     def run(segments: list[Segment]) -> None:
         nonlocal done
@@ -337,25 +385,29 @@ def _pipeline(blocks: list[tuple[Work, int]], costs: dict[int, tuple[float | Non
             if not s.loads:
                 done += s.count * s.compute
                 continue
-            arrived = last = 0.0
-            for i, b in s.loads.items():
-                t = head = transfer(i, b)
-                if i not in started:
-                    started.add(i)
-                    if costs[i][0] is not None:
-                        head = t - b * costs[i][1] + costs[i][0]
-                arrived = max(arrived, ready[i] + head)
-                ready[i] += head + (s.count - 1) * t
-                last = max(last, ready[i])
+            arrived = latest = 0.0
+            for r, ops in queues(s).items():
+                for i in ops:
+                    b = s.loads[i]
+                    head = transfer(i, b) + switch * (last.get(r, readers[i][1]) != readers[i][1])
+                    last[r] = readers[i][1]
+                    if i not in started:
+                        started.add(i)
+                        if costs[i][0] is not None:
+                            head += costs[i][0] - b * costs[i][1]
+                    ready[r] += head
+                    arrived = max(arrived, ready[r])
+                ready[r] += (s.count - 1) * again(ops, s)
+                latest = max(latest, ready[r])
             done = max(done + s.count * s.compute, arrived + s.count * s.compute,
-                       last + s.compute)
+                       latest + s.compute)
 
     for w, k in blocks:
         run(w.segments)
         if k > 2:
             for s in w.segments:
-                for i, b in s.loads.items():
-                    ready[i] += (k - 2) * s.count * transfer(i, b)
+                for r, ops in queues(s).items():
+                    ready[r] += (k - 2) * s.count * again(ops, s)
             done = max(done + (k - 2) * w.compute, max(ready.values(), default=0.0))
         if k > 1:
             run(w.segments)

@@ -40,7 +40,7 @@ def _shape_key(body: list[dict]) -> str:
         if "copy" in step:
             c = step["copy"]
             return ("copy", c["bytes"], c.get("route"), tuple(sorted(c["dst"].items(), key=str)),
-                    str(c["src"].get("sizes")))
+                    str(c["src"].get("sizes")), c.get("switch", False))
         if "op" in step:
             return ("op", step["op"]["cycles"], step["op"]["macs"])
         if "loop" in step:

@@ -2,9 +2,10 @@
 
 It follows the recipe real spatial compilers share (MLIR-AIE, TT-Metalium, Cerebras):
 - the grid's programs are placed on PEs (the `fold` knob);
-- every PE runs one reader DMA agent per operand stream, a compute agent and a writer DMA
+- every PE runs reader DMA agents for its operand streams, a compute agent and a writer DMA
   (TT-Metalium's reader/compute/writer kernels), joined by buffers of `buffer_depth` slots
   guarded by empty/full counting semaphores (AIE ObjectFifos), so transfers overlap compute;
+  streams beyond the PE's DMA channels share readers, time-multiplexed (`channels.py`);
 - operands that programs in one PE row (column) share are multicast along it by one DMA
   (GEMM's A along rows, B along columns);
 - loop-carried values (accumulators) stay resident in SRAM, and stores drain through the writer.
@@ -24,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from lowering.backends.spatial.arch import Arch
+from lowering.backends.spatial.channels import assign, first_of_streams, stream_key
 from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
@@ -471,10 +473,9 @@ class Mapping:
         if need > arch.sram_bytes:
             return (f"each PE needs {need} bytes of SRAM ({self.depth} slots per buffer), "
                     f"{arch.name} has {arch.sram_bytes}")
-        readers = {self._channel(op) for op in self._ops("load")}
-        dma = len(readers) + min(1, len(self._ops("store")))  # readers + one writer
-        if dma > arch.dma_channels:
-            return f"each PE needs {dma} DMA channels, {arch.name} has {arch.dma_channels}"
+        why = self._dma_shortfall()
+        if why is not None:
+            return why
         key = None
         if memo:
             key = (arch.name, arch.rows, arch.cols, tuple((d.name, d.attach) for d in arch.dram),
@@ -548,16 +549,17 @@ class Mapping:
                 buffers.append({"id": f"acc_{tag}", "pe": list(pe), "bytes": carried, "depth": 1,
                                 "addr": addr, "role": "accumulator"})
                 addr += carried
-            readers: dict[int, list] = {self._channel(op): [] for op in loads}
+            readers: dict[int, list] = {r: [] for r in range(self.readers)}
+            last: dict[int, int] = {}  # reader -> the stream of its last copy
             compute: list = []
             writer: list = []
             lines = [(op, self.line_axis(op)) for op in loads]
             lines = [(op, a) for op, a in lines if a is not None and self.destinations(pe, a)]
             for g in programs:
-                self._program(pe, g, self.steps, {}, readers, compute, writer)
+                self._program(pe, g, self.steps, {}, readers, compute, writer, last)
                 for op, axis in lines:
                     self._line_copies(op, pe, self.steps, {}, self.line_programs(pe, g, axis),
-                                      readers[self._channel(op)])
+                                      readers[self.reader(op)])
             agents.append({"id": f"compute_{tag}", "kind": "compute", "pe": list(pe),
                            "programs": [list(g) for g in programs], "program": compute})
             for i, program in readers.items():
@@ -596,22 +598,101 @@ class Mapping:
         return self._op_indices[op]
 
     def _channel(self, op: Op) -> int:
-        """The reader (DMA channel) that issues load `op`'s copies, by the index of its first
-        load: loads of one tensor through the same tiles, shifted or not, and any scalar
-        indices (a stencil's neighbours `x[tm - 1, tn]`, a convolution's taps) share one,
-        which copies their tiles one after another; a load multicast along a line of PEs
-        with varying trip counts (`line_axis`) has its own."""
-        def key(load: Op) -> tuple:
-            indices = tuple(o.owner.operands[0] if is_shifted(o) else o  # type: ignore[union-attr]
-                            if isinstance(o.type, RangeType) else None for o in load.operands[1:])
-            return (load.operands[0], indices, load.attrs.get("full", ()),
-                    load.attrs.get("slices", ()))
+        """The stream load `op` belongs to, by the index of its first load: loads of one tensor
+        through the same tiles, shifted or not, and any scalar indices (a stencil's neighbours
+        `x[tm - 1, tn]`, a convolution's taps) form one (`stream_key`), whose tiles its reader
+        copies one after another; a load multicast along a line of PEs with varying trip
+        counts (`line_axis`) is a stream of its own."""
         if op not in self._channels:
-            k = key(op)
-            first = op if self.line_axis(op) is not None else next(
-                o for o in self._ops("load") if self.line_axis(o) is None and key(o) == k)
+            loads = self._ops("load")
+            first = op
+            if self.line_axis(op) is None:
+                first = loads[first_of_streams(tuple(loads))[loads.index(op)]]
+                if self.line_axis(first) is not None:  # a line load: the first other one
+                    k = stream_key(op)
+                    first = next(o for o in loads
+                                 if self.line_axis(o) is None and stream_key(o) == k)
             self._channels[op] = self._op_index(first)
         return self._channels[op]
+
+    def reader(self, op: Op) -> int:
+        """The reader DMA (0, 1, ...) that issues load `op`'s copies (`channels.py`)."""
+        return self._assignment[self._channel(op)]
+
+    @property
+    def readers(self) -> int:
+        """How many reader DMAs each PE runs."""
+        return self.shared_readers + len(self._streams[1])
+
+    @functools.cached_property
+    def shared_readers(self) -> int:
+        """How many readers serve the streams that may share one (all but line loads'): at most
+        `dma_readers` (all of them without the knob), and no more than the DMA channels the
+        writer and the line loads leave (at least one)."""
+        shareable, line = self._streams
+        free = self.arch.dma_channels - min(1, len(self._ops("store"))) - len(line)
+        limit = int(self.config.get("dma_readers", len(shareable)))
+        return max(1, min(limit, len(shareable), free)) if shareable else 0
+
+    @functools.cached_property
+    def _streams(self) -> tuple[list[int], list[int]]:
+        """The streams that may share a reader and those of line loads (`line_axis`), each in
+        the order of their first loads."""
+        shareable: dict[int, None] = {}
+        line: dict[int, None] = {}
+        for op in self._ops("load"):
+            (shareable if self.line_axis(op) is None else line)[self._channel(op)] = None
+        return list(shareable), list(line)
+
+    @functools.cached_property
+    def _assignment(self) -> dict[int, int]:
+        """Stream -> reader: the shareable streams dealt onto `shared_readers` readers by the
+        bytes each moves (`assign`; one each when there are as many), then a reader for each
+        line load's stream."""
+        shareable, line = self._streams
+        n = self.shared_readers
+        if n == len(shareable):
+            out = {stream: i for i, stream in enumerate(shareable)}
+        else:
+            weights = dict.fromkeys(shareable, 0.0)
+            for op, trips in self._load_trips():
+                if self.line_axis(op) is None:
+                    t = op.results[0].type
+                    assert isinstance(t, TileType)
+                    weights[self._channel(op)] += trips * self.numel(t) * t.dtype.bits
+            out = assign(weights, n)
+        out.update({stream: n + i for i, stream in enumerate(line)})
+        return out
+
+    def _load_trips(self) -> list[tuple[Op, int]]:
+        """Each load with how many times a program runs it (its loops' whole trip counts)."""
+        out: list[tuple[Op, int]] = []
+
+        def walk(steps: list[Step], trips: int) -> None:
+            for s in steps:
+                if isinstance(s, Loop):
+                    t = self.rt(s.range)
+                    walk(s.body, trips * _cdiv(t.extent, self.block(t.block)))
+                else:
+                    out.extend((op, trips) for op in s.loads)
+        walk(self.steps, 1)
+        return out
+
+    def _dma_shortfall(self) -> str | None:
+        """Why a PE has too few DMA channels for this mapping's readers and writer, or None:
+        streams share readers down to one, but each line load needs its own."""
+        writers = min(1, len(self._ops("store")))
+        need = self.readers + writers
+        if need <= self.arch.dma_channels:
+            return None
+        line = len(self._streams[1])
+        own = (f"a reader of its own for each of {line} loads multicast to PE lines that run "
+               "different iterations")
+        parts = [own] * bool(line) + \
+            [f"a reader {'the other' if line else 'its'} loads share"] * (self.readers > line) + \
+            ["a writer"] * writers
+        return (f"each PE needs {need} DMA channels ({', '.join(parts)}), {self.arch.name} has "
+                f"{self.arch.dma_channels}")
 
     def _carried_bytes(self) -> int:
         total = 0
@@ -647,7 +728,11 @@ class Mapping:
 
     def _program(self, pe: tuple[int, int], g: tuple[int, ...], steps: list[Step],
                  iters: dict[Value, int], readers: dict[int, list], compute: list,
-                 writer: list) -> None:
+                 writer: list, last: dict[int, int]) -> None:
+        """Append program `g`'s steps to its PE's agents. `last` (reader -> the stream of its
+        last copy) carries on from iteration to iteration, so a copy of another stream than
+        its reader's last one is marked a switch (iterations copy the same streams in the same
+        order, so the ones `fold_loop` repeats start from the state the built ones did)."""
         for s in steps:
             if isinstance(s, Loop):
                 its = self.stops.iterations(s.range, g)  # all, or this program's
@@ -663,7 +748,7 @@ class Mapping:
                     rb: dict[int, list] = {i: [] for i in readers}
                     cb: list = []
                     wb: list = []
-                    self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb)
+                    self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb, last)
                     bodies.append((rb, cb, wb))
                 order = [bodies[built.index(it) if it in built else 2] for it in its]
                 for i in readers:
@@ -676,11 +761,13 @@ class Mapping:
                 buf = f"ld{self._op_index(op)}_{tag}"
                 compute.append({"acquire": f"{buf}.full", "n": 1})
                 axis = self.shared_axis(op)
-                stream = readers[self._channel(op)]
                 dsts = self.destinations(pe, axis)
                 if dsts and self.line_axis(op) is None:  # (else `_line_copies` issues them)
-                    stream.extend(self._copy(op, pe, g, iters, dsts,
-                                             buf if axis is None else None))
+                    r, stream = self.reader(op), self._channel(op)
+                    switch = last.get(r, stream) != stream
+                    last[r] = stream
+                    readers[r].extend(self._copy(op, pe, g, iters, dsts,
+                                                 buf if axis is None else None, switch=switch))
             cycles, macs = self.compute_cost(s.compute, g, iters)
             compute.append({"op": {"program": list(g), "cycles": cycles, "macs": macs,
                                    "ops": [o.name for o in s.compute]}})
@@ -733,17 +820,22 @@ class Mapping:
 
     def _copy(self, op: Op, pe: tuple[int, int], g: tuple[int, ...], iters: dict[Value, int],
               dsts: list[tuple[int, int]], own: str | None,
-              cover: dict[Value, tuple[int, int]] | None = None) -> list[dict[str, Any]]:
+              cover: dict[Value, tuple[int, int]] | None = None,
+              switch: bool = False) -> list[dict[str, Any]]:
         """A DRAM -> SRAM copy, issued by `pe` through its DRAM channel, of a load's tile to one
-        PE or (multicast) PEs of a row or column (`cover`: see `access`)."""
+        PE or (multicast) PEs of a row or column (`cover`: see `access`); `switch`: its reader
+        turns to this stream from another one (`channels.py`)."""
         offset, sizes, strides, nbytes = self.access(op, g, iters, cover)
         route = self.route(self.dram_for(pe), dsts, f"ld{self._op_index(op)}")
         bufs = [own] if own is not None else \
             [f"ld{self._op_index(op)}_{d[0]}_{d[1]}" for d in dsts]
         steps: list[dict[str, Any]] = [{"acquire": f"{b}.empty", "n": 1} for b in bufs]
-        steps.append({"copy": {"src": {"tensor": self._tensor_name(op.operands[0]),
-                                       "offset": offset, "sizes": sizes, "strides": strides},
-                               "dst": {"buffers": bufs}, "route": route["id"], "bytes": nbytes}})
+        copy = {"src": {"tensor": self._tensor_name(op.operands[0]), "offset": offset,
+                        "sizes": sizes, "strides": strides},
+                "dst": {"buffers": bufs}, "route": route["id"], "bytes": nbytes}
+        if switch:
+            copy["switch"] = True
+        steps.append({"copy": copy})
         steps += [{"release": f"{b}.full", "n": 1} for b in bufs]
         return steps
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lowering.backends.spatial.arch import Arch
 from tiledsl.config import Config, ConfigSpace, Constraint, Param
-from tiledsl.ir.core import Function
+from tiledsl.ir.core import Function, walk
 
 
 def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
@@ -27,6 +27,13 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                                    True, "share row/column operands by NoC multicast (offered "
                                    "when some load is shared along a grid axis)"))
 
+    readers = _reader_choices(fn, arch)
+    if len(readers) > 1:
+        space = space.with_param(Param(
+            "dma_readers", readers, readers[0],
+            "reader DMAs per PE: the kernel's load streams share them, time-multiplexed "
+            "(offered when it loads more streams than a PE has DMA channels for)"))
+
     def fits(c: Config) -> str | None:
         for i in phases:
             why = Mapping(fn, c, arch, phase=i).check(memo=True)
@@ -44,6 +51,17 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
                 "operand along whole PE rows or columns")
 
     space = space.with_redundancy(Constraint("multicast-idle", multicast_idle))
+
+    def readers_idle(c: Config) -> str | None:
+        asked = c.get("dma_readers")
+        if asked is None or any(Mapping(fn, c, arch, phase=i).shared_readers >= asked
+                                for i in phases):
+            return None
+        return (f"dma_readers={asked} maps as fewer do here: the loads that may share readers "
+                "get no more than the DMA channels that the writer and the loads multicast to "
+                "lines of PEs with varying trip counts leave")
+
+    space = space.with_redundancy(Constraint("dma-readers-idle", readers_idle))
     if not reads_arguments(fn):  # (else the plan needs argument values: no estimate)
         space = space.with_estimate(  # phases run one after another
             lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
@@ -57,3 +75,21 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
         if trial.default_is_valid():
             return trial
     return space
+
+
+def _reader_choices(fn: Function, arch: Arch) -> tuple[int, ...]:
+    """The `dma_readers` knob's choices, most first: none where every phase's load streams
+    have a reader each, else from as many readers as the DMA channels a writer leaves down to
+    one. (Where every stream could have a reader, sharing only serializes their transfers: the
+    tuner need not try it; an Arch with fewer `dma_channels` shows what it costs.)"""
+    from lowering.backends.spatial.channels import count_streams
+    from lowering.backends.spatial.mapper import grids
+
+    most, short = 1, False
+    for grid in grids(fn):
+        ops = list(walk(grid.regions[0]))
+        streams = count_streams([op for op in ops if op.name == "load"])
+        readers = arch.dma_channels - any(op.name in ("store", "atomic") for op in ops)
+        most = max(most, min(streams, readers))
+        short = short or streams > readers
+    return tuple(range(most, 0, -1)) if short else ()
