@@ -11,6 +11,7 @@ from lowering.passes.cse import CSEPass
 from lowering.passes.dce import DCEPass
 from lowering.passes.exp_scales import FoldExpScalesPass
 from lowering.passes.fold import FoldConstantsPass
+from lowering.passes.loads_first import LoadsFirstPass
 from lowering.passes.ragged import MaskRaggedEdgesPass
 from lowering.passes.reciprocal import HoistReciprocalsPass
 from tiledsl.ir.core import Function
@@ -41,7 +42,8 @@ class Pipeline:
 
 # The Triton backend's own passes, after DEFAULT (on a copy: the NumPy backend runs the IR as
 # written; see tiledsl.kernel.Traced.for_backend).
-TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), HoistReciprocalsPass()) + CANONICALIZE
+TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), HoistReciprocalsPass(), LoadsFirstPass()) + \
+    CANONICALIZE
 
 PASSES: dict[str, Pass] = {p.name: p for p in DEFAULT + TRITON}
 

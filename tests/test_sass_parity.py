@@ -160,19 +160,25 @@ def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
     assert ours["MUFU.EX2"] == theirs["MUFU.EX2"] == 68  # 64 scores and 4 rows per thread
     assert ours["FSETP"] == theirs["FSETP"] == 0
     fmul = [side["opcodes"].get("FMUL", 0) for side in (ours, theirs)]
-    assert fmul[0] <= fmul[1] + 8, fmul  # the rows' scales: two per row more than the tutorial
+    # the rows' scales: one per row more than the tutorial (m_new * log2e; the rescale
+    # exp2(m_i * log2e - m_new * log2e) is one FFMA: two per row more, 76 FMUL, before)
+    assert fmul[0] <= fmul[1] + 4, fmul
     assert row["loop_ratio"] < 1.12
 
 
 def test_attention_with_tma_loads_k_and_v_with_the_copy_engine() -> None:
     """k[b, tk, :] and v[b, tk, :] through rank-3 tensor descriptors: two UTMALDG per key
-    tile and no LDGSTS (tma=True generated pointer loads for the scalar index b before)."""
+    tile and no LDGSTS (tma=True generated pointer loads for the scalar index b before). The two
+    loads are adjacent (loads-first), so the pipeliner waits on one mbarrier per trip, as the
+    hand-written kernel does (two arrives and two waits before)."""
     pytest.importorskip("triton")
     pytest.importorskip("torch")
     case = sp.Case("attention", "attention", {"batch": 2, "seq": 1024, "d": 64}, np.float16,
                    td.Config((128, 64), 8, 3, group_m=1, tma=True), "attention")
     loop = sp.tiledsl_side(case, "sm_90")["main_loop"]
     assert loop["UTMALDG"] == 2 and loop["LDGSTS"] == 0
+    assert loop["opcodes"]["SYNCS.PHASECHK.TRANS64.TRYWAIT"] == 1
+    assert loop["opcodes"]["SYNCS.ARRIVE.TRANS64"] == 1
 
 
 def test_a_pointer_gemms_k_loop_advances_its_pointers() -> None:

@@ -11,6 +11,9 @@ three instructions around each `ex2` on sm_90, where `tl.exp2` is one MUFU.EX2):
 3. A constant multiply distributes over the subtraction of a broadcast row:
    `(a - r[:, None]) * c` -> `a * c - (r * c)[:, None]`, one fused multiply-add per element
    instead of a subtraction and a multiply (the row's multiply is done once per row).
+   `(a - b) * c` -> `a * c - b * c` also where `b * c` is computed elsewhere anyway (CSE
+   shares it): attention's rescale `exp(m_i - m_new)` reuses the `m_new * log2e` of its scores,
+   one FFMA per row instead of a subtraction and a multiply.
 4. Two constant multiplies fold: `(x * c1) * c2` -> `x * (c1 * c2)`.
 
 Softmax's `exp(s - max)` becomes `exp2(s * log2e - max * log2e)`; attention's
@@ -121,7 +124,7 @@ def _rewrite(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
     if op.name in ("where", "mask"):
         return _sink_through_select(op, defs, uses)
     if op.name == "mul":
-        return _distribute(op, defs, uses) or _fold(op, defs, uses)
+        return _distribute(op, defs, uses) or _share(op, defs, uses) or _fold(op, defs, uses)
     return None
 
 
@@ -185,8 +188,37 @@ def _distribute(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
         if not isinstance(rt, TileType) or approx_numel(rt) >= approx_numel(t) or \
                 rt.dtype != t.dtype:
             continue
+        lift = defs.get(r)
+        if lift is not None and lift.name == "expand_dims":  # scale the row before lifting it
+            row_t = lift.operands[0].type
+            assert isinstance(row_t, TileType)
+            return _emit(op, [("mul", [a, _const(c, t)]), ("mul", [lift.operands[0],
+                                                                   _const(c, row_t)]),
+                              ("expand_dims", [-1], rt, dict(lift.attrs)),
+                              ("broadcast", [-1], t), ("sub", [-4, -1])])
         return _emit(op, [("mul", [a, _const(c, t)]), ("mul", [r, _const(c, rt)]),
                           ("broadcast", [-1], t), ("sub", [-3, -1])])
+    return None
+
+
+def _share(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
+           ) -> tuple[list[Op], Value] | None:
+    """(a - b) * c -> a * c - b * c where some other op computes b * c (with the same c): the
+    subtraction and multiply become one FFMA, and CSE merges the two b * c."""
+    t = op.result.type
+    assert isinstance(t, TileType)
+    for diff, scale in (op.operands, op.operands[::-1]):
+        c = constant(scale, defs)
+        sub = defs.get(diff)
+        if c is None or sub is None or sub.name != "sub" or uses.get(diff, 0) != 1:
+            continue
+        a, b = sub.operands
+        if a.type != t or b.type != t or not any(
+                other is not op and other.name == "mul" and scaled(other.result, defs) == (b, c)
+                for other in set(defs.values())):
+            continue
+        return _emit(op, [("mul", [a, _const(c, t)]), ("mul", [b, _const(c, t)]),
+                          ("sub", [-2, -1])])
     return None
 
 
@@ -227,7 +259,7 @@ def _emit(op: Op, specs: list) -> tuple[list[Op], Value]:
             out.append(spec)
             results.append(spec.result)
             continue
-        name, operands, *rtype = spec
+        name, operands, *rest = spec  # (name, operands[, result type[, attrs]])
         args = []
         for o in operands:
             if isinstance(o, int):
@@ -237,8 +269,9 @@ def _emit(op: Op, specs: list) -> tuple[list[Op], Value]:
                 args.append(o[-1].result)
             else:
                 args.append(o)
-        result_type = rtype[0] if rtype else (args[0].type if name != "exp2" else t)
-        new = Op(name, args, [Value(result_type, op.result.hint)], {}, [], op.loc)
+        result_type = rest[0] if rest else (args[0].type if name != "exp2" else t)
+        attrs = dict(rest[1]) if len(rest) > 1 else {}
+        new = Op(name, args, [Value(result_type, op.result.hint)], attrs, [], op.loc)
         out.append(new)
         results.append(new.result)
     return out, results[-1]

@@ -247,7 +247,8 @@ def estimated_resources(fn: Function, config: Config) -> list[Resources]:
     pipeline stage and a persistent TMA epilogue."""
     blocks = dict(zip(fn.symbols, config.block_sizes))
     warps = int(config.num_warps or 4)
-    needed = register_estimate(fn, blocks, warps, bool(config.get("tma", False)))
+    needed = register_estimate(fn, blocks, warps, bool(config.get("tma", False)),
+                               int(config.num_stages or 3))
     registers = min(MAX_REGISTERS, needed)
     shared = shared_bytes(fn, config)
     return [Resources(warps, registers, shared, 4 * max(0, needed - MAX_REGISTERS))]

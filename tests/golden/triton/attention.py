@@ -31,32 +31,33 @@ def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, B
         begin_tk = tk_iter * BLOCK_TK
         offs_tk = begin_tk + tl.arange(0, BLOCK_TK)
         k_tile = tl.reshape(k_desc.load([begin_bh, begin_tk, 0]), (BLOCK_TK, 64))
+        v_tile = tl.reshape(v_desc.load([begin_bh, begin_tk, 0]), (BLOCK_TK, 64))
         trans = tl.trans(k_tile)
         prod = tl.dot(q_tile, trans)
         max_1 = tl.reduce(prod, 1, _max_nan)
         tmp = max_1 * 0.125
         tmp_1 = tl.maximum(m_i, tmp, propagate_nan=tl.PropagateNan.ALL)
-        tmp_2 = m_i - tmp_1
-        tmp_3 = tmp_2 * 1.4426950408889634
-        tmp_4 = tl.exp2(tmp_3)
-        tmp_5 = tmp_1[:, None]
+        tmp_2 = m_i * 1.4426950408889634
+        tmp_3 = tmp_1 * 1.4426950408889634
+        tmp_4 = tmp_2 - tmp_3
+        tmp_5 = tl.exp2(tmp_4)
         tmp_6 = prod * 0.1803368777036667
-        tmp_7 = tmp_5 * 1.4426950408889634
+        tmp_7 = tmp_3[:, None]
         tmp_8 = tmp_6 - tmp_7
         tmp_9 = tl.exp2(tmp_8)
-        tmp_10 = l_i * tmp_4
+        tmp_10 = l_i * tmp_5
         sum_1 = tl.sum(tmp_9, axis=1)
         l_i = tmp_10 + sum_1
-        tmp_11 = tmp_4[:, None]
+        tmp_11 = tmp_5[:, None]
         tmp_12 = acc * tmp_11
         tmp_13 = tmp_9.to(tl.float16)
-        v_tile = tl.reshape(v_desc.load([begin_bh, begin_tk, 0]), (BLOCK_TK, 64))
         acc = tl.dot(tmp_13, v_tile, tmp_12)
         m_i = tmp_1
     for tk_iter_1 in range(split_tk, tl.cdiv(stop_tk, BLOCK_TK)):
         begin_tk_1 = tk_iter_1 * BLOCK_TK
         offs_tk_1 = begin_tk_1 + tl.arange(0, BLOCK_TK)
         k_tile_1 = tl.reshape(k_desc.load([begin_bh, begin_tk_1, 0]), (BLOCK_TK, 64))
+        v_tile_1 = tl.reshape(v_desc.load([begin_bh, begin_tk_1, 0]), (BLOCK_TK, 64))
         trans_1 = tl.trans(k_tile_1)
         prod_1 = tl.dot(q_tile, trans_1)
         tmp_14 = offs_tq[:, None]
@@ -66,21 +67,20 @@ def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, B
         max_1_1 = tl.reduce(tmp_17, 1, _max_nan)
         tmp_18 = max_1_1 * 0.125
         tmp_19 = tl.maximum(m_i, tmp_18, propagate_nan=tl.PropagateNan.ALL)
-        tmp_20 = m_i - tmp_19
-        tmp_21 = tmp_20 * 1.4426950408889634
-        tmp_22 = tl.exp2(tmp_21)
-        tmp_23 = tmp_19[:, None]
+        tmp_20 = m_i * 1.4426950408889634
+        tmp_21 = tmp_19 * 1.4426950408889634
+        tmp_22 = tmp_20 - tmp_21
+        tmp_23 = tl.exp2(tmp_22)
         tmp_24 = tmp_17 * 0.1803368777036667
-        tmp_25 = tmp_23 * 1.4426950408889634
+        tmp_25 = tmp_21[:, None]
         tmp_26 = tmp_24 - tmp_25
         tmp_27 = tl.exp2(tmp_26)
-        tmp_28 = l_i * tmp_22
+        tmp_28 = l_i * tmp_23
         sum_1_1 = tl.sum(tmp_27, axis=1)
         l_i = tmp_28 + sum_1_1
-        tmp_29 = tmp_22[:, None]
+        tmp_29 = tmp_23[:, None]
         tmp_30 = acc * tmp_29
         tmp_31 = tmp_27.to(tl.float16)
-        v_tile_1 = tl.reshape(v_desc.load([begin_bh, begin_tk_1, 0]), (BLOCK_TK, 64))
         acc = tl.dot(tmp_31, v_tile_1, tmp_30)
         m_i = tmp_19
     tmp_32 = l_i[:, None]
