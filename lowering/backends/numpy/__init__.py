@@ -13,6 +13,7 @@ from lowering.backends.numpy import scans as _scans  # noqa: F401 (registers its
 from lowering.backends.numpy import block_sizes as _block_sizes  # noqa: F401 (registers rules)
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import atomics as _atomics  # noqa: F401 (registers its rule)
+from lowering.backends.numpy.defaults import default_blocks
 from lowering.backends.numpy.executor import Executor
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
@@ -21,20 +22,13 @@ from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 
 
-# Every grid program runs at once, so only loop iterations cost Python overhead: big tiles
-# (few iterations, large BLAS calls) are fastest. Capped to keep tiles of memory-friendly size.
-DEFAULT_BLOCK = 1024
-
 
 class NumpyBackend:
     name = "numpy"
 
     def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
-        """No knobs (any block sizes run, only speed changes); big default blocks."""
-        for p in space.params:
-            if p.name.startswith("block_sizes["):
-                space = space.with_default(p.name, min(max(p.choices), DEFAULT_BLOCK))
-        return space
+        """No knobs (any block sizes run, only speed changes); the fastest defaults here."""
+        return default_blocks(space, fn)
 
     def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         for v, a in zip(fn.args, args):
