@@ -53,6 +53,7 @@ class Executor:
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
         self.active: np.ndarray | None = None  # programs inside every `td.tile(stop)` loop
         self.dead: dict[int, dict[int, list[Value]]] = {}  # last_uses of each block run
+        self.covered: set[int] = set()  # ids of the tensors a store wrote whole
 
     def block_size(self, d: Dim) -> int:
         return d if isinstance(d, int) else self.blocks[d]
@@ -395,6 +396,8 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs[:-1], tensor)
         memory.store(xs[0], indices, ex.rank, value.rank, xs[-1], ex.active, axes, mask)
+    if ex.active is None and axes is None and mask is None and memory.covers(xs[0], indices):
+        ex.covered.add(id(xs[0]))
     return []
 
 

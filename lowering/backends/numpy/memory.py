@@ -390,6 +390,17 @@ def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: n
     scatter(arr, indices, rank, ntile, value)
 
 
+def covers(arr: np.ndarray, indices: list[Index]) -> bool:
+    """Whether an unmasked store with these indices, by every program of a whole grid, writes
+    every element of `arr` (each index `:`, a grid scalar, or a grid's tile over the whole
+    dimension)."""
+    return len(indices) == arr.ndim and all(
+        idx is None or isinstance(idx, GridScalar) or
+        isinstance(idx, RangeRT) and idx.grid_axis is not None and idx.extent == n and
+        idx.shift is None and idx.stop is None and idx.start is None
+        for n, idx in zip(arr.shape, indices))
+
+
 def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
             value: np.ndarray, active: np.ndarray | None = None,
             axes: tuple[tuple[int, ...], ...] | None = None,
