@@ -6,8 +6,8 @@ with no padded copy. So a grid's tile defaults to the largest block (up to DEFAU
 divides its extent: 1 for a ragged one (257x333, 1,000,003), unless a `dot` multiplies the
 tile (tiles of 1 would be a batch of scalar products). A loop's tile covers its extent in one
 iteration where DEFAULT_BLOCK allows (each iteration costs Python overhead). A dot's tile, and
-a longer loop's, gets the largest block (fewest iterations, largest BLAS calls) that pads its
-extent by at most a quarter or 16 elements (the padding is copied and computed too).
+a longer loop's (uncapped), gets the largest block (fewest iterations, largest BLAS calls)
+that pads its extent by at most a quarter or 16 elements (the padding is copied and computed too).
 """
 
 from __future__ import annotations
@@ -45,13 +45,14 @@ def _dividing_block(choices: tuple[int, ...], extent: int) -> int:
 
 
 def _loop_block(choices: tuple[int, ...], extent: int) -> int:
-    """A loop's tile: one iteration where DEFAULT_BLOCK allows (each costs Python overhead)."""
+    """A loop's tile: one iteration up to DEFAULT_BLOCK (each costs Python overhead), past it
+    the largest block that pads little, uncapped (a loop's tile of a view costs no memory)."""
     whole = [c for c in choices if extent <= c <= DEFAULT_BLOCK]
-    return min(whole) if whole else _big_block(choices, extent)
+    return min(whole) if whole else _big_block(choices, extent, cap=max(choices))
 
 
-def _big_block(choices: tuple[int, ...], extent: int) -> int:
-    capped = [c for c in choices if c <= DEFAULT_BLOCK] or [min(choices)]
+def _big_block(choices: tuple[int, ...], extent: int, cap: int = DEFAULT_BLOCK) -> int:
+    capped = [c for c in choices if c <= cap] or [min(choices)]
     fits = [c for c in capped if -(-extent // c) * c <= max(PAD_LIMIT * extent, extent + PAD_SLACK)]
     return max(fits or capped)
 
