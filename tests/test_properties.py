@@ -637,7 +637,7 @@ def test_generated_tiled_row_reduction(kernel_files: KernelFiles, expr: Expr, m:
 @given(data=st.data())
 def test_padded_loads_and_stores_match_the_gather_path(data: st.DataObject) -> None:
     """The NumPy backend's view and padded-copy paths (whole-tensor accesses with partial edge
-    tiles; int indices) read and write exactly what the general gather/scatter does, poison and
+    tiles; a loop's partial last tile; int indices) read and write exactly what the general gather/scatter does, poison and
     `other` included."""
     from lowering.backends.numpy import memory
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
@@ -645,7 +645,8 @@ def test_padded_loads_and_stores_match_the_gather_path(data: st.DataObject) -> N
     shape = tuple(data.draw(st.integers(1, 40)) for _ in range(ndim))
     dtype = data.draw(st.sampled_from([np.float32, np.int32, np.float16]))
     arr = (rng.standard_normal(shape) * 50).astype(dtype)
-    kinds = [data.draw(st.sampled_from(["grid", "full", "scalar", "int"])) for _ in range(ndim)]
+    kinds = [data.draw(st.sampled_from(["grid", "full", "scalar", "int", "loop"]))
+             for _ in range(ndim)]
     grid_axes = [i for i, k in enumerate(kinds) if k in ("grid", "scalar")]
     rank = len(grid_axes)
     indices: list[Any] = []
@@ -656,6 +657,11 @@ def test_padded_loads_and_stores_match_the_gather_path(data: st.DataObject) -> N
             continue
         if kind == "int":  # the same element in every program (`out[0] = ...`)
             indices.append(np.full((1,) * rank, data.draw(st.integers(0, shape[d] - 1))))
+            continue
+        if kind == "loop":  # a loop's tile, the same in every program, maybe the ragged last
+            block = data.draw(st.sampled_from([1, 2, 4, 8, 16, 64]))
+            start = data.draw(st.integers(0, (shape[d] - 1) // block)) * block
+            indices.append(memory.RangeRT(shape[d], block, np.full((1,) * rank, start), None))
             continue
         axis = grid_axes.index(d)
         if kind == "scalar":
@@ -668,9 +674,12 @@ def test_padded_loads_and_stores_match_the_gather_path(data: st.DataObject) -> N
                                                        for a in range(rank)])
         indices.append(memory.RangeRT(shape[d], block, begin, axis))
         sizes.append(programs)
-    ntile = sum(k in ("grid", "full") for k in kinds)
+    ntile = sum(k in ("grid", "full", "loop") for k in kinds)
     other = data.draw(st.sampled_from([None, 3]))
     expected = memory.gather(arr, indices, rank, ntile, other)
+    padded = memory._padded(arr, indices, 0)  # every access drawn here takes a fast path
+    assert memory._view(arr, indices, rank) is not None or \
+        padded is not None and memory._view(padded[0], padded[1], rank, True) is not None
     got = memory.load(arr, indices, rank, ntile, other)
     np.testing.assert_array_equal(got, expected)  # NaN poison in the same places
     value = rng.standard_normal(expected.shape).astype(dtype) * 10

@@ -13,6 +13,7 @@ from lowering.backends.numpy import scans as _scans  # noqa: F401 (registers its
 from lowering.backends.numpy import block_sizes as _block_sizes  # noqa: F401 (registers rules)
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import atomics as _atomics  # noqa: F401 (registers its rule)
+from lowering.backends.numpy.defaults import default_blocks
 from lowering.backends.numpy.executor import Executor
 from tiledsl import registry
 from tiledsl.config import Config, ConfigSpace
@@ -21,34 +22,30 @@ from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 
 
-# Every grid program runs at once, so only loop iterations cost Python overhead: big tiles
-# (few iterations, large BLAS calls) are fastest. Capped to keep tiles of memory-friendly size.
-DEFAULT_BLOCK = 1024
-
 
 class NumpyBackend:
     name = "numpy"
 
     def extend_space(self, space: ConfigSpace, fn: Function, **_: Any) -> ConfigSpace:
-        """No knobs (any block sizes run, only speed changes); big default blocks."""
-        for p in space.params:
-            if p.name.startswith("block_sizes["):
-                space = space.with_default(p.name, min(max(p.choices), DEFAULT_BLOCK))
-        return space
+        """No knobs (any block sizes run, only speed changes); the fastest defaults here."""
+        return default_blocks(space, fn)
 
     def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         for v, a in zip(fn.args, args):
             if isinstance(v.type, TensorType) and not isinstance(a, np.ndarray):
                 raise BackendError(f"backend 'numpy' runs on NumPy arrays; argument '{v.hint}' "
                                    f"is a {type(a).__module__}.{type(a).__qualname__}")
-        return check_written(fn, config, Executor(fn, config).run(args))
+        executor = Executor(fn, config)
+        return check_written(fn, config, executor.run(args), executor.covered)
 
 
-def check_written(fn: Function, config: Config, outputs: list[Any]) -> list[Any]:
+def check_written(fn: Function, config: Config, outputs: list[Any],
+                  covered: set[int] = frozenset()) -> list[Any]:  # type: ignore[assignment]
     """`outputs`, once every element of each returned td.empty tensor was stored (floats only:
-    see memory.unwritten); what no store writes would be garbage on a GPU."""
+    see memory.unwritten); what no store writes would be garbage on a GPU. `covered`: ids of
+    tensors a store wrote whole (not checked)."""
     for i, (v, out) in enumerate(zip(fn.outputs, outputs)):
-        if v.owner is None or v.owner.name != "tensor.empty":
+        if v.owner is None or v.owner.name != "tensor.empty" or id(out) in covered:
             continue
         mask = memory.unwritten(out)
         if mask is None or not mask.any():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -51,6 +52,8 @@ class Executor:
         self.grid_sizes: tuple[int, ...] = ()
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
         self.active: np.ndarray | None = None  # programs inside every `td.tile(stop)` loop
+        self.dead: dict[int, dict[int, list[Value]]] = {}  # last_uses of each block run
+        self.covered: set[int] = set()  # ids of the tensors a store wrote whole
 
     def block_size(self, d: Dim) -> int:
         return d if isinstance(d, int) else self.blocks[d]
@@ -72,8 +75,16 @@ class Executor:
         with np.errstate(all="ignore"):
             return self.block(self.fn.body, env)
 
-    def block(self, block: Block, env: Env) -> list[Any]:
-        for op in block.ops:
+    def block(self, block: Block, env: Env, release: bool = False) -> list[Any]:
+        """Run `block` in `env`; with `release`, values leave `env` after their last use there
+        (a grid's or loop's temporaries: NumPy reuses their memory instead of faulting in new
+        pages for each)."""
+        dead = {}
+        if release:
+            dead = self.dead.get(id(block)) or self.dead.setdefault(id(block), last_uses(block))
+        for i, op in enumerate(block.ops):
+            for v in dead.get(i, ()):
+                env.pop(v, None)
             if op.name in ("return", "yield"):
                 return [env[o] for o in op.operands]
             rule = RULES.get(op.name)
@@ -113,11 +124,10 @@ class Executor:
                 assert self.programs is not None
                 inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)
                 continue
-            shape = [1] * self.rank
-            shape[i] = self.grid_sizes[i]
-            begin = (np.arange(self.grid_sizes[i]) * block).reshape(shape)
+            begin = _begins(self.grid_sizes[i], block).reshape(
+                [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
             inner[a] = self.ranges[a] = RangeRT(r.extent, block, begin, i)
-        self.block(region, inner)
+        self.block(region, inner, release=True)
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
 
     def loop(self, op: Op, env: Env) -> list[Any]:
@@ -152,7 +162,7 @@ class Executor:
                 active = active & outer_active
             self.active = outer_active if active is None or active.all() else active
             try:
-                new = self.block(region, inner)
+                new = self.block(region, inner, release=True)
             finally:
                 self.active = outer_active
             if active is not None and not active.all():  # idle programs keep their values
@@ -180,6 +190,37 @@ class Executor:
                     continue
             out.append(x)
         return out
+
+
+@functools.lru_cache(maxsize=16)
+def _begins(programs: int, block: int) -> np.ndarray:
+    """Where each program's tile of a grid axis begins (read-only: shared by every run, so a
+    grid of a million programs does not allocate it each time)."""
+    begin = np.arange(0, programs * block, block, dtype=np.int64)
+    begin.setflags(write=False)
+    return begin
+
+
+def last_uses(block: Block) -> dict[int, list[Value]]:
+    """For each op of `block`, the values defined in `block` that no op from there on uses
+    (nested regions' uses count as their op's)."""
+    last: dict[Value, int] = {}
+    for i, op in enumerate(block.ops):
+        for v in _uses(op):
+            last[v] = i
+    defined = set(block.args) | {r for op in block.ops for r in op.results}
+    dead: dict[int, list[Value]] = {}
+    for v, i in last.items():
+        if v in defined:
+            dead.setdefault(i + 1, []).append(v)
+    return dead
+
+
+def _uses(op: Op) -> Iterator[Value]:
+    yield from op.operands
+    for region in op.regions:
+        for inner in region.ops:
+            yield from _uses(inner)
 
 
 Rule = Callable[[Executor, Op, list[Any]], list[Any]]
@@ -355,6 +396,8 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs[:-1], tensor)
         memory.store(xs[0], indices, ex.rank, value.rank, xs[-1], ex.active, axes, mask)
+    if ex.active is None and axes is None and mask is None and memory.covers(xs[0], indices):
+        ex.covered.add(id(xs[0]))
     return []
 
 

@@ -106,9 +106,11 @@ def unwritten(arr: np.ndarray) -> np.ndarray | None:
     return bits == _UNWRITTEN[arr.dtype.itemsize]
 
 
-def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
+def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int, padded: bool = False):
     """Slicing and reshaping that select every program's tile as a view, or None if a tile is
-    partial. Returns (slices, reshape, axis tags) with tags ("g", grid axis) or ("t", tile pos)."""
+    partial. Returns (slices, reshape, axis tags) with tags ("g", grid axis) or ("t", tile pos).
+    `padded`: `shape` is a tensor's padded to whole tiles (see `_padded`), longer than ranges'
+    extents."""
     slices: list[object] = []
     new_shape: list[int] = []
     tags: list[tuple[str, int]] = []
@@ -129,7 +131,7 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
             tags.append(("t", pos))
             pos += 1
         elif isinstance(idx, RangeRT):
-            if idx.extent < n and idx.grid_axis is not None:
+            if idx.extent < n and idx.grid_axis is not None and not padded:
                 return None  # a range over n indexing n + 1 elements covers the first n
             if idx.shift is not None:
                 return None  # lanes shifted off the tensor are masked: gather
@@ -143,7 +145,9 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
                 if idx.begin.size != 1:
                     return None  # programs begin at different places (a subset of the grid)
                 b = int(idx.begin.flat[0])
-                if b + idx.block > min(n, idx.extent if idx.stop is None else int(idx.stop.min())):
+                limit = n if padded else \
+                    min(n, idx.extent if idx.stop is None else int(idx.stop.min()))
+                if b + idx.block > limit:
                     return None
                 if idx.start is not None and b < int(idx.start.max()):
                     return None
@@ -161,9 +165,10 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int):
     return slices, new_shape, tags
 
 
-def _view(arr: np.ndarray, indices: list[Index], rank: int) -> np.ndarray | None:
+def _view(arr: np.ndarray, indices: list[Index], rank: int,
+          padded: bool = False) -> np.ndarray | None:
     """`prefix + tile` view of `arr` for these indices (None when a gather is needed)."""
-    plan = _fast_axes(arr.shape, indices, rank)
+    plan = _fast_axes(arr.shape, indices, rank, padded)
     if plan is None:
         return None
     slices, new_shape, tags = plan
@@ -255,33 +260,51 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
 
 
 def _padded(arr: np.ndarray, indices: list[Index], fill: object,
-            copy: bool = True) -> np.ndarray | None:
-    """A load or store that covers the whole tensor (each index a grid tile over the whole
-    dimension, a grid scalar or `:`) but has partial tiles at the ends: the tensor copied into
-    one padded to whole tiles with `fill`, so the view path applies. One contiguous copy costs
-    a fraction of a gather (index arrays, clipping, masking). None when it does not apply.
-    Without `copy` only the padding is set (for a store that writes every element)."""
+            copy: bool = True) -> tuple[np.ndarray, list[Index], tuple[slice, ...]] | None:
+    """A load or store whose tiles are partial only at the tensor's end: each index a grid tile
+    over the whole dimension, a loop's tile (the same for every program), a grid scalar, `:` or
+    one in-range int. Returns the window the access reads (the whole dimension, or the loop's
+    tile) copied into a buffer padded to whole tiles with `fill`, the indices into it (so that
+    the view path applies) and the window's slices. One contiguous copy costs a fraction of a gather (index arrays,
+    clipping, masking). None when it does not apply. Without `copy` only the padding is set
+    (for a store that writes every element)."""
     if len(indices) != arr.ndim:
         return None
-    pad = []
+    window, shape, rebased = [], [], []
     for n, idx in zip(arr.shape, indices):
         if idx is None or isinstance(idx, GridScalar):
-            pad.append(0)
-        elif isinstance(idx, RangeRT) and idx.grid_axis is not None and idx.extent == n \
-                and idx.shift is None:
-            pad.append(-n % idx.block)
+            window.append(slice(None))
+            shape.append(n)
+            rebased.append(idx)
+        elif isinstance(idx, RangeRT) and idx.extent == n and idx.shift is None \
+                and idx.grid_axis is not None:
+            window.append(slice(None))
+            shape.append(n + -n % idx.block)
+            rebased.append(idx)
+        elif isinstance(idx, RangeRT) and idx.extent == n and idx.shift is None \
+                and idx.stop is None and idx.start is None and idx.begin.size == 1:
+            b = int(idx.begin.flat[0])  # a loop's tile: all programs at the same place
+            window.append(slice(b, b + idx.block))
+            shape.append(idx.block)
+            rebased.append(RangeRT(n, idx.block, np.zeros_like(idx.begin), None))
+        elif isinstance(idx, np.ndarray) and idx.size == 1 and 0 <= int(idx.flat[0]) < n:
+            i = int(idx.flat[0])
+            window.append(slice(i, i + 1))
+            shape.append(1)
+            rebased.append(np.zeros_like(idx))
         else:
             return None
-    if not any(pad):
+    part = arr[tuple(window)]  # a view
+    if part.shape == tuple(shape):
         return None
-    out = np.empty(tuple(n + p for n, p in zip(arr.shape, pad)), dtype=arr.dtype)
+    out = np.empty(tuple(shape), dtype=arr.dtype)
     value = np.asarray(fill).astype(arr.dtype)
-    for d, (n, p) in enumerate(zip(arr.shape, pad)):
-        if p:
+    for d, (n, p) in enumerate(zip(part.shape, shape)):
+        if p > n:
             out[(slice(None),) * d + (slice(n, None),)] = value
     if copy:
-        out[tuple(slice(0, n) for n in arr.shape)] = arr
-    return out
+        out[tuple(slice(0, n) for n in part.shape)] = part
+    return out, rebased, tuple(window)
 
 
 def _fill(arr: np.ndarray, other: object | None) -> object:
@@ -316,7 +339,7 @@ def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
     if v is not None:
         return v
     padded = _padded(arr, indices, _fill(arr, other))
-    if padded is not None and (v := _view(padded, indices, rank)) is not None:
+    if padded is not None and (v := _view(padded[0], padded[1], rank, True)) is not None:
         return v
     return gather(arr, indices, rank, ntile, other, active)
 
@@ -359,11 +382,23 @@ def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: n
         return
     # Every element is written unless a grid scalar covers only part of its dimension.
     padded = _padded(arr, indices, 0, copy=any(isinstance(i, GridScalar) for i in indices))
-    if padded is not None and (v := _view(padded, indices, rank)) is not None:
+    if padded is not None and (v := _view(padded[0], padded[1], rank, True)) is not None:
         v[...] = value
-        arr[...] = padded[tuple(slice(0, n) for n in arr.shape)]
+        window = arr[padded[2]]  # a view
+        window[...] = padded[0][tuple(slice(0, n) for n in window.shape)]
         return
     scatter(arr, indices, rank, ntile, value)
+
+
+def covers(arr: np.ndarray, indices: list[Index]) -> bool:
+    """Whether an unmasked store with these indices, by every program of a whole grid, writes
+    every element of `arr` (each index `:`, a grid scalar, or a grid's tile over the whole
+    dimension)."""
+    return len(indices) == arr.ndim and all(
+        idx is None or isinstance(idx, GridScalar) or
+        isinstance(idx, RangeRT) and idx.grid_axis is not None and idx.extent == n and
+        idx.shift is None and idx.stop is None and idx.start is None
+        for n, idx in zip(arr.shape, indices))
 
 
 def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,

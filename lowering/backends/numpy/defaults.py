@@ -1,0 +1,76 @@
+"""The NumPy backend's default block sizes: the config that runs fastest here.
+
+Every program of a grid runs at once (memory.py), so a grid's block size costs no Python
+overhead, and a block that divides the extent makes every access a view of the tensor itself,
+with no padded copy. So a grid's tile defaults to the largest block (up to DEFAULT_BLOCK) that
+divides its extent: 1 for a ragged one (257x333, 1,000,003), unless a `dot` multiplies the
+tile (tiles of 1 would be a batch of scalar products). A loop's tile covers its extent in one
+iteration where DEFAULT_BLOCK allows (each iteration costs Python overhead). A dot's tile, and
+a longer loop's (uncapped), gets the largest block (fewest iterations, largest BLAS calls)
+that pads its extent by at most a quarter or 16 elements (the padding is copied and computed too).
+"""
+
+from __future__ import annotations
+
+from tiledsl.config import ConfigSpace
+from tiledsl.ir.core import Block, Function
+from tiledsl.ir.types import RangeType, TileType
+
+DEFAULT_BLOCK = 1024  # big enough for BLAS and few loop iterations; tiles of memory-friendly size
+PAD_LIMIT = 1.25  # a big block may pad its extent by this factor at most,
+PAD_SLACK = 16  # or by this many elements (a dot over 5 columns takes one tile of 8)
+
+
+def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
+    """`space` with each block size's default chosen as the module docstring says."""
+    grid, loops, dots = _symbol_roles(fn.body)
+    symbols = list(fn.symbols)
+    for p in space.params:
+        if not p.name.startswith("block_sizes["):
+            continue
+        name = symbols[int(p.name[len("block_sizes["):-1])]
+        if name in grid and name not in dots:
+            space = space.with_default(p.name, _dividing_block(p.choices, fn.symbols[name].extent))
+        elif name in loops and name not in grid and name not in dots:
+            space = space.with_default(p.name, _loop_block(p.choices, fn.symbols[name].extent))
+        else:
+            space = space.with_default(p.name, _big_block(p.choices, fn.symbols[name].extent))
+    return space
+
+
+def _dividing_block(choices: tuple[int, ...], extent: int) -> int:
+    """The largest block up to DEFAULT_BLOCK that divides `extent` (1 if the choices have it)."""
+    fits = [c for c in choices if c <= DEFAULT_BLOCK and extent % c == 0]
+    return max(fits) if fits else _big_block(choices, extent)
+
+
+def _loop_block(choices: tuple[int, ...], extent: int) -> int:
+    """A loop's tile: one iteration up to DEFAULT_BLOCK (each costs Python overhead), past it
+    the largest block that pads little, uncapped (a loop's tile of a view costs no memory)."""
+    whole = [c for c in choices if extent <= c <= DEFAULT_BLOCK]
+    return min(whole) if whole else _big_block(choices, extent, cap=max(choices))
+
+
+def _big_block(choices: tuple[int, ...], extent: int, cap: int = DEFAULT_BLOCK) -> int:
+    capped = [c for c in choices if c <= cap] or [min(choices)]
+    fits = [c for c in capped if -(-extent // c) * c <= max(PAD_LIMIT * extent, extent + PAD_SLACK)]
+    return max(fits or capped)
+
+
+def _symbol_roles(block: Block) -> tuple[set[str], set[str], set[str]]:
+    """The block symbols of grid ranges, of loop ranges and of a dot's tiles."""
+    grid: set[str] = set()
+    loops: set[str] = set()
+    dots: set[str] = set()
+    for op in block.ops:
+        if op.name == "dot":
+            for v in (*op.operands, *op.results):
+                if isinstance(v.type, TileType):
+                    dots |= {d for d in v.type.shape if isinstance(d, str)}
+        for region in op.regions:
+            for a in region.args:
+                if isinstance(a.type, RangeType) and isinstance(a.type.block, str):
+                    (grid if op.name == "grid" else loops).add(a.type.block)
+            for mine, inner in zip((grid, loops, dots), _symbol_roles(region)):
+                mine |= inner
+    return grid, loops, dots
