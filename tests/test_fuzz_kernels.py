@@ -268,18 +268,14 @@ def int_programs(draw: Any) -> Program:
 
 
 def int_fold(e: Any, dtype: str) -> Any:
-    """Constant subtrees as one constant in the dtype's range, and a td.where of two constants
-    cast to the dtype: a td function of Python ints is an int64, as NumPy's `np.minimum(-7, 2)`
-    (tiledsl/numpy_scalars.py), where this model computes every node in the tile's dtype."""
+    """Constant subtrees as one constant in the dtype's range (a td function of Python ints is
+    an int64, as NumPy's `np.minimum(-7, 2)`, where this model computes in the tile's dtype)."""
     if isinstance(e, Unary):
         e = Unary(e.op, int_fold(e.arg, dtype))
     elif isinstance(e, Binary):
         e = Binary(e.op, int_fold(e.lhs, dtype), int_fold(e.rhs, dtype), e.cond)
     constant = isinstance(e, Unary) and isinstance(e.arg, Const) or isinstance(e, Binary) and \
         e.op != "where" and isinstance(e.lhs, Const) and isinstance(e.rhs, Const)
-    if isinstance(e, Binary) and e.op == "where" and isinstance(e.lhs, Const) and \
-            isinstance(e.rhs, Const):
-        return Unary("typed", e)
     if constant:
         with np.errstate(all="ignore"):
             value = int(int_evaluate(e, {}, np.int64))
@@ -296,8 +292,7 @@ def int_evaluate(e: Any, env: dict[str, np.ndarray], dtype: Any) -> np.ndarray:
         return np.asarray(e.value).astype(dtype)
     if isinstance(e, Unary):
         a = int_evaluate(e.arg, env, dtype)
-        return {"abs": np.abs, "neg": np.negative, "invert": np.invert,
-                "typed": lambda v: v}[e.op](a)
+        return {"abs": np.abs, "neg": np.negative, "invert": np.invert}[e.op](a)
     a, b = int_evaluate(e.lhs, env, dtype), int_evaluate(e.rhs, env, dtype)
     if e.op == "where":
         return np.where(env[e.cond[0]] > e.cond[1], a, b).astype(dtype)
@@ -349,7 +344,7 @@ def render(e: Any, dt: str) -> str:
             "bf16": f"{a}.astype(td.bfloat16).astype({dt})",
             "f64": f"{a}.astype(td.float64).astype({dt})",
             "floor4": f"td.floor({a} * 4.0)", "invert": f"(~{a})",
-            "int4": f"({a} * 4.0).astype(td.int32).astype({dt})", "typed": f"{a}.astype({dt})",
+            "int4": f"({a} * 4.0).astype(td.int32).astype({dt})",
         }[e.op]
     a, b = render(e.lhs, dt), render(e.rhs, dt)
     if e.op in INT_RENDER:
@@ -358,8 +353,9 @@ def render(e: Any, dt: str) -> str:
         return f"td.{e.op}({a}, {b})"
     if e.op == "div":
         return f"({a} / (td.abs({b}) + 1.0))"
-    if e.op == "where":
-        return f"td.where({e.cond[0]}v > {e.cond[1]!r}, {a}, {b})"
+    if e.op == "where":  # of two numbers: int64 or float64 as NumPy's, cast to the model's dtype
+        cast = f".astype({dt})" if isinstance(e.lhs, Const) and isinstance(e.rhs, Const) else ""
+        return f"td.where({e.cond[0]}v > {e.cond[1]!r}, {a}, {b}){cast}"
     return f"({a} {e.op} {b})"
 
 
