@@ -268,9 +268,8 @@ def int_programs(draw: Any) -> Program:
 
 
 def int_fold(e: Any, dtype: str) -> Any:
-    """Constant subtrees as one constant in the dtype's range. (A bug the fuzzer found, not fixed
-    here: `x_u8 + td.minimum(-7, 2)` wraps silently, computed as a weak int32 constant, where
-    `x_u8 + (-7)` is a DTypeError as in NumPy; NumPy's np.minimum(-7, 2) is a strong int64.)"""
+    """Constant subtrees as one constant in the dtype's range (a td function of Python ints is
+    an int64, as NumPy's `np.minimum(-7, 2)`, where this model computes in the tile's dtype)."""
     if isinstance(e, Unary):
         e = Unary(e.op, int_fold(e.arg, dtype))
     elif isinstance(e, Binary):
@@ -354,8 +353,9 @@ def render(e: Any, dt: str) -> str:
         return f"td.{e.op}({a}, {b})"
     if e.op == "div":
         return f"({a} / (td.abs({b}) + 1.0))"
-    if e.op == "where":
-        return f"td.where({e.cond[0]}v > {e.cond[1]!r}, {a}, {b})"
+    if e.op == "where":  # of two numbers: int64 or float64 as NumPy's, cast to the model's dtype
+        cast = f".astype({dt})" if isinstance(e.lhs, Const) and isinstance(e.rhs, Const) else ""
+        return f"td.where({e.cond[0]}v > {e.cond[1]!r}, {a}, {b}){cast}"
     return f"({a} {e.op} {b})"
 
 

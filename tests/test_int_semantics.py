@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import under_configs
+from support import run_on, under_configs
 
 BACKENDS = ["numpy", "triton-interpret", "spatial"]
 
@@ -101,6 +101,35 @@ def test_comparisons_with_python_floats_do_not_round_the_ints(backend: str) -> N
     assert np.array_equal(eq, wide == 16777216.0)
     assert np.array_equal(gt, wide > 16777216.5)
     assert np.array_equal(le, wide <= -2.5)
+
+
+@td.tile_kernel
+def plus_functions_of_numbers(x, k: int):
+    """x plus td functions of Python numbers (constants and the int argument k)."""
+    (n,) = x.shape
+    ints = td.empty((3, n), dtype=td.int64)
+    floats = td.empty((n,), dtype=td.float64)
+    for t in td.tile(n):
+        v = x[t]
+        ints[0, t] = v + td.minimum(-7, 2)
+        ints[1, t] = v + td.where(v > 3, -7, 2)
+        ints[2, t] = v + td.abs(k)
+        floats[t] = v + td.exp(1)
+    return ints, floats
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_td_function_of_numbers_is_a_typed_scalar(backend: str) -> None:
+    """As NumPy 2's functions of Python numbers return NumPy scalars (int64, float64), which
+    are strong: `x_u8 + np.minimum(-7, 2)` is int64 (it wrapped to 249 in uint8 here)."""
+    x = np.random.default_rng(6).integers(0, 256, size=77).astype(np.uint8)
+    ints, floats = run_on(plus_functions_of_numbers, (x, -300), backend)
+    want = [x + np.minimum(-7, 2), x + np.where(x > 3, -7, 2), x + np.abs(-300)]
+    assert all(w.dtype == np.int64 for w in want) and (x + np.exp(1)).dtype == np.float64
+    np.testing.assert_array_equal(ints, np.stack(want))
+    np.testing.assert_array_equal(floats, x + np.exp(1))
+    if backend == "triton-interpret":  # the casts of constants compile for the GPU
+        assert plus_functions_of_numbers.warm(x, -300, arch="sm_90") == 1
 
 
 @td.tile_kernel

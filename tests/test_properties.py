@@ -419,8 +419,10 @@ def render(e: Expr) -> str:
     a, b = render(e.lhs), render(e.rhs)
     if e.op in ("maximum", "minimum"):
         return f"td.{e.op}({a}, {b})"
-    if e.op == "where":
-        return f"td.where(xv > yv, {a}, {b})"
+    if e.op == "where":  # of two numbers: float64 as NumPy's, cast to the model's float32
+        cast = ".astype(td.float32)" if isinstance(e.lhs, Const) and isinstance(e.rhs, Const) \
+            else ""
+        return f"td.where(xv > yv, {a}, {b}){cast}"
     return f"({a} {e.op} {b})"
 
 

@@ -86,6 +86,43 @@ def scaled_copy(x, s: float):
     return out
 
 
+@td.tile_kernel
+def rms_scaled(x, w, eps):  # unannotated, as users write it: eps is a number, x and w tensors
+    out = td.empty_like(x)
+    for tm in td.tile(x.shape[0]):
+        row = x[tm, :]
+        out[tm, :] = row * td.rsqrt(td.mean(row * row, axis=1, keepdims=True) + eps) * w[:]
+    return out
+
+
+@td.tile_kernel
+def through_helper(x, s):
+    return _scaled_by(x, s)
+
+
+def _scaled_by(x, s):  # type: ignore[no-untyped-def]
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * s
+    return out
+
+
+def test_unannotated_scalars_are_read_from_the_body_or_asked_for() -> None:
+    op = td.torch_op(rms_scaled, name="tdtest::rms_scaled")
+    assert str(op._opoverload._schema).endswith("(Tensor x, Tensor w, Scalar eps) -> Tensor")
+    x, w = torch.randn(13, 37, dtype=torch.float64), torch.randn(37, dtype=torch.float64)
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b, e: op(a, b, e) + 1, fullgraph=True, backend="aot_eager")
+    for eps, run in ((1e-6, f), (2, lambda *a: op(*a) + 1)):  # an int reaches it as an int
+        ref = x * torch.rsqrt((x * x).mean(1, keepdim=True) + eps) * w + 1
+        torch.testing.assert_close(run(x, w, eps), ref)
+    with pytest.raises(td.ArgumentError, match=r"test_torch_op.py:\d+: in kernel "
+                       r"'through_helper': td.torch_op cannot tell whether parameter 'x' is a "
+                       r"tensor(.|\n)*hint: annotate it: `x: float` \(or int, bool\) for a "
+                       r"number, `x: td.Tensor` for a tensor"):
+        td.torch_op(through_helper, name="tdtest::through_helper")
+
+
 def test_in_place_kernels_declare_what_they_mutate() -> None:
     op = td.torch_op(scale_, name="tdtest::scale_", mutates_args=("x",))
     x = torch.randn(257)

@@ -14,6 +14,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import Dim, TensorType
+from tiledsl.numpy_scalars import numpy_scalar_result
 from tiledsl.sites import Site, call_site
 from tiledsl.symdims import SymDim
 from tiledsl.tracer import current
@@ -289,6 +290,7 @@ def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
     return full(shape, 0, _dtype_arg(dtype, "td.zeros"))
 
 
+@numpy_scalar_result
 def where(cond: Any, x: Any, y: Any) -> TileValue:
     """Elementwise select: x where cond is true, else y (broadcast like NumPy)."""
     current("td.where()")
@@ -302,6 +304,7 @@ def dot(a: Any, b: Any) -> TileValue:
 
 
 def _unary(name: str) -> Any:
+    @numpy_scalar_result
     def fn(x: Any) -> TileValue:
         current(f"td.{name}()")
         return unary(name, x)
@@ -321,11 +324,13 @@ erf = _unary("erf")
 abs = _unary("abs")  # noqa: A001 (mirrors numpy.abs)
 
 
+@numpy_scalar_result
 def maximum(x: Any, y: Any) -> TileValue:
     current("td.maximum()")
     return binary("maximum", x, y)
 
 
+@numpy_scalar_result
 def minimum(x: Any, y: Any) -> TileValue:
     current("td.minimum()")
     return binary("minimum", x, y)

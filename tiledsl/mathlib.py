@@ -3,8 +3,9 @@
 Each is one elementwise op of the IR (ir/ops.py), except `td.pow` (the `**` op) and
 `td.clamp` (`td.minimum(td.maximum(x, lo), hi)`, so NaN propagates and `lo > hi` gives `hi`,
 as `np.clip`; where the bounds meet x at a zero of the other sign, NumPy gives the bound's
-zero and a GPU -0 for the minimum: their sign is not specified). Integer operands of the float functions compute in float32 (as `td.exp`); 16-bit
-floats compute in float32 and round once. `td.floor`, `td.ceil`, `td.round` and `td.trunc`
+zero and a GPU -0 for the minimum: their sign is not specified). Integer operands of the float functions compute in float32 (as `td.exp`; Python ints
+in float64, as `np.exp(2)`: tiledsl/numpy_scalars.py); 16-bit floats compute in float32 and
+round once. `td.floor`, `td.ceil`, `td.round` and `td.trunc`
 return an integer tile as it is (as NumPy 2); `td.round` rounds half to even (`np.round`,
 libdevice's `rint`). `td.isnan` and `td.isinf` are bool (False for integers).
 """
@@ -15,11 +16,13 @@ from typing import Any
 
 from tiledsl import dtypes
 from tiledsl.errors import DTypeError
+from tiledsl.numpy_scalars import numpy_scalar_result
 from tiledsl.tracer import current
 from tiledsl.values import TileValue, binary, cast, coerce, common_dtype, to_value, unary
 
 
 def _unary(name: str, numpy_name: str) -> Any:
+    @numpy_scalar_result
     def fn(x: Any) -> TileValue:
         current(f"td.{name}()")
         return unary(name, x)
@@ -42,6 +45,7 @@ cosh = _unary("cosh", "cosh")
 
 
 def _rounding(name: str, doc: str) -> Any:
+    @numpy_scalar_result
     def fn(x: Any) -> TileValue:
         tr = current(f"td.{name}()")
         v = to_value(x)
@@ -77,24 +81,28 @@ isnan = _float_test("isnan")
 isinf = _float_test("isinf")
 
 
+@numpy_scalar_result
 def sign(x: Any) -> TileValue:
     """-1, 0 or 1 by the sign of x, in x's dtype (`np.sign`: NaN stays NaN, -0.0 gives 0.0)."""
     current("td.sign()")
     return unary("sign", x)
 
 
+@numpy_scalar_result
 def atan2(y: Any, x: Any) -> TileValue:
     """The angle of the point (x, y), elementwise (`np.arctan2(y, x)`)."""
     current("td.atan2()")
     return binary("atan2", y, x)
 
 
+@numpy_scalar_result
 def pow(x: Any, y: Any) -> TileValue:  # noqa: A001 (mirrors numpy.pow)
     """`x ** y` (`np.pow`)."""
     current("td.pow()")
     return binary("pow", x, y)
 
 
+@numpy_scalar_result
 def fma(x: Any, y: Any, z: Any) -> TileValue:
     """x * y + z rounded once (a fused multiply-add; the NumPy backend computes 16- and
     32-bit floats in float64, whose products are exact)."""
@@ -105,6 +113,7 @@ def fma(x: Any, y: Any, z: Any) -> TileValue:
     return TileValue(tr.emit("fma", [o.value for o in ops])[0], weak)
 
 
+@numpy_scalar_result
 def clamp(x: Any, lo: Any, hi: Any) -> TileValue:
     """x limited to [lo, hi], elementwise (`np.clip`): `td.minimum(td.maximum(x, lo), hi)`."""
     current("td.clamp()")

@@ -3,10 +3,13 @@
     mm = td.torch_op(matmul, name="mylib::matmul")
     out = torch.compile(lambda a, b: mm(a, b) + 1, fullgraph=True)(a, b)
 
-* Schema: each kernel parameter is a `Tensor`, except those annotated (or defaulted) `int`,
-  `float`, `bool` or `str` (a bool or str is a compile-time argument of the kernel: the op
-  traces once per value); a parameter defaulted to a function (an epilogue) is refused, as no
-  schema holds one; the return is one `Tensor`, a tuple of them, or nothing, read from the
+* Schema: a parameter annotated (or defaulted) `int`, `float`, `bool` or `str` has that type
+  (a bool or str is a compile-time argument of the kernel: the op traces once per value); any
+  other annotation means a `Tensor`. An unannotated one is a `Tensor` where the body indexes it
+  or reads its shape, a `Scalar` (an int, float or bool, passed on as it is) where the body
+  computes with it (`ms + eps`): tiledsl/param_uses.py; one used both ways or neither way is an
+  ArgumentError asking for an annotation. A parameter defaulted to a function (an epilogue) is
+  refused, as no schema holds one; the return is one `Tensor`, a tuple of them, or nothing, read from the
   kernel's `return` statements (pass `outputs=N` when they are not literal).
 * Fake (meta) implementation: the kernel traced for the fake tensors' shapes and dtypes, with
   no data, so torch.compile sees exact output shapes and dtypes and never breaks the graph.
@@ -33,9 +36,10 @@ import warnings
 from typing import Any, Sequence
 
 from tiledsl import arrays, dtypes, registry
-from tiledsl.errors import ArgumentError, BackendError, TileDSLWarning
+from tiledsl.errors import ArgumentError, BackendError, Loc, TileDSLWarning
 from tiledsl.ir.types import TensorType
-from tiledsl.kernel import TileKernel
+from tiledsl.kernel import TileKernel, _def_line
+from tiledsl.param_uses import Uses, parameter_uses
 from tiledsl.static_args import annotated_constexpr
 
 _SCALARS = {int: "int", float: "float", bool: "bool", str: "str", "int": "int",
@@ -76,7 +80,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                                 "cannot hold", kernel=kernel.name,
                                 hint="register a kernel that calls the function itself, or "
                                      "call the tile kernel directly")
-    kinds = [_kind(kernel, p) for p in params]
+    kinds = _kinds(kernel, params)
     if isinstance(mutates_args, str):  # set("out") would be {'o', 'u', 't'}
         raise ArgumentError(f"mutates_args is the string {mutates_args!r}; pass a tuple of "
                             f"parameter names, e.g. mutates_args=({mutates_args!r},)",
@@ -189,7 +193,8 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                 else tuple.__class_getitem__((torch.Tensor,) * n_out))
     impl.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                           annotation=torch.Tensor if k == "Tensor" else _PY[k],
+                           annotation=torch.Tensor if k == "Tensor" else
+                           torch.types.Number if k == "Scalar" else _PY[k],
                            default=p.default)
          for p, k in zip(params, kinds)], return_annotation=ret)
     impl.__name__ = kernel.name
@@ -252,14 +257,37 @@ def _no_context(ctx: Any, inputs: tuple, output: Any) -> None:
     """setup_context of an op whose backward only raises: nothing to save."""
 
 
-def _kind(kernel: TileKernel, p: inspect.Parameter) -> str:
-    if annotated_constexpr(p.annotation):  # `bins: td.constexpr`: a compile-time int
-        return "int"
-    if p.annotation is not inspect.Parameter.empty:
-        return _SCALARS.get(p.annotation, "Tensor")
-    if p.default is not inspect.Parameter.empty and type(p.default) in _SCALARS:
-        return _SCALARS[type(p.default)]
-    return "Tensor"
+def _kinds(kernel: TileKernel, params: list[inspect.Parameter]) -> list[str]:
+    """Each parameter's schema type: from its annotation or default, else from how the body
+    uses it (tiledsl/param_uses.py): a tensor, or a number (`Scalar`: an int, float or bool
+    reaches the kernel as it is, so it traces as a direct call would)."""
+    uses = parameter_uses(kernel._source_text(), [p.name for p in params], kernel.fn.__globals__)
+    kinds = []
+    for p in params:
+        if annotated_constexpr(p.annotation):  # `bins: td.constexpr`: a compile-time int
+            kinds.append("int")
+        elif p.annotation is not inspect.Parameter.empty:
+            kinds.append(_SCALARS.get(p.annotation, "Tensor"))
+        elif p.default is not inspect.Parameter.empty:
+            kinds.append(_SCALARS.get(type(p.default), "Tensor"))
+        else:
+            kinds.append(_used_as(kernel, p.name, uses[p.name]))
+    return kinds
+
+
+def _used_as(kernel: TileKernel, name: str, uses: Uses) -> str:
+    if uses.tensor and not uses.number:
+        return "Tensor"
+    if uses.number and not uses.tensor:
+        return "Scalar"
+    first = kernel.fn.__code__.co_firstlineno - 1
+    how = (f"as a tensor (line {first + uses.tensor[0]}) and as a number (line "
+           f"{first + uses.number[0]})" if uses.tensor else "in a way that shows its kind")
+    raise ArgumentError(f"td.torch_op cannot tell whether parameter '{name}' is a tensor or a "
+                        f"number: the kernel body uses it {how}", kernel=kernel.name,
+                        loc=Loc(kernel.file, _def_line(kernel.fn, kernel._src)),
+                        hint=f"annotate it: `{name}: float` (or int, bool) for a number, "
+                             f"`{name}: td.Tensor` for a tensor")
 
 
 def _count_outputs(kernel: TileKernel) -> int:

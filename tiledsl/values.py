@@ -743,7 +743,7 @@ def binary(name: str, a: Any, b: Any) -> TileValue:
     if name in _COMPARISONS and _float_meets_ints(tvs):
         dtype = dtypes.float64  # exact for every int32 (as NumPy compares): x == 16777217.0
     if name in ("div", "pow", "atan2") and not dtype.is_float:
-        dtype = dtypes.float32
+        dtype = dtypes.float64 if weak else dtypes.float32  # Python ints: 7 / 2 is a float
     if name in ("and", "or", "xor", "shl", "shr") and dtype.is_float:
         current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}",
                        hint="td.bitcast(x, td.int32) reads a float's bits as an integer")
@@ -768,8 +768,8 @@ def _on_bools(name: str) -> tuple[str, DType]:
 def unary(name: str, a: Any) -> TileValue:
     v = to_value(a)
     from tiledsl.ir.ops import FLOAT_UNARY
-    if name in FLOAT_UNARY and not v.dtype.is_float:
-        v = cast(v, dtypes.float32)
+    if name in FLOAT_UNARY and not v.dtype.is_float:  # a Python int: float64, as np.exp(2)
+        v = TileValue(cast(v, dtypes.float64 if v.weak else dtypes.float32).value, v.weak)
     if name in ("neg", "sign") and v.dtype.is_bool:
         what = "unary '-'" if name == "neg" else "td.sign"
         current().fail(DTypeError, f"{what} is not defined on bools (NumPy raises TypeError)",
