@@ -27,6 +27,7 @@ from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 from tiledsl.outputs import outputs
+from tiledsl.progress import tracked
 
 
 class CLIError(Exception):
@@ -184,7 +185,7 @@ def cmd_run(opts: argparse.Namespace) -> int:
             if ref_fn is not None else None
         configs = _configs(k.config_space(*args, backend=opts.backend), opts)
         written = set(k.written_args(*args))
-        for i, cfg in enumerate(configs):
+        for i, cfg in enumerate(tracked(configs, f"running {k.name}", "config", _show(opts))):
             call_args = _fresh(args)
             if gpu is None:
                 start = time.perf_counter()
@@ -247,7 +248,7 @@ def cmd_compile(opts: argparse.Namespace) -> int:
     for k in kernels:
         args = example_args(module, k, opts.seed)
         configs = _configs(k.config_space(*args, backend="triton"), opts)
-        for i, cfg in enumerate(configs):
+        for i, cfg in enumerate(tracked(configs, f"compiling {k.name}", "config", _show(opts))):
             report = k.compile(*args, config=cfg, arch=opts.arch)
             for c in report:
                 rows.append([k.name, "default" if i == 0 else "sampled", _short(cfg), opts.arch,
@@ -316,6 +317,14 @@ def _common(p: argparse.ArgumentParser, samples: int | None) -> None:
     if samples is not None:
         p.add_argument("--samples", type=_count, default=samples,
                        help=f"sampled configs besides the default (default {samples})")
+        p.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (by default one shows on a terminal, never in a "
+                            "log or a pipe)")
+
+
+def _show(opts: argparse.Namespace) -> bool | None:
+    """A progress bar: on a terminal (None), or never with --no-progress (tiledsl/progress.py)."""
+    return False if getattr(opts, "no_progress", False) else None
 
 
 def build_parser() -> argparse.ArgumentParser:
