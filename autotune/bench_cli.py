@@ -13,7 +13,8 @@ import numpy as np
 
 from autotune.baselines import file_baselines
 from autotune.options import require
-from autotune.spread import Spread, compare, number
+from autotune import spread
+from autotune.spread import Spread, number
 from autotune.timing import cuda_times_ms, wall_times_ms
 from autotune.tune_cli import input_options, write_json
 from autotune.tuner import require_gpu
@@ -88,22 +89,26 @@ def cmd_bench(opts: argparse.Namespace) -> int:
                               if isinstance(a, np.ndarray))
             for name, config, t in measured + baselines:
                 within = base is not None and t is not base and t.overlaps(base)
-                noisy |= within
+                unreliable = base is not None and t is not base and not within and (
+                    spread.noisy(t) or spread.noisy(base))
+                noisy |= within or unreliable
                 ratio = "-" if base is None else f"{t.median / base.median:.2f}" + \
-                    (" (within noise)" if within else "")
+                    (" (within noise)" if within else " (unreliable)" if unreliable else "")
                 rows.append([k.name, name, config, number(t.median), t.range_text, unit, ratio])
                 report.append({"kernel": k.name, "what": name, "config": config,
                                "ms": t.median, "min_ms": t.low, "max_ms": t.high,
                                "unit": unit, "over_baseline": t.median / base.median
                                if base is not None else None, "within_noise": within,
+                               "unreliable": unreliable,
                                "inputs": shapes})
     finally:
         bar.close()
     print(_fmt_table(rows, ["kernel", "what", "config", "median", "range (min-max)", "unit",
                             "x baseline"]))
-    print(f"(medians and ranges of {opts.repeats} timed calls each; 'within noise': the row's "
-          "range overlaps the baseline's, so their ratio says nothing)" if noisy else
-          f"(medians and ranges of {opts.repeats} timed calls each)")
+    print(f"(medians and ranges of {opts.repeats} timed calls each" + (
+        "; 'within noise': the row's range overlaps the baseline's, so their ratio says "
+        f"nothing; 'unreliable': a range spans {spread.NOISY:g}x or more (a busy machine?))"
+        if noisy else ")"))
     if opts.json is not None:
         write_json("--json", opts.json,
                    {"backend": opts.backend, "repeats": opts.repeats, "rows": report}, indent=1)

@@ -44,9 +44,23 @@ def compare(other: float, mine: float, other_spread: Spread | None = None,
             my_spread: Spread | None = None) -> str:
     """How `mine` compares with `other` (lower is better): "2.40x faster" or "1.50x slower",
     with "within noise" when both have a spread and their ranges overlap (the ratio of the
-    medians then says nothing about which is faster)."""
+    medians then says nothing about which is faster), or "unreliable" when either's times
+    vary by `NOISY` or more (a busy machine: a 512^3 NumPy matmul took 10 to 70 ms)."""
     ratio = f"{other / mine:.2f}x faster" if mine <= other else f"{mine / other:.2f}x slower"
-    if other_spread is not None and my_spread is not None and other_spread.overlaps(my_spread):
+    if other_spread is None or my_spread is None:
+        return ratio
+    if other_spread.overlaps(my_spread):
         return (f"{ratio} by the medians, but within noise: the ranges {my_spread.range_text} "
                 f"and {other_spread.range_text} overlap")
+    if noisy(my_spread) or noisy(other_spread):
+        wide = max(my_spread.high / my_spread.low, other_spread.high / other_spread.low)
+        return (f"{ratio} by the medians, but unreliable: one row's times vary {wide:.1f}x "
+                "(a busy machine?)")
     return ratio
+
+
+NOISY = 2.0  # a row whose slowest time is this many times its fastest is too noisy to compare
+
+
+def noisy(spread: Spread) -> bool:
+    return spread.low <= 0 or spread.high >= NOISY * spread.low

@@ -243,6 +243,10 @@ def test_a_tune_table_gives_units_ranges_and_says_within_noise() -> None:
     assert "tuned vs the default config: 2.13x faster\n" in numpy.table()
     assert "tuned vs NumPy: 2.43x faster by the medians, but within noise: the ranges 45-47.5 " \
            "and 2.2-115 overlap" in numpy.table()
+    from autotune.spread import compare  # apart, but one range spans 15x: a busy machine
+    assert compare(168.0, 37.5, Spread.of([155.0, 168.0, 180.0]), Spread.of([4.7, 37.5, 72.3])) \
+        == "4.48x faster by the medians, but unreliable: one row's times vary 15.4x (a busy " \
+           "machine?)"
     spatial = TuneResult("softmax", "spatial", "cycles", best, 7349.0, default, 28209.0,
                          [Trial(best, 7349.0, "ok")], "s", "sqlite://", 3.0, {"NumPy": 0.06},
                          baseline_spreads={"NumPy": Spread.of([0.05, 0.06, 0.07])})
