@@ -602,8 +602,8 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         pruned = sum(s.startswith(PRUNED) for s in statuses.values())
         failed = values.count(None) - pruned
         shown = [f"best {best:.4g} {runner.unit}" if best is not None else "no valid trial"]
-        shown += [f"{failed} rejected"] * bool(failed) + [f"{pruned} pruned"] * bool(pruned)
         shown += [f"{compiled_ahead} compiled ahead"] * (precompiler is not None)
+        shown += [f"{failed} rejected"] * bool(failed) + [f"{pruned} pruned"] * bool(pruned)
         bar.n += 1
         bar.set_postfix_str(", ".join(shown))  # refreshes: each trial shows
         return value
