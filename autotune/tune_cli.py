@@ -60,7 +60,7 @@ def numpy_backend_baseline(k: Any, args: tuple) -> dict[str, Any]:
 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
-    from tiledsl.cli import CLIError, _fresh, example_args, load_file, parse_dims
+    from tiledsl.cli import CLIError, example_args, load_file, parse_dims
     require(opts.trials is None or opts.trials >= 1, "--trials", "at least 1", opts.trials)
     require(opts.timeout is None or opts.timeout > 0, "--timeout", "above 0 seconds", opts.timeout)
     require(0 < opts.trial_timeout < float("inf"), "--trial-timeout", "above 0 seconds",

@@ -7,7 +7,8 @@ terminal, left out when it is a log file or a pipe, so CI logs and `... | tee` s
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def progress_bar(total: int | None, desc: str, unit: str = "it", show: bool | None = None,
