@@ -12,13 +12,16 @@ import numpy as np
 
 from autotune.baselines import file_baselines
 from autotune.options import require
-from autotune.timing import cuda_median_ms, wall_median_ms
+from autotune import spread
+from autotune.spread import Spread, number
+from autotune.timing import cuda_times_ms, wall_times_ms
 from autotune.tune_cli import write_json
 from autotune.tuner import require_gpu
 from tiledsl.outputs import check_output
 from tiledsl import registry
 from tiledsl.config import Config
 from tiledsl.kernel import TileKernel
+from tiledsl.progress import progress_bar
 
 
 def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dict[str, Config]:
@@ -34,17 +37,18 @@ def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dic
     return out
 
 
-def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int) -> float:
-    """The kernel's median time; each call gets fresh values in the arrays the kernel may write
-    (copied outside the timed region). On a GPU, the tuner's runner times it."""
+def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int) -> Spread:
+    """The kernel's median time and range; each call gets fresh values in the arrays the kernel
+    may write (copied outside the timed region). On a GPU, the tuner's runner times it."""
     if backend == "triton":
         from autotune.runners import TritonRunner
         runner = TritonRunner(k, list(args))
         runner.repeats = repeats
-        return runner.time(config)
-    return wall_median_ms(lambda *call: k.run(*call, backend=backend, config=config), repeats,
-                          setup=lambda: tuple(a.copy() if isinstance(a, np.ndarray) else a
-                                              for a in args))
+        return Spread.of(runner.times(config))
+    return Spread.of(wall_times_ms(lambda *call: k.run(*call, backend=backend, config=config),
+                                   repeats, setup=lambda: tuple(
+                                       a.copy() if isinstance(a, np.ndarray) else a
+                                       for a in args)))
 
 
 def cmd_bench(opts: argparse.Namespace) -> int:
@@ -54,27 +58,51 @@ def cmd_bench(opts: argparse.Namespace) -> int:
     if opts.json is not None:
         check_output("--json", opts.json)
     module, kernels = load_file(opts.file)
-    time = cuda_median_ms if opts.backend == "triton" else wall_median_ms
-    rows, report = [], []
-    for k in kernels:
-        if opts.backend == "triton":
-            require_gpu(k, "benchmarking", "use --backend numpy or spatial")
-        args = example_args(module, k, opts.seed, parse_dims(opts.dims), opts.dtype)
-        measured: list[tuple[str, str, float]] = []
-        for label, config in _configs(k, args, opts.backend, opts.config).items():
-            measured.append((f"tiledsl {opts.backend} ({label})", str(config),
-                             _time(k, args, opts.backend, config, opts.repeats)))
-        baselines = [(name, "", time(fn, repeats=opts.repeats))
-                     for name, fn in file_baselines(module, k, args, opts.backend).items()]
-        base_ms = baselines[0][2] if baselines else None
-        shapes = " ".join("x".join(map(str, a.shape)) + f":{a.dtype}" for a in args
-                          if isinstance(a, np.ndarray))
-        for name, config, ms in measured + baselines:
-            ratio = f"{ms / base_ms:.2f}" if base_ms else "-"
-            rows.append([k.name, name, config, f"{ms:.4g}", ratio])
-            report.append({"kernel": k.name, "what": name, "config": config, "ms": ms,
-                           "over_baseline": ms / base_ms if base_ms else None, "inputs": shapes})
-    print(_fmt_table(rows, ["kernel", "what", "config", "ms (median)", "x baseline"]))
+    times = cuda_times_ms if opts.backend == "triton" else wall_times_ms
+    unit = "GPU ms" if opts.backend == "triton" else "CPU ms"
+    rows, report, noisy = [], [], False
+    bar = progress_bar(None, "benchmarking", "row", False if opts.no_progress else None)
+    try:
+        for k in kernels:
+            if opts.backend == "triton":
+                require_gpu(k, "benchmarking", "use --backend numpy or spatial")
+            args = example_args(module, k, opts.seed, parse_dims(opts.dims), opts.dtype)
+            measured: list[tuple[str, str, Spread]] = []
+            for label, config in _configs(k, args, opts.backend, opts.config).items():
+                bar.set_postfix_str(f"{k.name} ({label})")
+                measured.append((f"tiledsl {opts.backend} ({label})", str(config),
+                                 _time(k, args, opts.backend, config, opts.repeats)))
+                bar.update(1)
+            baselines = []
+            for name, fn in file_baselines(module, k, args, opts.backend).items():
+                bar.set_postfix_str(f"{k.name} ({name})")
+                baselines.append((name, "", Spread.of(times(fn, repeats=opts.repeats))))
+                bar.update(1)
+            base = baselines[0][2] if baselines else None
+            shapes = " ".join("x".join(map(str, a.shape)) + f":{a.dtype}" for a in args
+                              if isinstance(a, np.ndarray))
+            for name, config, t in measured + baselines:
+                within = base is not None and t is not base and t.overlaps(base)
+                unreliable = base is not None and t is not base and not within and (
+                    spread.noisy(t) or spread.noisy(base))
+                noisy |= within or unreliable
+                ratio = "-" if base is None else f"{t.median / base.median:.2f}" + \
+                    (" (within noise)" if within else " (unreliable)" if unreliable else "")
+                rows.append([k.name, name, config, number(t.median), t.range_text, unit, ratio])
+                report.append({"kernel": k.name, "what": name, "config": config,
+                               "ms": t.median, "min_ms": t.low, "max_ms": t.high,
+                               "unit": unit, "over_baseline": t.median / base.median
+                               if base is not None else None, "within_noise": within,
+                               "unreliable": unreliable,
+                               "inputs": shapes})
+    finally:
+        bar.close()
+    print(_fmt_table(rows, ["kernel", "what", "config", "median", "range (min-max)", "unit",
+                            "x baseline"]))
+    print(f"(medians and ranges of {opts.repeats} timed calls each" + (
+        "; 'within noise': the row's range overlaps the baseline's, so their ratio says "
+        f"nothing; 'unreliable': a range spans {spread.NOISY:g}x or more (a busy machine?))"
+        if noisy else ")"))
     if opts.json is not None:
         write_json("--json", opts.json,
                    {"backend": opts.backend, "repeats": opts.repeats, "rows": report}, indent=1)
@@ -97,6 +125,9 @@ def add(sub: Any) -> None:
                    help="timed calls per row, at least 1 (median; default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed for the inputs")
     input_options(p)
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (by default one shows on a terminal, never in a log or "
+                        "a pipe)")
     p.add_argument("--json", help="write the rows as JSON to this path (gzipped if it ends with "
                                   ".gz)")
     p.set_defaults(func=cmd_bench)

@@ -25,6 +25,7 @@ from typing import Any
 
 from autotune.space import Evaluator, Param, Point, SearchSpace
 from tiledsl.errors import ConfigError, TileDSLError
+from tiledsl.progress import progress_bar
 
 TARGETS = (0.01, 0.02, 0.05)  # within 1%, 2%, 5% of the optimum
 
@@ -76,6 +77,7 @@ class ReplaySpace:
     space: SearchSpace
     times: dict[tuple, float | None]  # key -> time (None: the configuration failed)
     typed: frozenset[str] = frozenset()  # parameters whose values are Typed in points
+    unit: str = ""  # the unit of the recorded times, as the file gives it
     valid_times: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -118,6 +120,7 @@ def load(path: str | Path) -> ReplaySpace:
     if not isinstance(results, list):
         raise ConfigError("not a T4 file: no list of `results`")
     records: list[tuple[Point, float | None]] = []
+    unit = ""
     values: dict[str, dict[tuple[str, Any], Any]] = {}  # name -> (type, value) -> value
     for i, r in enumerate(results):
         config = r.get("configuration") if isinstance(r, dict) else None
@@ -141,6 +144,8 @@ def load(path: str | Path) -> ReplaySpace:
         for k, v in config.items():
             values.setdefault(k, {})[type(v).__name__, v] = v
         records.append((config, _time(r, i) if r.get("invalidity") == "correct" else None))
+        unit = unit or next((m["unit"] for m in measurements if m.get("name") == "time"
+                             and isinstance(m.get("unit"), str)), "")
     # Parameters with equal values of different types (true and 1) keep them apart as Typed.
     typed = frozenset(k for k, vs in values.items() if len(set(vs.values())) < len(vs))
     points: list[Point] = []
@@ -155,7 +160,7 @@ def load(path: str | Path) -> ReplaySpace:
     params = [Param(k, _sorted_values({_typed(v) if k in typed else v for v in vs.values()}))
               for k, vs in values.items()]
     name = path.name.removesuffix(".gz").removesuffix(".json")
-    return ReplaySpace(name, SearchSpace(params, points=points), times, typed)
+    return ReplaySpace(name, SearchSpace(params, points=points), times, typed, unit)
 
 
 def evaluations_to(best_so_far: Sequence[float | None], optimum: float, x: float) -> int | None:
@@ -195,25 +200,39 @@ class _StopEvaluator(Evaluator):
 
 
 def replay(path: str | Path | ReplaySpace, strategy: str, seeds: int | Sequence[int],
-           budget: int, stop_within: float | None = None) -> list[dict[str, Any]]:
+           budget: int, stop_within: float | None = None,
+           progress: bool | None = False) -> list[dict[str, Any]]:
     """Run `strategy` once per seed on the recorded space, each with a fresh Evaluator of
     `budget` distinct evaluations. Returns [{"seed": s, "best_so_far": [...]}, ...].
 
     `stop_within` (e.g. 0.01) ends a run early once within that fraction of the optimum (the
-    metrics at that or looser targets are unchanged; best_so_far is then shorter)."""
+    metrics at that or looser targets are unchanged; best_so_far is then shorter).
+    `progress`: a bar of the evaluations on stderr (None: on a terminal only; see
+    tiledsl/progress.py)."""
     from autotune.strategies import get
 
     rs = path if isinstance(path, ReplaySpace) else load(path)
     fn = get(strategy)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     runs = []
-    for seed in seed_list:
-        if stop_within is None:
-            evaluate = Evaluator(rs.objective, budget)
-        else:
-            evaluate = _StopEvaluator(rs.objective, budget, rs.optimum * (1 + stop_within))
-        fn(rs.space, evaluate, seed, [])
-        runs.append({"seed": seed, "best_so_far": evaluate.best_so_far()})
+    bar = progress_bar(len(seed_list) * budget, f"replaying {strategy} on {rs.name}",
+                       "evaluation", progress)
+
+    def counted(point: Point) -> float | None:
+        bar.update(1)
+        return rs.objective(point)
+    try:
+        for i, seed in enumerate(seed_list):
+            bar.set_postfix_str(f"seed {seed} ({i + 1} of {len(seed_list)})", refresh=False)
+            if stop_within is None:
+                evaluate = Evaluator(counted, budget)
+            else:
+                evaluate = _StopEvaluator(counted, budget, rs.optimum * (1 + stop_within))
+            fn(rs.space, evaluate, seed, [])
+            bar.update((i + 1) * budget - bar.n)  # a run that stopped early: its share is done
+            runs.append({"seed": seed, "best_so_far": evaluate.best_so_far()})
+    finally:
+        bar.close()
     return runs
 
 
@@ -239,16 +258,32 @@ def _fmt(v: float | None) -> str:
     return f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}"
 
 
+def _range(counts: Sequence[int | None]) -> str:
+    """The seeds' min-max ('-' for a seed that did not get there in budget)."""
+    low, high = min(counts, key=_order), max(counts, key=_order)
+    return "-" if low is None else f"{_fmt(low)}-{_fmt(high)}"
+
+
+def _order(count: int | None) -> float:
+    return math.inf if count is None else count
+
+
 def format_table(rs: ReplaySpace, strategy: str, summary: dict[str, Any]) -> str:
+    """Every seed's evaluations (distinct configurations measured) to each target, then their
+    median with the seeds' range beside it, and random search's expectation."""
     keys = list(summary["median"])
+    unit = f" {rs.unit}" if rs.unit else ""
     lines = [(f"{rs.name}: {summary['n_valid']} valid configurations, "
-              f"optimum {rs.optimum:.6g}; strategy {strategy}"),
+              f"optimum {rs.optimum:.6g}{unit}; strategy {strategy}"),
              f"evaluations to get within {'/'.join(keys)} of the optimum ('-': not in budget)",
              f"{'seed':>10} " + " ".join(f"{k:>8}" for k in keys)]
     for s in summary["per_seed"]:
         lines.append(f"{s['seed']:>10} " + " ".join(f"{_fmt(s[k]):>8}" for k in keys))
     lines.append(f"{'median':>10} " + " ".join(f"{_fmt(summary['median'][k]):>8}" for k in keys))
-    lines.append(f"{'random':>10} " + " ".join(f"{summary['random'][k]:>8.1f}" for k in keys))
+    lines.append(f"{'min-max':>10} " + " ".join(
+        f"{_range([s[k] for s in summary['per_seed']]):>8}" for k in keys))
+    lines.append(f"{'random':>10} " + " ".join(f"{summary['random'][k]:>8.1f}" for k in keys) +
+                 "  (expected, exact)")
     return "\n".join(lines)
 
 
@@ -268,7 +303,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except (OSError, ValueError, TileDSLError) as e:
         print(f"tiledsl: cannot load {args.space}: {e}", file=sys.stderr)
         return 2
-    runs = replay(rs, args.strategy, args.seeds, args.budget)
+    runs = replay(rs, args.strategy, args.seeds, args.budget,
+                  progress=False if args.no_progress else None)
     if args.json:
         print(json.dumps({"space": str(args.space), "strategy": args.strategy,
                           "optimum": rs.optimum, "runs": runs}))
@@ -293,6 +329,9 @@ def add(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"space", "strategy", "optimum", "runs": '
                         '[{"seed", "best_so_far"}]}')
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (by default one shows on a terminal, never in a log or "
+                        "a pipe)")
     p.set_defaults(func=cmd_replay)
 
 

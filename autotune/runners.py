@@ -20,7 +20,7 @@ import numpy as np
 
 from autotune.isolate import TrialFailed
 from autotune.model import compiled_resources, predict
-from autotune.timing import cuda_median_ms
+from autotune.timing import cuda_times_ms
 from tiledsl import static_args, testing
 from tiledsl.config import Config
 from tiledsl.errors import BackendError, TileDSLError
@@ -175,9 +175,13 @@ class TritonRunner(Runner):
             args[i].copy_(self._pristine[i])
 
     def time(self, config: Config) -> float:
+        return float(statistics.median(self.times(config)))
+
+    def times(self, config: Config) -> list[float]:
+        """Each repeat's time (for a spread), as `time` takes their median."""
         args = self.gpu_args
-        return cuda_median_ms(lambda: self.kernel.run(*args, backend="triton", config=config),
-                              repeats=self.repeats, setup=self.restore if self.written else None)
+        return cuda_times_ms(lambda: self.kernel.run(*args, backend="triton", config=config),
+                             repeats=self.repeats, setup=self.restore if self.written else None)
 
     def healthy(self) -> bool:
         """False once the CUDA context is unusable: after a sticky error (an illegal memory

@@ -1,6 +1,7 @@
 """How the tuner times things: the same code for candidates and baselines.
 
-* `wall_median_ms`: CPU wall clock, one warm-up call, median of repeats.
+* `wall_median_ms`: CPU wall clock, one warm-up call, median of repeats (`wall_times_ms`: each
+  repeat's time, for the spread the tables show beside the median).
 * `cuda_median_ms`: CUDA events around each call on the current stream, with the L2 cache
   flushed before every repeat (a 256 MiB write), warm-up calls first, median of repeats: what
   the GPU runner times candidates with and what the GPU baselines (CuPy / cuBLAS) are timed
@@ -25,13 +26,19 @@ _flush: dict[Any, Any] = {}
 def wall_median_ms(fn: Callable[..., Any], repeats: int = 5,
                    setup: Callable[[], tuple] | None = None) -> float:
     """`fn()`, or `fn(*setup())` with the setup (fresh copies of arguments, say) not timed."""
+    return float(statistics.median(wall_times_ms(fn, repeats, setup)))
+
+
+def wall_times_ms(fn: Callable[..., Any], repeats: int = 5,
+                  setup: Callable[[], tuple] | None = None) -> list[float]:
+    """Each repeat's time of `fn()`, as `wall_median_ms` measures them (for a spread)."""
     def call() -> float:
         args = setup() if setup is not None else ()
         start = time.perf_counter()
         fn(*args)
         return (time.perf_counter() - start) * 1e3
     call()
-    return float(statistics.median(call() for _ in range(repeats)))
+    return [call() for _ in range(repeats)]
 
 
 def cuda_median_ms(fn: Callable[[], Any], repeats: int = 20, warmup: int = 3,

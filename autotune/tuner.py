@@ -19,7 +19,8 @@ from typing import Any, Callable
 import numpy as np
 
 from autotune import cache, finalists as finals
-from autotune.timing import cuda_median_ms, wall_median_ms
+from autotune.spread import Spread, compare, number
+from autotune.timing import cuda_times_ms, wall_times_ms
 from autotune.isolate import STOPPED, Isolated, OutOfTime, TrialFailed, fork_start
 from autotune.options import MAX_SEED, check_tune_options
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
@@ -32,8 +33,17 @@ from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ConfigError, TileDSLError, TileDSLWarning
 from tiledsl.kernel import TileKernel
 from tiledsl.paths import cache_dir, writable_cache_dir
+from tiledsl.progress import progress_bar
 
 SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "triton": "triton"}
+# What a tune's numbers are, per backend, as its table names them on every row
+UNITS = {"spatial": "simulated cycles", "model": "model us (predicted, H100)",
+         "numpy": "CPU ms", "triton": "GPU ms"}
+
+
+def baseline_unit(backend: str) -> str:
+    """Baselines run on the GPU for a GPU tune, on the CPU otherwise."""
+    return "GPU ms" if backend == "triton" else "CPU ms"
 
 
 @dataclass
@@ -69,12 +79,21 @@ class TuneResult:
     study: str
     storage: str
     seconds: float
-    baselines: dict[str, float] = field(default_factory=dict)  # name -> milliseconds
+    baselines: dict[str, float] = field(default_factory=dict)  # name -> milliseconds (median)
     compiled_ahead: int | None = None  # trials a compile worker had compiled (GPU and model)
     # Noisy runners: the search's fastest configs and the default, re-timed interleaved
     # (finalists.py); best_value and default_value are then their medians over the rounds.
     finalists: list[finals.Finalist] = field(default_factory=list)
     search_best: Config | None = None  # the search's own fastest trial
+    # name -> the baseline's median and range over its timed repeats
+    baseline_spreads: dict[str, Spread] = field(default_factory=dict)
+    resumed: int = 0  # trials read back from the study, measured by an earlier run
+    shared: int = 0  # trials another worker on the study measured while this one ran
+
+    @property
+    def ran(self) -> int:
+        """Trials this run measured itself (the default config included, if it measured it)."""
+        return len(self.trials) - self.resumed - self.shared
 
     @property
     def best_so_far(self) -> list[float | None]:
@@ -97,23 +116,33 @@ class TuneResult:
         """Trials not timed: the cost model predicted them far slower than a measured one."""
         return [t for t in self.trials if t.pruned]
 
+    def spread(self, config: Config | None) -> Spread | None:
+        """`config`'s median and range over the finalists' re-timing rounds (None where it was
+        not re-timed: a deterministic runner, or `finalists=0`)."""
+        return next((Spread.of(f.samples) for f in self.finalists
+                     if f.config == config and f.failure is None and f.samples), None)
+
     def table(self) -> str:
-        rows = [("tuned", str(self.best), self.best_value, self.unit),
-                ("default", str(self.default), self.default_value, self.unit)]
-        rows += [(f"baseline: {name}", "", ms, "ms") for name, ms in self.baselines.items()]
-        ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
-        pruned = f", {len(self.pruned)} pruned by the cost model" if self.pruned else ""
-        pruned += ", 1 stopped by the timeout" if any(t.stopped for t in self.trials) else ""
-        lines = [f"{self.kernel} on {self.backend}: {len(self.trials)} trials in "
-                 f"{self.seconds:.1f} s, {len(self.rejected)} rejected{pruned}{ahead} "
-                 f"(study {self.study!r})"]
-        width = max(len(r[1]) for r in rows)
-        name_width = max(len(r[0]) for r in rows)
-        for name, cfg, value, unit in rows:
-            shown = "-" if value is None else f"{value:,.4g}"
-            lines.append(f"  {name:{name_width}} {cfg:{width}}  {shown:>12} {unit}")
-        if self.best_value and self.default_value:
-            lines.append(f"  speedup over the default config: {self.default_value / self.best_value:.2f}x")
+        """The tuned and default configs and the baselines, one row each with its median, its
+        range (min-max) and its unit, then the ratios, each marked "within noise" where the two
+        ranges overlap. The header says how many trials this run measured and how many it
+        resumed from the study."""
+        unit, base_unit = UNITS.get(self.backend, self.unit), baseline_unit(self.backend)
+        rows = [("tuned", str(self.best), self.best_value, self.spread(self.best), unit),
+                ("default", str(self.default), self.default_value, self.spread(self.default),
+                 unit)]
+        rows += [(f"baseline: {name}", "", ms, self.baseline_spreads.get(name), base_unit)
+                 for name, ms in self.baselines.items()]
+        cells = [(name, cfg, "-" if value is None else number(value),
+                  self._range_text(value, spread, row_unit), row_unit)
+                 for name, cfg, value, spread, row_unit in rows]
+        header = ("", "config", "median", "range (min-max)", "unit")
+        widths = [max(len(c[i]) for c in cells + [header]) for i in range(4)]
+        lines = [self._summary()]
+        for c in [header] + cells:
+            lines.append(f"  {c[0]:{widths[0]}}  {c[1]:{widths[1]}}  {c[2]:>{widths[2]}}  "
+                         f"{c[3]:{widths[3]}}  {c[4]}".rstrip())
+        lines += self._comparisons(unit, base_unit)
         if self.finalists:
             rounds = max(len(f.samples) for f in self.finalists)
             verdict = ("kept the search's fastest trial" if self.best == self.search_best else
@@ -123,6 +152,43 @@ class TuneResult:
                          f"(medians){f', {failed} failed' if failed else ''}: {verdict}")
         return "\n".join(lines)
 
+    def _summary(self) -> str:
+        """The header: what ran, what was resumed, what was rejected or pruned."""
+        done = f"resumed {self.resumed}, " if self.resumed else ""
+        done += f"{self.shared} from other workers, " if self.shared else ""
+        ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
+        pruned = f", {len(self.pruned)} pruned by the cost model" if self.pruned else ""
+        pruned += ", 1 stopped by the timeout" if any(t.stopped for t in self.trials) else ""
+        return (f"{self.kernel} on {self.backend}: {len(self.trials)} trials ({done}ran "
+                f"{self.ran}), {len(self.rejected)} rejected{pruned}{ahead}; {self.seconds:.1f} s "
+                f"in all (study {self.study!r})")
+
+    def _range_text(self, value: float | None, spread: Spread | None, unit: str) -> str:
+        if spread is not None:
+            return spread.range_text
+        if value is None:
+            return "-"
+        if unit == UNITS.get(self.backend) and self.backend in ("spatial", "model"):
+            return "exact (deterministic)"
+        return "one trial (not re-timed)"
+
+    def _comparisons(self, unit: str, base_unit: str) -> list[str]:
+        """The tuned config against the default and against the baselines measured in its
+        unit; a baseline in another unit is said not to compare."""
+        lines = []
+        best_spread = self.spread(self.best)
+        if self.best_value and self.default_value:
+            lines.append("  tuned vs the default config: " + compare(
+                self.default_value, self.best_value, self.spread(self.default), best_spread))
+        for name, ms in self.baselines.items():
+            if base_unit == unit and self.best_value and ms:
+                lines.append(f"  tuned vs {name}: " + compare(
+                    ms, self.best_value, self.baseline_spreads.get(name), best_spread))
+        if self.baselines and base_unit != unit:
+            lines.append(f"  (the baselines are {base_unit}, the configs {unit}: the two do not "
+                         "compare)")
+        return lines
+
     def to_json(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "backend": self.backend, "unit": self.unit,
                 "best": self.best.to_dict() if self.best else None, "best_value": self.best_value,
@@ -131,6 +197,9 @@ class TuneResult:
                             "model_us": t.predicted, "model_from": t.model_from}
                            for t in self.trials],
                 "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
+                "baselines_range_ms": {name: [s.low, s.high]
+                                       for name, s in self.baseline_spreads.items()},
+                "resumed": self.resumed, "shared": self.shared, "ran": self.ran,
                 "study": self.study, "storage": self.storage, "seconds": self.seconds,
                 "compiled_ahead": self.compiled_ahead,
                 "search_best": self.search_best.to_dict() if self.search_best else None,
@@ -324,7 +393,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
          trials: int = 40, timeout: float | None = None, strategy: str | None = None,
          storage: str | None = None, study_name: str | None = None, seed: int = 0,
          check: bool = True, isolate: bool | None = None, trial_timeout: float = 60.0,
-         progress: bool = False, baselines: dict[str, Callable[[], Any]] | None = None,
+         progress: bool | None = None, baselines: dict[str, Callable[[], Any]] | None = None,
          use_cache: bool = True, finalists: int = finals.FINALISTS,
          rounds: int = finals.ROUNDS, prune: float | None = PRUNE_FACTOR) -> TuneResult:
     """Tune `kernel` for `args` on `backend` ("spatial", "numpy", "model" or "triton").
@@ -341,7 +410,10 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     flight and the finalists' re-timing included (only the default config, if no trial reached
     it, is measured past it, within `trial_timeout`). `isolate=False` measures in this process,
     where a crash ends the tune and a hang outlives `timeout` (benchmarks/isolation_overhead.py
-    finds no cost to isolation above a busy machine's noise)."""
+    finds no cost to isolation above a busy machine's noise).
+
+    `progress`: a bar of the trials, then of the finalists' re-timing, on stderr; None (the
+    default) shows it on a terminal only, never in a log or a pipe; True always, False never."""
     start = time.monotonic()
     check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
                        prune=prune, finalists=finalists, seed=seed, trial_timeout=trial_timeout)
@@ -502,6 +574,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
                 configs = [c for c in configs if c == default or pruner.why(guess(c)) is None]
             pool.submit(configs, replace=True)
         evaluate.on_prefetch = hint
+    resumed: set[tuple] = set()  # points measured by an earlier run of the study
     for point, value, attrs in studies.load_trials(study, space):  # resume: earlier measurements
         k = SearchSpace.key(point)
         if not trusted(attrs):
@@ -511,30 +584,30 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
             evaluate.history.append((point, value))
             status = str(attrs.get("status", ""))
             statuses[k] = status if status.startswith(PRUNED) else "resumed"
+            resumed.add(k)
             if isinstance(attrs.get("model_us"), (int, float)):
                 predictions[k] = float(attrs["model_us"])
                 if attrs.get("model_from") in ("compiled", "ir"):
                     priced_from[k] = str(attrs["model_from"])
             pruner.measured(predictions.get(k), value)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=trials, initial=len(evaluate.history), desc=f"tuning {kernel.name}",
-                   unit="trial", leave=False)
-        inner = evaluate.objective
+    bar = progress_bar(trials, f"tuning {kernel.name}" + (f" (resumed {len(resumed)})"
+                                                        if resumed else ""),
+                       "trial", progress, initial=len(evaluate.history))
+    inner = evaluate.objective
 
-        def counted(point: Point) -> float | None:
-            value = inner(point)
-            values = [v for _, v in evaluate.history] + [value]  # history gets `point` after
-            best = min((v for v in values if v is not None), default=None)
-            pruned = sum(s.startswith(PRUNED) for s in statuses.values())
-            failed = values.count(None) - pruned
-            shown = [f"best {best:.4g} {runner.unit}" if best is not None else "no valid trial"]
-            shown += [f"{failed} rejected"] * bool(failed) + [f"{pruned} pruned"] * bool(pruned)
-            bar.n += 1
-            bar.set_postfix_str(", ".join(shown))  # refreshes: each trial shows
-            return value
-        evaluate.objective = counted
+    def counted(point: Point) -> float | None:
+        value = inner(point)
+        values = [v for _, v in evaluate.history] + [value]  # history gets `point` after
+        best = min((v for v in values if v is not None), default=None)
+        pruned = sum(s.startswith(PRUNED) for s in statuses.values())
+        failed = values.count(None) - pruned
+        shown = [f"best {best:.4g} {runner.unit}" if best is not None else "no valid trial"]
+        shown += [f"{compiled_ahead} compiled ahead"] * (precompiler is not None)
+        shown += [f"{failed} rejected"] * bool(failed) + [f"{pruned} pruned"] * bool(pruned)
+        bar.n += 1
+        bar.set_postfix_str(", ".join(shown))  # refreshes: each trial shows
+        return value
+    evaluate.objective = counted
     chosen: list[finals.Finalist] = []
     search_best: tuple[Point, float] | None = None
     worker = None
@@ -564,8 +637,17 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         if runner.noisy and finalists > 0 and rounds > 0 and search_best is not None:
             timer = (lambda c: isolated.time(c, remaining(deadline))) if isolated else \
                 runner.time
-            chosen = finals.retime(finals.choose(measured, finalists, always=default_point),
-                                   lambda p: timer(config_space.make(p)), rounds,
+            picked = finals.choose(measured, finalists, always=default_point)
+            bar.close()
+            bar = progress_bar(len(picked) * rounds, f"re-timing {kernel.name}'s finalists",
+                               "timing", progress)
+
+            def timed(p: Point) -> float:
+                try:
+                    return timer(config_space.make(p))
+                finally:
+                    bar.update(1)
+            chosen = finals.retime(picked, timed, rounds,
                                    failed=(TrialFailed, TileDSLError, ValueError, RuntimeError),
                                    deadline=deadline, stopped=(OutOfTime,))
             for f in chosen:
@@ -573,8 +655,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     finally:
         if worker is not None:
             worker.leave()
-        if bar is not None:
-            bar.close()
+        bar.close()
         if isolated is not None:
             isolated.close()
         if precompiler is not None:
@@ -590,23 +671,28 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
     if best_config is not None and use_cache:
         cache.store(key, best_config, best[1], runner.unit)  # type: ignore[index]
         kernel.forget_tuned()  # the in-process memo of cache lookups
-    timed_baselines = time_baselines(kernel.name, backend, baselines or {})
+    timed_baselines = {name: Spread.of(samples) for name, samples in
+                       time_baselines(kernel.name, backend, baselines or {}).items()}
+    shared = sum(statuses.get(SearchSpace.key(p)) == "from another worker"
+                 for p, _ in evaluate.history)
     return TuneResult(
         kernel.name, backend, runner.unit, best_config, best[1] if best else None, default,
         default_value,
         [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"),
                predictions.get(SearchSpace.key(p)), priced_from.get(SearchSpace.key(p)))
          for p, v in evaluate.history],
-        name, url, time.monotonic() - start, timed_baselines,
+        name, url, time.monotonic() - start,
+        {name: spread.median for name, spread in timed_baselines.items()},
         compiled_ahead if precompiler is not None else None, chosen,
-        config_space.make(search_best[0]) if search_best else None)
+        config_space.make(search_best[0]) if search_best else None, timed_baselines,
+        sum(SearchSpace.key(p) in resumed for p, _ in evaluate.history), shared)
 
 
 def time_baselines(kernel: str, backend: str,
-                   baselines: dict[str, Callable[[], Any]]) -> dict[str, float]:
-    """name -> milliseconds, timed as the runner times candidates. A baseline that fails is
-    left out with a warning that says why: the tune's result stands without it."""
-    timer = cuda_median_ms if backend == "triton" else wall_median_ms
+                   baselines: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """name -> each repeat's milliseconds, timed as the runner times candidates. A baseline
+    that fails is left out with a warning that says why: the tune's result stands without it."""
+    timer = cuda_times_ms if backend == "triton" else wall_times_ms
     out = {}
     for name, fn in baselines.items():
         try:

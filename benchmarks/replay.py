@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from autotune import replay as rp
 from autotune.strategies import DEFAULT
+from tiledsl.progress import tracked
 
 STRATEGIES = ["local", "tpe", "cmaes", "tpe+local", "bo", "bo+local"]
 # random search's exact expectation, kept apart from a measured "random" strategy
@@ -71,7 +72,8 @@ def main() -> None:
     jobs.sort(key=lambda j: -("bo" in j[1]))  # the slow ones first, for a balanced pool
     wall = time.perf_counter()
     with multiprocessing.Pool(opts.jobs) as pool:
-        results = pool.map(_job, jobs, chunksize=1)
+        results = list(tracked(pool.imap(_job, jobs, chunksize=1), "replaying", "run",
+                               total=len(jobs)))
     wall = time.perf_counter() - wall
 
     keys = [f"{x:.0%}" for x in rp.TARGETS]

@@ -53,6 +53,7 @@ from autotune.space import Evaluator  # noqa: E402
 from autotune.strategies import DEFAULT, get  # noqa: E402
 from autotune.tuner import analytic_candidates, search_space  # noqa: E402
 from tiledsl.cache_files import ignored, opened, read_entry, seal, write_entry  # noqa: E402
+from tiledsl.progress import tracked  # noqa: E402
 
 
 _worker: dict[str, Any] = {}
@@ -91,7 +92,8 @@ def sweep(name: str, arch: str, space: Any, jobs: int) -> dict[tuple, int]:
         return {space.key(p): c for p, c in rows}
     points = list(space.points())
     with multiprocessing.Pool(jobs, _init, (name, arch)) as pool:
-        values = pool.map(_cycles, points, chunksize=4)
+        values = list(tracked(pool.imap(_cycles, points, chunksize=4), f"sweeping {name}",
+                              "config", total=len(points)))
     write_entry(path, gzip.compress(seal([list(row) for row in zip(points, values)])))
     return {space.key(p): v for p, v in zip(points, values)}
 

@@ -133,7 +133,13 @@ def test_bench_times_default_tuned_and_given_configs_against_the_baseline(
                                          "NumPy"]  # nothing tuned yet
     assert all(r["ms"] > 0 and r["inputs"] == "33x70:float16" for r in rows)
     assert rows[1]["config"] == "Config(block_sizes=(4,))" and rows[2]["over_baseline"] == 1.0
-    assert "x baseline" in capsys.readouterr().out
+    # every median with its range and unit; a ratio between overlapping ranges is within noise
+    assert all(r["min_ms"] <= r["ms"] <= r["max_ms"] and r["unit"] == "CPU ms" for r in rows)
+    assert rows[2]["within_noise"] is False and all(
+        r["within_noise"] == (r["min_ms"] <= rows[2]["max_ms"] and rows[2]["min_ms"] <= r["max_ms"])
+        for r in rows[:2])
+    out = capsys.readouterr().out
+    assert "x baseline" in out and "range (min-max)" in out and "CPU ms" in out
     # after a tune for the same inputs, the cached config gets its own row
     assert main(["tune", softmax, "--backend", "numpy", "--trials", "3", "--finalists", "0",
                  "--dims", "m=33,n=70", "--dtype", "f16", "--no-progress",

@@ -117,6 +117,7 @@ def test_cli_table_and_default(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert cli.main(["replay", str(path), "--seeds", "2", "--budget", "20"]) == 0
     out = capsys.readouterr().out
     assert f"strategy {DEFAULT}" in out and "median" in out and "random" in out
+    assert "optimum 1 ms" in out and "\n   min-max " in out  # the unit, the seeds' spread
     with pytest.raises(SystemExit) as e:
         cli.main(["replay", "--help"])
     assert e.value.code == 0

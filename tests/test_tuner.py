@@ -3,6 +3,7 @@ isolation, resume after interruption, shared studies, the result cache."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -213,7 +214,64 @@ def test_resume_after_interruption(tmp_path: Path) -> None:
                   study_name="resume", use_cache=False)
     assert len(second.trials) == 9
     assert sum(t.status == "resumed" for t in second.trials) == 4
+    assert "9 trials (resumed 4, ran 5)" in second.table()
     assert len(studies.load_trials(studies.open_study(url, "resume"))) == 9
+    again = tune(kernel_of("matmul"), [a, b], backend="spatial", trials=9, storage=url,
+                 study_name="resume", use_cache=False)  # nothing left to run: it says so
+    assert (again.resumed, again.ran) == (9, 0) and "9 trials (resumed 9, ran 0)" in again.table()
+
+
+def test_a_tune_table_gives_units_ranges_and_says_within_noise() -> None:
+    """Every row has its unit and its range (min-max) beside its median; a ratio between two
+    overlapping ranges is "within noise", not a speedup (under load NumPy's matmul had a 112 ms
+    median against a 2.2 ms minimum); CPU milliseconds do not compare with simulated cycles."""
+    from autotune.spread import Spread
+    from autotune.tuner import Trial, TuneResult
+    best, default = td.Config(block_sizes=(16,)), td.Config(block_sizes=(512,))
+    retimed = [finals.Finalist({}, 45.0, [45.0, 46.0, 47.5], config=best),
+               finals.Finalist({}, 98.0, [97.0, 98.2, 99.0], config=default)]
+    numpy = TuneResult("softmax", "numpy", "ms", best, 46.0, default, 98.2,
+                       [Trial(best, 45.0, "ok")] * 6, "s", "sqlite://", 52.6, {"NumPy": 112.0},
+                       finalists=retimed, search_best=best,
+                       baseline_spreads={"NumPy": Spread.of([2.2, 112.0, 115.0])})
+    lines = numpy.table().splitlines()
+    assert lines[0].startswith("softmax on numpy: 6 trials (ran 6), 0 rejected; 52.6 s in all")
+    assert lines[1].split() == ["config", "median", "range", "(min-max)", "unit"]
+    assert lines[2].split()[-4:] == ["46", "45-47.5", "CPU", "ms"]  # tuned
+    assert lines[3].split()[-4:] == ["98.2", "97-99", "CPU", "ms"]  # default
+    assert lines[4].split()[-4:] == ["112", "2.2-115", "CPU", "ms"]  # NumPy
+    assert "tuned vs the default config: 2.13x faster\n" in numpy.table()
+    assert "tuned vs NumPy: 2.43x faster by the medians, but within noise: the ranges 45-47.5 " \
+           "and 2.2-115 overlap" in numpy.table()
+    from autotune.spread import compare  # apart, but one range spans 15x: a busy machine
+    assert compare(168.0, 37.5, Spread.of([155.0, 168.0, 180.0]), Spread.of([4.7, 37.5, 72.3])) \
+        == "4.48x faster by the medians, but unreliable: one row's times vary 15.4x (a busy " \
+           "machine?)"
+    spatial = TuneResult("softmax", "spatial", "cycles", best, 7349.0, default, 28209.0,
+                         [Trial(best, 7349.0, "ok")], "s", "sqlite://", 3.0, {"NumPy": 0.06},
+                         baseline_spreads={"NumPy": Spread.of([0.05, 0.06, 0.07])})
+    table = spatial.table()
+    assert "7,349  exact (deterministic)  simulated cycles" in table
+    assert "0.06  0.05-0.07              CPU ms" in table and "3.84x faster" in table
+    assert "the baselines are CPU ms, the configs simulated cycles: the two do not compare" \
+        in table and "tuned vs NumPy" not in table
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_tune_shows_progress_on_a_terminal_and_none_in_a_pipe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tqdm's automatic mode, also from Python: a bar on a terminal, nothing in a log or pipe."""
+    x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 20, "n": 30})[0]
+    for stream, shown in ((_Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        kernel_of("softmax").autotune(x, backend="numpy", trials=1, finalists=0, check=False,
+                                      use_cache=False, storage=f"sqlite:///{tmp_path}/p.db",
+                                      study_name=str(shown))
+        assert ("tuning softmax: 100%" in stream.getvalue()) == shown, stream.getvalue()
 
 
 def test_a_study_of_another_problem_is_refused(tmp_path: Path) -> None:

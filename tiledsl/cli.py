@@ -28,6 +28,7 @@ from tiledsl.config import Config
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.kernel import TileKernel
 from tiledsl.outputs import outputs
+from tiledsl.progress import tracked
 
 
 class CLIError(Exception):
@@ -226,7 +227,7 @@ def cmd_run(opts: argparse.Namespace) -> int:
             cli_configs.labelled(k, args, space, opts.backend, opts.config), space, opts.backend,
             opts.samples, opts.seed)
         notes += [f"{k.name}: {note}"] if note else []
-        for label, cfg in configs:
+        for label, cfg in tracked(configs, f"running {k.name}", "config", _show(opts)):
             out, ms = _run_once(k, args, opts.backend, cfg, gpu)
             err_text, status = "-", "unchecked"
             if ref is not None:
@@ -289,7 +290,8 @@ def cmd_compile(opts: argparse.Namespace) -> int:
             cli_configs.labelled(k, args, space, "triton", opts.config), space, "triton",
             opts.samples, opts.seed)
         notes += [f"{k.name}: {note}"] if note else []
-        for i, (label, cfg) in enumerate(configs):
+        for i, (label, cfg) in enumerate(tracked(configs, f"compiling {k.name}", "config",
+                                                 _show(opts))):
             report = k.compile(*args, config=cfg, arch=opts.arch)
             for c in report:
                 rows.append([k.name, label, _short(cfg), opts.arch,
@@ -385,6 +387,14 @@ def _common(p: argparse.ArgumentParser, samples: int | None) -> None:
         p.add_argument("--samples", type=_count, default=samples,
                        help=f"sampled configs besides the tuned and default ones (default "
                             f"{samples}); the table says which is which")
+        p.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (by default one shows on a terminal, never in a "
+                            "log or a pipe)")
+
+
+def _show(opts: argparse.Namespace) -> bool | None:
+    """A progress bar: on a terminal (None), or never with --no-progress (tiledsl/progress.py)."""
+    return False if getattr(opts, "no_progress", False) else None
 
 
 def build_parser() -> argparse.ArgumentParser:
