@@ -1,6 +1,6 @@
 """The NumPy backend against plain NumPy: matmul, softmax and vector add with the default config.
 
-    python benchmarks/numpy_backend.py [--repeats N] [--out benchmarks/results/numpy_backend.json]
+    python benchmarks/numpy_backend.py [--repeats N] [--out FILE]
 
 Prints a table (median milliseconds, ratio = tiledsl / NumPy, both measured in the same run,
 interleaved) and writes it as JSON with the machine, versions and date. The target of issue 2:
@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 import tiledsl as td
+from outputs import out_help, out_path  # benchmarks/outputs.py
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,8 +58,9 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "numpy_backend.json"))
+    parser.add_argument("--out", help=out_help("numpy_backend.json"))
     opts = parser.parse_args()
+    out = out_path(opts.out, "numpy_backend.json")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((1024, 1024)).astype(np.float32)
     b = rng.standard_normal((1024, 1024)).astype(np.float32)
@@ -97,9 +99,8 @@ def main() -> None:
         "default_config_note": "the NumPy backend's default config (big blocks) unless stated",
         "results": rows,
     }
-    Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(opts.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {opts.out}")
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
