@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from support import example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 import tiledsl as td  # noqa: E402
 from tiledsl import registry  # noqa: E402
@@ -128,11 +129,11 @@ def gpu_rows(profile: bool = False) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                             "call_overhead.json"))
+    parser.add_argument("--out", help=out_help("call_overhead.json"))
     parser.add_argument("--gpu-only", action="store_true", help="skip the CPU cases")
     parser.add_argument("--profile", action="store_true", help="profile k(*args) on the GPU")
     opts = parser.parse_args()
+    out = out_path(opts.out, "call_overhead.json")
     import torch
 
     cpu = [] if opts.gpu_only else cpu_rows()
@@ -151,14 +152,14 @@ def main() -> None:
                   f"k(*args) {r['call_us']:.1f} us, overhead {r['overhead_us']:.1f} us")
     else:
         print("GPU: no CUDA device here, not measured")
-    Path(opts.out).write_text(json.dumps({
+    out.write_text(json.dumps({
         "benchmark": "call_overhead", "date": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
                     "numpy": np.__version__, "torch": torch.__version__,
                     "device": torch.cuda.get_device_name() if gpu else "cpu"},
         "cpu": cpu, "gpu": gpu}, indent=1))
-    print(f"wrote {opts.out}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

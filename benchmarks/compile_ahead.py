@@ -7,7 +7,8 @@ The tuner compiles hinted configs in a pool of W workers while it measures (auto
 a proposal is compiled ahead when it was among the first W + 1 entries of the hint current when
 the previous measurement started (the first entry is that measurement's own config). Counted over
 the model-guided proposals, after the start points (which are all hinted before the first
-measurement). Writes benchmarks/results/compile_ahead.json.
+measurement). Writes its JSON report where `--out` says (else benchmarks/outputs.py's scratch
+directory).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from autotune.replay import load
 from autotune.space import Evaluator, Point, SearchSpace
 from autotune.strategies import DEFAULT, get
 from autotune.strategies.bo import n_init
+from outputs import out_help, out_path  # benchmarks/outputs.py
 
 ROOT = Path(__file__).resolve().parent.parent
 SPACES = sorted((ROOT.parent / "shared" / "tuning-spaces").glob("*_T4.json.gz"))
@@ -54,8 +56,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--budget", type=int, default=100)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "compile_ahead.json"))
+    ap.add_argument("--out", help=out_help("compile_ahead.json"))
     opts = ap.parse_args()
+    out = out_path(opts.out, "compile_ahead.json")
     rows = {}
     print(f"{DEFAULT}: share of model proposals compiled ahead with W workers "
           f"(median over {opts.seeds} seeds, {opts.budget} evaluations)")
@@ -66,13 +69,13 @@ def main() -> None:
         rows[name] = {str(w): {"median": statistics.median(r[w] for r in runs),
                                "min": min(r[w] for r in runs)} for w in WORKERS}
         print(f"  {name:36}" + "".join(f"{rows[name][str(w)]['median']:>8.0%}" for w in WORKERS))
-    Path(opts.out).write_text(json.dumps({
+    out.write_text(json.dumps({
         "benchmark": "compile_ahead", "strategy": DEFAULT, "seeds": opts.seeds,
         "budget": opts.budget, "workers": list(WORKERS), "spaces": rows,
         "machine": {"python": platform.python_version(), "cpu": platform.processor()},
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
         indent=1))
-    print(f"wrote {opts.out}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

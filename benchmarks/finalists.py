@@ -14,7 +14,8 @@ the runs), how many distinct configs won, and the tune's wall time. The numpy ba
 CPU (this machine is shared and noisy); `--backend triton` times the GPU. `--dims` and `--dtype`
 pick the problem (default: the example file's). With `--timeout`, each kernel gets its share of
 the seconds and stops starting runs when the next would not fit (its row says how many ran).
-Writes benchmarks/results/finalists_<backend>.json, after each kernel.
+Writes finalists_<backend>.json where `--out` says (else benchmarks/outputs.py's scratch
+directory), after each kernel.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 from support import example  # noqa: E402
 
 from autotune import finalists as finals  # noqa: E402
@@ -58,11 +60,11 @@ def main() -> None:
     ap.add_argument("--dims", default="", help="problem sizes, e.g. m=2048,k=2048,n=2048")
     ap.add_argument("--dtype", help="input dtype (f16, bf16, f32, f64; default: the file's)")
     ap.add_argument("--timeout", type=float, help="seconds for the whole benchmark")
-    ap.add_argument("--out")
+    ap.add_argument("--out", help=out_help("finalists_BACKEND.json"))
     opts = ap.parse_args()
     start = time.monotonic()
     scratch = tempfile.mkdtemp(prefix="tiledsl-finalists-")  # studies; kept out of the cache
-    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"finalists_{opts.backend}.json")
+    out = out_path(opts.out, f"finalists_{opts.backend}.json")
     device = platform.processor() or platform.machine()
     if opts.backend == "triton":
         import torch

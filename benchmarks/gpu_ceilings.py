@@ -1,6 +1,6 @@
 """The GPU's two ceilings, measured: device-to-device copy bandwidth and cuBLAS GEMM throughput.
 
-    python benchmarks/gpu_ceilings.py [--out FILE]   # default benchmarks/results/gpu_ceilings.json
+    python benchmarks/gpu_ceilings.py [--out FILE]   # default: a scratch directory (benchmarks/outputs.py)
 
 Copy: a 2 GiB buffer copied into another (4 GiB moved, bytes read plus bytes written).
 GEMM: torch.matmul (cuBLAS) at 8192^3 in bf16 and fp16 on random data (never zeros: a product
@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_report import Report, spread_ms  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 COPY_BYTES = 2 * 2**30
 GEMM_N = 8192
@@ -48,9 +49,10 @@ def gemm_row(dtype_name: str, repeats: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "gpu_ceilings.json"))
+    ap.add_argument("--out", help=out_help("gpu_ceilings.json"))
     opts = ap.parse_args()
-    report = Report("gpu_ceilings", Path(opts.out))
+    out = out_path(opts.out, "gpu_ceilings.json")
+    report = Report("gpu_ceilings", out)
     rows = report.data["results"] = {}
     for key, make in (("copy", lambda: copy_row(opts.repeats)),
                       ("cublas_bf16", lambda: gemm_row("bfloat16", opts.repeats)),
@@ -64,7 +66,7 @@ def main() -> int:
         rate = f"{row['GBps']:.0f} GB/s" if "GBps" in row else f"{row['TFLOPs']:.0f} TFLOP/s"
         print(f"{key:12} {rate:>16}  median {row['ms']:.3f} ms "
               f"[{row['min_ms']:.3f}, {row['max_ms']:.3f}] over {row['repeats']}")
-    print(f"wrote {opts.out}")
+    print(f"wrote {out}")
     return 1 if any("error" in row for row in rows.values()) else 0
 
 

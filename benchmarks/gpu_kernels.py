@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_cases import (PARTS, Case, Float32Normal, baseline, example_module,  # noqa: E402
                        reference, reference_launches, relative_error, within)
 from gpu_report import Report, spread_ms  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.isolate import adopt_environment, cache_environment  # noqa: E402
 from autotune.precompile import ArrayLayout, compile_config, default_workers  # noqa: E402
@@ -352,9 +353,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--ceilings", help="gpu_ceilings.py's report, for fractions of the ceilings")
     ap.add_argument("--timeout", type=float, help="start no case after this many seconds")
-    ap.add_argument("--out", help="JSON report (default benchmarks/results/gpu_<part>.json)")
+    ap.add_argument("--out", help=out_help("gpu_PART.json"))
     opts = ap.parse_args()
-    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"gpu_{opts.part}.json")
+    out = out_path(opts.out, f"gpu_{opts.part}.json")
     report = Report(f"gpu_kernels {opts.part}", out)
     if opts.part == "compile-only":
         report.data["results"] = compile_only([c for part in PARTS.values()

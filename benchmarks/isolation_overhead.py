@@ -11,7 +11,7 @@ Two measurements, on this machine:
   `finalists=0`: the search only), isolated and not, in alternating order, `--runs` runs each
   after one run of each to warm up; the medians of the tunes' seconds, and their difference
   per trial.
-Writes benchmarks/results/isolation_overhead.json.
+Writes its JSON report where `--out` says (else benchmarks/outputs.py's scratch directory).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from support import example, kernel_of  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.isolate import Isolated, fork_start  # noqa: E402
 from autotune.tuner import tune  # noqa: E402
@@ -84,9 +85,9 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--dims", default="m=64,k=48,n=40")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                        "isolation_overhead.json"))
+    p.add_argument("--out", help=out_help("isolation_overhead.json"))
     opts = p.parse_args()
+    out = out_path(opts.out, "isolation_overhead.json")
     dims = {k: int(v) for k, v in (kv.split("=") for kv in opts.dims.split(","))}
     os.environ.setdefault("TILEDSL_CACHE_DIR", tempfile.mkdtemp())
     report: dict[str, object] = {
@@ -98,7 +99,8 @@ def main() -> None:
         report[backend] = row = tunes(backend, dims, opts.runs, opts.trials)
         print(f"{backend}: median {row['median_s']} s; "
               f"{row['overhead_ms_per_trial']:.1f} ms a trial ({row['overhead_percent']:+.1f}%)")
-    Path(opts.out).write_text(json.dumps(report, indent=1) + "\n")
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 import tiledsl as td
+from outputs import out_help, out_path  # benchmarks/outputs.py
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,8 +106,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "numpy_backend.json"))
+    parser.add_argument("--out", help=out_help("numpy_backend.json"))
     opts = parser.parse_args()
+    out = out_path(opts.out, "numpy_backend.json")
     rows = []
     print(f"{'case':26} {'tiledsl ms (min-max)':>26} {'numpy ms (min-max)':>24} {'ratio':>6}")
     for name, (kernel, numpy_fn, make) in cases().items():
@@ -136,9 +138,8 @@ def main() -> None:
                   "the example's NumPy baseline, calls interleaved; medians with min-max",
         "results": rows,
     }
-    Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(opts.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {opts.out}")
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The cost model's register estimate against what the compiler allocates, on the examples.
 
     python benchmarks/register_estimate.py [--arch sm_90] [--samples 2] [--out FILE]
-    # default output: benchmarks/results/register_estimate_<arch>.json
+    # default output: a scratch directory (benchmarks/outputs.py)
 
 For every example (fp16 where it has a dot, else fp32) at a size a GPU runs, its config space's
 default and `--samples` sampled configs are compiled for `--arch` without a GPU; the registers
@@ -26,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from support import EXAMPLE_NAMES, example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from lowering.backends.triton.cost import MAX_REGISTERS, estimated_resources  # noqa: E402
 
@@ -86,8 +87,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="of the sampled configs (0: those the "
                     "model's constants were fitted on; others are held out)")
     ap.add_argument("--only", default="", help="only examples whose name contains this")
-    ap.add_argument("--out")
+    ap.add_argument("--out", help=out_help("register_estimate_ARCH.json"))
     opts = ap.parse_args()
+    out = out_path(opts.out, f"register_estimate_{opts.arch}.json")
     rows: list[dict[str, Any]] = []
     for name in EXAMPLE_NAMES:
         if opts.only in name and name in SIZES:  # the examples a size is chosen for
@@ -106,7 +108,6 @@ def main() -> None:
     s = summary(rows)
     print(f"{s['within_15pct']} of {s['configs']} configs that do not spill are within 15% "
           f"(median error {s['median_abs_error'] or 0:.0%})")
-    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"register_estimate_{opts.arch}.json")
     out.write_text(json.dumps({
         "benchmark": "register_estimate", "arch": opts.arch, "summary": s, "rows": rows,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

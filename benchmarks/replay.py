@@ -1,7 +1,7 @@
 """Search strategies replayed on the shared brute-forced tuning spaces (no GPU needed).
 
     python benchmarks/replay.py [--strategies a,b,...] [--seeds 20] [--budget 400] [--jobs 2]
-                                [--spaces DIR] [--out benchmarks/results/replay.json]
+                                [--spaces DIR] [--out FILE]
 
 For every space (../shared/tuning-spaces/*_T4.json.gz) and strategy: median over seeds of the
 distinct evaluations needed to get within 1%, 2% and 5% of the space's optimum (a seed that does
@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from autotune import replay as rp
 from autotune.strategies import DEFAULT
 from tiledsl.progress import tracked
+from outputs import out_help, out_path  # benchmarks/outputs.py
 
 STRATEGIES = ["local", "tpe", "cmaes", "tpe+local", "bo", "bo+local"]
 # random search's exact expectation, kept apart from a measured "random" strategy
@@ -61,8 +62,9 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=400)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--spaces", default=str(SPACES))
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "replay.json"))
+    parser.add_argument("--out", help=out_help("replay.json"))
     opts = parser.parse_args()
+    out_file = out_path(opts.out, "replay.json")
     paths = sorted(str(p) for p in Path(opts.spaces).glob("*_T4.json*"))
     if not paths:
         sys.exit(f"no T4 files in {opts.spaces}")
@@ -125,9 +127,8 @@ def main() -> None:
            "versions": {name: importlib.import_module(name).__version__
                         for name in ("numpy", "scipy", "optuna", "cmaes")},
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(opts.out).write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {opts.out}")
+    out_file.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {out_file}")
 
 
 if __name__ == "__main__":

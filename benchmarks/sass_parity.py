@@ -1,7 +1,7 @@
 """tiledsl's generated kernels against hand-written Triton kernels, instruction by instruction.
 
     python benchmarks/sass_parity.py [--arch sm_90|sm_80] [--only SUBSTRING] [--out FILE]
-    # default output: benchmarks/results/sass_parity_<arch>.json
+    # default output: a scratch directory (benchmarks/outputs.py)
 
 Each case compiles tiledsl's example (examples/*.py) and the reference kernel of the same
 computation (benchmarks/reference_kernels/) with the same config (block sizes, warps, stages,
@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from support import example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from lowering.backends.triton.compile import ARCHS, resource_usage  # noqa: E402
 from reference_kernels import Launch, aot_signature, load  # noqa: E402
@@ -400,8 +401,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90", choices=("sm_90", "sm_80"))
     parser.add_argument("--only", default="", help="only cases whose name contains this")
-    parser.add_argument("--out", help="JSON (default benchmarks/results/sass_parity_<arch>.json)")
+    parser.add_argument("--out", help=out_help("sass_parity_ARCH.json"))
     opts = parser.parse_args()
+    out = out_path(opts.out, f"sass_parity_{opts.arch.replace('_', '')}.json")
     hopper = ARCHS[opts.arch] >= 90
     chosen = [c for c in cases() if opts.only in c.name and (hopper or not c.hopper_only)]
     start = time.perf_counter()
@@ -412,12 +414,9 @@ def main() -> None:
     seconds = time.perf_counter() - start
     print_table(rows, opts.arch)
     print(f"{len(rows)} cases in {seconds:.0f} s")
-    out = Path(opts.out or ROOT / "benchmarks" / "results" /
-               f"sass_parity_{opts.arch.replace('_', '')}.json")
     report = {"benchmark": "sass_parity", "arch": opts.arch, "versions": versions(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "seconds": round(seconds, 1), "results": rows}
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {out}")
 

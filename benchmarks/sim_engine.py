@@ -1,6 +1,6 @@
 """Throughput of the C++ simulator core (_tiledsl_sim) in events per second.
 
-    python benchmarks/sim_engine.py [--iterations N] [--repeats R] [--out benchmarks/results/sim_engine.json]
+    python benchmarks/sim_engine.py [--iterations N] [--repeats R] [--out FILE]
 
 A synthetic spatial workload: 64 compute cores fed by 16 DMA engines. Each DMA engine streams
 tiles to its 4 cores through double-buffered empty/full semaphore pairs; its packets cross a
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import _tiledsl_sim as sim
+from outputs import out_help, out_path  # benchmarks/outputs.py
 
 ROOT = Path(__file__).resolve().parent.parent
 ACQ, REL, COMP, XFER, LOOP = sim.ACQUIRE, sim.RELEASE, sim.COMPUTE, sim.TRANSFER, sim.LOOP
@@ -54,8 +55,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=20000, help="tiles per core")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sim_engine.json"))
+    parser.add_argument("--out", help=out_help("sim_engine.json"))
     opts = parser.parse_args()
+    out = out_path(opts.out, "sim_engine.json")
 
     rows = []
     for label, trace in (("dataflow", False), ("dataflow + trace", True)):
@@ -93,8 +95,6 @@ def main() -> None:
         "target_events_per_s": 5e6,
         "results": rows,
     }
-    out = Path(opts.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
 

@@ -1,6 +1,6 @@
 """Every example on every spatial preset, and the 4096^3 bf16 GEMM targets of issue 4.
 
-    python benchmarks/spatial.py [--quick] [--out benchmarks/results/spatial.json]
+    python benchmarks/spatial.py [--quick] [--out FILE]
 
 Part 1: each example (default config, the example's default sizes) on each preset: simulated
 cycles, MAC utilization, the roofline bound over the cycles (mapping efficiency) and which term
@@ -30,6 +30,7 @@ from lowering.backends.spatial.arch import PRESETS
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from support import EXAMPLE_NAMES, example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 
 def examples_table() -> list[dict[str, Any]]:
@@ -94,14 +95,14 @@ def gemm(quick: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller tuning sweep")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "spatial.json"))
+    parser.add_argument("--out", help=out_help("spatial.json"))
     opts = parser.parse_args()
+    out = out_path(opts.out, "spatial.json")
     report = {"benchmark": "spatial", "machine": platform.platform(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "examples": examples_table(), "gemm_4096": gemm(opts.quick)}
-    Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(opts.out).write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {opts.out}")
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

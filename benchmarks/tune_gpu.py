@@ -16,8 +16,8 @@ counted. On a GPU, once the tune is timed, the report pairs each measured config
 analytic H100 model's prediction (the compile workers' own, else computed in a process pool):
 its rank correlation with the measured times, and the prune factor this tune needed (the
 fastest config's prediction over the lowest one measured), the data the model's calibration
-and the pruning's factor need. Writes
-benchmarks/results/tune_gpu_<backend>.json.
+and the pruning's factor need. Writes tune_gpu_<backend>.json where `--out` says (else
+benchmarks/outputs.py's scratch directory).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from support import example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.precompile import default_workers  # noqa: E402
 from autotune.prune import PRUNE_FACTOR  # noqa: E402
@@ -143,11 +145,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float,
                     help="stop the search after this many seconds (the finalists, baselines and "
                          "the model check still run after it)")
-    ap.add_argument("--out")
+    ap.add_argument("--out", help=out_help("tune_gpu_BACKEND.json"))
     opts = ap.parse_args()
     backend = opts.backend or ("triton" if has_gpu() else "model")
     m, k, n = (int(x) for x in opts.dims.split(","))
-    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"tune_gpu_{backend}.json")
+    out = out_path(opts.out, f"tune_gpu_{backend}.json")
     mod = example("matmul")
     a, b = mod.make_inputs(np.random.default_rng(opts.seed), {"m": m, "k": k, "n": n},
                            DTYPES[opts.dtype])

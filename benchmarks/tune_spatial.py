@@ -48,6 +48,7 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from support import EXAMPLE_NAMES, example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.space import Evaluator  # noqa: E402
 from autotune.strategies import DEFAULT, get  # noqa: E402
@@ -136,9 +137,10 @@ def main() -> None:
     parser.add_argument("--strategies", default=f"{DEFAULT},random")
     parser.add_argument("--no-estimate", action="store_true",
                         help="start the searches without the configs the estimate ranks best")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_spatial.json"))
+    parser.add_argument("--out", help=out_help("tune_spatial.json"))
     parser.add_argument("--t4", metavar="DIR", help="also write every sweep as a T4 space here")
     opts = parser.parse_args()
+    out = out_path(opts.out, "tune_spatial.json")
     strategies = opts.strategies.split(",") if opts.seeds > 0 else []
     rows: list[dict[str, Any]] = []
     print(f"{'example':16} {'configs':>7} {'optimum':>10} {'est. rho':>9} {'seeds gap':>9} " +
@@ -192,12 +194,12 @@ def main() -> None:
                    capture_output=True)
     quick = time.perf_counter() - start
     print(f"tiledsl tune examples/matmul.py --quick: {quick:.1f} s end to end")
-    Path(opts.out).write_text(json.dumps({
+    out.write_text(json.dumps({
         "benchmark": "tune_spatial", "arch": opts.arch, "trials": opts.trials,
         "seeds": opts.seeds, "estimate_seeds": not opts.no_estimate,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "examples": rows, "quick_gemm_tune_seconds": quick}, indent=1))
-    print(f"wrote {opts.out}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

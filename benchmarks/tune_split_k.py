@@ -10,7 +10,8 @@ against the space's default (split_k = 1) and the tune's wall time. A long k wit
 needs parallelism along k; a short k over a large output has it already, and extra parts only
 add atomic traffic. Backends: `spatial` (simulated cycles, the default), `model` (the analytic
 H100 model's microseconds, no GPU), `triton` (measured milliseconds on a GPU; default shapes
-128x65536x128 and 4096x1024x4096, fp16). Writes benchmarks/results/tune_split_k_<backend>.json.
+128x65536x128 and 4096x1024x4096, fp16). Writes tune_split_k_<backend>.json where `--out` says (else benchmarks/outputs.py's
+scratch directory).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from support import example  # noqa: E402
+from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.tuner import tune  # noqa: E402
 
@@ -68,8 +70,9 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--shapes", help="m x k x n, comma-separated")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out")
+    ap.add_argument("--out", help=out_help("tune_split_k_BACKEND.json"))
     opts = ap.parse_args()
+    out = out_path(opts.out, f"tune_split_k_{opts.backend}.json")
     shapes = [tuple(int(x) for x in s.split("x")) for s in
               (opts.shapes or SHAPES[opts.backend]).split(",")]
     rows = []
@@ -83,7 +86,6 @@ def main() -> None:
         print(f"{row['shape']:>20} {row['split_k']:>8} {row['best_value']:>12.5g} "
               f"{row['default_value']:>12.5g} {speedup:>7.2f}x {row['wall_s']:>7.1f}  {per}"
               f"  ({row['unit']})", flush=True)
-    out = Path(opts.out or ROOT / "benchmarks" / "results" / f"tune_split_k_{opts.backend}.json")
     out.write_text(json.dumps({
         "benchmark": "tune_split_k", "backend": opts.backend, "trials": opts.trials,
         "seed": opts.seed, "cpus": os.cpu_count(), "results": rows,

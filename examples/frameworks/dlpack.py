@@ -1,12 +1,9 @@
 """Kernels take any DLPack array (NumPy, torch, JAX, CuPy) and return the caller's kind."""
-import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from softmax import softmax  # noqa: E402  (examples/softmax.py)
+from examples.softmax import softmax  # run from the repository root
 
 x = np.random.default_rng(0).standard_normal((70, 130)).astype(np.float32)
 out = softmax(torch.from_numpy(x))  # torch CPU tensor in, torch tensor out (zero-copy views)

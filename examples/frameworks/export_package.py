@@ -1,5 +1,4 @@
 """An ahead-of-time package: cubins and a manifest that run with CuPy alone, no Triton."""
-import sys
 import tempfile
 from pathlib import Path
 
@@ -7,8 +6,7 @@ import numpy as np
 
 import tiledsl as td
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from matmul import matmul  # noqa: E402  (examples/matmul.py)
+from examples.matmul import matmul  # run from the repository root
 
 a = np.random.default_rng(0).random((300, 200)).astype(np.float16)
 b = np.random.default_rng(1).random((200, 100)).astype(np.float16)

@@ -1,13 +1,10 @@
 """Route torch.nn.functional.layer_norm to a tile kernel inside Lightning Thunder."""
-import sys
-from pathlib import Path
 
 import torch
 
 from tiledsl import thunder as tdt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from layer_norm import layer_norm  # noqa: E402  (examples/layer_norm.py: x, weight, bias, eps)
+from examples.layer_norm import layer_norm  # run from the repository root (x, weight, bias, eps)
 
 thunder = tdt.import_thunder()  # import thunder (with torch 2.13's compatibility shim)
 F = torch.nn.functional

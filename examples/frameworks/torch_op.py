@@ -1,13 +1,10 @@
 """A tile kernel as a PyTorch custom op: eager, under torch.compile(fullgraph=True), opcheck."""
-import sys
-from pathlib import Path
 
 import torch
 
 import tiledsl as td
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from matmul import matmul  # noqa: E402  (examples/matmul.py)
+from examples.matmul import matmul  # run from the repository root
 
 mm = td.torch_op(matmul, name="mylib::matmul")  # schema: (Tensor a, Tensor b) -> Tensor
 
