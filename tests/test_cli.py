@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -524,7 +525,7 @@ def test_each_kernel_of_a_file_is_checked_against_its_own_reference(
     file.write_text(file.read_text() + "\ndef reference_mul1(x, y):\n    return x * 1.0 * y\n")
     assert main(["run", f"{file}::mul1", "--samples", "0"]) == 0
     out = capsys.readouterr().out
-    assert "mul1    default  (512,)" in out and out.count("reference_mul1()") == 1
+    assert re.search(r"mul1 +default +\(\d+,\)", out) and out.count("reference_mul1()") == 1
     file.write_text(file.read_text().replace("x * 1.0 * y", "x * 2.0 * y"))
     assert main(["run", f"{file}::mul1", "--samples", "0"]) == 1
     assert "FAIL" in capsys.readouterr().out
