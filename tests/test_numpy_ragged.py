@@ -45,3 +45,28 @@ def test_ragged_accesses_take_no_gather(monkeypatch: pytest.MonkeyPatch) -> None
     for config in (None, td.Config((128, 32, 256))):
         np.testing.assert_allclose(MATMUL.run(a, w, config=config), a64 @ w64,
                                    rtol=1e-4, atol=1e-4)
+
+
+@td.tile_kernel
+def reload_and_keep(x, y, z):
+    """`a` keeps x's old values after x is stored; the second `x[tn]` reads the new ones."""
+    (n,) = x.shape
+    for tn in td.tile(n):
+        a = x[tn]
+        x[tn] = a * 2
+        y[tn] = y[tn] - x[tn]
+        z[tn] = a
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_load_reads_memory_as_it_is_when_it_runs(backend: str) -> None:
+    """CSE once merged the two loads of x across the store, and the NumPy backend's loads were
+    views that a later store changed: each backend gave another answer, by block size."""
+    rng = np.random.default_rng(5)
+    for block in (4, 64):  # a view of 300 elements, and a padded copy
+        x, y = rng.standard_normal((2, 300)).astype(np.float32)
+        x0, y0, z = x.copy(), y.copy(), np.zeros(300, np.float32)
+        reload_and_keep.run(x, y, z, backend=backend, config=td.Config((block,)))
+        np.testing.assert_array_equal(x, 2 * x0)
+        np.testing.assert_allclose(y, y0 - 2 * x0, rtol=1e-6)
+        np.testing.assert_array_equal(z, x0)

@@ -23,6 +23,7 @@ from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl import fp8
 from tiledsl.config import Config
 from tiledsl.errors import OutOfBoundsError
+from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
 from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS
@@ -44,6 +45,7 @@ class Executor:
     def __init__(self, fn: Function, config: Config, programs: np.ndarray | None = None,
                  phase: int = 0) -> None:
         self.fn = fn
+        self.written_roots: set[Value] | None = None  # _written
         self.programs = programs
         self.phase = phase
         self.grids_seen = 0
@@ -384,7 +386,17 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         indices, axes, mask = _access(ex, op, xs, tensor)
         out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
                           axes, mask)
+    if isinstance(out, np.ndarray) and np.may_share_memory(out, xs[0]) and \
+            views.root(op.operands[0]) in _written(ex):
+        out = out.copy()  # a view of memory a later store changes: the load's value is now's
     return [out]
+
+
+def _written(ex: Executor) -> set[Value]:
+    """The tensors (roots of views) that the function stores to, found once per run."""
+    if ex.written_roots is None:
+        ex.written_roots = views.written(ex.fn)
+    return ex.written_roots
 
 
 @rule("store")
