@@ -44,6 +44,7 @@ def fetch(out_dir: Path) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python benchmarks/heldout_spaces.py DIR")
-    print(f"wrote {fetch(Path(sys.argv[1]))}")
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir", help=f"where to write {NAME}")
+    print(f"wrote {fetch(Path(parser.parse_args().dir))}")
