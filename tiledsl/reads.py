@@ -165,7 +165,7 @@ def key(fn: FunctionType, seen: frozenset[int] = frozenset()) -> tuple:
     return tuple((p, value_key(v, seen)) for p, v in values(fn))
 
 
-class _Identity:
+class Identity:
     """A key equal only to itself's object (which it keeps alive, so an id is never reused)."""
 
     __slots__ = ("obj",)
@@ -174,7 +174,7 @@ class _Identity:
         self.obj = obj
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.obj is self.obj
+        return isinstance(other, Identity) and other.obj is self.obj
 
     def __hash__(self) -> int:
         return id(self.obj)
@@ -204,7 +204,7 @@ def value_key(v: Any, seen: frozenset[int] = frozenset()) -> Hashable:
                 value_key(cells, seen), key(v, seen))
     if _named(v):  # a library's function or class: its name says which
         return ("named", v.__module__, v.__qualname__)
-    return ("id", _Identity(v))
+    return ("id", Identity(v))
 
 
 def _named(v: Any) -> bool:

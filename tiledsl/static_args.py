@@ -85,21 +85,6 @@ class Static:
         return self.text
 
 
-class _Identity:
-    """A key equal only to itself's object (it keeps the object alive, so ids are not reused)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Any) -> None:
-        self.obj = obj
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.obj is self.obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-
 _SCALARS = (type(None), bool, str, int, float, complex, bytes)
 
 
@@ -146,7 +131,7 @@ def _key(v: Any, seen: set[int]) -> Hashable:
                  tuple(_key(c, seen) for c in cells), _globals_key(v, seen))
         if not _has_identity(parts):
             return ("function", parts)
-    return ("id", _Identity(v))
+    return ("id", reads.Identity(v))
 
 
 def _globals_key(fn: FunctionType, seen: set[int]) -> Hashable:
@@ -185,7 +170,7 @@ def with_cells(fn: FunctionType, replace: dict[int | str, Any]) -> FunctionType:
 
 
 def _has_identity(key: Any) -> bool:
-    if isinstance(key, _Identity):
+    if isinstance(key, reads.Identity):
         return True
     return isinstance(key, tuple) and any(_has_identity(k) for k in key)
 

@@ -27,7 +27,9 @@ where `a - r` did not only for |a| > 3.4e38 / c), and `exp2` on the GPU flushes 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -169,16 +171,23 @@ def _sink_through_select(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
     return _emit(op, [inner, ("mul", [-1, _const(c, t)])])
 
 
+def _scaled_subtractions(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
+                         ) -> Iterator[tuple[Any, Op]]:
+    """(c, the sub op) for each way the multiply `op` scales a subtraction used once by a
+    constant c."""
+    for diff, scale in (op.operands, op.operands[::-1]):
+        c = constant(scale, defs)
+        sub = defs.get(diff)
+        if c is not None and sub is not None and sub.name == "sub" and uses.get(diff, 0) == 1:
+            yield c, sub
+
+
 def _distribute(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
                 ) -> tuple[list[Op], Value] | None:
     """(a - broadcast(r)) * c -> a * c - broadcast(r * c), r smaller than a."""
     t = op.result.type
     assert isinstance(t, TileType)
-    for diff, scale in (op.operands, op.operands[::-1]):
-        c = constant(scale, defs)
-        sub = defs.get(diff)
-        if c is None or sub is None or sub.name != "sub" or uses.get(diff, 0) != 1:
-            continue
+    for c, sub in _scaled_subtractions(op, defs, uses):
         a, row = sub.operands
         spread = defs.get(row)
         if spread is None or spread.name != "broadcast":
@@ -207,11 +216,7 @@ def _share(op: Op, defs: dict[Value, Op], uses: dict[Value, int]
     subtraction and multiply become one FFMA, and CSE merges the two b * c."""
     t = op.result.type
     assert isinstance(t, TileType)
-    for diff, scale in (op.operands, op.operands[::-1]):
-        c = constant(scale, defs)
-        sub = defs.get(diff)
-        if c is None or sub is None or sub.name != "sub" or uses.get(diff, 0) != 1:
-            continue
+    for c, sub in _scaled_subtractions(op, defs, uses):
         a, b = sub.operands
         if a.type != t or b.type != t or not any(
                 other is not op and other.name == "mul" and scaled(other.result, defs) == (b, c)
