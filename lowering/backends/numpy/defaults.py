@@ -8,12 +8,16 @@ tile (tiles of 1 would be a batch of scalar products). A loop's tile covers its 
 iteration where DEFAULT_BLOCK allows (each iteration costs Python overhead). A dot's tile, and
 a longer loop's (uncapped), gets the largest block (fewest iterations, largest BLAS calls)
 that pads its extent by at most a quarter or 16 elements (the padding is copied and computed too).
+A loop's tile that only a reduction's loads read (plan.trimmed_loads: they read no padding) covers
+its extent in one iteration, however long: the whole row is one view of the tensor, and one
+NumPy reduction sums it as plain NumPy does.
 """
 
 from __future__ import annotations
 
+from lowering.backends.numpy.plan import trimmed_loads
 from tiledsl.config import ConfigSpace
-from tiledsl.ir.core import Block, Function
+from tiledsl.ir.core import Block, Function, Value
 from tiledsl.ir.types import RangeType, TileType
 
 DEFAULT_BLOCK = 1024  # big enough for BLAS and few loop iterations; tiles of memory-friendly size
@@ -24,6 +28,7 @@ PAD_SLACK = 16  # or by this many elements (a dot over 5 columns takes one tile 
 def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
     """`space` with each block size's default chosen as the module docstring says."""
     grid, loops, dots = _symbol_roles(fn.body)
+    free = _padding_free(fn)
     symbols = list(fn.symbols)
     for p in space.params:
         if not p.name.startswith("block_sizes["):
@@ -31,6 +36,10 @@ def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
         name = symbols[int(p.name[len("block_sizes["):-1])]
         if name in grid and name not in dots:
             space = space.with_default(p.name, _dividing_block(p.choices, fn.symbols[name].extent))
+        elif name in free and name in loops and name not in grid and name not in dots and \
+                max(p.choices) >= fn.symbols[name].extent:
+            space = space.with_default(p.name, min(c for c in p.choices
+                                                   if c >= fn.symbols[name].extent))
         elif name in loops and name not in grid and name not in dots:
             space = space.with_default(p.name, _loop_block(p.choices, fn.symbols[name].extent))
         else:
@@ -74,3 +83,21 @@ def _symbol_roles(block: Block) -> tuple[set[str], set[str], set[str]]:
             for mine, inner in zip((grid, loops, dots), _symbol_roles(region)):
                 mine |= inner
     return grid, loops, dots
+
+
+def _padding_free(fn: Function) -> set[str]:
+    """The block symbols that tile only the reduced axis of loads a reduction reads trimmed
+    (and of casts between): their tiles' padding is never read."""
+    chain: dict[Value, int] = {op.result: axis for op, axis in trimmed_loads(fn).items()}
+    free: set[str] = set()
+    used: set[str] = set()
+    for op in fn.walk():
+        if op.name == "cast" and op.operands[0] in chain:
+            chain[op.result] = chain[op.operands[0]]
+        values = [*op.results, *(a for r in op.regions for a in r.args)]
+        for v in values:
+            if isinstance(v.type, TileType):
+                for i, d in enumerate(v.type.shape):
+                    if isinstance(d, str):
+                        (free if chain.get(v) == i else used).add(d)
+    return free - used

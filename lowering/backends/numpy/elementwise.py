@@ -75,15 +75,20 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
 
 def apply(name: str, operands: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
     """Evaluate elementwise op `name` and return an array of `out_dtype`."""
+    with np.errstate(all="ignore"):
+        return compute(name, operands, out_dtype)
+
+
+def compute(name: str, operands: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
+    """`apply` for a caller that already ignores floating-point errors (the executor)."""
     work = _compute_dtype(operands[0].dtype)
     args = [o.astype(work, copy=False) for o in operands]
-    with np.errstate(all="ignore"):
-        if name in TERNARY:
-            result = TERNARY[name](*args)
-        elif name in BINARY:
-            result = BINARY[name](args[0], args[1])
-        else:
-            result = UNARY[name](args[0])
+    if name in TERNARY:
+        result = TERNARY[name](*args)
+    elif name in BINARY:
+        result = BINARY[name](args[0], args[1])
+    else:
+        result = UNARY[name](args[0])
     return np.asarray(result).astype(out_dtype, copy=False)
 
 

@@ -17,8 +17,9 @@ import numpy as np
 from lowering.backends.numpy import memory
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.persistent import run_strided
+from lowering.backends.numpy.plan import last_uses, plan_of  # noqa: F401 (last_uses: its home was here)
 from lowering.backends.numpy.room import check_room
-from lowering.backends.numpy.elementwise import ELEMENTWISE, apply
+from lowering.backends.numpy.elementwise import ELEMENTWISE, apply, compute
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl import fp8
 from tiledsl.config import Config
@@ -45,7 +46,8 @@ class Executor:
     def __init__(self, fn: Function, config: Config, programs: np.ndarray | None = None,
                  phase: int = 0) -> None:
         self.fn = fn
-        self.written_roots: set[Value] | None = None  # _written
+        self.plan = plan_of(fn)  # made once per function
+        self.quiet = False  # inside np.errstate(all="ignore") (block)
         self.programs = programs
         self.phase = phase
         self.grids_seen = 0
@@ -54,7 +56,6 @@ class Executor:
         self.grid_sizes: tuple[int, ...] = ()
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
         self.active: np.ndarray | None = None  # programs inside every `td.tile(stop)` loop
-        self.dead: dict[int, dict[int, list[Value]]] = {}  # last_uses of each block run
         self.covered: set[int] = set()  # ids of the tensors a store wrote whole
 
     def block_size(self, d: Dim) -> int:
@@ -74,42 +75,59 @@ class Executor:
                 env[v] = a
             else:
                 env[v] = np.asarray(a, dtype=v.type.dtype.np)  # type: ignore[union-attr]
-        with np.errstate(all="ignore"):
-            return self.block(self.fn.body, env)
+        return self.block(self.fn.body, env)
 
     def block(self, block: Block, env: Env, release: bool = False) -> list[Any]:
         """Run `block` in `env`; with `release`, values leave `env` after their last use there
         (a grid's or loop's temporaries: NumPy reuses their memory instead of faulting in new
         pages for each)."""
+        if not self.quiet:  # the outermost block: floating-point errors are values here
+            with np.errstate(all="ignore"):
+                self.quiet = True
+                try:
+                    return self.block(block, env, release)
+                finally:
+                    self.quiet = False
         dead = {}
         if release:
-            dead = self.dead.get(id(block)) or self.dead.setdefault(id(block), last_uses(block))
-        for i, op in enumerate(block.ops):
+            dead = self.plan.dead.get(id(block)) or last_uses(block)
+        for i, (op, kind, rule) in enumerate(self.steps(block)):
             for v in dead.get(i, ()):
                 env.pop(v, None)
-            if op.name in ("return", "yield"):
+            if kind is _RULE:
+                if self.tensors and op.name in ("tensor.empty", "tensor.full") \
+                        and op.result in self.tensors:
+                    outs = [self.tensors[op.result]]
+                else:
+                    outs = rule(self, op, [env[o] for o in op.operands])
+            elif kind is _ELEMENTWISE:
+                outs = [compute(op.name, [env[o] for o in op.operands], rule)]
+            elif kind is _RETURN:
                 return [env[o] for o in op.operands]
-            rule = RULES.get(op.name)
-            if op.name in ("tensor.empty", "tensor.full") and op.result in self.tensors:
-                outs = [self.tensors[op.result]]
-            elif rule is not None:
-                outs = rule(self, op, [env[o] for o in op.operands])
-            elif op.name in ELEMENTWISE:
-                outs = [apply(op.name, [env[o] for o in op.operands], op.result.type.dtype.np)]  # type: ignore[union-attr]
-            elif op.name == "grid":
+            elif kind is _GRID:
                 if self.programs is None or self.grids_seen == self.phase:
                     self.grid(op, env)
                 self.grids_seen += 1
                 continue
-            elif op.name == "for":
+            elif kind is _FOR:
                 outs = self.loop(op, env)
-            elif op.name == "if":
+            elif kind is _IF:
                 outs = run_if(self, op, env)
             else:
                 raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
             for r, o in zip(op.results, outs):
                 env[r] = o
         return []
+
+    def steps(self, block: Block) -> list[tuple[Op, str, Any]]:
+        """Each op of `block` with how it runs (its kind, and its rule or result dtype),
+        resolved once per block of the function."""
+        steps = self.plan.steps.get(id(block))
+        if steps is None:
+            steps = [_step(op) for op in block.ops]
+            if id(block) in self.plan.dead:  # a block of the function: it lives as long
+                self.plan.steps[id(block)] = steps
+        return steps
 
     def grid(self, op: Op, env: Env) -> None:
         region = op.regions[0]
@@ -194,6 +212,21 @@ class Executor:
         return out
 
 
+_RULE, _ELEMENTWISE, _RETURN, _GRID, _FOR, _IF, _NONE = (
+    "rule", "elementwise", "return", "grid", "for", "if", "none")
+
+
+def _step(op: Op) -> tuple[Op, str, Any]:
+    if op.name in ("return", "yield"):
+        return op, _RETURN, None
+    if op.name in RULES:
+        return op, _RULE, RULES[op.name]
+    if op.name in ELEMENTWISE:
+        return op, _ELEMENTWISE, op.result.type.dtype.np  # type: ignore[union-attr]
+    kind = {"grid": _GRID, "for": _FOR, "if": _IF}.get(op.name, _NONE)
+    return op, kind, None
+
+
 @functools.lru_cache(maxsize=16)
 def _begins(programs: int, block: int) -> np.ndarray:
     """Where each program's tile of a grid axis begins (read-only: shared by every run, so a
@@ -201,28 +234,6 @@ def _begins(programs: int, block: int) -> np.ndarray:
     begin = np.arange(0, programs * block, block, dtype=np.int64)
     begin.setflags(write=False)
     return begin
-
-
-def last_uses(block: Block) -> dict[int, list[Value]]:
-    """For each op of `block`, the values defined in `block` that no op from there on uses
-    (nested regions' uses count as their op's)."""
-    last: dict[Value, int] = {}
-    for i, op in enumerate(block.ops):
-        for v in _uses(op):
-            last[v] = i
-    defined = set(block.args) | {r for op in block.ops for r in op.results}
-    dead: dict[int, list[Value]] = {}
-    for v, i in last.items():
-        if v in defined:
-            dead.setdefault(i + 1, []).append(v)
-    return dead
-
-
-def _uses(op: Op) -> Iterator[Value]:
-    yield from op.operands
-    for region in op.regions:
-        for inner in region.ops:
-            yield from _uses(inner)
 
 
 Rule = Callable[[Executor, Op, list[Any]], list[Any]]
@@ -384,8 +395,11 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     ntile = len(op.result.type.shape)  # type: ignore[union-attr]
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs, tensor)
-        out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
-                          axes, mask)
+        axis = ex.plan.trimmed.get(op)
+        out = None if axis is None else memory.trimmed(xs[0], indices, ex.rank, axis)
+        if out is None:
+            out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
+                              axes, mask)
     if isinstance(out, np.ndarray) and np.may_share_memory(out, xs[0]) and \
             views.root(op.operands[0]) in _written(ex):
         out = out.copy()  # a view of memory a later store changes: the load's value is now's
@@ -393,10 +407,8 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 
 
 def _written(ex: Executor) -> set[Value]:
-    """The tensors (roots of views) that the function stores to, found once per run."""
-    if ex.written_roots is None:
-        ex.written_roots = views.written(ex.fn)
-    return ex.written_roots
+    """The tensors (roots of views) that the function stores to."""
+    return ex.plan.written
 
 
 @rule("store")

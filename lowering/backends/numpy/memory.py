@@ -307,6 +307,24 @@ def _padded(arr: np.ndarray, indices: list[Index], fill: object,
     return out, rebased, tuple(window)
 
 
+def trimmed(arr: np.ndarray, indices: list[Index], rank: int, axis: int) -> np.ndarray | None:
+    """The tiles of a load without the lanes past the tensor's end along tile axis `axis`, as a
+    view (shorter along that axis than the tile), when that axis is a loop's tile, the same for
+    every program, and partial there, and no other is; else None. For a reduction along `axis`
+    whose identity is the load's `other` (see plan.trimmed_loads): it reads no padded copy."""
+    rebased, pos, cut = list(indices), 0, False
+    for d, (n, idx) in enumerate(zip(arr.shape, indices)):
+        if isinstance(idx, RangeRT) and pos == axis and idx.grid_axis is None \
+                and idx.extent == n and idx.shift is None and idx.stop is None \
+                and idx.start is None and idx.begin.size == 1 \
+                and (b := int(idx.begin.flat[0])) + idx.block > n:
+            rebased[d] = RangeRT(n, n - b, idx.begin, None)
+            cut = True
+        if idx is None or isinstance(idx, (RangeRT, Slice)):
+            pos += 1
+    return _view(arr, rebased, rank) if cut else None
+
+
 def _fill(arr: np.ndarray, other: object | None) -> object:
     return poison(arr.dtype) if other is None else other
 

@@ -1,0 +1,101 @@
+"""What the NumPy executor works out about a function once, not on every call.
+
+A `Plan` depends on the function's IR only: each block's last uses of its values, the tensors
+the function stores to, and the loads a reduction reads trimmed (see `trimmed_loads`). A traced
+function is made per argument signature (shapes, dtypes, compile-time values), so keying the
+plan on the function object keys it on all of those; block sizes, strides and argument values
+are read on every call and are no part of it. Plans live as long as their function.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tiledsl.ir import views
+from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.gathers import gathers
+
+# A reduction whose padded lanes hold this value loses nothing when they are left out.
+IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
+
+
+@dataclass
+class Plan:
+    """Per-function facts the executor reads on every call."""
+
+    dead: dict[int, dict[int, list[Value]]]  # id(block) -> op index -> values dead from there
+    written: set[Value]  # roots of the tensors the function stores to
+    trimmed: dict[Op, int]  # loads a reduction reads without their padding -> its tile axis
+    steps: dict[int, list] = field(default_factory=dict)  # id(block) -> Executor.steps
+
+
+_PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
+made = 0  # how many plans were made (tests check that a second call makes none)
+
+
+def plan_of(fn: Function) -> Plan:
+    """`fn`'s plan, made on the first call."""
+    plan = _PLANS.get(fn)
+    if plan is None:
+        global made
+        made += 1
+        plan = _PLANS[fn] = Plan({id(b): last_uses(b) for b in _blocks(fn.body)},
+                                 views.written(fn), trimmed_loads(fn))
+    return plan
+
+
+def _blocks(block: Block) -> Iterator[Block]:
+    yield block
+    for op in block.ops:
+        for region in op.regions:
+            yield from _blocks(region)
+
+
+def last_uses(block: Block) -> dict[int, list[Value]]:
+    """For each op of `block`, the values defined in `block` that no op from there on uses
+    (nested regions' uses count as their op's)."""
+    last: dict[Value, int] = {}
+    for i, op in enumerate(block.ops):
+        for v in _uses(op):
+            last[v] = i
+    defined = set(block.args) | {r for op in block.ops for r in op.results}
+    dead: dict[int, list[Value]] = {}
+    for v, i in last.items():
+        if v in defined:
+            dead.setdefault(i + 1, []).append(v)
+    return dead
+
+
+def _uses(op: Op) -> Iterator[Value]:
+    yield from op.operands
+    for region in op.regions:
+        for inner in region.ops:
+            yield from _uses(inner)
+
+
+def trimmed_loads(fn: Function) -> dict[Op, int]:
+    """Loads whose only use (through float casts, each used once) is a sum, max or min whose
+    identity is the load's `other`, each with the tile axis it reduces: the lanes past the
+    tensor's end along it would add that identity, so the reduction may read the in-range lanes
+    alone, a view of the tensor, instead of a padded copy."""
+    uses: dict[Value, list[Op]] = {}
+    ops = list(fn.walk())
+    for op in ops:
+        for v in op.operands:
+            uses.setdefault(v, []).append(op)
+    out: dict[Op, int] = {}
+    for op in ops:
+        if op.name != "load" or op.attrs.get("other") is None or op.attrs.get("mask") \
+                or gathers(op):
+            continue
+        v = op.result
+        while len(uses.get(v, ())) == 1 and uses[v][0].name == "cast" and \
+                uses[v][0].result.type.dtype.is_float:  # type: ignore[union-attr]
+            v = uses[v][0].result
+        users = uses.get(v, ())
+        if len(users) == 1 and users[0].name == "reduce" and \
+                IDENTITY.get(users[0].attrs["kind"]) == float(op.attrs["other"]):
+            out[op] = users[0].attrs["axis"]
+    return out
