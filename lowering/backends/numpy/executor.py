@@ -48,6 +48,7 @@ class Executor:
         self.fn = fn
         self.plan = plan_of(fn)  # made once per function
         self.quiet = False  # inside np.errstate(all="ignore") (block)
+        self.tensors: dict[Value, np.ndarray] = {}  # run's `tensors`
         self.programs = programs
         self.phase = phase
         self.grids_seen = 0
