@@ -11,7 +11,10 @@ It follows the recipe real spatial compilers share (MLIR-AIE, TT-Metalium, Cereb
 - loop-carried values (accumulators) stay resident in SRAM, and stores drain through the writer.
 Ragged edges are exact: each transfer moves only the in-range part of its tile, and a
 `td.tile(stop, start=s)` loop runs each program's own iterations, its first tile cut at the start
-and its last at the stop (`trips.py`).
+and its last at the stop (`trips.py`). A stop read from the data (a jagged row's length) is
+evaluated from the arguments: in dataflow timing a PE's readers wait for the compute agent to
+have it (a `trip` semaphore) before copying the loop's tiles; in static timing every program
+runs to the loop's bound, the iterations past its own predicated (`"predicated": true`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 
 from lowering.backends.spatial.arch import Arch
 from lowering.backends.spatial.channels import assign, first_of_streams, stream_key
+from lowering.backends.spatial.data_values import DataValues
 from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
@@ -213,7 +217,8 @@ class Mapping:
     (kernel, config, arch); the phases of a kernel with several grids run one after another."""
 
     def __init__(self, fn: Function, config: Config, arch: Arch, phase: int = 0,
-                 scalars: dict[Value, Any] | None = None) -> None:
+                 scalars: dict[Value, Any] | None = None, args: list[Any] | None = None
+                 ) -> None:
         self.fn = fn
         self.config = config
         self.arch = arch
@@ -221,8 +226,11 @@ class Mapping:
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
         self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
-        # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values)
-        self.stops = Stops(fn, self.grid, self.blocks, scalars)
+        # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values;
+        # `args`: all of them, for bounds read from the data)
+        self.stops = Stops(fn, self.grid, self.blocks, scalars,
+                           DataValues(fn, self.grid, phase, config, args),
+                           static=arch.timing == "static")
         self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
         self.depth = int(config.get("buffer_depth", 2))
         self.steps = _structure(self.grid.regions[0])
@@ -545,6 +553,9 @@ class Mapping:
                                    "max": self.depth})
                 semaphores.append({"id": f"{name}.full", "pe": list(pe), "init": 0,
                                    "max": self.depth})
+            if self.waits_for_data:  # the compute agent tells each reader a bound is known
+                semaphores += [{"id": f"trip{i}_{tag}", "pe": list(pe), "init": 0,
+                                "max": len(programs)} for i in range(self.readers)]
             if carried:
                 buffers.append({"id": f"acc_{tag}", "pe": list(pe), "bytes": carried, "depth": 1,
                                 "addr": addr, "role": "accumulator"})
@@ -726,31 +737,68 @@ class Mapping:
         allocs = [op.result for op in self.fn.body.ops if op.name in ("tensor.empty", "tensor.full")]
         return f"out{allocs.index(v)}"
 
+    @functools.cached_property
+    def waits_for_data(self) -> bool:
+        """Whether, in dataflow timing, some loop's bound is read from a tensor: its PE's
+        readers then wait for the compute agent to have it (`_wait_for_bounds`)."""
+        return self.arch.timing != "static" and bool(self.stops.waits)
+
+    def _needs_bound(self, step: Step) -> bool:
+        """Whether `step` holds a loop whose bound a PE waits for (`waits_for_data`)."""
+        return isinstance(step, Loop) and (
+            self.stops.loops.get(step.range) in self.stops.waits or
+            any(self._needs_bound(s) for s in step.body))
+
+    def _parts(self, r: Value, g: tuple[int, ...], its: range) -> list[tuple[range, bool]]:
+        """The iterations `its` of program `g`'s loop over `r` in runs, each with whether static
+        timing predicates it (those before and after the program's own iterations of a loop
+        with a data bound, `Stops.predicated`)."""
+        if not self.stops.to_bound(r):
+            return [(its, False)]
+        own = self.stops.iterations(r, g, self.stops.bounds(r, g))
+        if not own:
+            return [(its, True)]
+        parts = [(range(its.start, own.start), True), (own, False),
+                 (range(own.stop, its.stop), True)]
+        return [(part, p) for part, p in parts if part]
+
     def _program(self, pe: tuple[int, int], g: tuple[int, ...], steps: list[Step],
                  iters: dict[Value, int], readers: dict[int, list], compute: list,
-                 writer: list, last: dict[int, int]) -> None:
+                 writer: list, last: dict[int, int], predicated: bool = False) -> None:
         """Append program `g`'s steps to its PE's agents. `last` (reader -> the stream of its
         last copy) carries on from iteration to iteration, so a copy of another stream than
         its reader's last one is marked a switch (iterations copy the same streams in the same
-        order, so the ones `fold_loop` repeats start from the state the built ones did)."""
+        order, so the ones `fold_loop` repeats start from the state the built ones did).
+        `predicated`: static timing runs these steps in their slots, to no effect."""
+        waited = False
         for s in steps:
+            if steps is self.steps and not waited and self.waits_for_data and \
+                    self._needs_bound(s):
+                waited = True  # the readers copy the loop's tiles once the bound is known
+                tag = f"{pe[0]}_{pe[1]}"
+                for i in readers:
+                    compute.append({"release": f"trip{i}_{tag}", "n": 1})
+                    readers[i].append({"acquire": f"trip{i}_{tag}", "n": 1})
             if isinstance(s, Loop):
                 its = self.stops.iterations(s.range, g)  # all, or this program's
                 if not its:
                     continue  # a td.tile(stop, start=s) loop this program runs none of
                 # Iterations differ only in their copies' offsets (affine in the iteration), except
                 # a first one cut at the start and a last one cut at the stop: build the first
-                # three (the offset strides, whichever is partial) and the last, and let
-                # `fold_loop` turn the rest, copies of the third, into loop counts.
-                built = sorted({*its[:3], its[-1]})
-                bodies = []
-                for it in built:
-                    rb: dict[int, list] = {i: [] for i in readers}
-                    cb: list = []
-                    wb: list = []
-                    self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb, last)
-                    bodies.append((rb, cb, wb))
-                order = [bodies[built.index(it) if it in built else 2] for it in its]
+                # three (the offset strides, whichever is partial) and the last of each part
+                # (predicated or not), and let `fold_loop` turn the rest, copies of the third
+                # of their part, into loop counts.
+                built: dict[int, tuple] = {}
+                order = []
+                for part, off in self._parts(s.range, g, its):
+                    for it in sorted({*part[:3], part[-1]}):
+                        rb: dict[int, list] = {i: [] for i in readers}
+                        cb: list = []
+                        wb: list = []
+                        self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb, last,
+                                      predicated or off)
+                        built[it] = (rb, cb, wb)
+                    order += [built[it] if it in built else built[part[2]] for it in part]
                 for i in readers:
                     readers[i].extend(fold_loop([b[0][i] for b in order]))
                 compute.extend(fold_loop([b[1] for b in order]))
@@ -767,10 +815,15 @@ class Mapping:
                     switch = last.get(r, stream) != stream
                     last[r] = stream
                     readers[r].extend(self._copy(op, pe, g, iters, dsts,
-                                                 buf if axis is None else None, switch=switch))
+                                                 buf if axis is None else None, switch=switch,
+                                                 predicated=predicated))
             cycles, macs = self.compute_cost(s.compute, g, iters)
-            compute.append({"op": {"program": list(g), "cycles": cycles, "macs": macs,
-                                   "ops": [o.name for o in s.compute]}})
+            step: dict[str, Any] = {"op": {"program": list(g), "cycles": cycles,
+                                           "macs": 0 if predicated else macs,
+                                           "ops": [o.name for o in s.compute]}}
+            if predicated:
+                step["predicated"] = True
+            compute.append(step)
             for op in s.loads:
                 compute.append({"release": f"ld{self._op_index(op)}_{tag}.empty", "n": 1})
             for op in s.stores:
@@ -786,6 +839,8 @@ class Mapping:
                         "route": route["id"], "bytes": nbytes}
                 if op.name == "atomic":  # the channel reads the old elements, then writes
                     copy["rmw"] = op.attrs["kind"]
+                if predicated:
+                    copy["predicated"] = True
                 writer.append({"copy": copy})
                 writer.append({"release": f"{buf}.empty", "n": 1})
 
@@ -821,10 +876,11 @@ class Mapping:
     def _copy(self, op: Op, pe: tuple[int, int], g: tuple[int, ...], iters: dict[Value, int],
               dsts: list[tuple[int, int]], own: str | None,
               cover: dict[Value, tuple[int, int]] | None = None,
-              switch: bool = False) -> list[dict[str, Any]]:
+              switch: bool = False, predicated: bool = False) -> list[dict[str, Any]]:
         """A DRAM -> SRAM copy, issued by `pe` through its DRAM channel, of a load's tile to one
         PE or (multicast) PEs of a row or column (`cover`: see `access`); `switch`: its reader
-        turns to this stream from another one (`channels.py`)."""
+        turns to this stream from another one (`channels.py`); `predicated`: it keeps its slot
+        in a static schedule and moves nothing."""
         offset, sizes, strides, nbytes = self.access(op, g, iters, cover)
         route = self.route(self.dram_for(pe), dsts, f"ld{self._op_index(op)}")
         bufs = [own] if own is not None else \
@@ -835,6 +891,8 @@ class Mapping:
                 "dst": {"buffers": bufs}, "route": route["id"], "bytes": nbytes}
         if switch:
             copy["switch"] = True
+        if predicated:
+            copy["predicated"] = True
         steps.append({"copy": copy})
         steps += [{"release": f"{b}.full", "n": 1} for b in bufs]
         return steps

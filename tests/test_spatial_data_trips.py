@@ -1,0 +1,107 @@
+"""Loops whose trip count is read from the data on the spatial target (jagged rows): in dataflow
+timing each program runs its own iterations once its bound has arrived; in static timing every
+program is scheduled to the loop's bound and the iterations past its own are predicated."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from lowering.backends.spatial.arch import preset
+from lowering.backends.spatial.schema import validate
+from support import example, kernel_of
+
+DIMS = {"rows": 7, "m": 5, "max_len": 6}
+CONFIG = td.Config(block_sizes=(2, 8, 4))  # rows, features, entries (jagged_sum)
+CONFIGS = {"jagged_sum": CONFIG, "jagged_softmax": td.Config(block_sizes=(2, 8, 4, 4))}
+
+
+def arch(timing: str):
+    return dataclasses.replace(preset("generic-8x8"), timing=timing)
+
+
+def copies(steps: list[dict], tensor: str) -> dict[bool, int]:
+    """How many copies from `tensor` a program makes, loops unrolled, by whether predicated."""
+    out = {False: 0, True: 0}
+    for s in steps:
+        if "loop" in s:
+            for k, n in copies(s["body"], tensor).items():
+                out[k] += s["loop"] * n
+        elif "copy" in s and s["copy"]["src"].get("tensor") == tensor:
+            out[bool(s["copy"].get("predicated"))] += 1
+    return out
+
+
+@pytest.mark.parametrize("name", ["jagged_sum", "jagged_softmax"])
+def test_jagged_rows_map_in_both_timings_and_match_numpy(name: str) -> None:
+    kernel, config = kernel_of(name), CONFIGS[name]
+    args = example(name).make_inputs(np.random.default_rng(3), DIMS)
+    offsets = args[1]
+    want = kernel.run(*args, backend="numpy", config=config)
+    lengths = np.diff(offsets)
+    block_b, block_m, block_k = config.block_sizes[:3]
+    loops = 2 if name == "jagged_softmax" else 1  # passes over the entries per feature tile
+    for timing in ("dataflow", "static"):
+        got = kernel.run(*args, backend="spatial", arch=arch(timing), config=config)
+        np.testing.assert_array_equal(got, want)
+        assert kernel.simulate(*args, arch=arch(timing), config=config).cycles > 0
+        doc = json.loads(kernel.source(*args, target="spatial", arch=arch(timing), config=config))
+        validate(doc)
+        for agent in (a for a in doc["agents"] if a["kind"] == "compute"):
+            pe = "_".join(map(str, agent["pe"]))
+            made = {False: 0, True: 0}
+            for reader in (a for a in doc["agents"] if a["id"].startswith("reader")
+                           and a["id"].endswith(f"_{pe}")):
+                for k, n in copies(reader["program"], "x_data").items():
+                    made[k] += n
+            # each program's own iterations (to the longest row of its tile), or in static
+            # timing all of them to the loop's bound (x_data's rows), the rest predicated
+            passes = math.ceil(DIMS["m"] / block_m) * loops
+            own = sum(math.ceil(lengths[g * block_b:(g + 1) * block_b].max() / block_k)
+                      for (g,) in agent["programs"]) * passes
+            bound = math.ceil(len(args[0]) / block_k) * len(agent["programs"]) * passes
+            assert made[False] == own
+            assert made[True] == (bound - made[False] if timing == "static" else 0)
+
+
+def test_static_timing_pays_for_the_bound_on_skewed_rows() -> None:
+    """Rows of one entry and one of 24, two programs per PE: dataflow programs run their own
+    one or two iterations; static ones are all scheduled to the loop's bound (x_data's rows)
+    and predicate the rest, so the PEs take several times longer."""
+    lengths = np.ones(128, np.int64)
+    lengths[37] = 24
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    x = np.random.default_rng(5).standard_normal((offsets[-1], 8)).astype(np.float32)
+    kernel, config = kernel_of("jagged_sum"), td.Config(block_sizes=(1, 8, 16), fold="linear")
+    cycles = {t: kernel.simulate(x, offsets, arch=arch(t), config=config).cycles
+              for t in ("dataflow", "static")}
+    assert cycles["static"] > 2 * cycles["dataflow"]
+
+
+@td.tile_kernel
+def stop_at_what_it_writes(x, stops):
+    """Each row tile bumps its stops, then sums its rows up to the largest: the stop is known
+    only once the kernel has run."""
+    n, m = x.shape
+    out = td.empty((n,), dtype=x.dtype)
+    for tq in td.tile(n):
+        stops[tq] = stops[tq] + 1
+        acc = td.zeros((tq,), dtype=x.dtype)
+        for tk in td.tile(m, stop=stops[tq].max()):
+            acc = acc + td.sum(x[tq, tk], axis=1)
+        out[tq] = acc
+    return out
+
+
+def test_a_stop_the_kernel_writes_is_refused_at_its_line() -> None:
+    x = np.ones((6, 9), np.float32)
+    stops = np.array([1, 2, 3, 4, 5, 6], np.int32)
+    with pytest.raises(td.BackendError, match="its stop depends on a load of 'stops', a "
+                       "tensor this kernel writes") as info:
+        stop_at_what_it_writes.simulate(x, stops, arch=arch("dataflow"))
+    assert "for tk in td.tile(m, stop=stops[tq].max()):" in str(info.value)
