@@ -106,3 +106,17 @@ def test_a_stop_the_kernel_writes_is_refused_at_its_line() -> None:
                        "tensor this kernel writes") as info:
         stop_at_what_it_writes.simulate(x, stops, arch=arch("dataflow"))
     assert "for tk in td.tile(m, stop=stops[tq].max()):" in str(info.value)
+
+
+def test_a_persistent_loop_maps_each_tile_once_in_both_timings() -> None:
+    """td.tile(m, n)[p::P]: each program computes every P-th output tile; the plan's MACs
+    count every (m, n, k) product once, whatever tiles each program got."""
+    dims = {"m": 37, "k": 20, "n": 29}  # 5 x 4 tiles of 8: fewer than the 16 programs
+    args = example("persistent_matmul").make_inputs(np.random.default_rng(2), dims)
+    kernel, config = kernel_of("persistent_matmul"), td.Config(block_sizes=(8, 8, 8))
+    want = kernel.run(*args, backend="numpy", config=config)
+    for timing in ("dataflow", "static"):
+        got = kernel.run(*args, backend="spatial", arch=arch(timing), config=config)
+        np.testing.assert_array_equal(got, want)
+        report = kernel.simulate(*args, arch=arch(timing), config=config)
+        assert report.macs == dims["m"] * dims["k"] * dims["n"]

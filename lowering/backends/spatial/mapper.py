@@ -34,7 +34,7 @@ from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
 from tiledsl.errors import BackendError, ConfigError
-from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
 from tiledsl.ir.ops import FLOAT_UNARY, ISOLATED, RANDOM, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
@@ -98,6 +98,7 @@ class Segment:
 class Loop:
     range: Value
     body: list[Segment | Loop]
+    strided: Op | None = None  # a persistent loop, td.tile(m, n)[p::P] (`Mapping.tile_positions`)
 
 
 Step = Segment | Loop
@@ -139,17 +140,12 @@ def _structure(block: Block, used: set[Value] | None = None) -> list[Step]:
     steps: list[Step] = []
     current = Segment()
     for op in block.ops:
-        if op.name == "for" and op.attrs.get("stride"):
-            raise BackendError(
-                "backend 'spatial' cannot map a strided 'for' (td.tile(...)[p::P]): the mapper "
-                "places each tile on a PE itself", loc=op.loc,
-                hint="tile the grid (for tm, tn in td.tile(m, n)) and let the fold knob place "
-                     "the tiles on the PEs")
         if op.name == "for":
             if current.loads or current.compute or current.stores:
                 steps.append(current)
                 current = Segment()
-            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used)))
+            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used),
+                              op if op.attrs.get("stride") else None))
         elif op.regions and not has_trait(op.name, ISOLATED):  # an `if`: its branch is known
             # per program only when it runs (a scan's combine region is part of its compute)
             raise BackendError(
@@ -681,7 +677,12 @@ class Mapping:
 
         def walk(steps: list[Step], trips: int) -> None:
             for s in steps:
-                if isinstance(s, Loop):
+                if isinstance(s, Loop) and s.strided is not None:  # about total / stride
+                    ranges = loop_ranges(s.strided)
+                    total = math.prod(_cdiv(self.rt(r).extent, self.block(self.rt(r).block))
+                                      for r in ranges)
+                    walk(s.body, trips * _cdiv(total, int(s.strided.attrs["stride"])))
+                elif isinstance(s, Loop):
                     t = self.rt(s.range)
                     walk(s.body, trips * _cdiv(t.extent, self.block(t.block)))
                 else:
@@ -705,13 +706,17 @@ class Mapping:
         return (f"each PE needs {need} DMA channels ({', '.join(parts)}), {self.arch.name} has "
                 f"{self.arch.dma_channels}")
 
-    def _carried_bytes(self) -> int:
+    def _carried_bytes(self, block: Block | None = None) -> int:
+        """The bytes of the values the grid's loops carry (those of a persistent loop's body
+        too: each of its tiles has its own)."""
         total = 0
-        for op in self.grid.regions[0].ops:
+        for op in (self.grid.regions[0] if block is None else block).ops:
             if op.name == "for":
                 for r in op.results:
                     if isinstance(r.type, TileType):
                         total += self.numel(r.type) * r.type.dtype.bits // 8
+                if op.attrs.get("stride"):
+                    total += self._carried_bytes(op.regions[0])
         return total
 
     def _tensors(self) -> list[dict[str, Any]]:
@@ -762,6 +767,15 @@ class Mapping:
                  (range(own.stop, its.stop), True)]
         return [(part, p) for part, p in parts if part]
 
+    def tile_positions(self, s: Loop, g: tuple[int, ...]) -> list[dict[Value, int]]:
+        """The tiles program `g` runs of a persistent loop (`td.tile(m, n)[first::stride]`), in
+        order, each as its position along each of the loop's ranges (numbered row-major)."""
+        assert s.strided is not None
+        ranges = loop_ranges(s.strided)
+        counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in ranges]
+        return [dict(zip(ranges, np.unravel_index(t, counts)))
+                for t in self.stops.tiles(s.strided, g, math.prod(counts))]
+
     def _program(self, pe: tuple[int, int], g: tuple[int, ...], steps: list[Step],
                  iters: dict[Value, int], readers: dict[int, list], compute: list,
                  writer: list, last: dict[int, int], predicated: bool = False) -> None:
@@ -779,6 +793,11 @@ class Mapping:
                 for i in readers:
                     compute.append({"release": f"trip{i}_{tag}", "n": 1})
                     readers[i].append({"acquire": f"trip{i}_{tag}", "n": 1})
+            if isinstance(s, Loop) and s.strided is not None:  # each of its tiles in turn
+                for pos in self.tile_positions(s, g):
+                    self._program(pe, g, s.body, {**iters, **pos}, readers, compute, writer,
+                                  last, predicated)
+                continue
             if isinstance(s, Loop):
                 its = self.stops.iterations(s.range, g)  # all, or this program's
                 if not its:

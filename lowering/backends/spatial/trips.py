@@ -32,7 +32,7 @@ import numpy as np
 
 from lowering.backends.spatial.data_values import DataValues, Unknowable
 from tiledsl.errors import BackendError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
+from tiledsl.ir.core import Block, Function, Op, Value, loop_first, loop_start, loop_stop
 from tiledsl.ir.types import RangeType, TileType
 
 ARITH = ("add", "sub", "mul", "minimum", "maximum")
@@ -82,6 +82,9 @@ class Stops:
         for op in block.ops:
             if op.name == "load" and varying:
                 self.varying[op] = varying
+            first = loop_first(op) if op.name == "for" else None
+            if first is not None:  # a persistent loop's tiles: known if its first is (`tiles`)
+                self._depends(op, first, "first tile")
             stop = loop_stop(op) if op.name == "for" else None
             inner = varying
             if stop is not None:
@@ -215,6 +218,18 @@ class Stops:
         """Whether iteration `it` of program `g`'s loop over `r` is one that static timing
         schedules but predicates off (`to_bound`)."""
         return self.to_bound(r) and it not in self.iterations(r, g, self.bounds(r, g))
+
+    def tiles(self, loop: Op, g: tuple[int, ...], total: int) -> range:
+        """The tile numbers program `g` runs of a persistent loop over `total` tiles
+        (`td.tile(m, n)[first::stride]`): first, first + stride, ... below total."""
+        first = loop_first(loop)
+        assert first is not None
+        if self.static and loop in self.from_data:
+            raise self._unsupported(loop, "first tile", "loaded data, which a static schedule "
+                                    "does not know", hint="start at the program's index "
+                                    "(td.tile(m, n)[p::P]), or simulate with dataflow timing")
+        start = int(np.clip(self._eval(loop, first, g, "first tile"), 0, total))
+        return range(start, total, int(loop.attrs["stride"]))
 
     def limit(self, r: Value, g: tuple[int, ...]) -> int:
         return self.bounds(r, g)[1]
