@@ -120,3 +120,43 @@ def test_a_persistent_loop_maps_each_tile_once_in_both_timings() -> None:
         np.testing.assert_array_equal(got, want)
         report = kernel.simulate(*args, arch=arch(timing), config=config)
         assert report.macs == dims["m"] * dims["k"] * dims["n"]
+
+
+@td.tile_kernel
+def double_unflagged(x, flags):
+    """Rows whose flag is set are zeroed without reading x; the others doubled."""
+    n, m = x.shape
+    out = td.empty((n, m), dtype=x.dtype)
+    for ti in td.tile(n, block_size=1):
+        if flags[ti.begin] != 0:
+            for tz in td.tile(m):
+                out[ti, tz] = td.zeros((ti, tz), dtype=x.dtype)
+        else:
+            for tm in td.tile(m):
+                out[ti, tm] = x[ti, tm] * 2
+    return out
+
+
+def test_an_if_on_loaded_data_takes_its_side_or_is_predicated() -> None:
+    """Dataflow programs copy x only for their unflagged rows; static ones schedule both sides
+    and predicate the one they do not take (same DRAM traffic, more cycles)."""
+    x = np.random.default_rng(4).standard_normal((11, 20)).astype(np.float32)
+    flags = np.array([1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0], np.int32)
+    config = td.Config(block_sizes=(8, 8))
+    want = double_unflagged.run(x, flags, backend="numpy", config=config)
+    made, runs = {}, {}
+    for timing in ("dataflow", "static"):
+        got = double_unflagged.run(x, flags, backend="spatial", arch=arch(timing), config=config)
+        np.testing.assert_array_equal(got, want)
+        runs[timing] = double_unflagged.simulate(x, flags, arch=arch(timing), config=config)
+        doc = json.loads(double_unflagged.source(x, flags, target="spatial", arch=arch(timing),
+                                                 config=config))
+        made[timing] = {False: 0, True: 0}
+        for agent in doc["agents"]:
+            for k, n in copies(agent["program"], "x").items():
+                made[timing][k] += n
+    tiles = math.ceil(20 / 8)
+    assert made["dataflow"] == {False: 5 * tiles, True: 0}
+    assert made["static"] == {False: 5 * tiles, True: 6 * tiles}
+    assert runs["static"].dram_bytes == runs["dataflow"].dram_bytes
+    assert runs["static"].cycles > runs["dataflow"].cycles

@@ -101,7 +101,21 @@ class Loop:
     strided: Op | None = None  # a persistent loop, td.tile(m, n)[p::P] (`Mapping.tile_positions`)
 
 
-Step = Segment | Loop
+@dataclass
+class Branch:
+    """A runtime `if`: each program takes one side, known from its condition (`_program`)."""
+
+    op: Op
+    then: list[Segment | Loop | Branch]
+    other: list[Segment | Loop | Branch]
+
+    @property
+    def body(self) -> list[Segment | Loop | Branch]:
+        """Both sides, for walks over every load and store."""
+        return self.then + self.other
+
+
+Step = Segment | Loop | Branch
 
 
 def _dram_strides(v: Value) -> tuple[int, ...]:
@@ -146,14 +160,12 @@ def _structure(block: Block, used: set[Value] | None = None) -> list[Step]:
                 current = Segment()
             steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used),
                               op if op.attrs.get("stride") else None))
-        elif op.regions and not has_trait(op.name, ISOLATED):  # an `if`: its branch is known
-            # per program only when it runs (a scan's combine region is part of its compute)
-            raise BackendError(
-                f"backend 'spatial' cannot map the '{op.name}' op (an `if` on a runtime value): "
-                "the mapper plans every program's transfers before the run, and which branch a "
-                "program takes is known only then", loc=op.loc,
-                hint="run it on the numpy or triton backend, or compute both sides and "
-                     "select with td.where")
+        elif op.name == "if":  # each program's side is known from its condition (trips.py)
+            if current.loads or current.compute or current.stores:
+                steps.append(current)
+                current = Segment()
+            steps.append(Branch(op, _structure(op.regions[0], used),
+                                _structure(op.regions[1], used)))
         elif op.name == "load":
             current.loads.append(op)
         elif op.name == "store":
@@ -590,7 +602,7 @@ class Mapping:
 
         def walk(steps: list[Step]) -> None:
             for s in steps:
-                if isinstance(s, Loop):
+                if isinstance(s, (Loop, Branch)):
                     walk(s.body)
                 else:
                     out.extend(s.loads if name == "load" else s.stores)
@@ -685,6 +697,8 @@ class Mapping:
                 elif isinstance(s, Loop):
                     t = self.rt(s.range)
                     walk(s.body, trips * _cdiv(t.extent, self.block(t.block)))
+                elif isinstance(s, Branch):
+                    walk(s.body, trips)
                 else:
                     out.extend((op, trips) for op in s.loads)
         walk(self.steps, 1)
@@ -750,6 +764,8 @@ class Mapping:
 
     def _needs_bound(self, step: Step) -> bool:
         """Whether `step` holds a loop whose bound a PE waits for (`waits_for_data`)."""
+        if isinstance(step, Branch):
+            return step.op in self.stops.waits or any(self._needs_bound(s) for s in step.body)
         return isinstance(step, Loop) and (
             self.stops.loops.get(step.range) in self.stops.waits or
             any(self._needs_bound(s) for s in step.body))
@@ -793,6 +809,15 @@ class Mapping:
                 for i in readers:
                     compute.append({"release": f"trip{i}_{tag}", "n": 1})
                     readers[i].append({"acquire": f"trip{i}_{tag}", "n": 1})
+            if isinstance(s, Branch):  # the side the program takes; in static timing with a
+                # condition read from the data, both: the other one predicated
+                take = self.stops.condition(s.op, g)
+                both = self.stops.static and s.op in self.stops.waits
+                for side, taken in ((s.then, take), (s.other, not take)):
+                    if taken or both:
+                        self._program(pe, g, side, iters, readers, compute, writer, last,
+                                      predicated or not taken)
+                continue
             if isinstance(s, Loop) and s.strided is not None:  # each of its tiles in turn
                 for pos in self.tile_positions(s, g):
                     self._program(pe, g, s.body, {**iters, **pos}, readers, compute, writer,
@@ -919,4 +944,5 @@ class Mapping:
 
 def _holds(steps: list[Step], op: Op) -> bool:
     """Whether `op` is among the loads of `steps` (loops included)."""
-    return any(_holds(s.body, op) if isinstance(s, Loop) else op in s.loads for s in steps)
+    return any(_holds(s.body, op) if isinstance(s, (Loop, Branch)) else op in s.loads
+               for s in steps)

@@ -66,8 +66,9 @@ class Stops:
         self.scalars = scalars
         self.data = DataValues(fn, grid, 0, None, None) if data is None else data
         self.static = static  # static timing: loops with data bounds run to their extent
-        self.from_data: set[Op] = set()  # loops whose stop or start needs the arguments' data
-        self.waits: set[Op] = set()  # those whose bound reads a tensor: a PE waits for its copy
+        self.from_data: set[Op] = set()  # loops and ifs evaluated by the NumPy rules
+        self.waits: set[Op] = set()  # those that read a tensor: a PE waits for its copy, and
+        # static timing, which does not know it, schedules to the bound or both sides
         self.loops: dict[Value, Op] = {}  # a stop loop's range -> the loop
         self.axes: dict[Value, tuple[int, ...]] = {}  # grid axes its stop and start depend on
         self.varying: dict[Op, frozenset[int]] = {}  # a load -> axes its stop loops vary along
@@ -82,6 +83,8 @@ class Stops:
         for op in block.ops:
             if op.name == "load" and varying:
                 self.varying[op] = varying
+            if op.name == "if":  # its side per program: known if its condition is (`condition`)
+                self._depends(op, op.operands[0], "condition")
             first = loop_first(op) if op.name == "for" else None
             if first is not None:  # a persistent loop's tiles: known if its first is (`tiles`)
                 self._depends(op, first, "first tile")
@@ -95,7 +98,7 @@ class Stops:
                 if start is not None:
                     axes |= self._depends(op, start, "start")
                 self.axes[r] = tuple(sorted(axes))
-                if self.static and op in self.from_data:
+                if self.static and op in self.waits:
                     axes = frozenset()  # every program runs to the bound
                 inner = varying | axes
             for region in op.regions:
@@ -136,6 +139,14 @@ class Stops:
 
     def _unsupported(self, loop: Op, which: str, what: str, hint: str | None = None
                      ) -> BackendError:
+        if loop.name == "if":
+            return BackendError(
+                f"backend 'spatial' cannot map the 'if' op: its condition depends on {what}, "
+                "and the mapper plans which side each program takes before the run",
+                kernel=self.fn.name, loc=loop.loc,
+                hint=hint or "compute the condition from the grid's tiles, scalar arguments "
+                             "and loads of tensors the kernel does not write; or compute both "
+                             "sides and select with td.where")
         return BackendError(
             f"backend 'spatial' cannot map this td.tile() loop: its {which} depends on {what}, "
             "and the mapper plans each program's iterations before the run",
@@ -181,8 +192,9 @@ class Stops:
         """`v`, computed from loaded data, for every program (grid-shaped)."""
         if self.data.args is None:
             raise self._unsupported(
-                loop, which, "loaded data, whose values this plan (the estimate of a config "
-                "space) was not given", hint="simulate with the arguments (k.simulate(*args))")
+                loop, which, "the arguments' values, which this plan (the estimate of a "
+                "config space) was not given", hint="simulate with the arguments "
+                "(k.simulate(*args))")
         return self.data.values(v, [_cdiv(_extent(r), self.block(r)) for r in self.ranges])
 
     def _bounds(self, r: Value, coords: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -212,19 +224,23 @@ class Stops:
         """Whether static timing schedules the loop over `r` to its bound, every program
         running all its iterations, those past a program's own predicated: its stop or start
         is read from the data, which the schedule does not know."""
-        return self.static and self.loops.get(r) in self.from_data
+        return self.static and self.loops.get(r) in self.waits
 
     def predicated(self, r: Value, g: tuple[int, ...], it: int) -> bool:
         """Whether iteration `it` of program `g`'s loop over `r` is one that static timing
         schedules but predicates off (`to_bound`)."""
         return self.to_bound(r) and it not in self.iterations(r, g, self.bounds(r, g))
 
+    def condition(self, op: Op, g: tuple[int, ...]) -> bool:
+        """The condition of `if` op `op` for program `g`."""
+        return bool(self._eval(op, op.operands[0], g, "condition"))
+
     def tiles(self, loop: Op, g: tuple[int, ...], total: int) -> range:
         """The tile numbers program `g` runs of a persistent loop over `total` tiles
         (`td.tile(m, n)[first::stride]`): first, first + stride, ... below total."""
         first = loop_first(loop)
         assert first is not None
-        if self.static and loop in self.from_data:
+        if self.static and loop in self.waits:
             raise self._unsupported(loop, "first tile", "loaded data, which a static schedule "
                                     "does not know", hint="start at the program's index "
                                     "(td.tile(m, n)[p::P]), or simulate with dataflow timing")
@@ -286,4 +302,5 @@ def reads_arguments(fn: Function) -> bool:
             return v in fn.args and isinstance(v.type, TileType)
         return op.name == "load" or any(reads(o) for o in op.operands)
     return any(reads(b) for op in fn.walk() if op.name == "for"
-               for b in (loop_stop(op), loop_start(op)) if b is not None)
+               for b in (loop_stop(op), loop_start(op)) if b is not None) or \
+        any(op.name == "if" for op in fn.walk())  # (its side per program)
