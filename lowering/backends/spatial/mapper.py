@@ -789,7 +789,7 @@ class Mapping:
         assert s.strided is not None
         ranges = loop_ranges(s.strided)
         counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in ranges]
-        return [dict(zip(ranges, np.unravel_index(t, counts)))
+        return [dict(zip(ranges, map(int, np.unravel_index(t, counts))))
                 for t in self.stops.tiles(s.strided, g, math.prod(counts))]
 
     def _program(self, pe: tuple[int, int], g: tuple[int, ...], steps: list[Step],
