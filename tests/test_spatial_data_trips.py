@@ -71,10 +71,10 @@ def test_jagged_rows_map_in_both_timings_and_match_numpy() -> None:
 
 
 def test_static_timing_pays_for_the_bound_on_skewed_rows() -> None:
-    """Rows of one entry and one of 24, a program per PE: dataflow programs run their own one
-    or two iterations; static ones are all scheduled to the loop's bound (x_data's 87 rows)
-    and predicate the rest, so they take several times longer."""
-    lengths = np.ones(64, np.int64)
+    """Rows of one entry and one of 24, two programs per PE: dataflow programs run their own
+    one or two iterations; static ones are all scheduled to the loop's bound (x_data's 151
+    rows) and predicate the rest, so the PEs take several times longer."""
+    lengths = np.ones(128, np.int64)
     lengths[37] = 24
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     x = np.random.default_rng(5).standard_normal((offsets[-1], 8)).astype(np.float32)
