@@ -313,6 +313,3 @@ def test_bad_strided_loops_are_clear_errors(kernel: td.TileKernel, args: tuple,
     assert "[p::P]" in (info.value.hint or "")
 
 
-def test_the_spatial_mapper_refuses_a_strided_loop() -> None:
-    with pytest.raises(td.BackendError, match="strided 'for'"):
-        strided_scale.config_space(np.ones((8, 8), np.float32), backend="spatial")

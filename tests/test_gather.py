@@ -189,15 +189,6 @@ def test_a_gather_is_pointer_arithmetic_and_compiles_for_sm_90() -> None:
     assert [r.problem for r in mod.jagged_sum.compile(*args, arch="sm_90")] == [None]
 
 
-@pytest.mark.parametrize("name", ["jagged_sum", "jagged_softmax"])
-def test_spatial_refuses_a_loop_that_stops_at_a_loaded_length(name: str) -> None:
-    args = example(name).make_inputs(_rng(), {"rows": 5, "m": 7, "max_len": 3})
-    with pytest.raises(td.BackendError, match="cannot map this td.tile\\(\\) loop: its stop "
-                       "depends on the result of 'reduce'") as info:
-        kernel_of(name).run(*fresh(args), backend="spatial")
-    assert f"{name}.py" in str(info.value) and "stop=max_" in str(info.value)
-
-
 # ---- what cannot work ---------------------------------------------------------------------------
 @td.tile_kernel
 def offsets_of(x, offsets):

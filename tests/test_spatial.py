@@ -18,14 +18,10 @@ from support import EXAMPLE_NAMES, SMALL_DIMS, example, fresh, kernel_of
 SMALL = SMALL_DIMS
 ARCHS = sorted(PRESETS)
 # Examples the mapper refuses, with a BackendError naming the op (test below).
-REFUSED = {"persistent_matmul": "strided 'for'",
-           "jsd": "cannot map the 'if' op"}  # its ignored rows and its beta are runtime `if`s
-# Examples the mapper refuses, with a BackendError at the loop (tests/test_gather.py): their
-# loops stop at a length loaded from memory, and the mapper plans iterations before the run.
-UNMAPPED = {"jagged_sum", "jagged_softmax"}
+# Every example maps (data-dependent loops and `if`s: tests/test_spatial_data_trips.py).
 # (rope, block_scaled_matmul and layer_norm_bwd load more streams than a preset's PE has DMA
 # channels: their streams share readers, `test_streams_sharing_a_dma_take_turns_...`)
-MAPPED = [n for n in EXAMPLE_NAMES if n not in REFUSED and n not in UNMAPPED]
+MAPPED = list(EXAMPLE_NAMES)
 
 
 def inputs(name: str, dtype: type = np.float32) -> tuple:
@@ -134,13 +130,6 @@ def test_a_pe_without_a_dma_for_its_reader_and_its_writer_says_so() -> None:
     with pytest.raises(td.ConfigError, match=r"needs 2 DMA channels \(a reader its loads share, "
                                              r"a writer\), one-dma has 1"):
         configs("axpby", one)
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_examples_the_mapper_refuses_name_the_op_and_line(name: str) -> None:
-    with pytest.raises(td.BackendError, match=REFUSED[name]) as info:
-        kernel_of(name).config_space(*inputs(name), backend="spatial")
-    assert info.value.loc is not None and info.value.kernel == name
 
 
 def test_simulation_is_deterministic() -> None:

@@ -42,15 +42,15 @@ def dataflow_config(fn: Function, config: Config, arch: str | Arch | None = None
     """The kernel's dataflow config: one grid maps to one config; several grids map to a
     sequence of them (phases) that run one after another, as TT-Metalium enqueues programs and
     MLIR-AIE runtime sequences do. `args` (the kernel's arguments) gives loop bounds that
-    depend on scalar arguments their values."""
+    depend on scalar arguments or loaded data their values."""
     a = preset(DEFAULT_ARCH if arch is None else arch)
     count = len(grids(fn))
     scalars = scalar_args(fn, args)
     if count == 1:
-        return Mapping(fn, config, a, scalars=scalars).build()
+        return Mapping(fn, config, a, scalars=scalars, args=args).build()
     return {"version": SCHEMA_VERSION, "kernel": fn.name, "ir_hash": ir_hash(fn),
             "config": config.to_dict(), "arch": a.name, "timing": a.timing,
-            "phases": [Mapping(fn, config, a, phase=i, scalars=scalars).build()
+            "phases": [Mapping(fn, config, a, phase=i, scalars=scalars, args=args).build()
                        for i in range(count)]}
 
 

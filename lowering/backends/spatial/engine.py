@@ -142,8 +142,12 @@ class Program:
                     max(copy["bytes"], channel.min_burst_bytes) / channel.bytes_per_cycle
         overhead = arch.transfer_overhead_cycles + \
             (arch.dma_switch_cycles if copy.get("switch") else 0.0)  # a shared DMA's next stream
-        return (sim.TRANSFER, int(copy["bytes"]), float(overhead), float(latency),
-                list(route["links"]), drams)
+        out = (sim.TRANSFER, int(copy["bytes"]), float(overhead), float(latency),
+               list(route["links"]), drams)
+        if copy.get("predicated"):  # its slot's time, no data on the links or DRAM channels
+            return (sim.TRANSFER, 0, float(overhead) + copy["bytes"] / self.bottleneck(out),
+                    float(latency), [], [])
+        return out
 
     def instructions(self, steps: list[dict[str, Any]], sim: Any) -> list[tuple]:
         out: list[tuple] = []

@@ -108,6 +108,10 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
 
     def walk(steps: list[Step], count: int, iters: dict[Value, int]) -> None:
         for s in steps:
+            if isinstance(s, Loop) and s.strided is not None:  # a persistent loop's tiles
+                for pos in m.tile_positions(s, g):
+                    walk(s.body, count, {**iters, **pos})
+                continue
             if isinstance(s, Loop):
                 bounds = (cover or {}).get(s.range)
                 its = m.stops.iterations(s.range, g, bounds)  # all, or this program's

@@ -11,7 +11,10 @@ It follows the recipe real spatial compilers share (MLIR-AIE, TT-Metalium, Cereb
 - loop-carried values (accumulators) stay resident in SRAM, and stores drain through the writer.
 Ragged edges are exact: each transfer moves only the in-range part of its tile, and a
 `td.tile(stop, start=s)` loop runs each program's own iterations, its first tile cut at the start
-and its last at the stop (`trips.py`).
+and its last at the stop (`trips.py`). A stop read from the data (a jagged row's length) is
+evaluated from the arguments: in dataflow timing a PE's readers wait for the compute agent to
+have it (a `trip` semaphore) before copying the loop's tiles; in static timing every program
+runs to the loop's bound, the iterations past its own predicated (`"predicated": true`).
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ import numpy as np
 
 from lowering.backends.spatial.arch import Arch
 from lowering.backends.spatial.channels import assign, first_of_streams, stream_key
+from lowering.backends.spatial.data_values import DataValues
 from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
 from tiledsl.config import Config
 from tiledsl.errors import BackendError, ConfigError
-from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
 from tiledsl.ir.ops import FLOAT_UNARY, ISOLATED, RANDOM, VIEW, has_trait
 from tiledsl.ir.views import root, strides_of
@@ -94,9 +98,24 @@ class Segment:
 class Loop:
     range: Value
     body: list[Segment | Loop]
+    strided: Op | None = None  # a persistent loop, td.tile(m, n)[p::P] (`Mapping.tile_positions`)
 
 
-Step = Segment | Loop
+@dataclass
+class Branch:
+    """A runtime `if`: each program takes one side, known from its condition (`_program`)."""
+
+    op: Op
+    then: list[Segment | Loop | Branch]
+    other: list[Segment | Loop | Branch]
+
+    @property
+    def body(self) -> list[Segment | Loop | Branch]:
+        """Both sides, for walks over every load and store."""
+        return self.then + self.other
+
+
+Step = Segment | Loop | Branch
 
 
 def _dram_strides(v: Value) -> tuple[int, ...]:
@@ -135,25 +154,18 @@ def _structure(block: Block, used: set[Value] | None = None) -> list[Step]:
     steps: list[Step] = []
     current = Segment()
     for op in block.ops:
-        if op.name == "for" and op.attrs.get("stride"):
-            raise BackendError(
-                "backend 'spatial' cannot map a strided 'for' (td.tile(...)[p::P]): the mapper "
-                "places each tile on a PE itself", loc=op.loc,
-                hint="tile the grid (for tm, tn in td.tile(m, n)) and let the fold knob place "
-                     "the tiles on the PEs")
         if op.name == "for":
             if current.loads or current.compute or current.stores:
                 steps.append(current)
                 current = Segment()
-            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used)))
-        elif op.regions and not has_trait(op.name, ISOLATED):  # an `if`: its branch is known
-            # per program only when it runs (a scan's combine region is part of its compute)
-            raise BackendError(
-                f"backend 'spatial' cannot map the '{op.name}' op (an `if` on a runtime value): "
-                "the mapper plans every program's transfers before the run, and which branch a "
-                "program takes is known only then", loc=op.loc,
-                hint="run it on the numpy or triton backend, or compute both sides and "
-                     "select with td.where")
+            steps.append(Loop(op.regions[0].args[0], _structure(op.regions[0], used),
+                              op if op.attrs.get("stride") else None))
+        elif op.name == "if":  # each program's side is known from its condition (trips.py)
+            if current.loads or current.compute or current.stores:
+                steps.append(current)
+                current = Segment()
+            steps.append(Branch(op, _structure(op.regions[0], used),
+                                _structure(op.regions[1], used)))
         elif op.name == "load":
             current.loads.append(op)
         elif op.name == "store":
@@ -213,7 +225,8 @@ class Mapping:
     (kernel, config, arch); the phases of a kernel with several grids run one after another."""
 
     def __init__(self, fn: Function, config: Config, arch: Arch, phase: int = 0,
-                 scalars: dict[Value, Any] | None = None) -> None:
+                 scalars: dict[Value, Any] | None = None, args: list[Any] | None = None
+                 ) -> None:
         self.fn = fn
         self.config = config
         self.arch = arch
@@ -221,8 +234,11 @@ class Mapping:
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
         self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
-        # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values)
-        self.stops = Stops(fn, self.grid, self.blocks, scalars)
+        # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values;
+        # `args`: all of them, for bounds read from the data)
+        self.stops = Stops(fn, self.grid, self.blocks, scalars,
+                           DataValues(fn, self.grid, phase, config, args),
+                           static=arch.timing == "static")
         self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
         self.depth = int(config.get("buffer_depth", 2))
         self.steps = _structure(self.grid.regions[0])
@@ -545,6 +561,9 @@ class Mapping:
                                    "max": self.depth})
                 semaphores.append({"id": f"{name}.full", "pe": list(pe), "init": 0,
                                    "max": self.depth})
+            if self.waits_for_data:  # the compute agent tells each reader a bound is known
+                semaphores += [{"id": f"trip{i}_{tag}", "pe": list(pe), "init": 0,
+                                "max": len(programs)} for i in range(self.readers)]
             if carried:
                 buffers.append({"id": f"acc_{tag}", "pe": list(pe), "bytes": carried, "depth": 1,
                                 "addr": addr, "role": "accumulator"})
@@ -583,7 +602,7 @@ class Mapping:
 
         def walk(steps: list[Step]) -> None:
             for s in steps:
-                if isinstance(s, Loop):
+                if isinstance(s, (Loop, Branch)):
                     walk(s.body)
                 else:
                     out.extend(s.loads if name == "load" else s.stores)
@@ -670,9 +689,16 @@ class Mapping:
 
         def walk(steps: list[Step], trips: int) -> None:
             for s in steps:
-                if isinstance(s, Loop):
+                if isinstance(s, Loop) and s.strided is not None:  # about total / stride
+                    ranges = loop_ranges(s.strided)
+                    total = math.prod(_cdiv(self.rt(r).extent, self.block(self.rt(r).block))
+                                      for r in ranges)
+                    walk(s.body, trips * _cdiv(total, int(s.strided.attrs["stride"])))
+                elif isinstance(s, Loop):
                     t = self.rt(s.range)
                     walk(s.body, trips * _cdiv(t.extent, self.block(t.block)))
+                elif isinstance(s, Branch):
+                    walk(s.body, trips)
                 else:
                     out.extend((op, trips) for op in s.loads)
         walk(self.steps, 1)
@@ -694,13 +720,17 @@ class Mapping:
         return (f"each PE needs {need} DMA channels ({', '.join(parts)}), {self.arch.name} has "
                 f"{self.arch.dma_channels}")
 
-    def _carried_bytes(self) -> int:
+    def _carried_bytes(self, block: Block | None = None) -> int:
+        """The bytes of the values the grid's loops carry (those of a persistent loop's body
+        too: each of its tiles has its own)."""
         total = 0
-        for op in self.grid.regions[0].ops:
+        for op in (self.grid.regions[0] if block is None else block).ops:
             if op.name == "for":
                 for r in op.results:
                     if isinstance(r.type, TileType):
                         total += self.numel(r.type) * r.type.dtype.bits // 8
+                if op.attrs.get("stride"):
+                    total += self._carried_bytes(op.regions[0])
         return total
 
     def _tensors(self) -> list[dict[str, Any]]:
@@ -726,31 +756,93 @@ class Mapping:
         allocs = [op.result for op in self.fn.body.ops if op.name in ("tensor.empty", "tensor.full")]
         return f"out{allocs.index(v)}"
 
+    @functools.cached_property
+    def waits_for_data(self) -> bool:
+        """Whether, in dataflow timing, some loop's bound is read from a tensor: its PE's
+        readers then wait for the compute agent to have it (`_wait_for_bounds`)."""
+        return self.arch.timing != "static" and bool(self.stops.waits)
+
+    def _needs_bound(self, step: Step) -> bool:
+        """Whether `step` holds a loop whose bound a PE waits for (`waits_for_data`)."""
+        if isinstance(step, Branch):
+            return step.op in self.stops.waits or any(self._needs_bound(s) for s in step.body)
+        return isinstance(step, Loop) and (
+            self.stops.loops.get(step.range) in self.stops.waits or
+            any(self._needs_bound(s) for s in step.body))
+
+    def _parts(self, r: Value, g: tuple[int, ...], its: range) -> list[tuple[range, bool]]:
+        """The iterations `its` of program `g`'s loop over `r` in runs, each with whether static
+        timing predicates it (those before and after the program's own iterations of a loop
+        with a data bound, `Stops.predicated`)."""
+        if not self.stops.to_bound(r):
+            return [(its, False)]
+        own = self.stops.iterations(r, g, self.stops.bounds(r, g))
+        if not own:
+            return [(its, True)]
+        parts = [(range(its.start, own.start), True), (own, False),
+                 (range(own.stop, its.stop), True)]
+        return [(part, p) for part, p in parts if part]
+
+    def tile_positions(self, s: Loop, g: tuple[int, ...]) -> list[dict[Value, int]]:
+        """The tiles program `g` runs of a persistent loop (`td.tile(m, n)[first::stride]`), in
+        order, each as its position along each of the loop's ranges (numbered row-major)."""
+        assert s.strided is not None
+        ranges = loop_ranges(s.strided)
+        counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in ranges]
+        return [dict(zip(ranges, map(int, np.unravel_index(t, counts))))
+                for t in self.stops.tiles(s.strided, g, math.prod(counts))]
+
     def _program(self, pe: tuple[int, int], g: tuple[int, ...], steps: list[Step],
                  iters: dict[Value, int], readers: dict[int, list], compute: list,
-                 writer: list, last: dict[int, int]) -> None:
+                 writer: list, last: dict[int, int], predicated: bool = False) -> None:
         """Append program `g`'s steps to its PE's agents. `last` (reader -> the stream of its
         last copy) carries on from iteration to iteration, so a copy of another stream than
         its reader's last one is marked a switch (iterations copy the same streams in the same
-        order, so the ones `fold_loop` repeats start from the state the built ones did)."""
+        order, so the ones `fold_loop` repeats start from the state the built ones did).
+        `predicated`: static timing runs these steps in their slots, to no effect."""
+        waited = False
         for s in steps:
+            if steps is self.steps and not waited and self.waits_for_data and \
+                    self._needs_bound(s):
+                waited = True  # the readers copy the loop's tiles once the bound is known
+                tag = f"{pe[0]}_{pe[1]}"
+                for i in readers:
+                    compute.append({"release": f"trip{i}_{tag}", "n": 1})
+                    readers[i].append({"acquire": f"trip{i}_{tag}", "n": 1})
+            if isinstance(s, Branch):  # the side the program takes; in static timing with a
+                # condition read from the data, both: the other one predicated
+                take = self.stops.condition(s.op, g)
+                both = self.stops.static and s.op in self.stops.waits
+                for side, taken in ((s.then, take), (s.other, not take)):
+                    if taken or both:
+                        self._program(pe, g, side, iters, readers, compute, writer, last,
+                                      predicated or not taken)
+                continue
+            if isinstance(s, Loop) and s.strided is not None:  # each of its tiles in turn
+                for pos in self.tile_positions(s, g):
+                    self._program(pe, g, s.body, {**iters, **pos}, readers, compute, writer,
+                                  last, predicated)
+                continue
             if isinstance(s, Loop):
                 its = self.stops.iterations(s.range, g)  # all, or this program's
                 if not its:
                     continue  # a td.tile(stop, start=s) loop this program runs none of
                 # Iterations differ only in their copies' offsets (affine in the iteration), except
                 # a first one cut at the start and a last one cut at the stop: build the first
-                # three (the offset strides, whichever is partial) and the last, and let
-                # `fold_loop` turn the rest, copies of the third, into loop counts.
-                built = sorted({*its[:3], its[-1]})
-                bodies = []
-                for it in built:
-                    rb: dict[int, list] = {i: [] for i in readers}
-                    cb: list = []
-                    wb: list = []
-                    self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb, last)
-                    bodies.append((rb, cb, wb))
-                order = [bodies[built.index(it) if it in built else 2] for it in its]
+                # three (the offset strides, whichever is partial) and the last of each part
+                # (predicated or not), and let `fold_loop` turn the rest, copies of the third
+                # of their part, into loop counts.
+                built: dict[int, tuple] = {}
+                order = []
+                for part, off in self._parts(s.range, g, its):
+                    for it in sorted({*part[:3], part[-1]}):
+                        rb: dict[int, list] = {i: [] for i in readers}
+                        cb: list = []
+                        wb: list = []
+                        self._program(pe, g, s.body, {**iters, s.range: it}, rb, cb, wb, last,
+                                      predicated or off)
+                        built[it] = (rb, cb, wb)
+                    order += [built[it] if it in built else built[part[2]] for it in part]
                 for i in readers:
                     readers[i].extend(fold_loop([b[0][i] for b in order]))
                 compute.extend(fold_loop([b[1] for b in order]))
@@ -767,10 +859,15 @@ class Mapping:
                     switch = last.get(r, stream) != stream
                     last[r] = stream
                     readers[r].extend(self._copy(op, pe, g, iters, dsts,
-                                                 buf if axis is None else None, switch=switch))
+                                                 buf if axis is None else None, switch=switch,
+                                                 predicated=predicated))
             cycles, macs = self.compute_cost(s.compute, g, iters)
-            compute.append({"op": {"program": list(g), "cycles": cycles, "macs": macs,
-                                   "ops": [o.name for o in s.compute]}})
+            step: dict[str, Any] = {"op": {"program": list(g), "cycles": cycles,
+                                           "macs": 0 if predicated else macs,
+                                           "ops": [o.name for o in s.compute]}}
+            if predicated:
+                step["predicated"] = True
+            compute.append(step)
             for op in s.loads:
                 compute.append({"release": f"ld{self._op_index(op)}_{tag}.empty", "n": 1})
             for op in s.stores:
@@ -786,6 +883,8 @@ class Mapping:
                         "route": route["id"], "bytes": nbytes}
                 if op.name == "atomic":  # the channel reads the old elements, then writes
                     copy["rmw"] = op.attrs["kind"]
+                if predicated:
+                    copy["predicated"] = True
                 writer.append({"copy": copy})
                 writer.append({"release": f"{buf}.empty", "n": 1})
 
@@ -821,10 +920,11 @@ class Mapping:
     def _copy(self, op: Op, pe: tuple[int, int], g: tuple[int, ...], iters: dict[Value, int],
               dsts: list[tuple[int, int]], own: str | None,
               cover: dict[Value, tuple[int, int]] | None = None,
-              switch: bool = False) -> list[dict[str, Any]]:
+              switch: bool = False, predicated: bool = False) -> list[dict[str, Any]]:
         """A DRAM -> SRAM copy, issued by `pe` through its DRAM channel, of a load's tile to one
         PE or (multicast) PEs of a row or column (`cover`: see `access`); `switch`: its reader
-        turns to this stream from another one (`channels.py`)."""
+        turns to this stream from another one (`channels.py`); `predicated`: it keeps its slot
+        in a static schedule and moves nothing."""
         offset, sizes, strides, nbytes = self.access(op, g, iters, cover)
         route = self.route(self.dram_for(pe), dsts, f"ld{self._op_index(op)}")
         bufs = [own] if own is not None else \
@@ -835,6 +935,8 @@ class Mapping:
                 "dst": {"buffers": bufs}, "route": route["id"], "bytes": nbytes}
         if switch:
             copy["switch"] = True
+        if predicated:
+            copy["predicated"] = True
         steps.append({"copy": copy})
         steps += [{"release": f"{b}.full", "n": 1} for b in bufs]
         return steps
@@ -842,4 +944,5 @@ class Mapping:
 
 def _holds(steps: list[Step], op: Op) -> bool:
     """Whether `op` is among the loads of `steps` (loops included)."""
-    return any(_holds(s.body, op) if isinstance(s, Loop) else op in s.loads for s in steps)
+    return any(_holds(s.body, op) if isinstance(s, (Loop, Branch)) else op in s.loads
+               for s in steps)

@@ -11,9 +11,17 @@ the NumPy backend does at run time (`Executor.loop`): the stop and start are eva
 grid's tile bounds, constants and (where the caller passes their values) the kernel's scalar
 arguments, in the dtypes of the ops that compute them (an i32 sum wraps as it would at run time).
 
-A bound that depends on anything else (an enclosing sequential loop's tile, a loaded value), or
-on a scalar argument whose value this plan was not given, is not known per program before the
-run, and is a BackendError naming the kernel and the loop's line.
+A bound computed from loaded data (a jagged row's length, `td.tile(n, stop=(ends -
+starts).max())`) is evaluated from the arguments the plan is given (`data_values.py`). In
+dataflow timing each program runs its own iterations, and its readers wait for the loaded
+bound before their copies of the loop (`Mapping._program`); in static timing the schedule is
+fixed before the data is seen, so every program is scheduled to the loop's bound (the range's
+extent) and the iterations past its own are predicated: they keep their slots, move no data
+and do no useful work (`predicated`).
+
+A bound that depends on anything else (an enclosing sequential loop's tile, a tensor the
+kernel writes), or on arguments whose values this plan was not given, is not known per
+program before the run, and is a BackendError naming the kernel and the loop's line.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from lowering.backends.spatial.data_values import DataValues, Unknowable
 from tiledsl.errors import BackendError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop
+from tiledsl.ir.core import Block, Function, Op, Value, loop_first, loop_start, loop_stop
 from tiledsl.ir.types import RangeType, TileType
 
 ARITH = ("add", "sub", "mul", "minimum", "maximum")
@@ -35,6 +44,12 @@ def _cdiv(a: Any, b: int) -> Any:
     return -(-a // b)
 
 
+def _extent(r: Value) -> int:
+    rt = r.type
+    assert isinstance(rt, RangeType)
+    return rt.extent
+
+
 class Stops:
     """The runtime bounds of one grid's `td.tile(stop)` / `td.tile(stop, start=s)` loops,
     checked when built and evaluated per program (`bounds`, `iterations`, `lanes`) or for many
@@ -43,11 +58,17 @@ class Stops:
     on them."""
 
     def __init__(self, fn: Function, grid: Op, blocks: dict[str, int],
-                 scalars: dict[Value, Any] | None = None) -> None:
+                 scalars: dict[Value, Any] | None = None, data: DataValues | None = None,
+                 static: bool = False) -> None:
         self.fn = fn
         self.ranges = list(grid.regions[0].args)
         self.blocks = blocks
         self.scalars = scalars
+        self.data = DataValues(fn, grid, 0, None, None) if data is None else data
+        self.static = static  # static timing: loops with data bounds run to their extent
+        self.from_data: set[Op] = set()  # loops and ifs evaluated by the NumPy rules
+        self.waits: set[Op] = set()  # those that read a tensor: a PE waits for its copy, and
+        # static timing, which does not know it, schedules to the bound or both sides
         self.loops: dict[Value, Op] = {}  # a stop loop's range -> the loop
         self.axes: dict[Value, tuple[int, ...]] = {}  # grid axes its stop and start depend on
         self.varying: dict[Op, frozenset[int]] = {}  # a load -> axes its stop loops vary along
@@ -62,6 +83,11 @@ class Stops:
         for op in block.ops:
             if op.name == "load" and varying:
                 self.varying[op] = varying
+            if op.name == "if":  # its side per program: known if its condition is (`condition`)
+                self._depends(op, op.operands[0], "condition")
+            first = loop_first(op) if op.name == "for" else None
+            if first is not None:  # a persistent loop's tiles: known if its first is (`tiles`)
+                self._depends(op, first, "first tile")
             stop = loop_stop(op) if op.name == "for" else None
             inner = varying
             if stop is not None:
@@ -72,6 +98,8 @@ class Stops:
                 if start is not None:
                     axes |= self._depends(op, start, "start")
                 self.axes[r] = tuple(sorted(axes))
+                if self.static and op in self.waits:
+                    axes = frozenset()  # every program runs to the bound
                 inner = varying | axes
             for region in op.regions:
                 self._scan(region, inner)
@@ -98,11 +126,27 @@ class Stops:
         if op is not None and op.name in ARITH:
             return self._depends(loop, op.operands[0], which) | \
                 self._depends(loop, op.operands[1], which)
-        what = "a kernel argument" if op is None else f"the result of '{op.name}'"
-        raise self._unsupported(loop, which, what)
+        if op is None:
+            raise self._unsupported(loop, which, "a kernel argument")
+        try:  # loaded data (or anything else the plan can evaluate from the arguments)
+            _, axes, loads = self.data.slice_of(v)
+        except Unknowable as e:
+            raise self._unsupported(loop, which, str(e)) from None
+        self.from_data.add(loop)
+        if loads:
+            self.waits.add(loop)
+        return axes
 
     def _unsupported(self, loop: Op, which: str, what: str, hint: str | None = None
                      ) -> BackendError:
+        if loop.name == "if":
+            return BackendError(
+                f"backend 'spatial' cannot map the 'if' op: its condition depends on {what}, "
+                "and the mapper plans which side each program takes before the run",
+                kernel=self.fn.name, loc=loop.loc,
+                hint=hint or "compute the condition from the grid's tiles, scalar arguments "
+                             "and loads of tensors the kernel does not write; or compute both "
+                             "sides and select with td.where")
         return BackendError(
             f"backend 'spatial' cannot map this td.tile() loop: its {which} depends on {what}, "
             "and the mapper plans each program's iterations before the run",
@@ -137,10 +181,21 @@ class Stops:
             out = begin if op.name == "tile.begin" else np.minimum(block, rt.extent - begin)
         elif op.name == "cast":
             out = self._eval(loop, op.operands[0], coords, which)
+        elif op.name not in _NP:  # computed from loaded data (`_depends` checked it)
+            out = self._data(loop, v, which)[tuple(np.asarray(c) for c in coords)]
         else:
             out = _NP[op.name](self._eval(loop, op.operands[0], coords, which),
                                self._eval(loop, op.operands[1], coords, which))
         return out.astype(t.dtype.np).astype(np.int64)  # wrap as the run-time dtype does
+
+    def _data(self, loop: Op, v: Value, which: str) -> np.ndarray:
+        """`v`, computed from loaded data, for every program (grid-shaped)."""
+        if self.data.args is None:
+            raise self._unsupported(
+                loop, which, "the arguments' values, which this plan (the estimate of a "
+                "config space) was not given", hint="simulate with the arguments "
+                "(k.simulate(*args))")
+        return self.data.values(v, [_cdiv(_extent(r), self.block(r)) for r in self.ranges])
 
     def _bounds(self, r: Value, coords: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(lower, limit) of stop loop `r` for the programs at `coords`: its in-range lanes."""
@@ -158,14 +213,39 @@ class Stops:
         """Where range `r`'s in-range lanes begin and end for program `g`: (0, extent), or for
         a stop loop's range (clip(start, 0, limit), limit = clip(stop, 0, extent))."""
         if r not in self.loops:
-            rt = r.type
-            assert isinstance(rt, RangeType)
-            return 0, rt.extent
+            return 0, _extent(r)
         key = (r, tuple(g[a] for a in self.axes[r]))  # programs alike along other axes share it
         if key not in self._memo:
             lower, limit = self._bounds(r, tuple(g))
             self._memo[key] = int(lower), int(limit)
         return self._memo[key]
+
+    def to_bound(self, r: Value) -> bool:
+        """Whether static timing schedules the loop over `r` to its bound, every program
+        running all its iterations, those past a program's own predicated: its stop or start
+        is read from the data, which the schedule does not know."""
+        return self.static and self.loops.get(r) in self.waits
+
+    def predicated(self, r: Value, g: tuple[int, ...], it: int) -> bool:
+        """Whether iteration `it` of program `g`'s loop over `r` is one that static timing
+        schedules but predicates off (`to_bound`)."""
+        return self.to_bound(r) and it not in self.iterations(r, g, self.bounds(r, g))
+
+    def condition(self, op: Op, g: tuple[int, ...]) -> bool:
+        """The condition of `if` op `op` for program `g`."""
+        return bool(self._eval(op, op.operands[0], g, "condition"))
+
+    def tiles(self, loop: Op, g: tuple[int, ...], total: int) -> range:
+        """The tile numbers program `g` runs of a persistent loop over `total` tiles
+        (`td.tile(m, n)[first::stride]`): first, first + stride, ... below total."""
+        first = loop_first(loop)
+        assert first is not None
+        if self.static and loop in self.waits:
+            raise self._unsupported(loop, "first tile", "loaded data, which a static schedule "
+                                    "does not know", hint="start at the program's index "
+                                    "(td.tile(m, n)[p::P]), or simulate with dataflow timing")
+        start = int(np.clip(self._eval(loop, first, g, "first tile"), 0, total))
+        return range(start, total, int(loop.attrs["stride"]))
 
     def limit(self, r: Value, g: tuple[int, ...]) -> int:
         return self.bounds(r, g)[1]
@@ -174,15 +254,20 @@ class Stops:
                    bounds: tuple[int, int] | None = None) -> range:
         """The iterations program `g` (or one with `bounds`) runs of the loop over `r` (tile j
         covers [j * block, (j + 1) * block)): those meeting [lower, limit), none if empty."""
-        lower, limit = self.bounds(r, g) if bounds is None else bounds
         block = self.block(r)
+        if bounds is None and self.to_bound(r):  # the schedule's: all of them
+            return range(_cdiv(_extent(r), block))
+        lower, limit = self.bounds(r, g) if bounds is None else bounds
         return range(lower // block, _cdiv(limit, block)) if lower < limit else range(0)
 
     def lanes(self, r: Value, g: tuple[int, ...], pos: int,
               bounds: tuple[int, int] | None = None) -> tuple[int, int]:
         """(first lane, in-range lanes) of tile `pos` of `r` for program `g`, or within
-        `bounds` when given (a multicast tile several programs share)."""
+        `bounds` when given (a multicast tile several programs share). A predicated iteration
+        (`predicated`) keeps the slot of a whole tile of the bound."""
         lower, limit = self.bounds(r, g) if bounds is None else bounds
+        if bounds is None and self.predicated(r, g, pos):
+            lower, limit = 0, _extent(r)
         begin = pos * self.block(r)
         lo = max(begin, lower)
         return lo, max(0, min(begin + self.block(r), limit) - lo)
@@ -208,13 +293,14 @@ class Stops:
 
 
 def reads_arguments(fn: Function) -> bool:
-    """Whether a loop's runtime stop or start reads a scalar argument: such a kernel is planned
-    with the argument values (run, simulate, source), which a config space's analytic estimate
-    does not have."""
+    """Whether a loop's runtime stop or start reads a scalar argument or loaded data: such a
+    kernel is planned with the argument values (run, simulate, source), which a config space's
+    analytic estimate does not have."""
     def reads(v: Value) -> bool:
         op = v.owner
         if op is None:
             return v in fn.args and isinstance(v.type, TileType)
-        return any(reads(o) for o in op.operands)
+        return op.name == "load" or any(reads(o) for o in op.operands)
     return any(reads(b) for op in fn.walk() if op.name == "for"
-               for b in (loop_stop(op), loop_start(op)) if b is not None)
+               for b in (loop_stop(op), loop_start(op)) if b is not None) or \
+        any(op.name == "if" for op in fn.walk())  # (its side per program)
