@@ -78,7 +78,7 @@ class CacheKey:
 
 def key(kernel: TileKernel, args: list[Any], backend: str, arch: Any = None) -> CacheKey:
     spec = kernel.arg_spec(args)
-    ir = kernel._traced(spec).hash  # first: a kernel without source fails here, clearly
+    ir = kernel.traces.get(spec).hash  # first: a kernel without source fails here, clearly
     parts = {
         "kernel": kernel.name,
         "source": kernel.source_digest,

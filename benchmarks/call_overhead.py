@@ -57,9 +57,9 @@ def direct_numpy(k: Any, args: tuple) -> Callable[[], Any]:
     """The NumPy backend's run on the already lowered function and chosen config."""
     values = list(args)
     spec = k.arg_spec(values)
-    space = k._space(spec, "numpy")
-    config = k._tuned_config(values, spec, "numpy", None, space) or space.default()
-    lowered = k._traced(spec).lowered
+    space = k.space(spec, "numpy")
+    config = k.tuned_config(values, spec, "numpy", None, space) or space.default()
+    lowered = k.traces.get(spec).lowered
     impl = registry.backend("numpy")
     return lambda: impl.run(lowered, values, config)
 
@@ -101,9 +101,9 @@ def gpu_rows(profile: bool = False) -> list[dict[str, Any]]:
     y = torch.randn(4096, device="cuda")
     values = [x, y]
     spec = k.arg_spec(values)
-    space = k._space(spec, "triton")
+    space = k.space(spec, "triton")
     config = space.default()
-    lowered = k._traced(spec).for_backend("triton")
+    lowered = k.traces.get(spec).for_backend("triton")
     module_src = generate_cached(lowered, config, strides_of(lowered, values))
     module = load(module_src.source, interpret=False)
     gk = module_src.kernels[0]

@@ -167,14 +167,14 @@ def test_jsd_takes_every_branch_of_its_runtime_beta(backend: str) -> None:
     kernel takes each branch, with and without ignored rows (an `if` on a loaded label)."""
     from support import example
     mod = example("jsd")
-    before = len(mod.jsd._traces)
+    before = len(mod.jsd.caches.traces)
     for labels in (True, False):
         for beta in mod.BETAS:
             args = mod.make_inputs(np.random.default_rng(4), {"bt": 13, "v": 37}, np.float32,
                                    beta=beta, labels=labels)
             td.testing.assert_close(mod.jsd.run(*args, backend=backend), mod.reference(*args),
                                     np.float32)
-    assert len(mod.jsd._traces) <= before + 2  # one per shift_labels kind (array, None), not beta
+    assert len(mod.jsd.caches.traces) <= before + 2  # one per shift_labels kind (array, None), not beta
 
 
 @td.tile_kernel

@@ -264,7 +264,7 @@ def test_config_is_given_tuned_or_default(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(td.ConfigError, match="is not a power of two"):
         export(kernel, tmp_path / "bad", *args, arch="sm_80", config=td.Config((3,)))
     tuned = td.Config((8,), num_warps=2, num_stages=2)
-    monkeypatch.setattr(kernel, "_tuned_config", lambda *_: tuned)
+    monkeypatch.setattr(kernel, "tuned_config", lambda *_: tuned)
     manifest = json.loads((export(kernel, tmp_path / "t", *args, arch="sm_80") / "manifest.json")
                           .read_text())
     assert manifest["config_source"] == "tuned" and manifest["config"]["block_sizes"] == [8]

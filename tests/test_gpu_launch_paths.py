@@ -36,7 +36,7 @@ def scale_(x, k: float):
 
 def lowered(kernel: Any, spec: tuple) -> tuple[Any, td.Config]:
     """The lowered IR of `kernel` for `spec`, and the Triton space's default config."""
-    return kernel._traced(spec).lowered, kernel._space(spec, "triton").default()
+    return kernel.traces.get(spec).lowered, kernel.space(spec, "triton").default()
 
 
 class Launches:
@@ -391,7 +391,7 @@ def test_a_second_call_of_a_layout_skips_to_the_launch_and_keeps_the_value_check
         warnings.simplefilter("ignore")
         x = torch.empty(70, device="cuda", dtype=torch.int8)
         add_narrow(x, 3)
-        assert fake_gpu.where == 1 and len(add_narrow._fast) == 1
+        assert fake_gpu.where == 1 and len(add_narrow.caches.fast) == 1
         add_narrow(x, 4)
         assert fake_gpu.where == 1 and len(fake_gpu.launches) == 2  # the fast path launched
         assert fake_gpu.launches[1][0] is x and fake_gpu.launches[1][1] == 4
@@ -400,9 +400,9 @@ def test_a_second_call_of_a_layout_skips_to_the_launch_and_keeps_the_value_check
             add_narrow(x, 300)
         y = torch.empty(70, device="cuda", dtype=torch.float32)
         add_narrow(y, 3)  # another layout: the slow path again
-        assert fake_gpu.where == 2 and len(add_narrow._fast) == 2
+        assert fake_gpu.where == 2 and len(add_narrow.caches.fast) == 2
         add_narrow.forget_tuned()
-        assert not add_narrow._fast
+        assert not add_narrow.caches.fast
 
 
 def test_the_fast_paths_key_tells_apart_what_the_slow_path_decides(

@@ -266,12 +266,12 @@ def test_host_allocations_are_initialized() -> None:
 
 def test_traces_once_per_signature() -> None:
     k = stats
-    before = len(k._traces)
+    before = len(k.caches.traces)
     k(rand(5, 6))
     k(rand(5, 6))
-    assert len(k._traces) == before + 1
+    assert len(k.caches.traces) == before + 1
     k(rand(5, 7))
-    assert len(k._traces) == before + 2
+    assert len(k.caches.traces) == before + 2
 
 
 @td.tile_kernel

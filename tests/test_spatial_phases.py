@@ -82,7 +82,7 @@ def test_the_report_adds_up_the_phases(arch: str, tmp_path) -> None:
     x = np.random.default_rng(2).standard_normal((45, 77)).astype(np.float32)
     config = chain.config_space(x, backend="spatial", arch=arch).sample(1, seed=4)[0]
     whole = chain.simulate(x, arch=arch, config=config, trace=tmp_path / "t.json")
-    fn = chain._traced(chain.arg_spec(chain.bind((x,), {}))).lowered
+    fn = chain.traces.get(chain.arg_spec(chain.bind((x,), {}))).lowered
     a = preset(arch)
     alone = [report(fn, [(p, run_program(p, a))], a)
              for p in dataflow_config(fn, config, a)["phases"]]

@@ -64,15 +64,15 @@ def test_bool_and_function_arguments_are_trace_time_values(backend: str) -> None
 
 def test_each_value_has_its_own_trace_and_a_lambda_written_once_shares_one() -> None:
     x = f32(11)
-    scaled._traces.clear()
+    scaled.caches.traces.clear()
     for i in range(3):  # the same lambda code and closure each time: one trace
         scaled(x, True, lambda v: v * 0.5, i)
-    assert len(scaled._traces) == 1
+    assert len(scaled.caches.traces) == 1
     scaled(x, False, lambda v: v * 0.5, 0)
-    assert len(scaled._traces) == 2
+    assert len(scaled.caches.traces) == 2
     for k in (4.0, 5.0, 4.0):  # one code, two closure values: two traces
         np.testing.assert_allclose(scaled(x, False, _times(k), 0), x * k, rtol=1e-6)
-    assert len(scaled._traces) == 4
+    assert len(scaled.caches.traces) == 4
 
 
 def _times(k: float):  # type: ignore[no-untyped-def]
@@ -81,13 +81,13 @@ def _times(k: float):  # type: ignore[no-untyped-def]
 
 def test_an_int_used_as_a_shape_specializes_one_used_in_arithmetic_does_not() -> None:
     x = f32(40)
-    first_n._traces.clear()
-    scaled._traces.clear()
+    first_n.caches.traces.clear()
+    scaled.caches.traces.clear()
     for n in (3, 5, 3):
         np.testing.assert_allclose(first_n(x, n), np.arange(n) * 3.0 + x[0], rtol=1e-6)
         np.testing.assert_allclose(scaled(x, False, abs, n), np.abs(x) + n, rtol=1e-6)
-    assert "n" in first_n._static and len(first_n._traces) == 2  # n = 3 and n = 5
-    assert "n" not in scaled._static and len(scaled._traces) == 1
+    assert "n" in first_n.specs.static and len(first_n.caches.traces) == 2  # n = 3 and n = 5
+    assert "n" not in scaled.specs.static and len(scaled.caches.traces) == 1
     ir = first_n.source(x, 7, target="ir")
     assert "n:" not in ir.splitlines()[0]  # 7 is a constant of the trace, not an argument
     for backend in BACKENDS[1:]:
@@ -194,11 +194,11 @@ def test_torch_op_takes_str_and_bool_and_refuses_functions() -> None:
 
 def test_constexpr_marks_a_number_compile_time() -> None:
     x = f32(8)
-    scaled._traces.clear()
+    scaled.caches.traces.clear()
     for n in (1, 2):
         np.testing.assert_allclose(scaled(x, False, abs, td.constexpr(n)), np.abs(x) + n,
                                    rtol=1e-6)
-    assert len(scaled._traces) == 2
+    assert len(scaled.caches.traces) == 2
 
 
 def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -26,12 +26,12 @@ def test_the_shape_function_predicts_traces_at_other_sizes(name: str) -> None:
     mod = example(name)
     kernel = getattr(mod, name)
     first = _spec(kernel, mod.make_inputs(np.random.default_rng(0)))
-    shapes = kernel._shape_function(first)
+    shapes = kernel.traces.shape_function(first)
     assert shapes.followed and shapes.holds(_sizes(first))
     for offset in (3, 17):
         dims = {k: v + offset for k, v in mod.DIMS.items()}
         spec = _spec(kernel, mod.make_inputs(np.random.default_rng(offset), dims))
-        traced = [v.type.shape for v in kernel._traced(spec).ir.outputs]
+        traced = [v.type.shape for v in kernel.traces.get(spec).ir.outputs]
         assert shapes.holds(_sizes(spec))
         assert shapes.shapes(_sizes(spec)) == traced
 
@@ -69,17 +69,17 @@ def through_int(x):
 
 def test_comparisons_are_guards_with_their_outcome() -> None:
     small = _spec(first_rows, (np.ones((40, 9), np.float32),))
-    shapes = first_rows._shape_function(small)
+    shapes = first_rows.traces.shape_function(small)
     assert (">", ("dim", 0, 0), ("int", 64), False) in shapes.guards
     assert shapes.outputs == ((("dim", 0, 0), ("dim", 0, 1)),)
     big = _spec(first_rows, (np.ones((100, 9), np.float32),))
     assert not shapes.holds(_sizes(big))  # min() took the other side: a new shape function
-    assert first_rows._shape_function(big).outputs == ((("int", 64), ("dim", 0, 1)),)
-    assert first_rows._shape_function(big).followed  # a literal size is a constant
+    assert first_rows.traces.shape_function(big).outputs == ((("int", 64), ("dim", 0, 1)),)
+    assert first_rows.traces.shape_function(big).followed  # a literal size is a constant
 
 
 def test_arithmetic_on_sizes_is_followed() -> None:
-    shapes = pair_sums._shape_function(_spec(pair_sums, (np.ones((31, 7), np.float32),)))
+    shapes = pair_sums.traces.shape_function(_spec(pair_sums, (np.ones((31, 7), np.float32),)))
     assert shapes.followed
     assert shapes.shapes(lambda i, d: (101, 13)[d]) == [(50, 13)]
     out = pair_sums(x := np.random.default_rng(1).standard_normal((31, 7)).astype(np.float32))
@@ -87,7 +87,7 @@ def test_arithmetic_on_sizes_is_followed() -> None:
 
 
 def test_a_size_through_int_is_not_followed_and_names_the_line() -> None:
-    shapes = through_int._shape_function(_spec(through_int, (np.ones((33, 5), np.float32),)))
+    shapes = through_int.traces.shape_function(_spec(through_int, (np.ones((33, 5), np.float32),)))
     assert not shapes.followed
     line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
                 if "rows = int(m)" in text)
@@ -114,7 +114,7 @@ def test_ordinary_traces_hold_plain_ints() -> None:
     of an ordinary trace holds exact ints."""
     mod = example("matmul")
     spec = _spec(mod.matmul, mod.make_inputs(np.random.default_rng(0)))
-    mod.matmul._shape_function(spec)
-    fn = mod.matmul._traced(spec).ir
+    mod.matmul.traces.shape_function(spec)
+    fn = mod.matmul.traces.get(spec).ir
     assert all(type(n) is int for v in fn.args + fn.outputs for n in v.type.shape)
     assert all(type(s.extent) is int for s in fn.symbols.values())

@@ -43,8 +43,8 @@ def test_spatial_tuning_finds_a_config_at_least_as_good_as_the_default(tmp_path:
     # the result cache: the next call without a config uses the tuned one
     assert cache.load(cache.key(k, [a, b], "spatial")) == r.best
     k.run(a, b, backend="spatial")  # tune() dropped the cached dispatch
-    assert r.best in k._tuned.values()
-    assert any(plan[2] == r.best for plan in k._plans.values())
+    assert r.best in k.caches.tuned.values()
+    assert any(plan[2] == r.best for plan in k.caches.plans.values())
 
 
 @td.tile_kernel

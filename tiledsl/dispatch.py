@@ -1,7 +1,7 @@
 """The fast path of `k(*args)` on torch CUDA tensors.
 
 The first call on a layout goes the whole way: binding, the library and device checks, the
-argument specs, the dispatch cache (`TileKernel._plans`) and the backend's launch. What that
+argument specs, the dispatch cache (`TileKernel.caches.plans`) and the backend's launch. What that
 work decides depends only on what `key` reads (each tensor's dtype, shape, strides, device,
 grad and negation flags; each scalar's type), so a later call with an equal key skips to what
 depends on the values themselves: the in-place overlap check, the ranges of ints the kernel

@@ -53,13 +53,13 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
             config: Config | None) -> Path:
     values = kernel.bind(args, kwargs)
     spec = kernel.arg_spec(values)
-    space = kernel._space(spec, "triton")
-    kernel._check_no_overlap(kernel._flat(spec, values), spec)  # its layout is the package's
+    space = kernel.space(spec, "triton")
+    kernel.runner.check_no_overlap(kernel.specs.flat(spec, values), spec)  # its layout is the package's
     chosen, source = choose_config(kernel, values, spec, space, config)
     chosen, notes = launchable(chosen)
-    traced = kernel._traced_for(spec, chosen)  # a registered knob's value is a trace of its own
+    traced = kernel.traces.for_config(spec, chosen)  # a registered knob's value is a trace of its own
     plan = registry.backend("triton").export_plan(  # type: ignore[attr-defined]
-        traced.for_backend("triton"), chosen, kernel._flat(spec, values), arch)
+        traced.for_backend("triton"), chosen, kernel.specs.flat(spec, values), arch)
     _check_target(root)
     staging = root.parent / f".{root.name}.{os.getpid()}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
@@ -74,8 +74,8 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
             (staging / name).write_text(text)
         dataflow = _dataflow(kernel, args, kwargs, staging)
         part = plan["manifest"]
-        written = set(kernel._written(spec))  # so a call can refuse arguments that overlap them
-        for a, name in zip(part["arguments"], kernel._flat_names(spec)):
+        written = set(kernel.traces.written(spec))  # so a call can refuse arguments that overlap them
+        for a, name in zip(part["arguments"], kernel.specs.flat_names(spec)):
             if a["kind"] == "tensor":
                 a["written"] = name in written
         manifest = {
@@ -107,7 +107,7 @@ def choose_config(kernel: TileKernel, values: list[Any], spec: tuple, space: Con
     for backend "triton") or "default"."""
     if config is not None:
         return space.validate(config), "given"
-    tuned = kernel._tuned_config(values, spec, "triton", None, space)
+    tuned = kernel.tuned_config(values, spec, "triton", None, space)
     if tuned is not None:
         return space.complete(tuned), "tuned"
     return space.default(), "default"

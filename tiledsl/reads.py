@@ -30,7 +30,7 @@ import os
 import sys
 import sysconfig
 from types import CodeType, FunctionType, ModuleType
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
@@ -253,16 +253,17 @@ def value_text(v: Any, seen: frozenset[int] = frozenset()) -> str:
 
 
 class Generations:
-    """A kernel's in-process caches (the attributes `names` of `owner`: traces, spaces, plans,
-    ...), one set per key of the values it reads; the last MAX_KEPT sets are kept, so a global
-    that toggles between two values does not trace on every call."""
+    """A kernel's in-process caches (the object in attribute `name` of the kernel: traces,
+    spaces, plans, ...), one per key of the values it reads; the last MAX_KEPT are kept, so a
+    global that toggles between two values does not trace on every call. `fresh()` makes the
+    caches of a key not seen before."""
 
     MAX_KEPT = 8
 
-    def __init__(self, fn: FunctionType, names: tuple[str, ...]) -> None:
-        self.fn, self.names = fn, names
+    def __init__(self, fn: FunctionType, name: str, fresh: Callable[[], Any]) -> None:
+        self.fn, self.name, self.fresh = fn, name, fresh
         self.current: tuple | None = None
-        self.kept: dict[tuple, dict[str, Any]] = {}
+        self.kept: dict[tuple, Any] = {}
         self.seen: list[Any] = []  # the snapshot the current key was made from
         self.in_place = True  # whether the snapshot holds a value that changes in place
 
@@ -277,9 +278,8 @@ class Generations:
         if now == self.current:
             return
         if self.current is not None:
-            self.kept[self.current] = {n: getattr(owner, n) for n in self.names}
+            self.kept[self.current] = getattr(owner, self.name)
             while len(self.kept) > self.MAX_KEPT:
                 del self.kept[next(iter(self.kept))]
-            for n, cache in self.kept.pop(now, {n: {} for n in self.names}).items():
-                setattr(owner, n, cache)
+            setattr(owner, self.name, self.kept.pop(now, None) or self.fresh())
         self.current = now

@@ -105,11 +105,11 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
                 raise ArgumentError(f"argument '{name}' has unsupported dtype {a.dtype}",
                                     kernel=kernel.name)
             return ("tensor", tuple(int(s) for s in a.shape), d.short)
-        return kernel._spec(name, a)
+        return kernel.specs.of(name, a)
 
     def meta(*args: Any) -> Any:
         spec = tuple(spec_of(n, a) for n, a in zip(params, args))
-        fn = kernel._traced(spec).ir
+        fn = kernel.traces.get(spec).ir
         device = next(a.device for a in args if isinstance(a, TensorProxy))
         outs = []
         for v in fn.outputs:
@@ -149,7 +149,7 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
             return False
         try:  # the kernel must trace for these shapes and dtypes
             kernel_args = adapt(*args, **kwargs)
-            kernel._traced(tuple(spec_of(n, a) for n, a in zip(params, kernel_args)))
+            kernel.traces.get(tuple(spec_of(n, a) for n, a in zip(params, kernel_args)))
         except TileDSLError:
             return False
         _check_results(kernel_args, args, kwargs)

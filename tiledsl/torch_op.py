@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from tiledsl import arrays, dtypes, registry
 from tiledsl.errors import ArgumentError, BackendError, Loc, TileDSLWarning
 from tiledsl.ir.types import TensorType
-from tiledsl.kernel import TileKernel, _def_line
+from tiledsl.kernel import TileKernel
 from tiledsl.param_uses import Uses, parameter_uses
 from tiledsl.static_args import annotated_constexpr
 
@@ -115,7 +115,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                                     kernel=kernel.name)
 
     def refuse_undeclared_writes(spec: tuple) -> None:
-        undeclared = [w for w in kernel._written(spec) if w not in declared]
+        undeclared = [w for w in kernel.traces.written(spec) if w not in declared]
         if undeclared:
             raise ArgumentError(f"kernel '{kernel.name}' writes {undeclared} in place; declare "
                                 f"them with td.torch_op(..., mutates_args="
@@ -124,7 +124,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     def impl(*args: Any) -> Any:
         refuse_grad_writes(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        refuse_undeclared_writes(kernel._specialized(lambda: tuple(
+        refuse_undeclared_writes(kernel.specialized(lambda: tuple(
             _fake_spec(kernel, p.name, a) for p, a in zip(params, args))))
         gpu = any(t.is_cuda for t in tensors)
         if gpu:
@@ -154,10 +154,10 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         """Output shapes for (possibly symbolic) sizes: the kernel's shape function evaluated
         on torch's sizes, guarded on the size comparisons the trace made (symdims.py)."""
         refuse_grad_writes(args)
-        spec = kernel._specialized(lambda: tuple(_fake_spec(kernel, p.name, a)
+        spec = kernel.specialized(lambda: tuple(_fake_spec(kernel, p.name, a)
                                                  for p, a in zip(params, args)))
-        shapes = kernel._shape_function(spec)
-        fn = kernel._traced(spec).ir
+        shapes = kernel.traces.shape_function(spec)
+        fn = kernel.traces.get(spec).ir
         if shapes.followed:
             def size(i: int, d: int) -> Any:
                 return args[i].shape[d]
@@ -181,7 +181,7 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
         outs = []
         for v, shape in zip(fn.outputs, sizes):
             if v in fn.args:
-                outs.append(torch.empty_like(kernel._flat(spec, list(args))[fn.args.index(v)]))
+                outs.append(torch.empty_like(kernel.specs.flat(spec, list(args))[fn.args.index(v)]))
                 continue
             t = v.type
             assert isinstance(t, TensorType)
@@ -229,14 +229,14 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
             return on_cpu(*args)
         values = list(args)
         # the launch (grid, shapes) is traced into the graph: specialize on every size
-        spec = kernel._specialized(lambda: tuple(_fake_spec(kernel, p.name, a, specialize=True)
+        spec = kernel.specialized(lambda: tuple(_fake_spec(kernel, p.name, a, specialize=True)
                                                  for p, a in zip(params, args)))
         # (torch.compile would otherwise drop the write: the op's schema says it makes none)
         refuse_undeclared_writes(spec)
-        space = kernel._space(spec, "triton")
+        space = kernel.space(spec, "triton")
         backend = registry.backend("triton")
         outs = backend.launch_traced(  # type: ignore[attr-defined]
-            kernel._traced(spec).for_backend("triton"), kernel._flat(spec, values),
+            kernel.traces.get(spec).for_backend("triton"), kernel.specs.flat(spec, values),
             space.default(),
             wrap=torch.library.wrap_triton)
         converted = [o.clone() if any(o is a for a in args) else o for o in outs]
@@ -261,7 +261,7 @@ def _kinds(kernel: TileKernel, params: list[inspect.Parameter]) -> list[str]:
     """Each parameter's schema type: from its annotation or default, else from how the body
     uses it (tiledsl/param_uses.py): a tensor, or a number (`Scalar`: an int, float or bool
     reaches the kernel as it is, so it traces as a direct call would)."""
-    uses = parameter_uses(kernel._source_text(), [p.name for p in params], kernel.fn.__globals__)
+    uses = parameter_uses(kernel.traces.source_text(), [p.name for p in params], kernel.fn.__globals__)
     kinds = []
     for p in params:
         if annotated_constexpr(p.annotation):  # `bins: td.constexpr`: a compile-time int
@@ -285,14 +285,14 @@ def _used_as(kernel: TileKernel, name: str, uses: Uses) -> str:
            f"{first + uses.number[0]})" if uses.tensor else "in a way that shows its kind")
     raise ArgumentError(f"td.torch_op cannot tell whether parameter '{name}' is a tensor or a "
                         f"number: the kernel body uses it {how}", kernel=kernel.name,
-                        loc=Loc(kernel.file, _def_line(kernel.fn, kernel._src)),
+                        loc=Loc(kernel.file, kernel.traces.def_line()),
                         hint=f"annotate it: `{name}: float` (or int, bool) for a number, "
                              f"`{name}: td.Tensor` for a tensor")
 
 
 def _count_outputs(kernel: TileKernel) -> int:
     """Outputs per call, from the kernel's `return` statements (they must agree)."""
-    tree = ast.parse(textwrap.dedent(kernel._source_text()))
+    tree = ast.parse(textwrap.dedent(kernel.traces.source_text()))
     counts = set()
     fn_node = tree.body[0]
     for node in ast.walk(fn_node):
@@ -325,12 +325,12 @@ def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) 
                                 "sizes", kernel=kernel.name)
         return ("tensor", shape, d.short)
     kind = type(a).__name__
-    if kind == "SymInt" and name in kernel._static:  # the kernel needs its value: a guard
-        return kernel._spec(name, int(a))
+    if kind == "SymInt" and name in kernel.specs.static:  # the kernel needs its value: a guard
+        return kernel.specs.of(name, int(a))
     if kind in ("SymInt", "SymFloat", "SymBool"):  # a scalar torch.compile made symbolic:
         # only its kind matters to the trace (an int is an int64 whatever its value)
         return ("scalar", {"SymInt": "i64", "SymFloat": "f64", "SymBool": "i1"}[kind], True)
-    return kernel._spec(name, a)
+    return kernel.specs.of(name, a)
 
 
 def _hint(size: Any) -> int | None:
