@@ -52,7 +52,7 @@ def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int
 
 
 def cmd_bench(opts: argparse.Namespace) -> int:
-    from tiledsl.cli import _fmt_table, example_args, load_file, parse_dims
+    from tiledsl.cli_inputs import example_args, fmt_table, load_file, parse_dims
     require(opts.repeats >= 1, "--repeats", "at least 1", opts.repeats)
     require(opts.seed >= 0, "--seed", "at least 0", opts.seed)
     if opts.json is not None:
@@ -97,7 +97,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
                                "inputs": shapes})
     finally:
         bar.close()
-    print(_fmt_table(rows, ["kernel", "what", "config", "median", "range (min-max)", "unit",
+    print(fmt_table(rows, ["kernel", "what", "config", "median", "range (min-max)", "unit",
                             "x baseline"]))
     print(f"(medians and ranges of {opts.repeats} timed calls each" + (
         "; 'within noise': the row's range overlaps the baseline's, so their ratio says "
@@ -110,7 +110,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
 
 
 def add(sub: Any) -> None:
-    from tiledsl.cli import file_argument, input_options
+    from tiledsl.cli_inputs import file_argument, input_options
     p = sub.add_parser("bench", help="time a file's kernels against their baselines",
                        description="Time each kernel of FILE with its default config, the tuned "
                                    "config from the result cache and --config, and the file's "

@@ -502,7 +502,7 @@ def test_an_interrupt_is_one_line_and_status_130(
 def _store_tuned(file: str, backend: str, config: dict, arch: str | None = None) -> None:
     """A tuned config in the result cache for the file's inputs, as `tiledsl tune` stores it."""
     from autotune import cache
-    from tiledsl.cli import example_args, load_file
+    from tiledsl.cli_inputs import example_args, load_file
     from tiledsl.config import Config
     module, (k, *_) = load_file(file)
     key = cache.key(k, list(example_args(module, k, 0)), backend, arch)

@@ -18,7 +18,7 @@ from autotune.options import check_tune_options
 from autotune.prune import PRUNE_FACTOR
 from autotune.tune_cli import write_json
 from tiledsl.outputs import check_output, check_plot, per_kernel
-from tiledsl.cli import CLIError
+from tiledsl.cli_inputs import CLIError
 from tiledsl.errors import ConfigError
 
 GOOD: dict[str, Any] = {"trials": 40, "timeout": None, "strategy": None, "prune": PRUNE_FACTOR,

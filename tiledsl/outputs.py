@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tiledsl.cli_inputs import CLIError
+
 
 def per_kernel(path: str, kernel: str) -> str:
     """The output path for one kernel of several: the kernel's name goes before the suffix
@@ -21,7 +23,6 @@ def per_kernel(path: str, kernel: str) -> str:
 def check_output(option: str, path: str | Path) -> None:
     """Before any work: `path` (the file an option writes) can be written, i.e. its directory
     exists and is writable and it is not itself a directory."""
-    from tiledsl.cli import CLIError
     if not str(path).strip():
         raise CLIError(f"{option} needs a file name, got {str(path)!r}")
     p = Path(path)
@@ -37,7 +38,6 @@ def check_output(option: str, path: str | Path) -> None:
 def check_plot(option: str, path: str | Path) -> None:
     """`check_output`, and that matplotlib is there and writes the file's format (from its
     suffix; none means PNG)."""
-    from tiledsl.cli import CLIError
     check_output(option, path)
     try:
         from matplotlib.backend_bases import FigureCanvasBase
