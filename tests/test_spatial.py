@@ -39,7 +39,8 @@ def configs(name: str, arch: str, n: int = 2) -> list[td.Config]:
 def test_presets_round_trip_and_cite_their_values(arch: str) -> None:
     a = preset(arch)
     assert Arch.from_json(a.to_json()) == a
-    assert a.sources and all(s.startswith(("published:", "assumed:")) for s in a.sources.values())
+    assert a.sources and all(s.startswith(("published:", "assumed:", "fitted:"))
+                             for s in a.sources.values())
     assert a.timing == ("static" if arch == "lpu-like" else "dataflow")
     wormhole = preset("wormhole-like")
     assert wormhole.sources["link_bytes_per_cycle"].startswith("published")

@@ -8,6 +8,7 @@ the edges. JSON-serializable; every preset value says whether it is published or
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
@@ -78,6 +79,15 @@ class Arch:
     timing: str = "dataflow"  # or "static": every step has a start cycle fixed at compile time
     dma_switch_cycles: float = DMA_SWITCH_CYCLES  # a shared DMA channel turning to another stream
     sources: dict[str, str] = field(default_factory=dict)  # field -> provenance
+    # Passes through the matrix unit a product of a dtype takes (Tenstorrent's math fidelity:
+    # LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4): its MAC rate is `macs_per_cycle` over these. Dtypes
+    # not listed take one pass.
+    math_fidelity: dict[str, int] = field(default_factory=dict)
+    # Operand bytes per cycle that the matrix unit's feed (Tenstorrent's unpacker: SRAM to the
+    # source registers) moves; 0: not a limit. A product feeds each A element once per
+    # min_mma n output columns and each B element once per min_mma m output rows
+    # (`feed_bytes`), so a step takes at least its feed bytes over this rate.
+    feed_bytes_per_cycle: float = 0.0
 
     def __post_init__(self) -> None:
         """Check every field, so a custom architecture that the mapper or the simulator cannot
@@ -87,9 +97,10 @@ class Arch:
             object.__setattr__(self, f.name, _plain(getattr(self, f.name)))
         if isinstance(self.min_mma, (tuple, list)):
             object.__setattr__(self, "min_mma", tuple(_plain(x) for x in self.min_mma))
-        if isinstance(self.macs_per_cycle, dict):
-            object.__setattr__(self, "macs_per_cycle",
-                               {k: _plain(v) for k, v in self.macs_per_cycle.items()})
+        for name in ("macs_per_cycle", "math_fidelity"):
+            if isinstance(getattr(self, name), dict):
+                object.__setattr__(self, name,
+                                   {k: _plain(v) for k, v in getattr(self, name).items()})
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"spatial architecture: name must be a non-empty string, got "
                               f"{self.name!r}")
@@ -103,7 +114,7 @@ class Arch:
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v > 0, "a number above 0")
         for name in ("op_overhead_cycles", "hop_latency_cycles", "transfer_overhead_cycles",
-                     "dma_switch_cycles"):
+                     "dma_switch_cycles", "feed_bytes_per_cycle"):
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v >= 0, "a number of at least 0")
         macs = self.macs_per_cycle
@@ -115,6 +126,11 @@ class Arch:
             self._require(f"macs_per_cycle[{dtype!r}]", rate,
                           is_number(rate, finite=True) and rate > 0,
                           "a number above 0")
+        fidelity = self.math_fidelity
+        self._require("math_fidelity", fidelity, isinstance(fidelity, dict)
+                      and set(fidelity) <= set(BY_SHORT)
+                      and all(is_int(v) and 1 <= v <= 4 for v in fidelity.values()),
+                      "a dict of matrix-unit passes (1 to 4) by dtype")
         mma = self.min_mma
         self._require("min_mma", mma, isinstance(mma, (tuple, list)) and len(mma) == 3
                       and all(is_int(x) and x >= 1 for x in mma),
@@ -157,8 +173,21 @@ class Arch:
     def pes(self) -> int:
         return self.rows * self.cols
 
+    def mac_rate(self, dtype: str) -> float:
+        """MACs per cycle of one PE's matrix unit on `dtype` (the f32 rate for a dtype it does
+        not list), at the dtype's math fidelity."""
+        rate = self.macs_per_cycle.get(dtype, self.macs_per_cycle.get("f32", 1.0))
+        return rate / self.math_fidelity.get(dtype, 1)
+
     def peak_macs(self, dtype: str) -> float:
-        return self.macs_per_cycle.get(dtype, self.macs_per_cycle.get("f32", 0.0)) * self.pes
+        return self.mac_rate(dtype) * self.pes
+
+    def feed_bytes(self, m: int, n: int, k: int, a_bytes: float, b_bytes: float) -> float:
+        """Operand bytes the matrix unit's feed moves for an m x k by k x n product (elements
+        of `a_bytes` and `b_bytes` bytes): each A element once per min_mma n output columns,
+        each B element once per min_mma m output rows."""
+        mm, mn, _ = self.min_mma
+        return m * k * math.ceil(n / mn) * a_bytes + k * n * math.ceil(m / mm) * b_bytes
 
     @property
     def dram_bytes_per_cycle(self) -> float:
@@ -282,14 +311,29 @@ def _aie_like() -> Arch:
     )
 
 
+# Tenstorrent's matrix unit: 8x16 @ 16x16 a cycle (2048 MACs) per pass; LoFi takes one pass,
+# HiFi2 two, HiFi3 three, HiFi4 four (a 32x32x32 tile in 16/32/48/64 cycles).
+TENSIX_MACS = {"bf16": 2048.0, "f16": 2048.0, "i8": 2048.0, "f8e4m3": 2048.0, "f8e5m2": 2048.0,
+               "f32": 256.0, "f64": 64.0}
+TT_FIDELITY = ("published: tt-metal tech_reports/GEMM_FLOPS (cycles per 32x32 tile: LoFi 16, "
+               "HiFi2 32, HiFi3 48, HiFi4 64); bf16 and f16 at HiFi2, ttnn's matmul default")
+TT_FEED = ("fitted: benchmarks/spatial_validation.py --fit on the training half of tt-metal "
+           "tech_reports/GEMM_FLOPS's all-DRAM shapes ({}): no limit (0) fits best or within 1% "
+           "of the best (320 B/cycle on Wormhole: rms log ratio 0.564 against 0.569), so none "
+           "is set; the term stays for the table's hint (bf16 at HiFi2 tops out below bfp8 at "
+           "HiFi2 and bf16 at HiFi4 on the same cores)")
+
+
 def _wormhole_like() -> Arch:
     # Wormhole: 2048 / 1024 / 512 MAC/cycle per Tensix at LoFi / HiFi2 / HiFi4 (8x16x16 per cycle
-    # at LoFi); we model bf16 at HiFi2. 288 GB/s DRAM per chip at 1 GHz = 288 B/cycle.
+    # at LoFi); bf16 at HiFi2. 288 GB/s DRAM per chip at 1 GHz = 288 B/cycle.
     return _build(
         "wormhole-like", "dataflow",
         rows=Value(8, TT + " (8x8 Tensix grid used for the GEMM report)"), cols=Value(8, TT),
         clock_ghz=Value(1.0, TT),
-        macs_per_cycle={"bf16": 1024.0, "f16": 1024.0, "i8": 2048.0, "f32": 256.0, "f64": 64.0},
+        macs_per_cycle=Value(dict(TENSIX_MACS), TT + " (8x16 @ 16x16 a cycle per pass)"),
+        math_fidelity=Value({"bf16": 2, "f16": 2}, TT_FIDELITY),
+        feed_bytes_per_cycle=Value(WORMHOLE_FEED, TT_FEED.format("Wormhole n150")),
         min_mma=(8, 16, 16), vector_lanes=Value(32, TT + " (SFPU 32 lanes)"),
         sram_bytes=Value(1536 * 1024, TT + " (~1.5 MB L1 per Tensix on Wormhole)"),
         dma_channels=Value(4, TT + " (2 data-movement RISC-Vs x 2 NoCs)"),
@@ -322,15 +366,53 @@ def _lpu_like() -> Arch:
     )
 
 
+def _blackhole_like() -> Arch:
+    """Blackhole p150 as tt-metal's GEMM report runs it: a 13x10 Tensix grid at 1.35 GHz. Not
+    in `PRESETS` (the test suite sweeps those): named by `preset("blackhole-like")`."""
+    w = _wormhole_like()
+    return _build(
+        "blackhole-like", "dataflow",
+        rows=Value(10, TT.replace("Wormhole", "Blackhole p150") + " (13x10 grid of the report)"),
+        cols=Value(13, TT.replace("Wormhole", "Blackhole p150")),
+        clock_ghz=Value(1.35, TT.replace("Wormhole", "Blackhole p150") + " (1.35 GHz)"),
+        macs_per_cycle=Value(dict(TENSIX_MACS), TT + " (the same matrix unit on Blackhole)"),
+        math_fidelity=Value({"bf16": 2, "f16": 2}, TT_FIDELITY),
+        feed_bytes_per_cycle=Value(BLACKHOLE_FEED, TT_FEED.format("Blackhole p150, 13x10")),
+        min_mma=w.min_mma, vector_lanes=Value(32, TT + " (SFPU 32 lanes)"),
+        sram_bytes=Value(1536 * 1024, A + "~1.5 MB L1 per Tensix, as on Wormhole"),
+        dma_channels=Value(4, TT + " (2 data-movement RISC-Vs x 2 NoCs)"),
+        dma_switch_cycles=Value(w.dma_switch_cycles, A + "as on Wormhole"),
+        op_overhead_cycles=Value(w.op_overhead_cycles, A + "as on Wormhole"),
+        link_bytes_per_cycle=Value(64.0, A + "512-bit NoC links, twice Wormhole's width"),
+        hop_latency_cycles=Value(1.0, A), transfer_overhead_cycles=Value(
+            w.transfer_overhead_cycles, A + "Wormhole's (tt-lang) per-transfer floor"),
+        channels_per_link=Value(16, A + "virtual channels"), multicast=True,
+        packet_bytes=Value(2048, TT + " (2 KB bf16 32x32 tile)"),
+        dram=_edge_dram(10, 13, Value(512.0 / 1.35, "published: Tenstorrent p150 (512 GB/s "
+                                      "GDDR6) at 1.35 GHz"), Value(400.0, A + "as on Wormhole"),
+                        256),
+    )
+
+
+# The matrix unit's operand feed, fitted (see TT_FEED): `python benchmarks/spatial_validation.py
+# --fit` prints the fit.
+WORMHOLE_FEED = 0.0
+BLACKHOLE_FEED = 0.0
+
 PRESETS = {"generic-8x8": _generic, "aie-like-4x8": _aie_like, "wormhole-like": _wormhole_like,
            "lpu-like": _lpu_like}
+
+# Presets of silicon with published GEMM measurements, for benchmarks/spatial_validation.py
+VALIDATION_PRESETS = {"blackhole-like": _blackhole_like}
 
 
 def preset(name: str | Arch) -> Arch:
     """An architecture by preset name (or an Arch, returned as is)."""
     if isinstance(name, Arch):
         return name
+    if isinstance(name, str) and name in VALIDATION_PRESETS:
+        return VALIDATION_PRESETS[name]()
     if not isinstance(name, str) or name not in PRESETS:
-        raise BackendError(f"unknown spatial architecture {name!r}; presets: {sorted(PRESETS)} "
-                           "(or an Arch)")
+        raise BackendError(f"unknown spatial architecture {name!r}; presets: "
+                           f"{sorted(PRESETS) + sorted(VALIDATION_PRESETS)} (or an Arch)")
     return PRESETS[name]()

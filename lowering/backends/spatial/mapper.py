@@ -441,8 +441,11 @@ class Mapping:
                 batch = self.block(a.shape[0]) if a.rank == 3 else 1  # one product each
                 mm, mn, mk = arch.min_mma
                 padded = (_cdiv(m, mm) * mm) * (_cdiv(n, mn) * mn) * (_cdiv(k, mk) * mk)
-                rate = arch.macs_per_cycle.get(a.dtype.short, arch.macs_per_cycle.get("f32", 1.0))
-                cycles += batch * padded / rate
+                step = padded / arch.mac_rate(a.dtype.short)  # at the dtype's math fidelity
+                if arch.feed_bytes_per_cycle:  # or as long as its operands take to feed
+                    feed = arch.feed_bytes(m, n, k, a.dtype.bits / 8, b.dtype.bits / 8)
+                    step = max(step, feed / arch.feed_bytes_per_cycle)
+                cycles += batch * step
                 macs += math.prod(self.valid(d, g, iters) for d in a.shape) * \
                     self.valid(b.shape[-1], g, iters)
             elif op.results and isinstance(op.results[0].type, TileType) and not _free(op):
