@@ -106,10 +106,13 @@ def main() -> None:
         print(f"{r['kernel']:18} {cfg:58} {r['estimated']:9} {r['compiled']:8} "
               f"{r['error_rel']:+7.0%}{spill}")
     s = summary(rows)
+    kernels = sorted({r["kernel"] for r in rows})
     print(f"{s['within_15pct']} of {s['configs']} configs that do not spill are within 15% "
           f"(median error {s['median_abs_error'] or 0:.0%})")
     out.write_text(json.dumps({
         "benchmark": "register_estimate", "arch": opts.arch, "summary": s, "rows": rows,
+        "sizes": {n: SIZES[n] for n in kernels},  # what tests/test_model.py traces again
+        "dtypes": {n: np.dtype(dtype_for(n)).name for n in kernels},
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "triton": __import__("triton").__version__}, indent=1, default=str) + "\n")
     print(f"wrote {out}")

@@ -57,6 +57,11 @@ TMA_TRIP_SAVING = 20
 # 128x256x64 (4096^3 fp16) 2 stages took 0.263 ms where 3 took 0.189 on the H200, about 570
 # cycles more per trip (benchmarks/results/h200-run3/tune.json).
 TWO_STAGE_TRIP_CYCLES = 570
+# A loop with math beside its dots (attention's softmax) issues more per tile at 8 warps than at
+# 4: each warpgroup keeps its own row state and loop bookkeeping (SASS at 128x64, d64, TMA: 1255
+# instructions a warp at 8 warps against 1991 at 4, 26% more a tile; 15% more in the loop after
+# the exp2 and scale folds, issue 30). Per extra warpgroup, on the trip's cycles.
+WARPGROUP_ISSUE = 0.15
 # A persistent kernel overlaps the next tile's pipeline fill with this tile's epilogue, unless
 # the epilogue is heavy math (a GELU): then the accumulator and the next tile's buffers
 # compete (GEMM+bias+GELU at 128x128x64 on the H200: 1.27x slower persistent).
@@ -145,9 +150,18 @@ def _trips_us(fn: Function, config: Config, trips: dict[int, int], waves: float,
     per_trip = TRIP_CYCLES - (TMA_TRIP_SAVING if config.get("tma", False) else 0)
     if int(config.num_stages or 3) == 2:
         per_trip += TWO_STAGE_TRIP_CYCLES
+    if looped_math(fn):  # each warpgroup beyond the first issues the row math again
+        per_trip *= 1 + WARPGROUP_ISSUE * max(0, int(config.num_warps or 4) // 4 - 1)
     if config.get("persistent", False) and not heavy_epilogue(fn):
         mma_trips = max(1, mma_trips - max(0, int(config.num_stages or 3) - 1))
     return math.ceil(waves) * mma_trips * per_trip / (gpu["clock_ghz"] * 1e3)
+
+
+def looped_math(fn: Function) -> bool:
+    """Transcendental math in a loop beside its dots (attention's online softmax)."""
+    return any(op.name in EPILOGUE_MATH for loop in walk(fn.body) if loop.name == "for"
+               and any(o.name == "dot" for o in walk(loop.regions[0]))
+               for op in walk(loop.regions[0]))
 
 
 def heavy_epilogue(fn: Function) -> bool:

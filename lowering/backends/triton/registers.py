@@ -1,6 +1,6 @@
 """How many registers a generated kernel will use per thread, guessed from the IR before
-compiling: the most 32-bit words its live tiles hold at any point, spread over the program's
-threads, plus the registers every kernel keeps for addresses, indices and loop state.
+compiling: the most 32-bit words its live tiles hold at any point in one thread, plus the
+addresses pipelined loads keep and what every kernel keeps for indices and loop state.
 
 A value lives from its op to its last use, its registers free for that op's results; one
 defined outside a loop and used inside lives to the loop's end; a carried value shares the
@@ -10,9 +10,13 @@ only uses are dots (Triton stages them in shared memory for the tensor cores), b
 expand_dims (a row used across a tile is not copied), constants and booleans (predicates), and
 the values inside a chain of elementwise ops with no reduction, dot or loop between its steps
 (computed element by element: a GELU epilogue holds its input and a few temporaries, not a
-tile per step; layer norm's `x - mean` lives across the variance's reduction).
-16-bit values pack two to a register. Checked against the compiled cubins of every example by
-`benchmarks/register_estimate.py`.
+tile per step; layer norm's `x - mean` lives across the variance's reduction). ptxas adds its
+own schedule: loads issued together (HOIST_WORDS), loads streamed into their uses
+(STREAM_WORDS), a reduction's partials beside a tile that lives on (REDUCE_SHARE), and a floor.
+16-bit values pack two to a register; a tile smaller than the program takes one in each thread.
+Each constant below names the SASS observation it comes from; they were fitted on the seed-0
+configs of `benchmarks/register_estimate.py` (sm_90, triton 3.6) and checked on its held-out
+seed-1 configs.
 """
 
 from __future__ import annotations
@@ -20,40 +24,84 @@ from __future__ import annotations
 import math
 
 from lowering.backends.triton.emit import padded
+from lowering.backends.triton.split import prefix_true
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import TileType
 
-# Indices and addresses besides the tiles, fitted on sm_90 cubins of the examples (the median
-# of compiled minus tile registers over benchmarks/register_estimate.py's seed-0 configs, triton
-# 3.6): a kernel without loops, one with a loop of loads, one whose loop feeds the tensor cores
-# (a pipeline's addresses, barriers and stage indices), less with TMA (no pointer tiles: at
-# 128x64 attention, 4 warps, 240 -> 193; 24 keeps that config within 15%, where the median of the
-# smaller sampled tiles says 12).
-BASE, LOOP_BASE, MMA_LOOP_BASE = 14, 18, 38
-TMA_SAVING = 24
+# The terms below are read off sm_90 cubins of the examples (benchmarks/register_estimate.py,
+# seed-0 configs, triton 3.6; cuobjdump's REG against the PTX the configs compile to). The
+# model: registers = max(FLOOR, tiles + addresses + BASE [+ LOOP/MMA terms]).
+#
+# A kernel with a single thread-sized tile still takes about a dozen: its program id, the
+# tensors' 64-bit base pointers and an offset (vector_add at 256 elements over 8 warps: 12).
+FLOOR = 12
+# What every kernel keeps besides its tiles: indices, bases, masks and the row/column offsets of
+# its accesses (the compiled count less the tiles: vector_add and axpby at 16 elements a thread
+# 32-34 against 32 words of tiles; softmax's whole row 88 against 64).
+BASE = 4
+# A loop keeps its induction variable, its bound and its accesses' bases across trips, and ptxas
+# software-pipelines its loads (row_sum, row_cumsum: 16-24 over the tiles).
+LOOP_BASE = 14
+# A loop feeding the tensor cores keeps a pipeline's stage and phase indices, barriers, the
+# accumulator's epilogue offsets (GEMM 128x256x64 with TMA, 8 warps: 154 against 128 words of
+# accumulator).
+MMA_BASE = 26
+# Loads issued back to back: ptxas hoists a block's global loads to its start (or to the last
+# barrier, reduction or store before them) to overlap their latency, so two loaded tiles are live
+# together even where the IR uses one before loading the other (axpby at 32x64, 4 warps: 32
+# registers for two tiles of 16, where the IR's order needs 16). It stops hoisting once the tiles
+# in flight reach about HOIST_WORDS words a thread (vector_add at 4096 elements, 4 warps: 52
+# registers for 64 words loaded).
+HOIST_WORDS = 40
+# A loaded tile consumed element by element (by elementwise ops or a reduction) need not be
+# held whole: ptxas interleaves its loads with the math, keeping about this many words a thread
+# in flight (row_sum: 31-32 registers for 16 to 32 words of tile; vector_add at 4096 elements, 4
+# warps: 52 for 64).
+STREAM_WORDS = 12
+# A reduction of a tile that is used again after it (softmax's row, for the max and then the
+# exponent) keeps its partial results beside the tile (softmax at 8192 columns, 4 warps: 88
+# registers for a 64-word row; 8 warps: 48 for 32).
+REDUCE_SHARE = 0.4
+REDUCE_WORDS = 16  # the most, whatever the tile
+# A pointer load feeding a dot through the pipeline (cp.async) keeps, for each 16-byte vector a
+# thread copies, its 64-bit global address and its 32-bit shared address across the loop's trips
+# (matmul 64x32x512 with 8 warps, K too long for a TMA box: 24 vectors a thread, 101 registers
+# against 8 of accumulator; 128x128x64 GEMM+GELU: 114 against 64). A loop the emitter splits at
+# the diagonal (split.py: causal attention) is two loops, each with its own addresses, set up
+# before the first (attention at 128x64, 4 warps: 240 registers with pointers, 191 with TMA).
+ASYNC_ADDRESS = 3
 # Under 4 warps there is no warpgroup for wgmma: mma.sync takes its operands from registers.
 MMA_SYNC_FRAGMENTS = 24
-FREE = ("broadcast", "expand_dims", "const", "tile.index", "tile.begin", "tile.size")
+# wgmma also needs 64 rows of a dot for each warpgroup: a dot of fewer rows runs mma.sync, and
+# an A operand loaded before the loop (attention's q) stays in registers across it, whole in
+# every warp (attention at 16-row tiles, 8 warps: 59 registers for 6 words of tiles, its PTX
+# all mma.sync and ldmatrix; q 16x64 fp16 is 16 words a thread).
+WGMMA_ROWS = 64
+TMA_BOX = 256  # the most elements a tensor descriptor's box spans in a dimension
+FREE = ("broadcast", "expand_dims", "const", "tile.index", "tile.begin", "tile.size",
+        "mask")  # a mask is no code where the tile has no padded lanes, else a select in place
 ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast", "mask")
 BARRIERS = ("reduce", "dot", "cumsum", "for", "if", "store")  # what a chain cannot fuse across
 TO_SHARED = ("dot", "transpose", "mask")  # a load used only through these feeds a dot
 
 
-def words(v: Value, blocks: dict[str, int]) -> int:
-    """32-bit registers a tile value takes across its program."""
+def words(v: Value, blocks: dict[str, int], threads: int = 1) -> float:
+    """32-bit registers a tile value takes in each of `threads` threads: at least one, as a tile
+    smaller than the program is replicated across its threads."""
     t = v.type
     if not isinstance(t, TileType) or t.dtype.is_bool:
         return 0
     n = math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
-    return -(-n * max(t.dtype.bits, 16) // 32)
+    return max(1.0, n * max(t.dtype.bits, 16) / 32 / threads)
 
 
-def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True) -> int:
-    """The most words live at once in `fn`'s kernels; `staged`: loads that only feed dots go
-    to shared memory without registers (cp.async or TMA; not so with one stage and pointers,
-    where a tile is loaded into registers and stored to shared memory: batched_matmul 64x512x64
-    at 1 stage, 237 registers compiled, 160 estimated before)."""
+def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
+               threads: int = 1) -> float:
+    """The most words a thread holds at once in `fn`'s kernels; `staged`: loads that only feed
+    dots go to shared memory without registers (cp.async or TMA; not so with one stage and
+    pointers, where a tile is loaded into registers and stored to shared memory: batched_matmul
+    64x512x64 at 1 stage, 237 registers compiled, 160 estimated before)."""
     order: list[Op] = []
     where: dict[Value, tuple[int, tuple[Op, ...]]] = {}  # value -> (position, its loops)
     at: dict[int, tuple[int, tuple[Op, ...]]] = {}  # id(op) -> (position, its loops)
@@ -69,28 +117,143 @@ def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True) -> int
                 continue
             outer = [lp for lp in loops if lp not in where[o][1]]  # loops o was made outside
             ends[o] = max(ends.get(o, -1), loop_end[id(outer[0])] if outer else position)
-    sizes = {v: words(v, blocks) for v in where
+    sizes = {v: words(v, blocks, threads) for v in where
              if _in_registers(v, uses, where[v][0], ends.get(v, -1), barriers, staged)}
+    for v, size in sizes.items():
+        if _streamed(v, uses, where[v][0], ends.get(v, -1), barriers):
+            sizes[v] = min(size, STREAM_WORDS)
+    starts = _hoisted(order, sizes, at)
     # A value's registers are free for the results of the op that last uses it (elementwise
     # ops work in place): at a position, frees (negative) come before new values.
-    events = sorted([(where[v][0], sizes[v]) for v in sizes] +
-                    [(max(ends.get(v, -1), where[v][0] + 1), -sizes[v]) for v in sizes])
-    live = peak = 0
+    events = sorted([(starts.get(v, where[v][0]), sizes[v]) for v in sizes] +
+                    [(max(ends.get(v, -1), where[v][0] + 1), -sizes[v]) for v in sizes] +
+                    _reduce_temporaries(order, sizes, ends))
+    live = peak = 0.0
     for _, delta in events:
         live += delta
         peak = max(peak, live)
     return peak
 
 
+def _streamed(v: Value, uses: dict[Value, list[Op]], start: int, end: int,
+              barriers: list[int]) -> bool:
+    """A loaded (or loaded and converted) tile consumed element by element (elementwise ops or
+    a reduction, perhaps through a broadcast, with no barrier between its load and its last use):
+    ptxas interleaves its loads with its uses."""
+    op = v.owner
+    return op is not None and (op.name == "load" or op.name == "cast" and
+                               op.operands[0].owner is not None and
+                               op.operands[0].owner.name == "load") and \
+        _consumed_elementwise(v, uses) and not any(start < b < end for b in barriers)
+
+
+def _consumed_elementwise(v: Value, uses: dict[Value, list[Op]]) -> bool:
+    return all(_elementwise(u) or u.name == "reduce" or
+               (u.name in FREE and _consumed_elementwise(u.result, uses))
+               for u in uses.get(v, []))
+
+
+def _reduce_temporaries(order: list[Op], sizes: dict[Value, float],
+                        ends: dict[Value, int]) -> list[tuple[int, float]]:
+    """A reduction of a tile that lives on cannot reduce it in place: its partial results take
+    REDUCE_SHARE of the tile's registers while it runs."""
+    out: list[tuple[int, float]] = []
+    for i, op in enumerate(order):
+        if op.name != "reduce":
+            continue
+        tile = op.operands[0]
+        while tile.owner is not None and tile.owner.name == "mask":  # the tile it selects from
+            tile = tile.owner.operands[0]
+        if tile in sizes and ends.get(tile, -1) > i:
+            extra = min(REDUCE_WORDS, REDUCE_SHARE * sizes[tile])
+            out += [(i, extra), (i + 1, -extra)]
+    return out
+
+
+def _hoisted(order: list[Op], sizes: dict[Value, float],
+             at: dict[int, tuple[int, tuple[Op, ...]]]) -> dict[Value, int]:
+    """Where ptxas issues each loaded tile in registers: with the loads before it in its loop
+    body (up to the last barrier between them) while they hold under HOIST_WORDS a thread."""
+    out: dict[Value, int] = {}
+    group: list[int] = []  # positions of the loads issued together
+    inflight, scope = 0.0, None
+    for i, op in enumerate(order):
+        if op.name in BARRIERS or op.regions or at[id(op)][1] != scope:
+            group, inflight, scope = [], 0.0, at[id(op)][1]
+        if op.name == "load" and op.result in sizes:
+            if group and inflight + sizes[op.result] <= HOIST_WORDS:
+                out[op.result] = group[0]
+            else:
+                group, inflight = [i], 0.0
+            inflight += sizes[op.result]
+            group.append(i)
+    return out
+
+
+def async_addresses(fn: Function, blocks: dict[str, int], threads: int, tma: bool,
+                    stages: int) -> float:
+    """Registers a thread keeps for the addresses of pointer loads the pipeline copies to
+    shared memory (ASYNC_ADDRESS per 16-byte vector; none for a load a descriptor takes)."""
+    ops = list(walk(fn.body))
+    uses = uses_of(ops)
+    ranges = {a for op in ops for region in op.regions for a in region.args}
+    copies: dict[int, int] = {}  # id(load) -> how many loops of the generated code hold it
+    for loop in (op for op in ops if op.name == "for"):
+        body = loop.regions[0]
+        split = bool(body.args) and bool(prefix_true(body, body.args[0], ranges))
+        copies.update({id(o): 2 if split else 1 for o in walk(body)})
+    total = 0.0
+    for op in ops:
+        if op.name != "load" or id(op) not in copies or stages < 2 or \
+                not feeds_dots_only(op.result, uses) or (tma and takes_descriptor(op, blocks)):
+            continue
+        t = op.result.type
+        assert isinstance(t, TileType)
+        n = math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
+        total += ASYNC_ADDRESS * copies[id(op)] * max(1.0, n * t.dtype.bits / 128 / threads)
+    return total
+
+
+def takes_descriptor(op: Op, blocks: dict[str, int]) -> bool:
+    """Whether `tma=True` gives this load a tensor descriptor (as emit.py `descriptor` decides,
+    strides aside): no mask, 2 to 5 dimensions, a box of at most TMA_BOX in each."""
+    tensor, t = op.operands[0].type, op.result.type
+    if op.attrs.get("mask") or not isinstance(t, TileType) or \
+            not 2 <= len(getattr(tensor, "shape", ())) <= 5:
+        return False
+    return all((blocks[d] if isinstance(d, str) else padded(d)) <= TMA_BOX for d in t.shape)
+
+
+def held_fragments(fn: Function, blocks: dict[str, int], warps: int) -> float:
+    """Words a thread holds of the A operands that mma.sync dots (fewer than WGMMA_ROWS rows,
+    or under 4 warps) take from registers across their loop: each warp holds all of one."""
+    total = 0.0
+    for loop in walk(fn.body):
+        if loop.name != "for":
+            continue
+        inside = {id(o) for o in walk(loop.regions[0])}
+        for op in walk(loop.regions[0]):
+            a = op.operands[0] if op.name == "dot" else None
+            if a is None or (a.owner is not None and id(a.owner) in inside):
+                continue
+            rows = op.result.type.shape[-2]  # type: ignore[union-attr]
+            if warps < 4 or (blocks.get(rows, rows) if isinstance(rows, str) else rows) < WGMMA_ROWS:
+                total += words(a, blocks, 32)
+    return total
+
+
 def registers(fn: Function, blocks: dict[str, int], warps: int, tma: bool = False,
               stages: int = 3) -> int:
     """Registers per thread, before the 255 the hardware allows (more means spills)."""
+    threads = 32 * warps
     loops = [{o.name for o in walk(op.regions[0])} for op in walk(fn.body) if op.name == "for"]
     mma = any("dot" in n for n in loops)
-    base = MMA_LOOP_BASE - (TMA_SAVING if tma else 0) + \
-        (MMA_SYNC_FRAGMENTS if warps < 4 else 0) if mma else \
-        LOOP_BASE if any("load" in names for names in loops) else BASE
-    return -(-peak_words(fn, blocks, tma or stages > 1) // (32 * warps)) + base
+    base = BASE + (MMA_BASE + (MMA_SYNC_FRAGMENTS if warps < 4 else 0) if mma else
+                   LOOP_BASE if any("load" in names for names in loops) else 0)
+    tiles = peak_words(fn, blocks, tma or stages > 1, threads)
+    needed = tiles + async_addresses(fn, blocks, threads, tma, stages) + base + \
+        (held_fragments(fn, blocks, warps) if mma else 0)
+    return max(FLOOR, math.ceil(needed))
 
 
 def _number(block: Block, loops: tuple[Op, ...], order: list[Op],
