@@ -1,4 +1,5 @@
-"""No import cycles among the project's modules (tiledsl/, lowering/, autotune/).
+"""No import cycles among the project's modules (tiledsl/, lowering/, autotune/), and no
+function in the autotuner over 100 lines.
 
 The graph: a module imports another when it says `import a.b` or `from a import b` (an edge to
 the module a.b when there is one, else to the package a's __init__), at module level or inside
@@ -17,6 +18,7 @@ function).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -50,6 +52,11 @@ def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(node: ast.AST, in_function: bool = False) -> Iterator[tuple[ast.stmt, bool]]:
     """(statement, whether inside a function) for each import under `node` that can run."""
     children: Iterable[ast.AST] = ast.iter_child_nodes(node)
@@ -75,7 +82,7 @@ def graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> Graph:
     for name, path in mods.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: dict[str, Edge] = {}
-        for node, in_function in _imports(ast.parse(path.read_text(), str(path))):
+        for node, in_function in _imports(parse(path)):
             if isinstance(node, ast.Import):
                 targets = [known(a.name) for a in node.names]
             else:
@@ -179,3 +186,20 @@ def test_a_cycle_closed_inside_a_function_is_found(tmp_path: Path) -> None:
     assert cycles(g) == [("p.a", "p.b")]
     assert one_cycle(g, ("p.a", "p.b")) == ("    p.a imports p.b (p/a.py:1)\n"
                                             "    p.b imports p.a (p/b.py:5, inside a function)")
+
+
+MAX_FUNCTION_LINES = 100  # issue 34 item 3: a function fits on a screen or two
+
+
+def test_no_function_in_the_autotuner_is_over_100_lines() -> None:
+    """tiledsl/ and lowering/ are not held to it yet: torch_op (tiledsl/torch_op.py) and
+    estimate_cycles (lowering/backends/spatial/estimate.py) are longer."""
+    long = []
+    for path in sorted((ROOT / "autotune").rglob("*.py")):
+        for node in ast.walk(parse(path)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} "
+                                "lines)")
+    assert not long, "functions over 100 lines (split them into named steps):\n" + "\n".join(long)
