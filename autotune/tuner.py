@@ -169,7 +169,7 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
         isolate=True if isolate is None else isolate, trial_timeout=trial_timeout,
         progress=progress, baselines=baselines or {}, use_cache=use_cache, finalists=finalists,
         rounds=rounds, prune=prune)
-    return _Tune(kernel, list(args), options).run()
+    return _Tune(kernel, args, options).run()
 
 
 def _remaining(until: float | None) -> float | None:
@@ -190,7 +190,7 @@ class _Tune:
     def __init__(self, kernel: TileKernel, args: list[Any], options: TuneOptions) -> None:
         self.kernel, self.args, self.o = kernel, args, options
         self.start = time.monotonic()
-        self.deadline = None if options.timeout is None else self.start + options.timeout
+        self.deadline: float | None = None  # the tune's (time.monotonic()), if it has a timeout
         self.isolated: Isolated | None = None
         self.precompiler: Any = None  # a Precompiler (precompile.py), for GPU and model tunes
         self.compiled_ahead = 0  # trials whose config a compile worker had compiled
@@ -218,6 +218,8 @@ class _Tune:
         the kernel) before any process starts."""
         o, kernel = self.o, self.kernel
         o.validate(kernel.name)
+        if o.timeout is not None:
+            self.deadline = self.start + o.timeout
         if not isinstance(o.backend, str) or o.backend not in RUNNERS:
             raise BackendError(f"kernel '{kernel.name}': no tuning backend {o.backend!r}; "
                                f"choose from {sorted(RUNNERS)}")
