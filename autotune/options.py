@@ -5,12 +5,42 @@ before the search starts, not a TypeError from deep inside it or a lost report a
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from tiledsl.checks import is_int, is_number
 from tiledsl.errors import ConfigError
 
 MAX_SEED = 2**32 - 1  # NumPy's and Optuna's samplers take seeds up to this
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """A tune's options, as `autotune.tuner.tune` takes them (its docstring says what each
+    does; its signature holds the defaults)."""
+    backend: str
+    arch: Any
+    trials: int
+    timeout: float | None
+    strategy: str | None
+    storage: str | None
+    study_name: str | None
+    seed: int
+    check: bool
+    isolate: bool
+    trial_timeout: float
+    progress: bool | None
+    baselines: dict[str, Callable[[], Any]]
+    use_cache: bool
+    finalists: int
+    rounds: int
+    prune: float | None
+
+    def validate(self, kernel: str) -> None:
+        """`check_tune_options` on these options."""
+        check_tune_options(kernel, trials=self.trials, timeout=self.timeout,
+                           strategy=self.strategy, prune=self.prune, finalists=self.finalists,
+                           seed=self.seed, trial_timeout=self.trial_timeout)
 
 
 def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any, prune: Any,

@@ -130,9 +130,13 @@ class Evaluator:
         value = self.objective(point)
         if value is not None and not value == value:  # NaN counts as a failure
             value = None
-        self.results[key] = value
-        self.history.append((dict(point), value))
+        self.store(point, value)
         return value
+
+    def store(self, point: Point, value: float | None) -> None:
+        """Remember `point`'s value, as its evaluation (in the history's order)."""
+        self.results[SearchSpace.key(point)] = value
+        self.history.append((dict(point), value))
 
     @property
     def best(self) -> tuple[Point, float] | None:

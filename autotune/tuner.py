@@ -7,259 +7,31 @@ where `k(*args)` finds it.
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import random
 import time
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from autotune import cache, finalists as finals
-from autotune.spread import Spread, compare, number
-from autotune.timing import cuda_times_ms, wall_times_ms
-from autotune.isolate import STOPPED, Isolated, OutOfTime, TrialFailed, fork_start
-from autotune.options import MAX_SEED, check_tune_options
+from autotune.isolate import Isolated, OutOfTime, TrialFailed, fork_start
+from autotune.options import MAX_SEED, TuneOptions
 from autotune.prune import PRUNE_FACTOR, PRUNED, Pruner
+from autotune.result import Trial, TuneResult, UNITS, baseline_unit  # noqa: F401 (re-exported)
 from autotune.runners import RUNNERS, Runner, host_args, in_child
-from autotune.space import Evaluator, Param, Point, SearchSpace
+from autotune.space import Param, Point, SearchSpace
+from autotune.spread import Spread
 from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
+from autotune.timing import cuda_times_ms, wall_times_ms
+from autotune.trials import TrialLog, TrialProgress
 from tiledsl import registry, static_args
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ConfigError, TileDSLError, TileDSLWarning
 from tiledsl.kernel import TileKernel
 from tiledsl.paths import cache_dir, writable_cache_dir
-from tiledsl.progress import progress_bar
 
 SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "triton": "triton"}
-# What a tune's numbers are, per backend, as its table names them on every row
-UNITS = {"spatial": "simulated cycles", "model": "model us (predicted, H100)",
-         "numpy": "CPU ms", "triton": "GPU ms"}
-
-
-def baseline_unit(backend: str) -> str:
-    """Baselines run on the GPU for a GPU tune, on the CPU otherwise."""
-    return "GPU ms" if backend == "triton" else "CPU ms"
-
-
-@dataclass
-class Trial:
-    config: Config
-    value: float | None
-    status: str  # "ok", "resumed", "pruned: ..." or why it failed ("timed out", "wrong numbers")
-    predicted: float | None = None  # the cost model's microseconds, if it priced the config
-    # what it priced: "compiled" (a compile worker's resources) or "ir" (resources guessed from
-    # the IR, for a config no worker compiled)
-    model_from: str | None = None
-
-    @property
-    def pruned(self) -> bool:
-        return self.status.startswith(PRUNED)
-
-    @property
-    def stopped(self) -> bool:
-        """Stopped by the tune's timeout while it was measured: neither measured nor failed."""
-        return self.status.startswith(STOPPED)
-
-
-@dataclass
-class TuneResult:
-    kernel: str
-    backend: str
-    unit: str
-    best: Config | None
-    best_value: float | None
-    default: Config
-    default_value: float | None
-    trials: list[Trial]
-    study: str
-    storage: str
-    seconds: float
-    baselines: dict[str, float] = field(default_factory=dict)  # name -> milliseconds (median)
-    compiled_ahead: int | None = None  # trials a compile worker had compiled (GPU and model)
-    # Noisy runners: the search's fastest configs and the default, re-timed interleaved
-    # (finalists.py); best_value and default_value are then their medians over the rounds.
-    finalists: list[finals.Finalist] = field(default_factory=list)
-    search_best: Config | None = None  # the search's own fastest trial
-    # name -> the baseline's median and range over its timed repeats
-    baseline_spreads: dict[str, Spread] = field(default_factory=dict)
-    resumed: int = 0  # trials read back from the study, measured by an earlier run
-    shared: int = 0  # trials another worker on the study measured while this one ran
-
-    @property
-    def ran(self) -> int:
-        """Trials this run measured itself (the default config included, if it measured it)."""
-        return len(self.trials) - self.resumed - self.shared
-
-    @property
-    def best_so_far(self) -> list[float | None]:
-        out: list[float | None] = []
-        best: float | None = None
-        for t in self.trials:
-            if t.value is not None and (best is None or t.value < best):
-                best = t.value
-            out.append(best)
-        return out
-
-    @property
-    def rejected(self) -> list[Trial]:
-        """Trials that failed or gave wrong numbers (not the pruned ones, nor one the tune's
-        timeout stopped)."""
-        return [t for t in self.trials if t.value is None and not t.pruned and not t.stopped]
-
-    @property
-    def pruned(self) -> list[Trial]:
-        """Trials not timed: the cost model predicted them far slower than a measured one."""
-        return [t for t in self.trials if t.pruned]
-
-    def spread(self, config: Config | None) -> Spread | None:
-        """`config`'s median and range over the finalists' re-timing rounds (None where it was
-        not re-timed: a deterministic runner, or `finalists=0`)."""
-        return next((Spread.of(f.samples) for f in self.finalists
-                     if f.config == config and f.failure is None and f.samples), None)
-
-    def table(self) -> str:
-        """The tuned and default configs and the baselines, one row each with its median, its
-        range (min-max) and its unit, then the ratios, each marked "within noise" where the two
-        ranges overlap. The header says how many trials this run measured and how many it
-        resumed from the study."""
-        unit, base_unit = UNITS.get(self.backend, self.unit), baseline_unit(self.backend)
-        rows = [("tuned", str(self.best), self.best_value, self.spread(self.best), unit),
-                ("default", str(self.default), self.default_value, self.spread(self.default),
-                 unit)]
-        rows += [(f"baseline: {name}", "", ms, self.baseline_spreads.get(name), base_unit)
-                 for name, ms in self.baselines.items()]
-        cells = [(name, cfg, "-" if value is None else number(value),
-                  self._range_text(value, spread, row_unit), row_unit)
-                 for name, cfg, value, spread, row_unit in rows]
-        header = ("", "config", "median", "range (min-max)", "unit")
-        widths = [max(len(c[i]) for c in cells + [header]) for i in range(4)]
-        lines = [self._summary()]
-        for c in [header] + cells:
-            lines.append(f"  {c[0]:{widths[0]}}  {c[1]:{widths[1]}}  {c[2]:>{widths[2]}}  "
-                         f"{c[3]:{widths[3]}}  {c[4]}".rstrip())
-        lines += self._comparisons(unit, base_unit)
-        if self.finalists:
-            rounds = max(len(f.samples) for f in self.finalists)
-            verdict = ("kept the search's fastest trial" if self.best == self.search_best else
-                       f"the search's fastest trial was {self.search_best}")
-            failed = sum(f.failure is not None for f in self.finalists)
-            lines.append(f"  {len(self.finalists)} finalists re-timed interleaved, {rounds} rounds "
-                         f"(medians){f', {failed} failed' if failed else ''}: {verdict}")
-        return "\n".join(lines)
-
-    def _summary(self) -> str:
-        """The header: what ran, what was resumed, what was rejected or pruned."""
-        done = f"resumed {self.resumed}, " if self.resumed else ""
-        done += f"{self.shared} from other workers, " if self.shared else ""
-        ahead = "" if self.compiled_ahead is None else f", {self.compiled_ahead} compiled ahead"
-        pruned = f", {len(self.pruned)} pruned by the cost model" if self.pruned else ""
-        pruned += ", 1 stopped by the timeout" if any(t.stopped for t in self.trials) else ""
-        return (f"{self.kernel} on {self.backend}: {len(self.trials)} trials ({done}ran "
-                f"{self.ran}), {len(self.rejected)} rejected{pruned}{ahead}; {self.seconds:.1f} s "
-                f"in all (study {self.study!r})")
-
-    def _range_text(self, value: float | None, spread: Spread | None, unit: str) -> str:
-        if spread is not None:
-            return spread.range_text
-        if value is None:
-            return "-"
-        if unit == UNITS.get(self.backend) and self.backend in ("spatial", "model"):
-            return "exact (deterministic)"
-        return "one trial (not re-timed)"
-
-    def _comparisons(self, unit: str, base_unit: str) -> list[str]:
-        """The tuned config against the default and against the baselines measured in its
-        unit; a baseline in another unit is said not to compare."""
-        lines = []
-        best_spread = self.spread(self.best)
-        if self.best_value and self.default_value:
-            lines.append("  tuned vs the default config: " + compare(
-                self.default_value, self.best_value, self.spread(self.default), best_spread))
-        for name, ms in self.baselines.items():
-            if base_unit == unit and self.best_value and ms:
-                lines.append(f"  tuned vs {name}: " + compare(
-                    ms, self.best_value, self.baseline_spreads.get(name), best_spread))
-        if self.baselines and base_unit != unit:
-            lines.append(f"  (the baselines are {base_unit}, the configs {unit}: the two do not "
-                         "compare)")
-        return lines
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "backend": self.backend, "unit": self.unit,
-                "best": self.best.to_dict() if self.best else None, "best_value": self.best_value,
-                "default": self.default.to_dict(), "default_value": self.default_value,
-                "trials": [{"config": t.config.to_dict(), "value": t.value, "status": t.status,
-                            "model_us": t.predicted, "model_from": t.model_from}
-                           for t in self.trials],
-                "best_so_far": self.best_so_far, "baselines_ms": self.baselines,
-                "baselines_range_ms": {name: [s.low, s.high]
-                                       for name, s in self.baseline_spreads.items()},
-                "resumed": self.resumed, "shared": self.shared, "ran": self.ran,
-                "study": self.study, "storage": self.storage, "seconds": self.seconds,
-                "compiled_ahead": self.compiled_ahead,
-                "search_best": self.search_best.to_dict() if self.search_best else None,
-                "finalists": [{"config": f.config.to_dict(), "search_value": f.search_value,
-                               "value": f.value, "samples": f.samples, "failure": f.failure}
-                              for f in self.finalists]}
-
-    def to_t4(self) -> dict[str, Any]:
-        """The study in the T4 format of the FAIR Benchmark Hub (what `tiledsl replay` reads).
-        Pruned trials, and one the tune's timeout stopped, are left out: they were never
-        measured, and they did not fail."""
-        results = []
-        for t in self.trials:
-            if t.pruned or t.stopped:
-                continue
-            d = t.config.to_dict()
-            configuration = {k: v for k, v in d.items() if k != "block_sizes"}
-            configuration.update({f"block_{i}": b for i, b in enumerate(d["block_sizes"])})
-            results.append({
-                "configuration": configuration,
-                "invalidity": "correct" if t.value is not None else
-                ("correctness" if t.status.startswith("wrong numbers") else "runtime"),
-                "correctness": 1 if t.value is not None else 0,
-                "measurements": [{"name": "time", "value": t.value, "unit": self.unit}]
-                if t.value is not None else [],
-                "times": {}})
-        return {"schema_version": "1.0.0", "metadata": {"kernel": self.kernel,
-                                                        "backend": self.backend,
-                                                        "study": self.study},
-                "results": results}
-
-    def plot(self, path: str | Path) -> None:
-        """A convergence plot: every trial's value and the best so far (PNG, or the format
-        `path`'s suffix names)."""
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise TileDSLError("plots need matplotlib: pip install matplotlib") from None
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        xs = [i + 1 for i, t in enumerate(self.trials) if t.value is not None]
-        ax.scatter(xs, [t.value for t in self.trials if t.value is not None], s=10,
-                   color="0.6", label="trial")
-        best = self.best_so_far
-        ax.step(range(1, len(best) + 1), [b if b is not None else np.nan for b in best],
-                where="post", label="best so far")
-        if self.default_value is not None:
-            ax.axhline(self.default_value, color="tab:red", ls="--", lw=1, label="default config")
-        ax.set_xlabel("trial")
-        ax.set_ylabel(self.unit)
-        ax.set_title(f"{self.kernel} ({self.backend})")
-        ax.legend()
-        fig.tight_layout()
-        # Rendered in memory, then written: matplotlib's own file writes let a failed flush
-        # pass (a full disk reported success).
-        image = io.BytesIO()
-        fig.savefig(image, format=Path(path).suffix.lower().lstrip(".") or "png", dpi=120)
-        plt.close(fig)
-        Path(path).write_bytes(image.getvalue())
 
 
 def search_space(space: ConfigSpace) -> SearchSpace:
@@ -351,29 +123,6 @@ def default_storage() -> str:
     return f"sqlite:///{path}"
 
 
-class _Budget(Evaluator):
-    """An Evaluator that also stops at a wall-clock deadline, or when the objective finds the
-    study's budget spent (by all its workers together)."""
-
-    def __init__(self, objective: Callable[[Point], float | None], budget: int,
-                 deadline: float | None) -> None:
-        super().__init__(objective, budget)
-        self.deadline = deadline
-        self.spent = False
-
-    def __call__(self, point: Point) -> float | None:
-        try:
-            return super().__call__(point)
-        except studies.BudgetSpent:
-            self.spent = True
-            return None
-
-    @property
-    def done(self) -> bool:
-        return super().done or self.spent or (self.deadline is not None
-                                              and time.monotonic() > self.deadline)
-
-
 def require_gpu(kernel: TileKernel, doing: str = "tuning",
                 instead: str = "tune with backend='model' (an H100 cost model) or 'spatial' "
                                "(the simulator)") -> None:
@@ -414,278 +163,356 @@ def tune(kernel: TileKernel, args: list[Any], *, backend: str = "spatial", arch:
 
     `progress`: a bar of the trials, then of the finalists' re-timing, on stderr; None (the
     default) shows it on a terminal only, never in a log or a pipe; True always, False never."""
-    start = time.monotonic()
-    check_tune_options(kernel.name, trials=trials, timeout=timeout, strategy=strategy,
-                       prune=prune, finalists=finalists, seed=seed, trial_timeout=trial_timeout)
-    if not isinstance(backend, str) or backend not in RUNNERS:
-        raise BackendError(f"kernel '{kernel.name}': no tuning backend {backend!r}; "
-                           f"choose from {sorted(RUNNERS)}")
-    if backend == "triton":
-        require_gpu(kernel)
-    if use_cache or storage is None:  # the result and the default study live there
+    options = TuneOptions(
+        backend=backend, arch=arch, trials=trials, timeout=timeout, strategy=strategy,
+        storage=storage, study_name=study_name, seed=seed, check=check,
+        isolate=True if isolate is None else isolate, trial_timeout=trial_timeout,
+        progress=progress, baselines=baselines or {}, use_cache=use_cache, finalists=finalists,
+        rounds=rounds, prune=prune)
+    return _Tune(kernel, args, options).run()
+
+
+def _remaining(until: float | None) -> float | None:
+    """The seconds left until `until` (time.monotonic()), for a trial in flight (None: no
+    limit but the trial's own)."""
+    return None if until is None else until - time.monotonic()
+
+
+class _Tune:
+    """One tune, as the stages `run` takes in order: the options checked and the study opened,
+    the spaces built, the measuring and compiling processes started, the study's earlier trials
+    resumed, the search, the finalists re-timed, the winner stored and the result reported.
+
+    The strategy calls the trial log (`TrialLog`, trials.py: a Trial record per point, observed
+    by the progress bar); its objective is `_objective`: a reservation in the study, then
+    `_measure` (priced by the cost model, then pruned, or checked and timed)."""
+
+    def __init__(self, kernel: TileKernel, args: list[Any], options: TuneOptions) -> None:
+        self.kernel, self.args, self.o = kernel, args, options
+        self.start = time.monotonic()
+        self.deadline: float | None = None  # the tune's (time.monotonic()), if it has a timeout
+        self.isolated: Isolated | None = None
+        self.precompiler: Any = None  # a Precompiler (precompile.py), for GPU and model tunes
+        self.compiled_ahead = 0  # trials whose config a compile worker had compiled
+        self.worker: Any = None  # this process's membership of the study (study_workers.py)
+        self.progress: TrialProgress | None = None
+        self.search_best: tuple[Point, float] | None = None
+        self.finalists: list[finals.Finalist] = []
+
+    def run(self) -> TuneResult:
+        self.open_study()
+        self.build_space()
         try:
-            writable_cache_dir()
+            self.start_processes()
+            self.resume()
+            self.search()
+            self.retime_finalists()
+        finally:
+            self.close()
+        return self.store_and_report()
+
+    # -- the stages ----------------------------------------------------------------------------
+
+    def open_study(self) -> None:
+        """Check the options, then open the study: a bad option is an error that names it (and
+        the kernel) before any process starts."""
+        o, kernel = self.o, self.kernel
+        o.validate(kernel.name)
+        if o.timeout is not None:
+            self.deadline = self.start + o.timeout
+        if not isinstance(o.backend, str) or o.backend not in RUNNERS:
+            raise BackendError(f"kernel '{kernel.name}': no tuning backend {o.backend!r}; "
+                               f"choose from {sorted(RUNNERS)}")
+        if o.backend == "triton":
+            require_gpu(kernel)
+        if o.use_cache or o.storage is None:  # the result and the default study live there
+            try:
+                writable_cache_dir()
+            except TileDSLError as e:
+                raise e.with_context(kernel=kernel.name) from None
+        self.values = kernel.bind(tuple(self.args), {})
+        self.key = cache.key(kernel, self.values, o.backend, o.arch)
+        self.url = o.storage or default_storage()
+        self.name = o.study_name or f"{kernel.name}-{o.backend}-{self.key.digest[:12]}"
+        try:
+            self.strategy = get(o.strategy or DEFAULT)
+            self.pruner = Pruner(o.prune)  # a bad factor is an error on every backend
+            if o.backend != "triton":
+                self.pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes
+            self.study = studies.open_study(self.url, self.name)
+            studies.bind_problem(self.study, *_problem(self.key, o.backend, o.arch))
         except TileDSLError as e:
             raise e.with_context(kernel=kernel.name) from None
-    values = kernel.bind(tuple(args), {})
-    key = cache.key(kernel, values, backend, arch)
-    url = storage or default_storage()
-    name = study_name or f"{kernel.name}-{backend}-{key.digest[:12]}"
-    try:  # the options' errors before any process starts
-        search = get(strategy or DEFAULT)
-        pruner = Pruner(prune)  # a bad factor is an error on every backend
-        if backend != "triton":
-            pruner = Pruner(None)  # the model predicts GPU times: it prunes GPU tunes only
-        study = studies.open_study(url, name)
-        studies.bind_problem(study, *_problem(key, backend, arch))
-    except TileDSLError as e:
-        raise e.with_context(kernel=kernel.name) from None
-    config_space = kernel.config_space(*values, backend=SPACE_BACKEND[backend],
-                                       **({} if arch is None else {"arch": arch}))
-    space = search_space(config_space)
-    runner: Runner = RUNNERS[backend](kernel, values, arch)
-    # What the measuring process and the compile workers get: the arrays on the host, and the
-    # kernel's source, which they check against the file they import the kernel from.
-    # (functions by value where pickle cannot send them: static_args.shippable)
-    # A CUDA context does not survive a fork: GPU and model children are spawned, and import
-    # the kernel from its file; CPU children are forked copies of this process (isolate.py).
-    method = "spawn" if backend in ("model", "triton") else fork_start()
-    isolate = True if isolate is None else isolate
-    host, source = host_args(values), kernel.source_digest
-    if (isolate and method == "spawn") or backend in ("model", "triton"):
-        host = static_args.shippable(kernel.name, list(kernel.signature.parameters), host)
-    isolated = None
-    if isolate and method == "fork":
-        isolated = Isolated(in_child, (kernel, values, backend, arch, check), trial_timeout,
-                            start="fork")
-    elif isolate:
-        isolated = Isolated("autotune.runners:from_file",
-                            (kernel.file, kernel.name, host, backend, arch, check, source),
-                            trial_timeout)
-    runner.self_checking = runner.self_checking and check
-    deadline = start + timeout if timeout is not None else None
 
-    def remaining(until: float | None) -> float | None:
-        """The seconds left until `until` (time.monotonic()), for a trial in flight (None: no
-        limit but the trial's own)."""
-        return None if until is None else until - time.monotonic()
-    precompiler = None
-    compiled_ahead = 0
-    if backend in ("model", "triton"):  # compile ahead, in parallel, while measuring
-        from autotune.precompile import Precompiler
-        if backend == "triton":  # fill Triton's JIT cache for this GPU
-            from lowering.backends.triton.gpu import device_target
-            target, sms = device_target()
-            precompiler = Precompiler(kernel.file, kernel.name, host, "jit", target, sms,
-                                      source=source, timeout=trial_timeout)
-        else:
-            precompiler = Precompiler(kernel.file, kernel.name, host, "aot", "sm_90",
-                                      source=source, timeout=trial_timeout)
-    statuses: dict[tuple, str] = {}
-    predictions: dict[tuple, float] = {}  # the cost model's microseconds (GPU and model tunes)
-    priced_from: dict[tuple, str] = {}  # "compiled" or "ir": what each prediction priced
-    estimate = config_space.estimate if backend == "triton" else None
+    def build_space(self) -> None:
+        """The kernel's config space for the arguments, the search space the strategy sees, the
+        runner, and the trial log the strategy calls."""
+        o = self.o
+        self.config_space = self.kernel.config_space(
+            *self.values, backend=SPACE_BACKEND[o.backend],
+            **({} if o.arch is None else {"arch": o.arch}))
+        self.space = search_space(self.config_space)
+        self.runner: Runner = RUNNERS[o.backend](self.kernel, self.values, o.arch)
+        self.default = self.config_space.default()
+        self.default_point = self.config_space.values(self.default)
+        self.default_key = SearchSpace.key(self.default_point)
+        # GPU tunes price what no compile worker compiled on resources guessed from the IR
+        self.estimate = self.config_space.estimate if o.backend == "triton" else None
+        self.log = TrialLog(self._objective, o.trials, self.deadline, self.config_space.make)
 
-    def guess(config: Config) -> float | None:
-        """What no worker compiled is priced on resources guessed from the IR (GPU tunes)."""
+    def start_processes(self) -> None:
+        """The measuring process (isolation) and, on the GPU and the model, the compile-ahead
+        pool, which compiles the configs the strategy hints at while others are measured.
+
+        What they get: the arrays on the host, and the kernel's source, which they check against
+        the file they import the kernel from (functions by value where pickle cannot send them:
+        static_args.shippable). A CUDA context does not survive a fork: GPU and model children
+        are spawned, and import the kernel from its file; CPU children are forked copies of this
+        process (isolate.py)."""
+        o, kernel = self.o, self.kernel
+        gpu = o.backend in ("model", "triton")
+        method = "spawn" if gpu else fork_start()
+        host, source = host_args(self.values), kernel.source_digest
+        if (o.isolate and method == "spawn") or gpu:
+            host = static_args.shippable(kernel.name, list(kernel.signature.parameters), host)
+        if o.isolate and method == "fork":
+            self.isolated = Isolated(in_child, (kernel, self.values, o.backend, o.arch, o.check),
+                                     o.trial_timeout, start="fork")
+        elif o.isolate:
+            self.isolated = Isolated("autotune.runners:from_file",
+                                     (kernel.file, kernel.name, host, o.backend, o.arch, o.check,
+                                      source), o.trial_timeout)
+        self.runner.self_checking = self.runner.self_checking and o.check
+        if gpu:
+            from autotune.precompile import Precompiler
+            if o.backend == "triton":  # fill Triton's JIT cache for this GPU
+                from lowering.backends.triton.gpu import device_target
+                target, sms = device_target()
+                self.precompiler = Precompiler(kernel.file, kernel.name, host, "jit", target, sms,
+                                               source=source, timeout=o.trial_timeout)
+            else:
+                self.precompiler = Precompiler(kernel.file, kernel.name, host, "aot", "sm_90",
+                                               source=source, timeout=o.trial_timeout)
+            self.log.on_prefetch = self._hint
+
+    def resume(self) -> None:
+        """Read back the study's earlier measurements that this tune trusts (`_trusted`), as
+        trials of this run's log; then show the progress bar, which observes the trials."""
+        self.trusted_records = studies.trusted_records(self.space, self._trusted)
+        for point, value, attrs in studies.load_trials(self.study, self.space):
+            if not self._trusted(attrs):
+                continue  # measured without checking its numbers, or never timed: again
+            if SearchSpace.key(point) in self.log.results:
+                continue  # the point's first trusted record stands
+            trial = self.log.record(point)
+            status = str(attrs.get("status", ""))
+            trial.status = status if status.startswith(PRUNED) else "resumed"
+            trial.origin = "resumed"
+            if isinstance(attrs.get("model_us"), (int, float)):
+                trial.predicted = float(attrs["model_us"])
+                if attrs.get("model_from") in ("compiled", "ir"):
+                    trial.model_from = str(attrs["model_from"])
+            self.log.store(point, value)
+            self.pruner.measured(trial.predicted, value)
+        self.progress = TrialProgress(
+            self.kernel.name, self.log, self.o.trials, self.o.progress, self.runner.unit,
+            None if self.precompiler is None else lambda: self.compiled_ahead)
+        self.log.observers.append(self.progress)
+
+    def search(self) -> None:
+        """Join the study as one of its workers, then run the strategy from this worker's
+        initial points. The default config is always measured, even past the deadline."""
         try:
-            return estimate(config) if estimate is not None else None
-        except Exception:  # noqa: BLE001 - a kernel the model cannot price is timed unpruned
-            return None
-    default = config_space.default()
-    default_point = config_space.values(default)
-    default_key = SearchSpace.key(default_point)
+            self.worker = studies.join(self.study)  # other workers on this study start elsewhere
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.kernel.name) from None
+        seed = (self.o.seed + 7919 * self.worker.rank) % (MAX_SEED + 1)
+        initial = self._initial_points(seed)
+        if self.precompiler is not None:
+            self.precompiler.submit([self.config_space.make(p) for p in initial])
+        self.strategy(self.space, self.log, seed, initial)
+        if self.default_key not in self.log.results:
+            self.log.store(self.default_point,
+                           self._objective(self.default_point, budgeted=False))
+        self.search_best = self.log.best
 
-    def trusted(attrs: dict[str, Any]) -> bool:
+    def retime_finalists(self) -> None:
+        """On a noisy runner, the search's fastest configs and the default, re-timed interleaved
+        (finalists.py)."""
+        o, isolated = self.o, self.isolated
+        if not (self.runner.noisy and o.finalists > 0 and o.rounds > 0
+                and self.search_best is not None):
+            return
+        timer = (lambda c: isolated.time(c, _remaining(self.deadline))) if isolated else \
+            self.runner.time
+        picked = finals.choose(self.log.history, o.finalists, always=self.default_point)
+        assert self.progress is not None
+        progress = self.progress
+        progress.retiming(len(picked) * o.rounds)
+
+        def timed(p: Point) -> float:
+            try:
+                return timer(self.config_space.make(p))
+            finally:
+                progress.timed()
+        self.finalists = finals.retime(
+            picked, timed, o.rounds, failed=(TrialFailed, TileDSLError, ValueError, RuntimeError),
+            deadline=self.deadline, stopped=(OutOfTime,))
+        for f in self.finalists:
+            f.config = self.config_space.make(f.point)
+
+    def close(self) -> None:
+        """Leave the study, and stop the bar and the processes (whatever was started)."""
+        if self.worker is not None:
+            self.worker.leave()
+        if self.progress is not None:
+            self.progress.close()
+        if self.isolated is not None:
+            self.isolated.close()
+        if self.precompiler is not None:
+            self.precompiler.close()
+
+    def store_and_report(self) -> TuneResult:
+        """The winner (the finalists' lowest median, else the search's fastest trial) into the
+        result cache; the baselines timed; the result."""
+        o, make = self.o, self.config_space.make
+        best, default_value = self.search_best, self.log.results.get(self.default_key)
+        won = finals.winner(self.finalists)
+        if won is not None:
+            best = (won.point, won.value)  # type: ignore[assignment]
+            default_value = next((f.value for f in self.finalists if f.value is not None and
+                                  SearchSpace.key(f.point) == self.default_key), default_value)
+        best_config = make(best[0]) if best else None
+        if best_config is not None and o.use_cache:
+            cache.store(self.key, best_config, best[1], self.runner.unit)  # type: ignore[index]
+            self.kernel.forget_tuned()  # the in-process memo of cache lookups
+        baselines = {name: Spread.of(samples) for name, samples in
+                     time_baselines(self.kernel.name, o.backend, o.baselines).items()}
+        trials = self.log.trials()
+        return TuneResult(
+            self.kernel.name, o.backend, self.runner.unit, best_config,
+            best[1] if best else None, self.default, default_value, trials, self.name, self.url,
+            time.monotonic() - self.start,
+            baselines={name: spread.median for name, spread in baselines.items()},
+            compiled_ahead=self.compiled_ahead if self.precompiler is not None else None,
+            finalists=self.finalists,
+            search_best=make(self.search_best[0]) if self.search_best else None,
+            baseline_spreads=baselines,
+            resumed=sum(t.origin == "resumed" for t in trials),
+            shared=sum(t.origin == "shared" for t in trials))
+
+    # -- a trial -------------------------------------------------------------------------------
+
+    def _initial_points(self, seed: int) -> list[Point]:
+        """Where this worker's search starts: the points the study's searches of `seed` start
+        from (`analytic_candidates`), rotated by the worker's rank so that two workers do not
+        chase each other (a second one takes them from the other end)."""
+        initial = studies.start_points(self.study, self.space, seed, lambda: analytic_candidates(
+            self.config_space, self.space, seed, self.deadline))
+        rank = self.worker.rank
+        if rank % 2:
+            initial = initial[::-1]
+        shift = rank // 2 % len(initial)
+        return initial[shift:] + initial[:shift]
+
+    def _trusted(self, attrs: dict[str, Any]) -> bool:
         """Whether a stored measurement stands: not one measured without checking its numbers
         (for a checked tune), nor one pruned, never timed (for a tune that does not prune)."""
         pruned = str(attrs.get("status", "")).startswith(PRUNED)
-        return not ((check and attrs.get("checked") is False)
-                    or (pruned and pruner.factor is None))
-    records = studies.trusted_records(space, trusted)
-    stopped: set[tuple] = set()  # points the tune's deadline stopped mid-measurement
+        return not ((self.o.check and attrs.get("checked") is False)
+                    or (pruned and self.pruner.factor is None))
 
-    def objective(point: Point, budgeted: bool = True) -> float | None:
+    def _objective(self, point: Point, budgeted: bool = True) -> float | None:
         """Measure `point` under a reservation in the study (study_workers.py), or reuse what
         another worker measured; `budgeted`: within the study's total of `trials` points."""
-        claim = worker.claim(point, trials if budgeted else None, records,
-                             deadline if budgeted else None)
+        claim = self.worker.claim(point, self.o.trials if budgeted else None,
+                                  self.trusted_records, self.deadline if budgeted else None)
         if claim.trial_id is None:
-            statuses[SearchSpace.key(point)] = "from another worker"
+            trial = self.log.record(point)
+            trial.status, trial.origin = "from another worker", "shared"
             return claim.shared
         try:
-            value = measure(point)
+            value = self._measure(point)
+        except OutOfTime as e:  # the tune's deadline stopped it: not the config's failure,
+            self.log.record(point).status = str(e)  # not stored
+            self.worker.withdraw(claim)
+            return None
         except BaseException:
-            worker.withdraw(claim)
+            self.worker.withdraw(claim)
             raise
-        key = SearchSpace.key(point)
-        if key in stopped or (isolated is not None and isolated.broken is not None):
-            worker.withdraw(claim)  # the tune's deadline stopped it, or no process could
-            return None             # measure it: not the config's failure, not stored
-        attrs = {"status": statuses[key], "model_us": predictions.get(key),
-                 "model_from": priced_from.get(key), "checked": check}
-        worker.finish(claim, lambda: studies.record(study, space, point, value, attrs))
+        if self.isolated is not None and self.isolated.broken is not None:
+            self.worker.withdraw(claim)  # no process could measure it: not stored either
+            return None
+        trial = self.log.record(point)
+        attrs = {"status": trial.status, "model_us": trial.predicted,
+                 "model_from": trial.model_from, "checked": self.o.check}
+        self.worker.finish(claim, lambda: studies.record(self.study, self.space, point, value,
+                                                         attrs))
         return value
 
-    def measure(point: Point) -> float | None:
-        config = config_space.make(point)
-        key = SearchSpace.key(point)
-        nonlocal compiled_ahead
+    def _measure(self, point: Point) -> float | None:
+        """`point`'s value (None if it failed, or was pruned: its record says why). OutOfTime
+        passes through: the tune's deadline came during it."""
+        trial = self.log.record(point)
         value: float | None = None
         # the tune's deadline bounds a trial begun before it; the default config, measured
         # after it if no trial reached it, has its own trial_timeout
-        until = deadline if deadline is not None and time.monotonic() < deadline else None
+        until = self.deadline if self.deadline is not None and \
+            time.monotonic() < self.deadline else None
         try:
-            if precompiler is not None and precompiler.wait(config, remaining(until)):
-                compiled_ahead += 1
-                if config in precompiler.predicted:
-                    predictions[key] = precompiler.predicted[config]
-                    priced_from[key] = "compiled"
-            if key not in predictions and (price := guess(config)) is not None:
-                predictions[key] = price
-                priced_from[key] = "ir"
-            pruned = None if key == default_key else pruner.why(predictions.get(key))
+            self._price(trial, until)
+            pruned = None if SearchSpace.key(point) == self.default_key else \
+                self.pruner.why(trial.predicted)
             if pruned is not None:
-                statuses[key] = pruned  # not timed; recorded as failed
+                trial.status = pruned  # not timed; recorded as failed
             else:
-                if check and isolated is None and not runner.self_checking:
-                    why = runner.check(config)  # (a measuring process checks where it measures)
-                    if why is not None:
-                        raise TrialFailed(why)
-                value = isolated.measure(config, remaining(until)) if isolated else \
-                    runner.measure(config)
-                statuses[key] = "ok"
-        except OutOfTime as e:  # the tune's deadline, not the config's failure: not stored
-            statuses[key] = str(e)
-            stopped.add(key)
-            return None
+                value = self._time(trial.config, until)
+                trial.status = "ok"
+        except OutOfTime:
+            raise
         except (TrialFailed, TileDSLError, ValueError, RuntimeError) as e:
-            statuses[key] = str(e).splitlines()[0][:200]
-        pruner.measured(predictions.get(key), value)
+            trial.status = str(e).splitlines()[0][:200]
+        self.pruner.measured(trial.predicted, value)
         return value
 
-    evaluate = _Budget(objective, trials, deadline)
-    if precompiler is not None:
-        pool = precompiler
+    def _price(self, trial: Trial, until: float | None) -> None:
+        """The cost model's prediction for the trial's config (GPU and model tunes): a compile
+        worker's, once it compiled the config, else one on resources guessed from the IR."""
+        if self.precompiler is not None and self.precompiler.wait(trial.config,
+                                                                  _remaining(until)):
+            self.compiled_ahead += 1
+            if trial.config in self.precompiler.predicted:
+                trial.predicted = self.precompiler.predicted[trial.config]
+                trial.model_from = "compiled"
+        if trial.predicted is None and (price := self._guess(trial.config)) is not None:
+            trial.predicted, trial.model_from = price, "ir"
 
-        def hint(points: list[Point]) -> None:
-            configs = [config_space.make(p) for p in points]
-            if estimate is not None:  # not worth compiling what the model would prune
-                configs = [c for c in configs if c == default or pruner.why(guess(c)) is None]
-            pool.submit(configs, replace=True)
-        evaluate.on_prefetch = hint
-    resumed: set[tuple] = set()  # points measured by an earlier run of the study
-    for point, value, attrs in studies.load_trials(study, space):  # resume: earlier measurements
-        k = SearchSpace.key(point)
-        if not trusted(attrs):
-            continue  # measured without checking its numbers, or never timed: evaluate again
-        if k not in evaluate.results:
-            evaluate.results[k] = value
-            evaluate.history.append((point, value))
-            status = str(attrs.get("status", ""))
-            statuses[k] = status if status.startswith(PRUNED) else "resumed"
-            resumed.add(k)
-            if isinstance(attrs.get("model_us"), (int, float)):
-                predictions[k] = float(attrs["model_us"])
-                if attrs.get("model_from") in ("compiled", "ir"):
-                    priced_from[k] = str(attrs["model_from"])
-            pruner.measured(predictions.get(k), value)
-    bar = progress_bar(trials, f"tuning {kernel.name}" + (f" (resumed {len(resumed)})"
-                                                        if resumed else ""),
-                       "trial", progress, initial=len(evaluate.history))
-    inner = evaluate.objective
-
-    def counted(point: Point) -> float | None:
-        value = inner(point)
-        values = [v for _, v in evaluate.history] + [value]  # history gets `point` after
-        best = min((v for v in values if v is not None), default=None)
-        pruned = sum(s.startswith(PRUNED) for s in statuses.values())
-        failed = values.count(None) - pruned
-        shown = [f"best {best:.4g} {runner.unit}" if best is not None else "no valid trial"]
-        shown += [f"{compiled_ahead} compiled ahead"] * (precompiler is not None)
-        shown += [f"{failed} rejected"] * bool(failed) + [f"{pruned} pruned"] * bool(pruned)
-        bar.n += 1
-        bar.set_postfix_str(", ".join(shown))  # refreshes: each trial shows
-        return value
-    evaluate.objective = counted
-    chosen: list[finals.Finalist] = []
-    search_best: tuple[Point, float] | None = None
-    worker = None
-    try:
+    def _guess(self, config: Config) -> float | None:
+        """What no worker compiled is priced on resources guessed from the IR (GPU tunes)."""
         try:
-            worker = studies.join(study)  # other workers on this study start elsewhere
-        except TileDSLError as e:
-            raise e.with_context(kernel=kernel.name) from None
-        rank = worker.rank
-        seed = (seed + 7919 * rank) % (MAX_SEED + 1)
-        initial = studies.start_points(study, space, seed, lambda: analytic_candidates(
-            config_space, space, seed, start + timeout if timeout is not None else None))
-        if rank % 2:  # a second worker takes them from the other end, so the two do not chase
-            initial = initial[::-1]
-        initial = initial[rank // 2 % len(initial):] + initial[:rank // 2 % len(initial)]
-        if precompiler is not None:
-            precompiler.submit([config_space.make(p) for p in initial])
-        search(space, evaluate, seed, initial)
-        if default_key not in evaluate.results:  # always measured, even past a deadline
-            evaluate.results[default_key] = objective(default_point, budgeted=False)
-            evaluate.history.append((default_point, evaluate.results[default_key]))
-        search_best = evaluate.best
-        measured = list(evaluate.history)
-        if evaluate.results[default_key] is not None and \
-                all(SearchSpace.key(p) != default_key for p, _ in measured):
-            measured.append((default_point, evaluate.results[default_key]))
-        if runner.noisy and finalists > 0 and rounds > 0 and search_best is not None:
-            timer = (lambda c: isolated.time(c, remaining(deadline))) if isolated else \
-                runner.time
-            picked = finals.choose(measured, finalists, always=default_point)
-            bar.close()
-            bar = progress_bar(len(picked) * rounds, f"re-timing {kernel.name}'s finalists",
-                               "timing", progress)
+            return self.estimate(config) if self.estimate is not None else None
+        except Exception:  # noqa: BLE001 - a kernel the model cannot price is timed unpruned
+            return None
 
-            def timed(p: Point) -> float:
-                try:
-                    return timer(config_space.make(p))
-                finally:
-                    bar.update(1)
-            chosen = finals.retime(picked, timed, rounds,
-                                   failed=(TrialFailed, TileDSLError, ValueError, RuntimeError),
-                                   deadline=deadline, stopped=(OutOfTime,))
-            for f in chosen:
-                f.config = config_space.make(f.point)
-    finally:
-        if worker is not None:
-            worker.leave()
-        bar.close()
-        if isolated is not None:
-            isolated.close()
-        if precompiler is not None:
-            precompiler.close()
-    best = search_best
-    default_value = evaluate.results.get(default_key)
-    won = finals.winner(chosen)
-    if won is not None:
-        best = (won.point, won.value)  # type: ignore[assignment]
-        default_value = next((f.value for f in chosen if SearchSpace.key(f.point) == default_key
-                              and f.value is not None), default_value)
-    best_config = config_space.make(best[0]) if best else None
-    if best_config is not None and use_cache:
-        cache.store(key, best_config, best[1], runner.unit)  # type: ignore[index]
-        kernel.forget_tuned()  # the in-process memo of cache lookups
-    timed_baselines = {name: Spread.of(samples) for name, samples in
-                       time_baselines(kernel.name, backend, baselines or {}).items()}
-    shared = sum(statuses.get(SearchSpace.key(p)) == "from another worker"
-                 for p, _ in evaluate.history)
-    return TuneResult(
-        kernel.name, backend, runner.unit, best_config, best[1] if best else None, default,
-        default_value,
-        [Trial(config_space.make(p), v, statuses.get(SearchSpace.key(p), "ok"),
-               predictions.get(SearchSpace.key(p)), priced_from.get(SearchSpace.key(p)))
-         for p, v in evaluate.history],
-        name, url, time.monotonic() - start,
-        {name: spread.median for name, spread in timed_baselines.items()},
-        compiled_ahead if precompiler is not None else None, chosen,
-        config_space.make(search_best[0]) if search_best else None, timed_baselines,
-        sum(SearchSpace.key(p) in resumed for p, _ in evaluate.history), shared)
+    def _time(self, config: Config, until: float | None) -> float:
+        """The config checked against NumPy (where the measuring process does not check it
+        itself) and measured."""
+        if self.o.check and self.isolated is None and not self.runner.self_checking:
+            why = self.runner.check(config)
+            if why is not None:
+                raise TrialFailed(why)
+        if self.isolated is not None:
+            return self.isolated.measure(config, _remaining(until))
+        return self.runner.measure(config)
+
+    def _hint(self, points: list[Point]) -> None:
+        """A strategy's hint: the compile workers compile these configs next (not those the
+        cost model would prune)."""
+        configs = [self.config_space.make(p) for p in points]
+        if self.estimate is not None:
+            configs = [c for c in configs
+                       if c == self.default or self.pruner.why(self._guess(c)) is None]
+        self.precompiler.submit(configs, replace=True)
 
 
 def time_baselines(kernel: str, backend: str,

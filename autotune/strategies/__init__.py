@@ -1,23 +1,14 @@
 """Search strategies: plain functions `strategy(space, evaluate, seed, initial)` that call
-`evaluate(point)` until `evaluate.done`. They register by name in STRATEGIES."""
+`evaluate(point)` until `evaluate.done`. Each strategy module registers its strategies by name
+in the registry (registry.py), which imports none of them; `get` imports them on first use
+(bo.py imports SciPy)."""
 
 from __future__ import annotations
 
-from typing import Callable
-
-from autotune.space import Evaluator, Point, SearchSpace
+from autotune.strategies.registry import STRATEGIES, Strategy, register  # noqa: F401
 from tiledsl.errors import ConfigError
 
-Strategy = Callable[[SearchSpace, Evaluator, int, list[Point]], None]
-STRATEGIES: dict[str, Strategy] = {}
 DEFAULT = "bo+local"  # chosen by measurement on the replay spaces (benchmarks/replay.py)
-
-
-def register(name: str) -> Callable[[Strategy], Strategy]:
-    def deco(fn: Strategy) -> Strategy:
-        STRATEGIES[name] = fn
-        return fn
-    return deco
 
 
 def get(name: str) -> Strategy:

@@ -57,7 +57,8 @@ from scipy.optimize import minimize
 from scipy.special import erfc
 
 from autotune.space import Evaluator, Point, SearchSpace
-from autotune.strategies import register
+from autotune.strategies.local import hamming_neighbors
+from autotune.strategies.registry import register
 
 ENUMERATE_LIMIT = 2_000_000  # raw product size up to which the valid points are enumerated
 SAMPLED_CANDIDATES = 4096  # per step, for spaces too big to enumerate
@@ -161,242 +162,254 @@ def expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float) -> np.ndar
 
 @register("bo")
 def bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
-    _bo(space, evaluate, seed, initial, expand_every=0, trust=False)
+    _Search(space, evaluate, seed, expand_every=0, trust=False).run(initial)
 
 
 @register("bo+local")
 def bo_local(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point]) -> None:
     """BO in a trust region around the elite, with a best-first expansion of the elite."""
-    _bo(space, evaluate, seed, initial, expand_every=EXPAND_EVERY, trust=True)
+    _Search(space, evaluate, seed, expand_every=EXPAND_EVERY, trust=True).run(initial)
 
 
-def _bo(space: SearchSpace, evaluate: Evaluator, seed: int, initial: list[Point],
-        expand_every: int, trust: bool) -> None:
-    from autotune.strategies.local import hamming_neighbors
+class _Search:
+    """One BO search: the encoding and candidate pool, the GP, and what it learned of the
+    evaluated points (the elite's exhausted neighbourhoods, the inert parameters). `run` starts
+    with the initial and random points, then proposes one point per evaluation."""
 
-    rng = random.Random(seed)
-    free = [p for p in space.params if len(p.values) > 1]
-    scale = np.array([1.0 / (len(p.values) - 1) for p in free])
+    def __init__(self, space: SearchSpace, evaluate: Evaluator, seed: int, expand_every: int,
+                 trust: bool) -> None:
+        self.space, self.evaluate = space, evaluate
+        self.expand_every, self.trust = expand_every, trust
+        self.rng = random.Random(seed)
+        # the hints draw from their own stream: they must not move the search's
+        self.lookahead_rng = random.Random(seed + 1)
+        self.free = [p for p in space.params if len(p.values) > 1]
+        self.scale = np.array([1.0 / (len(p.values) - 1) for p in self.free])
+        self.enumerated = space.size_upper_bound <= ENUMERATE_LIMIT
+        self.pool: list[Point] = list(space.points()) if self.enumerated else []
+        self.pool_x = self.enc_all(self.pool)
+        self.pool_index = {SearchSpace.key(p): i for i, p in enumerate(self.pool)}
+        self.unseen = np.ones(len(self.pool), dtype=bool)
+        self.marked = 0  # history entries already struck from `unseen`
+        self.gp = GP(len(self.free))
+        self.fitted_at = 0
+        self.model_best = 0.0  # the best standardised y of the model's last conditioning
+        self.exhausted: set[tuple] = set()  # elite points whose every neighbour was evaluated
+        self.neighbour_lists: dict[tuple, list[Point]] = {}  # validity tests can be costly
+        # Per parameter: for each setting of the other parameters, the points measured there
+        # and the distinct values they measured.
+        self.siblings: dict[str, dict[tuple, tuple[int, set[float]]]] = {
+            p.name: {} for p in self.free}
+        self.counted = 0  # history entries already in `siblings`
 
-    def enc(point: Point) -> np.ndarray:
-        return np.array([p.values.index(point[p.name]) for p in free], dtype=float) * scale
+    def enc(self, point: Point) -> np.ndarray:
+        return np.array([p.values.index(point[p.name]) for p in self.free],
+                        dtype=float) * self.scale
 
-    def enc_all(points: list[Point]) -> np.ndarray:
-        return np.array([enc(p) for p in points]).reshape(len(points), len(free))
+    def enc_all(self, points: list[Point]) -> np.ndarray:
+        return np.array([self.enc(p) for p in points]).reshape(len(points), len(self.free))
 
-    enumerated = space.size_upper_bound <= ENUMERATE_LIMIT
-    pool: list[Point] = list(space.points()) if enumerated else []
-    pool_x = enc_all(pool)
-    pool_index = {SearchSpace.key(p): i for i, p in enumerate(pool)}
-    unseen = np.ones(len(pool), dtype=bool)
-    marked = 0
+    def run(self, initial: list[Point]) -> None:
+        self.start(initial)
+        evaluate = self.evaluate
+        step = proposals = 0
+        while not evaluate.done:
+            step += 1
+            if not self.free or not any(v is not None and v > 0 for _, v in evaluate.history):
+                q = self.space.sample(self.rng)
+                if q is None or SearchSpace.key(q) in evaluate.results:
+                    return
+                evaluate(q)
+                continue
+            self.model_best = self.model()
+            q = None
+            if self.expand_every and step % self.expand_every == 0:
+                q = self.elite_neighbour()
+            if q is None:
+                proposals += 1
+                q = self.proposal(proposals)
+                if q is None:
+                    return
+            self.announce(q, step, proposals)
+            evaluate(q)
 
-    # The start: the initial points, then uniform random ones up to n_init, drawn up front so
-    # they can be compiled ahead while the first ones are measured.
-    start = [p for p in initial if space.contains(p)]
-    planned = {SearchSpace.key(p) for p in start} | set(evaluate.results)
-    stale = 0
-    size = n_init(len(free), len(pool) if enumerated else None)
-    while len(evaluate.history) + len(planned - set(evaluate.results)) < size and stale < 1000:
-        q = space.sample(rng)
-        if q is None:
-            break
-        if SearchSpace.key(q) in planned:
-            stale += 1
-            continue
-        planned.add(SearchSpace.key(q))
-        start.append(q)
+    def start(self, initial: list[Point]) -> None:
+        """The initial points, then uniform random ones up to n_init, drawn up front so they
+        can be compiled ahead while the first ones are measured."""
+        space, evaluate = self.space, self.evaluate
+        start = [p for p in initial if space.contains(p)]
+        planned = {SearchSpace.key(p) for p in start} | set(evaluate.results)
         stale = 0
-    evaluate.prefetch(start)
-    for point in start:
-        if evaluate.done:
-            return
-        evaluate(point)
+        size = n_init(len(self.free), len(self.pool) if self.enumerated else None)
+        while len(evaluate.history) + len(planned - set(evaluate.results)) < size and \
+                stale < 1000:
+            q = space.sample(self.rng)
+            if q is None:
+                break
+            if SearchSpace.key(q) in planned:
+                stale += 1
+                continue
+            planned.add(SearchSpace.key(q))
+            start.append(q)
+            stale = 0
+        evaluate.prefetch(start)
+        for point in start:
+            if evaluate.done:
+                return
+            evaluate(point)
 
-    gp = GP(len(free))
-    fitted_at = 0
-    exhausted: set[tuple] = set()  # elite points whose every neighbour was evaluated
+    def proposal(self, proposals: int) -> Point | None:
+        """The model's choice: the best EI in the trust region (bo+local, three proposals in
+        every `GLOBAL_EVERY`), else over the whole space; None when no candidate is left."""
+        if self.trust and proposals % GLOBAL_EVERY:
+            local = self.trust_region()
+            if local:
+                return self.best_ei(local, self.enc_all(local))
+        if self.enumerated:
+            cand, cand_x = self.unseen_pool()
+        else:
+            cand = _sampled_candidates(self.space, self.evaluate, self.rng)
+            cand_x = self.enc_all(cand)
+        return self.best_ei(cand, cand_x) if cand else None
 
-    def model() -> float:
+    def model(self) -> float:
         """Fit (when the data grew enough) and condition the GP; the best standardised y."""
-        nonlocal fitted_at
-        vals = [v for _, v in evaluate.history if v is not None and v > 0]
+        history = self.evaluate.history
+        vals = [v for _, v in history if v is not None and v > 0]
         worst = math.log(max(vals))
-        x = enc_all([p for p, _ in evaluate.history])
-        y = np.array([math.log(v) if v is not None and v > 0 else worst
-                      for _, v in evaluate.history])
+        x = self.enc_all([p for p, _ in history])
+        y = np.array([math.log(v) if v is not None and v > 0 else worst for _, v in history])
         ys = (y - y.mean()) / (y.std() or 1.0)
-        if len(ys) >= fitted_at * REFIT_GROWTH:
-            gp.fit(x, ys)
-            fitted_at = len(ys)
-        gp.condition(x, ys)
+        if len(ys) >= self.fitted_at * REFIT_GROWTH:
+            self.gp.fit(x, ys)
+            self.fitted_at = len(ys)
+        self.gp.condition(x, ys)
         return float(ys.min())
 
-    def best_ei(cand: list[Point], cand_x: np.ndarray) -> Point:
-        mu, sd = gp.predict(cand_x)
-        ei = expected_improvement(mu, sd, model_best)
+    def best_ei(self, cand: list[Point], cand_x: np.ndarray) -> Point:
+        mu, sd = self.gp.predict(cand_x)
+        ei = expected_improvement(mu, sd, self.model_best)
         top = np.flatnonzero(ei >= ei.max() * (1 - 1e-9))
-        return cand[int(top[rng.randrange(len(top))])]
+        return cand[int(top[self.rng.randrange(len(top))])]
 
-    def ranked() -> list[Point]:
+    def ranked(self) -> list[Point]:
         """The evaluated points, best first; of points that measured exactly the same, the
         first evaluated only (twins: a knob that changed nothing there)."""
-        order = sorted((v, i) for i, (_, v) in enumerate(evaluate.history) if v is not None)
+        history = self.evaluate.history
+        order = sorted((v, i) for i, (_, v) in enumerate(history) if v is not None)
         out, last = [], None
         for v, i in order:
             if v != last:
-                out.append(evaluate.history[i][0])
+                out.append(history[i][0])
             last = v
         return out
 
-    neighbour_lists: dict[tuple, list[Point]] = {}  # validity tests can be costly: once each
-
+    @staticmethod
     def without(point: Point, names: set[str]) -> tuple:
         """The point's key with those parameters left out."""
         return tuple(kv for kv in SearchSpace.key(point) if kv[0] not in names)
 
-    # Per parameter: for each setting of the other parameters, the points measured there and
-    # the distinct values they measured.
-    siblings: dict[str, dict[tuple, tuple[int, set[float]]]] = {p.name: {} for p in free}
-    counted = 0
-
-    def inert() -> set[str]:
+    def inert(self) -> set[str]:
         """Parameters that changed nothing so far: `INERT_EVIDENCE` groups of points differed
         only in one, and every such group measured exactly the same. A deterministic objective
         (simulated cycles, a replayed file) has such knobs where they do not matter (the buffer
         depth when loads never run ahead); moves along them waste evaluations. Timings never
         tie exactly."""
-        nonlocal counted
-        for point, v in evaluate.history[counted:]:
+        for point, v in self.evaluate.history[self.counted:]:
             if v is not None:
-                for name, groups in siblings.items():
-                    rest = without(point, {name})
+                for name, groups in self.siblings.items():
+                    rest = self.without(point, {name})
                     n, values = groups.get(rest, (0, set()))
                     groups[rest] = (n + 1, values | {v})
-        counted = len(evaluate.history)
-        return {name for name, groups in siblings.items()
+        self.counted = len(self.evaluate.history)
+        return {name for name, groups in self.siblings.items()
                 if sum(n > 1 for n, _ in groups.values()) >= INERT_EVIDENCE
                 and all(len(values) == 1 for _, values in groups.values())}
 
-    def fresh(points: list[Point]) -> list[Point]:
+    def fresh(self, points: list[Point]) -> list[Point]:
         """The points neither evaluated nor twins of evaluated ones (the same but for the inert
         parameters: their outcome is known)."""
-        new = [q for q in points if SearchSpace.key(q) not in evaluate.results]
-        skip = inert()
+        new = [q for q in points if SearchSpace.key(q) not in self.evaluate.results]
+        skip = self.inert()
         if not skip:
             return new
-        known = {without(p, skip) for p, _ in evaluate.history}
-        return [q for q in new if without(q, skip) not in known]
+        known = {self.without(p, skip) for p, _ in self.evaluate.history}
+        return [q for q in new if self.without(q, skip) not in known]
 
-    def neighbours(point: Point) -> list[Point]:
+    def neighbours(self, point: Point) -> list[Point]:
         key = SearchSpace.key(point)
-        if key not in neighbour_lists:
-            neighbour_lists[key] = hamming_neighbors(space, point)
-        return neighbour_lists[key]
+        if key not in self.neighbour_lists:
+            self.neighbour_lists[key] = hamming_neighbors(self.space, point)
+        return self.neighbour_lists[key]
 
-    def trust_region() -> list[Point]:
+    def trust_region(self) -> list[Point]:
         """The unevaluated Hamming neighbours of the TRUST_ELITE best points."""
         out: dict[tuple, Point] = {}
-        for point in ranked()[:TRUST_ELITE]:
-            for q in fresh(neighbours(point)):
+        for point in self.ranked()[:TRUST_ELITE]:
+            for q in self.fresh(self.neighbours(point)):
                 out.setdefault(SearchSpace.key(q), q)
         return list(out.values())
 
-    def elite_neighbour() -> Point | None:
-        for point in ranked():
-            if SearchSpace.key(point) in exhausted:
+    def elite_neighbour(self) -> Point | None:
+        """The expansion: the best-EI unevaluated neighbour of the best evaluated point whose
+        neighbourhood is not exhausted (None if every one is)."""
+        for point in self.ranked():
+            if SearchSpace.key(point) in self.exhausted:
                 continue
-            new = fresh(neighbours(point))
+            new = self.fresh(self.neighbours(point))
             if new:
-                return best_ei(new, enc_all(new))
-            exhausted.add(SearchSpace.key(point))
+                return self.best_ei(new, self.enc_all(new))
+            self.exhausted.add(SearchSpace.key(point))
         return None
 
-    def unseen_pool() -> tuple[list[Point], np.ndarray]:
-        nonlocal marked
-        for p, _ in evaluate.history[marked:]:
-            i = pool_index.get(SearchSpace.key(p))
+    def unseen_pool(self) -> tuple[list[Point], np.ndarray]:
+        """The enumerated points not evaluated yet, less twins of evaluated ones (while any
+        other is left), and their encodings."""
+        history = self.evaluate.history
+        for p, _ in history[self.marked:]:
+            i = self.pool_index.get(SearchSpace.key(p))
             if i is not None:
-                unseen[i] = False
-        marked = len(evaluate.history)
-        idx = np.flatnonzero(unseen)
-        skip = inert()
+                self.unseen[i] = False
+        self.marked = len(history)
+        idx = np.flatnonzero(self.unseen)
+        skip = self.inert()
         if skip and len(idx):  # leave out twins of evaluated points (as `fresh`, vectorised)
-            active = [j for j, p in enumerate(free) if p.name not in skip]
-            radix = np.cumprod([1] + [len(free[j].values) for j in active])[:len(active)]
+            active = [j for j, p in enumerate(self.free) if p.name not in skip]
+            radix = np.cumprod([1] + [len(self.free[j].values) for j in active])[:len(active)]
 
             def codes(x: np.ndarray) -> np.ndarray:
-                return np.rint(x[:, active] / scale[active]).astype(np.int64) @ radix
+                return np.rint(x[:, active] / self.scale[active]).astype(np.int64) @ radix
 
-            known = codes(enc_all([p for p, _ in evaluate.history]))
-            new = idx[~np.isin(codes(pool_x[idx]), known)]
+            known = codes(self.enc_all([p for p, _ in history]))
+            new = idx[~np.isin(codes(self.pool_x[idx]), known)]
             idx = new if len(new) else idx  # only twins left: the budget goes to them
-        return [pool[i] for i in idx], pool_x[idx]
+        return [self.pool[i] for i in idx], self.pool_x[idx]
 
-    lookahead_rng = random.Random(seed + 1)  # the hints must not move the search's own stream
-
-    def announce(choice: Point, step: int, proposals: int) -> None:
+    def announce(self, choice: Point, step: int, proposals: int) -> None:
         """Hint what the next step will likely propose, before measuring `choice`: the best
         candidates, by the current model's expected improvement, of the next step's branch."""
-        if not evaluate.wants_prefetch:
+        if not self.evaluate.wants_prefetch:
             return
-        if expand_every and (step + 1) % expand_every == 0:
+        if self.expand_every and (step + 1) % self.expand_every == 0:
             key = SearchSpace.key(choice)
             ahead = next((new for new in (
-                [q for q in fresh(neighbours(p)) if SearchSpace.key(q) != key]
-                for p in ranked()) if new), [])
+                [q for q in self.fresh(self.neighbours(p)) if SearchSpace.key(q) != key]
+                for p in self.ranked()) if new), [])
         else:
-            ahead = trust_region() if trust and (proposals + 1) % GLOBAL_EVERY else []
+            ahead = self.trust_region() if self.trust and (proposals + 1) % GLOBAL_EVERY else []
             if not ahead:
-                ahead = unseen_pool()[0] if enumerated else _sampled_candidates(
-                    space, evaluate, lookahead_rng)
+                ahead = self.unseen_pool()[0] if self.enumerated else _sampled_candidates(
+                    self.space, self.evaluate, self.lookahead_rng)
         ahead = [q for q in ahead if q != choice]
         if ahead:
-            mu, sd = gp.predict(enc_all(ahead))
-            order = np.argsort(-expected_improvement(mu, sd, model_best), kind="stable")
+            mu, sd = self.gp.predict(self.enc_all(ahead))
+            order = np.argsort(-expected_improvement(mu, sd, self.model_best), kind="stable")
             ahead = [ahead[int(i)] for i in order[:PREFETCH]]
-        evaluate.prefetch([choice] + ahead)
-
-    step = proposals = 0
-    while not evaluate.done:
-        step += 1
-        if not free or not any(v is not None and v > 0 for _, v in evaluate.history):
-            q = space.sample(rng)
-            if q is None or SearchSpace.key(q) in evaluate.results:
-                return
-            evaluate(q)
-            continue
-        model_best = model()
-        if expand_every and step % expand_every == 0:
-            q = elite_neighbour()
-            if q is not None:
-                announce(q, step, proposals)
-                evaluate(q)
-                continue
-        proposals += 1
-        if trust and proposals % GLOBAL_EVERY:
-            local = trust_region()
-            if local:
-                q = best_ei(local, enc_all(local))
-                announce(q, step, proposals)
-                evaluate(q)
-                continue
-        if enumerated:
-            cand, cand_x = unseen_pool()
-        else:
-            cand = _sampled_candidates(space, evaluate, rng)
-            cand_x = enc_all(cand)
-        if not cand:
-            return
-        q = best_ei(cand, cand_x)
-        announce(q, step, proposals)
-        evaluate(q)
+        self.evaluate.prefetch([choice] + ahead)
 
 
 def _sampled_candidates(space: SearchSpace, evaluate: Evaluator,
                         rng: random.Random) -> list[Point]:
-    from autotune.strategies.local import hamming_neighbors
-
     out: dict[tuple, Point] = {}
     for _ in range(SAMPLED_CANDIDATES):
         q = space.sample(rng, tries=100)

@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable, Iterable
 
 from autotune.space import Evaluator, Point, SearchSpace
-from autotune.strategies import register
+from autotune.strategies.registry import register
 
 MAX_HAMMING = 64  # parameters with more values than this move one step at a time
 

@@ -48,7 +48,7 @@ from optuna.trial import TrialState
 
 from autotune.space import Evaluator, Point, SearchSpace
 from tiledsl.errors import ConfigError, warn
-from autotune.strategies import register
+from autotune.strategies.registry import register
 from autotune.strategies.journal_file import JournalLock, set_aside_torn_tail
 from autotune.strategies.study_workers import Worker, point_key
 from autotune.strategies.study_workers import BudgetSpent  # noqa: F401 - the tuner's

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from autotune.space import Evaluator, Point, SearchSpace
-from autotune.strategies import register
+from autotune.strategies.registry import register
 
 
 @register("random")
