@@ -128,4 +128,4 @@ from tiledsl.values import Tensor as Tensor
 from tiledsl.values import Tile as Tile
 from tiledsl.values import TileValue as TileValue
 
-__version__ = "0.1.0"
+from tiledsl.version import __version__  # noqa: E402,F401

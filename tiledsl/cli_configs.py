@@ -19,7 +19,7 @@ from tiledsl.kernel import TileKernel
 
 def given_config(text: str, space: ConfigSpace) -> Config:
     """`--config`'s JSON as a config of `space` (validated: a ConfigError names the kernel)."""
-    from tiledsl.cli import CLIError
+    from tiledsl.cli_inputs import CLIError
     try:
         config = Config.from_dict(json.loads(text))
     except (ValueError, TypeError, KeyError, AttributeError) as e:

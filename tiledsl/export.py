@@ -27,6 +27,7 @@ from tiledsl.aot import FORMAT, FORMAT_VERSION, MANIFEST, validate_manifest
 from tiledsl.package_check import DIGEST, package_digest
 from tiledsl.config import Config, ConfigSpace
 from tiledsl.errors import ArgumentError, TileDSLError
+from tiledsl.version import __version__
 
 if TYPE_CHECKING:
     from tiledsl.kernel import TileKernel
@@ -144,8 +145,7 @@ def _dataflow(kernel: TileKernel, args: tuple, kwargs: dict[str, Any],
 
 
 def _version() -> str:
-    import tiledsl
-    return str(getattr(tiledsl, "__version__", "unknown"))
+    return __version__
 
 
 def _sha256(path: Path) -> str:

@@ -69,7 +69,7 @@ def executor(name: str = "tiledsl") -> Any:
     if name not in _executors:
         from thunder.extend import OperatorExecutor, register_executor
 
-        from tiledsl import __version__
+        from tiledsl.version import __version__
         ex = OperatorExecutor(name, version=__version__)
         register_executor(ex)
         _executors[name] = ex
