@@ -9,6 +9,9 @@ the window, so a shifted tile may index a dimension of another size than the one
 for (`out[tm, tn + n1]` with tn over n1 < out.shape[1]; `tn + 0` indexes without moving); an
 unshifted tile must still match its dimension exactly, and a static shift whose window misses
 the dimension entirely is an error.
+
+values.py makes shifted tiles (`Tile.__add__`), so this module does not import it: it computes
+with tile values through their operators and tells them by their IR type.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from tiledsl import dtypes
 from tiledsl.errors import TraceError
 from tiledsl.ir.core import Value
-from tiledsl.ir.types import RangeType
+from tiledsl.ir.types import RangeType, TileType, Type
 from tiledsl.tracer import current
 
 if TYPE_CHECKING:
@@ -47,14 +50,14 @@ class ShiftedTile:
 
     def moved(self, amount: Any, sign: int, what: str) -> ShiftedTile:
         """This tile moved by `sign * amount` (a Python int or an integer scalar)."""
-        from tiledsl.values import TileValue, binary
         if isinstance(amount, (int, np.integer)) and not isinstance(amount, (bool, np.bool_)):
             return ShiftedTile(self.tile, self.static + sign * int(amount), self.dynamic)
-        if isinstance(amount, TileValue) and amount.shape == () and amount.dtype.is_int:
+        t = _traced_type(amount)
+        if isinstance(t, TileType) and t.shape == () and t.dtype.is_int:
             if self.dynamic is None:
-                dynamic = amount if sign > 0 else binary("sub", 0, amount)
+                dynamic = amount if sign > 0 else 0 - amount
             else:
-                dynamic = binary("add" if sign > 0 else "sub", self.dynamic, amount)
+                dynamic = self.dynamic + amount if sign > 0 else self.dynamic - amount
             return ShiftedTile(self.tile, self.static, dynamic)
         _refuse(self.label, what, amount)
 
@@ -78,14 +81,12 @@ class ShiftedTile:
 
     def operand(self) -> Value:
         """The `tile.shift` value that indexes a tensor with this tile."""
-        from tiledsl.values import binary, constant
         tr = current()
         if self.dynamic is None:
-            shift = constant(self.static, dtypes.int32 if abs(self.static) < 2**31
-                             else dtypes.int64).value
+            dtype = dtypes.int32 if abs(self.static) < 2**31 else dtypes.int64
+            shift = tr.emit("const", [], {"value": self.static}, [TileType((), dtype)])[0]
         else:
-            shift = (binary("add", self.dynamic, self.static) if self.static
-                     else self.dynamic).value
+            shift = (self.dynamic + self.static if self.static else self.dynamic).value
         return tr.emit("tile.shift", [self.tile.value, shift], hint=f"{self.label}_shifted")[0]
 
 
@@ -94,14 +95,21 @@ def shift(tile: Tile, amount: Any, sign: int, what: str) -> ShiftedTile:
     return ShiftedTile(tile).moved(amount, sign, what)
 
 
+def _traced_type(x: Any) -> Type | None:
+    """The IR type of a traced object: TileType for a tile value, RangeType for a tile; else
+    None."""
+    v = getattr(x, "value", None)
+    return v.type if isinstance(v, Value) else None
+
+
 def _refuse(label: str, what: str, amount: Any) -> None:
-    from tiledsl.values import Tile, TileValue
     tr = current()
-    if isinstance(amount, (Tile, ShiftedTile)):
+    t = _traced_type(amount)
+    if isinstance(amount, ShiftedTile) or isinstance(t, RangeType):
         tr.fail(TraceError, f"tile '{label}' {what} a tile: a tile can only be shifted by an int "
                 "or an integer scalar", hint=f"for index arithmetic use {label}.index "
                 f"{what} {amount.label}.index")
-    kind = f"a {amount.type} value" if isinstance(amount, TileValue) else \
+    kind = f"a {t} value" if isinstance(t, TileType) else \
         f"{type(amount).__name__} {amount!r}"
     tr.fail(TraceError, f"tile '{label}' {what} {kind}: a tile can only be shifted by an int or "
             "an integer scalar (x[tm + 1], x[tm - k])",

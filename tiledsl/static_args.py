@@ -218,14 +218,14 @@ def annotated_constexpr(annotation: Any) -> bool:
     return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "constexpr"
 
 
-def need_static(v: Any, int_params: dict[Value, str]) -> None:
-    """Raise StaticNeeded if `v` (a traced value the body uses where a static int is needed)
-    is computed from int arguments and constants alone; otherwise return (the caller fails)."""
-    from tiledsl.values import TileValue
-    if not isinstance(v, TileValue) or not int_params:
+def need_static(v: Value, int_params: dict[Value, str]) -> None:
+    """Raise StaticNeeded if `v` (the IR value of a traced value the body uses where a static
+    int is needed) is computed from int arguments and constants alone; otherwise return (the
+    caller fails)."""
+    if not int_params:
         return
     found: set[str] = set()
-    if _int_leaves(v.value, int_params, found) and found:
+    if _int_leaves(v, int_params, found) and found:
         raise StaticNeeded(frozenset(found))
 
 

@@ -21,6 +21,7 @@ from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
 from tiledsl.races import check_overlap, check_read_write, check_store
 from tiledsl.shifted import ShiftedTile, is_shifted, shift, zero
+from tiledsl.static_args import need_static as check_static
 from tiledsl.tracer import Tracer, current
 
 class TileValue:
@@ -174,40 +175,7 @@ class TileValue:
     def cumsum(self, axis: Any = None) -> TileValue:
         return cumsum(self, axis)
 
-    # Views (tiledsl/views.py), spelled as torch's.
-    def reshape(self, *shape: Any) -> TileValue:
-        from tiledsl import views
-        return views.reshape(self, *shape)
-
-    view = reshape
-
-    def permute(self, *dims: Any) -> TileValue:
-        from tiledsl import views
-        return views.permute(self, *dims)
-
-    def transpose(self, a: Any = 0, b: Any = 1) -> TileValue:
-        from tiledsl import views
-        return views.transpose(self, a, b)
-
-    def unsqueeze(self, axis: Any) -> TileValue:
-        from tiledsl import views
-        return views.unsqueeze(self, axis)
-
-    def expand(self, *shape: Any) -> TileValue:
-        from tiledsl import views
-        return views.expand(self, *shape)
-
-    def expand_as(self, other: Any) -> TileValue:
-        from tiledsl import views
-        return views.expand_as(self, other)
-
-    def squeeze(self, axis: Any = None) -> TileValue:
-        from tiledsl import views
-        return views.squeeze(self, axis)
-
-    def flatten(self) -> TileValue:
-        from tiledsl import views
-        return views.flatten(self)
+    # Views (v.reshape, v.view, v.permute, ...), spelled as torch's: views.py adds them.
 
 
 class Tile:
@@ -351,38 +319,11 @@ class Tensor:
     def __len__(self) -> int:
         return self.shape[0]
 
-    # Views that share the tensor's memory (tiledsl/views.py), made in host code.
-    def reshape(self, *shape: Any) -> Tensor:
-        from tiledsl import views
-        return views.tensor_reshape(self, *shape)
-
-    def view(self, *shape: Any) -> Tensor:
-        from tiledsl import views
-        return views.tensor_reshape(self, *shape, what="view")
-
-    def permute(self, *dims: Any) -> Tensor:
-        from tiledsl import views
-        return views.tensor_permute(self, *dims)
-
-    def transpose(self, a: Any = 0, b: Any = 1) -> Tensor:
-        from tiledsl import views
-        return views.tensor_transpose(self, a, b)
-
+    # Views that share the tensor's memory (x.reshape, x.view, x.permute, ...), made in host
+    # code: views.py adds them.
     @property
     def T(self) -> Tensor:
         return self.permute(tuple(reversed(range(self.ndim))))
-
-    def unsqueeze(self, axis: Any) -> Tensor:
-        from tiledsl import views
-        return views.tensor_unsqueeze(self, axis)
-
-    def squeeze(self, axis: Any = None) -> Tensor:
-        from tiledsl import views
-        return views.tensor_squeeze(self, axis)
-
-    def flatten(self) -> Tensor:
-        from tiledsl import views
-        return views.tensor_flatten(self)
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"cannot iterate over tensor '{self.name}'",
@@ -502,8 +443,8 @@ def _slice(tr: Tracer, t: Tensor, d: int, it: slice, extent: int) -> Slice | Non
 def need_static(v: Any) -> None:
     """Where a static int is needed: if `v` is computed from int arguments alone, the trace
     stops and the kernel traces again with them as Python ints (static_args.py)."""
-    from tiledsl.static_args import need_static as check
-    check(v, current().int_params)
+    if isinstance(v, TileValue):
+        check_static(v.value, current().int_params)
 
 
 def _check_gather(tr: Tracer, t: Tensor, operands: list[Value]) -> None:

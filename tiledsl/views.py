@@ -301,3 +301,22 @@ def tensor_squeeze(t: Tensor, axis: Any = None) -> Tensor:
 
 def tensor_flatten(t: Tensor) -> Tensor:
     return tensor_reshape(t, t.size, what="flatten")
+
+
+# ---- the methods --------------------------------------------------------------------------
+def tensor_view(t: Tensor, *shape: Any) -> Tensor:
+    return tensor_reshape(t, *shape, what="view")
+
+
+# Tile values and tensors have their views as methods too, spelled as torch's (`v.reshape(tm,
+# 2, -1)`, `x.T`). This module adds them, so that values.py, which it builds on, needs no views
+# (importing tiledsl imports this module).
+for _cls, _methods in [
+        (TileValue, {"reshape": reshape, "view": reshape, "permute": permute,
+                     "transpose": transpose, "unsqueeze": unsqueeze, "expand": expand,
+                     "expand_as": expand_as, "squeeze": squeeze, "flatten": flatten}),
+        (Tensor, {"reshape": tensor_reshape, "view": tensor_view, "permute": tensor_permute,
+                  "transpose": tensor_transpose, "unsqueeze": tensor_unsqueeze,
+                  "squeeze": tensor_squeeze, "flatten": tensor_flatten})]:
+    for _name, _method in _methods.items():
+        setattr(_cls, _name, _method)
