@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from lowering.passes.base import Pass
 from lowering.passes.carried import KeepCarriedLanesPass
+from lowering.passes.carried_scales import RescaleCarriedPass
 from lowering.passes.cse import CSEPass
 from lowering.passes.dce import DCEPass
 from lowering.passes.exp_scales import FoldExpScalesPass
@@ -42,8 +43,8 @@ class Pipeline:
 
 # The Triton backend's own passes, after DEFAULT (on a copy: the NumPy backend runs the IR as
 # written; see tiledsl.kernel.Traced.for_backend).
-TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), HoistReciprocalsPass(), LoadsFirstPass()) + \
-    CANONICALIZE
+TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), RescaleCarriedPass(), HoistReciprocalsPass(),
+                            LoadsFirstPass()) + CANONICALIZE
 
 PASSES: dict[str, Pass] = {p.name: p for p in DEFAULT + TRITON}
 

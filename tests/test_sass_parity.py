@@ -150,7 +150,11 @@ def test_both_gemms_compile_to_a_loop_with_the_same_hgmma() -> None:
 
 def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
     """fold-exp-scales: no denormal fix-up around MUFU.EX2 (an FSETP and two FMULs each, 68
-    FSETP per key tile before), the scale folded into the exponent's FFMA (64 FMUL fewer)."""
+    FSETP per key tile before), the scale folded into the exponent's FFMA (64 FMUL fewer).
+    rescale-carried: the row max is carried times log2(e), as the tutorial carries it (one FMUL
+    per row fewer). Pointer loads advance by a runtime stride (loops.py hoist_pointers): one
+    IMAD.WIDE per 16-byte row and no 64-bit adds (IADD3 + IMAD.X per row, before). The loop is
+    then no longer than the hand-written kernel's (1.025x before)."""
     pytest.importorskip("triton")
     pytest.importorskip("torch")
     case = sp.Case("attention", "attention", {"batch": 2, "seq": 1024, "d": 64}, np.float16,
@@ -160,10 +164,14 @@ def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
     assert ours["MUFU.EX2"] == theirs["MUFU.EX2"] == 68  # 64 scores and 4 rows per thread
     assert ours["FSETP"] == theirs["FSETP"] == 0
     fmul = [side["opcodes"].get("FMUL", 0) for side in (ours, theirs)]
-    # the rows' scales: one per row more than the tutorial (m_new * log2e; the rescale
-    # exp2(m_i * log2e - m_new * log2e) is one FFMA: two per row more, 76 FMUL, before)
-    assert fmul[0] <= fmul[1] + 4, fmul
-    assert row["loop_ratio"] < 1.12
+    assert fmul[0] <= fmul[1], fmul  # 76 before fold-exp-scales' row sharing, 72 before rescale
+    import triton
+    if triton.__version__.startswith("3.6"):  # the GPU machines' (benchmarks/results' tables)
+        assert ours["opcodes"].get("IMAD.WIDE", 0) == ours["LDGSTS"] == 8
+        assert ours["opcodes"].get("IMAD.X", 0) == 0
+        assert row["loop_ratio"] <= 1.0
+    else:  # triton 3.9 serializes this loop's wgmma (a wait per HGMMA), not the reference's
+        assert row["loop_ratio"] < 1.12
 
 
 def test_attention_with_tma_loads_k_and_v_with_the_copy_engine() -> None:
@@ -181,16 +189,20 @@ def test_attention_with_tma_loads_k_and_v_with_the_copy_engine() -> None:
     assert loop["opcodes"]["SYNCS.ARRIVE.TRANS64"] == 1
 
 
-def test_a_pointer_gemms_k_loop_advances_its_pointers() -> None:
-    """The loop carries its pointer tiles (`a_ptrs += BLOCK_TK`) as the tutorial does: 97 SASS
-    instructions per K trip at 128x256x64 became 94 (the tutorial's: 90) under triton 3.6."""
+def test_a_pointer_gemms_k_loop_advances_its_pointers_by_a_runtime_stride() -> None:
+    """The loop's pointer tiles are computed once, at K tile 0, and each trip loads from
+    `b_ptrs + begin * stride_tk` with the row stride a runtime argument (Triton's tutorials'
+    form): 94 SASS instructions per K trip at 128x256x64 (carried pointer tiles, `b_ptrs +=
+    BLOCK_TK * 4096`, which LLVM rewrites into 64-bit adds from one base) became 86 under triton
+    3.6; the tutorial's: 90."""
     pytest.importorskip("triton")
     pytest.importorskip("torch")
     config = td.Config((128, 256, 64), 8, 3, group_m=8, tma=False, persistent=False)
     source = example("matmul").matmul.source(*sp.inputs("matmul", (("m", 4096), ("n", 4096),
                                                                   ("k", 4096)), np.float16),
                                              target="triton", config=config)
-    assert "a_ptrs += BLOCK_TK" in source and "tl.load(a_ptrs)" in source
+    assert "tl.load(b_ptrs + begin_tk_1 * stride_tk)" in source and "+=" not in source
+    assert "(do_not_specialize=['stride_tk'])" in source and ", 4096, BLOCK_TM=128" in source
     case = sp.Case("gemm", "matmul", {"m": 4096, "n": 4096, "k": 4096}, np.float16, config,
                    "gemm")
-    assert sp.compare(case, "sm_90")["loop_ratio"] <= 1.05
+    assert sp.compare(case, "sm_90")["loop_ratio"] <= 1.0

@@ -119,7 +119,7 @@ def test_triton_loops_to_the_stop() -> None:
     src = sums_before_end.source(x, target="triton", config=Config(block_sizes=(32, 64)))
     assert "stop_tk = begin_t + t_size" in src
     assert "in range(0, tl.cdiv(stop_tk, BLOCK_TK)):" in src
-    assert "mask_tk = offs_tk < stop_tk" in src
+    assert "mask_tk_1 = offs_tk_1 < stop_tk" in src
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -131,7 +131,7 @@ def test_a_stop_the_block_divides_needs_no_mask(backend: str) -> None:
     for blocks, masked in (((64, 32), False), ((64, 64), False), ((64, 128), True)):
         config = Config(block_sizes=blocks)
         src = sums_before_end.source(x, target="triton", config=config)
-        assert ("mask_tk = offs_tk < stop_tk" in src) == masked, (blocks, src)
+        assert ("mask_tk_1 = offs_tk_1 < stop_tk" in src) == masked, (blocks, src)
         out = sums_before_end.run(x, backend=backend, config=config)
         np.testing.assert_allclose(out, prefix[_ends(x.size, blocks[0])], rtol=1e-12,
                                    atol=1e-12, err_msg=str(blocks))
@@ -411,7 +411,7 @@ def test_triton_starts_at_the_first_tile_that_meets_the_start() -> None:
     assert "first_tk = start_tk // BLOCK_TK" in src
     assert "in range(first_tk, tl.where(start_tk < stop_tk, tl.cdiv(stop_tk, BLOCK_TK), " \
            "first_tk)):" in src
-    assert "mask_tk = (offs_tk >= start_tk) & (offs_tk < stop_tk)" in src
+    assert "mask_tk_1 = (offs_tk_1 >= start_tk) & (offs_tk_1 < stop_tk)" in src
 
 
 @td.tile_kernel

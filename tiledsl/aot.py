@@ -29,7 +29,7 @@ from tiledsl.package_check import (  # noqa: F401 (validate_manifest, schema: th
     MANIFEST, read_package, schema, validate_manifest)
 
 FORMAT = "tiledsl-aot"
-FORMAT_VERSION = 2  # 2: package.sha256, pointer parameters' dtype and extent, bounds
+FORMAT_VERSION = 3  # 2: package.sha256, pointer parameters' dtype and extent, bounds; 3: stride
 DEFAULT_SHARED_BYTES = 48 * 1024  # beyond this a kernel must opt in to more dynamic smem
 _CPU_DLPACK_DEVICES = {1, 3}  # kDLCPU, kDLCUDAHost
 _INT_RANGE = {n: (int(np.iinfo(n).min), int(np.iinfo(n).max)) for n in (
@@ -243,6 +243,8 @@ def _param(p: dict[str, Any], arrays: list[Any], buffers: dict[str, Any], sms: i
         return np.dtype(p["dtype"]).type(arrays[p["index"]])
     if kind == "num_programs":
         return np.int32(min(p["programs"], sms))
+    if kind == "stride":  # a loop's row stride, fixed at export
+        return np.int32(p["value"])
     return np.uint64(0)  # null_pointer: Triton's unused scratch pointers
 
 

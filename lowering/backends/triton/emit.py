@@ -79,9 +79,9 @@ class KernelParam:
     """A parameter of a generated kernel: a tensor pointer, a scalar, or a block size."""
 
     name: str
-    kind: str  # "tensor", "desc", "scalar", "scalar_ptr", "num_programs" or "block"
+    kind: str  # "tensor", "desc", "scalar", "scalar_ptr", "num_programs", "stride" or "block"
     source: Value | None = None  # the IR value (argument or allocation) behind it
-    value: int | None = None  # for "block"
+    value: int | None = None  # for "block" and "stride" (a row stride passed at runtime)
     dtype: str = ""  # Triton signature type for scalars ("fp32", "i32", ...)
     box: tuple[int, ...] = ()  # for "desc": the block a tensor descriptor moves
 
@@ -144,7 +144,8 @@ class KernelEmitter(LoopEmission):
     carried_names: dict[Value, str] = field(default_factory=dict)  # for results -> variable
     true_wheres: dict[Op, Value] = field(default_factory=dict)  # in a split's prefix loop
     skipped: set[Op] = field(default_factory=set)  # what only those wheres' conditions need
-    pointers: dict[Op, str] = field(default_factory=dict)  # loads whose pointers a loop carries
+    pointers: dict[Op, str] = field(default_factory=dict)  # loads whose pointers a loop hoists
+    stride_params: dict[tuple[str, int], KernelParam] = field(default_factory=dict)  # loops.py
     shift_masks: dict[tuple[Value, int], str] = field(default_factory=dict)  # shift_rules.py
     barriers: set[Op] = field(default_factory=set)  # ops a tl.debug_barrier() precedes
 

@@ -10,7 +10,7 @@ from lowering.backends.triton.persistent import strided_loop
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Op, Value, loop_carried, loop_inits, loop_start, loop_stop, walk
-from tiledsl.ir.types import RangeType
+from tiledsl.ir.types import RangeType, TensorType
 
 
 class LoopEmission:
@@ -25,6 +25,7 @@ class LoopEmission:
     true_wheres: dict[Op, Value]
     skipped: set[Op]
     pointers: dict[Op, str]
+    stride_params: dict[tuple[str, int], Any]  # codegen's KernelParam, by (label, stride)
 
     def bind_carried(self, op: Op, indent: int) -> list[str]:
         """Name a loop's carried values (its initial value under the carried name, the region's
@@ -74,29 +75,38 @@ class LoopEmission:
                            limit, cuts, {}, lower)
             return
         wheres = prefix_true(region, r, set(self.ranges))
+        hoisted: dict[Op, tuple[str, str]] = {}  # pointer tiles both `for`s of a split load
         if wheres:  # full tiles before the other ranges begin: no select, no masks (split.py)
             start = self.namer.fresh(f"split_{r.hint or 'k'}")
             bounds = [f"begin_{self.ranges[o].name} // {label_block}" for o in
                       dict.fromkeys(wheres.values())] + [f"{limit} // {label_block}"]
             self.emit(indent, f"{start} = " + _nested_min(bounds))
             self.loop_body(region, r, carried, ("0", start), label_block, indent,
-                           None if stop is None else limit, False, wheres)
+                           None if stop is None else limit, False, wheres, hoisted=hoisted)
         self.loop_body(region, r, carried, (start, trips), label_block, indent,
-                       None if stop is None else limit, cuts, {})
+                       None if stop is None else limit, cuts, {}, hoisted=hoisted)
 
     def loop_body(self, region: Block, r: Value, carried: list[str], iters: tuple[str, str],
                   label_block: str, indent: int, stop: str | None, cuts: bool,
-                  true_wheres: dict[Op, Value], start: str | None = None) -> None:
+                  true_wheres: dict[Op, Value], start: str | None = None,
+                  hoisted: dict[Op, tuple[str, str]] | None = None) -> None:
         """One `for` statement over `range(*iters)` running the loop's body; the `true_wheres`
         select their first operand, and the ops that only compute their conditions are left
-        out."""
+        out. `hoisted` holds pointer tiles already computed for this loop (a split's first
+        `for`), and gets those this one computes."""
         outer = self.true_wheres, self.skipped, dict(self.pointers)
         self.true_wheres = true_wheres
         self.skipped = dead_without(region, true_wheres, self.uses) if true_wheres else set()
-        steps = self.carry_pointers(region, r, iters[0], label_block, indent, stop, cuts, start)
+        hoisted = {} if hoisted is None else hoisted
+        hoisted.update(self.hoist_pointers(region, r, indent, hoisted))
+        steps = self.carry_pointers(region, r, iters[0], label_block, indent, stop, cuts, start,
+                                    hoisted)
         it = self.namer.fresh(f"{r.hint or 'k'}_iter")
         self.emit(indent, f"for {it} in range({iters[0]}, {iters[1]}):")
         self.open_range(r, f"{it} * {label_block}", indent + 1, [], stop, cuts, start)
+        begin = f"begin_{self.ranges[r].name}"
+        for op, (name, stride) in hoisted.items():
+            self.pointers[op] = f"{name} + {begin}" + (f" * {stride}" if stride != "1" else "")
         try:
             self.block(region, indent + 1)
             for name, step in steps:
@@ -109,20 +119,65 @@ class LoopEmission:
             self.emit(indent + 1, ", ".join(c for c, _ in changes) + " = "
                       + ", ".join(v for _, v in changes))
 
-    def carry_pointers(self, region: Block, r: Value, first: str, label_block: str,
-                       indent: int, stop: str | None, cuts: bool, start: str | None
-                       ) -> list[tuple[str, str]]:
-        """Pointer tiles the loop advances instead of recomputing them (as Triton's matmul
-        tutorial does: `a_ptrs += BLOCK_K * stride`): for loads in the body indexed by the
-        loop's tile once and otherwise by values from outside the loop. Their addresses at the
-        first trip are computed before the `for`; each trip adds one block. On sm_90 the
-        plain 128x256x64 GEMM's K loop went from 97 to 94 SASS instructions (the tutorial's:
-        90). Returns (pointer name, step) pairs; `pointers` maps each load to its name."""
+    def hoist_pointers(self, region: Block, r: Value, indent: int,
+                       done: dict[Op, tuple[str, str]]) -> dict[Op, tuple[str, str]]:
+        """Pointer tiles computed once before the loop, as hand-written kernels do: for the
+        advanced loads with `aligned_rows` (but those in `done`), their pointers at the loop's
+        tile 0; each trip loads from `x_ptrs + begin * stride` (Triton's attention tutorial:
+        `k_ptrs + start_n * stride_kn`). A stride other than 1 is a runtime argument
+        (`stride_tk`, which the launcher passes), one per loop label and value: with a literal
+        stride LLVM rewrites every row's address from one base pointer with 64-bit adds (two
+        SASS instructions per row per trip; so it did with carried pointer tiles), while
+        `k_ptrs + begin * stride_tk` is one IMAD.WIDE per row, with one offset the loads
+        share. Triton 3.6, sm_90: causal attention's key loop at 128x64, d64, 4 warps went from
+        501 to 494 SASS instructions, the 128x256x64 GEMM's K loop from 94 to 86 (the
+        hand-written kernels': 489 and 90). Returns (pointer name, stride expression) per load."""
+        loads = [op for op in self.advanced_loads(region, r) if op not in done
+                 and self.aligned_rows(op)]
+        if not loads:
+            return {}
+        self.open_range(r, "0", indent, [], cuts=False)
+        hoisted = {}
+        for op in loads:
+            rank = op.result.type.rank  # type: ignore[union-attr]
+            ptr, _ = self.address(op, op.operands[0], op.operands[1:], rank, indent)
+            name = self.namer.fresh(f"{op.operands[0].hint or 'x'}_ptrs")
+            self.emit(indent, f"{name} = {ptr}")
+            stride = self.stride_of(op, r)
+            assert stride is not None
+            hoisted[op] = (name, "1" if stride == 1 else self.stride_param(r.hint or "k", stride))
+        return hoisted
+
+    def advanced_loads(self, region: Block, r: Value) -> list[Op]:
+        """Loads of the body indexed by the loop's tile once and otherwise by values from
+        outside the loop, whose 32-bit addresses a loop can advance (not with TMA)."""
+        if self.config.get("tma", False):
+            return []
         inside = {v for op in walk(region) for v in op.results} | set(region.args[1:])
-        loads = [op for op in region.ops if op.name == "load" and op not in self.skipped
-                 and op.operands[1:].count(r) == 1 and not inside & set(op.operands)
-                 and self.stride_of(op, r) is not None]
-        if not loads or self.config.get("tma", False):
+        return [op for op in region.ops if op.name == "load" and op not in self.skipped
+                and op.operands[1:].count(r) == 1 and not inside & set(op.operands)
+                and self.stride_of(op, r) is not None]
+
+    def aligned_rows(self, op: Op) -> bool:
+        """Whether every stride of load `op`'s tensor but the unit one spans a multiple of 16
+        bytes: its rows are then loaded in 16-byte vectors, a few pointers per thread, which
+        `hoist_pointers` keeps in registers. Other layouts (attention with d = 36 in fp16: 72
+        bytes a row) load element by element, with a pointer per element: those loops carry
+        their pointer tiles (`carry_pointers`), which LLVM derives from one base."""
+        t = op.operands[0].type
+        assert isinstance(t, TensorType)
+        return all(s * t.dtype.bits % 128 == 0 for s in self.strides[op.operands[0]]
+                   if abs(s) != 1)
+
+    def carry_pointers(self, region: Block, r: Value, first: str, label_block: str,
+                       indent: int, stop: str | None, cuts: bool, start: str | None,
+                       hoisted: dict[Op, tuple[str, str]]) -> list[tuple[str, str]]:
+        """Pointer tiles the loop advances instead of recomputing them (as Triton's matmul
+        tutorial does: `a_ptrs += BLOCK_K * stride`) for the advanced loads not `hoisted`.
+        Their addresses at the first trip are computed before the `for`; each trip adds one
+        block. Returns (pointer name, step) pairs; `pointers` maps each load to its name."""
+        loads = [op for op in self.advanced_loads(region, r) if op not in hoisted]
+        if not loads:
             return []
         self.open_range(r, f"{first} * {label_block}", indent, [], stop, cuts, start)
         steps = []
@@ -135,6 +190,15 @@ class LoopEmission:
             stride = self.stride_of(op, r)
             steps.append((name, label_block if stride == 1 else f"{label_block} * {stride}"))
         return steps
+
+    def stride_param(self, label: str, stride: int) -> str:
+        """The name of the runtime i32 argument holding `stride` for loops over `label`."""
+        from lowering.backends.triton.emit import KernelParam  # emit.py imports this module
+        key = (label, stride)
+        if key not in self.stride_params:
+            name = self.namer.fresh(f"stride_{label}")
+            self.stride_params[key] = KernelParam(name, "stride", value=stride, dtype="i32")
+        return self.stride_params[key].name
 
     def write_in_place(self, region: Block, carried: list[str]) -> None:
         """Name a yielded value after its carried variable (`acc = tl.dot(a, b, acc)`) when it is

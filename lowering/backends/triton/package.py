@@ -174,9 +174,12 @@ def _launch(k: GeneratedKernel, c: Compiled, arg_names: dict[Value, str],
 def _param(p: KernelParam, arg_names: dict[Value, str], index: dict[Value, int],
            buffer_of: dict[Value, str], k: GeneratedKernel,
            strides: dict[Value, tuple[int, ...]]) -> dict[str, Any]:
-    """A cubin parameter for a tensor pointer, a scalar by value or the persistent grid size."""
+    """A cubin parameter for a tensor pointer, a scalar by value, a row stride or the
+    persistent grid size."""
     if p.kind == "num_programs":  # the launcher passes min(programs, num_sms)
         return {"kind": "num_programs", "name": p.name, "programs": k.programs}
+    if p.kind == "stride":  # a row stride a loop advances its pointers by (loops.py)
+        return {"kind": "stride", "name": p.name, "value": p.value, "dtype": "int32"}
     if p.kind == "scalar":
         src = _source(p)
         return {"kind": "scalar", "name": p.name, "arg": arg_names[src], "index": index[src],

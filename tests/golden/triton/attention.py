@@ -21,11 +21,11 @@ def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, B
     begin_tq = pid_tq * BLOCK_TQ
     offs_tq = begin_tq + tl.arange(0, BLOCK_TQ)
     q_tile = tl.reshape(q_desc.load([begin_bh, begin_tq, 0]), (BLOCK_TQ, 64))
-    m_i = tl.full((BLOCK_TQ,), -float("inf"), tl.float32)
     l_i = tl.full((BLOCK_TQ,), 0.0, tl.float32)
     acc = tl.full((BLOCK_TQ, 64), 0.0, tl.float32)
     tq_size = tl.minimum(BLOCK_TQ, 128 - begin_tq)
     stop_tk = begin_tq + tq_size
+    m_i = tl.full((BLOCK_TQ,), -float("inf"), tl.float32)
     split_tk = tl.minimum(begin_tq // BLOCK_TK, stop_tk // BLOCK_TK)
     for tk_iter in range(0, split_tk):
         begin_tk = tk_iter * BLOCK_TK
@@ -35,23 +35,21 @@ def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, B
         trans = tl.trans(k_tile)
         prod = tl.dot(q_tile, trans)
         max_1 = tl.reduce(prod, 1, _max_nan)
-        tmp = max_1 * 0.125
+        tmp = max_1 * 0.1803368777036667
         tmp_1 = tl.maximum(m_i, tmp, propagate_nan=tl.PropagateNan.ALL)
-        tmp_2 = m_i * 1.4426950408889634
-        tmp_3 = tmp_1 * 1.4426950408889634
-        tmp_4 = tmp_2 - tmp_3
-        tmp_5 = tl.exp2(tmp_4)
-        tmp_6 = prod * 0.1803368777036667
-        tmp_7 = tmp_3[:, None]
-        tmp_8 = tmp_6 - tmp_7
-        tmp_9 = tl.exp2(tmp_8)
-        tmp_10 = l_i * tmp_5
-        sum_1 = tl.sum(tmp_9, axis=1)
-        l_i = tmp_10 + sum_1
-        tmp_11 = tmp_5[:, None]
-        tmp_12 = acc * tmp_11
-        tmp_13 = tmp_9.to(tl.float16)
-        acc = tl.dot(tmp_13, v_tile, tmp_12)
+        tmp_2 = m_i - tmp_1
+        tmp_3 = tl.exp2(tmp_2)
+        tmp_4 = prod * 0.1803368777036667
+        tmp_5 = tmp_1[:, None]
+        tmp_6 = tmp_4 - tmp_5
+        tmp_7 = tl.exp2(tmp_6)
+        tmp_8 = l_i * tmp_3
+        sum_1 = tl.sum(tmp_7, axis=1)
+        l_i = tmp_8 + sum_1
+        tmp_9 = tmp_3[:, None]
+        tmp_10 = acc * tmp_9
+        tmp_11 = tmp_7.to(tl.float16)
+        acc = tl.dot(tmp_11, v_tile, tmp_10)
         m_i = tmp_1
     for tk_iter_1 in range(split_tk, tl.cdiv(stop_tk, BLOCK_TK)):
         begin_tk_1 = tk_iter_1 * BLOCK_TK
@@ -60,34 +58,32 @@ def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, B
         v_tile_1 = tl.reshape(v_desc.load([begin_bh, begin_tk_1, 0]), (BLOCK_TK, 64))
         trans_1 = tl.trans(k_tile_1)
         prod_1 = tl.dot(q_tile, trans_1)
-        tmp_14 = offs_tq[:, None]
-        tmp_15 = offs_tk_1[None, :]
-        tmp_16 = tmp_14 >= tmp_15
-        tmp_17 = tl.where(tmp_16, prod_1, -float("inf"))
-        max_1_1 = tl.reduce(tmp_17, 1, _max_nan)
-        tmp_18 = max_1_1 * 0.125
-        tmp_19 = tl.maximum(m_i, tmp_18, propagate_nan=tl.PropagateNan.ALL)
-        tmp_20 = m_i * 1.4426950408889634
-        tmp_21 = tmp_19 * 1.4426950408889634
+        tmp_12 = offs_tq[:, None]
+        tmp_13 = offs_tk_1[None, :]
+        tmp_14 = tmp_12 >= tmp_13
+        tmp_15 = tl.where(tmp_14, prod_1, -float("inf"))
+        max_1_1 = tl.reduce(tmp_15, 1, _max_nan)
+        tmp_16 = max_1_1 * 0.1803368777036667
+        tmp_17 = tl.maximum(m_i, tmp_16, propagate_nan=tl.PropagateNan.ALL)
+        tmp_18 = m_i - tmp_17
+        tmp_19 = tl.exp2(tmp_18)
+        tmp_20 = tmp_15 * 0.1803368777036667
+        tmp_21 = tmp_17[:, None]
         tmp_22 = tmp_20 - tmp_21
         tmp_23 = tl.exp2(tmp_22)
-        tmp_24 = tmp_17 * 0.1803368777036667
-        tmp_25 = tmp_21[:, None]
-        tmp_26 = tmp_24 - tmp_25
-        tmp_27 = tl.exp2(tmp_26)
-        tmp_28 = l_i * tmp_23
-        sum_1_1 = tl.sum(tmp_27, axis=1)
-        l_i = tmp_28 + sum_1_1
-        tmp_29 = tmp_23[:, None]
-        tmp_30 = acc * tmp_29
-        tmp_31 = tmp_27.to(tl.float16)
-        acc = tl.dot(tmp_31, v_tile_1, tmp_30)
-        m_i = tmp_19
-    tmp_32 = l_i[:, None]
-    inv = 1.0 / tmp_32
-    tmp_33 = acc * inv
-    tmp_34 = tmp_33.to(tl.float16)
-    out_desc.store([begin_bh, begin_tq, 0], tl.reshape(tmp_34, (1, 64, 64)))
+        tmp_24 = l_i * tmp_19
+        sum_1_1 = tl.sum(tmp_23, axis=1)
+        l_i = tmp_24 + sum_1_1
+        tmp_25 = tmp_19[:, None]
+        tmp_26 = acc * tmp_25
+        tmp_27 = tmp_23.to(tl.float16)
+        acc = tl.dot(tmp_27, v_tile_1, tmp_26)
+        m_i = tmp_17
+    tmp_28 = l_i[:, None]
+    inv = 1.0 / tmp_28
+    tmp_29 = acc * inv
+    tmp_30 = tmp_29.to(tl.float16)
+    out_desc.store([begin_bh, begin_tq, 0], tl.reshape(tmp_30, (1, 64, 64)))
 
 def launch(q, k, v, *, empty, full, num_sms=132, wrap=None):
     """Run attention on tensors Triton can take (torch, or objects with data_ptr).
