@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from tiledsl.config import Config, ConfigSpace, Param
 
-BUDGET = 48  # configs estimated at most (a 512^3 GEMM on wormhole-like: about 6 ms each)
+BUDGET = 64  # configs estimated at most (a 512^3 GEMM on wormhole-like: about 6 ms each)
 STARTS = 3  # the largest valid uniform block sizes the descent may start from
 UNIFORM = (256, 128, 64, 32, 16, 8, 4, 2, 1)
 
@@ -84,9 +84,9 @@ def _argmin(configs: list[Config], cost: Callable[[Config], float | None]) -> Co
 
 
 def _neighbours(space: ConfigSpace, config: Config) -> list[Config]:
-    """Configs one step from `config`: one block size, or two together (a GEMM's M and N
-    tiles trade reuse for programs jointly), to the next choice up or down; or a knob to
-    another of its choices."""
+    """Configs one step from `config`: one block size, or two together (a GEMM's M and N tiles
+    trade reuse for programs jointly; a bigger N tile fits SRAM with a smaller K one), to the
+    next choice up or down; or a knob to another of its choices."""
     values = space.values(config)
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
 
@@ -95,10 +95,10 @@ def _neighbours(space: ConfigSpace, config: Config) -> list[Config]:
         return p.choices[j] if 0 <= j < len(p.choices) else None
 
     out = []
-    for step in (-1, 1):
-        for i, p in enumerate(blocks):
-            for q in [None, *blocks[i + 1:]]:
-                new = {p.name: moved(p, step)} | ({} if q is None else {q.name: moved(q, step)})
+    for i, p in enumerate(blocks):
+        for step in (-1, 1):
+            for q, other in [(None, 0)] + [(q, s) for q in blocks[i + 1:] for s in (-1, 1)]:
+                new = {p.name: moved(p, step)} | ({} if q is None else {q.name: moved(q, other)})
                 if None not in new.values():
                     out.append(space.make({**values, **new}))
     for p in space.params:
