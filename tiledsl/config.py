@@ -236,7 +236,8 @@ class ConfigSpace:
         values = self.values(config)
         for param in self.params:
             p, v = param.name, values[param.name]
-            if _block_index(p) is not None and (not isinstance(v, int) or v < 1 or v & (v - 1)):
+            if _block_index(p) is not None and (not isinstance(v, int) or v < 1 or v & (v - 1)) \
+                    and v not in param.choices:  # (a backend may offer others: spatial's)
                 return f"{p} = {v!r} is not a power of two ({param.doc})"
             # True and False are not the knob values 1 and 0 (`group_m=True` is a slip)
             if not any(v == c and isinstance(v, bool) == isinstance(c, bool)

@@ -25,6 +25,12 @@ TIMINGS = ("dataflow", "static")
 # circular buffer's address generator and write pointer). The default of an Arch that does not
 # state it; assumed, a third of generic-8x8's per-transfer overhead.
 DMA_SWITCH_CYCLES = 32.0
+# Cycles a transfer pays where its route crosses a link that carries more streams than the link
+# has (virtual) channels, so streams share them: its packets wait for another stream's on the
+# shared channel at each such switch, as a shared DMA turns to another stream. The default of an
+# Arch that does not state it; assumed, half of DMA_SWITCH_CYCLES (a router's arbitration, no
+# descriptor to load).
+LINK_SHARE_CYCLES = 16.0
 MAX_PACKET_BYTES = 2**62  # the simulator counts bytes in 64-bit integers
 
 
@@ -72,12 +78,14 @@ class Arch:
     link_bytes_per_cycle: float
     hop_latency_cycles: float
     transfer_overhead_cycles: float  # per DMA transfer (descriptor setup, NoC handshake)
-    channels_per_link: int  # distinct routes one link can carry (stream switch ports / colors)
+    channels_per_link: int  # streams one link carries on channels of their own (stream switch
+    # ports / colors / virtual channels); more share them (`link_share_cycles` a transfer)
     multicast: bool
     packet_bytes: int
     dram: tuple[DramChannel, ...]
     timing: str = "dataflow"  # or "static": every step has a start cycle fixed at compile time
     dma_switch_cycles: float = DMA_SWITCH_CYCLES  # a shared DMA channel turning to another stream
+    link_share_cycles: float = LINK_SHARE_CYCLES  # a transfer over a link channel streams share
     sources: dict[str, str] = field(default_factory=dict)  # field -> provenance
     # Passes through the matrix unit a product of a dtype takes (Tenstorrent's math fidelity:
     # LoFi 1, HiFi2 2, HiFi3 3, HiFi4 4): its MAC rate is `macs_per_cycle` over these. Dtypes
@@ -114,7 +122,7 @@ class Arch:
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v > 0, "a number above 0")
         for name in ("op_overhead_cycles", "hop_latency_cycles", "transfer_overhead_cycles",
-                     "dma_switch_cycles", "feed_bytes_per_cycle"):
+                     "dma_switch_cycles", "feed_bytes_per_cycle", "link_share_cycles"):
             v = getattr(self, name)
             self._require(name, v, is_number(v, finite=True) and v >= 0, "a number of at least 0")
         macs = self.macs_per_cycle

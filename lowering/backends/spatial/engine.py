@@ -141,7 +141,9 @@ class Program:
                 latency += channel.latency_cycles + \
                     max(copy["bytes"], channel.min_burst_bytes) / channel.bytes_per_cycle
         overhead = arch.transfer_overhead_cycles + \
-            (arch.dma_switch_cycles if copy.get("switch") else 0.0)  # a shared DMA's next stream
+            (arch.dma_switch_cycles if copy.get("switch") else 0.0) + \
+            (arch.link_share_cycles if route.get("shared") else 0.0)  # (a shared DMA's next
+        # stream; a NoC virtual channel that streams share)
         out = (sim.TRANSFER, int(copy["bytes"]), float(overhead), float(latency),
                list(route["links"]), drams)
         if copy.get("predicated"):  # its slot's time, no data on the links or DRAM channels

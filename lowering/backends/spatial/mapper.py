@@ -216,10 +216,6 @@ def _nearest(attach: tuple[tuple[int, int], ...], pe: tuple[int, int]) -> int:
                key=lambda i: (abs(attach[i][0] - pe[0]) + abs(attach[i][1] - pe[1]), i))
 
 
-_BUSIEST: dict[tuple, int] = {}  # check(memo=True): placement -> streams on the busiest link
-_BUSIEST_LIMIT = 100_000
-
-
 class Mapping:
     """Builds the dataflow config of one phase (the top-level grid number `phase`) of a
     (kernel, config, arch); the phases of a kernel with several grids run one after another."""
@@ -479,48 +475,28 @@ class Mapping:
             total += self.numel(t) * t.dtype.bits // 8 * self.depth
         return total
 
-    def check(self, memo: bool = False) -> str | None:
-        """Why this mapping cannot run on the architecture (None if it can): SRAM per PE,
-        DMA channels per PE, routes per NoC link.
-
-        With `memo` (validity tests over a config space), the busiest link is looked up by what
-        determines it (the occupied PEs, each load's multicast axis, the stores), so configs
-        that place alike share one route enumeration. `build` does not use it: it needs this
-        mapping's own routes."""
+    def check(self) -> str | None:
+        """Why this mapping cannot run on the architecture (None if it can): SRAM per PE, DMA
+        channels per PE. (Routes beyond a link's channels share them: `_share_channels`.)"""
         arch = self.arch
         need = self.sram_bytes()
         if need > arch.sram_bytes:
             return (f"each PE needs {need} bytes of SRAM ({self.depth} slots per buffer), "
                     f"{arch.name} has {arch.sram_bytes}")
-        why = self._dma_shortfall()
-        if why is not None:
-            return why
-        key = None
-        if memo:
-            key = (arch.name, arch.rows, arch.cols, tuple((d.name, d.attach) for d in arch.dram),
-                   np.unique(self.pe_indices()).tobytes(),
-                   tuple(self.shared_axis(op) for op in self._ops("load")),
-                   len(self._ops("store")))
-        busiest = _BUSIEST.get(key) if key is not None else None
-        if busiest is None:
-            for pe in self.on_pe:  # enumerate the routes the agents will use
-                for op in self._ops("load"):
-                    axis = self.shared_axis(op)
-                    stream = f"ld{self._op_index(op)}"
-                    dsts = self.destinations(pe, axis)
-                    if dsts:
-                        self.route(self.dram_for(pe), dsts, stream)
-                for op in self._ops("store"):
-                    self.route(self.dram_for(pe), [pe], f"st{self._op_index(op)}", to_dram=True)
-            busiest = max((len(v) for v in self.link_routes.values()), default=0)
-            if key is not None:
-                if len(_BUSIEST) >= _BUSIEST_LIMIT:
-                    _BUSIEST.clear()
-                _BUSIEST[key] = busiest
-        if busiest > arch.channels_per_link:
-            return (f"a NoC link carries {busiest} streams, {arch.name} has "
-                    f"{arch.channels_per_link} channels per link (try multicast or another fold)")
-        return None
+        return self._dma_shortfall()
+
+    def _share_channels(self) -> None:
+        """Where a link carries more streams than it has channels (`channels_per_link`), the
+        streams share them: each route's channel wraps round the link's channels, and a route
+        over such a link is marked `shared`, so each of its transfers pays
+        `arch.link_share_cycles` (its packets interleave with another stream's on a virtual
+        channel, as a DMA shared by streams pays `dma_switch_cycles`)."""
+        n = self.arch.channels_per_link
+        crowded = {link for link, streams in self.link_routes.items() if len(streams) > n}
+        for route in self.routes:
+            route["channel"] %= n
+            if crowded.intersection(route["links"]):
+                route["shared"] = True
 
     def destinations(self, pe: tuple[int, int], axis: int | None) -> list[tuple[int, int]]:
         """Where the loads `pe`'s reader issues go: to `pe` itself for a load no PEs share
@@ -588,6 +564,7 @@ class Mapping:
                 agents.append({"id": f"reader{i}_{tag}", "kind": "dma", "pe": list(pe),
                                "program": program})
             agents.append({"id": f"writer_{tag}", "kind": "dma", "pe": list(pe), "program": writer})
+        self._share_channels()
         return {
             "version": SCHEMA_VERSION, "kernel": self.fn.name, "ir_hash": ir_hash(self.fn),
             "config": self.config.to_dict(), "arch": arch.name, "timing": arch.timing,

@@ -9,14 +9,17 @@ from tiledsl.ir.core import Function, walk
 
 def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
-    shareable loads); rule out configs whose buffers overflow a PE's SRAM or whose routes
-    overflow a link's channels, in any grid (phase); estimate configs' cycles analytically
+    shareable loads); rule out configs whose buffers overflow a PE's SRAM or that need more DMA
+    channels than a PE has, in any grid (phase); estimate configs' cycles analytically
     (`estimate.py`) so the tuner tries the best-ranked first."""
+    from lowering.backends.spatial.defaults import UNIFORM, estimated_default, uniform_default
     from lowering.backends.spatial.estimate import estimate_cycles
+    from lowering.backends.spatial.even_blocks import with_even_blocks
     from lowering.backends.spatial.mapper import Mapping, can_multicast, grids
     from lowering.backends.spatial.trips import reads_arguments
 
     phases = range(len(grids(fn)))
+    space = with_even_blocks(space, fn, grids(fn), arch)
     two_d = any(len(g.regions[0].args) == 2 for g in grids(fn))
     space = space.with_param(Param("fold", ("rows", "linear") if two_d else ("linear",),
                                    "rows" if two_d else "linear",
@@ -36,7 +39,7 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
 
     def fits(c: Config) -> str | None:
         for i in phases:
-            why = Mapping(fn, c, arch, phase=i).check(memo=True)
+            why = Mapping(fn, c, arch, phase=i).check()
             if why is not None:
                 return why if len(phases) == 1 else f"grid {i + 1}: {why}"
         return None
@@ -65,13 +68,12 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     if not reads_arguments(fn):  # (else the plan needs argument values: no estimate)
         space = space.with_estimate(  # phases run one after another
             lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
-    # Default: the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
-    # operands and amortize per-transfer costs; `default()` then need not scan the space.
-    blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
-    for size in (256, 128, 64, 32, 16, 8, 4, 2, 1):
-        trial = space
-        for p in blocks:
-            trial = trial.with_default(p.name, min(size, max(p.choices)))
+    if space.estimate is not None:  # the config the estimate ranks best (`defaults.py`)
+        return estimated_default(space)
+    # Else the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
+    # operands and amortize per-transfer costs.
+    for size in UNIFORM:
+        trial = uniform_default(space, size)
         if trial.default_is_valid():
             return trial
     return space
