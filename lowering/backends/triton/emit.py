@@ -16,6 +16,7 @@ from typing import Any
 
 from lowering.backends.triton.casts import convert, literal, reduce_in_f32, tl_dtype
 from lowering.backends.triton.helpers import HELPERS, small_power
+from lowering.backends.triton.params import KernelParam
 from tiledsl.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
@@ -72,18 +73,6 @@ def in_bounds(idx: Value, extent: int) -> bool:
         r = owner.operands[0].type
         return isinstance(r, RangeType) and r.block == 1 and r.extent == extent
     return False
-
-
-@dataclass
-class KernelParam:
-    """A parameter of a generated kernel: a tensor pointer, a scalar, or a block size."""
-
-    name: str
-    kind: str  # "tensor", "desc", "scalar", "scalar_ptr", "num_programs", "stride" or "block"
-    source: Value | None = None  # the IR value (argument or allocation) behind it
-    value: int | None = None  # for "block" and "stride" (a row stride passed at runtime)
-    dtype: str = ""  # Triton signature type for scalars ("fp32", "i32", ...)
-    box: tuple[int, ...] = ()  # for "desc": the block a tensor descriptor moves
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lowering.backends.triton.params import KernelParam
 from lowering.backends.triton.persistent import strided_loop
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
@@ -25,7 +26,7 @@ class LoopEmission:
     true_wheres: dict[Op, Value]
     skipped: set[Op]
     pointers: dict[Op, str]
-    stride_params: dict[tuple[str, int], Any]  # codegen's KernelParam, by (label, stride)
+    stride_params: dict[tuple[str, int], KernelParam]  # by (label, stride)
 
     def bind_carried(self, op: Op, indent: int) -> list[str]:
         """Name a loop's carried values (its initial value under the carried name, the region's
@@ -193,7 +194,6 @@ class LoopEmission:
 
     def stride_param(self, label: str, stride: int) -> str:
         """The name of the runtime i32 argument holding `stride` for loops over `label`."""
-        from lowering.backends.triton.emit import KernelParam  # emit.py imports this module
         key = (label, stride)
         if key not in self.stride_params:
             name = self.namer.fresh(f"stride_{label}")
