@@ -1,7 +1,7 @@
 """What a kernel is compared with: the computation written with an array library.
 
 A kernel file's `baseline_<kernel>(xp, *args)` (or its `baseline`, for the file's only kernel or
-the kernel named like the file: tiledsl/file_hooks.py) computes what the kernel does with the
+the kernel named like the file: tiledsl/cli/file_hooks.py) computes what the kernel does with the
 array module `xp`, and returns the result without writing into its arguments. On the GPU it
 runs on CuPy (cuBLAS for the matmuls), on the CPU on NumPy. `tiledsl tune` and `tiledsl bench`
 time it with the code that times the kernel.
@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl import file_hooks
-from tiledsl.kernel import TileKernel
+from tiledsl.cli import file_hooks
+from tiledsl.runtime.kernel import TileKernel
 
 
 def file_baselines(module: ModuleType, k: TileKernel, args: tuple,

@@ -17,16 +17,16 @@ from autotune.spread import Spread, number
 from autotune.timing import cuda_times_ms, wall_times_ms
 from autotune.tune_cli import write_json
 from autotune.tuner import require_gpu
-from tiledsl.outputs import check_output
-from tiledsl import registry
-from tiledsl.config import Config
-from tiledsl.kernel import TileKernel
+from tiledsl.cli.outputs import check_output
+from tiledsl.runtime import registry
+from tiledsl.runtime.config import Config
+from tiledsl.runtime.kernel import TileKernel
 from tiledsl.progress import progress_bar
 
 
 def _configs(k: TileKernel, args: tuple, backend: str, given: str | None) -> dict[str, Config]:
     """label -> config: the default, the tuned one (if the cache has it) and --config."""
-    from tiledsl import cli_configs
+    from tiledsl.cli import configs as cli_configs
     space = k.config_space(*args, backend=backend)
     out = {"default": space.default()}
     tuned = cli_configs.tuned_config(k, args, backend, space)
@@ -52,7 +52,7 @@ def _time(k: TileKernel, args: tuple, backend: str, config: Config, repeats: int
 
 
 def cmd_bench(opts: argparse.Namespace) -> int:
-    from tiledsl.cli_inputs import example_args, fmt_table, load_file, parse_dims
+    from tiledsl.cli.inputs import example_args, fmt_table, load_file, parse_dims
     require(opts.repeats >= 1, "--repeats", "at least 1", opts.repeats)
     require(opts.seed >= 0, "--seed", "at least 0", opts.seed)
     if opts.json is not None:
@@ -110,7 +110,7 @@ def cmd_bench(opts: argparse.Namespace) -> int:
 
 
 def add(sub: Any) -> None:
-    from tiledsl.cli_inputs import file_argument, input_options
+    from tiledsl.cli.inputs import file_argument, input_options
     p = sub.add_parser("bench", help="time a file's kernels against their baselines",
                        description="Time each kernel of FILE with its default config, the tuned "
                                    "config from the result cache and --config, and the file's "

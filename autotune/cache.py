@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 import tiledsl
-from tiledsl import static_args
-from tiledsl.config import Config
-from tiledsl.kernel import TileKernel
-from tiledsl.cache_files import ignored, seal, unseal, write_entry
-from tiledsl.paths import cache_dir
+from tiledsl.frontend import static_args
+from tiledsl.runtime.config import Config
+from tiledsl.runtime.kernel import TileKernel
+from tiledsl.runtime.cache_files import ignored, seal, unseal, write_entry
+from tiledsl.runtime.paths import cache_dir
 
 MAX_BYTES = 1 << 20  # an entry is a key and a config: a few kB
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune import cache
-from tiledsl.cache_files import unseal
-from tiledsl.config import Config
+from tiledsl.runtime.cache_files import unseal
+from tiledsl.runtime.config import Config
 from tiledsl.errors import TileDSLError
-from tiledsl.kernel import TileKernel
-from tiledsl.paths import cache_dir
+from tiledsl.runtime.kernel import TileKernel
+from tiledsl.runtime.paths import cache_dir
 
 
 @dataclass(frozen=True)

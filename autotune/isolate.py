@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection, wait
 from time import monotonic
 from typing import Any, Callable
 
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 
 
 # Where compiles are kept. A spawned child re-imports the parent's main module, and a script that

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from lowering.backends.triton.cost import H100, Resources, predict_us
-from tiledsl.config import Config
-from tiledsl.kernel import TileKernel
+from tiledsl.runtime.config import Config
+from tiledsl.runtime.kernel import TileKernel
 
 __all__ = ["H100", "Resources", "compiled_resources", "from_jit", "from_reports", "predict",
            "predict_us", "warmed_resources"]

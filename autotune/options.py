@@ -81,5 +81,5 @@ def check_tune_options(kernel: str, *, trials: Any, timeout: Any, strategy: Any,
 def require(ok: bool, option: str, rule: str, value: Any) -> None:
     """A command-line number out of range: an error naming the option (exit status 2)."""
     if not ok:
-        from tiledsl.cli_inputs import CLIError
+        from tiledsl.cli.inputs import CLIError
         raise CLIError(f"{option} must be {rule}, got {value!r}")

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from autotune.isolate import adopt_environment, cache_environment
-from tiledsl.config import Config
-from tiledsl.static_args import map_arrays
+from tiledsl.runtime.config import Config
+from tiledsl.frontend.static_args import map_arrays
 
 MAX_WORKERS = 16
 MAX_RESTARTS = 3  # new pools after workers died; then the measurements compile

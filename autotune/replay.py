@@ -336,7 +336,7 @@ def add(subparsers: Any) -> None:
 
 
 def _register() -> None:
-    from tiledsl import registry
+    from tiledsl.runtime import registry
 
     registry.register_command("replay", add)
 

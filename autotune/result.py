@@ -15,7 +15,7 @@ from autotune import finalists as finals
 from autotune.isolate import STOPPED
 from autotune.prune import PRUNED
 from autotune.spread import Spread, compare, number
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.errors import TileDSLError
 
 # What a tune's numbers are, per backend, as its table names them on every row

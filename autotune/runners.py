@@ -21,10 +21,11 @@ import numpy as np
 from autotune.isolate import TrialFailed
 from autotune.model import compiled_resources, predict
 from autotune.timing import cuda_times_ms
-from tiledsl import static_args, testing
-from tiledsl.config import Config
+from tiledsl.frontend import static_args
+from tiledsl import testing
+from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError, TileDSLError
-from tiledsl.kernel import TileKernel
+from tiledsl.runtime.kernel import TileKernel
 
 
 def _fresh(args: list[Any]) -> list[Any]:

@@ -10,7 +10,7 @@ from typing import Callable
 from autotune.result import Trial
 from autotune.space import Evaluator, Point, SearchSpace
 from autotune.strategies.study_workers import BudgetSpent
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.progress import progress_bar
 
 Observer = Callable[[Trial], None]

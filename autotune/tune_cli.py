@@ -14,8 +14,8 @@ from autotune.finalists import FINALISTS, ROUNDS
 from autotune.options import MAX_SEED, check_tune_options, require
 from autotune.prune import PRUNE_FACTOR
 from autotune.tuner import require_gpu, tune
-from tiledsl.outputs import check_output, outputs
-from tiledsl import registry
+from tiledsl.cli.outputs import check_output, outputs
+from tiledsl.runtime import registry
 
 
 def _default_backend() -> str:
@@ -30,7 +30,7 @@ def _default_backend() -> str:
 def write_json(option: str, path: str, data: Any, **dump: Any) -> None:
     """Write `data` as JSON to `path`, gzipped when it ends with .gz (as `tiledsl replay` reads
     it); a failed write is an error naming the option."""
-    from tiledsl.cli_inputs import CLIError
+    from tiledsl.cli.inputs import CLIError
     try:
         with (gzip.open(path, "wt") if Path(path).suffix == ".gz" else open(path, "w")) as f:
             json.dump(data, f, **dump)
@@ -44,7 +44,7 @@ def numpy_backend_baseline(k: Any, args: tuple) -> dict[str, Any]:
     tuned config, timed with copies of its arguments: a numpy tune's table showed it as a
     second, unexplained time of the tuned config, 40 ms against the default's 98.) Only a
     kernel that writes into its arguments gets fresh copies, inside the timed call."""
-    from tiledsl.cli_inputs import fresh
+    from tiledsl.cli.inputs import fresh
     config = k.config_space(*args, backend="numpy").default()
     writes = bool(k.written_args(*args))
     return {"tiledsl numpy backend (default config)":
@@ -52,7 +52,7 @@ def numpy_backend_baseline(k: Any, args: tuple) -> dict[str, Any]:
 
 
 def cmd_tune(opts: argparse.Namespace) -> int:
-    from tiledsl.cli_inputs import CLIError, example_args, load_file, parse_dims
+    from tiledsl.cli.inputs import CLIError, example_args, load_file, parse_dims
     require(opts.trials is None or opts.trials >= 1, "--trials", "at least 1", opts.trials)
     require(opts.timeout is None or opts.timeout > 0, "--timeout", "above 0 seconds", opts.timeout)
     require(0 < opts.trial_timeout < float("inf"), "--trial-timeout", "above 0 seconds",
@@ -105,7 +105,7 @@ def cmd_tune(opts: argparse.Namespace) -> int:
 
 
 def add(sub: Any) -> None:
-    from tiledsl.cli_inputs import file_argument, input_options
+    from tiledsl.cli.inputs import file_argument, input_options
     p = sub.add_parser("tune", help="autotune a file's kernels (resumable, shareable studies)",
                        description="Search each kernel's config space with the default strategy "
                                    "(or --strategy), check every candidate against NumPy, keep the "

@@ -25,11 +25,12 @@ from autotune.strategies import DEFAULT, get
 from autotune.strategies import optuna_adapter as studies
 from autotune.timing import cuda_times_ms, wall_times_ms
 from autotune.trials import TrialLog, TrialProgress
-from tiledsl import registry, static_args
-from tiledsl.config import Config, ConfigSpace
+from tiledsl.runtime import registry
+from tiledsl.frontend import static_args
+from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ConfigError, TileDSLError, TileDSLWarning
-from tiledsl.kernel import TileKernel
-from tiledsl.paths import cache_dir, writable_cache_dir
+from tiledsl.runtime.kernel import TileKernel
+from tiledsl.runtime.paths import cache_dir, writable_cache_dir
 
 SPACE_BACKEND = {"spatial": "spatial", "numpy": "numpy", "model": "triton", "triton": "triton"}
 

@@ -36,7 +36,7 @@ from support import example  # noqa: E402
 from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 import tiledsl as td  # noqa: E402
-from tiledsl import registry  # noqa: E402
+from tiledsl.runtime import registry  # noqa: E402
 
 
 def per_call_us(fn: Callable[[], Any], calls: int = 2000, batches: int = 15,

@@ -41,7 +41,7 @@ from support import example  # noqa: E402
 from autotune import finalists as finals  # noqa: E402
 from autotune.runners import RUNNERS  # noqa: E402
 from autotune.tuner import tune  # noqa: E402
-from tiledsl.cli_inputs import example_args, parse_dims  # noqa: E402
+from tiledsl.cli.inputs import example_args, parse_dims  # noqa: E402
 
 MODES = {"search's fastest trial": 0, "finalists re-timed": finals.FINALISTS}
 

@@ -46,7 +46,7 @@ from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.isolate import adopt_environment, cache_environment  # noqa: E402
 from autotune.precompile import ArrayLayout, compile_config, default_workers  # noqa: E402
-from tiledsl.config import Config, ConfigSpace  # noqa: E402
+from tiledsl.runtime.config import Config, ConfigSpace  # noqa: E402
 
 COMPILE_WAIT_S = 300  # a compile not done by then is left to the launch
 Candidate = tuple[Config, "float | None", Future]

@@ -36,7 +36,7 @@ from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
 from autotune.isolate import Isolated, fork_start  # noqa: E402
 from autotune.tuner import tune  # noqa: E402
-from tiledsl.config import Config  # noqa: E402
+from tiledsl.runtime.config import Config  # noqa: E402
 
 
 class Nothing:

@@ -111,7 +111,7 @@ def main() -> None:
           f"(median error {s['median_abs_error'] or 0:.0%})")
     out.write_text(json.dumps({
         "benchmark": "register_estimate", "arch": opts.arch, "summary": s, "rows": rows,
-        "sizes": {n: SIZES[n] for n in kernels},  # what tests/test_model.py traces again
+        "sizes": {n: SIZES[n] for n in kernels},  # what tests/autotune/test_model.py traces again
         "dtypes": {n: np.dtype(dtype_for(n)).name for n in kernels},
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "triton": __import__("triton").__version__}, indent=1, default=str) + "\n")

@@ -36,7 +36,7 @@ import ml_dtypes
 import numpy as np
 
 from lowering.backends.spatial.arch import PRESETS
-from tiledsl.config import Config, ConfigSpace
+from tiledsl.runtime.config import Config, ConfigSpace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

@@ -53,7 +53,7 @@ from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 from autotune.precompile import default_workers  # noqa: E402
 from autotune.prune import PRUNE_FACTOR  # noqa: E402
 from autotune.tuner import tune  # noqa: E402
-from tiledsl.config import Config  # noqa: E402
+from tiledsl.runtime.config import Config  # noqa: E402
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
 

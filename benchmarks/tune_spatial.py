@@ -53,7 +53,7 @@ from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 from autotune.space import Evaluator  # noqa: E402
 from autotune.strategies import DEFAULT, get  # noqa: E402
 from autotune.tuner import analytic_candidates, search_space  # noqa: E402
-from tiledsl.cache_files import ignored, opened, read_entry, seal, write_entry  # noqa: E402
+from tiledsl.runtime.cache_files import ignored, opened, read_entry, seal, write_entry  # noqa: E402
 from tiledsl.progress import tracked  # noqa: E402
 
 
@@ -74,7 +74,7 @@ def _cycles(point: dict[str, Any]) -> int:
 
 
 def _sweep_path(name: str, arch: str, space: Any) -> Path:
-    from tiledsl.paths import cache_dir
+    from tiledsl.runtime.paths import cache_dir
     h = hashlib.sha256()
     h.update((ROOT / "examples" / f"{name}.py").read_bytes())
     h.update(f"{arch} {[(p.name, p.values) for p in space.params]}".encode())

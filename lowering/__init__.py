@@ -2,6 +2,6 @@
 
 from lowering import backends as backends
 from lowering.pipeline import lower
-from tiledsl import registry
+from tiledsl.runtime import registry
 
 registry.register_pipeline(lower)

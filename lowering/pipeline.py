@@ -42,7 +42,7 @@ class Pipeline:
 
 
 # The Triton backend's own passes, after DEFAULT (on a copy: the NumPy backend runs the IR as
-# written; see tiledsl.kernel.Traced.for_backend).
+# written; see tiledsl.runtime.kernel.Traced.for_backend).
 TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), RescaleCarriedPass(), HoistReciprocalsPass(),
                             LoadsFirstPass()) + CANONICALIZE
 

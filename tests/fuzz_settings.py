@@ -1,4 +1,4 @@
-"""Hypothesis settings shared by the fuzzers (tests/test_fuzz_kernels.py, tests/test_fuzz_api.py).
+"""Hypothesis settings shared by the fuzzers (tests/frontend/test_fuzz_kernels.py, tests/frontend/test_fuzz_api.py).
 
 The default run is short and derandomized, so CI draws the same examples every time. Set
 TILEDSL_FUZZ_EXAMPLES=N for a longer local run: N examples per fuzz test, drawn at random (a

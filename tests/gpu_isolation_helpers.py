@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 
 
 class Misbehaving:

@@ -18,8 +18,8 @@ import tiledsl as td
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "examples"
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
-# Examples that take a list of arrays or a function (tiledsl/static_args.py): a torch custom op's
-# schema and the DLPack interop tests hold arrays and numbers only (tests/test_static_args.py
+# Examples that take a list of arrays or a function (tiledsl/frontend/static_args.py): a torch custom op's
+# schema and the DLPack interop tests hold arrays and numbers only (tests/frontend/test_static_args.py
 # checks how td.torch_op refuses them)
 ARRAY_ARG_EXAMPLES = [n for n in EXAMPLE_NAMES if n not in ("grouped_gemm", "matmul_epilogue")]
 # ... and kl_div divides by a size (its mean), a float the shape function cannot follow,

@@ -152,7 +152,7 @@ def test_the_gpu_session_shares_its_calls_budget_among_its_steps(tmp_path: Path)
     assert len(calls) == 6, done.stdout
     ceilings, tests, gemm, rows, dispatch, tune = calls
     assert "gpu_ceilings.py --out" in ceilings
-    assert "-m pytest -m gpu" in tests and "tests/test_triton_gpu.py" in tests
+    assert "-m pytest -m gpu" in tests and "tests/backends/triton/test_triton_gpu.py" in tests
     assert "gpu_kernels.py gemm --timeout" in gemm and "--ceilings" in gemm
     share = int(gemm.split("--timeout ")[1].split()[0]) + 20  # 3/11 of the ~150 s left
     assert 35 <= share <= 45, gemm

@@ -184,7 +184,7 @@ MAX_FUNCTION_LINES = 100  # issue 34 item 3: a function fits on a screen or two
 
 
 def test_no_function_in_the_autotuner_is_over_100_lines() -> None:
-    """tiledsl/ and lowering/ are not held to it yet: torch_op (tiledsl/torch_op.py) and
+    """tiledsl/ and lowering/ are not held to it yet: torch_op (tiledsl/interop/torch_op.py) and
     estimate_cycles (lowering/backends/spatial/estimate.py) are longer."""
     long = []
     for path in sorted((ROOT / "autotune").rglob("*.py")):

@@ -6,7 +6,7 @@ stages tiledsl takes) and returns a `Launch`: on a GPU `launch.run()` runs it; o
 `aot_signature(launch)` gives what `triton.compile(ASTSource(...))` needs to compile exactly what
 that launch would, from torch `meta` tensors, without a GPU. `load(name, interpret=True)` gives
 the kernels for Triton's interpreter on CPU tensors (run them under lowering's
-`interpreted_stdlib()`), which tests/test_sass_parity.py checks against the examples' NumPy.
+`interpreted_stdlib()`), which tests/backends/triton/test_sass_parity.py checks against the examples' NumPy.
 
     from reference_kernels import gemm
     launch = gemm.bind(a, b, td.Config((128, 256, 64), 8, 3, group_m=8), tma=True)

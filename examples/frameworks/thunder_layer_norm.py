@@ -2,7 +2,7 @@
 
 import torch
 
-from tiledsl import thunder as tdt
+from tiledsl.interop import thunder as tdt
 
 from examples.layer_norm import layer_norm  # run from the repository root (x, weight, bias, eps)
 

@@ -9,7 +9,7 @@ pass neutralizes the out-of-range part of the mixed axis:
 - `cumsum` along an axis: mask that axis with 0 (lanes before a runtime start come first);
 - `dot`: mask the contraction axis of both operands with 0.
 - `sort`, and a `scan` whose out-of-range lanes can come first in its order (reversed, or
-  after a runtime start): a bool operand says which lanes are in range (tiledsl/scans.py).
+  after a runtime start): a bool operand says which lanes are in range (tiledsl/lang/scans.py).
 
 A mask of a `load` becomes the load's `other` fill value instead of a separate op. Axes cut by a
 block symbol are masked (whether the edge is really ragged depends on the config, which backends

@@ -469,7 +469,7 @@ def _sort(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
     every number (before, descending); with `k` only the first k; with `positions` also each
     value's lane (int32, from the tile's first lane). Out-of-range lanes (the `masked`
     operand) never come before in-range ones: where fewer than k are in range, the rest are
-    position -1 (see tiledsl/scans.py)."""
+    position -1 (see tiledsl/lang/scans.py)."""
     t = _along(ts, attrs, "sort", 1)
     storage_only(t.dtype, "sort")
     k = attrs.get("k")

@@ -15,8 +15,8 @@ from lowering.backends.numpy import views as _views  # noqa: F401 (registers its
 from lowering.backends.numpy import atomics as _atomics  # noqa: F401 (registers its rule)
 from lowering.backends.numpy.defaults import default_blocks
 from lowering.backends.numpy.executor import Executor
-from tiledsl import registry
-from tiledsl.config import Config, ConfigSpace
+from tiledsl.runtime import registry
+from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ShapeError
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType

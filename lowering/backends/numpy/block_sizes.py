@@ -1,4 +1,4 @@
-"""NumPy rules of `tile.id` and `tile.block_size` (tiledsl/block_sizes.py): a range's runtime
+"""NumPy rules of `tile.id` and `tile.block_size` (tiledsl/frontend/block_sizes.py): a range's runtime
 state (`RangeRT`) has each program's `begin` and the config's block, so a tile's index along
 its loop is `begin // block`."""
 

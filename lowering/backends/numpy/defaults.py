@@ -16,7 +16,7 @@ NumPy reduction sums it as plain NumPy does.
 from __future__ import annotations
 
 from lowering.backends.numpy.plan import trimmed_loads
-from tiledsl.config import ConfigSpace
+from tiledsl.runtime.config import ConfigSpace
 from tiledsl.ir.core import Block, Function, Value
 from tiledsl.ir.types import RangeType, TileType
 

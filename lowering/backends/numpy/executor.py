@@ -21,8 +21,8 @@ from lowering.backends.numpy.plan import last_uses, plan_of  # noqa: F401 (last_
 from lowering.backends.numpy.room import check_room
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply, compute
 from lowering.backends.numpy.memory import GridScalar, RangeRT
-from tiledsl import fp8
-from tiledsl.config import Config
+from tiledsl.lang import fp8
+from tiledsl.runtime.config import Config
 from tiledsl.errors import OutOfBoundsError
 from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop

@@ -1,5 +1,5 @@
 """NumPy rules of the random ops (`td.rand` and family): Philox as Triton computes it, from
-tiledsl.philox, on the grid-prefixed arrays of executor.py."""
+tiledsl.lang.philox, on the grid-prefixed arrays of executor.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy.executor import Executor, rule
-from tiledsl import philox
+from tiledsl.lang import philox
 from tiledsl.ir.core import Op
 from tiledsl.ir.ops import RANDOM_OPS
 from tiledsl.ir.types import TileType

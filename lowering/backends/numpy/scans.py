@@ -1,4 +1,4 @@
-"""NumPy rules of `scan` and `sort` (tiledsl/scans.py defines what they mean).
+"""NumPy rules of `scan` and `sort` (tiledsl/lang/scans.py defines what they mean).
 
 A scan runs its combine region lane by lane along the axis, on every other lane (and every grid
 program) at once: the region's scalar ops run on arrays, with the executor's prefix rank set to

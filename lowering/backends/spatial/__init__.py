@@ -19,8 +19,8 @@ from lowering.backends.spatial.engine import (Program, SimReport, check_trace_pa
                                               simulator_module)
 from lowering.backends.spatial.functional import execute
 from lowering.backends.spatial.mapper import SCHEMA_VERSION, Mapping, grids
-from tiledsl import registry
-from tiledsl.config import Config, ConfigSpace
+from tiledsl.runtime import registry
+from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Value
 from tiledsl.ir.printer import ir_hash

@@ -23,7 +23,7 @@ import functools
 
 from tiledsl.ir.core import Op
 from tiledsl.ir.types import RangeType
-from tiledsl.shifted import is_shifted
+from tiledsl.lang.shifted import is_shifted
 
 
 def stream_key(load: Op) -> tuple:

@@ -21,7 +21,7 @@ import numpy as np
 
 from lowering.backends.numpy.executor import Executor
 from lowering.backends.numpy.memory import RangeRT
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.types import RangeType, TensorType
 from tiledsl.ir.views import root

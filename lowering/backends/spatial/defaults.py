@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tiledsl.config import Config, ConfigSpace, Param
+from tiledsl.runtime.config import Config, ConfigSpace, Param
 
 BUDGET = 64  # configs estimated at most (a 512^3 GEMM on wormhole-like: about 6 ms each)
 STARTS = 3  # the largest valid uniform block sizes the descent may start from

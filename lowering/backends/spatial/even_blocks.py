@@ -14,7 +14,7 @@ dimension it reduces). The GPU backends' spaces keep their power-of-two blocks.
 from __future__ import annotations
 
 from lowering.backends.spatial.arch import Arch
-from tiledsl.config import ConfigSpace
+from tiledsl.runtime.config import ConfigSpace
 from tiledsl.ir.core import Function, walk
 from tiledsl.ir.types import RangeType, TileType
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy.executor import RULES, Executor
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.ir.core import Block, Function, Value
 from tiledsl.ir.types import TileType
 

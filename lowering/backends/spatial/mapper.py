@@ -32,7 +32,7 @@ from lowering.backends.spatial.channels import assign, first_of_streams, stream_
 from lowering.backends.spatial.data_values import DataValues
 from lowering.backends.spatial.folding import fold_loop
 from lowering.backends.spatial.trips import Stops
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
@@ -41,7 +41,7 @@ from tiledsl.ir.views import root, strides_of
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
-from tiledsl.shifted import is_shifted, static_shift
+from tiledsl.lang.shifted import is_shifted, static_shift
 
 SCHEMA_VERSION = 1
 

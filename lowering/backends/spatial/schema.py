@@ -29,7 +29,7 @@ def _form(form: str) -> dict[str, Any]:
 
 @cache
 def _conforms(form: str) -> Callable[[Any], bool]:
-    from tiledsl.schema_fast import compile_schema
+    from tiledsl.interop.schema_fast import compile_schema
     return compile_schema(_form(form))
 
 
@@ -49,7 +49,7 @@ def validate(config: dict[str, Any]) -> None:
 def _violation(form: str, config: Any) -> str | None:
     """`first_violation` of a config found not to conform: on the config with its programs
     emptied where that breaks the schema too, else on the first step that breaks it."""
-    from tiledsl.schema_check import first_violation
+    from tiledsl.interop.schema_check import first_violation
 
     agents = config.get("agents") if form == "config" else None
     if not isinstance(agents, list):

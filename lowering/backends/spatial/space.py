@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lowering.backends.spatial.arch import Arch
-from tiledsl.config import Config, ConfigSpace, Constraint, Param
+from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
 
 

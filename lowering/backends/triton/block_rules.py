@@ -1,4 +1,4 @@
-"""Triton rules of `tile.id` and `tile.block_size` (tiledsl/block_sizes.py): a range's block is
+"""Triton rules of `tile.id` and `tile.block_size` (tiledsl/frontend/block_sizes.py): a range's block is
 its `BLOCK_*` constexpr (or a literal), and a tile's index along its loop is
 `begin // BLOCK` (the program id of a grid axis, the iteration of a loop)."""
 

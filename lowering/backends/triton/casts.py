@@ -8,7 +8,7 @@ GPU agrees with the NumPy backend too. float64 goes through float32 for the same
 rounds 1 + 2**-8 + 2**-40 to 1.0 through float32; a direct conversion gives 1.0078125). (Its
 float32 -> bfloat16 conversion truncates instead of rounding to nearest even: interpret.py
 fixes that one.) Max and min reduce bfloat16 in float32. fp8 converts through float32 from and to
-everything but float32, and saturates (tiledsl/fp8.py; interpret.py makes the interpreter's
+everything but float32, and saturates (tiledsl/lang/fp8.py; interpret.py makes the interpreter's
 conversion the GPU's).
 """
 
@@ -49,7 +49,7 @@ def convert(expr: str, src: DType, dst: DType, *, number: bool) -> str:
         expr = to(expr, "tl.float32")
     elif (src.is_fp8 or dst.is_fp8) and "f32" not in (src.short, dst.short):
         # Triton converts fp8 only from and to floats, and a GPU from float32 and 16-bit
-        # floats: every other conversion goes through float32 (tiledsl/fp8.py).
+        # floats: every other conversion goes through float32 (tiledsl/lang/fp8.py).
         expr = to(expr, "tl.float32")
     return to(expr, tl_dtype(dst))
 

@@ -18,7 +18,7 @@ from lowering.backends.triton.casts import literal
 from lowering.backends.triton.emit import KernelParam, KernelEmitter, Namer
 from lowering.backends.triton.helpers import HELPERS, IMPORTS
 from lowering.backends.triton.widen import padded
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Op, Value, walk

@@ -22,9 +22,9 @@ from typing import Any
 from lowering.backends.triton.codegen import GeneratedKernel, Module
 from lowering.backends.triton.loader import load
 from lowering.backends.triton.space import SHARED_BYTES
-from tiledsl.cache_files import digest, ignored, read_entry, seal, unseal, write_entry
+from tiledsl.runtime.cache_files import digest, ignored, read_entry, seal, unseal, write_entry
 from tiledsl.errors import BackendError
-from tiledsl.paths import cache_dir
+from tiledsl.runtime.paths import cache_dir
 from tiledsl.ir.types import TensorType, TileType
 
 ARCHS = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90}

@@ -20,7 +20,7 @@ from typing import Any
 from lowering.backends.triton.emit import padded
 from lowering.backends.triton.registers import feeds_dots_only, uses_of
 from lowering.backends.triton.registers import registers as register_estimate
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Function, loop_ranges, loop_start, loop_stop, walk
 from tiledsl.ir.types import TensorType, TileType

@@ -17,7 +17,7 @@ from typing import Any
 from lowering.backends.triton.casts import convert, literal, reduce_in_f32, tl_dtype
 from lowering.backends.triton.helpers import HELPERS, small_power
 from lowering.backends.triton.params import KernelParam
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
@@ -41,7 +41,7 @@ from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.views import root
-from tiledsl.shifted import is_shifted
+from tiledsl.lang.shifted import is_shifted
 
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
              "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

@@ -21,8 +21,8 @@ from lowering.backends.triton.package import export_plan
 from lowering.backends.triton.targets import array_strides
 from lowering.backends.triton.warmup import DEFAULT_SMS
 from lowering.pipeline import lower_for_triton
-from tiledsl import registry
-from tiledsl.config import Config, ConfigSpace
+from tiledsl.runtime import registry
+from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import ArgumentError, BackendError
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
@@ -119,7 +119,7 @@ class TritonBackend:
     def prepare(self, fn: Function, args: list[Any], config: Config) -> Any:
         """`run` on arguments of this layout, with the work that depends on the layout alone
         done once: `k(*args)`'s dispatch cache calls the result on later torch CUDA tensors of
-        the same dtypes, shapes, strides and device (tiledsl/dispatch.py). None for CuPy
+        the same dtypes, shapes, strides and device (tiledsl/runtime/dispatch.py). None for CuPy
         arrays, whose stream is read at each call."""
         if any(is_cupy(a) for a in args):
             return None

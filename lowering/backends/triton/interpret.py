@@ -18,8 +18,10 @@ from lowering.backends.numpy import check_written, memory
 from lowering.backends.triton import interpret_libdevice, space as triton_space
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.loader import load
-from tiledsl import dtypes, fp8, registry
-from tiledsl.config import Config, ConfigSpace
+from tiledsl import dtypes
+from tiledsl.lang import fp8
+from tiledsl.runtime import registry
+from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
 from tiledsl.ir import views
 from tiledsl.ir.core import Function, Value
@@ -139,7 +141,7 @@ def _all_ones(get_all_ones_value: Any) -> Any:
 
 def _fp8_as_gpu(convert_float: Any) -> Any:
     """The interpreter's float conversion, but for float8e4nv and float8e5 (held as uint8) the
-    GPU's: round to nearest even, saturate (tiledsl/fp8.py). The interpreter's own neither
+    GPU's: round to nearest even, saturate (tiledsl/lang/fp8.py). The interpreter's own neither
     saturates nor carries a rounding into the exponent (triton 3.6 to 3.9); casts, constants
     and tl.dot's operands all convert through it."""
     import triton.language as tl

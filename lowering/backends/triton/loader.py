@@ -14,8 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterator
 
-from tiledsl.cache_files import ignored, read_entry, write_entry
-from tiledsl.paths import cache_dir
+from tiledsl.runtime.cache_files import ignored, read_entry, write_entry
+from tiledsl.runtime.paths import cache_dir
 
 
 # Triton 3.9 warns until this default is chosen explicitly; keep its current default (fused

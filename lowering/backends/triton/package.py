@@ -1,9 +1,9 @@
 """The launch plan of an ahead-of-time package: what the generated `launch()` does, as data.
 
-`tiledsl.export` writes the plan into a package's manifest.json, and `tiledsl.aot` follows it
+`tiledsl.interop.export` writes the plan into a package's manifest.json, and `tiledsl.interop.aot` follows it
 with CuPy, launching the cubins with no Triton at all. The plan mirrors `codegen._launcher` step
 by step: the allocations of the kernel body in program order, then each generated kernel with its
-parameters in the order the cubin takes them. tests/test_export.py executes plans under Triton's
+parameters in the order the cubin takes them. tests/interop/test_export.py executes plans under Triton's
 interpreter and compares with float64 references, which is what keeps the two in step.
 
 Two things the Python launcher never shows have to be spelled out here:
@@ -24,7 +24,7 @@ from lowering.backends.triton.codegen import GeneratedKernel, KernelParam, gener
 from lowering.backends.triton.compile import Compiled, compile_module
 from lowering.backends.triton.space import SHARED_BYTES
 from lowering.backends.triton.targets import array_strides
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Op, Value
 from tiledsl.ir.types import TensorType, TileType

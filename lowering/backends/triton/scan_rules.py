@@ -1,4 +1,4 @@
-"""Triton rules of `scan` and `sort` (tiledsl/scans.py defines what they mean).
+"""Triton rules of `scan` and `sort` (tiledsl/lang/scans.py defines what they mean).
 
 A scan is `tl.associative_scan` with its combine region written as a `@triton.jit` function of
 the module. Where some lanes are out of range (the `masked` operand), a flag rides along: an

@@ -20,7 +20,7 @@ from lowering.backends.triton.oprules import emit_rule
 from tiledsl.ir.core import Op, Value
 from tiledsl.ir.slices import Slice
 from tiledsl.ir.types import TensorType
-from tiledsl.shifted import static_shift
+from tiledsl.lang.shifted import static_shift
 
 if TYPE_CHECKING:
     from lowering.backends.triton.emit import KernelEmitter

@@ -10,7 +10,7 @@ from lowering.backends.triton.cost import (EPILOGUE_MATH, estimate_us, gpu_for, 
                                            numel, shared_bytes)
 from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
-from tiledsl.config import Config, ConfigSpace, Constraint, Param
+from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType

@@ -8,8 +8,8 @@ import numpy as np
 
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.compile import compile_module
-from tiledsl import registry
-from tiledsl.config import Config
+from tiledsl.runtime import registry
+from tiledsl.runtime.config import Config
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 

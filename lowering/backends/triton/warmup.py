@@ -30,7 +30,7 @@ from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.compile import ARCHS
 from lowering.backends.triton.interpret import _torch, _torch_dtype, scalar, strides_of, to_torch
 from lowering.backends.triton.loader import load
-from tiledsl.config import Config
+from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType

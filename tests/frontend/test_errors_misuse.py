@@ -1,0 +1,611 @@
+"""Errors for misusing the language: Python control flow on tile values, tiles on the wrong
+dimension, language calls outside kernels, values escaping their loops, bad returns (see
+error_checks.py for what every case asserts)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from error_checks import check_named, f32, file_marker_line, msg, raised, trace_error
+
+HERE = os.path.abspath(__file__)
+
+
+# ---- 5. Python control flow on tile values ------------------------------------------------------
+@td.tile_kernel
+def if_on_tile(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        v = x[t]
+        if v > 0:  # <- here
+            out[t] = v
+        else:
+            out[t] = -v
+    return out
+
+
+@td.tile_kernel
+def while_on_tile(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        v = x[t]
+        while td.sum(v) > 0:  # <- here
+            v = v - 1.0
+        out[t] = v
+    return out
+
+
+@td.tile_kernel
+def and_on_tiles(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        mask = (x[t] > 0) and (x[t] < 1)  # <- here
+        out[t] = td.where(mask, x[t], 0.0)
+    return out
+
+
+@td.tile_kernel
+def or_on_tiles(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        mask = (x[t] > 0) or (x[t] < -1)  # <- here
+        out[t] = td.where(mask, x[t], 0.0)
+    return out
+
+
+@td.tile_kernel
+def not_on_tile(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        mask = not (x[t] > 0)  # <- here
+        out[t] = td.where(mask, x[t], 0.0)
+    return out
+
+
+@td.tile_kernel
+def chained_comparison(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        mask = 0.0 < x[t] < 1.0  # <- here
+        out[t] = td.where(mask, x[t], 0.0)
+    return out
+
+
+@td.tile_kernel
+def assert_on_tile(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        assert td.min(x[t]) > -100.0  # <- here
+        out[t] = x[t]
+    return out
+
+
+@pytest.mark.parametrize("kernel", [if_on_tile, while_on_tile, and_on_tiles, or_on_tiles,
+                                    not_on_tile, chained_comparison, assert_on_tile],
+                         ids=lambda k: k.name)
+def test_control_flow_on_tile(kernel: td.TileKernel) -> None:
+    err = trace_error(td.ControlFlowError, kernel, f32(8))
+    assert "td.where" in msg(err)
+    assert isinstance(err, td.TraceError)
+
+
+@td.tile_kernel
+def if_on_runtime_scalar(x, alpha):
+    out = td.empty_like(x)
+    if alpha > 0:  # <- here
+        for t in td.tile(x.shape[0]):
+            out[t] = x[t]
+    return out
+
+
+def test_control_flow_on_a_host_scalar_says_where_the_if_goes() -> None:
+    """An `if` on a scalar argument outside the tile loops: each program must decide inside
+    the grid; the hint says so and does not send the user to td.where (an `if` on a scalar
+    inside the loops skips work: tests/lang/test_control_flow.py)."""
+    err = trace_error(td.ControlFlowError, if_on_runtime_scalar, f32(8), 2.0)
+    assert "outside the tile loops" in msg(err) and "inside the grid loop" in msg(err)
+    assert "td.where" not in msg(err)
+
+
+# ---- 6. a tile on the wrong dimension -----------------------------------------------------------
+@td.tile_kernel
+def tile_on_wrong_dim(a):  # a: (m, k) with m != k
+    m, _k = a.shape
+    out = td.empty((m,), dtype=a.dtype)
+    for tm in td.tile(m):
+        out[tm] = td.sum(a[tm, tm], axis=1)  # <- here
+    return out
+
+
+def test_tile_on_wrong_dimension() -> None:
+    err = trace_error(td.ShapeError, tile_on_wrong_dim, f32(8, 5))
+    text = msg(err)
+    assert "'a'" in text and "dimension 1" in text and "'tm'" in text
+    assert "covers 8" in text and "has 5" in text
+
+
+@td.tile_kernel
+def matmul_b_transposed(a, b):  # b indexed as b[tn, tk] although b is (k, n)
+    m, k = a.shape
+    _, n = b.shape
+    out = td.empty((m, n), dtype=a.dtype)
+    for tm, tn in td.tile(m, n):
+        acc = td.zeros((tm, tn), dtype=td.float32)
+        for tk in td.tile(k):
+            acc += a[tm, tk] @ b[tn, tk].T  # <- here
+        out[tm, tn] = acc
+    return out
+
+
+def test_tile_on_wrong_dimension_swapped() -> None:
+    err = trace_error(td.ShapeError, matmul_b_transposed, f32(8, 6), f32(6, 5))
+    assert "'b'" in msg(err) and "dimension 0" in msg(err) and "'tn'" in msg(err)
+
+
+@td.tile_kernel
+def store_on_wrong_dim(a):
+    m, k = a.shape
+    out = td.empty((k,), dtype=a.dtype)
+    for tm in td.tile(m):
+        out[tm] = td.sum(a[tm, :], axis=1)  # <- here
+    return out
+
+
+def test_store_tile_on_wrong_dimension() -> None:
+    err = trace_error(td.ShapeError, store_on_wrong_dim, f32(8, 5))
+    assert "dimension 0" in msg(err) and "'tm'" in msg(err)
+
+
+# ---- 9. other misuse ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name, marker, call", [
+    ("td.tile", "# <- outside tile", lambda: td.tile(4)),  # <- outside tile
+    ("td.grid", "# <- outside grid", lambda: td.grid(4)),  # <- outside grid
+    ("td.empty", "# <- outside empty", lambda: td.empty((4,))),  # <- outside empty
+], ids=["tile", "grid", "empty"])
+def test_language_outside_kernel(name: str, marker: str, call: Callable[[], Any]) -> None:
+    err = raised(td.TraceError, call)
+    assert f"{name}()" in msg(err) and "@td.tile_kernel" in msg(err)
+    assert err.kernel is None
+    assert err.loc is not None and os.path.abspath(err.loc.file) == HERE
+    assert err.loc.line == file_marker_line(marker, __file__)
+
+
+OUTSIDE_NAMES_THE_CALL = [
+    pytest.param("td.zeros", lambda: td.zeros((4,)), id="zeros"),
+    pytest.param("td.full", lambda: td.full((4,), 1.0), id="full"),
+    pytest.param("td.where", lambda: td.where(True, 1.0, 2.0), id="where"),
+    pytest.param("td.exp", lambda: td.exp(1.0), id="exp"),
+    pytest.param("td.sum", lambda: td.sum(1.0), id="sum"),
+]
+
+
+@pytest.mark.parametrize("name, call", OUTSIDE_NAMES_THE_CALL)
+def test_language_outside_kernel_names_the_call(name: str, call: Callable[[], Any]) -> None:
+    err = raised(td.TraceError, call)
+    assert "@td.tile_kernel" in msg(err)
+    assert f"{name}(" in msg(err), f"the message does not name {name}: {err}"
+
+
+@td.tile_kernel
+def empty_in_loop(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        _tmp = td.empty((4,), dtype=x.dtype)  # <- here
+        out[t] = x[t]
+    return out
+
+
+def test_empty_inside_tile_loop() -> None:
+    err = trace_error(td.TraceError, empty_in_loop, f32(8))
+    assert "td.empty()" in msg(err) and err.hint and "td.zeros" in err.hint
+
+
+@td.tile_kernel
+def rebind_before_grid(x):
+    total = 0.0
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):  # <- here
+        total = total + td.sum(x[t])
+        out[t] = x[t]
+    return out
+
+
+def test_rebind_outer_name_inside_grid() -> None:
+    # The error points at the grid loop (the rewrite knows the names a loop rebinds, not where).
+    err = trace_error(td.TraceError, rebind_before_grid, f32(8))
+    assert "'total'" in msg(err) and "grid" in msg(err)
+
+
+@td.tile_kernel
+def carried_changes_dtype(a):
+    m, k = a.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=td.float16)
+        for tk in td.tile(k):  # <- here
+            acc = acc + td.sum(a[tm, tk], axis=1)
+        out[tm] = acc
+    return out
+
+
+def test_loop_carried_dtype_changes() -> None:
+    err = trace_error(td.TraceError, carried_changes_dtype, f32(8, 6))
+    assert "'acc'" in msg(err) and "float16" in msg(err) and "float32" in msg(err)
+    assert err.hint and "astype" in err.hint
+
+
+@td.tile_kernel
+def carried_changes_shape(a):
+    m, k = a.shape
+    out = td.empty((m, k), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=td.float32)
+        for tk in td.tile(k):  # <- here
+            acc = acc[:, None] + a[tm, tk]
+        out[tm, :] = acc
+    return out
+
+
+def test_loop_carried_shape_changes() -> None:
+    err = trace_error(td.TraceError, carried_changes_shape, f32(8, 6))
+    assert "'acc'" in msg(err) and "(tm,)" in msg(err)
+
+
+@td.tile_kernel
+def break_in_tile_loop(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):  # <- here
+        out[t] = x[t]
+        break
+    return out
+
+
+@td.tile_kernel
+def continue_in_inner_loop(a):
+    m, k = a.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=td.float32)
+        for tk in td.tile(k):  # <- here
+            acc += td.sum(a[tm, tk], axis=1)
+            continue
+        out[tm] = acc
+    return out
+
+
+@td.tile_kernel
+def return_in_tile_loop(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):  # <- here
+        out[t] = x[t]
+        return out
+    return out
+
+
+@td.tile_kernel
+def else_on_tile_loop(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):  # <- here
+        out[t] = x[t]
+    else:  # noqa: PLW0120 - the point of the case
+        pass
+    return out
+
+
+@pytest.mark.parametrize("kernel", [break_in_tile_loop, continue_in_inner_loop,
+                                    return_in_tile_loop, else_on_tile_loop], ids=lambda k: k.name)
+def test_escape_from_tile_loop(kernel: td.TileKernel) -> None:
+    x = f32(8, 6) if kernel is continue_in_inner_loop else f32(8)
+    err = trace_error(td.TraceError, kernel, x)
+    assert "break, continue, return or an else clause" in msg(err)
+    assert err.hint and "td.where" in err.hint
+
+
+@td.tile_kernel
+def load_outside_loop(x):
+    out = td.empty_like(x)
+    first = x[0]  # <- here
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + first
+    return out
+
+
+def test_index_tensor_outside_tile_loop() -> None:
+    err = trace_error(td.TraceError, load_outside_loop, f32(8))
+    assert "'x'" in msg(err) and "inside a td.tile/td.grid loop" in msg(err)
+
+
+@td.tile_kernel
+def store_outside_loop(x):
+    out = td.empty_like(x)
+    out[0] = 1.0  # <- here
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return out
+
+
+def test_store_tensor_outside_tile_loop() -> None:
+    err = trace_error(td.TraceError, store_outside_loop, f32(8))
+    assert "inside a td.tile/td.grid loop" in msg(err)
+
+
+@td.tile_kernel
+def return_tile_value(x, alpha):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return alpha * 2.0  # <- here
+
+
+def test_return_tile_value() -> None:
+    err = trace_error(td.TraceError, return_tile_value, f32(8), 3.0)
+    assert "returns a tile value" in msg(err)
+
+
+def test_return_tile_value_class_and_name() -> None:
+    err = raised(td.TraceError, return_tile_value, f32(8), 3.0)
+    check_named(err, return_tile_value)
+    assert "returns a tile value" in msg(err) and err.hint and "td.empty" in err.hint
+
+
+@td.tile_kernel
+def return_int(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return x.shape[0]  # <- here
+
+
+def test_return_not_a_tensor() -> None:
+    err = trace_error(td.TraceError, return_int, f32(8))
+    assert "returns a int" in msg(err) or "returns an int" in msg(err)
+
+
+@td.tile_kernel
+def return_unwritten(x):
+    out = td.empty_like(x)  # <- never written
+    scratch = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        scratch[t] = x[t] * 2.0
+    return scratch, out  # <- here
+
+
+def test_return_an_output_no_store_writes() -> None:
+    """It would hold NaN on the NumPy backend and garbage on a GPU, with no error."""
+    err = trace_error(td.TraceError, return_unwritten, f32(8))
+    line = file_marker_line("# <- never written", HERE)
+    assert f"returns 'out' (td.empty at line {line}), which no store writes" in msg(err)
+    assert err.hint and "td.zeros" in err.hint
+
+
+@td.tile_kernel
+def first_row_only(x):
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)  # <- partly written
+    for tn in td.tile(n):
+        out[0, tn] = x[0, tn]
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_output_elements_no_store_writes_are_an_error(dtype: str) -> None:
+    """The stores write row 0 only: the rest would be garbage on a GPU. The NumPy backend
+    fills td.empty with a NaN no arithmetic makes and finds what is left of it (and so do the
+    spatial backend, which executes on NumPy, and Triton's interpreter, given such outputs)."""
+    x = f32(3, 5).astype(getattr(td, dtype).np)
+    err = raised(td.ShapeError, first_row_only, x)
+    check_named(err, first_row_only)
+    for backend in ("spatial", "triton-interpret"):
+        if backend == "triton-interpret":
+            pytest.importorskip("torch")
+        other = raised(td.ShapeError, first_row_only.run, x, backend=backend)
+        assert "no store writes 10 of its 15 elements" in msg(other)
+    assert err.loc is not None and err.loc.line == file_marker_line("# <- partly written", HERE)
+    assert f"output 0 ({dtype}[3, 5]): no store writes 10 of its 15 elements under " \
+        "Config(block_sizes=(" in msg(err) and "the first at index (1, 0)" in msg(err)
+
+
+@td.tile_kernel
+def log_shifted(x):
+    out = td.empty(x.shape, dtype=x.dtype)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.abs(td.log(x[t] - 10.0))  # NaN, positive: as a NaN constant is
+    return out
+
+
+def test_computed_nans_are_not_taken_for_unwritten_elements() -> None:
+    for dtype in (np.float16, np.float32, np.float64):
+        out = log_shifted(f32(11).astype(dtype))
+        assert np.isnan(out).all()
+
+
+@td.tile_kernel
+def return_filled_and_argument(x):
+    out = td.zeros(x.shape, dtype=x.dtype)
+    for t in td.tile(x.shape[0]):
+        x[t] = x[t] * 2.0
+    return out, x
+
+
+def test_an_initialised_or_argument_output_needs_no_store() -> None:
+    x = f32(9)
+    zeros, doubled = return_filled_and_argument(x.copy())
+    assert np.all(zeros == 0) and np.allclose(doubled, 2 * x)
+
+
+@td.tile_kernel
+def add_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x + 1.0  # <- here
+    return out
+
+
+@td.tile_kernel
+def matmul_unindexed(a, b):
+    m, _ = a.shape
+    _, n = b.shape
+    out = td.empty((m, n), dtype=a.dtype)
+    for tm, tn in td.tile(m, n):
+        out[tm, tn] = a @ b  # <- here
+    return out
+
+
+@td.tile_kernel
+def exp_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.exp(x)  # <- here
+    return out
+
+
+@td.tile_kernel
+def neg_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = -x  # <- here
+    return out
+
+
+@td.tile_kernel
+def mixed_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * x  # <- here
+    return out
+
+
+@td.tile_kernel
+def pow_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x ** 2  # <- here
+    return out
+
+
+@td.tile_kernel
+def compare_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.where(x > 0, x[t], 0.0)  # <- here
+    return out
+
+
+@td.tile_kernel
+def eq_unindexed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.where(x == 0, 0.0, x[t])  # <- here
+    return out
+
+
+UNINDEXED = [
+    pytest.param(add_unindexed, id="add"),
+    pytest.param(matmul_unindexed, id="matmul"),
+    pytest.param(exp_unindexed, id="exp"),
+    pytest.param(neg_unindexed, id="neg"),
+    pytest.param(mixed_unindexed, id="tile*tensor"),
+    pytest.param(pow_unindexed, id="pow"),
+    pytest.param(compare_unindexed, id="compare"),
+    pytest.param(eq_unindexed, id="eq"),
+]
+
+
+@pytest.mark.parametrize("kernel", UNINDEXED)
+def test_arithmetic_on_unindexed_tensor(kernel: td.TileKernel) -> None:
+    args = (f32(8, 6), f32(6, 5)) if kernel is matmul_unindexed else (f32(8),)
+    err = trace_error(td.TraceError, kernel, *args)
+    assert "must be indexed" in msg(err) and err.hint and "[" in err.hint
+
+
+def _copy_rows(x, out):
+    for t in td.tile(x.shape[0]):  # <- here
+        out[t] = x[t]
+
+
+@td.tile_kernel
+def loop_in_a_helper(x):
+    out = td.empty_like(x)
+    _copy_rows(x, out)
+    return out
+
+
+def test_a_tile_loop_in_a_helper_function_says_where_loops_go() -> None:
+    with pytest.raises(td.TraceError) as info:
+        loop_in_a_helper(f32(10))
+    text = str(info.value)
+    assert "written in the @td.tile_kernel function itself" in text
+    assert "move the loop into the kernel" in text and "loop_in_a_helper" in text
+
+
+# ---- statements a tile kernel cannot hold -------------------------------------------------------
+LAST = None
+
+
+@td.tile_kernel
+def global_in_loop(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        global LAST  # <- here
+        LAST = t
+        out[t] = x[t]
+    return out
+
+
+@td.tile_kernel
+def generator_kernel(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    yield out  # <- here
+
+
+@td.tile_kernel
+def calls_itself(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return calls_itself(out)  # <- here
+
+
+@td.tile_kernel
+def hashes_a_tile(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * hash(x[t])  # <- here
+    return out
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (global_in_loop, "cannot be used inside a tile loop"),
+    (generator_kernel, "is a generator (it has `yield`)"),
+    (calls_itself, "kernel 'calls_itself' calls kernel 'calls_itself'"),
+    (hashes_a_tile, "a tile value cannot be hashed"),
+], ids=["global", "yield", "self-call-in-host-code", "hash"])
+def test_statements_a_kernel_cannot_hold(kernel: td.TileKernel, words: str) -> None:
+    err = trace_error(td.TraceError, kernel, f32(8))
+    assert words in msg(err), msg(err)
+
+
+@td.tile_kernel
+def widen_float32(x):
+    acc = td.float64 if x.dtype == np.float32 else td.float32
+    same = x.dtype == "float32" and x.dtype == np.dtype("float32") and x.dtype != np.float16
+    out = td.empty((x.shape[0],), dtype=acc if same else td.bfloat16)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+    return out
+
+
+def test_a_dtype_equals_its_numpy_dtype_in_host_code() -> None:
+    assert widen_float32(f32(5)).dtype == np.float64
+    assert widen_float32(f32(5).astype(np.float16)).dtype == td.bfloat16.np
+    assert td.float32 == np.float32 and td.bfloat16 == "bfloat16" and td.int64 != np.int32
+    assert td.float64 != None and td.int32 != 1  # noqa: E711 - no dtype of None or of a number
+    assert len({td.float32, td.float32, td.int8}) == 2

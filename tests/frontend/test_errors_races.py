@@ -1,0 +1,336 @@
+"""Errors for what would otherwise be a race or a silent wrong answer: a store that leaves out a
+grid dimension (every program along it writes the same elements), arguments that share memory
+with one written in place, fill values an integer dtype cannot hold, int arguments past int64,
+and architectures that are not one (see error_checks.py for what every case asserts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from error_checks import add, arg_error, f32, marker_line, msg, scale, trace_error
+from tiledsl.interop.arrays import share_memory
+
+BACKENDS = ["numpy", "spatial", "triton-interpret"]
+
+
+# ---- a store that leaves out a grid dimension -------------------------------------------------
+@td.tile_kernel
+def row_sum_race(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=x.dtype)
+    for tm, tn in td.tile(m, n):
+        out[tm] = x[tm, tn].sum(axis=1)  # <- here
+    return out
+
+
+@td.tile_kernel
+def race_in_inner_loop(a):
+    m, k = a.shape
+    out = td.empty((m, k), dtype=a.dtype)
+    for tm, tn in td.tile(m, 7):
+        for tk in td.tile(k):
+            out[tm, tk] = a[tm, tk] + tn.begin  # <- here
+    return out
+
+
+@td.tile_kernel
+def race_on_grid_index(x):
+    out = td.empty((1,), dtype=x.dtype)
+    for i in td.grid(x.shape[0]):
+        out[0] = x[i]  # <- here
+    return out
+
+
+@pytest.mark.parametrize("kernel, args, axis", [
+    (row_sum_race, (f32(13, 11),), "tn"),
+    (race_in_inner_loop, (f32(9, 10),), "tn"),
+    (race_on_grid_index, (f32(5),), "i"),
+], ids=["row-sum", "inner-loop", "grid-index"])
+def test_a_store_that_leaves_out_a_grid_dimension_is_an_error(kernel: td.TileKernel,
+                                                               args: tuple, axis: str) -> None:
+    err = trace_error(td.TraceError, kernel, *args)
+    assert f"does not use grid dimension '{axis}'" in msg(err), msg(err)
+    assert "store to 'out'" in msg(err)  # the variable td.empty's tensor is assigned to
+    assert "nested (sequential) loop" in msg(err)
+    for backend in BACKENDS:  # traced before any backend: each rejects it the same way
+        with pytest.raises(td.TraceError, match=f"does not use grid dimension '{axis}'"):
+            kernel.run(*args, backend=backend)
+
+
+@td.tile_kernel
+def copy_and_rows(x, y):
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    rows = td.empty((m,), dtype=y.dtype)
+    for tm, tn in td.tile(m, n):
+        out[tm, tn] = x[tm, tn] * 2.0
+        rows[tm] = y[tm] + 1.0  # the same values from every program along tn: no race
+    return out, rows
+
+
+@td.tile_kernel
+def one_program_along_tn(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=x.dtype)
+    for tm, tn in td.tile(m, n, block_size=(None, 16)):
+        out[tm] = x[tm, tn].sum(axis=1)  # n <= 16: one program along tn under every config
+    return out
+
+
+def test_stores_that_cannot_race_are_accepted() -> None:
+    x, y = f32(13, 11), f32(13)
+    space = copy_and_rows.config_space(x, y)
+    for config in [space.default(), *space.sample(3, seed=1)]:
+        for backend in BACKENDS:
+            out, rows = copy_and_rows.run(x, y, backend=backend, config=config)
+            np.testing.assert_allclose(out, x.astype(np.float64) * 2, rtol=1e-6)
+            np.testing.assert_allclose(rows, y.astype(np.float64) + 1, rtol=1e-6)
+    for backend in BACKENDS:
+        got = one_program_along_tn.run(x, backend=backend)
+        np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+# ---- reads of what another program writes, and computed store indices -----------------------
+@td.tile_kernel
+def shift_rows_in_place(x):
+    m, n = x.shape
+    for i in td.grid(m - 1):
+        for tn in td.tile(n):
+            row = x[i, tn]  # <- there
+            x[i + 1, tn] = row  # <- here
+
+
+@td.tile_kernel
+def subtract_first_column(x):
+    for tn in td.tile(x.shape[1]):
+        first = x[:, :1]  # <- there
+        x[:, tn] = x[:, tn] - first  # <- here
+
+
+@td.tile_kernel
+def gather_after_write(x, idx):
+    for t in td.tile(x.shape[0]):
+        x[t] = x[t] * 2.0  # <- there
+        x[t] = x[idx[t]] + 1.0  # <- here
+
+
+@td.tile_kernel
+def persistent_shift(x):
+    for p in td.grid(3):
+        for t in td.tile(x.shape[0])[p::3]:
+            prev = x[t - 1]  # <- there
+            x[t] = prev  # <- here
+
+
+@td.tile_kernel
+def shift_under_if(x, flags):
+    for t in td.tile(x.shape[0], block_size=1):
+        if flags[t.begin] != 0:
+            v = x[t]  # <- there
+            x[t + 1] = v  # <- here
+
+
+@td.tile_kernel
+def read_through_a_view(x):
+    flat = x.flatten()
+    for tm in td.tile(x.shape[0]):
+        first = flat[:5]  # <- there
+        x[tm, :] = x[tm, :] - first[None, :]  # <- here
+
+
+@pytest.mark.parametrize("kernel, args", [
+    (shift_rows_in_place, (f32(7, 5),)),
+    (read_through_a_view, (f32(7, 5),)),
+    (subtract_first_column, (f32(7, 5),)),
+    (gather_after_write, (f32(9), np.arange(9, dtype=np.int32)[::-1].copy())),
+    (persistent_shift, (f32(9),)),
+    (shift_under_if, (f32(9), np.ones(9, np.int32))),
+], ids=["grid-shift", "view", "first-column", "gather", "persistent", "under-if"])
+def test_a_load_of_what_another_program_writes_is_an_error(kernel: td.TileKernel,
+                                                           args: tuple) -> None:
+    """A grid's programs run in any order: the old or the new value would be read (numpy gave
+    one answer and triton-interpret and spatial another, issue 29)."""
+    err = trace_error(td.TraceError, kernel, *args)
+    other = marker_line(kernel, "# <- there")
+    assert f"at line {other} " in msg(err), msg(err)
+    assert "in another program of the grid" in msg(err)
+    assert "two grids" in msg(err) and "atomic" in msg(err)
+
+
+@td.tile_kernel
+def store_through_two_views(x):
+    flat = x.flatten()
+    m, n = x.shape
+    for tm, tn in td.tile(m, n):
+        x[tm, tn] = x[tm, tn] * 2.0
+        flat[tm.index[:, None] * n + tn.index[None, :]] = x[tm, tn]  # <- here
+
+
+def test_stores_through_two_views_of_one_tensor_are_an_error() -> None:
+    err = trace_error(td.TraceError, store_through_two_views, f32(7, 5))
+    assert "may write elements that the store at line" in msg(err), msg(err)
+
+
+@td.tile_kernel
+def pair_sums(x):
+    (n,) = x.shape
+    s = td.zeros((td.cdiv(n, 8),), dtype=x.dtype)
+    for t in td.tile(n, block_size=4):
+        s[t.begin // 8] = td.sum(x[t])  # <- here
+
+
+@td.tile_kernel
+def diagonal_sums(x):
+    m, n = x.shape
+    s = td.zeros((m + n,), dtype=x.dtype)
+    for i, j in td.grid(m, n):
+        s[i + j] = x[i, j]  # <- here
+
+
+@pytest.mark.parametrize("kernel", [pair_sums, diagonal_sums], ids=["floordiv", "sum"])
+def test_a_store_index_two_programs_may_compute_alike_is_an_error(kernel: td.TileKernel) -> None:
+    """Last writer wins with no error before (issue 29): `t.begin // 8` over blocks of 4 and
+    `i + j` give two programs one element."""
+    err = trace_error(td.TraceError, kernel, f32(9, 5) if kernel is diagonal_sums else f32(37))
+    assert "can give two of its programs the same elements" in msg(err), msg(err)
+    assert "td.atomic_add" in msg(err)
+
+
+@td.tile_kernel
+def in_place_own_elements(x, v, sums):
+    """Each program reads only what it writes itself, or what no program writes."""
+    for tm in td.tile(x.shape[0]):
+        x[tm, 1:] = (x[tm, 1:] - x[tm, :1]) * 2.0  # column 0 is read, never written
+    for t in td.tile(v.shape[0], block_size=4):
+        sums[t.begin // 4] = sums[t.begin // 4] + td.sum(v[t])  # one element per program
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_kernels_whose_programs_keep_to_their_elements_run(backend: str) -> None:
+    x, v, sums = f32(13, 7), f32(13), f32(td.cdiv(13, 4))
+    want_x = x.astype(np.float64)
+    want_x[:, 1:] = (want_x[:, 1:] - want_x[:, :1]) * 2
+    want_sums = sums + np.add.reduceat(v.astype(np.float64), range(0, 13, 4))
+    space = in_place_own_elements.config_space(x, v, sums, backend=backend)
+    for config in (space.default(), *space.sample(1, seed=2)):
+        gx, gsums = x.copy(), sums.copy()
+        in_place_own_elements.run(gx, v, gsums, backend=backend, config=config)
+        np.testing.assert_allclose(gx, want_x, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gsums, want_sums, rtol=1e-5, atol=1e-5)
+
+
+# ---- arguments that share memory --------------------------------------------------------------
+@td.tile_kernel
+def shift_add(x, out):
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_argument_written_in_place_may_not_share_memory_with_another(backend: str) -> None:
+    buf = np.arange(9, dtype=np.float32)
+    err = arg_error(td.ArgumentError, shift_add.run, buf[:-1], buf[1:], backend=backend)
+    assert "arguments 'out' and 'x' share memory" in msg(err)
+    assert "pass a copy of 'x'" in msg(err)
+    np.testing.assert_array_equal(buf, np.arange(9))  # checked before anything ran
+    arg_error(td.ArgumentError, shift_add.run, buf, buf, backend=backend)
+    # the check is made on every call: the same shapes with disjoint arrays then run
+    before = buf.copy()
+    shift_add.run(buf[:4], buf[4:8], backend=backend)
+    np.testing.assert_array_equal(buf[4:8], before[:4] + 1)
+    even, odd = buf[::2].copy(), buf[1::2]  # interleaved views share no element
+    shift_add.run(buf[::2][:4], odd, backend=backend)
+    np.testing.assert_array_equal(odd, even[:4] + 1)
+
+
+def test_read_only_arguments_may_share_memory() -> None:
+    x = f32(10)
+    np.testing.assert_allclose(add(x, x), 2 * x.astype(np.float64), rtol=1e-6)
+    np.testing.assert_allclose(add(x[1:], x[:-1]), x[1:] + x[:-1].astype(np.float64), rtol=1e-6)
+
+
+class _Device:
+    """A GPU array as share_memory sees it: only __cuda_array_interface__."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...] | None,
+                 typestr: str = "<f4") -> None:
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape,
+                                         "strides": strides, "typestr": typestr, "version": 3}
+
+
+def test_gpu_arrays_share_memory_when_their_bytes_overlap() -> None:
+    assert share_memory(_Device(1000, (4,), None), _Device(1012, (4,), None))
+    assert not share_memory(_Device(1000, (4,), None), _Device(1016, (4,), None))
+    assert share_memory(_Device(1000, (2, 3), (4, 8)), _Device(1016, (1,), None))
+    assert not share_memory(_Device(1000, (2, 3), (4, 8)), _Device(1024, (1,), None))
+    assert share_memory(_Device(1012, (4,), (-4,)), _Device(996, (1,), None, "<f8"))
+    assert not share_memory(_Device(1012, (4,), (-4,)), _Device(1016, (1,), None))
+    assert not share_memory(_Device(1000, (0,), None), _Device(1000, (4,), None))
+
+
+# ---- values a dtype cannot hold ---------------------------------------------------------------
+@td.tile_kernel
+def fill_tile(x):
+    out = td.empty((x.shape[0],), dtype=td.int8)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.full((t,), 1000, dtype=td.int8)  # <- here
+    return out
+
+
+@td.tile_kernel
+def fill_tensor(x):
+    out = td.full((x.shape[0],), 300, dtype=td.int8)  # <- here
+    for t in td.tile(x.shape[0]):
+        out[t] = out[t] + x[t]
+    return out
+
+
+@td.tile_kernel
+def fill_nan(x):
+    out = td.empty((x.shape[0],), dtype=td.int32)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.full((t,), float("nan"), dtype=td.int32)  # <- here
+    return out
+
+
+@td.tile_kernel
+def fill_in_range(x):
+    out = td.empty((x.shape[0],), dtype=td.int8)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.full((t,), -128, dtype=td.int8) + td.full((t,), 2.0, dtype=td.int8) + x[t]
+    return out
+
+
+def test_fill_values_an_integer_dtype_cannot_hold_are_errors() -> None:
+    x8 = np.arange(-3, 4, dtype=np.int8)
+    err = trace_error(td.DTypeError, fill_tile, f32(7))
+    assert "fill value 1000 is out of range for int8 (-128 to 127)" in msg(err)
+    err = trace_error(td.DTypeError, fill_tensor, x8)
+    assert "fill value 300 is out of range for int8" in msg(err)
+    err = trace_error(td.DTypeError, fill_nan, f32(7))
+    assert "cannot fill a int32 tile with nan" in msg(err)
+    for backend in BACKENDS:
+        got = fill_in_range.run(x8, backend=backend)
+        np.testing.assert_array_equal(got, (-126 + x8.astype(np.int64)).astype(np.int8))
+
+
+# ---- scalar arguments and architectures -------------------------------------------------------
+@pytest.mark.parametrize("value", [2**63, -2**63 - 1, 2**70])
+def test_an_int_argument_past_int64_is_an_error(value: int) -> None:
+    for backend in BACKENDS:
+        err = arg_error(td.ArgumentError, scale.run, f32(5), value, backend=backend)
+        assert f"argument 'alpha' is {value}, out of the range of int64" in msg(err)
+    x = f32(5)
+    np.testing.assert_allclose(scale(x, 2**62), x.astype(np.float64) * 2**62, rtol=1e-6)
+
+
+@pytest.mark.parametrize("arch", [{"rows": 2}, ["generic-8x8"], "", 0, False])
+def test_an_arch_that_is_not_one_is_an_error(arch: object) -> None:
+    x = f32(5)
+    for call in (lambda: scale.simulate(x, 2.0, arch=arch),
+                 lambda: scale.run(x, 2.0, backend="spatial", arch=arch),
+                 lambda: scale.config_space(x, 2.0, backend="spatial", arch=arch)):
+        with pytest.raises(td.BackendError, match="spatial (preset|architecture)"):
+            call()

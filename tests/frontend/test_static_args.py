@@ -1,0 +1,211 @@
+"""Compile-time arguments, ints specialized where a static int is needed, lists of tensors and
+arrays captured by function arguments (tiledsl/frontend/static_args.py), on numpy, triton-interpret and
+spatial."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import example, under_configs
+
+BACKENDS = ["numpy", "triton-interpret", "spatial"]
+
+
+@td.tile_kernel
+def scaled(x, causal, act, n):
+    """`causal` (bool) and `act` (a function) are compile-time; `n` is used in arithmetic."""
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        v = x[t]
+        if causal:
+            v = v * 2.0
+        out[t] = act(v) + n
+    return out
+
+
+@td.tile_kernel
+def first_n(x, n):
+    """`n` sizes the output and the grid: the kernel specializes on it."""
+    out = td.empty((n,), dtype=x.dtype)
+    for t in td.tile(n):
+        out[t] = t.index.astype(x.dtype) * 3.0 + x[0]
+    return out
+
+
+@td.tile_kernel
+def pairwise_add(xs, ys):
+    """Lists of tensors: one output per pair, and a write into each element of `ys`."""
+    outs = []
+    for a, b in zip(xs, ys):
+        out = td.empty_like(a)
+        for t in td.tile(a.shape[0]):
+            out[t] = a[t] + b[t]
+            b[t] = b[t] * 2.0
+        outs.append(out)
+    return tuple(outs)
+
+
+def f32(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bool_and_function_arguments_are_trace_time_values(backend: str) -> None:
+    x = f32(37)
+    for causal in (True, False):
+        for cfg, out in under_configs(scaled, (x, causal, abs, 3), backend, samples=1):
+            want = np.abs(x.astype(np.float64) * (2.0 if causal else 1.0)) + 3
+            td.testing.assert_close(out, want, np.float32)
+
+
+def test_each_value_has_its_own_trace_and_a_lambda_written_once_shares_one() -> None:
+    x = f32(11)
+    scaled.caches.traces.clear()
+    for i in range(3):  # the same lambda code and closure each time: one trace
+        scaled(x, True, lambda v: v * 0.5, i)
+    assert len(scaled.caches.traces) == 1
+    scaled(x, False, lambda v: v * 0.5, 0)
+    assert len(scaled.caches.traces) == 2
+    for k in (4.0, 5.0, 4.0):  # one code, two closure values: two traces
+        np.testing.assert_allclose(scaled(x, False, _times(k), 0), x * k, rtol=1e-6)
+    assert len(scaled.caches.traces) == 4
+
+
+def _times(k: float):  # type: ignore[no-untyped-def]
+    return lambda v: v * k
+
+
+def test_an_int_used_as_a_shape_specializes_one_used_in_arithmetic_does_not() -> None:
+    x = f32(40)
+    first_n.caches.traces.clear()
+    scaled.caches.traces.clear()
+    for n in (3, 5, 3):
+        np.testing.assert_allclose(first_n(x, n), np.arange(n) * 3.0 + x[0], rtol=1e-6)
+        np.testing.assert_allclose(scaled(x, False, abs, n), np.abs(x) + n, rtol=1e-6)
+    assert "n" in first_n.specs.static and len(first_n.caches.traces) == 2  # n = 3 and n = 5
+    assert "n" not in scaled.specs.static and len(scaled.caches.traces) == 1
+    ir = first_n.source(x, 7, target="ir")
+    assert "n:" not in ir.splitlines()[0]  # 7 is a constant of the trace, not an argument
+    for backend in BACKENDS[1:]:
+        np.testing.assert_allclose(first_n.run(x, 7, backend=backend), np.arange(7) * 3.0 + x[0],
+                                   rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lists_of_tensors_are_flattened_into_arguments(backend: str) -> None:
+    xs = [f32(37, seed=1), f32(1, seed=2), f32(64, seed=3)]
+    ys = [f32(37, seed=4), f32(1, seed=5), f32(64, seed=6)]
+    space = pairwise_add.config_space(xs, ys, backend=backend)
+    for cfg in (space.default(), *space.sample(1, seed=3)):
+        call_ys = [y.copy() for y in ys]
+        outs = pairwise_add.run(xs, call_ys, backend=backend, config=cfg)
+        assert len(outs) == 3
+        for out, x, y, written in zip(outs, xs, ys, call_ys):
+            np.testing.assert_allclose(out, x + y, rtol=1e-6)
+            np.testing.assert_allclose(written, y * 2.0, rtol=1e-6)
+    assert pairwise_add.written_args(xs, ys) == ["ys[0]", "ys[1]", "ys[2]"]
+    assert len(pairwise_add.traced(xs[:2], ys[:2]).ir.args) == 4  # specialized on the length
+
+
+def test_captured_arrays_become_arguments_and_the_triton_code_takes_them() -> None:
+    mod = example("matmul_epilogue")
+    x, y, epilogue = mod.make_inputs(np.random.default_rng(2), {"m": 37, "k": 19, "n": 23})
+    src = mod.matmul_epilogue.source(x, y, epilogue, target="triton")
+    assert "bias_ptr" in src and "tl.maximum" in src
+    report = mod.matmul_epilogue.compile(x, y, epilogue, arch="sm_90")  # no GPU needed
+    assert report and not any(r.problem for r in report)
+
+
+def test_kl_div_every_reduction_on_every_backend() -> None:
+    mod = example("kl_div")
+    dims = {"bt": 19, "v": 45}
+    for log_target in (False, True):
+        for reduction in mod.REDUCTIONS:
+            args = mod.make_inputs(np.random.default_rng(3), dims, np.float32, log_target,
+                                   reduction)
+            ref = mod.reference(*args)
+            for backend in BACKENDS:
+                out = mod.kl_div.run(*args, backend=backend)
+                td.testing.assert_close(out, ref, np.float32)
+
+
+def test_grouped_gemm_under_sampled_configs() -> None:
+    mod = example("grouped_gemm")
+    args = mod.make_inputs(np.random.default_rng(4), {"groups": 3, "m": 37, "k": 45, "n": 29})
+    ref = mod.reference(*args)
+    for backend in BACKENDS:
+        for cfg, out in under_configs(mod.grouped_gemm, args, backend, samples=1, seed=2):
+            td.testing.assert_close(out, ref, np.float32)
+
+
+def test_the_result_cache_key_tells_values_apart() -> None:
+    from autotune import cache
+    x = f32(9)
+    keys = {cache.key(scaled, [x, c, f, 1], "numpy").text
+            for c in (True, False) for f in (abs, lambda v: v)}
+    assert len(keys) == 4
+    again = cache.key(scaled, [x, True, abs, 2], "numpy").text  # a runtime int: the same key
+    assert again in keys
+
+
+def test_functions_are_shipped_to_other_processes_by_value() -> None:
+    from tiledsl.frontend.static_args import shippable, static
+    k = 3.0
+    fn = lambda v: v * k  # noqa: E731 - what a user passes
+    sent = shippable("scaled", ["act"], [fn])
+    back = pickle.loads(pickle.dumps(sent[0]))
+    assert back(2.0) == 6.0 and static(back) == static(fn)
+
+
+class _Unpicklable:
+    def __call__(self, v):  # type: ignore[no-untyped-def]
+        return v
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        raise TypeError("no")
+
+
+def test_unpicklable_constants_are_named() -> None:
+    from tiledsl.frontend.static_args import shippable
+    with pytest.raises(td.ArgumentError, match="argument 'act'.*cannot be sent"):
+        shippable("scaled", ["act"], [_Unpicklable()])
+
+
+def test_bad_arguments_and_misuse_are_clear_errors() -> None:
+    x = f32(8)
+    with pytest.raises(td.ArgumentError, match="argument 'act' is a builtins.dict"):
+        scaled(x, True, {"a": 1}, 1)
+    with pytest.raises(td.ArgumentError, match=r"argument 'xs' is a list holding a builtins.str"):
+        pairwise_add([x, "a"], [x, x])
+    with pytest.raises(td.TraceError, match="cannot use NoneType None in a tile expression"):
+        scaled(x, False, lambda v: v * None, 1)
+
+
+def test_torch_op_takes_str_and_bool_and_refuses_functions() -> None:
+    pytest.importorskip("torch")
+    mod = example("matmul_epilogue")
+    with pytest.raises(td.ArgumentError, match="parameter 'epilogue'.*takes a function"):
+        td.torch_op(mod.matmul_epilogue, name="static_args_test::mm")
+
+
+def test_constexpr_marks_a_number_compile_time() -> None:
+    x = f32(8)
+    scaled.caches.traces.clear()
+    for n in (1, 2):
+        np.testing.assert_allclose(scaled(x, False, abs, td.constexpr(n)), np.abs(x) + n,
+                                   rtol=1e-6)
+    assert len(scaled.caches.traces) == 2
+
+
+def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import autotune.tuner
+    from autotune.tuner import tune
+    monkeypatch.setattr(autotune.tuner, "fork_start", lambda: "spawn")  # as GPU tunes start it
+    x = f32(40)
+    r = tune(scaled, [x, True, _times(3.0), 2], backend="numpy", trials=2, isolate=True,
+             storage=f"sqlite:///{tmp_path}/s.db", rounds=1, use_cache=False)
+    assert r.best_value is not None and r.best_value > 0

@@ -1,0 +1,230 @@
+"""Random numbers (`td.rand`, `td.randn`, `td.randint` and their 4x forms): Triton's Philox
+family, bit for bit, on every backend; the generated Triton calls `tl.rand` itself, so the
+triton-interpret runs compare tiledsl's NumPy Philox (tiledsl/lang/philox.py) with Triton's own."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import gpu_backend, run_on, under_configs
+from tiledsl.ir.parser import parse_ir
+from tiledsl.ir.printer import print_ir
+
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
+# The key is the seed's two 32-bit words: seeds past 2**31 and 2**32 fill the high word, a
+# negative one is sign-extended to 64 bits (as Triton casts it).
+SEEDS = [0, 12345, 2**31 + 5, 2**40 + 3, -7, 2**63 - 1]
+
+
+@td.tile_kernel
+def draw(offsets, seed):
+    """Every random op at the given offsets: 10 float tiles and 6 int32 tiles (the last does
+    arithmetic on randint's words, which are int32 in the generated code too)."""
+    m, n = offsets.shape
+    floats = td.empty((10, m, n), dtype=td.float32)
+    words = td.empty((6, m, n), dtype=td.int32)
+    for tm, tn in td.tile(m, n):
+        o = offsets[tm, tn]
+        floats[0, tm, tn] = td.rand(seed, o)
+        floats[1, tm, tn] = td.randn(seed, o)
+        words[0, tm, tn] = td.randint(seed, o)
+        u, z, w = td.rand4x(seed, o), td.randn4x(seed, o), td.randint4x(seed, o)
+        for i in range(4):
+            floats[2 + i, tm, tn] = u[i]
+            floats[6 + i, tm, tn] = z[i]
+            words[1 + i, tm, tn] = w[i]
+        words[5, tm, tn] = (td.randint(seed, o) // 3) ^ (w[1] // 5)
+    return floats, words
+
+
+def expected(offsets: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    p = td.philox
+    floats = [p.rand(seed, offsets), p.randn(seed, offsets), *p.rand4x(seed, offsets),
+              *p.randn4x(seed, offsets)]
+    words = [p.randint(seed, offsets), *p.randint4x(seed, offsets)]
+    return np.stack(floats), np.stack(words + [(words[0] // 3) ^ (words[2] // 5)])
+
+
+@cache
+def offsets_of(dtype: str) -> np.ndarray:
+    """Ragged (37, 19) offsets over the dtype's whole range: negative ones, and for int64 ones
+    past 2**32 (their high word is Philox's second counter word)."""
+    info = np.iinfo(dtype)
+    out = np.random.default_rng(3).integers(info.min, info.max, (37, 19), dtype=dtype,
+                                            endpoint=True)
+    # seed 0 draws uniforms below 1e-7 at 14883995 and 17758991, where Box-Muller clamps them
+    out[0, :6] = [0, 1, -1, info.max, 14883995, 17758991]
+    return out
+
+
+def assert_same_bits(out: tuple, ref: tuple, backend: str = "numpy") -> None:
+    """Bit for bit; on a GPU the normal draws (floats 1 and 6-9) only within 1e-5: Triton's
+    randn takes log, cos and sin there from the approximate lg2/sin/cos instructions (an H100
+    gave 1-2 ulp differences in 14% of them), while uniforms and words stay exact."""
+    for o, r in zip(out, ref):
+        assert o.dtype == r.dtype
+        if backend == "triton-gpu" and o.dtype == np.float32:
+            normal = [1, 6, 7, 8, 9]
+            np.testing.assert_allclose(o[normal], r[normal], rtol=1e-5, atol=1e-5)
+            o, r = np.delete(o, normal, axis=0), np.delete(r, normal, axis=0)
+        np.testing.assert_array_equal(o.view(np.uint32), r.view(np.uint32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_draws_tritons_bits(backend: str) -> None:
+    """Every seed, int32 and int64 offsets, the default and sampled configs."""
+    for dtype in ("int32", "int64"):
+        offsets = offsets_of(dtype)
+        for seed in SEEDS:
+            assert_same_bits(run_on(draw, (offsets, seed), backend), expected(offsets, seed),
+                             backend)
+        for config, out in under_configs(draw, (offsets, SEEDS[3]), backend):
+            assert_same_bits(out, expected(offsets, SEEDS[3]), backend)
+
+
+def test_offsets_take_their_dtype_into_account() -> None:
+    """An int64 offset's high word is a counter word, so -1 draws differently as int32 and as
+    int64, while non-negative offsets below 2**31 draw the same in both dtypes."""
+    small = np.arange(37 * 19).reshape(37, 19)
+    same = [draw(small.astype(d), 5) for d in (np.int32, np.int64)]
+    assert_same_bits(same[0], same[1])
+    minus_one = [draw(np.full((1, 1), -1, d), 5)[1] for d in (np.int32, np.int64)]
+    assert (minus_one[0] != minus_one[1]).all()
+
+
+@td.tile_kernel
+def noise_row_sums(x, seed):
+    """Row sums of x and of normal noise over column tiles of 16 (lanes past the ragged edge
+    add nothing, whatever they draw); each row draws from its own seed, a value per program."""
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    for i in td.grid(m):
+        acc = td.full((), 0.0, dtype=td.float32)
+        for tn in td.tile(n, block_size=16):
+            acc += td.sum(x[i, tn]) + td.sum(td.randn(seed + i, tn.index))
+        out[i] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reductions_over_ragged_tiles(backend: str) -> None:
+    x = np.random.default_rng(0).standard_normal((23, 37)).astype(np.float32)
+    noise = np.stack([td.philox.randn(1000 + i, np.arange(37)) for i in range(23)])
+    ref = (x.astype(np.float64) + noise).sum(axis=1)
+    for config, out in under_configs(noise_row_sums, (x, 1000), backend):
+        td.testing.assert_close(out, ref, np.float32)
+
+
+def test_statistics() -> None:
+    """10**5 draws: uniform in [0, 1) and standard normal moments, balanced bits, and no
+    correlation between the four words, or between two seeds."""
+    offsets = np.arange(10**5, dtype=np.int32).reshape(400, 250)
+    floats, words = draw(offsets, 42)
+    u, z = floats[0].ravel(), floats[1].ravel()
+    assert 0.0 <= u.min() and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
+    assert abs(z.mean()) < 0.02 and abs(z.var() - 1.0) < 0.03
+    bits = (words[0].view(np.uint32).ravel()[:, None] >> np.arange(32, dtype=np.uint32)) & 1
+    assert np.all(np.abs(bits.mean(axis=0) - 0.5) < 0.01)
+    other = draw(offsets, 43)[0][0].ravel()
+    streams = np.stack([floats[2 + i].ravel() for i in range(4)] + [u, other])
+    corr = np.corrcoef(streams) - np.eye(6)
+    corr[0, 4] = corr[4, 0] = 0.0  # rand is rand4x's first word
+    assert np.abs(corr).max() < 0.02
+
+
+def test_ir_round_trips() -> None:
+    text = draw.source(offsets_of("int32"), 1, target="ir")
+    assert "randint4x %seed" in text
+    assert print_ir(parse_ir(text)) == text
+
+
+def test_triton_code_calls_tl_rand_and_compiles_for_sm_90() -> None:
+    pytest.importorskip("triton")
+    offsets = offsets_of("int64")
+    text = draw.source(offsets, 1, target="triton")
+    assert "rand = tl.rand(seed_1, offsets_tile)" in text
+    assert "randint = tl.randint(seed_1, offsets_tile).to(tl.int32, bitcast=True)" in text
+    (report,) = draw.compile(offsets, 1, arch="sm_90")
+    assert ".target sm_90" in report.ptx and "mul.hi.u32" in report.ptx  # Philox's rounds
+
+
+@td.tile_kernel
+def noisy(x, seed):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + td.rand(seed, t.index)
+    return out
+
+
+@td.tile_kernel
+def ramped(x, seed):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + (t.index + seed).astype(td.float32)
+    return out
+
+
+def test_the_spatial_cost_model_prices_philox() -> None:
+    """Ten rounds of integer work per draw: on the same data, a draw costs the PEs more than
+    an add (priced as one, the two kernels would take the same time)."""
+    x = np.ones(4096, np.float32)
+    config = noisy.config_space(x, 1, backend="spatial").default()
+    cycles = [k.simulate(x, 1, arch="generic-8x8", config=config).cycles for k in (noisy, ramped)]
+    assert cycles[0] > 1.5 * cycles[1]
+
+
+@td.tile_kernel
+def bad_seed(x, seed):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.rand(seed, t.index)
+    return out
+
+
+@td.tile_kernel
+def tile_seed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.rand(t.index, t.index)
+    return out
+
+
+@td.tile_kernel
+def float_offsets(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.randn(0, x[t])
+    return out
+
+
+@td.tile_kernel
+def huge_seed(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.rand(2**64 - 1, t.index)
+    return out
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda x: bad_seed(x, 0.5), td.DTypeError, "must be an integer scalar, got a float64 scalar"),
+    (lambda x: tile_seed(x), td.DTypeError, "got a tile of shape (t,) (int32)"),
+    (lambda x: float_offsets(x), td.DTypeError, "offsets must be an integer tile, got float32"),
+    (lambda x: huge_seed(x), td.DTypeError, "does not fit in int64"),
+], ids=["float-seed", "tile-seed", "float-offsets", "huge-seed"])
+def test_bad_input_names_the_line(call, error, words) -> None:
+    x = np.ones(5, np.float32)
+    with pytest.raises(error, match="test_random.py") as e:
+        call(x)
+    assert words in str(e.value) and "td.rand" in str(e.value) and e.value.hint
+
+
+def test_outside_a_kernel_points_to_the_host_functions() -> None:
+    with pytest.raises(td.TraceError, match="td.philox.randn"):
+        td.randn(0, np.arange(3))
+    with pytest.raises(td.ArgumentError, match="offsets are integers"):
+        td.philox.randn(0, np.arange(3.0))

@@ -1,0 +1,161 @@
+"""Block sizes the kernel reads: `bs = td.register_block_size(n)`, as Helion's
+`hl.register_block_size`.
+
+It makes one tunable block-size symbol (a `block_sizes[i]` param of the config space, like a
+`td.tile` call site's) for tiles over a dimension of `n` elements, before the loops that use
+it: `td.tile(n, block_size=bs)` cuts with it (two loops that pass one `bs` share one block
+size) and tile shapes take it as a dimension (`td.zeros((tm, bs))`, a lane accumulator whose
+width is the block of a later loop). `min=`/`max=` bound the powers of two the tuner tries.
+
+A tile reads its own block size and position with `t.block_size` and `t.id` (`t.begin //
+t.block_size`, ops `tile.block_size` and `tile.id`), e.g. to index per-program partial results.
+
+Host code may read `bs` as an int (`td.cdiv(m, bs)` rows of such a partial-result buffer,
+Helion's `(m + bs - 1) // bs`). Configs set block sizes at code generation, so a read makes
+the block size act as a registered knob too (tiledsl/frontend/tunables.py): the kernel is traced once
+per value a config gives it, and every backend runs the trace of its config's value, whose
+tensor shapes are plain ints. A kernel whose host code never reads `bs` has one trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiledsl.errors import Loc, TraceError, user_loc
+from tiledsl.frontend.symdims import SymDim
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.tunables import PowerOfTwo
+
+DEFAULT_BLOCK = 64  # a block symbol's default: the largest choice up to this
+
+
+@dataclass(frozen=True)
+class BlockSize:
+    """A registered block size: its symbol and the extent of the dimension it cuts."""
+
+    symbol: str
+    extent: int
+    loc: Loc | None
+
+    def __repr__(self) -> str:
+        return f"BlockSize({self.symbol} over {self.extent})"
+
+    def __index__(self) -> int:
+        """The config's value, read by host code (`td.cdiv(m, bs)` rows of a partial-result
+        buffer): the kernel is traced once per value it takes, as for a registered knob."""
+        tr = current()
+        i = list(tr.symbols).index(self.symbol)
+        sym = tr.symbols[self.symbol]
+        choices = bounded_choices(_powers(sym.extent), sym.low, sym.high)
+        name = f"block_sizes[{i}]"
+        tr.tunables[name] = PowerOfTwo(choices[0], choices[-1], default_block(choices))
+        return int(tr.knobs.get(name, default_block(choices)))
+
+    __int__ = __index__
+
+    def __add__(self, o: int) -> int:
+        return int(self) + o
+
+    def __radd__(self, o: int) -> int:
+        return o + int(self)
+
+    def __sub__(self, o: int) -> int:
+        return int(self) - o
+
+    def __rsub__(self, o: int) -> int:
+        return o - int(self)
+
+    def __mul__(self, o: int) -> int:
+        return int(self) * o
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o: int) -> int:
+        return int(self) // o
+
+    def __rfloordiv__(self, o: int) -> int:
+        return o // int(self)
+
+    def __neg__(self) -> int:
+        return -int(self)
+
+
+def _pow2(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 \
+        and not v & (v - 1)
+
+
+def register_block_size(n: int, min: int | None = None, max: int | None = None) -> BlockSize:
+    """A tunable block size for tiles over `n` elements (powers of two, from `min` to `max` where
+    given), for `td.tile(n, block_size=bs)` and tile shapes; call it outside the tile loops."""
+    tr = current("td.register_block_size()")
+    if tr.depth != "host":
+        tr.fail(TraceError, "td.register_block_size() is called inside a tile loop",
+                hint="register block sizes before the loops, where the kernel allocates outputs")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        tr.fail(TraceError, f"td.register_block_size(n): n is the size of the dimension the block "
+                f"cuts, a positive int, got {n!r}")
+    for what, v in (("min", min), ("max", max)):
+        if v is not None and not _pow2(v):
+            tr.fail(TraceError, f"td.register_block_size(): {what}= must be a power of two, "
+                    f"got {v!r}")
+    if min is not None and max is not None and min > max:
+        tr.fail(TraceError, f"td.register_block_size(): min={min} is above max={max}")
+    plain = int.__int__(n)  # a SymDim keeps its expression in `extent` (torch.compile)
+    name = tr.new_symbol(plain, user_loc(), low=min, high=max)
+    tr.labels[name] = f"block_size({plain})"
+    return BlockSize(name, n if isinstance(n, SymDim) else plain, user_loc())
+
+
+def tile_block(bs: BlockSize, size: int) -> str:
+    """The symbol `td.tile(size, block_size=bs)` cuts with, checking the extents agree."""
+    tr = current()
+    if bs.symbol not in tr.symbols:
+        tr.fail(TraceError, "td.tile(): block_size= is a block size registered by another kernel")
+    _not_open(bs, f"td.tile({size}, block_size=...)", "give the inner loop a block size of its "
+              "own (td.tile(n) or another td.register_block_size)")
+    if size != bs.extent:
+        where = f" (line {bs.loc.line})" if bs.loc else ""
+        tr.fail(TraceError, f"td.tile({size}, block_size=...): the block size was registered "
+                f"for a dimension of {bs.extent}{where}, not {size}",
+                hint=f"register one per dimension size: td.register_block_size({size})")
+    return bs.symbol
+
+
+def bounded_choices(choices: tuple[int, ...], low: int | None, high: int | None
+                    ) -> tuple[int, ...]:
+    """A block symbol's powers of two (1 up to its extent's), within a registered `min`/`max`
+    (which may reach past the extent: such tiles are masked like any ragged edge)."""
+    lo = low or 1
+    hi = high or max(choices[-1], lo)
+    return tuple(1 << j for j in range(lo.bit_length() - 1, hi.bit_length()))
+
+
+def _powers(extent: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to the smallest power of two >= extent: a block symbol's choices."""
+    top = 1 << max(0, extent - 1).bit_length()
+    return tuple(1 << j for j in range(top.bit_length()))
+
+
+def default_block(choices: tuple[int, ...]) -> int:
+    return max(c for c in choices if c <= max(choices[0], DEFAULT_BLOCK))
+
+
+def shape_dim(bs: BlockSize) -> str:
+    """The dimension a registered block size gives a tile shape (`td.zeros((tm, bs))`)."""
+    _not_open(bs, "a tile shape", "inside the loop, write its tile (td.zeros((tm, tn))) for "
+              "that dimension")
+    return bs.symbol
+
+
+def _not_open(bs: BlockSize, what: str, hint: str) -> None:
+    """A block size used inside a loop it cuts: two axes of one symbol would be masked as one."""
+    tr = current()
+    for block in tr.blocks:
+        for a in block.args:
+            if getattr(a.type, "block", None) == bs.symbol:
+                tr.fail(TraceError, f"{what} uses the registered block size of the enclosing loop "
+                        f"over '{a.hint}' inside that loop",
+                        hint=hint)

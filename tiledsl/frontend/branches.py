@@ -1,0 +1,179 @@
+"""Runtime support for `if` statements, which `tiledsl.frontend.rewrite` turns into functions of the
+names they assign:
+
+    def _td_then_9(_td_env): ...the body...; return _td_rt.collect(locals(), NAMES)
+    def _td_else_9(_td_env): ...the else body (or nothing)...
+    _td_env_9 = _td_rt.branch(COND, _td_then_9, _td_else_9, _td_rt.capture(locals(), NAMES),
+                              NAMES, 9)
+
+On a Python condition `branch` runs one branch, as Python would (a condition on shapes, dtypes
+or constants stays free). On a runtime scalar (`if m_size > 0:` with `m_size` loaded, a scalar
+argument) it traces both branches into an `if` op, a conditional region like MLIR's `scf.if`:
+each program runs the branch its condition picks, so work and stores in a branch are skipped
+where the condition fails. The names a branch rebinds become the op's results; both branches
+must give each the same dtype and shape. `and`, `or` and `not` in the condition short-circuit
+as in Python (`both`, `either`, `negate`): `if i < n and x[i] > 0:` loads only where `i < n`.
+A tile-shaped condition stays an error: selecting lanes is `td.where`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.errors import ControlFlowError, Loc, TraceError
+from tiledsl.ir.core import Block, Op, Value
+from tiledsl.ir.ops import broadcastable
+from tiledsl.frontend.tracer import Tracer, current
+from tiledsl.frontend.values import TileValue, binary, broadcast_to, cast, constant, to_value, unary
+
+Branch = Callable[[dict], dict]
+_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+_MISSING = object()
+
+
+def branch(cond: Any, then: Branch, orelse: Branch, env: dict, assigned: tuple[str, ...],
+           line: int) -> dict:
+    """The names bound after an `if` statement whose branches are `then` and `orelse`."""
+    if not isinstance(cond, TileValue):
+        out = dict(env)
+        out.update((then if cond else orelse)(env))
+        return out
+    tr = current()
+    loc = Loc(tr.file, line)
+    c = _condition(tr, cond, loc)
+    op = Op("if", [c.value], [], {}, [Block(), Block()], loc)
+    tr.blocks[-1].ops.append(op)
+    outs = []
+    for region, body in zip(op.regions, (then, orelse)):
+        with tr.region(region, "if"):
+            outs.append(body(dict(env)))
+    merged = _merge(tr, op, env, assigned, outs, loc)
+    out = dict(env)
+    out.update(merged)
+    return out
+
+
+def _condition(tr: Tracer, cond: TileValue, loc: Loc) -> TileValue:
+    """A bool scalar from a runtime condition; errors for tiles and for host-level values."""
+    if cond.shape != ():
+        tr.fail(ControlFlowError, f"an `if` on a tile of shape {tr.describe_shape(cond.shape)}: "
+                "each lane would take its own branch", loc=loc,
+                hint="select per lane with td.where(cond, x, y); an `if` takes a scalar "
+                     "(e.g. td.sum(...) > 0, a loaded length, a scalar argument)")
+    if tr.depth == "host":
+        tr.fail(ControlFlowError, "an `if` on a runtime value outside the tile loops", loc=loc,
+                hint="put the `if` inside the grid loop, where each program decides for "
+                     "itself (`for t in td.tile(n): if alpha > 0: ...`); conditions on shapes "
+                     "and dtypes are Python values already")
+    if cond.dtype.is_bool:
+        return cond
+    return binary("ne", cond, 0)
+
+
+def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[dict],
+           loc: Loc) -> dict:
+    """Make the names the branches rebind the results of `op` (each region ends in a yield)."""
+    names, sides = [], []
+    for n in assigned:
+        if n.startswith("_td_"):
+            continue
+        before = env.get(n, _MISSING)
+        values = [out.get(n, before) for out in outs]
+        if values[0] is values[1]:
+            continue  # unchanged, or one object bound in both
+        if any(v is _MISSING for v in values):
+            continue  # bound in one branch only: not defined after the `if`
+        if not all(isinstance(v, (TileValue, *_NUMBER)) for v in values):
+            kinds = " / ".join(type(v).__name__ for v in values)
+            tr.fail(TraceError, f"'{n}' ({kinds}) is rebound in an `if` on a runtime value",
+                    loc=loc, hint="only tile values and numbers can differ between the "
+                                  "branches; choose tensors and tiles before the `if`")
+        names.append(n)
+        sides.append(values)
+    yielded: list[list[TileValue]] = [[], []]
+    for i, region in enumerate(op.regions):
+        with tr.region(region, "if"):
+            yielded[i] = [to_value(values[i]) for values in sides]
+    for k, n in enumerate(names):
+        _unify(tr, op, n, [yielded[0][k], yielded[1][k]], yielded, k, loc)
+    for i, region in enumerate(op.regions):
+        with tr.region(region, "if"):
+            tr.emit("yield", [v.value for v in yielded[i]], loc=loc)
+    op.results = [Value(yielded[0][k].type, n) for k, n in enumerate(names)]
+    for r in op.results:
+        r.owner = op
+    return {n: TileValue(r, yielded[0][k].weak and yielded[1][k].weak)
+            for k, (n, r) in enumerate(zip(names, op.results))}
+
+
+def _unify(tr: Tracer, op: Op, name: str, pair: list[TileValue],
+           yielded: list[list[TileValue]], k: int, loc: Loc) -> None:
+    """Give `name` one type in both branches: a weak number takes the other side's."""
+    a, b = pair
+    if a.type == b.type:
+        return
+    for weak, strong, side in ((a, b, 0), (b, a, 1)):
+        if weak.weak and broadcastable(weak.shape, strong.shape):
+            with tr.region(op.regions[side], "if"):
+                yielded[side][k] = broadcast_to(cast(weak, strong.dtype), strong.shape)
+            return
+    tr.fail(TraceError, f"'{name}' is {a.dtype}{tr.describe_shape(a.shape)} where the `if` "
+            f"condition holds but {b.dtype}{tr.describe_shape(b.shape)} where it does not",
+            loc=loc, hint="give it one dtype and shape in both branches: cast with "
+                          ".astype(...), or bind it before the `if` with its final type")
+
+
+def truth(value: Any, line: int) -> Any:
+    """The condition of an `if` the rewrite leaves as it is (it has return, break or
+    continue): a runtime value cannot steer it."""
+    if isinstance(value, TileValue):
+        current().fail(ControlFlowError, "an `if` on a runtime value cannot contain return, "
+                       "break or continue", loc=Loc(current().file, line),
+                       hint="move them out of the `if`: a branch on a runtime value is traced "
+                            "as a region that every program enters or skips, and rejoins")
+    return value
+
+
+def both(first: Any, second: Callable[[], Any], line: int) -> Any:
+    """`first and second()` in an `if` condition; on a runtime scalar, `second` is evaluated
+    only where `first` holds (an `if` op)."""
+    if not isinstance(first, TileValue):
+        return first and second()
+    return _short(first, second, False, line)
+
+
+def either(first: Any, second: Callable[[], Any], line: int) -> Any:
+    """`first or second()` in an `if` condition, short-circuit as `both`."""
+    if not isinstance(first, TileValue):
+        return first or second()
+    return _short(first, second, True, line)
+
+
+def negate(value: Any, line: int) -> Any:
+    """`not value` in an `if` condition."""
+    if not isinstance(value, TileValue):
+        return not value
+    tr = current()
+    return unary("not", _condition(tr, value, Loc(tr.file, line)))
+
+
+def _short(first: TileValue, second: Callable[[], Any], when: bool, line: int) -> TileValue:
+    """`when` where `first` is `when`, else `second()` (as a bool scalar)."""
+    tr = current()
+    loc = Loc(tr.file, line)
+    c = _condition(tr, first, loc)
+    op = Op("if", [c.value], [], {}, [Block(), Block()], loc)
+    tr.blocks[-1].ops.append(op)
+    decided, later = (0, 1) if when else (1, 0)
+    with tr.region(op.regions[decided], "if"):
+        tr.emit("yield", [constant(when, dtypes.bool_).value], loc=loc)
+    with tr.region(op.regions[later], "if"):
+        rest = second()
+        value = rest if isinstance(rest, TileValue) else to_value(bool(rest))
+        tr.emit("yield", [_condition(tr, value, loc).value], loc=loc)
+    op.results = [Value(c.type, "cond")]
+    op.results[0].owner = op
+    return TileValue(op.results[0])

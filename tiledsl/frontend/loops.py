@@ -1,0 +1,221 @@
+"""Runtime support for the loops `tiledsl.frontend.rewrite` turns into functions of their carried names.
+
+A rewritten `for` statement calls `loop(iterable, body, env, assigned, labels, line)`: `env` holds
+the names the body assigns that were bound before the loop, and `body(item, env)` returns the
+names bound at its end. Over a `td.tile`/`td.grid` range this traces the body once into a `grid`
+or `for` op; over anything else it is an ordinary Python loop (unrolled while tracing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from tiledsl.frontend.branches import both, branch, either, negate, truth  # noqa: F401 (for rewrite)
+from tiledsl.errors import Loc, TraceError
+from tiledsl.ir.core import Block, Op, Value, walk
+from tiledsl.ir.ops import broadcastable
+from tiledsl.ir.types import RangeType
+from tiledsl.lang.language import TileRange
+from tiledsl.frontend.tracer import Tracer, current
+from tiledsl.frontend.values import Tensor, Tile, TileValue, broadcast_to, cast, to_value
+
+Body = Callable[[Any, dict], dict]
+_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def capture(scope: dict, names: tuple[str, ...]) -> dict:
+    """The subset of `names` bound in `scope` (a `locals()` snapshot)."""
+    return {n: scope[n] for n in names if n in scope}
+
+
+collect = capture
+
+
+def result(value: Any, line: int) -> Any:
+    """What the kernel returns: tensors (or nothing); anything else is an error at `line`."""
+    if value is None:
+        return None
+    tr = current()
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    for r in items:
+        if isinstance(r, TileValue):
+            tr.fail(TraceError, "the kernel returns a tile value", loc=Loc(tr.file, line),
+                    hint="return tensors: allocate with td.empty(...) and store tiles into them "
+                         "inside the tile loop")
+        if not isinstance(r, Tensor):
+            name = type(r).__name__
+            article = "an" if name[:1].lower() in "aeiou" else "a"
+            tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
+                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line))
+    _check_written(tr, items, line)
+    return value
+
+
+def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
+    """A returned td.empty tensor that no store writes holds whatever memory held: NaN on the
+    NumPy backend, garbage on a GPU. (Whether stores cover every element is not checked.)"""
+    empty = {id(r.value): r for r in items if r.value.owner is not None
+             and r.value.owner.name == "tensor.empty"}
+    if not empty:
+        return
+    for op in walk(tr.body):
+        if op.name == "store":
+            empty.pop(id(op.operands[0]), None)
+    for r in empty.values():
+        loc = r.value.owner.loc if r.value.owner is not None else None
+        where = f"td.empty at line {loc.line}" if loc is not None else "td.empty"
+        what = f"the tensor from {where}" if r.name.startswith("<") else f"'{r.name}' ({where})"
+        tr.fail(TraceError, f"the kernel returns {what}, which no store writes: its values would "
+                "be whatever memory held",
+                loc=Loc(tr.file, line),
+                hint="store tiles into it inside a tile loop (out[t] = ...), or allocate it "
+                     "with td.zeros(...) or td.full(...)")
+
+
+def plain(iterable: Any, line: int) -> Any:
+    """The iterable of a loop the rewrite left alone (it has break/continue/return/else)."""
+    if isinstance(iterable, TileRange):
+        current().fail(TraceError, f"a td.{iterable.kind}() loop cannot contain break, continue, "
+                       "return or an else clause", loc=iterable.loc,
+                       hint="skip work with an `if` on a scalar inside the loop (each program "
+                            "takes its branch), or select elements with td.where")
+    return iterable
+
+
+def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
+         labels: tuple[str, ...] | None, line: int) -> dict:
+    if not isinstance(iterable, TileRange):
+        env = dict(env)
+        for item in iterable:
+            env.update(body(item, env))
+        return env
+    tr = current()
+    names = labels if labels and len(labels) == len(iterable.sizes) else tuple(
+        f"t{line}_{i}" for i in range(len(iterable.sizes)))
+    if tr.depth == "host" and iterable.stride is not None:
+        tr.fail(TraceError, "a strided loop of tiles (td.tile(...)[p::P]) runs inside a grid",
+                loc=iterable.loc, hint="for p in td.grid(P): for t in td.tile(n)[p::P]: ...")
+    if tr.depth == "host":
+        return _grid(tr, iterable, body, env, assigned, names)
+    return _for(tr, iterable, body, env, assigned, names)
+
+
+def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
+    out = []
+    for i, (size, block, name) in enumerate(zip(rng.sizes, rng.block_sizes, names)):
+        if block is None:  # one symbol per call site and size position (tiledsl/frontend/sites.py)
+            site = None if rng.site is None else (rng.site, i, size)
+            block = tr.site_symbol(site, size, rng.loc)  # type: ignore[assignment]
+            tr.labels[block] = name  # type: ignore[index]
+        rt = RangeType(size, block, rng.stop is not None)  # type: ignore[arg-type]
+        out.append(Value(rt, name))
+    return out
+
+
+def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
+    if rng.kind == "grid":
+        return TileValue(tr.emit("tile.begin", [r], hint=name, loc=rng.loc)[0])
+    return Tile(r, name)
+
+
+def _item(handles: list[Any], seq: bool) -> Any:
+    return handles[0] if len(handles) == 1 and not seq else tuple(handles)
+
+
+def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
+          names: tuple[str, ...]) -> dict:
+    ranges = _ranges(tr, rng, names)
+    block = Block(list(ranges))
+    tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))
+    with tr.region(block, "grid"):
+        out = body(_item([_handle(tr, rng, r, n) for r, n in zip(ranges, names)], rng.seq), env)
+    for n in assigned:
+        if n in env and n in out and out[n] is not env[n]:
+            tr.fail(TraceError, f"'{n}' is defined before the grid loop and rebound inside it; "
+                    "grid programs run in parallel, so no value can flow out of the grid loop",
+                    loc=rng.loc, hint=f"use a new name inside the loop, or store '{n}' to a tensor")
+    return {}
+
+
+class _Mismatch(Exception):
+    def __init__(self, name: str, result: TileValue) -> None:
+        self.name = name
+        self.result = result
+
+
+def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
+         names: tuple[str, ...]) -> dict:
+    carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
+    inits = {n: to_value(env[n]) for n in carried}
+    for _attempt in range(len(carried) + 1):
+        block, symbols = tr.blocks[-1], len(tr.symbols)
+        start = len(block.ops)
+        try:
+            results, out = _nest(tr, rng, body, env, carried, inits, names)
+            break
+        except _Mismatch as m:
+            del block.ops[start:]
+            tr.rollback_symbols(symbols)
+            inits[m.name] = _widen(tr, rng.loc, m.name, inits[m.name], m.result)
+    for n in assigned:  # names bound to non-values may not change inside the loop
+        if n in env and n not in inits and out.get(n) is not env[n]:
+            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a tile loop",
+                    loc=rng.loc, hint="only tile values and numbers can be carried across iterations")
+    return {n: TileValue(v, inits[n].weak) for n, v in zip(carried, results)}
+
+
+def _widen(tr: Tracer, loc: Loc | None, name: str, init: TileValue, res: TileValue) -> TileValue:
+    """A weak initial value (a Python number) takes the type its loop body gives it."""
+    if init.weak and broadcastable(init.shape, res.shape):
+        return broadcast_to(cast(init, res.dtype), res.shape)
+    tr.fail(TraceError, f"loop-carried '{name}' is {init.dtype}{tr.describe_shape(init.shape)} "
+            f"before the loop but {res.dtype}{tr.describe_shape(res.shape)} after an iteration",
+            loc=loc, hint="give it its final dtype and shape before the loop, e.g. "
+                          "td.zeros((tm, tn), dtype=td.float32), or cast with .astype(...)")
+
+
+def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
+          inits: dict[str, TileValue], names: tuple[str, ...]) -> tuple[list[Value], dict]:
+    """One `for` op per size of `rng` (outermost first), the body traced in the innermost."""
+    ranges = _ranges(tr, rng, names)
+    out: dict = {}
+
+    def level(i: int, values: list[Value]) -> list[Value]:
+        nonlocal out
+        args = [Value(v.type, n) for v, n in zip(values, carried)]
+        mine = ranges if rng.stride is not None else [ranges[i]]  # a strided loop takes all
+        block = Block([*mine, *args])
+        results = [Value(v.type, n) for v, n in zip(values, carried)]
+        if rng.stride is not None:
+            assert rng.first is not None
+            attrs = {"stride": rng.stride, "ranges": len(mine)}
+            tr.blocks[-1].ops.append(Op("for", [rng.first.value, *values], results, attrs,
+                                        [block], rng.loc))
+        elif rng.stop is None:
+            tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
+        else:  # the runtime stop (and start) lead the operands (`loop_stop`, `loop_start`)
+            bounds = [rng.stop.value] + ([] if rng.start is None else [rng.start.value])
+            attrs = {"stop": True} | ({} if rng.start is None else {"start": True})
+            tr.blocks[-1].ops.append(Op("for", [*bounds, *values], results, attrs, [block],
+                                        rng.loc))
+        with tr.region(block, "loop"):
+            if i + 1 < len(ranges) and rng.stride is None:
+                yielded = level(i + 1, args)
+            else:
+                handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]
+                inner = dict(env)
+                inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
+                out = body(_item(handles, rng.seq), inner)
+                yielded = []
+                for n, a in zip(carried, args):
+                    v = to_value(out.get(n, inner[n]))
+                    if v.type != a.type:
+                        raise _Mismatch(n, v)
+                    yielded.append(v.value)
+            tr.emit("yield", yielded)
+        return results
+
+    return level(0, [inits[n].value for n in carried]), out
+

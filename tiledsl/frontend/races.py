@@ -1,0 +1,226 @@
+"""Races between the programs of a grid, refused while tracing.
+
+The programs of a grid run in parallel (in any order on a GPU), so a grid must not have two
+programs touch one element where one of them writes it. Three checks, each at the user's line
+and before any config is chosen, so every backend rejects the kernel the same way:
+
+- `check_store`: a store whose indices do not separate a grid dimension (separation.py: they
+  leave it out, or compute with it in a way that can repeat, `s[t.begin // (2 * B)]`) has
+  several programs along it write the same elements; unless they all write the same values,
+  the result depends on the block sizes and on the order the programs run in;
+- `check_overlap`: two stores (or a store and an atomic) of one grid that may write one element;
+- `check_read_write`: a load of elements another program of the grid writes (in place).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.errors import TraceError
+from tiledsl.ir.core import Block, Op, Value, walk
+from tiledsl.ir.slices import Slice, slices_of
+from tiledsl.ir.types import RangeType
+from tiledsl.ir.views import root
+from tiledsl.frontend.separation import ANY, Programs
+from tiledsl.frontend.tracer import Tracer
+
+
+def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> None:
+    """Fail when a store inside the grid races between programs (see the module's docstring):
+    its indices must separate every grid dimension (separation.py) the value depends on."""
+    if len(tr.depths) < 2 or tr.depths[1] != "grid":
+        return
+    progs = Programs(tr)
+    deps = frozenset().union(*(progs.depends(i) for i in indices))
+    if ANY <= deps:
+        return
+    used = frozenset().union(*(progs.separates(i) for i in indices))
+    missing = [a for a in progs.varying() if a not in used]
+    if not missing:
+        return
+    values = progs.depends(value)
+    racing = [a for a in missing if a in values or ANY <= values]
+    if not racing:
+        return  # every program along those dimensions writes the same values
+    names = ", ".join(f"'{a.hint}'" for a in racing)
+    if any(a in deps for a in racing):
+        tr.fail(TraceError,
+                f"the index of this store to '{tensor}' is computed from grid dimension {names} "
+                "in a way that can give two of its programs the same elements (`//`, `%`, a "
+                "min or max, a sum of two grid indices or of a tile and a vector): they would "
+                "write them with different values, and which one lands would depend on the "
+                "order the programs run in",
+                hint="index with the tile itself or its `t.id` / `t.begin` (out[t.id] = ...), "
+                     "combine the values with an atomic (td.atomic_add(out, [i], v)), or write "
+                     "each program's part to a separate output and reduce it in a second grid")
+    tr.fail(TraceError,
+            f"this store to '{tensor}' does not use grid dimension {names}: every program along "
+            f"it writes the same elements of '{tensor}' with different values, so the result "
+            "would depend on the block sizes and on the order the programs run in",
+            hint="index the store with that tile, or make it a nested (sequential) loop and "
+                 "combine across it, e.g. `for tm in td.tile(m): acc = ...; for tn in "
+                 "td.tile(n): acc += ...`")
+
+
+# ---- overlapping stores ---------------------------------------------------------------------
+# Two different stores of one grid that may write the same element of a tensor race: they may
+# run in different programs (`out[tm] = a; out[tm + 1] = b`), and even in one program the
+# threads that write an element for each store differ. Stores whose elements provably differ
+# (disjoint static slices or constant indices: `out[tm, :n1] = a; out[tm, n1:] = b`) pass; the
+# same access written twice (same tiles, same offsets) keeps program order, as before.
+
+_Key = tuple
+
+
+def _span(v: Value) -> Slice | None:
+    """The indices a range, or a range shifted by a constant, can reach (None: unknown)."""
+    t, op = v.type, v.owner
+    if isinstance(t, RangeType) and not t.shifted:
+        return Slice(0, t.extent, 1)
+    if op is not None and op.name == "tile.shift":
+        amount = op.operands[1].owner
+        if amount is not None and amount.name == "const":
+            return Slice(int(amount.attrs["value"]), t.extent, 1)  # type: ignore[union-attr]
+    return None
+
+
+def _access(progs: Programs, shape: tuple[int, ...], indices: list[Value], attrs: dict
+            ) -> list[tuple[_Key, Slice | None, Value | None]]:
+    """Per tensor dimension: what the index is (`Programs.key`, by structure: `tm + 1` traced
+    twice is equal), the indices it can reach, and its value (None for `:` and slices)."""
+    full, sliced = attrs.get("full", ()), slices_of(attrs)
+    it = iter(indices)
+    out: list[tuple[_Key, Slice | None, Value | None]] = []
+    for d, extent in enumerate(shape):
+        if d in full:
+            part = sliced.get(d, Slice(0, extent, 1))
+            out.append((("set", part), part, None))
+            continue
+        v = next(it)
+        k = progs.key(v)
+        out.append((k, Slice(k[1], 1, 1) if k[0] == "const" else _span(v), v))
+    return out
+
+
+def _disjoint(a: Slice | None, b: Slice | None) -> bool:
+    if a is None or b is None:
+        return False
+    x, y = a.indices(), b.indices()
+    if x[-1] < y[0] or y[-1] < x[0]:
+        return True
+    return (a.step > 1 or b.step > 1) and not set(x).intersection(y)
+
+
+def _path(block: Block, target: Op) -> list[tuple[Op, int]] | None:
+    """The (op, region index) pairs from `block` down to the block holding `target`."""
+    for op in block.ops:
+        if op is target:
+            return []
+        for i, region in enumerate(op.regions):
+            below = _path(region, target)
+            if below is not None:
+                return [(op, i), *below]
+    return None
+
+
+def _open_path(tr: Tracer) -> list[tuple[Op, int]]:
+    """The (op, region index) pairs from the grid's block down to the block being traced."""
+    return [(parent.ops[-1], next(i for i, r in enumerate(parent.ops[-1].regions) if r is child))
+            for parent, child in zip(tr.blocks[1:], tr.blocks[2:])]
+
+
+def _exclusive(tr: Tracer, old: Op, new_keys: list[_Key], old_keys: list[_Key]) -> bool:
+    """Whether the store being traced and `old` sit in different branches of one `if` that no
+    loop of the grid encloses, and both index a dimension with the same grid tile: each program
+    runs one branch once, and two programs write different elements along that dimension."""
+    grid = {("value", id(a)) for a in tr.blocks[1].args if isinstance(a.type, RangeType)}
+    if not any(k == j and k in grid for k, j in zip(new_keys, old_keys)):
+        return False
+    old_path = _path(tr.blocks[1], old) or []
+    for (a, i), (b, j) in zip(old_path, _open_path(tr)):
+        if a is not b or a.name != "if":
+            return False
+        if i != j:
+            return True
+    return False
+
+
+def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
+                  atomic: bool = False) -> None:
+    """Fail when this store to `tensor` and an earlier store of the same grid may write the same
+    element (see above). Atomics (`atomic`) combine with each other in any order, but not with a
+    store. Stores in the two branches of an `if` directly in the grid that share a grid tile
+    never meet (`if ignored: dx[tb, t1] = 0 else: dx[tb, t2] = ...`)."""
+    if len(tr.depths) < 2 or tr.depths[1] != "grid":
+        return
+    shape, progs = tensor.type.shape, Programs(tr)
+    new = _access(progs, shape, indices, attrs)
+    base = root(tensor.value)
+    for op in walk(tr.blocks[1]):
+        if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
+                (atomic and op.name == "atomic"):
+            continue
+        if op.operands[0] is tensor.value:  # through another view of it: not comparable
+            old = _access(progs, shape, op.operands[1:-1], op.attrs)
+            old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
+            if old_keys == new_keys or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) \
+                    or _exclusive(tr, op, new_keys, old_keys):
+                continue
+        line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
+        this, that = ("atomic", "store") if atomic else ("store", op.name)
+        tr.fail(TraceError,
+                f"this {this} to '{tensor.name}' may write elements that the {that} at {line} "
+                "writes too: grid programs (and the threads of one program) run in parallel, so "
+                "which value lands would not be defined",
+                hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "
+                     "out[tm, n1:] = b), or combine the values before one store")
+
+
+# ---- reads of what other programs write -----------------------------------------------------
+# A tensor written in place by a grid and read in the same grid races when a program may read an
+# element another program writes: programs run in any order, so the read sees the old or the new
+# value (an in-place shift `x[i + 1, tn] = x[i, tn]`, or `x[:, tn] -= x[:, :1]`, which reads the
+# column the first program writes). A load and a store are apart when some dimension's indices
+# are disjoint (static slices, constants), or when, for every grid dimension along which
+# programs vary, they index some tensor dimension with the same expression and it separates that
+# grid dimension (separation.py): then each program reads only what it writes itself
+# (`x[tm, tn] = x[tm, tn] * 2`). Atomics are exempt: they are how programs combine.
+
+def _apart(progs: Programs, store: list, load: list) -> bool:
+    """Whether no program reads, through `load`, an element another writes through `store`
+    (both as `_access` gives them, for one tensor value)."""
+    if any(_disjoint(s[1], l[1]) for s, l in zip(store, load)):
+        return True
+    return all(any(s[0] == l[0] and s[2] is not None and a in progs.separates(s[2])
+                   for s, l in zip(store, load)) for a in progs.varying())
+
+
+def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
+                     writing: bool) -> None:
+    """Fail when this load of `tensor` (or store to it, `writing`) and a store (or load) traced
+    earlier in the same grid may touch an element in two different programs (see above)."""
+    if len(tr.depths) < 2 or tr.depths[1] != "grid":
+        return
+    base, other = root(tensor.value), "load" if writing else "store"
+    ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
+    if not ops:
+        return
+    progs = Programs(tr)
+    this = _access(progs, tensor.type.shape, indices, attrs)
+    for op in ops:
+        if op.operands[0] is tensor.value:
+            that = _access(progs, tensor.type.shape,
+                           op.operands[1:] if writing else op.operands[1:-1], op.attrs)
+            if _apart(progs, *((this, that) if writing else (that, this))):
+                continue
+        line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
+        what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
+               "reads" if writing else \
+               f"this load of '{tensor.name}' may read elements that the store at {line} writes"
+        tr.fail(TraceError,
+                f"{what} in another program of the grid: its programs run in parallel and in "
+                "any order, so the load would see the old or the new values",
+                hint="read and write the same elements in each program (x[tm, tn] = x[tm, tn] "
+                     "* 2), write the result to a separate output, or split the kernel into two "
+                     "grids (one that writes, then one that reads); atomics (td.atomic_add) "
+                     "combine values across programs")

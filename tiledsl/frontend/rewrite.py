@@ -1,0 +1,313 @@
+"""The AST rewrite that lets plain Python rebinding carry values through tile loops.
+
+Tracing alone cannot see `acc += x` inside a loop, so every `for` statement of a kernel becomes
+
+    def _td_body_7(_td_item, _td_env):
+        if 'acc' in _td_env: acc = _td_env['acc']      # each name the body assigns
+        tk = _td_item                                   # the loop target
+        ...the original body...
+        return _td_rt.collect(locals(), NAMES)
+    _td_env_7 = _td_rt.loop(ITER, _td_body_7, _td_rt.capture(locals(), NAMES), NAMES, LABELS, 7)
+    if 'acc' in _td_env_7: acc = _td_env_7['acc']
+
+`tiledsl.frontend.loops.loop` traces the body once for a `td.tile`/`td.grid` range and runs it as a plain
+Python loop otherwise. Loops with break/continue/return/else are left as they are (they may not
+iterate a tile range). Line numbers are kept, so errors point at the user's source.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from types import FunctionType
+from typing import Any, Callable
+
+from tiledsl.frontend import loops
+from tiledsl.errors import Loc, TraceError
+
+
+class _Assigned(ast.NodeVisitor):
+    """Names a statement list binds, not looking into nested functions, classes or lambdas."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store) and node.id not in self.names:
+            self.names.append(node.id)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if not node.name.startswith("_td_") and node.name not in self.names:
+            self.names.append(node.name)
+        if node.name.startswith("_td_"):  # a rewritten loop body or branch
+            return
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name not in self.names:
+            self.names.append(node.name)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        return
+
+    def visit_ListComp(self, node: ast.AST) -> None:
+        return
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
+
+
+class _Escapes(ast.NodeVisitor):
+    """Whether a loop body leaves the loop early (break/continue at this level, or return);
+    for an `if`, also `global`/`nonlocal` (a branch becomes a function of its own)."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self.loops = 0
+        self.branch = False  # checking an `if` (global/nonlocal count too)
+
+    def visit_Break(self, node: ast.AST) -> None:
+        if self.loops == 0:
+            self.found = True
+
+    visit_Continue = visit_Break  # type: ignore[assignment]
+
+    def visit_Return(self, node: ast.AST) -> None:
+        self.found = True
+
+    def visit_For(self, node: ast.AST) -> None:  # break/continue there belong to that loop
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+
+    visit_While = visit_AsyncFor = visit_For  # type: ignore[assignment]
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:
+        return
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef  # type: ignore
+
+    def visit_Global(self, node: ast.AST) -> None:
+        self.found |= self.branch
+
+    visit_Nonlocal = visit_Global  # type: ignore[assignment]
+
+
+def _escapes(stmts: list[ast.stmt]) -> bool:
+    """Whether an `if` branch must stay a plain `if` (it leaves early, or declares names)."""
+    finder = _Escapes()
+    finder.branch = True
+    for stmt in stmts:
+        finder.visit(stmt)
+    return finder.found
+
+
+def _rt(name: str, args: list[ast.expr], at: ast.AST) -> ast.Call:
+    call = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), name, ast.Load()), args, [])
+    return ast.fix_missing_locations(ast.copy_location(call, at))
+
+
+class _Condition(ast.NodeTransformer):
+    """`and`, `or` and `not` in an `if` test -> `_td_rt.both/either/negate`, which
+    short-circuit on runtime scalars too (tiledsl.frontend.branches)."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        name = "both" if isinstance(node.op, ast.And) else "either"
+        out = node.values[-1]
+        for value in reversed(node.values[:-1]):
+            later = ast.copy_location(ast.Lambda(ast.arguments(
+                posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), out), out)
+            out = _rt(name, [value, later, ast.Constant(node.lineno)], node)
+        return out
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _rt("negate", [node.operand, ast.Constant(node.lineno)], node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_ListComp(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp  # type: ignore
+
+
+def _target_names(target: ast.expr) -> tuple[str, ...] | None:
+    if isinstance(target, ast.Name):
+        return (target.id,)
+    if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+        return tuple(e.id for e in target.elts)  # type: ignore[attr-defined]
+    return None
+
+
+def _stmts(code: str, at: ast.AST) -> list[ast.stmt]:
+    tree = ast.parse(code).body
+    for node in tree:
+        for n in ast.walk(node):
+            ast.copy_location(n, at)
+            if hasattr(n, "end_lineno"):  # one line, so tracebacks name the `for` line
+                n.end_lineno = at.lineno
+    return tree
+
+
+class _LoopRewriter(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.count = 0
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        if self.depth > 0:  # a helper defined inside the kernel: leave it alone
+            return node
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        """`return X` -> `return _td_rt.result(X, line)`: outputs are checked at that line."""
+        value = node.value if node.value is not None else ast.Constant(None)
+        node.value = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), "result", ast.Load()),
+                              [value, ast.Constant(node.lineno)], [])
+        ast.fix_missing_locations(ast.copy_location(node.value, node))
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node
+
+    def visit_If(self, node: ast.If) -> Any:
+        """`if` -> a call of `_td_rt.branch` with each branch a function of the names it
+        assigns (as loop bodies are), so a runtime condition can trace both."""
+        self.generic_visit(node)
+        node.test = _Condition().visit(node.test)
+        if _escapes(node.body) or _escapes(node.orelse):
+            node.test = _rt("truth", [node.test, ast.Constant(node.lineno)], node)
+            return node
+        self.count += 1
+        k = f"{node.lineno}_{self.count}"
+        finder = _Assigned()
+        for stmt in node.body + node.orelse:
+            finder.visit(stmt)
+        names = tuple(n for n in finder.names if not n.startswith("_td_"))
+        prologue = "".join(f"if {n!r} in _td_env: {n} = _td_env[{n!r}]\n" for n in names)
+        ret = f"return _td_rt.collect(locals(), {names!r})"
+        funcs = []
+        for which, body in (("then", node.body), ("else", node.orelse)):
+            func = _stmts(f"def _td_{which}_{k}(_td_env):\n"
+                          + textwrap.indent(prologue + ret + "\n", "    "), node)[0]
+            assert isinstance(func, ast.FunctionDef)
+            func.body = func.body[:-1] + body + func.body[-1:]
+            funcs.append(ast.fix_missing_locations(func))
+        call = _stmts(f"_td_env_{k} = _td_rt.branch(None, _td_then_{k}, _td_else_{k}, "
+                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {node.lineno})", node)[0]
+        assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
+        call.value.args[0] = node.test
+        rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
+                                for n in names), node) if names else []
+        return [*funcs, call, *rebind]
+
+    def visit_For(self, node: ast.For) -> Any:
+        self.generic_visit(node)
+        escapes = _Escapes()
+        for stmt in node.body:
+            escapes.visit(stmt)
+        if escapes.found or node.orelse:
+            node.iter = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), "plain", ast.Load()),
+                                 [node.iter, ast.Constant(node.lineno)], [])
+            ast.fix_missing_locations(ast.copy_location(node.iter, node))
+            return node
+        self.count += 1
+        k = f"{node.lineno}_{self.count}"
+        finder = _Assigned()
+        finder.visit(node.target)
+        for stmt in node.body:
+            finder.visit(stmt)
+        names = tuple(finder.names)
+        labels = _target_names(node.target)
+        prologue = "".join(f"if {n!r} in _td_env: {n} = _td_env[{n!r}]\n" for n in names)
+        func = _stmts(f"def _td_body_{k}(_td_item, _td_env):\n"
+                      + textwrap.indent(prologue or "pass\n", "    "), node)[0]
+        assert isinstance(func, ast.FunctionDef)
+        unpack = ast.Assign([node.target], ast.Name("_td_item", ast.Load()))
+        ast.copy_location(unpack, node)
+        ret = _stmts(f"return _td_rt.collect(locals(), {names!r})", node)
+        func.body = func.body + [unpack] + node.body + ret
+        call = _stmts(f"_td_env_{k} = _td_rt.loop(None, _td_body_{k}, "
+                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {labels!r}, {node.lineno})",
+                      node)[0]
+        assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
+        call.value.args[0] = node.iter
+        rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
+                                for n in names), node) if names else []
+        return [ast.fix_missing_locations(func), call, *rebind]
+
+
+def _own_nodes(fdef: ast.FunctionDef) -> Any:
+    """The nodes of a function's body, less those of functions and lambdas defined inside it."""
+    todo = list(fdef.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
+    """`fn`, whose source text is `source`, with its loops rewritten (same globals, closure
+    values and line numbers)."""
+    file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    tree = ast.parse(textwrap.dedent(source))
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise TraceError(f"@td.tile_kernel needs a plain `def` function, got {type(fdef).__name__}")
+    fdef.decorator_list = []
+    # Inside the factory, the kernel's own name would be the rewritten function itself: a call
+    # of the kernel by name in its body must reach the module's kernel object (and its error)
+    fdef.name = f"_td_kernel_{fdef.name}"
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    for node in _own_nodes(fdef):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            raise TraceError(f"kernel '{fn.__name__}' is a generator (it has `yield`); a tile "
+                             "kernel returns its outputs", loc=Loc(file, node.lineno),
+                             hint="use `return` instead of `yield`")
+    _LoopRewriter().visit(fdef)
+    freevars = fn.__code__.co_freevars
+    factory = ast.FunctionDef(
+        name="_td_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg("_td_rt")] + [ast.arg(v) for v in freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))],
+        decorator_list=[], returns=None, type_params=[],
+    )
+    ast.copy_location(factory, fdef)
+    module = ast.fix_missing_locations(ast.Module([factory], type_ignores=[]))
+    namespace: dict[str, Any] = {}
+    try:
+        code = compile(module, file, "exec")
+    except SyntaxError as e:  # valid Python the loop rewrite cannot keep valid
+        raise TraceError(f"this statement cannot be used inside a tile loop ({e.msg})",
+                         loc=Loc(file, e.lineno) if e.lineno else None,
+                         hint="a tile loop's body is traced as a function of its own, where "
+                              "`global` and `nonlocal` cannot be used: store results to a "
+                              "tensor, or carry them in a value bound before the loop") from None
+    exec(code, fn.__globals__, namespace)
+    new = namespace["_td_factory"](loops, *(None for _ in freevars))
+    # the kernel's own closure cells, not copies of their values: a closure variable bound
+    # again later is read as it is when the kernel traces (reads.py keys the traces by it)
+    own = dict(zip(freevars, fn.__closure__ or ()))
+    new = FunctionType(new.__code__, new.__globals__, new.__name__, None, tuple(
+        own.get(name, cell) for name, cell in zip(new.__code__.co_freevars, new.__closure__ or ())
+    ) or None)
+    new.__code__ = new.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    new.__name__, new.__qualname__ = fn.__name__, fn.__qualname__
+    new.__defaults__ = fn.__defaults__
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new

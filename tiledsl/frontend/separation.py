@@ -1,0 +1,269 @@
+"""Which grid programs an index tells apart: the analysis behind the race checks (races.py).
+
+The programs of a grid run in parallel, in any order. An access `x[i0, i1, ...]` made by every
+program touches a set of elements per program; two programs race on `x` when one writes an
+element the other reads or writes. For an index expression this module tells:
+
+- `depends(v)`: the grid dimensions (range values of the grid op) `v` depends on at all;
+- `separates(v)`: whether programs that differ along the grid dimensions `v` depends on get
+  disjoint index sets from it (then it returns them all, else nothing). A grid or loop range
+  does; so does an integer combination of tile positions (a range's lanes, `t.index`,
+  `t.begin`, `t.id`, `t.begin // d` where d divides the block) plus anything the same in every
+  program, when the combination is injective over the positions' extents: `t.begin + 3`,
+  `2 * t.index`, `bi * h + hi` over `td.grid(b, h)`, `tm.index[:, None] * n + tn.index`.
+  `//` otherwise, `%`, min/max and the like lose it (`t.begin // (2 * B)` is equal for two
+  neighbouring programs), as do `tm + i` and `t.begin + i` for another grid index `i`. An
+  index computed from values loaded from memory (a scatter through an index tile,
+  `out[idx[tb]]`) is trusted: distinct indices are the scatter's contract.
+- `key(v)`: what `v` computes, compared by structure (`tm.begin` traced twice gives one key), so
+  a load and a store written with the same index expression can be matched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.ir.core import Op, Value, loop_inits
+from tiledsl.ir.types import RangeType
+from tiledsl.frontend.tracer import Tracer
+
+# Dependence on something the analysis cannot follow (a value carried around a loop).
+ANY = frozenset({None})
+_NONE: frozenset = frozenset()
+
+_INJECTIVE = ("neg", "cast", "broadcast", "expand_dims", "reshape", "transpose")  # 1 operand
+_TRUSTED = ("load", "atomic")  # values read from memory: an index tile's values are the user's
+
+
+class Programs:
+    """The grid being traced (`tr.blocks[1]`): its dimensions and the analyses over them."""
+
+    def __init__(self, tr: Tracer) -> None:
+        self.tr = tr
+        self.axes = [a for a in tr.blocks[1].args if isinstance(a.type, RangeType)]
+        # The op owning each open block: appended to its parent before its body is traced.
+        self.owners = {id(child): parent.ops[-1] for parent, child in
+                       zip(tr.blocks, tr.blocks[1:]) if parent.ops}
+        self._deps: dict[int, frozenset] = {}
+        self._sep: dict[int, frozenset] = {}
+        self._keys: dict[int, tuple] = {}
+        self._loaded: dict[int, bool] = {}
+        self._fixed: dict[int, bool] = {}  # _invariant's answers
+        self._extents: dict[tuple, int] = {}  # a position variable (affine) -> its extent
+        self._sources: dict[tuple, Value] = {}  # ... -> the range it is a position of
+
+    def varying(self) -> list[Value]:
+        """The grid dimensions along which more than one program may run under some config."""
+        return [a for a in self.axes if _programs_vary(a)]
+
+    # ---- dependence ---------------------------------------------------------------------
+    def depends(self, v: Value) -> frozenset:
+        """The grid dimensions `v` depends on; `ANY` where that cannot be told."""
+        hit = self._deps.get(id(v))
+        if hit is not None:
+            return hit
+        self._deps[id(v)] = _NONE  # SSA has no cycles; this only guards against revisiting
+        if v in self.axes:
+            out = frozenset({v})
+        elif v.owner is not None:
+            op = v.owner
+            out = ANY if op.regions else self._union(op.operands)
+        else:
+            op = self._loop_of(v)
+            out = self._union(op.operands[:len(op.operands) - len(loop_inits(op))]) \
+                if op is not None else (ANY if self._carried(v) else _NONE)
+        self._deps[id(v)] = out
+        return out
+
+    def _union(self, values: list[Value]) -> frozenset:
+        return frozenset().union(*(self.depends(o) for o in values))
+
+    def _loop_of(self, v: Value) -> Op | None:
+        """The `for` op whose range `v` is (a loop range depends on its runtime stop and start,
+        or its first tile); None for anything else."""
+        for block in self.tr.blocks[1:]:
+            if v in block.args:
+                op = self.owners.get(id(block))
+                if op is not None and op.name == "for" and \
+                        block.args.index(v) < int(op.attrs.get("ranges", 1)):
+                    return op
+                return None
+        return None
+
+    def _carried(self, v: Value) -> bool:
+        return any(v in block.args for block in self.tr.blocks[1:])
+
+    # ---- injectivity --------------------------------------------------------------------
+    def separates(self, v: Value) -> frozenset:
+        """The grid dimensions along which programs get disjoint indices from `v` (see the
+        module's docstring): empty, or `depends(v)`."""
+        hit = self._sep.get(id(v))
+        if hit is None:
+            hit = self._sep[id(v)] = self._separates(v)
+        return hit
+
+    def _separates(self, v: Value) -> frozenset:
+        deps = self.depends(v)
+        if not deps or ANY <= deps:
+            return _NONE
+        if v.owner is None or self.loaded(v):  # a grid or loop range, or a scatter's indices
+            return deps
+        form = self.affine(v)
+        if form is None or not _injective([(c, self._extents[x]) for x, c in form.items()]):
+            return _NONE
+        covered = frozenset().union(*(self.depends(self._sources[x]) for x in form))
+        return deps if covered == deps else _NONE
+
+    def affine(self, v: Value) -> dict[tuple, int] | None:
+        """`v` as an integer combination of positions (a range's lanes, a tile's begin or id,
+        each over [0, extent)) plus a scalar the same in every program and iteration (left
+        out); None where it is not one. Each position is its own variable, so the combination
+        is injective over them all (`_injective`) only if distinct programs get distinct
+        elements."""
+        op = v.owner
+        if op is None:
+            if isinstance(v.type, RangeType) and (v in self.axes or self._loop_of(v)):
+                return self._position("index", v)
+            return None if self._carried(v) or not _scalar(v) else {}
+        if not op.regions and self._invariant(v) and _scalar(_splatted(v)):
+            return {}
+        xs = op.operands
+        if op.name in ("tile.index", "tile.begin", "tile.id"):
+            return self._position(op.name[5:], xs[0])
+        if op.name == "floordiv" and self._divides_block(xs[0], xs[1]):
+            begin = xs[0].owner
+            assert begin is not None
+            return self._position(f"begin//{_const(xs[1])}", begin.operands[0])
+        if op.name in _INJECTIVE and len(xs) == 1:
+            form = self.affine(xs[0])
+            return None if form is None else \
+                {x: -c for x, c in form.items()} if op.name == "neg" else form
+        if op.name == "mul":
+            for x, c in (xs, xs[::-1]):
+                if _nonzero_const(c) and isinstance(_const(c), int):
+                    form = self.affine(x)
+                    return None if form is None else {k: n * _const(c) for k, n in form.items()}
+            return None
+        if op.name in ("add", "sub", "tile.shift"):
+            a, b = self.affine(xs[0]), self.affine(xs[1])
+            if a is None or b is None or set(a) & set(b):  # a position met twice: its lanes
+                return None                                # may not line up; give up
+            sign = -1 if op.name == "sub" else 1
+            return {**a, **{x: sign * c for x, c in b.items()}}
+        return None
+
+    def _position(self, kind: str, r: Value) -> dict[tuple, int]:
+        x = (kind, id(r))
+        self._extents[x] = r.type.extent  # type: ignore[union-attr]
+        self._sources[x] = r
+        return {x: 1}
+
+    def _invariant(self, v: Value) -> bool:
+        """Whether `v` is the same in every program and every loop iteration of the grid."""
+        hit = self._fixed.get(id(v))
+        if hit is None:
+            op = v.owner
+            self._fixed[id(v)] = False
+            hit = not self._carried(v) if op is None else \
+                not op.regions and all(self._invariant(o) for o in op.operands)
+            self._fixed[id(v)] = hit
+        return hit
+
+    def loaded(self, v: Value) -> bool:
+        """Whether `v` is computed from values read from memory (a scatter's index tile)."""
+        hit = self._loaded.get(id(v))
+        if hit is None:
+            op = v.owner
+            self._loaded[id(v)] = False
+            hit = op is not None and not op.regions and (
+                op.name in _TRUSTED or any(self.loaded(o) for o in op.operands))
+            self._loaded[id(v)] = hit
+        return hit
+
+    def _divides_block(self, x: Value, d: Value) -> bool:
+        """Whether `x // d` keeps `x` injective: x is a tile's begin (a multiple of its block)
+        and d its block size, or a constant that divides it."""
+        if x.owner is None or x.owner.name != "tile.begin":
+            return False
+        r = x.owner.operands[0]
+        if d.owner is not None and d.owner.name == "tile.block_size":
+            return d.owner.operands[0] is r
+        c = _const(d)
+        block = self._block(r)
+        return c == 1 or (c is not None and c > 0 and block is not None and block % c == 0)
+
+    def _block(self, r: Value) -> int | None:
+        """The range's block size in this trace, where it is fixed: an int, or a registered
+        block size the host code read (the kernel is then traced per value)."""
+        block = r.type.block  # type: ignore[union-attr]
+        if isinstance(block, int):
+            return block
+        if block in self.tr.symbols:
+            value = self.tr.knobs.get(f"block_sizes[{list(self.tr.symbols).index(block)}]")
+            return int(value) if isinstance(value, int) else None
+        return None
+
+    # ---- structural keys ----------------------------------------------------------------
+    def key(self, v: Value) -> tuple:
+        """What `v` computes, by structure: equal keys index the same elements in one program."""
+        hit = self._keys.get(id(v))
+        if hit is None:
+            hit = self._keys[id(v)] = self._key(v)
+        return hit
+
+    def _key(self, v: Value) -> tuple:
+        op = v.owner
+        if op is None or op.regions or op.name == "atomic" or len(op.results) != 1:
+            return ("value", id(v))
+        if op.name == "const":
+            return ("const", op.attrs["value"])
+        if op.name == "load":  # the same access reads the same values in one program
+            from tiledsl.ir.views import root
+            return ("load", id(root(op.operands[0])), _attrs(op.attrs),
+                    tuple(self.key(o) for o in op.operands[1:]))
+        return (op.name, _attrs(op.attrs), tuple(self.key(o) for o in op.operands))
+
+
+def _injective(terms: list[tuple[int, int]]) -> bool:
+    """Whether sum(c * x) over x in [0, e) for each (c, e) is injective: with the |c| sorted,
+    each exceeds the span of the smaller terms (a mixed radix, gaps allowed)."""
+    span = 0
+    for c, e in sorted((abs(c), e) for c, e in terms if e > 1 and c):
+        if c <= span:
+            return False
+        span += c * (e - 1)
+    return True
+
+
+def _programs_vary(r: Value) -> bool:
+    """Whether more than one program may run along this grid dimension under some config."""
+    t = r.type
+    assert isinstance(t, RangeType)
+    return t.extent > 1 and not (isinstance(t.block, int) and t.block >= t.extent)
+
+
+def _splatted(v: Value) -> Value:
+    """The value a broadcast (or a dimension of 1 added) repeats over its lanes, else `v`."""
+    while v.owner is not None and v.owner.name in ("broadcast", "expand_dims", "reshape") and \
+            len(v.owner.operands) == 1:
+        v = v.owner.operands[0]
+    return v
+
+
+def _const(v: Value) -> Any:
+    v = _splatted(v)
+    op = v.owner
+    return op.attrs["value"] if op is not None and op.name == "const" else None
+
+
+def _scalar(v: Value) -> bool:
+    return getattr(v.type, "shape", None) == ()
+
+
+def _nonzero_const(v: Value) -> bool:
+    c = _const(v)
+    return isinstance(c, (int, float)) and not isinstance(c, bool) and c != 0
+
+
+def _attrs(attrs: dict) -> str:
+    return repr(sorted(attrs.items()))

@@ -1,0 +1,62 @@
+"""`td.load` and `td.store`: a tensor access with an extra mask, as Helion's `hl.load(x, [i, j],
+extra_mask=m)` and Triton's `tl.load(ptr, mask=m, other=0)` write it.
+
+`td.load(x, [i, j], mask=m, other=0)` is `x[i, j]` where `m` holds and `other` elsewhere;
+`td.store(x, [i, j], v, mask=m)` writes `v` where `m` holds. `m` broadcasts to the access's
+shape, and is combined with the masks of ragged edges on every backend. Masked-off elements are
+neither read nor written, so their indices need not be in range (a jagged row's tail). `other`
+defaults to 0, as Helion's masked loads read 0; `other=None` leaves them undefined (poison on
+the NumPy backend), for a kernel that never uses them. Helion's `extra_mask=` is the same
+argument as `mask=`.
+
+Outside a kernel, `td.load(path)` loads an ahead-of-time kernel package (tiledsl.interop.aot.load).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.errors import TraceError
+from tiledsl.frontend.tracer import active, current
+from tiledsl.frontend.values import Tensor
+
+_DEFAULT = object()
+
+
+def _index(idx: Any) -> Any:
+    """Helion's index list (`[i, j]`) as a subscript (`x[i, j]`)."""
+    return tuple(idx) if isinstance(idx, list) else idx
+
+
+def _mask(what: str, mask: Any, extra_mask: Any) -> Any:
+    if mask is not None and extra_mask is not None:
+        current().fail(TraceError, f"{what}: give mask= or extra_mask= (Helion's name), not both")
+    return mask if mask is not None else extra_mask
+
+
+def _tensor(what: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        current().fail(TraceError, f"{what} takes a tensor argument or allocation, got "
+                       f"{type(x).__name__}", hint="e.g. td.load(x, [tm, tn], mask=m, other=0)")
+    return x
+
+
+def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
+         extra_mask: Any = None) -> Any:
+    """`x[index]` where `mask` holds, `other` (default 0) elsewhere; see the module's docstring.
+    Called outside a kernel with a path, it loads a kernel package (tiledsl.interop.aot.load)."""
+    if active() is None and not isinstance(x, Tensor):
+        from tiledsl.interop.aot import load as load_package
+        return load_package(x)
+    t = _tensor("td.load()", x)
+    m = _mask("td.load()", mask, extra_mask)
+    if m is None:
+        return t.load(_index(index))
+    return t.load(_index(index), m, 0 if other is _DEFAULT else other)
+
+
+def store(x: Any, index: Any, value: Any, mask: Any = None, *, extra_mask: Any = None) -> None:
+    """`x[index] = value` where `mask` holds; see the module's docstring."""
+    current("td.store()")
+    _tensor("td.store()", x).store(_index(index), value, _mask("td.store()", mask, extra_mask))
+

@@ -1,0 +1,103 @@
+"""Atomics: `td.atomic_add(x, [i, j], v)` and its kin, spelled as Helion's `hl.atomic_*` (and
+Triton's `tl.atomic_*` with a pointer), each returning the values the elements held before.
+
+An atomic is a read-modify-write of each element of `x[i, j]`, atomic with respect to every other
+atomic on that element, so programs may combine into the same elements: a split-K GEMM adds its
+partial products into one output, a histogram adds ones at gathered bins. The index is a store's
+(tiles, scalars, index tiles, slices, shifted tiles) and `mask=` leaves elements out as
+`td.store`'s does. The value broadcasts to the access's shape and is cast to the tensor's dtype.
+
+Order: atomics on one element happen in some order, and only `add` of floats depends on it
+(rounding). The NumPy backend defines one: the loop iterations in order; within one, the
+programs in grid order (C order of the program ids), then each program's lanes in C order.
+The masked-off lanes' old values are undefined (NaN, or the poison of an integer dtype, on the
+NumPy backend).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.errors import DTypeError, TraceError
+from tiledsl.ir.ops import ATOMIC_DTYPES, indexed_shape
+from tiledsl.frontend.races import check_overlap
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, TileValue, _access_mask, _indices, written_value
+
+SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
+SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`
+
+
+def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
+    tr = current(f"td.{what}()")
+    if not isinstance(x, Tensor):
+        tr.fail(TraceError, f"td.{what}() takes a tensor argument or allocation, got "
+                f"{type(x).__name__}", hint=f"e.g. td.{what}(out, [tm, tn], v)")
+    if tr.depth == "host":
+        tr.fail(TraceError, f"td.{what}() is used outside the tile loops",
+                hint="atomics combine the values of grid programs: call them inside the grid")
+    if x.dtype.short not in ATOMIC_DTYPES:
+        tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: atomics take "
+                "int32, int64, float32 and float64 tensors (as Triton's on every GPU)",
+                hint="accumulate into a float32 (or int32) tensor and cast it afterwards")
+    if sem not in SEMANTICS:
+        tr.fail(TraceError, f"td.{what}(): sem={sem!r} is not one of {list(SEMANTICS)}")
+    if scope not in SCOPES:
+        tr.fail(TraceError, f"td.{what}(): scope={scope!r} is not one of {list(SCOPES)}")
+    return x
+
+
+def _value(x: Tensor, shape: tuple, value: Any, what: str) -> TileValue:
+    """`value` as the access's tile: cast to the tensor's dtype, broadcast to its shape."""
+    return written_value(x, shape, value, f"td.{what}() of", f"td.{what}() cannot write",
+                         hint="the index gives the atomic's shape, one element per lane: reduce "
+                              "the lanes that meet one element first (td.atomic_add(c, [0], "
+                              "td.sum(v))), or index with a tile per axis of the value")
+
+
+def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: Any,
+            sem: Any, scope: Any) -> TileValue:
+    t = _check(what, x, sem, scope)
+    tr = current()
+    idx = tuple(index) if isinstance(index, list) else index
+    operands, full, sliced = _indices(tr, t, idx)
+    shape = indexed_shape(t.type, [o.type for o in operands], full, sliced.get("slices", ()))
+    vs = [_value(t, shape, v, what).value for v in values]
+    attrs: dict[str, Any] = {"kind": kind, "sem": sem, "scope": scope} | \
+        ({"full": full} if full else {}) | sliced
+    check_overlap(tr, t, operands, attrs, atomic=True)
+    if mask is not None:
+        operands.append(_access_mask(tr, t, operands, full, mask, sliced))
+        attrs["mask"] = True
+    return TileValue(tr.emit("atomic", [t.value, *operands, *vs], attrs, hint=f"old_{kind}")[0])
+
+
+def atomic_add(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+               scope: str = "gpu") -> TileValue:
+    """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values."""
+    return _atomic("atomic_add", "add", x, index, [value], mask, sem, scope)
+
+
+def atomic_max(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+               scope: str = "gpu") -> TileValue:
+    """`x[index] = maximum(x[index], value)` atomically; returns the old values."""
+    return _atomic("atomic_max", "max", x, index, [value], mask, sem, scope)
+
+
+def atomic_min(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+               scope: str = "gpu") -> TileValue:
+    """`x[index] = minimum(x[index], value)` atomically; returns the old values."""
+    return _atomic("atomic_min", "min", x, index, [value], mask, sem, scope)
+
+
+def atomic_xchg(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+                scope: str = "gpu") -> TileValue:
+    """Write `value` to `x[index]` atomically; returns the old values."""
+    return _atomic("atomic_xchg", "xchg", x, index, [value], mask, sem, scope)
+
+
+def atomic_cas(x: Any, index: Any, expected: Any, value: Any, mask: Any = None, *,
+               sem: str = "relaxed", scope: str = "gpu") -> TileValue:
+    """Where `x[index]` equals `expected`, write `value`, atomically; returns the old values
+    (equal to `expected` where the swap happened)."""
+    return _atomic("atomic_cas", "cas", x, index, [expected, value], mask, sem, scope)

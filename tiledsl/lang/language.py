@@ -1,0 +1,377 @@
+"""The functions a kernel body calls: td.tile, td.grid, allocation, math and reductions."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.frontend.block_sizes import BlockSize, shape_dim, tile_block
+from tiledsl.dtypes import DType
+from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
+from tiledsl.ir.bounds import interval
+from tiledsl.ir.types import Dim, TensorType
+from tiledsl.frontend.numpy_scalars import numpy_scalar_result
+from tiledsl.frontend.sites import Site, call_site
+from tiledsl.frontend.symdims import SymDim
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.tensor_names import tensor_name
+from tiledsl.frontend.values import (
+    Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, need_static, reduce, to_value,
+    unary,
+)
+from tiledsl.frontend.values import cumsum as _cumsum
+from tiledsl.frontend.values import dot as _dot
+from tiledsl.frontend.values import where as _where
+
+
+@dataclass(frozen=True)
+class TileRange:
+    """What `td.tile(...)` / `td.grid(...)` return: consumed by a `for` statement in a kernel."""
+
+    sizes: tuple[int, ...]
+    block_sizes: tuple[int | None, ...]
+    kind: str  # "tile" or "grid"
+    loc: Loc | None
+    stop: TileValue | None = None  # a runtime stop (`td.tile(tq.end)`); `sizes` holds its bound
+    start: TileValue | None = None  # a runtime start (`td.tile(tq.end, start=...)`)
+    site: Site | None = None  # where the call is written: its traces share block sizes
+    first: TileValue | None = None  # a strided loop's first tile (`td.tile(m, n)[p::P]`)
+    stride: int | None = None  # and its step, in tiles
+    seq: bool = False  # sizes given as one list/tuple (`td.tile([m, n])`): tiles come as a tuple
+
+    def __getitem__(self, key: Any) -> TileRange:
+        """`td.tile(m, n)[p::P]`: every P-th tile from tile p, the tiles numbered row-major
+        (a persistent loop, `tiledsl/lang/persistent.py`)."""
+        from tiledsl.lang.persistent import strided
+        return strided(self, key)
+
+    def __iter__(self) -> Any:
+        current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
+                       "written in the @td.tile_kernel function itself", loc=self.loc,
+                       hint="tile loops are rewritten from the kernel's own source: a loop in a "
+                            "helper function, a nested def or a comprehension is not; move the "
+                            "loop into the kernel and call helpers for the values inside it")
+
+
+def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
+    tr = current(f"td.{kind}()")
+    if not sizes:
+        tr.fail(TraceError, f"td.{kind}() needs at least one size")
+    out = []
+    for s in sizes:
+        if isinstance(s, TileValue):
+            need_static(s)
+            tr.fail(TraceError, f"td.{kind}() sizes must be known when tracing (ints from "
+                    "shapes), got a runtime value",
+                    hint="only td.tile() with one size takes a runtime value, as a loop's stop "
+                         "inside the grid (td.tile(tq.end), or td.tile(n, stop=s))")
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            tr.fail(TraceError, f"td.{kind}() sizes must be ints, got {type(s).__name__} {s!r}")
+        if s < 1:
+            tr.fail(ShapeError, f"td.{kind}() over an empty dimension (size {int(s)})",
+                    hint="tiled dimensions must have at least one element")
+        out.append(s if isinstance(s, SymDim) else int(s))
+    return tuple(out)
+
+
+def _unpack(sizes: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
+    """`td.tile([m, n])`, `td.tile((m, n))` and `td.tile(x.shape)` are `td.tile(m, n)`, as Helion
+    writes `hl.tile([m, n])`; like Helion, the loop then yields a tuple of tiles even for one
+    size (`for (t,) in td.tile([n])`)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0]), True
+    return sizes, False
+
+
+def _runtime_stop(stop: TileValue) -> int:
+    """The static bound of a runtime loop stop (`td.tile(tq.end)`), which becomes its extent."""
+    tr = current()
+    if stop.shape != () or not stop.dtype.is_int:
+        tr.fail(TraceError, f"td.tile(): a runtime size must be an integer scalar, got "
+                f"{stop.dtype}{tr.describe_shape(stop.shape)}")
+    bound = interval(stop.value)
+    if bound is None:
+        need_static(stop)
+        tr.fail(TraceError, "td.tile(): cannot bound this runtime size when tracing",
+                hint="a runtime size is computed from tile bounds (t.begin, t.end, t.size) and "
+                     "ints with +, -, * and td.minimum/td.maximum, e.g. td.tile(tq.end) or "
+                     "td.tile(td.minimum(tq.end + 64, n)); for any other integer scalar (a "
+                     "loaded length, a reduction of loaded offsets) give the bound yourself: "
+                     "td.tile(n, stop=s)")
+    if bound[1] < 1:
+        tr.fail(ShapeError, f"td.tile(): this runtime size is at most {bound[1]}, so the loop "
+                "never runs")
+    return bound[1]
+
+
+def tile(*sizes: int | TileValue,
+         block_size: int | BlockSize | tuple[int | BlockSize | None, ...] | None = None,
+         stop: Any = None, start: Any = None) -> TileRange:
+    """Cut each size into tiles. The outermost tile loop is the parallel grid, inner ones loop.
+
+    Block sizes come from the config unless `block_size` fixes them (an int for every size, or
+    a tuple with None where the config decides).
+
+    An inner loop may stop at a runtime value: `td.tile(n, stop=s)` covers the tiles of
+    `[0, s)` (s clipped to [0, n]) for each program's own `s`, a scalar such as a loaded
+    length (`lens[b]`, jagged rows) or a scalar argument; the lanes at or past `s` are out of
+    range like those past any other edge. `td.tile(tq.end)` (causal attention) is the same
+    with `n` inferred: the static bound of a stop computed from outer tiles.
+
+    `start=s` (a scalar, clipped to [0, stop]) skips what comes before it: the loop covers the
+    tiles that meet `[s, stop)`, and lanes before `s` are out of range too. Tiles stay aligned
+    to the block (they begin at multiples of it), as in a sliding-window attention's
+    `td.tile(tq.end, start=td.maximum(tq.begin - window, 0))`.
+    """
+    tr = current("td.tile()")
+    sizes, seq = _unpack(sizes)
+    runtime = [v for v in (*sizes, stop, start) if isinstance(v, TileValue)]
+    for v in (*sizes, block_size) if tr.depth == "host" else (block_size,):
+        need_static(v)  # int arguments as the grid's sizes or as a block size
+    if (runtime or stop is not None or start is not None) and tr.depth == "host":
+        tr.fail(TraceError, "td.tile(): the grid's sizes must be known when tracing (ints "
+                "from shapes), got a runtime value",
+                hint="a runtime value can only be the stop of a loop inside the grid, "
+                     "as in td.tile(tq.end)")
+    if stop is not None:
+        if len(sizes) != 1 or isinstance(sizes[0], TileValue):
+            tr.fail(TraceError, "td.tile(n, stop=s) takes one static size n (the bound of s)",
+                    hint="td.tile(tq.end) infers n from tiles; td.tile(n, stop=lens[b]) gives it")
+        stop = to_value(stop)
+        if stop.shape != () or not stop.dtype.is_int:
+            tr.fail(TraceError, f"td.tile(): stop= must be an integer scalar, got "
+                    f"{stop.dtype}{tr.describe_shape(stop.shape)}")
+    elif len(sizes) == 1 and isinstance(sizes[0], TileValue):
+        stop = sizes[0]
+        sizes = (_runtime_stop(stop),)
+    if start is not None:
+        if len(sizes) != 1:
+            tr.fail(TraceError, "td.tile(..., start=s) takes one size")
+        start = to_value(start)
+        if start.shape != () or not start.dtype.is_int:
+            tr.fail(TraceError, f"td.tile(): start= must be an integer scalar, got "
+                    f"{start.dtype}{tr.describe_shape(start.shape)}")
+        if stop is None:  # the loop runs to its static size
+            stop = to_value(sizes[0])
+    ns = _sizes("tile", sizes)
+    if block_size is None or isinstance(block_size, (int, np.integer, BlockSize)):
+        blocks: tuple[int | None, ...] = (block_size,) * len(ns)  # type: ignore[assignment]
+    else:
+        blocks = tuple(block_size)
+    if len(blocks) != len(ns):
+        tr.fail(TraceError, f"td.tile(): {len(blocks)} block sizes for {len(ns)} sizes")
+    for b in blocks:
+        if isinstance(b, BlockSize):  # td.register_block_size's: checked by tile_block below
+            continue
+        if b is not None and (not isinstance(b, (int, np.integer)) or b < 1 or b & (b - 1)):
+            tr.fail(TraceError, f"td.tile(): block_size must be a power of two, got {b!r}")
+    return TileRange(ns, tuple(None if b is None else tile_block(b, n) if isinstance(b, BlockSize)
+                               else int(b) for b, n in zip(blocks, ns)), "tile", user_loc(),
+                     stop, start, call_site(), seq=seq)
+
+
+def grid(*sizes: int) -> TileRange:
+    """Scalar indices over each size (block size 1), e.g. for a batch dimension. Sizes may come
+    as one list or tuple (`td.grid(x.shape)`), as for `td.tile`."""
+    sizes, seq = _unpack(sizes)
+    ns = _sizes("grid", sizes)
+    return TileRange(ns, (1,) * len(ns), "grid", user_loc(), seq=seq)
+
+
+def _dtype_arg(dtype: Any, what: str) -> DType:
+    return dtypes.float32 if dtype is None else as_dtype(dtype, what)
+
+
+def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
+    tr = current()
+    items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for s in items:
+        if isinstance(s, Tile):
+            tr.fail(TraceError, f"{what}: tile '{s.label}' in the shape of a tensor allocated "
+                    "outside the tile loops", hint="allocate tensors with int sizes (from shapes)")
+        if isinstance(s, BlockSize):  # the config's value (block_sizes.py)
+            s = int(s)
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            need_static(s)
+            tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
+        if s < 1:
+            tr.fail(ShapeError, f"{what}: empty dimension {int(s)} in shape {tuple(items)}")
+        out.append(s if isinstance(s, SymDim) else int(s))  # a SymDim keeps its expression
+    return tuple(out)
+
+
+def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
+    tr = current()
+    items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out: list[Dim] = []
+    for s in items:
+        if isinstance(s, Tile):
+            out.append(s.range.block)
+        elif isinstance(s, BlockSize):  # td.register_block_size's symbol
+            out.append(shape_dim(s))
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
+            out.append(s if isinstance(s, SymDim) else int(s))
+        else:
+            need_static(s)
+            tr.fail(ShapeError, f"{what}: shape entries must be tiles or positive ints, got {s!r}")
+    return tuple(out)
+
+
+def _check_fill(value: Any, dtype: DType, what: str) -> None:
+    """A Python number filling an integer tile or tensor must be one the dtype holds: NumPy 2's
+    `np.full` raises OverflowError for an int out of range; NaN or infinity has no integer."""
+    if not dtype.is_int or isinstance(value, (bool, np.bool_)):
+        return
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            current().fail(DTypeError, f"td.{what}: cannot fill a {dtype} tile with {value!r}")
+        n = int(value)
+    elif isinstance(value, (int, np.integer)):
+        n = int(value)
+    else:
+        return  # a tile value: converted like .astype
+    info = np.iinfo(dtype.np)
+    if not int(info.min) <= n <= int(info.max):
+        current().fail(DTypeError, f"td.{what}: the fill value {value!r} is out of range for "
+                       f"{dtype} ({info.min} to {info.max}); NumPy raises OverflowError",
+                       hint="choose a wider dtype, e.g. td.int32")
+
+
+def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
+    tr = current(f"td.{what}()")
+    t = TensorType(_host_shape(shape, f"td.{what}"), dtype)
+    if fill is None:
+        v = tr.emit("tensor.empty", [], types=[t])[0]
+    else:
+        scalar = cast(to_value(fill), dtype)
+        if scalar.shape != ():
+            tr.fail(ShapeError, f"td.{what}: the fill value must be a scalar")
+        v = tr.emit("tensor.full", [scalar.value], types=[t])[0]
+    return Tensor(v, tensor_name(user_loc(), what))
+
+
+def empty(shape: Any, dtype: Any = None) -> Tensor:
+    """A new output tensor in global memory (outside the tile loops)."""
+    tr = current("td.empty()")
+    if tr.depth != "host":
+        tr.fail(TraceError, "td.empty() allocates a tensor and cannot be used inside a tile loop",
+                hint="use td.zeros(...) or td.full(...) for a tile")
+    return _new_tensor(shape, _dtype_arg(dtype, "td.empty"), "empty", None)
+
+
+def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
+    tr = current("td.empty_like()")
+    if not isinstance(x, Tensor):
+        tr.fail(TraceError, f"td.empty_like() takes a tensor, got {type(x).__name__}")
+    return empty(x.shape, x.dtype if dtype is None else dtype)
+
+
+def full(shape: Any, value: Any, dtype: Any = None) -> Tensor | TileValue:
+    """A tile filled with `value` inside tile loops; a filled tensor outside them."""
+    tr = current("td.full()")
+    v = to_value(value)
+    d = v.dtype if dtype is None and not v.weak else _dtype_arg(dtype, "td.full")
+    _check_fill(value, d, "full")
+    if tr.depth == "host":
+        return _new_tensor(shape, d, "full", v)
+    if v.shape != ():
+        tr.fail(ShapeError, "td.full: the fill value must be a scalar")
+    return broadcast_to(cast(v, d), _tile_shape(shape, "td.full"))
+
+
+def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
+    """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside."""
+    current("td.zeros()")
+    return full(shape, 0, _dtype_arg(dtype, "td.zeros"))
+
+
+@numpy_scalar_result
+def where(cond: Any, x: Any, y: Any) -> TileValue:
+    """Elementwise select: x where cond is true, else y (broadcast like NumPy)."""
+    current("td.where()")
+    return _where(cond, x, y)
+
+
+def dot(a: Any, b: Any) -> TileValue:
+    """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32."""
+    current("td.dot()")
+    return _dot(a, b)
+
+
+def _unary(name: str) -> Any:
+    @numpy_scalar_result
+    def fn(x: Any) -> TileValue:
+        current(f"td.{name}()")
+        return unary(name, x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} (16-bit floats compute in float32)."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+abs = _unary("abs")  # noqa: A001 (mirrors numpy.abs)
+
+
+@numpy_scalar_result
+def maximum(x: Any, y: Any) -> TileValue:
+    current("td.maximum()")
+    return binary("maximum", x, y)
+
+
+@numpy_scalar_result
+def minimum(x: Any, y: Any) -> TileValue:
+    current("td.minimum()")
+    return binary("minimum", x, y)
+
+
+def _reduction(kind: str, doc: str) -> Any:
+    def fn(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:
+        current(f"td.{kind}()")
+        return reduce(kind, x, axis, keepdims)
+    fn.__name__ = fn.__qualname__ = kind
+    fn.__doc__ = doc
+    return fn
+
+
+sum = _reduction("sum", "Sum over `axis` (all if None); 16-bit floats accumulate and return "  # noqa: A001
+                 "float32.")
+max = _reduction("max", "Maximum over `axis` (all if None).")  # noqa: A001
+min = _reduction("min", "Minimum over `axis` (all if None).")  # noqa: A001
+mean = _reduction("mean", "Mean over the elements in range (a partial tile divides by its true "
+                  "size).")
+argmax = _reduction("argmax", "The position of the maximum along one `axis`, as int32: the "
+                    "first on ties, and the first NaN if there is one (as NumPy). Positions "
+                    "count from the tile's first lane: add `t.begin` for the global index.")
+argmin = _reduction("argmin", "The position of the minimum along one `axis` (see `argmax`).")
+
+
+def cumsum(x: Any, axis: Any = None) -> TileValue:
+    """Inclusive prefix sums along `axis` (required unless the tile is 1-D), in the dtype a sum
+    has: 16-bit floats accumulate and return float32, ints and bools int64. Sums start at the
+    tile's first lane; carry the total of earlier tiles yourself (examples/row_cumsum.py)."""
+    current("td.cumsum()")
+    return _cumsum(x, axis)
+
+
+def astype(x: Any, dtype: Any) -> TileValue:
+    current("td.astype()")
+    return cast(to_value(x), as_dtype(dtype, "td.astype"))
+
+
+__all__ = [
+    "TileRange", "abs", "astype", "dot", "empty", "empty_like", "erf", "exp", "exp2", "full",
+    "grid", "log", "max", "maximum", "mean", "min", "minimum", "rsqrt", "sigmoid", "sqrt", "sum",
+    "tanh", "tile", "where", "zeros",
+]

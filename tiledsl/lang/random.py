@@ -1,0 +1,89 @@
+"""Random numbers in a kernel: `td.rand(seed, offsets)` and family, Triton's `tl.rand` family.
+
+Counter-based (Philox 4x32-10): each lane's numbers are a function of the seed and its offset
+alone, so a kernel draws the same numbers under every config and on every backend, and a host
+function (`td.philox`) computes them too. Seeded dropout keeps no mask in memory: the backward
+pass draws it again from the seed.
+
+The NumPy and spatial backends equal Triton's interpreter bit for bit. Compiled for a GPU,
+`rand` and `randint` stay bit for bit (integer arithmetic, then a correctly rounded conversion
+and product), while `randn` calls the GPU's log, sin, cos and an approximate square root, so it
+may differ from the CPU's in the last bits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl.errors import DTypeError, TraceError, user_loc
+from tiledsl.frontend.tracer import Tracer, active, current
+from tiledsl.frontend.values import TileValue, to_value
+
+_HOST_HINT = "on the host, td.philox.{name}(seed, offsets) gives the numbers td.{name} draws"
+
+
+def _seed(tr: Tracer, name: str, seed: Any) -> TileValue:
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) and \
+            not -2**63 <= int(seed) < 2**63:
+        tr.fail(DTypeError, f"td.{name}: the seed {int(seed)} does not fit in int64",
+                hint="a seed is a 64-bit integer; Triton reads a uint64 seed's bits, so "
+                     f"{int(seed)} is the same seed as {int(seed) - 2**64}")
+    v = to_value(seed)
+    if v.shape != () or not v.dtype.is_int:
+        got = f"a {v.dtype} scalar" if v.shape == () else \
+            f"a tile of shape {tr.describe_shape(v.shape)} ({v.dtype})"
+        tr.fail(DTypeError, f"td.{name}: the seed must be an integer scalar, got {got}",
+                hint=f"pass an int (a kernel argument or a constant): td.{name}(seed, t.index)")
+    return v
+
+
+def _offsets(tr: Tracer, name: str, offsets: Any) -> TileValue:
+    v = to_value(offsets)
+    if not v.dtype.is_int:
+        tr.fail(DTypeError, f"td.{name}: offsets must be an integer tile, got {v.dtype}",
+                hint=f"number the lanes with integers, e.g. td.{name}(seed, t.index) or "
+                     f"td.{name}(seed, tm.index[:, None] * n + tn.index[None, :])")
+    return v
+
+
+def _random(name: str, seed: Any, offsets: Any) -> list[TileValue]:
+    if active() is None:
+        raise TraceError(f"td.{name}() can only be used inside a @td.tile_kernel function",
+                         loc=user_loc(), hint=_HOST_HINT.format(name=name))
+    tr = current()
+    s, o = _seed(tr, name, seed), _offsets(tr, name, offsets)
+    return [TileValue(r) for r in tr.emit(name, [s.value, o.value], hint=name)]
+
+
+def rand(seed: Any, offsets: Any) -> TileValue:
+    """Uniform float32 in [0, 1), one per offset: Triton's `tl.rand(seed, offsets)`, bit for
+    bit. `seed` is an integer scalar, `offsets` an integer tile (typically `t.index`)."""
+    return _random("rand", seed, offsets)[0]
+
+
+def randn(seed: Any, offsets: Any) -> TileValue:
+    """Standard normal float32, one per offset (Box-Muller): Triton's `tl.randn`."""
+    return _random("randn", seed, offsets)[0]
+
+
+def randint(seed: Any, offsets: Any) -> TileValue:
+    """32 random bits per offset, as int32: the bits of Triton's `tl.randint` (a uint32)."""
+    return _random("randint", seed, offsets)[0]
+
+
+def rand4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
+    """Four independent uniform tiles per offset: Triton's `tl.rand4x`."""
+    return tuple(_random("rand4x", seed, offsets))
+
+
+def randn4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
+    """Four independent normal tiles per offset: Triton's `tl.randn4x`."""
+    return tuple(_random("randn4x", seed, offsets))
+
+
+def randint4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
+    """Four words of random bits per offset, as int32 (Philox's whole output, the cheapest way
+    to draw many numbers): Triton's `tl.randint4x`."""
+    return tuple(_random("randint4x", seed, offsets))

@@ -1,0 +1,155 @@
+"""Scans and sorts along one axis of a tile: `td.associative_scan`, `td.sort`, `td.argsort` and
+`td.topk` (the IR ops `scan` and `sort`, tiledsl/ir/ops.py).
+
+A scan's combine function is a Python function of scalar tile values, traced once into the
+scan op's region (on Triton, a `@triton.jit` function of the generated module, as
+`tl.associative_scan` takes). The NumPy backend scans lane by lane from the first (the last,
+with `reverse=True`); Triton combines in a tree, so a float combine that is not exactly
+associative (a sum) may differ in the last bits.
+
+A sort orders the lanes as NumPy's stable sort does: NaN after every number, equal values in
+lane order (-0.0 and 0.0 are equal); descending is the exact reverse order, but equal values
+stay in lane order (NaN first). Out-of-range lanes (past a ragged edge, padding, before a
+runtime start) never come before in-range ones; `td.topk` over fewer than k in-range lanes
+returns position -1 and -inf (the dtype's minimum; +inf and maximum with `largest=False`) for
+the missing ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl.errors import ShapeError, TraceError
+from tiledsl.ir.core import Block, Value
+from tiledsl.ir.ops import ELEMENTWISE, has_trait
+from tiledsl.ir.types import TileType
+from tiledsl.frontend.tracer import Tracer, current
+from tiledsl.frontend.values import TileValue, broadcast_shapes, broadcast_to, cast, to_value
+
+# What a combine function may compute: scalar math, and the constants and casts it needs.
+_COMBINE_OPS = frozenset({"const", "cast", "broadcast"})
+
+
+def _axis(tr: Tracer, what: str, axis: Any, ndim: int) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or \
+            not -ndim <= axis < ndim:
+        tr.fail(ShapeError, f"{what}: axis {axis!r} is not an axis of a {ndim}-D tile",
+                hint=f"{what} runs along one constant axis, e.g. axis=-1")
+    return int(axis) % ndim
+
+
+def associative_scan(x: Any, axis: Any = None, combine_fn: Any = None, reverse: bool = False,
+                     *, dim: int | None = None) -> Any:
+    """Inclusive scan of `x` (a tile, or a tuple of tiles of one shape) along `axis` with
+    `combine_fn(a..., b...)`, which takes the running values then the lane's and returns the
+    combined ones (one per tile), as `tl.associative_scan`. Returns a tile or a tuple.
+
+    Helion's order, `td.associative_scan(combine_fn, x, dim)` (`dim=` a keyword or third), is
+    the same scan."""
+    tr = current("td.associative_scan()")
+    if callable(x) and not isinstance(x, (TileValue, tuple, list)):  # Helion's argument order
+        x, axis, combine_fn = axis, combine_fn, x
+    if dim is not None:
+        if axis is not None:
+            tr.fail(TraceError, "td.associative_scan: give the axis once (axis or dim=)")
+        axis = dim
+    single = not isinstance(x, (tuple, list))
+    xs = [to_value(v) for v in ([x] if single else x)]
+    if not xs:
+        tr.fail(TraceError, "td.associative_scan needs at least one tile")
+    shape = broadcast_shapes(tr, [v.shape for v in xs])
+    xs = [broadcast_to(v, shape) for v in xs]
+    a = _axis(tr, "td.associative_scan", axis, len(shape))
+    if not callable(combine_fn):
+        tr.fail(TraceError, f"td.associative_scan: combine_fn must be a function, got "
+                f"{combine_fn!r:.60}", hint="def combine(a, b): return a + b")
+    scalars = [TileType((), v.dtype) for v in xs]
+    region = Block([Value(t, n) for n, t in zip("ab", scalars * 2)] if len(xs) == 1 else
+                   [Value(t, f"{s}{i}") for s in "ab" for i, t in enumerate(scalars)])
+    with tr.region(region, "combine"):
+        out = combine_fn(*(TileValue(v) for v in region.args))
+        outs = [out] if single and not isinstance(out, (tuple, list)) else list(out)
+        if len(outs) != len(xs):
+            tr.fail(TraceError, f"td.associative_scan: combine_fn returned {len(outs)} values "
+                    f"for {len(xs)} tiles", hint="return one combined value per tile scanned")
+        outs = [_combined(tr, o, t) for o, t in zip(outs, scalars)]
+        tr.emit("yield", [o.value for o in outs])
+    _check_combine(tr, region)
+    results = tr.emit("scan", [v.value for v in xs], {"axis": a, "reverse": bool(reverse),
+                                                       "n": len(xs)})
+    op = tr.blocks[-1].ops[-1]
+    op.regions.append(region)
+    values = [TileValue(r) for r in results]
+    return values[0] if single else tuple(values)
+
+
+def _combined(tr: Tracer, out: Any, t: TileType) -> TileValue:
+    v = to_value(out)
+    if v.shape != ():
+        tr.fail(ShapeError, "td.associative_scan: combine_fn must return scalars (it combines "
+                "one lane at a time)", hint="compute with its arguments only")
+    if v.dtype != t.dtype and not v.weak:
+        tr.fail(TraceError, f"td.associative_scan: combine_fn returned {v.dtype} for a "
+                f"{t.dtype} tile", hint=f"cast the result: (...).astype(td.{t.dtype})")
+    return cast(v, t.dtype)
+
+
+def _check_combine(tr: Tracer, region: Block) -> None:
+    for op in region.ops[:-1]:
+        if not (has_trait(op.name, ELEMENTWISE) or op.name in _COMBINE_OPS):
+            tr.fail(TraceError, f"td.associative_scan: combine_fn may only compute with its "
+                    f"scalar arguments, but it uses '{op.name}'", loc=op.loc,
+                    hint="loads, loops, reductions and branches belong outside combine_fn; "
+                         "use td.where to select")
+        for o in op.operands:
+            if o.owner not in region.ops and o not in region.args:
+                tr.fail(TraceError, "td.associative_scan: combine_fn uses a value from "
+                        "outside it (a tile or a scalar of the kernel)", loc=op.loc,
+                        hint="pass what it needs as another scanned tile, or a Python constant")
+
+
+def _sort(name: str, x: Any, axis: Any, descending: bool, k: int | None,
+          positions: bool) -> list[Value]:
+    tr = current(f"td.{name}()")
+    v = to_value(x)
+    if v.ndim == 0:
+        tr.fail(ShapeError, f"td.{name} needs a tile, got a scalar")
+    a = _axis(tr, f"td.{name}", axis, v.ndim)
+    if k is not None:
+        n = v.shape[a]
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            tr.fail(ShapeError, f"td.topk: k must be a positive int, got {k!r}")
+        if isinstance(n, str):
+            tr.fail(ShapeError, f"td.topk along axis {a}, a tile whose block size the config "
+                    "chooses: k may exceed it", hint="take the whole row (x[i, :]) or give "
+                    "the tile a block_size= of at least k")
+        if k > n:
+            tr.fail(ShapeError, f"td.topk: k={k} exceeds the {n} lanes of axis {a}")
+    attrs = {"axis": a, "descending": bool(descending), "k": None if k is None else int(k),
+             "positions": positions}
+    return tr.emit("sort", [v.value], attrs)
+
+
+def sort(x: Any, axis: int = -1, descending: bool = False) -> TileValue:
+    """The lanes of `x` sorted along `axis` (NumPy's order, stable; see the module docstring),
+    as `tl.sort`. Out-of-range lanes come last."""
+    return TileValue(_sort("sort", x, axis, descending, None, False)[0])
+
+
+def argsort(x: Any, axis: int = -1, descending: bool = False) -> TileValue:
+    """The positions (int32, from the tile's first lane) that sort `x` along `axis`, as
+    `np.argsort(x, kind="stable")` (descending: the reverse order, ties in lane order)."""
+    return TileValue(_sort("argsort", x, axis, descending, None, True)[1])
+
+
+def topk(x: Any, k: int, axis: int = -1, largest: bool = True) -> tuple[TileValue, TileValue]:
+    """The `k` largest lanes of `x` along `axis` (smallest with `largest=False`), best first,
+    and their positions (int32, from the tile's first lane), as `torch.topk`; ties go to the
+    first lane."""
+    values, pos = _sort("topk", x, axis, largest, k, True)
+    return TileValue(values), TileValue(pos)
+
+
+__all__ = ["argsort", "associative_scan", "sort", "topk"]

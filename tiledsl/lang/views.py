@@ -1,0 +1,322 @@
+"""Views: new shapes and axis orders of tiles (`v.reshape`, `v.permute`, `td.join`, `td.split`,
+`td.stack`) and of tensors in host code (`x.reshape`, `x.view`, `x.permute`, `x.transpose`,
+`x.flatten`, `x.unsqueeze`, `x.squeeze`), spelled as in PyTorch and Helion.
+
+A tile's block-size axes keep their own axes through a reshape (their sizes are only known once
+a config is chosen): only runs of constant axes between them merge or split, as RoPE's
+`x.reshape(tb, tt, 2, half)` does. A tensor view never copies: it shares its tensor's memory
+(reads see, and stores write, the original), so a layout that cannot be viewed with the new
+shape is an error when the kernel runs, as torch's `view`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from tiledsl.errors import ShapeError, TraceError
+from tiledsl.ir.ops import reshape_groups
+from tiledsl.ir import views
+from tiledsl.ir.types import Dim, TensorType
+from tiledsl.frontend.symdims import SymDim
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, Tile, TileValue, broadcast_to, to_value
+
+
+def _shape_args(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`f(a, b)` and `f((a, b))` / `f([a, b])` alike, as torch's reshape and permute."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def _axis(a: Any, rank: int, what: str) -> int:
+    if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not -rank <= a < rank:
+        current().fail(ShapeError, f"{what}: {a!r} is not an axis of a {rank}-D value")
+    return int(a) % rank
+
+
+def _permutation(dims: tuple[Any, ...], rank: int, what: str) -> tuple[int, ...]:
+    perm = tuple(_axis(d, rank, what) for d in _shape_args(dims))
+    if sorted(perm) != list(range(rank)):
+        current().fail(ShapeError, f"{what}: {perm} is not a permutation of {rank} axes",
+                       hint=f"name every axis once, e.g. .permute({', '.join(map(str, reversed(range(rank))))})")
+    return perm
+
+
+def _swap(rank: int, a: Any, b: Any, what: str) -> tuple[int, ...]:
+    perm = list(range(rank))
+    i, j = _axis(a, rank, what), _axis(b, rank, what)
+    perm[i], perm[j] = perm[j], perm[i]
+    return tuple(perm)
+
+
+# ---- tiles --------------------------------------------------------------------------------
+def _tile_shape(v: TileValue, shape: tuple[Any, ...]) -> tuple[Dim, ...]:
+    """Entries are tiles (their block size), positive ints, and at most one -1."""
+    tr = current()
+    dims: list[Dim | None] = []
+    for s in _shape_args(shape):
+        if isinstance(s, Tile):
+            dims.append(s.range.block)
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and (s >= 1 or s == -1):
+            dims.append(None if s == -1 else int(s))
+        else:
+            tr.fail(ShapeError, f"reshape: shape entries are tiles, positive ints or one -1, "
+                    f"got {s!r}")
+    if dims.count(None) > 1:
+        tr.fail(ShapeError, "reshape: only one dimension can be -1")
+    if None in dims:
+        known = [d for d in dims if d is not None]
+        if any(isinstance(d, str) for d in known) or any(isinstance(d, str) for d in v.shape):
+            blocks = [d for d in v.shape if isinstance(d, str)]
+            rest = [d for d in dims if isinstance(d, str)]
+            if blocks != rest:
+                tr.fail(ShapeError, "reshape: -1 cannot stand for a tile's block size",
+                        hint="name the tile in the shape, e.g. v.reshape(tm, 2, -1)")
+        size = math.prod(d for d in v.shape if isinstance(d, int))
+        part = math.prod(d for d in known if isinstance(d, int))
+        if part == 0 or size % part:
+            tr.fail(ShapeError, f"reshape: cannot infer -1 for shape {tr.describe_shape(v.shape)}")
+        dims[dims.index(None)] = size // part
+    return tuple(d for d in dims if d is not None)
+
+
+def reshape(x: Any, *shape: Any) -> TileValue:
+    """The tile's elements in row-major order in a new shape (torch's `reshape`/`view`)."""
+    current("reshape")
+    v = to_value(x)
+    return _reshape_to(v, _tile_shape(v, shape))
+
+
+def _reshape_to(v: TileValue, new: tuple[Dim, ...]) -> TileValue:
+    tr = current()
+    if reshape_groups(v.shape, new) is None:
+        tr.fail(ShapeError, f"cannot reshape a tile of shape {tr.describe_shape(v.shape)} to "
+                f"{tr.describe_shape(new)}", hint="a tile's block-size axes keep their own "
+                "axes and order (their sizes are chosen by the config); only the constant "
+                "dimensions between them can be merged or split, with equal products")
+    if new == v.shape:
+        return v
+    return TileValue(tr.emit("reshape", [v.value], {"shape": new})[0], v.weak)
+
+
+def permute(x: Any, *dims: Any) -> TileValue:
+    """The tile with its axes reordered: result axis i is axis dims[i] (torch's `permute`)."""
+    tr = current("permute")
+    v = to_value(x)
+    perm = _permutation(dims, v.ndim, "permute")
+    if perm == tuple(range(v.ndim)):
+        return v
+    return TileValue(tr.emit("transpose", [v.value], {"perm": perm})[0], v.weak)
+
+
+def transpose(x: Any, a: Any = 0, b: Any = 1) -> TileValue:
+    """The tile with axes a and b swapped (torch's `transpose`)."""
+    v = to_value(x)
+    return permute(v, _swap(v.ndim, a, b, "transpose"))
+
+
+def unsqueeze(x: Any, axis: Any) -> TileValue:
+    """A new axis of 1 at `axis` (negative counts from the end of the result)."""
+    tr = current("unsqueeze")
+    v = to_value(x)
+    at = _axis(axis, v.ndim + 1, "unsqueeze")
+    return TileValue(tr.emit("expand_dims", [v.value], {"axis": at})[0], v.weak)
+
+
+def expand(x: Any, *shape: Any) -> TileValue:
+    """The tile broadcast to `shape` (torch's `expand`): entries are tiles, ints, or -1 to keep
+    a dimension; axes of 1 grow and new axes lead."""
+    tr = current("expand")
+    v = to_value(x)
+    dims = _shape_args(shape)
+    lead = len(dims) - v.ndim
+    new: list[Dim] = []
+    for i, s in enumerate(dims):
+        if isinstance(s, Tile):
+            new.append(s.range.block)
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s == -1 and i >= lead:
+            new.append(v.shape[i - lead])
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
+            new.append(int(s))
+        else:
+            tr.fail(ShapeError, f"expand: shape entries are tiles, positive ints or -1 (keep), "
+                    f"got {s!r}")
+    return _expand_to(v, tuple(new))
+
+
+def expand_as(x: Any, other: Any) -> TileValue:
+    """The tile broadcast to `other`'s shape (torch's `expand_as`)."""
+    current("expand_as")
+    return _expand_to(to_value(x), to_value(other).shape)
+
+
+def _expand_to(v: TileValue, new: tuple[Dim, ...]) -> TileValue:
+    tr = current()
+    lead = len(new) - v.ndim
+    if lead < 0 or any(d not in (1, new[i + lead]) for i, d in enumerate(v.shape)):
+        tr.fail(ShapeError, f"cannot expand a tile of shape {tr.describe_shape(v.shape)} to "
+                f"{tr.describe_shape(new)}", hint="only axes of 1 grow (and new axes lead), as "
+                "torch's expand")
+    return broadcast_to(v, new)
+
+
+def squeeze(x: Any, axis: Any = None) -> TileValue:
+    """Without axes of 1 (`axis` names one; None drops all)."""
+    v = to_value(x)
+    axes = [i for i, d in enumerate(v.shape) if d == 1] if axis is None else \
+        [_axis(axis, v.ndim, "squeeze")]
+    if any(v.shape[a] != 1 for a in axes):
+        current().fail(ShapeError, f"squeeze: axis {axis} has size "
+                       f"{current().describe_dim(v.shape[axes[0]])}, not 1")
+    return _reshape_to(v, tuple(d for i, d in enumerate(v.shape) if i not in axes))
+
+
+def flatten(x: Any) -> TileValue:
+    """The tile as one axis: its constant elements, or one block-size axis with axes of 1."""
+    v = to_value(x)
+    blocks = [d for d in v.shape if isinstance(d, str)]
+    if not blocks:
+        return _reshape_to(v, (math.prod(v.shape),))  # type: ignore[arg-type]
+    if len(blocks) == 1 and all(d == 1 for d in v.shape if isinstance(d, int)):
+        return _reshape_to(v, (blocks[0],))
+    return _reshape_to(v, (-1,))  # refused, with the reason
+
+
+def join(a: Any, b: Any) -> TileValue:
+    """Two tiles side by side along a new last axis of 2 (`tl.join`, Helion's `hl.join`)."""
+    tr = current("td.join()")
+    x, y = to_value(a), to_value(b)
+    if x.shape != y.shape:
+        tr.fail(ShapeError, f"td.join: the tiles' shapes differ: {tr.describe_shape(x.shape)} "
+                f"and {tr.describe_shape(y.shape)}")
+    if x.dtype != y.dtype:
+        from tiledsl.frontend.values import coerce
+        (x, y), _ = coerce([x, y])
+    return TileValue(tr.emit("join", [x.value, y.value])[0], x.weak and y.weak)
+
+
+def split(x: Any) -> tuple[TileValue, TileValue]:
+    """The two halves of a tile whose last axis is 2 (`tl.split`, Helion's `hl.split`)."""
+    tr = current("td.split()")
+    v = to_value(x)
+    if not v.shape or v.shape[-1] != 2:
+        tr.fail(ShapeError, f"td.split needs a tile whose last axis is 2, got shape "
+                f"{tr.describe_shape(v.shape)}", hint="reshape or permute first, e.g. "
+                "td.split(v.reshape(tm, -1, 2))")
+    lo, hi = tr.emit("split", [v.value])
+    return TileValue(lo, v.weak), TileValue(hi, v.weak)
+
+
+def stack(values: Sequence[Any], axis: int = 0) -> TileValue:
+    """Two tiles stacked along a new `axis` (a join and a permute): torch's `stack`."""
+    tr = current("td.stack()")
+    if not isinstance(values, (list, tuple)) or len(values) != 2:
+        tr.fail(ShapeError, f"td.stack takes two tiles, got "
+                f"{len(values) if isinstance(values, (list, tuple)) else type(values).__name__}",
+                hint="stack pairs, or build larger tiles with td.join and reshape")
+    joined = join(values[0], values[1])
+    at = _axis(axis, joined.ndim, "td.stack")
+    perm = list(range(joined.ndim - 1))
+    perm.insert(at, joined.ndim - 1)
+    return permute(joined, tuple(perm))
+
+
+# ---- tensors ------------------------------------------------------------------------------
+def _host(t: Tensor, what: str) -> None:
+    tr = current(what)
+    if tr.depth != "host":
+        tr.fail(TraceError, f"{what}: views of tensor '{t.name}' are made in host code, before "
+                "the tile loops", hint=f"view it before the loops, e.g. x2 = {t.name}.reshape(...)")
+
+
+def _tensor_view(t: Tensor, name: str, attrs: dict[str, Any], label: str) -> Tensor:
+    v = current().emit(name, [t.value], attrs, hint=t.value.hint)[0]
+    return Tensor(v, label)
+
+
+def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
+    """The tensor's elements in row-major order with a new shape, sharing its memory."""
+    _host(t, f"{t.name}.{what}")
+    tr = current()
+    dims = list(_shape_args(shape))
+    for s in dims:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not (s >= 1 or s == -1):
+            tr.fail(ShapeError, f"{t.name}.{what}: shape entries are positive ints and at most "
+                    f"one -1, got {s!r}")
+    if dims.count(-1) > 1:
+        tr.fail(ShapeError, f"{t.name}.{what}: only one dimension can be -1")
+    size = math.prod(t.shape)  # Python arithmetic keeps argument sizes symbolic (symdims.py)
+    if -1 in dims:
+        part = math.prod(d for d in dims if d != -1)
+        if size % part:
+            tr.fail(ShapeError, f"{t.name}.{what}: cannot view shape {t.shape} as {tuple(dims)}")
+        dims[dims.index(-1)] = size // part
+    new = tuple(d if isinstance(d, SymDim) else int(d) for d in dims)
+    if math.prod(new) != size:
+        tr.fail(ShapeError, f"{t.name}.{what}: cannot view shape {t.shape} ({size} elements) "
+                f"as {new} ({math.prod(new)} elements)")
+    if new == t.shape:
+        return t
+    base = views.root(t.value).type
+    assert isinstance(base, TensorType)
+    laid = views.strides_of(t.value, [math.prod(base.shape[i + 1:]) for i in range(len(base.shape))])
+    if laid is None or views.reshape_strides(t.shape, laid, new) is None:
+        tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this permuted tensor "
+                "would need a copy", hint="view before permuting, or index the permuted "
+                "tensor as it is")
+    return _tensor_view(t, "tensor.reshape", {"shape": new}, f"{t.name}.{what}{new}")
+
+
+def tensor_permute(t: Tensor, *dims: Any) -> Tensor:
+    """The tensor with its dimensions reordered (torch's `permute`), sharing its memory."""
+    _host(t, f"{t.name}.permute")
+    perm = _permutation(dims, t.ndim, f"{t.name}.permute")
+    if perm == tuple(range(t.ndim)):
+        return t
+    return _tensor_view(t, "tensor.permute", {"perm": perm}, f"{t.name}.permute{perm}")
+
+
+def tensor_transpose(t: Tensor, a: Any = 0, b: Any = 1) -> Tensor:
+    return tensor_permute(t, _swap(t.ndim, a, b, f"{t.name}.transpose"))
+
+
+def tensor_unsqueeze(t: Tensor, axis: Any) -> Tensor:
+    at = _axis(axis, t.ndim + 1, f"{t.name}.unsqueeze")
+    return tensor_reshape(t, t.shape[:at] + (1,) + t.shape[at:], what="unsqueeze")
+
+
+def tensor_squeeze(t: Tensor, axis: Any = None) -> Tensor:
+    axes = [i for i, d in enumerate(t.shape) if d == 1] if axis is None else \
+        [_axis(axis, t.ndim, f"{t.name}.squeeze")]
+    if any(t.shape[a] != 1 for a in axes):
+        current().fail(ShapeError, f"{t.name}.squeeze: dimension {axes[0]} has size "
+                       f"{t.shape[axes[0]]}, not 1")
+    shape = tuple(d for i, d in enumerate(t.shape) if i not in axes) or (1,)
+    return tensor_reshape(t, shape, what="squeeze")
+
+
+def tensor_flatten(t: Tensor) -> Tensor:
+    return tensor_reshape(t, t.size, what="flatten")
+
+
+# ---- the methods --------------------------------------------------------------------------
+def tensor_view(t: Tensor, *shape: Any) -> Tensor:
+    return tensor_reshape(t, *shape, what="view")
+
+
+# Tile values and tensors have their views as methods too, spelled as torch's (`v.reshape(tm,
+# 2, -1)`, `x.T`). This module adds them, so that values.py, which it builds on, needs no views
+# (importing tiledsl imports this module).
+for _cls, _methods in [
+        (TileValue, {"reshape": reshape, "view": reshape, "permute": permute,
+                     "transpose": transpose, "unsqueeze": unsqueeze, "expand": expand,
+                     "expand_as": expand_as, "squeeze": squeeze, "flatten": flatten}),
+        (Tensor, {"reshape": tensor_reshape, "view": tensor_view, "permute": tensor_permute,
+                  "transpose": tensor_transpose, "unsqueeze": tensor_unsqueeze,
+                  "squeeze": tensor_squeeze, "flatten": tensor_flatten})]:
+    for _name, _method in _methods.items():
+        setattr(_cls, _name, _method)

@@ -1,0 +1,159 @@
+"""A kernel's argument specs: the signature a trace is cached under, one entry per argument.
+
+An entry is ("tensor", shape, dtype short), ("scalar", dtype short, weak), ("const", Static: a
+compile-time value), ("closure", Static, captured array specs: a function capturing arrays) or
+("list", "list" | "tuple", element specs): see static_args.py. `flat` turns the call's values
+into the IR's arguments (lists spliced in, compile-time values left out); `flat_names` names
+them as errors do.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.frontend import static_args
+from tiledsl.errors import ArgumentError
+from tiledsl.frontend.subclasses import plain_arrays
+from tiledsl.frontend.values import weak_dtype
+
+ArgSpec = tuple
+NUMPY_DTYPES = dtypes._FROM_NUMPY
+
+
+class ArgSpecs:
+    """How kernel `name` (with `signature`) reads its arguments; `static` holds the names of its
+    compile-time parameters (annotated td.constexpr, or ints its body needs static)."""
+
+    def __init__(self, name: str, signature: inspect.Signature) -> None:
+        self.name = name
+        self.signature = signature
+        self.arity = len(signature.parameters)
+        self.static: set[str] = set(static_args.signature_constexprs(signature))
+
+    def bind(self, args: tuple, kwargs: dict) -> list[Any]:
+        """Positional argument values in the order of the kernel's parameters."""
+        if not kwargs and len(args) == self.arity:
+            return plain_arrays(self.name, self.signature.parameters, list(args))
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            params = ", ".join(self.signature.parameters)
+            raise ArgumentError(f"{e} (parameters: {params})", kernel=self.name) from None
+        bound.apply_defaults()
+        return plain_arrays(self.name, self.signature.parameters, list(bound.arguments.values()))
+
+    def all_of(self, values: list[Any]) -> tuple[ArgSpec, ...]:
+        """The spec of each argument, with the compile-time parameters known so far."""
+        return tuple(self.of(n, v) for n, v in zip(self.signature.parameters, values))
+
+    def of(self, name: str, v: Any) -> ArgSpec:
+        special = self._special(name, v)
+        if special is not None:
+            return special
+        if isinstance(v, (bool, int, float)):
+            # A Python int argument is an int64 whatever its value (k * 3 must not wrap at 2**31).
+            d = dtypes.int64 if isinstance(v, int) and not isinstance(v, bool) else weak_dtype(v)
+            if d == dtypes.int64 and not -2**63 <= v < 2**63:
+                raise ArgumentError(f"argument '{name}' is {v}, out of the range of int64 (a "
+                                    "Python int argument is an int64)", kernel=self.name)
+            return ("scalar", d.short, True)
+        if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
+            d = dtypes.from_any(v.dtype)
+            if d is None:
+                raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype}",
+                                    kernel=self.name)
+            return ("scalar", d.short, False)
+        if isinstance(v, np.ndarray) and v.ndim > 0:
+            d = NUMPY_DTYPES.get(v.dtype)
+            if d is not None and 0 not in v.shape:
+                return ("tensor", v.shape, d.short)
+        if isinstance(v, np.ndarray) or is_gpu_array(v):
+            d = dtypes.from_any(str(v.dtype).rsplit(".", 1)[-1])
+            if d is None:
+                supported = ", ".join(x.name for x in dtypes.ALL)
+                raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype} "
+                                    f"(supported: {supported})", kernel=self.name)
+            if 0 in v.shape:
+                raise ArgumentError(f"argument '{name}' has an empty dimension (shape {v.shape})",
+                                    kernel=self.name)
+            return ("tensor", tuple(int(s) for s in v.shape), d.short)
+        raise ArgumentError(f"argument '{name}' is a {type(v).__module__}.{type(v).__qualname__}; "
+                            "pass a NumPy array or a number", kernel=self.name)
+
+    def _special(self, name: str, v: Any) -> ArgSpec | None:
+        """The spec of a compile-time argument or a list of arrays; None for any other."""
+        if name in self.static and isinstance(v, (int, float, np.number)) or \
+                static_args.is_constant(v):
+            if isinstance(v, np.number):
+                v = v.item()
+            captured = static_args.captured_arrays(v)
+            if captured:  # arrays a function captures become tensor arguments
+                return ("closure", static_args.static(v), tuple(
+                    (i, var, self._captured(f"{name}.{var}", a)) for i, var, a in captured))
+            return ("const", static_args.static(v))
+        if name in self.static:
+            raise ArgumentError(f"argument '{name}' is compile-time (td.constexpr) but is a "
+                                f"{type(v).__module__}.{type(v).__qualname__}",
+                                kernel=self.name, hint="pass a Python value, not an array")
+        if not isinstance(v, (list, tuple)):
+            return None
+        elems = []
+        for i, x in enumerate(v):
+            s = self.of(f"{name}[{i}]", x) \
+                if isinstance(x, np.ndarray) or is_gpu_array(x) else None
+            if s is None or s[0] != "tensor":
+                raise ArgumentError(
+                    f"argument '{name}' is a {type(v).__name__} holding a "
+                    f"{type(x).__module__}.{type(x).__qualname__} at index {i}; a list or tuple "
+                    "argument holds arrays only (a list of tensors), or compile-time values "
+                    "only (bool, str, None, callables, numbers)", kernel=self.name)
+            elems.append(s)
+        return ("list", type(v).__name__, tuple(elems))
+
+    def _captured(self, what: str, a: Any) -> ArgSpec:
+        s = self.of(what, a) if isinstance(a, np.ndarray) or is_gpu_array(a) else None
+        if s is None or s[0] != "tensor":
+            raise ArgumentError(f"'{what}' is a {type(a).__module__}.{type(a).__qualname__} a "
+                                "function argument captures; a captured array must be a NumPy "
+                                "array (or a GPU array on the GPU) with at least one dimension",
+                                kernel=self.name, hint="pass it as an argument of the kernel")
+        return s
+
+    def flat(self, spec: tuple[ArgSpec, ...], values: list[Any]) -> list[Any]:
+        """The values of the IR's arguments (`fn.args`): runtime arguments, with each list of
+        arrays spliced in, compile-time ones left out. What the backends receive."""
+        out: list[Any] = []
+        for s, v in zip(spec, values):
+            if s[0] == "list":
+                out.extend(v)
+            elif s[0] == "closure":
+                out += [a for _, _, a in static_args.captured_arrays(v)]
+            elif s[0] != "const":
+                out.append(v)
+        return out
+
+    def flat_names(self, spec: tuple[ArgSpec, ...]) -> list[str]:
+        """The names of the IR's arguments as errors name them (`a[0]` for a list's first)."""
+        out: list[str] = []
+        for name, s in zip(self.signature.parameters, spec):
+            if s[0] == "list":
+                out += [f"{name}[{i}]" for i in range(len(s[2]))]
+            elif s[0] == "closure":
+                out += [f"{name}.{var}" for _, var, _ in s[2]]
+            elif s[0] != "const":
+                out.append(name)
+        return out
+
+
+def is_gpu_array(v: Any) -> bool:
+    """A CuPy array or a torch CUDA tensor (anything exposing __cuda_array_interface__)."""
+    if type(v).__module__.startswith("torch"):  # which refuses the interface of a tensor
+        return bool(getattr(v, "is_cuda", False))  # that requires grad
+    try:
+        return hasattr(v, "__cuda_array_interface__")
+    except Exception:  # torch raises for CPU tensors when asked for the interface
+        return False

@@ -1,0 +1,318 @@
+"""`@td.tile_kernel`: the kernel object users call, trace, tune and inspect.
+
+Tracing and the lowering pipeline run once per argument signature (shapes, dtypes, scalar kinds);
+a config is applied only when a backend generates code or runs, so trying a config is cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+from pathlib import Path
+from types import FunctionType
+from typing import Any, Callable
+
+import numpy as np
+
+from tiledsl.interop import arrays
+from tiledsl.runtime import dispatch, registry
+from tiledsl import dtypes
+from tiledsl.frontend import reads, static_args
+from tiledsl.runtime.config import Config, ConfigSpace
+from tiledsl.runtime.arg_specs import ArgSpec, ArgSpecs
+from tiledsl.runtime.caches import Caches
+from tiledsl.errors import Loc, TileDSLError, TraceError
+from tiledsl.ir.printer import print_ir
+from tiledsl.runtime.runner import Runner, tuned_config
+from tiledsl.runtime.spaces import space_for
+from tiledsl.frontend.tracer import active
+from tiledsl.runtime.traces import Traced, Traces
+
+
+class TileKernel:
+    """A tile kernel: call it on NumPy arrays, or use `run`, `config_space`, `source`."""
+
+    def __init__(self, fn: FunctionType) -> None:
+        if not inspect.isfunction(fn):
+            raise TraceError(f"@td.tile_kernel decorates a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name: str = fn.__name__
+        self.file: str = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        self.signature = inspect.signature(fn)
+        self.specs = ArgSpecs(self.name, self.signature)
+        self.caches = Caches()
+        self.traces = Traces(fn, self.name, self.file, self.signature, lambda: self.caches,
+                             self.specs.flat_names)
+        self.runner = Runner(self)
+        if self.name == "<lambda>":
+            raise TraceError("@td.tile_kernel needs a function written with `def`, got a lambda",
+                             kernel=self.name, loc=Loc(self.file, fn.__code__.co_firstlineno))
+        for p in self.signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TraceError(f"kernel '{self.name}' cannot take *args or **kwargs",
+                                 kernel=self.name, loc=Loc(self.file, self.traces.def_line()))
+        # the caches, per value of the globals and closure variables it reads (reads.py)
+        self._reads = reads.Generations(fn, "caches", Caches)
+
+    def __repr__(self) -> str:
+        return f"<tile_kernel {self.name} ({self.file}:{self.fn.__code__.co_firstlineno})>"
+
+    # ---- arguments -------------------------------------------------------------------------
+    def bind(self, args: tuple, kwargs: dict) -> list[Any]:
+        """Positional argument values in the order of the kernel's parameters."""
+        return self.specs.bind(args, kwargs)
+
+    def arg_spec(self, values: list[Any]) -> tuple[ArgSpec, ...]:
+        """The signature a trace is cached under; raises ArgumentError for what no backend takes.
+        A spec with runtime ints is traced here: an int the body needs static (a shape, a
+        range) makes its parameter compile-time, and the spec is made again."""
+        self._reads.sync(self)  # a global it reads changed: the traces of its value
+        return self.specialized(lambda: self.specs.all_of(values))
+
+    def specialized(self, make: Callable[[], tuple[ArgSpec, ...]]) -> tuple[ArgSpec, ...]:
+        """`make()`, made again while tracing it finds int parameters that must be static."""
+        while True:
+            spec = make()
+            if spec in self.caches.traces or not any(
+                    s[0] == "scalar" and dtypes.BY_SHORT[s[1]].is_int for s in spec):
+                return spec
+            try:
+                self.traces.get(spec)
+            except static_args.StaticNeeded as e:
+                self.specs.static |= e.params  # (each round adds one: the loop ends)
+                self.caches.plans.clear()
+                self.caches.fast.clear()
+                continue
+            return spec
+
+    def ir_values(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """The values a backend receives for this call (see `_flat`)."""
+        values = self.bind(args, kwargs)
+        return self.specs.flat(self.arg_spec(values), values)
+
+    # ---- tracing ---------------------------------------------------------------------------
+    def traced(self, *args: Any, **kwargs: Any) -> Traced:
+        """The IR for these arguments (traced once per signature, then cached)."""
+        spec = self.arg_spec(self.bind(args, kwargs))
+        return self.traces.get(spec)
+
+    def traced_under(self, config: Config, *args: Any, **kwargs: Any) -> Traced:
+        """The IR `config` runs for these arguments: `traced`, with the config's values of the
+        registered knobs (td.register_tunable) in place of their defaults."""
+        return self.traces.for_config(self.arg_spec(self.bind(args, kwargs)), config)
+
+    @property
+    def source_digest(self) -> str:
+        """SHA-256 of the source as decorated and of the values of the globals and closure
+        variables it reads now (reads.py): what the result cache keys on, and what the tuner's
+        other processes check the kernel they import from its file against."""
+        text = f"{self.traces.source_text()}\0{reads.text(self.fn)}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    # ---- configs ---------------------------------------------------------------------------
+    def config_space(self, *args: Any, backend: str | None = None, arch: Any = None,
+                     **kwargs: Any) -> ConfigSpace:
+        """The valid configs for these arguments (with `backend`'s knobs and constraints; the
+        spatial backend's depend on `arch`)."""
+        spec = self.arg_spec(self.bind(args, kwargs))
+        if backend is not None:  # a name it knows (and hashable: the spaces' cache key)
+            self.check_backend(backend)
+        return self.space(spec, backend, arch)
+
+    def check_backend(self, backend: Any) -> None:
+        """A BackendError naming the kernel unless `backend` names a registered backend."""
+        try:
+            registry.backend(backend)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+
+    def space(self, spec: tuple[ArgSpec, ...], backend: str | None, arch: Any = None
+              ) -> ConfigSpace:
+        """The config space for an argument spec (spaces.py), made once."""
+        return space_for(self, spec, backend, arch)
+
+    # ---- running ---------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run where the arrays live: CPU arrays of any DLPack library (NumPy, torch, JAX...) on
+        the NumPy backend through zero-copy views, GPU arrays (CuPy, torch CUDA...) on "triton";
+        outputs come back as the caller's kind of array (see tiledsl/interop/arrays.py)."""
+        values = self.bind(args, kwargs)
+        if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
+            return self.runner.run(values, "numpy", None, None)
+        self._reads.sync(self)
+        fast_key = dispatch.key(values)
+        if fast_key is not None:  # compile-time values pick the trace: they are in the key
+            fast_key += (tuple(v for n, v in zip(self.signature.parameters, values)
+                               if type(v) is bool or n in self.specs.static),)
+        if fast_key is not None and (fast := self.caches.fast.get(fast_key)) is not None:
+            return fast(values)
+        names, flat = static_args.splice(list(self.signature.parameters), values)
+        at = arrays.where(self.name, names, flat)
+        if at is None or at.library == "numpy":
+            return self.runner.run(values, "numpy", None, None)
+        if at.gpu and at.library in ("torch", "cupy"):
+            if at.library == "torch":
+                self.runner.refuse_grad_writes(values, self.traces.written(self.arg_spec(values)))
+            result = self.runner.run(values, "triton", None, None)
+            if fast_key is not None:  # the next call of this layout skips what it decided
+                self.runner.remember_fast(fast_key, values)
+            return result
+        if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
+            import torch
+            inner = static_args.map_arrays(
+                values, lambda v: torch.from_dlpack(v) if arrays.is_array(v) else v)
+            back = arrays.from_dlpack_like
+        else:
+            inner = [[arrays.to_numpy(x, self.name, f"{n}[{i}]") for i, x in enumerate(v)]
+                     if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v))
+                     else arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
+                     for n, v in zip(self.signature.parameters, values)]
+            back = arrays.from_numpy
+            written = self.traces.written(self.arg_spec(inner)) if at.library == "torch" else []
+            self.runner.refuse_grad_writes(values, written)
+        try:
+            result = self.runner.run(inner, "triton" if at.gpu else "numpy", None, None)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+        if not at.gpu and at.library == "torch":  # writes through NumPy views: tell autograd
+            from torch.autograd.graph import increment_version
+            for n in written:
+                increment_version(flat[names.index(n)])
+        like = next(v for v in flat if arrays.is_array(v))
+        originals = {id(i): v for i, v in zip(static_args.flatten_arrays(inner), flat)
+                     if arrays.is_array(v)}
+
+        def convert(out: Any) -> Any:
+            return originals[id(out)] if id(out) in originals else back(out, like)
+        try:
+            if isinstance(result, tuple):
+                return tuple(convert(o) for o in result)
+            return None if result is None else convert(result)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+
+    def written_args(self, *args: Any, **kwargs: Any) -> list[str]:
+        """The arguments the kernel stores into (in place) for these arguments (an element of a
+        list argument `a` as `a[i]`)."""
+        values = self.bind(args, kwargs)
+        return self.traces.written(self.arg_spec(values))
+
+    def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
+            arch: Any = None, **kwargs: Any) -> Any:
+        """Run on `backend` with `config` (the tuned config from the result cache, else the
+        space's default, when None); `arch` picks the spatial backend's architecture."""
+        return self.runner.run(self.bind(args, kwargs), backend, config, arch)
+
+    def not_traced(self) -> None:
+        """Calling a kernel while another traces (in its loops or its host code) is an error."""
+        tracer = active()
+        if tracer is not None:
+            tracer.fail(TraceError, f"kernel '{tracer.kernel}' calls kernel '{self.name}'; "
+                        "kernels cannot call kernels", hint=f"move the shared code of "
+                        f"'{self.name}' into a plain Python function and call that")
+
+    def compile(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
+                **kwargs: Any) -> list[Any]:
+        """Compile ahead of time for `arch` (no GPU needed): one report per generated kernel
+        with PTX, cubin, registers, spills and shared memory (`.problem` if it should not run)."""
+        return self._on_triton("compile", args, kwargs, config, arch)
+
+    def warm(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
+             num_sms: int | None = None, **kwargs: Any) -> int:
+        """Fill Triton's JIT cache for launching on arrays shaped, typed and strided like these
+        on a GPU of `arch` (no GPU needed): the first `backend="triton"` call of that shape then
+        loads its kernels instead of compiling them. `num_sms` (default: an H100's 132) matters
+        only to persistent configs. The config is `config`, else the space's default. Returns
+        how many kernels were compiled or found compiled."""
+        return self._on_triton("warm", args, kwargs, config, arch, num_sms)
+
+    def _on_triton(self, method: str, args: tuple, kwargs: dict[str, Any],
+                   config: Config | None, *extra: Any) -> Any:
+        """The Triton backend's `method`(ir, config, values, *extra) for these arguments, under
+        `config` (validated) or the space's default; errors name the kernel."""
+        values = self.bind(args, kwargs)
+        spec = self.arg_spec(values)
+        space = self.space(spec, "triton", extra[0])  # the arch's knobs
+        config = space.default() if config is None else space.validate(config)
+        t = self.traces.for_config(spec, config)
+        try:
+            return getattr(registry.backend("triton"), method)(t.for_backend("triton"), config,
+                                                               self.specs.flat(spec, values), *extra)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+
+    def export(self, path: str | Path, *args: Any, arch: str = "sm_90",
+               config: Config | None = None, **kwargs: Any) -> Path:
+        """Write an ahead-of-time package to directory `path`: cubins for `arch` specialized to
+        these arguments' shapes, dtypes and strides, and a manifest that `td.load(path)` launches
+        with CuPy alone, without Triton (no GPU needed to export). The config is `config`, else
+        the tuned one from the result cache, else the default. Returns the path."""
+        from tiledsl.interop.export import export
+        return export(self, path, *args, arch=arch, config=config, **kwargs)
+
+    def forget_tuned(self) -> None:
+        """Drop the in-process memo of result-cache lookups (and the dispatch cache built on
+        it), so the next call reads the result cache again: the tuner calls this after it
+        stores a new best config."""
+        self.caches.forget_dispatch()
+
+    def tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
+                     space: ConfigSpace) -> Config | None:
+        """The tuned config the result cache holds for these arguments (runner.tuned_config)."""
+        return tuned_config(self, values, spec, backend, arch, space)
+
+    def autotune(self, *args: Any, backend: str = "spatial", **options: Any) -> Any:
+        """Tune the config for these arguments; the best is cached and used by `k(*args)` and
+        `k.run` from then on. Options: arch, trials, timeout, strategy, storage, study_name,
+        seed, check, progress, finalists, rounds (see autotune.tuner.tune). Returns a
+        TuneResult."""
+        return registry.service("tuner").tune(self, list(args), backend=backend, **options)
+
+    def simulate(self, *args: Any, arch: Any = None, config: Config | None = None,
+                 trace: str | None = None, **kwargs: Any) -> Any:
+        """Time the kernel on a spatial architecture (a preset name or an Arch) with the C++
+        simulator; returns a SimReport. `trace` writes a Chrome/Perfetto trace to that path."""
+        values = self.bind(args, kwargs)
+        spec = self.arg_spec(values)
+        space = self.space(spec, "spatial", arch)
+        config = space.default() if config is None else space.validate(config)
+        t = self.traces.for_config(spec, config)
+        try:  # the trace path is checked before simulating
+            return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
+                t.for_backend("spatial"), config, arch=arch, trace_path=trace,
+                args=self.specs.flat(spec, values))
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+
+    def source(self, *args: Any, target: str = "ir", config: Config | None = None,
+               arch: Any = None, **kwargs: Any) -> str:
+        """What the kernel becomes: "ir" (after the pipeline), "ir-traced", "triton" (the
+        generated module), "ptx" (compiled for `arch`, default sm_90, no GPU needed) or
+        "spatial" (the dataflow config for `arch`, a preset name, as JSON)."""
+        t = self.traced(*args, **kwargs)
+        if target == "ir":
+            return print_ir(t.lowered)
+        if target == "ir-traced":
+            return print_ir(t.ir)
+        values = self.bind(args, kwargs)
+        try:
+            emit, backend = registry.target(target)
+        except TileDSLError as e:
+            raise e.with_context(kernel=self.name) from None
+        spec = self.arg_spec(values)
+        space = self.space(spec, backend, arch)
+        config = space.default() if config is None else space.validate(config)
+        if arch is None and target == "ptx":
+            arch = "sm_90"
+        t = self.traces.for_config(spec, config)
+        return emit(t.for_backend(backend), config, self.specs.flat(spec, values), arch=arch)
+
+
+_NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs on NumPy as is
+
+
+def tile_kernel(fn: FunctionType) -> TileKernel:
+    """Make a tile kernel of a Python function (see the README for the language)."""
+    return TileKernel(fn)

@@ -1,0 +1,65 @@
+"""A kernel's config space for one argument spec and backend: a block size per tile loop (powers
+of two up to the loop's extent, within td.register_block_size's bounds), each registered knob
+(td.register_tunable), and the backend's own knobs and constraints."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tiledsl.runtime import registry
+from tiledsl.frontend import tunables
+from tiledsl.runtime.arg_specs import ArgSpec
+from tiledsl.frontend.block_sizes import bounded_choices, default_block
+from tiledsl.runtime.config import ConfigSpace, Param
+from tiledsl.errors import TileDSLError
+from tiledsl.runtime.runner import arch_key
+from tiledsl.runtime.traces import Traced
+
+if TYPE_CHECKING:
+    from tiledsl.runtime.kernel import TileKernel
+
+
+def space_for(k: TileKernel, spec: tuple[ArgSpec, ...], backend: str | None,
+              arch: Any = None) -> ConfigSpace:
+    """The config space of `k` for `spec` on `backend` (its knobs and constraints on `arch`),
+    made once per key."""
+    key = (spec, backend, arch_key(arch))
+    if key not in k.caches.spaces:
+        t = k.traces.get(spec)
+        params = []
+        for i, sym in enumerate(t.ir.symbols.values()):
+            top = _next_pow2(sym.extent)
+            choices = tuple(1 << j for j in range(top.bit_length()))
+            choices = bounded_choices(choices, sym.low, sym.high)  # register_block_size
+            where = f" (line {sym.loc.line})" if sym.loc else ""
+            doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {sym.extent}{where}"
+            params.append(Param(f"block_sizes[{i}]", choices, default_block(choices), doc))
+        for name, fragment in t.tunables.items():  # td.register_tunable's knobs
+            if name.startswith("block_sizes["):  # a block size host code reads: a param
+                continue
+            params.append(Param(name, fragment.choices, fragment.initial,
+                                f"td.register_tunable({name!r}, {fragment})"))
+        base = ConfigSpace(k.name, tuple(params))
+        space = _extended(k, base, t, backend, arch)
+        if t.tunables and backend is not None:  # each knob value's trace has its own
+            space = tunables.per_trace(space, tuple(t.tunables), lambda config: _extended(
+                k, base, k.traces.for_config(spec, config), backend, arch))
+        k.caches.spaces[key] = space
+    return k.caches.spaces[key]
+
+
+def _extended(k: TileKernel, space: ConfigSpace, t: Traced, backend: str | None,
+              arch: Any) -> ConfigSpace:
+    """`space` with `backend`'s knobs and constraints for trace `t`."""
+    if backend is None:
+        return space
+    options = {} if arch is None else {"arch": arch}
+    try:
+        return registry.backend(backend).extend_space(space, t.for_backend(backend),
+                                                      **options)
+    except TileDSLError as e:
+        raise e.with_context(kernel=k.name) from None
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())

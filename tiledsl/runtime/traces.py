@@ -1,0 +1,239 @@
+"""A kernel's traces: its body run on proxies of each argument spec, verified and lowered once.
+
+A trace is cached per argument spec (arg_specs.py) and, for a config that sets registered knobs
+(td.register_tunable) to values other than their defaults, per those values. The caches live in
+the kernel's `caches` (caches.py), which the kernel switches when a global it reads changes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from dataclasses import dataclass, field
+from types import FunctionType
+from typing import Any, Callable
+
+from tiledsl import dtypes
+from tiledsl.runtime import registry
+from tiledsl.frontend import static_args, symdims
+from tiledsl.runtime.arg_specs import ArgSpec
+from tiledsl.runtime.caches import Caches
+from tiledsl.runtime.config import Config
+from tiledsl.errors import Loc, TileDSLError, TraceError, is_internal
+from tiledsl.ir import views
+from tiledsl.ir.core import Function, Value
+from tiledsl.ir.printer import ir_hash
+from tiledsl.ir.types import TensorType, TileType
+from tiledsl.ir.verify import verify
+from tiledsl.frontend.rewrite import rewrite
+from tiledsl.frontend.tracer import Tracer, tracing
+from tiledsl.frontend.values import Tensor, TileValue
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A kernel traced for one argument signature: its IR before and after the pipeline."""
+
+    ir: Function
+    lowered: Function
+    labels: dict[str, str]  # block symbol -> the user's loop variable name
+    returns: str  # "none", "single" or "tuple"
+    by_backend: dict[str, Function] = field(default_factory=dict, compare=False)
+    tunables: dict[str, Any] = field(default_factory=dict, compare=False)  # tunables.py
+
+    @property
+    def hash(self) -> str:
+        return ir_hash(self.ir)
+
+    def for_backend(self, backend: str) -> Function:
+        """The lowered IR as `backend` runs it: after its own passes (its `lower`, on a copy;
+        the Triton backend folds exp's scales into exp2), made once. The NumPy backend has
+        none: it runs the IR as written."""
+        fn = self.by_backend.get(backend)
+        if fn is None:
+            lower = getattr(registry.backend(backend), "lower", None)
+            fn = self.by_backend[backend] = self.lowered if lower is None else lower(self.lowered)
+        return fn
+
+
+class Traces:
+    """The traces of kernel `fn` (named `name`, defined in `file`), cached in `caches()`."""
+
+    def __init__(self, fn: FunctionType, name: str, file: str, signature: Any,
+                 caches: Callable[[], Caches], flat_names: Callable[[tuple], list[str]]) -> None:
+        self.fn, self.name, self.file, self.signature = fn, name, file, signature
+        self.caches, self.flat_names = caches, flat_names
+        try:  # read now, as Triton's @jit does: editing the file later must not change the kernel
+            self.src: str | None = inspect.getsource(fn)
+            self.src_error = ""
+        except (OSError, TypeError) as e:  # no file holds it (a REPL): an error at first use
+            self.src, self.src_error = None, str(e)
+        self.body: Callable[..., Any] | None = None
+
+    def def_line(self) -> int:
+        """The line of the kernel's `def` (co_firstlineno is the first decorator's)."""
+        return def_line(self.fn, self.src)
+
+    def source_text(self) -> str:
+        """The kernel's source as it was when decorated."""
+        if self.src is None:
+            raise TraceError(f"cannot read the source of kernel '{self.name}' ({self.src_error}); "
+                             "tile kernels must be defined in a file", kernel=self.name)
+        return self.src
+
+    def get(self, spec: tuple[ArgSpec, ...], knobs: tuple = ()) -> Traced:
+        """The trace for `spec`, with its registered knobs at their defaults, or at the values
+        `knobs` ((name, value) pairs) lists (tiledsl/frontend/tunables.py)."""
+        key = (spec, ("knobs", knobs)) if knobs else spec
+        hit = self.caches().traces.get(key)
+        if hit is None:
+            hit = self.caches().traces[key] = self._trace(spec, knobs)
+        return hit
+
+    def for_config(self, spec: tuple[ArgSpec, ...], config: Config) -> Traced:
+        """The trace a config runs: the default one, unless it sets registered knobs to other
+        values than their defaults (each value is a trace of its own)."""
+        t = self.get(spec)
+        if not t.tunables:
+            return t
+        defaults = tuple((n, f.initial) for n, f in sorted(t.tunables.items()))
+        knobs = tuple((n, config.get(n, v)) for n, v in defaults)
+        if knobs == defaults:
+            return t
+        other = self.get(spec, knobs)
+        if len(other.ir.symbols) != len(t.ir.symbols):
+            raise TraceError(f"with {dict(knobs)} the kernel has {len(other.ir.symbols)} tunable "
+                             f"tile dimensions, with its default knobs {len(t.ir.symbols)}: a "
+                             "registered knob may not change which td.tile calls are made",
+                             kernel=self.name,
+                             hint="give the td.tile calls a knob decides a fixed block_size=")
+        return other
+
+    def _trace(self, spec: tuple[ArgSpec, ...], knobs: tuple = ()) -> Traced:
+        tracer, values, _, returns = self.run_body(spec, knobs=knobs)
+        fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
+        verify(fn)
+        lowered = registry.pipeline()(fn.clone())
+        verify(lowered)
+        return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables))
+
+    def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = ()
+                 ) -> tuple[Tracer, list[Value], list[Tensor], str]:
+        """Run the body on proxies of `spec`'s arguments (with SymDim sizes if `symbolic`)."""
+        if self.body is None:
+            try:
+                self.body = rewrite(self.fn, self.source_text())
+            except TileDSLError as e:
+                raise e.with_context(kernel=self.name) from None
+        tracer = Tracer(self.name, self.file)
+        tracer.knobs = dict(knobs)
+        values: list[Value] = []
+        proxies: list[Any] = []
+        names = list(self.signature.parameters)
+        for i, (name, s) in enumerate(zip(names, spec)):
+            if s[0] == "tensor":
+                shape = tuple(symdims.SymDim(n, ("dim", i, d)) for d, n in enumerate(s[1])) \
+                    if symbolic else s[1]
+                v = Value(TensorType(shape, dtypes.BY_SHORT[s[2]]), name)
+                proxies.append(Tensor(v, name))
+            elif s[0] == "const":
+                proxies.append(s[1].value)
+                continue
+            elif s[0] == "list":
+                items = [Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]), _element_hint(name, j, names))
+                         for j, e in enumerate(s[2])]
+                values += items
+                elems = [Tensor(v, f"{name}[{j}]") for j, v in enumerate(items)]
+                proxies.append(elems if s[1] == "list" else tuple(elems))
+                continue
+            elif s[0] == "closure":  # the function, over proxies of the arrays it captures
+                cells = {}
+                for j, var, e in s[2]:
+                    v = Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]),
+                              var if var not in names else _element_hint(name, var, names))
+                    values.append(v)
+                    cells[j] = Tensor(v, f"{name}.{var}")
+                proxies.append(static_args.with_cells(s[1].value, cells))
+                continue
+            else:
+                v = Value(TileType((), dtypes.BY_SHORT[s[1]]), name)
+                proxies.append(TileValue(v, weak=s[2]))
+                if v.type.dtype.is_int:
+                    tracer.int_params[v] = name
+            values.append(v)
+        with tracing(tracer):
+            try:
+                result = self.body(*proxies)
+                outputs, returns = _outputs(result)
+                tracer.emit("return", [t.value for t in outputs],
+                            loc=Loc(self.file, self.def_line()))
+            except TileDSLError as e:
+                raise e.with_context(kernel=self.name) from None
+            except Exception as e:  # the user's own Python error while tracing
+                hint = None
+                if isinstance(e, NameError):
+                    hint = ("a name bound only inside a tile loop does not exist after it; bind "
+                            "it before the loop to carry its value out")
+                raise TraceError(f"{type(e).__name__}: {e}", kernel=self.name,
+                                 loc=_user_frame(e), hint=hint) from e
+        return tracer, values, outputs, returns
+
+    def shape_function(self, spec: tuple[ArgSpec, ...]) -> symdims.ShapeFunction:
+        """The output shapes of the trace for `spec` as expressions over the argument sizes,
+        with the size comparisons they rely on (tiledsl/frontend/symdims.py)."""
+        hit = self.caches().shapes.get(spec)
+        if hit is None:
+            self.get(spec)  # the kernel traces and lowers for these shapes
+            with symdims.recording() as rec:
+                outputs = self.run_body(spec, symbolic=True)[2]
+            exprs = tuple(tuple(symdims.expr_of(n) for n in t.shape) for t in outputs)
+            constant = any(e[0] == "int" for out in exprs for e in out)
+            guards = tuple((op, a, b, r) for (op, a, b), r in rec.guards.items())
+            lost = rec.conversions[0] if constant and rec.conversions else None
+            hit = self.caches().shapes[spec] = symdims.ShapeFunction(
+                exprs, guards, lost, not (constant and rec.conversions))
+        return hit
+
+
+    def written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
+        if spec not in self.caches().writes:  # once per signature: DLPack calls ask on every call
+            fn = self.get(spec).ir
+            stored = views.written(fn)
+            self.caches().writes[spec] = [n for n, a in zip(self.flat_names(spec), fn.args)
+                                  if a in stored]
+        return self.caches().writes[spec]
+
+
+def _outputs(result: Any) -> tuple[list[Tensor], str]:
+    """The returned tensors (checked at the `return` line by `loops.result`)."""
+    if result is None:
+        return [], "none"
+    if isinstance(result, (tuple, list)):
+        return list(result), "tuple"
+    return [result], "single"
+
+
+def _element_hint(name: str, i: int | str, params: list[str]) -> str:
+    """The IR name of element `i` of list argument `name` (`a_0`), unlike any parameter's."""
+    hint = f"{name}_{i}"
+    while hint in params:
+        hint = f"{name}_{hint}"
+    return hint
+
+
+def def_line(fn: FunctionType, source: str | None) -> int:
+    """The line of `def` (co_firstlineno is the first decorator's) in the kernel's `source`."""
+    start = fn.__code__.co_firstlineno
+    for i, line in enumerate((source or "").splitlines()):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return start + i
+    return start
+
+
+def _user_frame(e: BaseException) -> Loc | None:
+    """The innermost frame of the traceback that is the user's code."""
+    loc = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        if not is_internal(frame.filename) and frame.lineno is not None:
+            loc = Loc(frame.filename, frame.lineno)
+    return loc
