@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import memory
+from lowering.backends.numpy import memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.plan import last_uses, plan_of  # noqa: F401 (last_uses: its home was here)
@@ -397,7 +397,10 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs, tensor)
         axis = ex.plan.trimmed.get(op)
-        out = None if axis is None else memory.trimmed(xs[0], indices, ex.rank, axis)
+        out = _prepared_load(ex, op, xs[0], indices, axis) if axes is None and mask is None \
+            else None
+        if out is None and axis is not None:
+            out = memory.trimmed(xs[0], indices, ex.rank, axis)
         if out is None:
             out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
                               axes, mask)
@@ -405,6 +408,22 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
             views.root(op.operands[0]) in _written(ex):
         out = out.copy()  # a view of memory a later store changes: the load's value is now's
     return [out]
+
+
+def _prepared_load(ex: Executor, op: Op, arr: np.ndarray, indices: list[memory.Index],
+                   axis: int | None) -> np.ndarray | None:
+    """The load by its recipe for this layout (prepared.py); None: the general path."""
+    k = prepared.key(op, arr, indices, ex.rank)
+    if k is None:
+        return None
+    r = prepared.recipe(ex.plan.accesses, k,
+                        lambda: prepared.load_recipe(arr, indices, ex.rank, axis))
+    if r.view is None:  # neither a view nor a padded copy serves: a gather
+        ntile = len(op.result.type.shape)  # type: ignore[union-attr]
+        active = None if ex.active is None else \
+            ex.active.reshape(ex.active.shape + (1,) * ntile)
+        return memory.gather(arr, indices, ex.rank, ntile, op.attrs.get("other"), active)
+    return prepared.load(r, arr, op.attrs.get("other"))
 
 
 def _written(ex: Executor) -> set[Value]:
@@ -420,6 +439,15 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     assert isinstance(value, TileType)
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs[:-1], tensor)
+        k = None if ex.active is not None or axes is not None or mask is not None else \
+            prepared.key(op, xs[0], indices, ex.rank)
+        if k is not None:
+            r = prepared.recipe(ex.plan.accesses, k,
+                                lambda: prepared.store_recipe(xs[0], indices, ex.rank))
+            if r.covers:
+                ex.covered.add(id(xs[0]))
+            if prepared.store(r, xs[0], xs[-1]):
+                return []
         memory.store(xs[0], indices, ex.rank, value.rank, xs[-1], ex.active, axes, mask)
     if ex.active is None and axes is None and mask is None and memory.covers(xs[0], indices):
         ex.covered.add(id(xs[0]))

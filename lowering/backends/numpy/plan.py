@@ -12,6 +12,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value
@@ -29,6 +30,7 @@ class Plan:
     written: set[Value]  # roots of the tensors the function stores to
     trimmed: dict[Op, int]  # loads a reduction reads without their padding -> its tile axis
     steps: dict[int, list] = field(default_factory=dict)  # id(block) -> Executor.steps
+    accesses: dict[tuple, Any] = field(default_factory=dict)  # prepared.key -> Recipe
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
