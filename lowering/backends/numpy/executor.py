@@ -6,10 +6,8 @@ for the whole grid; only `for` loops iterate in Python.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -89,22 +87,21 @@ class Executor:
                     return self.block(block, env, release)
                 finally:
                     self.quiet = False
-        dead = {}
-        if release:
-            dead = self.plan.dead.get(id(block)) or last_uses(block)
-        for i, (op, kind, rule) in enumerate(self.steps(block)):
-            for v in dead.get(i, ()):
-                env.pop(v, None)
+        for op, kind, rule, operands, results, drop in self.steps(block):
+            if release and drop:
+                for v in drop:
+                    env.pop(v, None)
             if kind is _RULE:
                 if self.tensors and op.name in ("tensor.empty", "tensor.full") \
                         and op.result in self.tensors:
                     outs = [self.tensors[op.result]]
                 else:
-                    outs = rule(self, op, [env[o] for o in op.operands])
+                    outs = rule(self, op, [env[o] for o in operands])
             elif kind is _ELEMENTWISE:
-                outs = [compute(op.name, [env[o] for o in op.operands], rule)]
+                env[results[0]] = compute(op.name, [env[o] for o in operands], rule)
+                continue
             elif kind is _RETURN:
-                return [env[o] for o in op.operands]
+                return [env[o] for o in operands]
             elif kind is _GRID:
                 if self.programs is None or self.grids_seen == self.phase:
                     self.grid(op, env)
@@ -116,16 +113,19 @@ class Executor:
                 outs = run_if(self, op, env)
             else:
                 raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
-            for r, o in zip(op.results, outs):
+            for r, o in zip(results, outs):
                 env[r] = o
         return []
 
-    def steps(self, block: Block) -> list[tuple[Op, str, Any]]:
-        """Each op of `block` with how it runs (its kind, and its rule or result dtype),
+    def steps(self, block: Block) -> list[tuple[Op, str, Any, tuple, tuple, tuple]]:
+        """Each op of `block` with how it runs (its kind, and its rule or result dtype), its
+        operands and results, and the values dead before it (released inside a grid or loop),
         resolved once per block of the function."""
         steps = self.plan.steps.get(id(block))
         if steps is None:
-            steps = [_step(op) for op in block.ops]
+            dead = self.plan.dead.get(id(block)) or last_uses(block)
+            steps = [(*_step(op), tuple(op.operands), tuple(op.results), tuple(dead.get(i, ())))
+                     for i, op in enumerate(block.ops)]
             if id(block) in self.plan.dead:  # a block of the function: it lives as long
                 self.plan.steps[id(block)] = steps
         return steps
@@ -138,18 +138,31 @@ class Executor:
         self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
         inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
                      and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
-        for i, (a, r) in enumerate(zip(region.args, ranges)):
-            assert isinstance(r, RangeType)
-            block = self.block_size(r.block)
-            if subset:  # one prefix axis: the listed programs
-                assert self.programs is not None
-                inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)
-                continue
-            begin = _begins(self.grid_sizes[i], block).reshape(
-                [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
-            inner[a] = self.ranges[a] = RangeRT(r.extent, block, begin, i)
+        if subset:  # one prefix axis: the listed programs
+            assert self.programs is not None
+            for i, (a, r) in enumerate(zip(region.args, ranges)):
+                block = self.block_size(r.block)  # type: ignore[union-attr]
+                inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)  # type: ignore[union-attr]
+        else:
+            self.ranges = self._grid_ranges(op, ranges)
+            inner.update(self.ranges)
         self.block(region, inner, release=True)
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
+
+    def _grid_ranges(self, op: Op, ranges: list[Any]) -> dict[Value, RangeRT]:
+        """The whole grid's ranges (their begins read-only), made once per block sizes."""
+        key = (op, self.grid_sizes, tuple(self.block_size(r.block) for r in ranges))
+        out = self.plan.grids.get(key)
+        if out is None:
+            out = {}
+            for i, (a, r) in enumerate(zip(op.regions[0].args, ranges)):
+                assert isinstance(r, RangeType)
+                block = self.block_size(r.block)
+                begin = _begins(self.grid_sizes[i], block).reshape(
+                    [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
+                out[a] = RangeRT(r.extent, block, begin, i)
+            self.plan.grids[key] = out
+        return out
 
     def loop(self, op: Op, env: Env) -> list[Any]:
         if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
@@ -174,7 +187,7 @@ class Executor:
             iterations = range(int(first.min(initial=0)), int(last.max(initial=0)))
         outer_active = self.active
         for j in iterations:
-            begin = np.full((1,) * self.rank, j * block)
+            begin = _loop_begin(self.rank, j * block)
             inner[region.args[0]] = RangeRT(r.extent, block, begin, None, limit, lower)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
@@ -194,7 +207,7 @@ class Executor:
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
-        full, sliced = op.attrs.get("full", ()), slices_of(op.attrs)
+        full, sliced = _facts(self, op)[:2]
         values = iter(zip(op.operands[1:], operands[1:]))
         out: list[memory.Index] = []
         for d in range(len(tensor.shape)):
@@ -237,6 +250,14 @@ def _begins(programs: int, block: int) -> np.ndarray:
     return begin
 
 
+@functools.lru_cache(maxsize=256)
+def _loop_begin(rank: int, begin: int) -> np.ndarray:
+    """Where a loop's tile begins, for every program (read-only: shared by every run)."""
+    out = np.full((1,) * rank, begin)
+    out.setflags(write=False)
+    return out
+
+
 Rule = Callable[[Executor, Op, list[Any]], list[Any]]
 RULES: dict[str, Rule] = {}
 
@@ -250,8 +271,13 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 
 @rule("const")
 def _const(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
-    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
-    return [np.full((1,) * ex.rank, op.attrs["value"], dtype=dtype)]
+    key = (op, ex.rank)  # the same array on every call (read-only: tiles are values)
+    x = ex.plan.consts.get(key)
+    if x is None:
+        dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+        x = ex.plan.consts[key] = np.full((1,) * ex.rank, op.attrs["value"], dtype=dtype)
+        x.setflags(write=False)
+    return [x]
 
 
 @rule("cast")
@@ -310,15 +336,16 @@ def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     axis = ex.rank + op.attrs["axis"]
     dtype = op.result.type.dtype.np  # type: ignore[union-attr]
     x = xs[0]
-    if kind in ("sum", "mean"):
-        x = x.astype(dtype, copy=False)
-        f = np.sum if kind == "sum" else np.mean
-        return [np.asarray(f(x, axis=axis, keepdims=keep, dtype=dtype))]
+    if kind == "sum":  # (np.add.reduce is np.sum without its Python wrapper)
+        return [np.asarray(np.add.reduce(x.astype(dtype, copy=False), axis, dtype, None, keep))]
+    if kind == "mean":
+        return [np.asarray(np.mean(x.astype(dtype, copy=False), axis=axis, keepdims=keep,
+                                   dtype=dtype))]
     if kind in ARG_REDUCTIONS:  # the first NaN, else the first extreme (NumPy's rule)
         f = np.argmax if kind == "argmax" else np.argmin
         return [np.asarray(f(x, axis=axis, keepdims=keep)).astype(dtype)]
-    f = np.max if kind == "max" else np.min
-    return [np.asarray(f(x, axis=axis, keepdims=keep))]
+    f = np.maximum if kind == "max" else np.minimum  # (np.max is np.maximum.reduce)
+    return [np.asarray(f.reduce(x, axis, None, None, keep))]
 
 
 @rule("cumsum")
@@ -374,13 +401,24 @@ def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
             ) -> tuple[list[memory.Index], tuple[tuple[int, ...], ...] | None, Any]:
     """A load's or store's indices, its layout's axes (for a gather, else None) and mask."""
     indices = ex.indices(op, xs, tensor)
-    mask = xs[len(access_parts(op)[0]) + 1] if op.attrs.get("mask") else None
-    if not gathers(op):
+    _, _, mask_at, axes = _facts(ex, op)
+    mask = None if mask_at is None else xs[mask_at]
+    if axes is None:
         return indices, None, mask
-    axes = op_layout(op).axes
     indices = [memory.TileIndex(np.asarray(i), axes[d]) if isinstance(i, np.ndarray) and
                np.ndim(i) > ex.rank else i for d, i in enumerate(indices)]
     return indices, axes, mask
+
+
+def _facts(ex: Executor, op: Op) -> tuple[Any, dict[int, Any], int | None, Any]:
+    """A load's or store's `full` dimensions, slices, mask operand's position (or None) and a
+    gather's layout axes (or None), worked out once per op."""
+    facts = ex.plan.facts.get(op)
+    if facts is None:
+        mask_at = len(access_parts(op)[0]) + 1 if op.attrs.get("mask") else None
+        facts = ex.plan.facts[op] = (op.attrs.get("full", ()), slices_of(op.attrs), mask_at,
+                                     op_layout(op).axes if gathers(op) else None)
+    return facts
 
 
 @rule("tile.shift")
@@ -454,18 +492,29 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return []
 
 
-@contextlib.contextmanager
-def _bounds(ex: Executor, op: Op) -> Iterator[None]:
-    """A scalar index out of range becomes an OutOfBoundsError naming the tensor and line."""
-    try:
-        yield
-    except memory.OutOfRange as e:
+class _bounds:
+    """A scalar index out of range becomes an OutOfBoundsError naming the tensor and line (a
+    class, not a generator: loads and stores enter it on every call)."""
+
+    __slots__ = ("ex", "op")
+
+    def __init__(self, ex: Executor, op: Op) -> None:
+        self.ex, self.op = ex, op
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, e: BaseException | None, tb: Any) -> bool:
+        if kind is None or not issubclass(kind, memory.OutOfRange):
+            return False
+        assert isinstance(e, memory.OutOfRange)
+        op = self.op
         name = op.operands[0].hint or "a tensor"
         what = "load from" if op.name == "load" else "store to"
         raise OutOfBoundsError(
             f"{what} '{name}': index {e.value} is out of bounds for dimension {e.dim} "
             f"(size {e.size})",
-            kernel=ex.fn.name, loc=op.loc,
+            kernel=self.ex.fn.name, loc=op.loc,
             hint="a scalar index (an int argument, or arithmetic on td.grid indices) or an "
                  "index tile's element must lie in the dimension; only a tile's lanes past the "
                  "edge are masked (and what td.load's mask= leaves out)") from None

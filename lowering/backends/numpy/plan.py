@@ -31,6 +31,9 @@ class Plan:
     trimmed: dict[Op, int]  # loads a reduction reads without their padding -> its tile axis
     steps: dict[int, list] = field(default_factory=dict)  # id(block) -> Executor.steps
     accesses: dict[tuple, Any] = field(default_factory=dict)  # prepared.key -> Recipe
+    facts: dict[Op, tuple] = field(default_factory=dict)  # executor._facts, per access op
+    consts: dict[tuple, Any] = field(default_factory=dict)  # (const op, grid rank) -> array
+    grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, sizes, blocks) -> ranges
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
