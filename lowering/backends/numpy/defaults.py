@@ -10,7 +10,8 @@ a longer loop's (uncapped), gets the largest block (fewest iterations, largest B
 that pads its extent by at most a quarter or 16 elements (the padding is copied and computed too).
 A loop's tile that only a reduction's loads read (plan.trimmed_loads: they read no padding) covers
 its extent in one iteration, however long: the whole row is one view of the tensor, and one
-NumPy reduction sums it as plain NumPy does.
+NumPy reduction sums it as plain NumPy does. So does a dot's contraction tile that only loads
+read (trimmed too): one matmul over the whole shared dimension, with no padding along it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
         name = symbols[int(p.name[len("block_sizes["):-1])]
         if name in grid and name not in dots:
             space = space.with_default(p.name, _dividing_block(p.choices, fn.symbols[name].extent))
-        elif name in free and name in loops and name not in grid and name not in dots and \
+        elif name in free and name in loops and name not in grid and \
                 max(p.choices) >= fn.symbols[name].extent:
             space = space.with_default(p.name, min(c for c in p.choices
                                                    if c >= fn.symbols[name].extent))

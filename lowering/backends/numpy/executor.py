@@ -14,6 +14,7 @@ import numpy as np
 
 from lowering.backends.numpy import memory, prepared
 from lowering.backends.numpy.branches import run_if
+from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.plan import last_uses, plan_of  # noqa: F401 (last_uses: its home was here)
 from lowering.backends.numpy.room import check_room
@@ -312,7 +313,12 @@ def _transpose(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("dot")
 def _dot(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     dtype = op.result.type.dtype.np  # type: ignore[union-attr]
-    return [np.matmul(xs[0].astype(dtype, copy=False), xs[1].astype(dtype, copy=False))]
+    a, b = xs
+    if a.shape[-1] != b.shape[-2]:  # one operand was loaded trimmed (plan.trimmed_loads): the
+        k = min(a.shape[-1], b.shape[-2])  # lanes the other has past it are zeros
+        a, b = a[..., :k], b[..., :k, :]
+    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    return [grid_dot(a, b, ex.rank) if a.ndim == ex.rank + 2 else np.matmul(a, b)]
 
 
 @rule("pow")
@@ -437,8 +443,14 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         axis = ex.plan.trimmed.get(op)
         out = _prepared_load(ex, op, xs[0], indices, axis) if axes is None and mask is None \
             else None
+        if out is None and axes is None and mask is None:  # a `td.tile(stop)` loop's tile
+            plain, valid = memory.without_stops(indices, ex.rank, ntile)
+            out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None)
+            if out is not None:
+                out = np.where(valid, out, np.asarray(memory._fill(xs[0], op.attrs.get("other"))
+                                                      ).astype(out.dtype))
         if out is None and axis is not None:
-            out = memory.trimmed(xs[0], indices, ex.rank, axis)
+            out = memory.trimmed(xs[0], indices, ex.rank, axis, op.attrs.get("other"))
         if out is None:
             out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
                               axes, mask)

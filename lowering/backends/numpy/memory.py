@@ -347,13 +347,20 @@ def pad(part: np.ndarray, shape: tuple[int, ...], fill: object, dtype: np.dtype,
     return out
 
 
-def trimmed(arr: np.ndarray, indices: list[Index], rank: int, axis: int) -> np.ndarray | None:
-    """The tiles of a load without the lanes past the tensor's end along tile axis `axis`, as a
-    view (shorter along that axis than the tile), when that axis is a loop's tile, the same for
-    every program, and partial there, and no other is; else None. For a reduction along `axis`
-    whose identity is the load's `other` (see plan.trimmed_loads): it reads no padded copy."""
+def trimmed(arr: np.ndarray, indices: list[Index], rank: int, axis: int,
+            other: object | None = None) -> np.ndarray | None:
+    """The tiles of a load without the lanes past the tensor's end along tile axis `axis`
+    (shorter along that axis than the tile), when that axis is a loop's tile, the same for
+    every program, and partial there; else None. A view when no other axis is partial, else
+    a copy padded along those only. For a reduction along `axis` whose identity is the load's
+    `other` (see plan.trimmed_loads): it reads no padding along `axis`."""
     rebased = trimmed_indices(arr, indices, axis)
-    return None if rebased is None else _view(arr, rebased, rank)
+    if rebased is None:
+        return None
+    v = _view(arr, rebased, rank)
+    if v is None and (padded := _padded(arr, rebased, _fill(arr, other))) is not None:
+        v = _view(padded[0], padded[1], rank, True)
+    return v
 
 
 def trimmed_indices(arr: np.ndarray, indices: list[Index], axis: int) -> list[Index] | None:
@@ -369,6 +376,29 @@ def trimmed_indices(arr: np.ndarray, indices: list[Index], axis: int) -> list[In
         if idx is None or isinstance(idx, (RangeRT, Slice)):
             pos += 1
     return rebased if cut else None
+
+
+def without_stops(indices: list[Index], rank: int, ntile: int
+                  ) -> tuple[list[Index], np.ndarray | None]:
+    """`indices` with the runtime stops and starts of `td.tile(stop)` loops' ranges left out,
+    and where the lanes they leave out are not (prefix + tile, broadcastable; None when no
+    index has one): a load of the plain indices, those lanes set to its `other`, is the load
+    (a view or a padded copy, not a gather)."""
+    plain, valid, pos = list(indices), None, 0
+    for d, idx in enumerate(indices):
+        if isinstance(idx, RangeRT) and idx.shift is None and \
+                (idx.stop is not None or idx.start is not None):
+            plain[d] = RangeRT(idx.extent, idx.block, idx.begin, idx.grid_axis)
+            tail = [1] * ntile
+            tail[pos] = idx.block
+            ix = idx.index().reshape(idx.begin.shape + tuple(tail))
+            ok = ix < np.reshape(idx.limit(), np.shape(idx.limit()) + (1,) * ntile)
+            if idx.start is not None:
+                ok &= ix >= idx.start.reshape(idx.start.shape + (1,) * ntile)
+            valid = ok if valid is None else valid & ok
+        if idx is None or isinstance(idx, (RangeRT, Slice)):
+            pos += 1
+    return plain, valid
 
 
 def _fill(arr: np.ndarray, other: object | None) -> object:

@@ -88,9 +88,12 @@ def load_recipe(arr: np.ndarray, indices: list[Index], rank: int,
     """The recipe of memory.load's (or memory.trimmed's, for `trim_axis`) unmasked load."""
     if trim_axis is not None:
         rebased = memory.trimmed_indices(arr, indices, trim_axis)
-        how = None if rebased is None else memory.view_plan(arr, rebased, rank)
-        if how is not None:
-            return Recipe(view=how)
+        if rebased is not None:
+            how = memory.view_plan(arr, rebased, rank)
+            r = Recipe(view=how) if how is not None else \
+                _padded_recipe(arr, rebased, rank, True)
+            if r is not None:
+                return r
     how = memory.view_plan(arr, indices, rank)
     if how is not None:
         return Recipe(view=how)
