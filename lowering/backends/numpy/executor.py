@@ -379,6 +379,8 @@ def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         ok = (idx < limit[..., None]) & (idx >= lower[..., None])
         ok = ok.reshape(ok.shape[:-1] + tuple(shape))
         valid = ok if valid is None else valid & ok
+    if valid is not None and ex.active is not None:  # idle programs' lanes are never used
+        valid = valid | ~ex.active.reshape(ex.active.shape + (1,) * t.rank)
     if valid is None or valid.all():
         return [x]
     return [np.where(valid, x, np.asarray(op.attrs["value"]).astype(x.dtype))]
@@ -446,7 +448,9 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         if out is None and axes is None and mask is None:  # a `td.tile(stop)` loop's tile
             plain, valid = memory.without_stops(indices, ex.rank, ntile)
             out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None)
-            if out is not None:
+            if out is not None and ex.active is not None:  # idle programs' lanes: never used
+                valid = valid | ~ex.active.reshape(ex.active.shape + (1,) * ntile)
+            if out is not None and not valid.all():
                 out = np.where(valid, out, np.asarray(memory._fill(xs[0], op.attrs.get("other"))
                                                       ).astype(out.dtype))
         if out is None and axis is not None:

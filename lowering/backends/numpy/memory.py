@@ -510,7 +510,8 @@ def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
     if active is not None:
         mask = active if mask is None else mask & active
     idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active, axes, mask)
-    shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))
+    shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs),
+                                *(() if valid is None else (valid.shape,)))
     full = [np.broadcast_to(i, shape) for i in idxs]
     value = np.broadcast_to(value, shape)
     if valid is None or valid.all():
