@@ -188,8 +188,9 @@ class Executor:
             iterations = range(int(first.min(initial=0)), int(last.max(initial=0)))
         outer_active = self.active
         for j in iterations:
-            begin = _loop_begin(self.rank, j * block)
-            inner[region.args[0]] = RangeRT(r.extent, block, begin, None, limit, lower)
+            inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
+                if limit is None else \
+                RangeRT(r.extent, block, _loop_begin(self.rank, j * block), None, limit, lower)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
             active = None if limit is None else (first <= j) & (j < last)
@@ -259,6 +260,12 @@ def _loop_begin(rank: int, begin: int) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _loop_range(extent: int, block: int, rank: int, j: int) -> RangeRT:
+    """A loop's range at its `j`-th tile, without a runtime stop (shared by every run)."""
+    return RangeRT(extent, block, _loop_begin(rank, j * block), None)
+
+
 Rule = Callable[[Executor, Op, list[Any]], list[Any]]
 RULES: dict[str, Rule] = {}
 
@@ -294,9 +301,22 @@ def _where(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("broadcast")
 def _broadcast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]
+    source = op.operands[0].owner
+    if source is not None and source.name == "const":  # td.zeros, td.full: x is the plan's
+        key = (op, ex.rank, ex.tile_shape(op.result.type))  # type: ignore[arg-type]
+        made = ex.plan.consts.get(key)  # array (_const), so its view is the same every call
+        if made is not None and made[0] is x:
+            return [made[1]]
+        out = _broadcast_to(ex, op, x)
+        ex.plan.consts[key] = (x, out)
+        return [out]
+    return [_broadcast_to(ex, op, x)]
+
+
+def _broadcast_to(ex: Executor, op: Op, x: np.ndarray) -> np.ndarray:
     tile = ex.tile_shape(op.result.type)  # type: ignore[arg-type]
     x = x.reshape(x.shape[:ex.rank] + (1,) * (len(tile) - (x.ndim - ex.rank)) + x.shape[ex.rank:])
-    return [np.broadcast_to(x, x.shape[:ex.rank] + tile)]
+    return np.broadcast_to(x, x.shape[:ex.rank] + tile)
 
 
 @rule("expand_dims")
