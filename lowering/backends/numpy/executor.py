@@ -209,7 +209,9 @@ class Executor:
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
-        full, sliced = _facts(self, op)[:2]
+        full, sliced, _, _, plain = _facts(self, op)
+        if plain:  # each dimension indexed by an operand, none a grid index: the operands
+            return operands[1:len(tensor.shape) + 1]
         values = iter(zip(op.operands[1:], operands[1:]))
         out: list[memory.Index] = []
         for d in range(len(tensor.shape)):
@@ -429,7 +431,7 @@ def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
             ) -> tuple[list[memory.Index], tuple[tuple[int, ...], ...] | None, Any]:
     """A load's or store's indices, its layout's axes (for a gather, else None) and mask."""
     indices = ex.indices(op, xs, tensor)
-    _, _, mask_at, axes = _facts(ex, op)
+    _, _, mask_at, axes, _ = _facts(ex, op)
     mask = None if mask_at is None else xs[mask_at]
     if axes is None:
         return indices, None, mask
@@ -438,14 +440,19 @@ def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
     return indices, axes, mask
 
 
-def _facts(ex: Executor, op: Op) -> tuple[Any, dict[int, Any], int | None, Any]:
-    """A load's or store's `full` dimensions, slices, mask operand's position (or None) and a
-    gather's layout axes (or None), worked out once per op."""
+def _facts(ex: Executor, op: Op) -> tuple[Any, dict[int, Any], int | None, Any, bool]:
+    """A load's or store's `full` dimensions, slices, mask operand's position (or None), a
+    gather's layout axes (or None), and whether its index operands are its indices as they
+    are (no `:` dimension, no `tile.begin` that may be a GridScalar), worked out once per op."""
     facts = ex.plan.facts.get(op)
     if facts is None:
-        mask_at = len(access_parts(op)[0]) + 1 if op.attrs.get("mask") else None
-        facts = ex.plan.facts[op] = (op.attrs.get("full", ()), slices_of(op.attrs), mask_at,
-                                     op_layout(op).axes if gathers(op) else None)
+        parts = access_parts(op)[0]
+        mask_at = len(parts) + 1 if op.attrs.get("mask") else None
+        full = op.attrs.get("full", ())
+        plain = not full and not any(v.owner is not None and v.owner.name == "tile.begin"
+                                     for v in parts)
+        facts = ex.plan.facts[op] = (full, slices_of(op.attrs), mask_at,
+                                     op_layout(op).axes if gathers(op) else None, plain)
     return facts
 
 
@@ -478,8 +485,8 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         if out is None:
             out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
                               axes, mask)
-    if isinstance(out, np.ndarray) and np.may_share_memory(out, xs[0]) and \
-            views.root(op.operands[0]) in _written(ex):
+    if views.root(op.operands[0]) in _written(ex) and isinstance(out, np.ndarray) and \
+            np.may_share_memory(out, xs[0]):
         out = out.copy()  # a view of memory a later store changes: the load's value is now's
     return [out]
 

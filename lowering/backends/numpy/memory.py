@@ -10,6 +10,7 @@ floats), so that a missing mask shows up as a wrong result instead of hiding.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Union
 
@@ -89,11 +90,17 @@ def empty(shape: tuple[int, ...], dtype: np.dtype, loc: Loc | None = None) -> np
     """A new tensor as td.empty allocates it: unwritten (see `unwritten`)."""
     dtype = np.dtype(dtype)
     check_room(shape, dtype, loc)
+    bits, value = _unwritten_fill(dtype)
+    return np.full(shape, value, bits).view(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _unwritten_fill(dtype: np.dtype) -> tuple[np.dtype, object]:
+    """The dtype `empty` fills in (bits of the same width for floats) and the value."""
     d = dtypes.from_any(dtype)
     if d is not None and d.is_float and dtype.itemsize in _UNWRITTEN:
-        return np.full(shape, _UNWRITTEN[dtype.itemsize], np.dtype(f"u{dtype.itemsize}")
-                       ).view(dtype)
-    return np.full(shape, poison(dtype), dtype=dtype)
+        return np.dtype(f"u{dtype.itemsize}"), _UNWRITTEN[dtype.itemsize]
+    return dtype, poison(dtype)
 
 
 def unwritten(arr: np.ndarray) -> np.ndarray | None:
