@@ -52,6 +52,7 @@ class Executor:
         self.phase = phase
         self.grids_seen = 0
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
+        self.config_key = tuple(config.block_sizes)  # what per-config caches are keyed on
         self.rank = 0  # number of grid axes while inside a grid
         self.grid_sizes: tuple[int, ...] = ()
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
@@ -136,7 +137,9 @@ class Executor:
         ranges = [a.type for a in region.args]
         subset = self.programs is not None
         self.rank = 1 if subset else len(ranges)
-        self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
+        made = None if subset else self.plan.grids.get((op, self.config_key))
+        self.grid_sizes = made[0] if made is not None else \
+            tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
         inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
                      and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
         if subset:  # one prefix axis: the listed programs
@@ -145,36 +148,37 @@ class Executor:
                 block = self.block_size(r.block)  # type: ignore[union-attr]
                 inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)  # type: ignore[union-attr]
         else:
-            self.ranges = self._grid_ranges(op, ranges)
+            self.ranges = made[1] if made is not None else self._grid_ranges(op, ranges)
             inner.update(self.ranges)
         self.block(region, inner, release=True)
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
 
     def _grid_ranges(self, op: Op, ranges: list[Any]) -> dict[Value, RangeRT]:
-        """The whole grid's ranges (their begins read-only), made once per block sizes."""
-        key = (op, self.grid_sizes, tuple(self.block_size(r.block) for r in ranges))
-        out = self.plan.grids.get(key)
-        if out is None:
-            out = {}
-            for i, (a, r) in enumerate(zip(op.regions[0].args, ranges)):
-                assert isinstance(r, RangeType)
-                block = self.block_size(r.block)
-                begin = _begins(self.grid_sizes[i], block).reshape(
-                    [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
-                out[a] = RangeRT(r.extent, block, begin, i)
-            self.plan.grids[key] = out
+        """The whole grid's ranges (their begins read-only), made once per config."""
+        out = {}
+        for i, (a, r) in enumerate(zip(op.regions[0].args, ranges)):
+            assert isinstance(r, RangeType)
+            block = self.block_size(r.block)
+            begin = _begins(self.grid_sizes[i], block).reshape(
+                [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
+            out[a] = RangeRT(r.extent, block, begin, i)
+        self.plan.grids[(op, self.config_key)] = (self.grid_sizes, out)
         return out
 
     def loop(self, op: Op, env: Env) -> list[Any]:
-        if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
+        facts = self.plan.facts.get(op)
+        if facts is None:  # per op: its kind, carried values' initial values, stop and start
+            facts = self.plan.facts[op] = (bool(op.attrs.get("stride")), loop_inits(op),
+                                           loop_stop(op), loop_start(op))
+        strided, inits, stop, start = facts
+        if strided:  # td.tile(m, n)[p::P]
             return run_strided(self, op, env)
         region = op.regions[0]
         r = region.args[0].type
         assert isinstance(r, RangeType)
         block = self.block_size(r.block)
-        carried = [env[o] for o in loop_inits(op)]
+        carried = [env[o] for o in inits]
         inner = dict(env)
-        stop, start = loop_stop(op), loop_start(op)
         limit = lower = first = last = None
         if stop is None:
             iterations = range(_cdiv(r.extent, block))

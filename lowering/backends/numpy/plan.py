@@ -33,7 +33,7 @@ class Plan:
     accesses: dict[tuple, Any] = field(default_factory=dict)  # prepared.key -> Recipe
     facts: dict[Op, tuple] = field(default_factory=dict)  # executor._facts, per access op
     consts: dict[tuple, Any] = field(default_factory=dict)  # (const op, grid rank) -> array
-    grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, sizes, blocks) -> ranges
+    grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, blocks) -> sizes, ranges
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
