@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from types import TracebackType
 from typing import Any, Callable
 
 import numpy as np
@@ -551,7 +552,8 @@ class _bounds:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type | None, e: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> bool:
         if kind is None or not issubclass(kind, memory.OutOfRange):
             return False
         assert isinstance(e, memory.OutOfRange)
