@@ -1,6 +1,7 @@
 """The NumPy backend against plain NumPy on ragged and aligned shapes, through `k(*args)`.
 
     python benchmarks/numpy_backend.py [--repeats N] [--only SUBSTRING] [--out FILE]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/numpy_backend.py ...  # one BLAS thread, both sides
 
 Each case runs the kernel as a user calls it, `k(*args)` with the NumPy backend's default config
 (dispatch included), against what a NumPy user writes (the example's `baseline`), interleaved
@@ -30,6 +31,7 @@ import tiledsl as td
 from outputs import out_help, out_path  # benchmarks/outputs.py
 
 ROOT = Path(__file__).resolve().parent.parent
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def example(name: str) -> Any:
@@ -110,6 +112,9 @@ def main() -> None:
     opts = parser.parse_args()
     out = out_path(opts.out, "numpy_backend.json")
     rows = []
+    threads = {k: os.environ[k] for k in _THREAD_VARS if k in os.environ}
+    print(f"BLAS threads: {threads or 'as the library chooses'}; load average "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"{'case':26} {'tiledsl ms (min-max)':>26} {'numpy ms (min-max)':>24} {'ratio':>6}")
     for name, (kernel, numpy_fn, make) in cases().items():
         if opts.only not in name:
@@ -134,6 +139,7 @@ def main() -> None:
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
                      "tiledsl": td.__version__},
         "repeats": opts.repeats,
+        "threads": threads,  # thread-count variables set for this run (both sides share them)
         "method": "k(*args) with the NumPy backend's default config (dispatch included) against "
                   "the example's NumPy baseline, calls interleaved; medians with min-max",
         "results": rows,

@@ -3,14 +3,16 @@
 Every program of a grid runs at once (memory.py), so a grid's block size costs no Python
 overhead, and a block that divides the extent makes every access a view of the tensor itself,
 with no padded copy. So a grid's tile defaults to the largest block (up to DEFAULT_BLOCK) that
-divides its extent: 1 for a ragged one (257x333, 1,000,003), unless a `dot` multiplies the
-tile (tiles of 1 would be a batch of scalar products). A loop's tile covers its extent in one
+divides its extent: 1 for a ragged one (257x333, 1,000,003), unless a `dot` of other than two
+loads multiplies the tile (tiles of 1 would be a batch of scalar products; a dot of two loads is
+one product over the whole grid, dots.py). A loop's tile covers its extent in one
 iteration where DEFAULT_BLOCK allows (each iteration costs Python overhead). A dot's tile, and
 a longer loop's (uncapped), gets the largest block (fewest iterations, largest BLAS calls)
 that pads its extent by at most a quarter or 16 elements (the padding is copied and computed too).
 A loop's tile that only a reduction's loads read (plan.trimmed_loads: they read no padding) covers
 its extent in one iteration, however long: the whole row is one view of the tensor, and one
-NumPy reduction sums it as plain NumPy does.
+NumPy reduction sums it as plain NumPy does. So does a dot's contraction tile that only loads
+read (trimmed too): one matmul over the whole shared dimension, with no padding along it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ PAD_SLACK = 16  # or by this many elements (a dot over 5 columns takes one tile 
 def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
     """`space` with each block size's default chosen as the module docstring says."""
     grid, loops, dots = _symbol_roles(fn.body)
+    dots -= _loaded_dots(fn)
     free = _padding_free(fn)
     symbols = list(fn.symbols)
     for p in space.params:
@@ -36,7 +39,7 @@ def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
         name = symbols[int(p.name[len("block_sizes["):-1])]
         if name in grid and name not in dots:
             space = space.with_default(p.name, _dividing_block(p.choices, fn.symbols[name].extent))
-        elif name in free and name in loops and name not in grid and name not in dots and \
+        elif name in free and name in loops and name not in grid and \
                 max(p.choices) >= fn.symbols[name].extent:
             space = space.with_default(p.name, min(c for c in p.choices
                                                    if c >= fn.symbols[name].extent))
@@ -83,6 +86,28 @@ def _symbol_roles(block: Block) -> tuple[set[str], set[str], set[str]]:
             for mine, inner in zip((grid, loops, dots), _symbol_roles(region)):
                 mine |= inner
     return grid, loops, dots
+
+
+def _loaded_dots(fn: Function) -> set[str]:
+    """The grid block symbols that tile only dots of two loads (through casts): dots.grid_dot
+    computes those in one product over every program whatever the tile, so they may divide
+    the extent (no padding) as an elementwise grid's do."""
+    producers = {r: op for op in fn.walk() for r in op.results}
+    loaded: set[str] = set()
+    other: set[str] = set()
+    for op in fn.walk():
+        if op.name != "dot":
+            continue
+        sources = []
+        for v in op.operands:
+            while v in producers and producers[v].name == "cast":
+                v = producers[v].operands[0]
+            sources.append(producers.get(v))
+        mine = {d for v in (*op.operands, *op.results) if isinstance(v.type, TileType)
+                for d in v.type.shape if isinstance(d, str)}
+        both = all(p is not None and p.name == "load" for p in sources)
+        (loaded if both else other).update(mine)
+    return loaded - other
 
 
 def _padding_free(fn: Function) -> set[str]:

@@ -6,16 +6,16 @@ for the whole grid; only `for` loops iterate in Python.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-from collections.abc import Iterator
+from types import TracebackType
 from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import memory
+from lowering.backends.numpy import memory, prepared
 from lowering.backends.numpy.branches import run_if
+from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.plan import last_uses, plan_of  # noqa: F401 (last_uses: its home was here)
 from lowering.backends.numpy.room import check_room
@@ -53,6 +53,7 @@ class Executor:
         self.phase = phase
         self.grids_seen = 0
         self.blocks = dict(zip(fn.symbols, config.block_sizes))
+        self.config_key = tuple(config.block_sizes)  # what per-config caches are keyed on
         self.rank = 0  # number of grid axes while inside a grid
         self.grid_sizes: tuple[int, ...] = ()
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
@@ -89,22 +90,21 @@ class Executor:
                     return self.block(block, env, release)
                 finally:
                     self.quiet = False
-        dead = {}
-        if release:
-            dead = self.plan.dead.get(id(block)) or last_uses(block)
-        for i, (op, kind, rule) in enumerate(self.steps(block)):
-            for v in dead.get(i, ()):
-                env.pop(v, None)
+        for op, kind, rule, operands, results, drop in self.steps(block):
+            if release and drop:
+                for v in drop:
+                    env.pop(v, None)
             if kind is _RULE:
                 if self.tensors and op.name in ("tensor.empty", "tensor.full") \
                         and op.result in self.tensors:
                     outs = [self.tensors[op.result]]
                 else:
-                    outs = rule(self, op, [env[o] for o in op.operands])
+                    outs = rule(self, op, [env[o] for o in operands])
             elif kind is _ELEMENTWISE:
-                outs = [compute(op.name, [env[o] for o in op.operands], rule)]
+                env[results[0]] = compute(op.name, [env[o] for o in operands], rule)
+                continue
             elif kind is _RETURN:
-                return [env[o] for o in op.operands]
+                return [env[o] for o in operands]
             elif kind is _GRID:
                 if self.programs is None or self.grids_seen == self.phase:
                     self.grid(op, env)
@@ -116,16 +116,19 @@ class Executor:
                 outs = run_if(self, op, env)
             else:
                 raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
-            for r, o in zip(op.results, outs):
+            for r, o in zip(results, outs):
                 env[r] = o
         return []
 
-    def steps(self, block: Block) -> list[tuple[Op, str, Any]]:
-        """Each op of `block` with how it runs (its kind, and its rule or result dtype),
+    def steps(self, block: Block) -> list[tuple[Op, str, Any, tuple, tuple, tuple]]:
+        """Each op of `block` with how it runs (its kind, and its rule or result dtype), its
+        operands and results, and the values dead before it (released inside a grid or loop),
         resolved once per block of the function."""
         steps = self.plan.steps.get(id(block))
         if steps is None:
-            steps = [_step(op) for op in block.ops]
+            dead = self.plan.dead.get(id(block)) or last_uses(block)
+            steps = [(*_step(op), tuple(op.operands), tuple(op.results), tuple(dead.get(i, ())))
+                     for i, op in enumerate(block.ops)]
             if id(block) in self.plan.dead:  # a block of the function: it lives as long
                 self.plan.steps[id(block)] = steps
         return steps
@@ -135,32 +138,48 @@ class Executor:
         ranges = [a.type for a in region.args]
         subset = self.programs is not None
         self.rank = 1 if subset else len(ranges)
-        self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
+        made = None if subset else self.plan.grids.get((op, self.config_key))
+        self.grid_sizes = made[0] if made is not None else \
+            tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
         inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
                      and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
-        for i, (a, r) in enumerate(zip(region.args, ranges)):
-            assert isinstance(r, RangeType)
-            block = self.block_size(r.block)
-            if subset:  # one prefix axis: the listed programs
-                assert self.programs is not None
-                inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)
-                continue
-            begin = _begins(self.grid_sizes[i], block).reshape(
-                [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
-            inner[a] = self.ranges[a] = RangeRT(r.extent, block, begin, i)
+        if subset:  # one prefix axis: the listed programs
+            assert self.programs is not None
+            for i, (a, r) in enumerate(zip(region.args, ranges)):
+                block = self.block_size(r.block)  # type: ignore[union-attr]
+                inner[a] = RangeRT(r.extent, block, self.programs[:, i] * block, None)  # type: ignore[union-attr]
+        else:
+            self.ranges = made[1] if made is not None else self._grid_ranges(op, ranges)
+            inner.update(self.ranges)
         self.block(region, inner, release=True)
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
 
+    def _grid_ranges(self, op: Op, ranges: list[Any]) -> dict[Value, RangeRT]:
+        """The whole grid's ranges (their begins read-only), made once per config."""
+        out = {}
+        for i, (a, r) in enumerate(zip(op.regions[0].args, ranges)):
+            assert isinstance(r, RangeType)
+            block = self.block_size(r.block)
+            begin = _begins(self.grid_sizes[i], block).reshape(
+                [self.grid_sizes[i] if j == i else 1 for j in range(self.rank)])
+            out[a] = RangeRT(r.extent, block, begin, i)
+        self.plan.grids[(op, self.config_key)] = (self.grid_sizes, out)
+        return out
+
     def loop(self, op: Op, env: Env) -> list[Any]:
-        if op.attrs.get("stride"):  # td.tile(m, n)[p::P]
+        facts = self.plan.facts.get(op)
+        if facts is None:  # per op: its kind, carried values' initial values, stop and start
+            facts = self.plan.facts[op] = (bool(op.attrs.get("stride")), loop_inits(op),
+                                           loop_stop(op), loop_start(op))
+        strided, inits, stop, start = facts
+        if strided:  # td.tile(m, n)[p::P]
             return run_strided(self, op, env)
         region = op.regions[0]
         r = region.args[0].type
         assert isinstance(r, RangeType)
         block = self.block_size(r.block)
-        carried = [env[o] for o in loop_inits(op)]
+        carried = [env[o] for o in inits]
         inner = dict(env)
-        stop, start = loop_stop(op), loop_start(op)
         limit = lower = first = last = None
         if stop is None:
             iterations = range(_cdiv(r.extent, block))
@@ -174,8 +193,9 @@ class Executor:
             iterations = range(int(first.min(initial=0)), int(last.max(initial=0)))
         outer_active = self.active
         for j in iterations:
-            begin = np.full((1,) * self.rank, j * block)
-            inner[region.args[0]] = RangeRT(r.extent, block, begin, None, limit, lower)
+            inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
+                if limit is None else \
+                RangeRT(r.extent, block, _loop_begin(self.rank, j * block), None, limit, lower)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
             active = None if limit is None else (first <= j) & (j < last)
@@ -194,7 +214,9 @@ class Executor:
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
-        full, sliced = op.attrs.get("full", ()), slices_of(op.attrs)
+        full, sliced, _, _, plain = _facts(self, op)
+        if plain:  # each dimension indexed by an operand, none a grid index: the operands
+            return operands[1:len(tensor.shape) + 1]
         values = iter(zip(op.operands[1:], operands[1:]))
         out: list[memory.Index] = []
         for d in range(len(tensor.shape)):
@@ -237,6 +259,20 @@ def _begins(programs: int, block: int) -> np.ndarray:
     return begin
 
 
+@functools.lru_cache(maxsize=256)
+def _loop_begin(rank: int, begin: int) -> np.ndarray:
+    """Where a loop's tile begins, for every program (read-only: shared by every run)."""
+    out = np.full((1,) * rank, begin)
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_range(extent: int, block: int, rank: int, j: int) -> RangeRT:
+    """A loop's range at its `j`-th tile, without a runtime stop (shared by every run)."""
+    return RangeRT(extent, block, _loop_begin(rank, j * block), None)
+
+
 Rule = Callable[[Executor, Op, list[Any]], list[Any]]
 RULES: dict[str, Rule] = {}
 
@@ -250,8 +286,13 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 
 @rule("const")
 def _const(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
-    dtype = op.result.type.dtype.np  # type: ignore[union-attr]
-    return [np.full((1,) * ex.rank, op.attrs["value"], dtype=dtype)]
+    key = (op, ex.rank)  # the same array on every call (read-only: tiles are values)
+    x = ex.plan.consts.get(key)
+    if x is None:
+        dtype = op.result.type.dtype.np  # type: ignore[union-attr]
+        x = ex.plan.consts[key] = np.full((1,) * ex.rank, op.attrs["value"], dtype=dtype)
+        x.setflags(write=False)
+    return [x]
 
 
 @rule("cast")
@@ -267,9 +308,22 @@ def _where(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("broadcast")
 def _broadcast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]
+    source = op.operands[0].owner
+    if source is not None and source.name == "const":  # td.zeros, td.full: x is the plan's
+        key = (op, ex.rank, ex.tile_shape(op.result.type))  # type: ignore[arg-type]
+        made = ex.plan.consts.get(key)  # array (_const), so its view is the same every call
+        if made is not None and made[0] is x:
+            return [made[1]]
+        out = _broadcast_to(ex, op, x)
+        ex.plan.consts[key] = (x, out)
+        return [out]
+    return [_broadcast_to(ex, op, x)]
+
+
+def _broadcast_to(ex: Executor, op: Op, x: np.ndarray) -> np.ndarray:
     tile = ex.tile_shape(op.result.type)  # type: ignore[arg-type]
     x = x.reshape(x.shape[:ex.rank] + (1,) * (len(tile) - (x.ndim - ex.rank)) + x.shape[ex.rank:])
-    return [np.broadcast_to(x, x.shape[:ex.rank] + tile)]
+    return np.broadcast_to(x, x.shape[:ex.rank] + tile)
 
 
 @rule("expand_dims")
@@ -286,7 +340,12 @@ def _transpose(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("dot")
 def _dot(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     dtype = op.result.type.dtype.np  # type: ignore[union-attr]
-    return [np.matmul(xs[0].astype(dtype, copy=False), xs[1].astype(dtype, copy=False))]
+    a, b = xs
+    if a.shape[-1] != b.shape[-2]:  # one operand was loaded trimmed (plan.trimmed_loads): the
+        k = min(a.shape[-1], b.shape[-2])  # lanes the other has past it are zeros
+        a, b = a[..., :k], b[..., :k, :]
+    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    return [grid_dot(a, b, ex.rank) if a.ndim == ex.rank + 2 else np.matmul(a, b)]
 
 
 @rule("pow")
@@ -310,15 +369,16 @@ def _reduce(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     axis = ex.rank + op.attrs["axis"]
     dtype = op.result.type.dtype.np  # type: ignore[union-attr]
     x = xs[0]
-    if kind in ("sum", "mean"):
-        x = x.astype(dtype, copy=False)
-        f = np.sum if kind == "sum" else np.mean
-        return [np.asarray(f(x, axis=axis, keepdims=keep, dtype=dtype))]
+    if kind == "sum":  # (np.add.reduce is np.sum without its Python wrapper)
+        return [np.asarray(np.add.reduce(x.astype(dtype, copy=False), axis, dtype, None, keep))]
+    if kind == "mean":
+        return [np.asarray(np.mean(x.astype(dtype, copy=False), axis=axis, keepdims=keep,
+                                   dtype=dtype))]
     if kind in ARG_REDUCTIONS:  # the first NaN, else the first extreme (NumPy's rule)
         f = np.argmax if kind == "argmax" else np.argmin
         return [np.asarray(f(x, axis=axis, keepdims=keep)).astype(dtype)]
-    f = np.max if kind == "max" else np.min
-    return [np.asarray(f(x, axis=axis, keepdims=keep))]
+    f = np.maximum if kind == "max" else np.minimum  # (np.max is np.maximum.reduce)
+    return [np.asarray(f.reduce(x, axis, None, None, keep))]
 
 
 @rule("cumsum")
@@ -346,6 +406,8 @@ def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         ok = (idx < limit[..., None]) & (idx >= lower[..., None])
         ok = ok.reshape(ok.shape[:-1] + tuple(shape))
         valid = ok if valid is None else valid & ok
+    if valid is not None and ex.active is not None:  # idle programs' lanes are never used
+        valid = valid | ~ex.active.reshape(ex.active.shape + (1,) * t.rank)
     if valid is None or valid.all():
         return [x]
     return [np.where(valid, x, np.asarray(op.attrs["value"]).astype(x.dtype))]
@@ -374,13 +436,29 @@ def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
             ) -> tuple[list[memory.Index], tuple[tuple[int, ...], ...] | None, Any]:
     """A load's or store's indices, its layout's axes (for a gather, else None) and mask."""
     indices = ex.indices(op, xs, tensor)
-    mask = xs[len(access_parts(op)[0]) + 1] if op.attrs.get("mask") else None
-    if not gathers(op):
+    _, _, mask_at, axes, _ = _facts(ex, op)
+    mask = None if mask_at is None else xs[mask_at]
+    if axes is None:
         return indices, None, mask
-    axes = op_layout(op).axes
     indices = [memory.TileIndex(np.asarray(i), axes[d]) if isinstance(i, np.ndarray) and
                np.ndim(i) > ex.rank else i for d, i in enumerate(indices)]
     return indices, axes, mask
+
+
+def _facts(ex: Executor, op: Op) -> tuple[Any, dict[int, Any], int | None, Any, bool]:
+    """A load's or store's `full` dimensions, slices, mask operand's position (or None), a
+    gather's layout axes (or None), and whether its index operands are its indices as they
+    are (no `:` dimension, no `tile.begin` that may be a GridScalar), worked out once per op."""
+    facts = ex.plan.facts.get(op)
+    if facts is None:
+        parts = access_parts(op)[0]
+        mask_at = len(parts) + 1 if op.attrs.get("mask") else None
+        full = op.attrs.get("full", ())
+        plain = not full and not any(v.owner is not None and v.owner.name == "tile.begin"
+                                     for v in parts)
+        facts = ex.plan.facts[op] = (full, slices_of(op.attrs), mask_at,
+                                     op_layout(op).axes if gathers(op) else None, plain)
+    return facts
 
 
 @rule("tile.shift")
@@ -397,14 +475,41 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs, tensor)
         axis = ex.plan.trimmed.get(op)
-        out = None if axis is None else memory.trimmed(xs[0], indices, ex.rank, axis)
+        out = _prepared_load(ex, op, xs[0], indices, axis) if axes is None and mask is None \
+            else None
+        if out is None and axes is None and mask is None:  # a `td.tile(stop)` loop's tile
+            plain, valid = memory.without_stops(indices, ex.rank, ntile)
+            out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None)
+            if out is not None and ex.active is not None:  # idle programs' lanes: never used
+                valid = valid | ~ex.active.reshape(ex.active.shape + (1,) * ntile)
+            if out is not None and not valid.all():
+                out = np.where(valid, out, np.asarray(memory._fill(xs[0], op.attrs.get("other"))
+                                                      ).astype(out.dtype))
+        if out is None and axis is not None:
+            out = memory.trimmed(xs[0], indices, ex.rank, axis, op.attrs.get("other"))
         if out is None:
             out = memory.load(xs[0], indices, ex.rank, ntile, op.attrs.get("other"), ex.active,
                               axes, mask)
-    if isinstance(out, np.ndarray) and np.may_share_memory(out, xs[0]) and \
-            views.root(op.operands[0]) in _written(ex):
+    if views.root(op.operands[0]) in _written(ex) and isinstance(out, np.ndarray) and \
+            np.may_share_memory(out, xs[0]):
         out = out.copy()  # a view of memory a later store changes: the load's value is now's
     return [out]
+
+
+def _prepared_load(ex: Executor, op: Op, arr: np.ndarray, indices: list[memory.Index],
+                   axis: int | None) -> np.ndarray | None:
+    """The load by its recipe for this layout (prepared.py); None: the general path."""
+    k = prepared.key(op, arr, indices, ex.rank)
+    if k is None:
+        return None
+    r = prepared.recipe(ex.plan.accesses, k,
+                        lambda: prepared.load_recipe(arr, indices, ex.rank, axis))
+    if r.view is None:  # neither a view nor a padded copy serves: a gather
+        ntile = len(op.result.type.shape)  # type: ignore[union-attr]
+        active = None if ex.active is None else \
+            ex.active.reshape(ex.active.shape + (1,) * ntile)
+        return memory.gather(arr, indices, ex.rank, ntile, op.attrs.get("other"), active)
+    return prepared.load(r, arr, op.attrs.get("other"))
 
 
 def _written(ex: Executor) -> set[Value]:
@@ -420,24 +525,45 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     assert isinstance(value, TileType)
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs[:-1], tensor)
+        k = None if ex.active is not None or axes is not None or mask is not None else \
+            prepared.key(op, xs[0], indices, ex.rank)
+        if k is not None:
+            r = prepared.recipe(ex.plan.accesses, k,
+                                lambda: prepared.store_recipe(xs[0], indices, ex.rank))
+            if r.covers:
+                ex.covered.add(id(xs[0]))
+            if prepared.store(r, xs[0], xs[-1]):
+                return []
         memory.store(xs[0], indices, ex.rank, value.rank, xs[-1], ex.active, axes, mask)
     if ex.active is None and axes is None and mask is None and memory.covers(xs[0], indices):
         ex.covered.add(id(xs[0]))
     return []
 
 
-@contextlib.contextmanager
-def _bounds(ex: Executor, op: Op) -> Iterator[None]:
-    """A scalar index out of range becomes an OutOfBoundsError naming the tensor and line."""
-    try:
-        yield
-    except memory.OutOfRange as e:
+class _bounds:
+    """A scalar index out of range becomes an OutOfBoundsError naming the tensor and line (a
+    class, not a generator: loads and stores enter it on every call)."""
+
+    __slots__ = ("ex", "op")
+
+    def __init__(self, ex: Executor, op: Op) -> None:
+        self.ex, self.op = ex, op
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        if kind is None or not issubclass(kind, memory.OutOfRange):
+            return False
+        assert isinstance(e, memory.OutOfRange)
+        op = self.op
         name = op.operands[0].hint or "a tensor"
         what = "load from" if op.name == "load" else "store to"
         raise OutOfBoundsError(
             f"{what} '{name}': index {e.value} is out of bounds for dimension {e.dim} "
             f"(size {e.size})",
-            kernel=ex.fn.name, loc=op.loc,
+            kernel=self.ex.fn.name, loc=op.loc,
             hint="a scalar index (an int argument, or arithmetic on td.grid indices) or an "
                  "index tile's element must lie in the dimension; only a tile's lanes past the "
                  "edge are masked (and what td.load's mask= leaves out)") from None

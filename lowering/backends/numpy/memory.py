@@ -10,6 +10,7 @@ floats), so that a missing mask shows up as a wrong result instead of hiding.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Union
 
@@ -89,11 +90,17 @@ def empty(shape: tuple[int, ...], dtype: np.dtype, loc: Loc | None = None) -> np
     """A new tensor as td.empty allocates it: unwritten (see `unwritten`)."""
     dtype = np.dtype(dtype)
     check_room(shape, dtype, loc)
+    bits, value = _unwritten_fill(dtype)
+    return np.full(shape, value, bits).view(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _unwritten_fill(dtype: np.dtype) -> tuple[np.dtype, object]:
+    """The dtype `empty` fills in (bits of the same width for floats) and the value."""
     d = dtypes.from_any(dtype)
     if d is not None and d.is_float and dtype.itemsize in _UNWRITTEN:
-        return np.full(shape, _UNWRITTEN[dtype.itemsize], np.dtype(f"u{dtype.itemsize}")
-                       ).view(dtype)
-    return np.full(shape, poison(dtype), dtype=dtype)
+        return np.dtype(f"u{dtype.itemsize}"), _UNWRITTEN[dtype.itemsize]
+    return dtype, poison(dtype)
 
 
 def unwritten(arr: np.ndarray) -> np.ndarray | None:
@@ -168,6 +175,18 @@ def _fast_axes(shape: tuple[int, ...], indices: list[Index], rank: int, padded: 
 def _view(arr: np.ndarray, indices: list[Index], rank: int,
           padded: bool = False) -> np.ndarray | None:
     """`prefix + tile` view of `arr` for these indices (None when a gather is needed)."""
+    how = view_plan(arr, indices, rank, padded)
+    return None if how is None else apply_view(arr, how)
+
+
+ViewPlan = tuple[tuple[object, ...], "tuple[int, ...] | None", tuple[int, ...], list[int]]
+
+
+def view_plan(arr: np.ndarray, indices: list[Index], rank: int,
+              padded: bool = False) -> ViewPlan | None:
+    """How `_view` takes its view of `arr` (slices, reshape or None, transpose, new axes), for
+    any array of `arr`'s shape and strides and indices like these (prepared.py keys on both);
+    None when a gather is needed."""
     plan = _fast_axes(arr.shape, indices, rank, padded)
     if plan is None:
         return None
@@ -176,15 +195,26 @@ def _view(arr: np.ndarray, indices: list[Index], rank: int,
     if len(grid_tags) != len(set(grid_tags)):
         return None  # one grid axis indexes two dimensions (a diagonal): gather
     v = arr[(*slices, ...)]  # `...` keeps a 0-d result a view (arr[()] would copy it)
+    reshape = None
     if v.shape != tuple(new_shape):
         try:
-            v = np.reshape(v, new_shape, copy=False)
+            np.reshape(v, new_shape, copy=False)
         except ValueError:
             return None  # strides do not allow a view: gather (and scatter) instead
-    order = sorted(range(len(tags)), key=lambda i: (tags[i][0] == "t", tags[i][1]))
-    v = v.transpose(order)
+        reshape = tuple(new_shape)
+    order = tuple(sorted(range(len(tags)), key=lambda i: (tags[i][0] == "t", tags[i][1])))
     present = {tags[i][1] for i in order if tags[i][0] == "g"}
     missing = [a for a in range(rank) if a not in present]
+    return (*slices, ...), reshape, order, missing
+
+
+def apply_view(arr: np.ndarray, how: ViewPlan) -> np.ndarray:
+    """The view `view_plan` planned, of `arr` (of the shape and strides it planned for)."""
+    slices, reshape, order, missing = how
+    v = arr[slices]
+    if reshape is not None:
+        v = v.reshape(reshape)  # a view: the plan checked these strides allow one
+    v = v.transpose(order)
     return np.expand_dims(v, missing) if missing else v
 
 
@@ -268,6 +298,17 @@ def _padded(arr: np.ndarray, indices: list[Index], fill: object,
     the view path applies) and the window's slices. One contiguous copy costs a fraction of a gather (index arrays,
     clipping, masking). None when it does not apply. Without `copy` only the padding is set
     (for a store that writes every element)."""
+    how = pad_plan(arr, indices)
+    if how is None:
+        return None
+    window, shape, rebased = how
+    return pad(arr[window], shape, fill, arr.dtype, copy), rebased, window
+
+
+def pad_plan(arr: np.ndarray, indices: list[Index]
+             ) -> tuple[tuple[slice, ...], tuple[int, ...], list[Index]] | None:
+    """`_padded`'s window, padded shape and indices into the padded copy, for any array of
+    `arr`'s shape and indices like these (None when it does not apply)."""
     if len(indices) != arr.ndim:
         return None
     window, shape, rebased = [], [], []
@@ -297,21 +338,40 @@ def _padded(arr: np.ndarray, indices: list[Index], fill: object,
     part = arr[tuple(window)]  # a view
     if part.shape == tuple(shape):
         return None
-    out = np.empty(tuple(shape), dtype=arr.dtype)
-    value = np.asarray(fill).astype(arr.dtype)
+    return tuple(window), tuple(shape), rebased
+
+
+def pad(part: np.ndarray, shape: tuple[int, ...], fill: object, dtype: np.dtype,
+        copy: bool = True) -> np.ndarray:
+    """A buffer of `shape` holding `part` (copied, unless not `copy`) padded with `fill`."""
+    out = np.empty(shape, dtype=dtype)
+    value = np.asarray(fill).astype(dtype)
     for d, (n, p) in enumerate(zip(part.shape, shape)):
         if p > n:
             out[(slice(None),) * d + (slice(n, None),)] = value
     if copy:
         out[tuple(slice(0, n) for n in part.shape)] = part
-    return out, rebased, tuple(window)
+    return out
 
 
-def trimmed(arr: np.ndarray, indices: list[Index], rank: int, axis: int) -> np.ndarray | None:
-    """The tiles of a load without the lanes past the tensor's end along tile axis `axis`, as a
-    view (shorter along that axis than the tile), when that axis is a loop's tile, the same for
-    every program, and partial there, and no other is; else None. For a reduction along `axis`
-    whose identity is the load's `other` (see plan.trimmed_loads): it reads no padded copy."""
+def trimmed(arr: np.ndarray, indices: list[Index], rank: int, axis: int,
+            other: object | None = None) -> np.ndarray | None:
+    """The tiles of a load without the lanes past the tensor's end along tile axis `axis`
+    (shorter along that axis than the tile), when that axis is a loop's tile, the same for
+    every program, and partial there; else None. A view when no other axis is partial, else
+    a copy padded along those only. For a reduction along `axis` whose identity is the load's
+    `other` (see plan.trimmed_loads): it reads no padding along `axis`."""
+    rebased = trimmed_indices(arr, indices, axis)
+    if rebased is None:
+        return None
+    v = _view(arr, rebased, rank)
+    if v is None and (padded := _padded(arr, rebased, _fill(arr, other))) is not None:
+        v = _view(padded[0], padded[1], rank, True)
+    return v
+
+
+def trimmed_indices(arr: np.ndarray, indices: list[Index], axis: int) -> list[Index] | None:
+    """`trimmed`'s indices: the partial loop tile along `axis` cut to its in-range lanes."""
     rebased, pos, cut = list(indices), 0, False
     for d, (n, idx) in enumerate(zip(arr.shape, indices)):
         if isinstance(idx, RangeRT) and pos == axis and idx.grid_axis is None \
@@ -322,7 +382,30 @@ def trimmed(arr: np.ndarray, indices: list[Index], rank: int, axis: int) -> np.n
             cut = True
         if idx is None or isinstance(idx, (RangeRT, Slice)):
             pos += 1
-    return _view(arr, rebased, rank) if cut else None
+    return rebased if cut else None
+
+
+def without_stops(indices: list[Index], rank: int, ntile: int
+                  ) -> tuple[list[Index], np.ndarray | None]:
+    """`indices` with the runtime stops and starts of `td.tile(stop)` loops' ranges left out,
+    and where the lanes they leave out are not (prefix + tile, broadcastable; None when no
+    index has one): a load of the plain indices, those lanes set to its `other`, is the load
+    (a view or a padded copy, not a gather)."""
+    plain, valid, pos = list(indices), None, 0
+    for d, idx in enumerate(indices):
+        if isinstance(idx, RangeRT) and idx.shift is None and \
+                (idx.stop is not None or idx.start is not None):
+            plain[d] = RangeRT(idx.extent, idx.block, idx.begin, idx.grid_axis)
+            tail = [1] * ntile
+            tail[pos] = idx.block
+            ix = idx.index().reshape(idx.begin.shape + tuple(tail))
+            ok = ix < np.reshape(idx.limit(), np.shape(idx.limit()) + (1,) * ntile)
+            if idx.start is not None:
+                ok &= ix >= idx.start.reshape(idx.start.shape + (1,) * ntile)
+            valid = ok if valid is None else valid & ok
+        if idx is None or isinstance(idx, (RangeRT, Slice)):
+            pos += 1
+    return plain, valid
 
 
 def _fill(arr: np.ndarray, other: object | None) -> object:
@@ -365,6 +448,14 @@ def load(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
 def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) -> np.ndarray:
     """Programs that differ only along grid axes the store does not index write the same
     elements; as if they ran in order, the last one wins."""
+    for a in unindexed_axes(indices, rank):
+        if value.shape[a] > 1:
+            value = value.take([-1], axis=a)
+    return value
+
+
+def unindexed_axes(indices: list[Index], rank: int) -> tuple[int, ...]:
+    """The grid axes along which programs' indices do not differ (`_last_along_unindexed`)."""
     indexed = {i.axis for i in indices if isinstance(i, GridScalar)}
     for idx in indices:
         if isinstance(idx, RangeRT):  # a runtime stop, start or shift tells programs' lanes apart
@@ -374,10 +465,7 @@ def _last_along_unindexed(value: np.ndarray, indices: list[Index], rank: int) ->
             shapes = [np.shape(idx)] if idx is not None and \
                 not isinstance(idx, (GridScalar, Slice)) else []
         indexed |= {a for shape in shapes for a in range(min(rank, len(shape))) if shape[a] > 1}
-    for a in range(rank):
-        if a not in indexed and value.shape[a] > 1:
-            value = value.take([-1], axis=a)
-    return value
+    return tuple(a for a in range(rank) if a not in indexed)
 
 
 def store(arr: np.ndarray, indices: list[Index], rank: int, ntile: int, value: np.ndarray,
@@ -429,7 +517,8 @@ def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
     if active is not None:
         mask = active if mask is None else mask & active
     idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active, axes, mask)
-    shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs))
+    shape = np.broadcast_shapes(value.shape, *(i.shape for i in idxs),
+                                *(() if valid is None else (valid.shape,)))
     full = [np.broadcast_to(i, shape) for i in idxs]
     value = np.broadcast_to(value, shape)
     if valid is None or valid.all():

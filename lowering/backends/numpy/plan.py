@@ -12,6 +12,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value
@@ -29,6 +30,10 @@ class Plan:
     written: set[Value]  # roots of the tensors the function stores to
     trimmed: dict[Op, int]  # loads a reduction reads without their padding -> its tile axis
     steps: dict[int, list] = field(default_factory=dict)  # id(block) -> Executor.steps
+    accesses: dict[tuple, Any] = field(default_factory=dict)  # prepared.key -> Recipe
+    facts: dict[Op, tuple] = field(default_factory=dict)  # executor._facts, per access op
+    consts: dict[tuple, Any] = field(default_factory=dict)  # (const op, grid rank) -> array
+    grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, blocks) -> sizes, ranges
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
@@ -79,7 +84,9 @@ def trimmed_loads(fn: Function) -> dict[Op, int]:
     """Loads whose only use (through float casts, each used once) is a sum, max or min whose
     identity is the load's `other`, each with the tile axis it reduces: the lanes past the
     tensor's end along it would add that identity, so the reduction may read the in-range lanes
-    alone, a view of the tensor, instead of a padded copy."""
+    alone, a view of the tensor, instead of a padded copy. Likewise a dot's operand whose
+    `other` is 0, along the contraction axis (the ragged pass zeroes the other operand's lanes
+    there too: the dot drops the lanes one operand lacks, see executor._dot)."""
     uses: dict[Value, list[Op]] = {}
     ops = list(fn.walk())
     for op in ops:
@@ -98,4 +105,7 @@ def trimmed_loads(fn: Function) -> dict[Op, int]:
         if len(users) == 1 and users[0].name == "reduce" and \
                 IDENTITY.get(users[0].attrs["kind"]) == float(op.attrs["other"]):
             out[op] = users[0].attrs["axis"]
+        elif len(users) == 1 and users[0].name == "dot" and float(op.attrs["other"]) == 0.0:
+            rank = len(v.type.shape)  # type: ignore[union-attr]
+            out[op] = rank - 1 if users[0].operands[0] is v else rank - 2  # the contraction
     return out

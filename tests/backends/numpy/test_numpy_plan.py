@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from lowering.backends.numpy import memory, plan
+from lowering.backends.numpy import memory, plan, prepared
 
 
 @td.tile_kernel
@@ -47,3 +47,43 @@ def test_changed_shape_stride_or_value_gets_its_own_plan() -> None:
         assert plan.made == made + 1, shape
     x = rng.standard_normal((333, 257)).astype(np.float32)
     np.testing.assert_array_equal(row_max(x[:, ::2]), x[:, ::2].max(axis=1))  # a strided view
+
+
+def test_loads_and_stores_prepared_once_per_layout_and_config() -> None:
+    """Loads' and stores' recipes (prepared.py) are made on the first call of a layout: a
+    second call makes none, while other strides and other block sizes get their own, and
+    right answers."""
+    x = np.random.default_rng(2).standard_normal((37, 70)).astype(np.float32)
+    np.testing.assert_array_equal(row_max(x), x.max(axis=1))
+    made = prepared.made
+    np.testing.assert_array_equal(row_max(x), x.max(axis=1))
+    assert prepared.made == made  # the same layout: nothing prepared again
+    np.testing.assert_array_equal(row_max(np.asfortranarray(x)), x.max(axis=1))
+    assert prepared.made > made  # other strides: prepared anew
+    for config in row_max.config_space(x, backend="numpy").sample(2, seed=0):
+        made = prepared.made
+        np.testing.assert_array_equal(row_max.run(x, config=config), x.max(axis=1))
+        assert prepared.made > made, config  # other block sizes: prepared anew
+
+
+@td.tile_kernel
+def matmul(a, b):
+    m, k = a.shape
+    _, n = b.shape
+    out = td.empty((m, n), dtype=a.dtype)
+    for tm, tn in td.tile(m, n):
+        acc = td.zeros((tm, tn), dtype=td.float32)
+        for tk in td.tile(k):
+            acc += a[tm, tk] @ b[tk, tn]
+        out[tm, tn] = acc
+    return out
+
+
+def test_ragged_matmul_copies_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ragged matmul under the default config reads views of its operands, trimmed along
+    the shared dimension (no padded copy, no gather), and multiplies them in one product."""
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((37, 41), (41, 29)))
+    monkeypatch.setattr(memory, "pad", lambda *a, **k: pytest.fail("padded copy"))
+    monkeypatch.setattr(memory, "gather", lambda *a, **k: pytest.fail("gather"))
+    np.testing.assert_allclose(matmul(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
