@@ -56,6 +56,7 @@ TESTED = {
     ("python", "The language"): "test_language_examples_run",
     ("python", "The kernel object"): "test_language_examples_run",
     ("python", "Errors"): "test_language_examples_run",
+    ("python", "Layout"): "test_language_examples_run",
     ("python", "Triton"): "test_triton_tour_runs",
     ("python", "Spatial dataflow accelerators"): "test_spatial_tour_runs",
     ("bash", "Autotuning"): "test_autotuning_commands_run",
@@ -199,10 +200,10 @@ def test_framework_examples_run_and_are_shown_in_full(script: Path, repo: Path,
 
 
 def test_language_examples_run(repo: Path, tmp_path: Path) -> None:
-    """Every Python block of the language, kernel-object and errors sections runs as pasted
-    (each asserts its result)."""
+    """Every Python block of the language, kernel-object, errors and layout sections runs as
+    pasted (each asserts its result)."""
     pytest.importorskip("torch")
-    blocks = blocks_of("python", "The language", "The kernel object", "Errors")
+    blocks = blocks_of("python", "The language", "The kernel object", "Errors", "Layout")
     assert len(blocks) >= 5
     run_python(repo, blocks, tmp_path, timeout=600)
 
