@@ -110,7 +110,7 @@ say "   setup done in $SECONDS s"
 gpu_state
 # the test files with GPU tests (marked, or with the "triton-gpu" test backend of
 # tests/support.py), in parallel where pytest-xdist is installed (the image has it)
-mapfile -t gpu_test_files < <(grep -lE "pytest.mark.gpu|gpu_backend\(\)" tests/test_*.py)
+mapfile -t gpu_test_files < <(grep -rlE "pytest.mark.gpu|gpu_backend\(\)" --include="test_*.py" tests | sort)
 parallel=()
 $PY -c "import xdist" 2>/dev/null && parallel=(-n 8)
 todo=("${steps[@]}")
