@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lowering.backends.triton.emit import padded
-from lowering.backends.triton.registers import feeds_dots_only, uses_of
+from lowering.backends.triton.registers import MAX_REGISTERS, feeds_dots_only, uses_of
 from lowering.backends.triton.registers import registers as register_estimate
 from tiledsl.runtime.config import Config
 from tiledsl.ir.bounds import interval
@@ -214,9 +214,6 @@ def _mean_trips(op: Any, extent: int, block: int) -> int:
     first = None if start is None else interval(start)  # a start skips the tiles before it
     skipped = 0 if first is None else max(0, (first[0] + first[1]) // 2) // block
     return max(1, -(-((lo + hi) // 2) // block) - skipped)
-
-
-MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory
 
 
 def numel(t: TileType, blocks: dict[str, int]) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 from lowering.backends.triton.params import KernelParam
 from lowering.backends.triton.persistent import strided_loop
+from lowering.backends.triton.registers import MAX_REGISTERS, registers
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Op, Value, loop_carried, loop_inits, loop_start, loop_stop, walk
@@ -132,10 +133,11 @@ class LoopEmission:
         `k_ptrs + begin * stride_tk` is one IMAD.WIDE per row, with one offset the loads
         share. Triton 3.6, sm_90: causal attention's key loop at 128x64, d64, 4 warps went from
         501 to 494 SASS instructions, the 128x256x64 GEMM's K loop from 94 to 86 (the
-        hand-written kernels': 489 and 90). Returns (pointer name, stride expression) per load."""
+        hand-written kernels': 489 and 90). Not in a kernel estimated to spill (`spills`).
+        Returns (pointer name, stride expression) per load."""
         loads = [op for op in self.advanced_loads(region, r) if op not in done
                  and self.aligned_rows(op)]
-        if not loads:
+        if not loads or self.spills():
             return {}
         self.open_range(r, "0", indent, [], cuts=False)
         hoisted = {}
@@ -148,6 +150,17 @@ class LoopEmission:
             assert stride is not None
             hoisted[op] = (name, "1" if stride == 1 else self.stride_param(r.hint or "k", stride))
         return hoisted
+
+    def spills(self) -> bool:
+        """Whether the kernel is estimated to need more than the 255 registers a thread has
+        (registers.py). There the pointer tiles stay carried (`carry_pointers`): hoisted ones
+        live across both `for`s of a split loop, with each trip's offset beside them, and add
+        to the spills. Triton 3.6, sm_90: causal attention at d = 128, 128x64, 4 warps
+        (estimated 338) spilled 248 bytes with hoisted pointers, 654 SASS instructions per key
+        tile, and 208 bytes, 624 instructions carried (the hand-written kernel: 288, 650)."""
+        warps, stages = int(self.config.num_warps or 4), int(self.config.num_stages or 3)
+        return registers(self.fn, self.blocks, warps, bool(self.config.get("tma", False)),
+                         stages) > MAX_REGISTERS
 
     def advanced_loads(self, region: Block, r: Value) -> list[Op]:
         """Loads of the body indexed by the loop's tile once and otherwise by values from

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from lowering.backends.triton.emit import padded
+from lowering.backends.triton.widen import padded
 from lowering.backends.triton.split import prefix_true
 from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.ops import BINARY, COMPARE, UNARY
@@ -36,6 +36,7 @@ from tiledsl.ir.types import TileType
 # A kernel with a single thread-sized tile still takes about a dozen: its program id, the
 # tensors' 64-bit base pointers and an offset (vector_add at 256 elements over 8 warps: 12).
 FLOOR = 12
+MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory
 # What every kernel keeps besides its tiles: indices, bases, masks and the row/column offsets of
 # its accesses (the compiled count less the tiles: vector_add and axpby at 16 elements a thread
 # 32-34 against 32 words of tiles; softmax's whole row 88 against 64).
