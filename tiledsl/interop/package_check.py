@@ -56,7 +56,7 @@ _SCALAR_PTX = {"float32": {".f32", ".b32"}, "int32": {".u32", ".s32", ".b32"},
 @cache
 def schema() -> dict[str, Any]:
     """The JSON Schema of manifest.json (shipped in the package)."""
-    return json.loads(files("tiledsl").joinpath("manifest.schema.json").read_text())
+    return json.loads(files("tiledsl.interop").joinpath("manifest.schema.json").read_text())
 
 
 def read_package(root: Path, format_name: str, version: int) -> dict[str, Any]:
