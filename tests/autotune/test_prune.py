@@ -207,7 +207,7 @@ def test_compile_workers_price_what_the_jit_compiled_as_the_model_runner_does(
 
 def test_tune_cli_takes_a_prune_factor(capsys: Any, monkeypatch: Any) -> None:
     import autotune.tune_cli
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     softmax = str(ROOT / "examples" / "softmax.py")
     assert main(["tune", softmax, "--prune", "0.5", "--no-progress"]) == 1
     assert "prune factor must be above 1" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 
 from autotune import replay as rp
 from autotune.space import Evaluator, SearchSpace
-from tiledsl.cli import main as cli
+from tiledsl.cli import commands as cli
 from tiledsl.errors import ConfigError
 
 SHARED = Path(__file__).parents[3] / "shared" / "tuning-spaces"

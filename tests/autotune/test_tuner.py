@@ -613,7 +613,7 @@ def test_a_cache_entry_of_the_wrong_shape_is_a_miss(text: str) -> None:
 
 def test_tuning_without_a_gpu_or_with_an_unknown_backend_says_so(capsys: Any) -> None:
     from autotune.tuner import require_gpu
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     x = example("softmax").make_inputs(np.random.default_rng(0), {"m": 20, "n": 30})[0]
     with pytest.raises(td.TileDSLError, match="kernel 'softmax': no tuning backend 'cuda'"):
         tune(kernel_of("softmax"), [x], backend="cuda")
@@ -641,7 +641,7 @@ def test_bad_tuning_options_are_clear_errors(options: dict, message: str, capsys
     with pytest.raises(td.ConfigError, match=message) as info:
         tune(kernel_of("softmax"), [x], trials=2, **options)
     assert info.value.kernel == "softmax"
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     flag, value = next(iter(options.items()))
     assert main(["tune", str(ROOT / "examples" / "softmax.py"), f"--{flag}", str(value),
                  "--no-progress"]) == 1
@@ -650,7 +650,7 @@ def test_bad_tuning_options_are_clear_errors(options: dict, message: str, capsys
 
 
 def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     plot, report = tmp_path / "c.png", tmp_path / "r.json"
     assert main(["tune", str(ROOT / "examples" / "rms_norm.py"), "--quick", "--no-progress",
                  "--storage", f"sqlite:///{tmp_path}/c.db", "--plot", str(plot),
@@ -663,7 +663,7 @@ def test_tune_cli_writes_report_and_plot(tmp_path: Path) -> None:
 
 def test_tune_cli_re_times_finalists_on_timed_backends(tmp_path: Path, capsys: Any) -> None:
     import json
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     report = tmp_path / "r.json"
     assert main(["tune", str(ROOT / "examples" / "softmax.py"), "--backend", "numpy",
                  "--trials", "4", "--finalists", "2", "--no-progress", "--storage",
@@ -679,7 +679,7 @@ def test_tune_cli_re_times_finalists_on_timed_backends(tmp_path: Path, capsys: A
 def test_studies_export_to_t4_and_replay(tmp_path: Path) -> None:
     import gzip
     import json
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     t4 = tmp_path / "study.json"
     assert main(["tune", str(ROOT / "examples" / "softmax.py"), "--quick", "--no-progress",
                  "--storage", f"sqlite:///{tmp_path}/t4.db", "--t4", str(t4)]) == 0

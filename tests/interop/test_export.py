@@ -27,7 +27,7 @@ from support import ROOT, example, fresh, kernel_of
 from tiledsl.interop import package_check
 from tiledsl.interop.aot import FORMAT_VERSION, LoadedKernel, load, validate_manifest
 from tiledsl.interop.package_check import package_digest
-from tiledsl.cli.main import main
+from tiledsl.cli.commands import main
 from tiledsl.interop.export import TMA_NOTE, export
 
 pytest.importorskip("triton")

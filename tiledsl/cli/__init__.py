@@ -1,7 +1,7 @@
-"""The `tiledsl` command (main) and what its subcommands share: which configs a kernel runs
-with (configs), the per-kernel hooks of a kernel file (file_hooks), and the files they write
-(outputs)."""
+"""The `tiledsl` command: its subcommands and `main` (commands.py), and what they share: what a
+command reads (inputs), which configs a kernel runs with (configs), a kernel file's per-kernel
+hooks (file_hooks) and the files they write (outputs)."""
 
-from tiledsl.cli.main import main
+from tiledsl.cli.commands import main
 
 __all__ = ["main"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from tiledsl.cli.main import main
+from tiledsl.cli.commands import main
 
 sys.exit(main())

@@ -77,7 +77,7 @@ def test_cupy_arrays_in_and_out() -> None:
 @gpu
 def test_run_cli_moves_the_example_inputs_to_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     from support import ROOT
-    from tiledsl.cli.main import main
+    from tiledsl.cli.commands import main
     for name in ("softmax", "matmul"):
         assert main(["run", str(ROOT / "examples" / f"{name}.py"), "--backend", "triton",
                      "--samples", "2"]) == 0

@@ -362,10 +362,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("tiledsl: interrupted (a tune with --storage resumes where it stopped)",
               file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    # `python -m tiledsl.cli`: run the imported module's main, whose CLIError is the one the
-    # subcommands' modules raise (this one, `__main__`, has a class of its own)
-    from tiledsl.cli.main import main as _main
-    sys.exit(_main())
