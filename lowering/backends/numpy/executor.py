@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import memory, prepared
+from lowering.backends.numpy import active_box, memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
@@ -202,6 +202,14 @@ class Executor:
             if active is not None and outer_active is not None:
                 active = active & outer_active
             self.active = outer_active if active is None or active.all() else active
+            box = None if self.active is None or self.programs is not None else \
+                active_box.box_of(self.active, self.grid_sizes)
+            if box is not None:  # the active programs alone (active_box.py)
+                try:
+                    carried = self.in_box(region, inner, box, carried)
+                finally:
+                    self.active = outer_active
+                continue
             try:
                 new = self.block(region, inner, release=True)
             finally:
@@ -211,6 +219,20 @@ class Executor:
                                 n, c) for n, c in zip(new, carried)]
             carried = new
         return carried
+
+    def in_box(self, region: Block, inner: Env, box: active_box.Box, carried: list[Any]
+               ) -> list[Any]:
+        """One loop iteration of the programs in `box` (the active ones): `carried` with theirs
+        replaced."""
+        sizes, ranges, outer_active = self.grid_sizes, self.ranges, self.active
+        self.grid_sizes, self.active = active_box.sizes_in(box, sizes), None
+        self.ranges = {v: r for v, r in ranges.items() if box[r.grid_axis] == slice(None)}  # type: ignore[index]
+        active_box.sliced += 1
+        try:
+            new = self.block(region, active_box.cut_env(inner, box, sizes), release=True)
+        finally:
+            self.grid_sizes, self.ranges, self.active = sizes, ranges, outer_active
+        return [active_box.merge(c, n, box, sizes) for c, n in zip(carried, new)]
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
