@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy.memory import RangeRT
-from tiledsl.ir.core import Value
+from lowering.backends.numpy.plan import _uses
+from tiledsl.ir.core import Block, Value
 from tiledsl.ir.types import TensorType
 
 Box = tuple[slice, ...]
@@ -58,10 +59,17 @@ def _cut(x: Any, box: Box, sizes: tuple[int, ...]) -> Any:
     return x[index]
 
 
-def cut_env(env: dict[Value, Any], box: Box, sizes: tuple[int, ...]) -> dict[Value, Any]:
-    """The environment of the programs in `box` (tensors are whole: they are not per program)."""
+def used_in(region: Block) -> set[Value]:
+    """The values `region`'s ops (nested ones too) use, and its arguments."""
+    return {*region.args, *(v for op in region.ops for v in _uses(op))}
+
+
+def cut_env(env: dict[Value, Any], used: set[Value], box: Box, sizes: tuple[int, ...]
+            ) -> dict[Value, Any]:
+    """The environment of the programs in `box`, of the values in `used` (tensors are whole:
+    they are not per program)."""
     return {v: x if isinstance(v.type, TensorType) else _cut(x, box, sizes)
-            for v, x in env.items()}
+            for v, x in env.items() if v in used}
 
 
 def sizes_in(box: Box, sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -69,12 +77,19 @@ def sizes_in(box: Box, sizes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(len(range(n)[s]) for s, n in zip(box, sizes))
 
 
-def merge(old: np.ndarray, new: Any, box: Box, sizes: tuple[int, ...]) -> np.ndarray:
-    """`old` (every program's value) with the box's programs holding `new`."""
+def merge(old: np.ndarray, new: Any, box: Box, sizes: tuple[int, ...],
+          owned: dict[int, np.ndarray]) -> np.ndarray:
+    """`old` (every program's value) with the box's programs holding `new`; written in place
+    where `old` is an array an earlier merge of this loop made (in `owned`, by id: kept
+    alive there, so no other array takes its id)."""
     new = np.asarray(new)
     rank = len(sizes)
     tile = np.broadcast_shapes(old.shape[rank:], new.shape[rank:])
+    if id(old) in owned and old.shape == sizes + tile and old.dtype == new.dtype:
+        old[box] = new
+        return old
     out = np.empty(sizes + tile, dtype=new.dtype)
+    owned[id(out)] = out
     out[...] = old
     out[box] = new
     return out

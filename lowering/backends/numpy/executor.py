@@ -192,6 +192,7 @@ class Executor:
                 last = np.where(lower < limit, last, first)
             iterations = range(int(first.min(initial=0)), int(last.max(initial=0)))
         outer_active = self.active
+        owned: dict[int, np.ndarray] = {}  # the carried arrays this loop made (active_box.merge)
         for j in iterations:
             inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
                 if limit is None else \
@@ -206,7 +207,7 @@ class Executor:
                 active_box.box_of(self.active, self.grid_sizes)
             if box is not None:  # the active programs alone (active_box.py)
                 try:
-                    carried = self.in_box(region, inner, box, carried)
+                    carried = self.in_box(region, inner, box, carried, owned)
                 finally:
                     self.active = outer_active
                 continue
@@ -220,19 +221,25 @@ class Executor:
             carried = new
         return carried
 
-    def in_box(self, region: Block, inner: Env, box: active_box.Box, carried: list[Any]
-               ) -> list[Any]:
+    def in_box(self, region: Block, inner: Env, box: active_box.Box, carried: list[Any],
+               owned: dict[int, np.ndarray]) -> list[Any]:
         """One loop iteration of the programs in `box` (the active ones): `carried` with theirs
-        replaced."""
+        replaced (in place in the arrays in `owned`, which this loop made)."""
+        used = self.plan.facts.get(region)  # type: ignore[call-overload]
+        if used is None:
+            used = self.plan.facts[region] = active_box.used_in(region)  # type: ignore[index]
         sizes, ranges, outer_active = self.grid_sizes, self.ranges, self.active
         self.grid_sizes, self.active = active_box.sizes_in(box, sizes), None
         self.ranges = {v: r for v, r in ranges.items() if box[r.grid_axis] == slice(None)}  # type: ignore[index]
         active_box.sliced += 1
         try:
-            new = self.block(region, active_box.cut_env(inner, box, sizes), release=True)
+            new = self.block(region, active_box.cut_env(inner, used, box, sizes), release=True)
         finally:
             self.grid_sizes, self.ranges, self.active = sizes, ranges, outer_active
-        return [active_box.merge(c, n, box, sizes) for c, n in zip(carried, new)]
+        if any(id(c) in owned and isinstance(n, np.ndarray) and np.may_share_memory(n, c)
+               for n in new for c in carried):  # (yields of carried views: `a, b = b, a`)
+            owned = {}  # not in place: one write would change what another merge reads
+        return [active_box.merge(c, n, box, sizes, owned) for c, n in zip(carried, new)]
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
