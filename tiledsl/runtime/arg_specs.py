@@ -51,6 +51,10 @@ class ArgSpecs:
         return tuple(self.of(n, v) for n, v in zip(self.signature.parameters, values))
 
     def of(self, name: str, v: Any) -> ArgSpec:
+        if type(v) is np.ndarray and v.ndim and name not in self.static:  # the common case
+            d = NUMPY_DTYPES.get(v.dtype)
+            if d is not None and 0 not in v.shape:
+                return ("tensor", v.shape, d.short)
         special = self._special(name, v)
         if special is not None:
             return special

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import memory, prepared
+from lowering.backends.numpy import active_box, memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
@@ -192,6 +192,7 @@ class Executor:
                 last = np.where(lower < limit, last, first)
             iterations = range(int(first.min(initial=0)), int(last.max(initial=0)))
         outer_active = self.active
+        owned: dict[int, np.ndarray] = {}  # the carried arrays this loop made (active_box.merge)
         for j in iterations:
             inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
                 if limit is None else \
@@ -202,6 +203,14 @@ class Executor:
             if active is not None and outer_active is not None:
                 active = active & outer_active
             self.active = outer_active if active is None or active.all() else active
+            box = None if self.active is None or self.programs is not None else \
+                active_box.box_of(self.active, self.grid_sizes)
+            if box is not None:  # the active programs alone (active_box.py)
+                try:
+                    carried = self.in_box(region, inner, box, carried, owned)
+                finally:
+                    self.active = outer_active
+                continue
             try:
                 new = self.block(region, inner, release=True)
             finally:
@@ -211,6 +220,26 @@ class Executor:
                                 n, c) for n, c in zip(new, carried)]
             carried = new
         return carried
+
+    def in_box(self, region: Block, inner: Env, box: active_box.Box, carried: list[Any],
+               owned: dict[int, np.ndarray]) -> list[Any]:
+        """One loop iteration of the programs in `box` (the active ones): `carried` with theirs
+        replaced (in place in the arrays in `owned`, which this loop made)."""
+        used = self.plan.facts.get(region)  # type: ignore[call-overload]
+        if used is None:
+            used = self.plan.facts[region] = active_box.used_in(region)  # type: ignore[index]
+        sizes, ranges, outer_active = self.grid_sizes, self.ranges, self.active
+        self.grid_sizes, self.active = active_box.sizes_in(box, sizes), None
+        self.ranges = {v: r for v, r in ranges.items() if box[r.grid_axis] == slice(None)}  # type: ignore[index]
+        active_box.sliced += 1
+        try:
+            new = self.block(region, active_box.cut_env(inner, used, box, sizes), release=True)
+        finally:
+            self.grid_sizes, self.ranges, self.active = sizes, ranges, outer_active
+        if any(id(c) in owned and isinstance(n, np.ndarray) and np.may_share_memory(n, c)
+               for n in new for c in carried):  # (yields of carried views: `a, b = b, a`)
+            owned = {}  # not in place: one write would change what another merge reads
+        return [active_box.merge(c, n, box, sizes, owned) for c, n in zip(carried, new)]
 
     def indices(self, op: Op, operands: list[Any], tensor: TensorType) -> list[memory.Index]:
         """One index per tensor dimension: a range, a grid scalar, an int array or None (`:`)."""
@@ -573,6 +602,11 @@ class _bounds:
 def _tensor_empty(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.result.type
     assert isinstance(t, TensorType)
+    if op.result in ex.plan.unfilled and ex.programs is None:  # a store writes it whole
+        check_room(t.shape, t.dtype.np, op.loc)
+        out = np.empty(t.shape, t.dtype.np)
+        ex.covered.add(id(out))
+        return [out]
     return [memory.empty(t.shape, t.dtype.np, op.loc)]
 
 

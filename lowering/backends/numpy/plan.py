@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from lowering.backends.numpy.coverage import covered_empties
 from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value
 from tiledsl.ir.gathers import gathers
@@ -34,6 +35,7 @@ class Plan:
     facts: dict[Op, tuple] = field(default_factory=dict)  # executor._facts, per access op
     consts: dict[tuple, Any] = field(default_factory=dict)  # (const op, grid rank) -> array
     grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, blocks) -> sizes, ranges
+    unfilled: set[Value] = field(default_factory=set)  # td.empty results needing no poison
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
@@ -47,7 +49,8 @@ def plan_of(fn: Function) -> Plan:
         global made
         made += 1
         plan = _PLANS[fn] = Plan({id(b): last_uses(b) for b in _blocks(fn.body)},
-                                 views.written(fn), trimmed_loads(fn))
+                                 views.written(fn), trimmed_loads(fn),
+                                 unfilled=covered_empties(fn))
     return plan
 
 
