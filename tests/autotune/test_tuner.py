@@ -574,7 +574,11 @@ def test_spatial_tuning_tries_the_estimates_best_config_early(
     best = min(search_space(space).points(), key=lambda p: space.estimate(space.make(p)))
     r = tune(k, [a, b], backend="spatial", trials=5, storage=f"sqlite:///{tmp_path}/s.db",
              use_cache=False)
-    assert r.trials[0].config == r.default and r.trials[1].config == space.make(best)
+    assert r.trials[0].config == r.default
+    # the spatial default is itself the estimate's pick (lowering/backends/spatial/defaults.py);
+    # where the descent stopped short, the global best is tried next
+    assert space.estimate(r.default) == space.estimate(space.make(best)) or \
+        r.trials[1].config == space.make(best)
 
 
 def test_model_runner_ranks_configs_without_a_gpu(tmp_path: Path) -> None:

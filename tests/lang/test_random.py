@@ -173,7 +173,8 @@ def test_the_spatial_cost_model_prices_philox() -> None:
     """Ten rounds of integer work per draw: on the same data, a draw costs the PEs more than
     an add (priced as one, the two kernels would take the same time)."""
     x = np.ones(4096, np.float32)
-    config = noisy.config_space(x, 1, backend="spatial").default()
+    # one 1024-lane block per PE: compute, not the transfers, sets the time
+    config = noisy.config_space(x, 1, backend="spatial").complete(td.Config(block_sizes=(1024,)))
     cycles = [k.simulate(x, 1, arch="generic-8x8", config=config).cycles for k in (noisy, ramped)]
     assert cycles[0] > 1.5 * cycles[1]
 

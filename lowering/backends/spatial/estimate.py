@@ -118,7 +118,7 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
                 n = len(its)
                 # the first and last may be cut at the start and stop; the middle ones are whole
                 kinds: dict[int, list[int]] = {}  # in-range lanes -> [an iteration, how many]
-                ends = [(its[0], 1), (its[-1], 1)][:n]
+                ends = [(its[0], 1), (its[-1], 1)][:n] if n else []  # none: no iterations
                 for it, k in ends[:1] + ([(its[1], n - 2)] if n > 2 else []) + ends[1:]:
                     kind = kinds.setdefault(m.stops.lanes(s.range, g, it, bounds)[1], [it, 0])
                     kind[1] += k
