@@ -71,6 +71,13 @@ REDUCE_WORDS = 16  # the most, whatever the tile
 # against 8 of accumulator; 128x128x64 GEMM+GELU: 114 against 64). A loop the emitter splits at
 # the diagonal (split.py: causal attention) is two loops, each with its own addresses, set up
 # before the first (attention at 128x64, 4 warps: 240 registers with pointers, 191 with TMA).
+# Still 3 where loops hoist pointer tiles and advance them by a runtime stride (loops.py): the
+# SASS keeps one loop-invariant 64-bit pointer per row a thread copies (2 registers a vector)
+# and computes each trip's addresses into temporaries (GEMM 128x128x64, 4 warps: 32 and 16
+# registers for 16 vectors, 206 compiled, 192 with carried pointers; attention at d64, 4 warps:
+# 250, which needs more than 2.2 here). The GEMM 64x64x64 at 4 warps is below the model (64
+# compiled, 72 carried, 86 estimated): 32 of accumulator, 16 of pointers, 4 temporaries and 12
+# besides, where BASE + MMA_BASE say 30; no address term fits both it and attention.
 ASYNC_ADDRESS = 3
 # Under 4 warps there is no warpgroup for wgmma: mma.sync takes its operands from registers.
 MMA_SYNC_FRAGMENTS = 24
