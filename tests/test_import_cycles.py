@@ -183,11 +183,13 @@ def test_a_cycle_closed_inside_a_function_is_found(tmp_path: Path) -> None:
 MAX_FUNCTION_LINES = 100  # issue 34 item 3: a function fits on a screen or two
 
 
-def test_no_function_in_the_autotuner_is_over_100_lines() -> None:
-    """tiledsl/ and lowering/ are not held to it yet: torch_op (tiledsl/interop/torch_op.py) and
-    estimate_cycles (lowering/backends/spatial/estimate.py) are longer."""
+def test_no_function_is_over_100_lines() -> None:
+    """In tiledsl/, lowering/ and autotune/ (nested functions count within the one holding
+    them: a 198-line torch_op of closures is one long function)."""
     long = []
-    for path in sorted((ROOT / "autotune").rglob("*.py")):
+    paths = (path for area in ("tiledsl", "lowering", "autotune")
+             for path in sorted((ROOT / area).rglob("*.py")))
+    for path in paths:
         for node in ast.walk(parse(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1

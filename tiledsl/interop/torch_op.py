@@ -74,6 +74,18 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     except ImportError:
         raise BackendError("td.torch_op needs PyTorch: pip install torch") from None
     params = list(kernel.signature.parameters.values())
+    _refuse_function_parameters(kernel, params)
+    kinds = _kinds(kernel, params)
+    _check_mutates_args(kernel, params, mutates_args)
+    n_out = _count_outputs(kernel) if outputs is None else outputs
+    _claim_name(torch, kernel, name, triton)
+    op = _Op(torch, kernel, name, params, set(mutates_args), n_out)
+    if triton:
+        return op.register_triton(kinds, tuple(mutates_args))
+    return op.register(kinds, tuple(mutates_args))
+
+
+def _refuse_function_parameters(kernel: TileKernel, params: list[inspect.Parameter]) -> None:
     for p in params:
         if p.default is not p.empty and callable(p.default) or p.annotation in ("Callable",) or \
                 str(p.annotation).startswith(("Callable", "typing.Callable")):
@@ -82,7 +94,10 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                                 "cannot hold", kernel=kernel.name,
                                 hint="register a kernel that calls the function itself, or "
                                      "call the tile kernel directly")
-    kinds = _kinds(kernel, params)
+
+
+def _check_mutates_args(kernel: TileKernel, params: list[inspect.Parameter],
+                        mutates_args: Sequence[str]) -> None:
     if isinstance(mutates_args, str):  # set("out") would be {'o', 'u', 't'}
         raise ArgumentError(f"mutates_args is the string {mutates_args!r}; pass a tuple of "
                             f"parameter names, e.g. mutates_args=({mutates_args!r},)",
@@ -91,7 +106,10 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
     if unknown:
         raise ArgumentError(f"mutates_args names {sorted(unknown)}, which are not parameters "
                             f"of kernel '{kernel.name}'", kernel=kernel.name)
-    n_out = _count_outputs(kernel) if outputs is None else outputs
+
+
+def _claim_name(torch: Any, kernel: TileKernel, name: str, triton: bool) -> None:
+    """Checks the op name (and, with `triton`, its CPU op's) and records it as this kernel's."""
     if not isinstance(name, str) or not _OP_NAME.fullmatch(name):
         raise ArgumentError(f"custom op name {name!r} must be 'namespace::name', each part an "
                             "identifier (ASCII letters, digits and _, not starting with a "
@@ -104,42 +122,104 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
             raise ArgumentError(f"a custom op named {taken} is already registered; pick "
                                 "another name", kernel=kernel.name)
         _REGISTERED[taken] = (kernel.name, kernel.file)
-    declared = set(mutates_args)
 
-    def refuse_grad_writes(args: tuple) -> None:
+
+class _Op:
+    """A kernel as a custom op `name`: its implementations (`impl`, `fake`, and for
+    `triton_op`, `traceable`) and their registration with torch."""
+
+    def __init__(self, torch: Any, kernel: TileKernel, name: str,
+                 params: list[inspect.Parameter], declared: set[str], n_out: int) -> None:
+        self.torch = torch
+        self.kernel = kernel
+        self.name = name
+        self.params = params
+        self.declared = declared  # the parameters it may write in place
+        self.n_out = n_out
+        self.on_cpu: Any = None  # with triton_op: the custom op running the NumPy path
+
+    def register(self, kinds: list[str], mutates_args: tuple[str, ...]) -> Any:
+        """A `custom_op`: impl, with fake for torch.compile."""
+        impl = self._function(self.impl, kinds)
+        op = self.torch.library.custom_op(self.name, impl, mutates_args=mutates_args)
+        op.register_fake(self.fake)
+        self.differentiable_by_error(op)
+        return op
+
+    def register_triton(self, kinds: list[str], mutates_args: tuple[str, ...]) -> Any:
+        """A `triton_op` (`traceable`), and for CPU tensors under torch.compile the NumPy path as
+        an opaque op (Triton's kernel analysis, which traces wrap_triton launches, needs a GPU
+        driver)."""
+        torch = self.torch
+        impl = self._function(self.impl, kinds)
+        self.on_cpu = torch.library.custom_op(f"{self.name}_cpu", impl,
+                                              mutates_args=mutates_args)
+        self.on_cpu.register_fake(self.fake)
+        self.differentiable_by_error(self.on_cpu)
+        traceable = self._function(self.traceable, kinds)
+        op = torch.library.triton_op(self.name, traceable, mutates_args=mutates_args)
+        op.register_kernel("cpu")(impl)
+        self.differentiable_by_error(op)
+        return op
+
+    def _function(self, method: Any, kinds: list[str]) -> Any:
+        """`method` as a function with the op's schema as its signature (torch reads it)."""
+        torch = self.torch
+
+        def op(*args: Any) -> Any:
+            return method(*args)
+
+        ret: Any = (None if self.n_out == 0 else torch.Tensor if self.n_out == 1
+                    else tuple.__class_getitem__((torch.Tensor,) * self.n_out))
+        op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                               annotation=torch.Tensor if k == "Tensor" else
+                               torch.types.Number if k == "Scalar" else _PY[k],
+                               default=p.default)
+             for p, k in zip(self.params, kinds)], return_annotation=ret)
+        op.__name__ = self.kernel.name
+        return op
+
+    def spec(self, args: tuple, specialize: bool = False) -> tuple:
+        return self.kernel.specialized(lambda: tuple(
+            _fake_spec(self.kernel, p.name, a, specialize) for p, a in zip(self.params, args)))
+
+    def refuse_grad_writes(self, args: tuple) -> None:
         """Torch gives ops that mutate no autograd formula: eager and compiled alike, a write
         into a tensor that requires grad would be invisible to autograd (wrong gradients)."""
-        for p, a in zip(params, args):
-            if p.name in declared and isinstance(a, torch.Tensor) and a.requires_grad:
-                raise ArgumentError(f"op {name} writes argument '{p.name}' in place, and that "
-                                    "tensor requires grad (autograd cannot see the write); "
-                                    "pass a tensor without grad (.detach() shares its memory)",
-                                    kernel=kernel.name)
+        for p, a in zip(self.params, args):
+            if p.name in self.declared and isinstance(a, self.torch.Tensor) and a.requires_grad:
+                raise ArgumentError(f"op {self.name} writes argument '{p.name}' in place, and "
+                                    "that tensor requires grad (autograd cannot see the "
+                                    "write); pass a tensor without grad (.detach() shares its "
+                                    "memory)", kernel=self.kernel.name)
 
-    def refuse_undeclared_writes(spec: tuple) -> None:
-        undeclared = [w for w in kernel.traces.written(spec) if w not in declared]
+    def refuse_undeclared_writes(self, spec: tuple) -> None:
+        kernel = self.kernel
+        undeclared = [w for w in kernel.traces.written(spec) if w not in self.declared]
         if undeclared:
             raise ArgumentError(f"kernel '{kernel.name}' writes {undeclared} in place; declare "
                                 f"them with td.torch_op(..., mutates_args="
                                 f"{tuple(undeclared)!r})", kernel=kernel.name)
 
-    def impl(*args: Any) -> Any:
-        refuse_grad_writes(args)
+    def impl(self, *args: Any) -> Any:
+        """The real implementation: Triton for CUDA tensors, NumPy (zero-copy) for CPU ones."""
+        kernel, torch = self.kernel, self.torch
+        self.refuse_grad_writes(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        refuse_undeclared_writes(kernel.specialized(lambda: tuple(
-            _fake_spec(kernel, p.name, a) for p, a in zip(params, args))))
+        self.refuse_undeclared_writes(self.spec(args))
         gpu = any(t.is_cuda for t in tensors)
         if gpu:
             result = kernel.run(*args, backend="triton")
             values = list(args)
         else:
             values = [arrays.to_numpy(a, kernel.name, p.name) if isinstance(a, torch.Tensor)
-                      else a for p, a in zip(params, args)]
+                      else a for p, a in zip(self.params, args)]
             result = kernel.run(*values, backend="numpy")
         outs = () if result is None else result if isinstance(result, tuple) else (result,)
-        if len(outs) != n_out:
+        if len(outs) != self.n_out:
             raise ArgumentError(f"kernel '{kernel.name}' returned {len(outs)} outputs, the op "
-                                f"{name} was registered with {n_out}; pass outputs=",
+                                f"{self.name} was registered with {self.n_out}; pass outputs=",
                                 kernel=kernel.name)
         converted = []
         for out in outs:
@@ -150,35 +230,16 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
                 converted.append(out)
             else:
                 converted.append(arrays.from_numpy(out, tensors[0]))
-        return _pack(converted, n_out)
+        return _pack(converted, self.n_out)
 
-    def fake(*args: Any) -> Any:
+    def fake(self, *args: Any) -> Any:
         """Output shapes for (possibly symbolic) sizes: the kernel's shape function evaluated
         on torch's sizes, guarded on the size comparisons the trace made (symdims.py)."""
-        refuse_grad_writes(args)
-        spec = kernel.specialized(lambda: tuple(_fake_spec(kernel, p.name, a)
-                                                 for p, a in zip(params, args)))
-        shapes = kernel.traces.shape_function(spec)
+        kernel, torch = self.kernel, self.torch
+        self.refuse_grad_writes(args)
+        spec = self.spec(args)
         fn = kernel.traces.get(spec).ir
-        if shapes.followed:
-            def size(i: int, d: int) -> Any:
-                return args[i].shape[d]
-            if not shapes.holds(size):  # the sizes are the trace's hints: cannot fail
-                raise BackendError(f"kernel '{kernel.name}': the shape function does not hold "
-                                   "for the sizes it was traced for", kernel=kernel.name)
-            sizes = shapes.shapes(size)
-        else:  # an output size left Python's arithmetic: specialize on every size
-            symbolic = [n for a in args if isinstance(a, torch.Tensor) for n in a.shape
-                        if not isinstance(n, int)]
-            if symbolic:
-                warnings.warn(f"{shapes.lost or kernel.file}: kernel '{kernel.name}' computes an "
-                              "output size through int(), float(), / or ** on sizes, which "
-                              "tiledsl cannot follow for dynamic shapes; torch.compile "
-                              "specializes on every input size (keep size arithmetic to "
-                              "+ - * // % and comparisons)", TileDSLWarning, stacklevel=2)
-            for n in symbolic:
-                int(n)  # a guard on the size's value
-            sizes = [v.type.shape for v in fn.outputs]
+        sizes = self._output_sizes(args, spec, fn)
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         outs = []
         for v, shape in zip(fn.outputs, sizes):
@@ -189,52 +250,43 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
             assert isinstance(t, TensorType)
             outs.append(torch.empty(shape, dtype=_torch_dtype(torch, t.dtype.name),
                                     device=device))
-        return _pack(outs, n_out)
+        return _pack(outs, self.n_out)
 
-    ret: Any = (None if n_out == 0 else torch.Tensor if n_out == 1
-                else tuple.__class_getitem__((torch.Tensor,) * n_out))
-    impl.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                           annotation=torch.Tensor if k == "Tensor" else
-                           torch.types.Number if k == "Scalar" else _PY[k],
-                           default=p.default)
-         for p, k in zip(params, kinds)], return_annotation=ret)
-    impl.__name__ = kernel.name
+    def _output_sizes(self, args: tuple, spec: tuple, fn: Any) -> list:
+        """The outputs' sizes from torch's (possibly symbolic) sizes of `args`."""
+        kernel = self.kernel
+        shapes = kernel.traces.shape_function(spec)
+        if shapes.followed:
+            def size(i: int, d: int) -> Any:
+                return args[i].shape[d]
+            if not shapes.holds(size):  # the sizes are the trace's hints: cannot fail
+                raise BackendError(f"kernel '{kernel.name}': the shape function does not hold "
+                                   "for the sizes it was traced for", kernel=kernel.name)
+            return shapes.shapes(size)
+        # an output size left Python's arithmetic: specialize on every size
+        symbolic = [n for a in args if isinstance(a, self.torch.Tensor) for n in a.shape
+                    if not isinstance(n, int)]
+        if symbolic:
+            warnings.warn(f"{shapes.lost or kernel.file}: kernel '{kernel.name}' computes an "
+                          "output size through int(), float(), / or ** on sizes, which "
+                          "tiledsl cannot follow for dynamic shapes; torch.compile "
+                          "specializes on every input size (keep size arithmetic to "
+                          "+ - * // % and comparisons)", TileDSLWarning, stacklevel=3)
+        for n in symbolic:
+            int(n)  # a guard on the size's value
+        return [v.type.shape for v in fn.outputs]
 
-    def no_backward(ctx: Any, *grads: Any) -> Any:
-        raise ArgumentError(f"op {name} has no backward (tile kernels are not differentiable); "
-                            "call it under torch.no_grad() or on detached tensors",
-                            kernel=kernel.name)
-
-    def differentiable_by_error(custom: Any) -> None:
-        """Backward through the op is an ArgumentError naming it (torch refuses an autograd
-        formula for ops that mutate or return nothing; refuse_grad_writes covers those)."""
-        if not declared and n_out > 0:
-            custom.register_autograd(no_backward, setup_context=_no_context)
-
-    if not triton:
-        op = torch.library.custom_op(name, impl, mutates_args=tuple(mutates_args))
-        op.register_fake(fake)
-        differentiable_by_error(op)
-        return op
-
-    # CPU tensors under torch.compile: the NumPy path as an opaque op (Triton's kernel analysis,
-    # which traces wrap_triton launches, needs a GPU driver).
-    on_cpu = torch.library.custom_op(f"{name}_cpu", impl, mutates_args=tuple(mutates_args))
-    on_cpu.register_fake(fake)
-    differentiable_by_error(on_cpu)
-
-    def traceable(*args: Any) -> Any:
+    def traceable(self, *args: Any) -> Any:
         """The triton_op body: generated kernels launched through wrap_triton (also the fake
         implementation: torch runs it on fake tensors)."""
+        kernel, torch = self.kernel, self.torch
         if not any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
-            return on_cpu(*args)
+            return self.on_cpu(*args)
         values = list(args)
         # the launch (grid, shapes) is traced into the graph: specialize on every size
-        spec = kernel.specialized(lambda: tuple(_fake_spec(kernel, p.name, a, specialize=True)
-                                                 for p, a in zip(params, args)))
+        spec = self.spec(args, specialize=True)
         # (torch.compile would otherwise drop the write: the op's schema says it makes none)
-        refuse_undeclared_writes(spec)
+        self.refuse_undeclared_writes(spec)
         space = kernel.space(spec, "triton")
         backend = registry.backend("triton")
         outs = backend.launch_traced(  # type: ignore[attr-defined]
@@ -242,14 +294,18 @@ def torch_op(kernel: TileKernel | None = None, *, name: str, mutates_args: Seque
             space.default(),
             wrap=torch.library.wrap_triton)
         converted = [o.clone() if any(o is a for a in args) else o for o in outs]
-        return _pack(converted, n_out)
+        return _pack(converted, self.n_out)
 
-    traceable.__signature__ = impl.__signature__  # type: ignore[attr-defined]
-    traceable.__name__ = kernel.name
-    op = torch.library.triton_op(name, traceable, mutates_args=tuple(mutates_args))
-    op.register_kernel("cpu")(impl)
-    differentiable_by_error(op)
-    return op
+    def no_backward(self, ctx: Any, *grads: Any) -> Any:
+        raise ArgumentError(f"op {self.name} has no backward (tile kernels are not "
+                            "differentiable); call it under torch.no_grad() or on detached "
+                            "tensors", kernel=self.kernel.name)
+
+    def differentiable_by_error(self, custom: Any) -> None:
+        """Backward through the op is an ArgumentError naming it (torch refuses an autograd
+        formula for ops that mutate or return nothing; refuse_grad_writes covers those)."""
+        if not self.declared and self.n_out > 0:
+            custom.register_autograd(self.no_backward, setup_context=_no_context)
 
 
 _PY: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
