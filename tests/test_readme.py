@@ -168,20 +168,20 @@ def test_sample_error_matches_the_readme() -> None:
 
 def test_triton_tour_runs(repo: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    [code] = blocks_of("python", "Triton")
+    code, *more = blocks_of("python", "Triton")  # the tour, then the section's other blocks
     code += ("\nassert report.registers > 0 and 'wgmma' in ptx\n"
              "print(td.testing.relative_error(out, a.astype(float) @ b))\n")
-    out = run_python(repo, [code], tmp_path, timeout=300)
+    out = run_python(repo, [*more, code], tmp_path, timeout=300)
     assert float(out.strip().splitlines()[-1]) < 5e-3
 
 
 def test_spatial_tour_runs(repo: Path, tmp_path: Path) -> None:
     """Runs as pasted; its trace goes to a scratch directory, not the working directory."""
-    [code] = blocks_of("python", "Spatial dataflow accelerators")
+    code, *more = blocks_of("python", "Spatial dataflow accelerators")  # the tour, then others
     code += ("\nimport tiledsl as td\n"
              "assert report.cycles >= report.bound_cycles and 'agents' in config_json\n"
              "print(td.testing.relative_error(out, a.astype(float) @ b))\n")
-    out = run_python(repo, [code], tmp_path, timeout=300)
+    out = run_python(repo, [*more, code], tmp_path, timeout=300)
     assert float(out.strip().splitlines()[-1]) < 1e-5 and "MAC utilization" in out
 
 
