@@ -561,6 +561,7 @@ def test_a_slow_estimate_ranks_a_shuffled_sample(monkeypatch: pytest.MonkeyPatch
     assert [p["block_sizes[0]"] for p in points[1:1 + len(best)]] == best
 
 
+@pytest.mark.slow  # ranks the whole space: ~12 s
 def test_spatial_tuning_tries_the_estimates_best_config_early(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from autotune import tuner
