@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy.memory import RangeRT
-from lowering.backends.numpy.plan import _uses
+from lowering.backends.numpy.plan import uses_in
 from tiledsl.ir.core import Block, Value
 from tiledsl.ir.types import TensorType
 
@@ -61,7 +61,7 @@ def _cut(x: Any, box: Box, sizes: tuple[int, ...]) -> Any:
 
 def used_in(region: Block) -> set[Value]:
     """The values `region`'s ops (nested ones too) use, and its arguments."""
-    return {*region.args, *(v for op in region.ops for v in _uses(op))}
+    return {*region.args, *(v for op in region.ops for v in uses_in(op))}
 
 
 def cut_env(env: dict[Value, Any], used: set[Value], box: Box, sizes: tuple[int, ...]

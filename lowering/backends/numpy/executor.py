@@ -17,7 +17,7 @@ from lowering.backends.numpy import active_box, memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
-from lowering.backends.numpy.plan import last_uses, plan_of  # noqa: F401 (last_uses: its home was here)
+from lowering.backends.numpy.plan import last_uses, plan_of
 from lowering.backends.numpy.room import check_room
 from lowering.backends.numpy.elementwise import ELEMENTWISE, apply, compute
 from lowering.backends.numpy.memory import GridScalar, RangeRT

@@ -66,7 +66,7 @@ def last_uses(block: Block) -> dict[int, list[Value]]:
     (nested regions' uses count as their op's)."""
     last: dict[Value, int] = {}
     for i, op in enumerate(block.ops):
-        for v in _uses(op):
+        for v in uses_in(op):
             last[v] = i
     defined = set(block.args) | {r for op in block.ops for r in op.results}
     dead: dict[int, list[Value]] = {}
@@ -76,11 +76,11 @@ def last_uses(block: Block) -> dict[int, list[Value]]:
     return dead
 
 
-def _uses(op: Op) -> Iterator[Value]:
+def uses_in(op: Op) -> Iterator[Value]:
     yield from op.operands
     for region in op.regions:
         for inner in region.ops:
-            yield from _uses(inner)
+            yield from uses_in(inner)
 
 
 def trimmed_loads(fn: Function) -> dict[Op, int]:

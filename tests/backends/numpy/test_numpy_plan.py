@@ -9,6 +9,7 @@ import pytest
 
 import tiledsl as td
 from lowering.backends.numpy import memory, plan, prepared
+from support import example
 
 
 @td.tile_kernel
@@ -66,17 +67,7 @@ def test_loads_and_stores_prepared_once_per_layout_and_config() -> None:
         assert prepared.made > made, config  # other block sizes: prepared anew
 
 
-@td.tile_kernel
-def matmul(a, b):
-    m, k = a.shape
-    _, n = b.shape
-    out = td.empty((m, n), dtype=a.dtype)
-    for tm, tn in td.tile(m, n):
-        acc = td.zeros((tm, tn), dtype=td.float32)
-        for tk in td.tile(k):
-            acc += a[tm, tk] @ b[tk, tn]
-        out[tm, tn] = acc
-    return out
+matmul = example("matmul").matmul  # the README's kernel, as users write it
 
 
 def test_ragged_matmul_copies_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
