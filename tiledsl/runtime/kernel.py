@@ -216,7 +216,8 @@ class TileKernel:
     def compile(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
                 **kwargs: Any) -> list[Any]:
         """Compile ahead of time for `arch` (no GPU needed): one report per generated kernel
-        with PTX, cubin, registers, spills and shared memory (`.problem` if it should not run)."""
+        with PTX, cubin, registers, spills and shared memory (`.problem` if it should not run).
+        The config is `config`, else the tuned one from the result cache, else the default."""
         return self._on_triton("compile", args, kwargs, config, arch)
 
     def warm(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
@@ -224,8 +225,8 @@ class TileKernel:
         """Fill Triton's JIT cache for launching on arrays shaped, typed and strided like these
         on a GPU of `arch` (no GPU needed): the first `backend="triton"` call of that shape then
         loads its kernels instead of compiling them. `num_sms` (default: an H100's 132) matters
-        only to persistent configs. The config is `config`, else the space's default. Returns
-        how many kernels were compiled or found compiled."""
+        only to persistent configs. The config is `config`, else the tuned one, else the
+        default. Returns how many kernels were compiled or found compiled."""
         return self._on_triton("warm", args, kwargs, config, arch, num_sms)
 
     def _on_triton(self, method: str, args: tuple, kwargs: dict[str, Any],
@@ -235,7 +236,7 @@ class TileKernel:
         values = self.bind(args, kwargs)
         spec = self.arg_spec(values)
         space = self.space(spec, "triton", extra[0])  # the arch's knobs
-        config = space.default() if config is None else space.validate(config)
+        config = self.config_for(values, spec, space, "triton", None, config)
         t = self.traces.for_config(spec, config)
         try:
             return getattr(registry.backend("triton"), method)(t.for_backend("triton"), config,
@@ -258,6 +259,14 @@ class TileKernel:
         stores a new best config."""
         self.caches.forget_dispatch()
 
+    def config_for(self, values: list[Any], spec: tuple, space: ConfigSpace, backend: str,
+                   arch: Any, config: Config | None) -> Config:
+        """`config` validated, else the tuned config the result cache holds for these
+        arguments on `backend` (and spatial `arch`), else the space's default."""
+        if config is not None:
+            return space.validate(config)
+        return self.tuned_config(values, spec, backend, arch, space) or space.default()
+
     def tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
                      space: ConfigSpace) -> Config | None:
         """The tuned config the result cache holds for these arguments (runner.tuned_config)."""
@@ -273,11 +282,12 @@ class TileKernel:
     def simulate(self, *args: Any, arch: Any = None, config: Config | None = None,
                  trace: str | None = None, **kwargs: Any) -> Any:
         """Time the kernel on a spatial architecture (a preset name or an Arch) with the C++
-        simulator; returns a SimReport. `trace` writes a Chrome/Perfetto trace to that path."""
+        simulator; returns a SimReport. `trace` writes a Chrome/Perfetto trace to that path.
+        The config is `config`, else the tuned one from the result cache, else the default."""
         values = self.bind(args, kwargs)
         spec = self.arg_spec(values)
         space = self.space(spec, "spatial", arch)
-        config = space.default() if config is None else space.validate(config)
+        config = self.config_for(values, spec, space, "spatial", arch, config)
         t = self.traces.for_config(spec, config)
         try:  # the trace path is checked before simulating
             return registry.backend("spatial").simulate(  # type: ignore[attr-defined]
@@ -290,7 +300,8 @@ class TileKernel:
                arch: Any = None, **kwargs: Any) -> str:
         """What the kernel becomes: "ir" (after the pipeline), "ir-traced", "triton" (the
         generated module), "ptx" (compiled for `arch`, default sm_90, no GPU needed) or
-        "spatial" (the dataflow config for `arch`, a preset name, as JSON)."""
+        "spatial" (the dataflow config for `arch`, a preset name, as JSON). The config is
+        `config`, else the tuned one from the result cache, else the default."""
         t = self.traced(*args, **kwargs)
         if target == "ir":
             return print_ir(t.lowered)
@@ -303,7 +314,8 @@ class TileKernel:
             raise e.with_context(kernel=self.name) from None
         spec = self.arg_spec(values)
         space = self.space(spec, backend, arch)
-        config = space.default() if config is None else space.validate(config)
+        config = self.config_for(values, spec, space, backend,
+                                 arch if backend == "spatial" else None, config)
         if arch is None and target == "ptx":
             arch = "sm_90"
         t = self.traces.for_config(spec, config)
