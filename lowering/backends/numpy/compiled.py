@@ -25,8 +25,9 @@ from lowering.backends.numpy.plan import uses_in
 from tiledsl.ir.core import Block, Op, Value
 
 Compiled = Callable[[Any, dict[Value, Any]], list[Any]]  # (executor, env) -> the block's yield
+# op name -> (op, plan) -> a step that runs it as its rule does, or None (fast_access.py)
+SPECIALIZED: dict[str, Callable[[Op, Any], Callable[..., list[Any]] | None]] = {}
 made = 0  # blocks compiled (tests check that a second run compiles none)
-runs = 0  # compiled blocks run (tests check that the compiled path is the one taken)
 
 
 def compile_block(ex: Any, block: Block, release: bool) -> Compiled:
@@ -36,11 +37,20 @@ def compile_block(ex: Any, block: Block, release: bool) -> Compiled:
     global made
     made += 1
     source, names = _source(ex, block, release)
-    namespace: dict[str, Any] = {"run_if": run_if, "np": np, "_ew": _elementwise, **names}
+    namespace: dict[str, Any] = {"run_if": run_if, "_ew": _elementwise, "_unary": _unary,
+                                 "_binary": _binary, **names}
     exec(compile(source, f"<tiledsl numpy {ex.fn.name}>", "exec"), namespace)
     run = namespace["run"]
     run.source = source  # type: ignore[attr-defined]
     return run
+
+
+def specialize(name: str) -> Callable[[Callable], Callable]:
+    """Register a maker of steps for op `name` (one per op, made when its block compiles)."""
+    def deco(make: Callable) -> Callable:
+        SPECIALIZED[name] = make
+        return make
+    return deco
 
 
 def _source(ex: Any, block: Block, release: bool) -> tuple[str, dict[str, Any]]:
@@ -50,8 +60,7 @@ def _source(ex: Any, block: Block, release: bool) -> tuple[str, dict[str, Any]]:
     local: dict[Value, str] = {}  # IR value -> its local variable
     shared = _shared(steps)  # values written to env too: nested regions read them there
     in_env = set(block.args) | shared  # (what `release` takes out of env again)
-    lines = ["def run(ex, env):", "    _count()"]
-    names["_count"] = _count
+    lines = ["def run(ex, env):"]
     fresh = iter(range(1 << 30))  # local variable numbers
 
     def bind(obj: Any, prefix: str) -> str:
@@ -73,6 +82,8 @@ def _source(ex: Any, block: Block, release: bool) -> tuple[str, dict[str, Any]]:
                 lines.append(f"    env.pop({bind(v, 'V')}, None)")
         args = [read(v) for v in operands]
         body = ex.compiled(op.regions[0], True) if kind in ("grid", "for") else None
+        if kind == "rule" and op.name in SPECIALIZED:
+            rule = SPECIALIZED[op.name](op, ex.plan) or rule
         call = _call(op, kind, rule, args, bind, body and bind(body, "B"))
         if call is None:  # return or yield
             lines.append(f"    return [{', '.join(args)}]")
@@ -82,8 +93,8 @@ def _source(ex: Any, block: Block, release: bool) -> tuple[str, dict[str, Any]]:
             local[v] = o
         if not outs:
             lines.append(f"    {call}")
-        elif kind == "elementwise":
-            lines.append(f"    {outs[0]} = {call}")
+        elif kind == "elementwise" or len(outs) == 1:
+            lines.append(f"    {outs[0]} = {call}{'' if kind == 'elementwise' else '[0]'}")
         else:
             lines.append(f"    _t = {call}")
             lines.extend(f"    {o} = _t[{i}]" for i, o in enumerate(outs))
@@ -105,7 +116,9 @@ def _call(op: Op, kind: str, rule: Any, args: list[str], bind: Callable[[Any, st
         return f"{bind(rule, 'R')}(ex, {o}, {xs})"
     if kind == "elementwise":
         f = TERNARY.get(op.name) or BINARY.get(op.name) or UNARY[op.name]
-        return f"_ew({bind(f, 'F')}, {xs}, {bind(rule, 'D')})"
+        how = {1: "_unary", 2: "_binary"}.get(len(args), "_ew")
+        operands = xs if how == "_ew" else ", ".join(args)
+        return f"{how}({bind(f, 'F')}, {operands}, {bind(rule, 'D')})"
     if kind == "grid":
         return f"ex.grid_step({o}, env, {body})"
     if kind == "for":
@@ -125,14 +138,23 @@ def _shared(steps: list[tuple]) -> set[Value]:
     return out
 
 
-def _count() -> None:
-    global runs
-    runs += 1
-
-
 def _elementwise(f: Callable[..., Any], operands: list[np.ndarray], out_dtype: np.dtype
                  ) -> np.ndarray:
     """elementwise.compute with the op's function resolved."""
     work = _compute_dtype(operands[0].dtype)
     return np.asarray(f(*[o.astype(work, copy=False) for o in operands])).astype(
+        out_dtype, copy=False)
+
+
+def _unary(f: Callable[..., Any], x: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    """_elementwise of one operand."""
+    return np.asarray(f(x.astype(_compute_dtype(x.dtype), copy=False))).astype(out_dtype,
+                                                                               copy=False)
+
+
+def _binary(f: Callable[..., Any], x: np.ndarray, y: np.ndarray, out_dtype: np.dtype
+            ) -> np.ndarray:
+    """_elementwise of two operands (both computed in the first's dtype, as compute does)."""
+    work = _compute_dtype(x.dtype)
+    return np.asarray(f(x.astype(work, copy=False), y.astype(work, copy=False))).astype(
         out_dtype, copy=False)
