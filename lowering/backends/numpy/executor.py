@@ -210,6 +210,8 @@ class Executor:
         strided, inits, stop, start = facts
         if strided:  # td.tile(m, n)[p::P]
             return run_strided(self, op, env)
+        if body is not None and stop is None and self.active is None:
+            return self._plain_loop(op, env, body, inits)
         region = op.regions[0]
         r = region.args[0].type
         assert isinstance(r, RangeType)
@@ -256,6 +258,22 @@ class Executor:
                 new = [np.where(active.reshape(active.shape + (1,) * (np.ndim(n) - active.ndim)),
                                 n, c) for n, c in zip(new, carried)]
             carried = new
+        return carried
+
+    def _plain_loop(self, op: Op, env: Env, body: compiled.Compiled, inits: list[Value]
+                    ) -> list[Any]:
+        """`loop` where every program runs every iteration: each one the compiled body."""
+        region = op.regions[0]
+        r = region.args[0].type
+        block = self.block_size(r.block)  # type: ignore[union-attr]
+        carried = [env[o] for o in inits]
+        inner = dict(env)
+        index, args = region.args[0], region.args[1:]
+        for j in range(_cdiv(r.extent, block)):  # type: ignore[union-attr]
+            inner[index] = _loop_range(r.extent, block, self.rank, j)  # type: ignore[union-attr]
+            for a, v in zip(args, carried):
+                inner[a] = v
+            carried = body(self, inner)
         return carried
 
     def in_box(self, region: Block, inner: Env, box: active_box.Box, carried: list[Any],
