@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import active_box, memory, prepared
+from lowering.backends.numpy import active_box, compiled, memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
@@ -32,6 +32,7 @@ from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
 Env = dict[Value, Any]
+COMPILED = True  # run the function's blocks compiled (compiled.py); False: step by step
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -90,6 +91,20 @@ class Executor:
                     return self.block(block, env, release)
                 finally:
                     self.quiet = False
+        run = self.compiled(block, release) if COMPILED else None
+        return self.interpret(block, env, release) if run is None else run(self, env)
+
+    def compiled(self, block: Block, release: bool) -> compiled.Compiled | None:
+        """`block` compiled (compiled.py), once per function; None for a block not of the
+        function (the spatial backend runs lists of its ops)."""
+        run = self.plan.compiled.get((id(block), release))
+        if run is None and id(block) in self.plan.dead:
+            run = self.plan.compiled[(id(block), release)] = compiled.compile_block(
+                self, block, release)
+        return run
+
+    def interpret(self, block: Block, env: Env, release: bool = False) -> list[Any]:
+        """`block` run step by step (what compiled.py's functions do in one call each)."""
         for op, kind, rule, operands, results, drop in self.steps(block):
             if release and drop:
                 for v in drop:
@@ -133,7 +148,24 @@ class Executor:
                 self.plan.steps[id(block)] = steps
         return steps
 
-    def grid(self, op: Op, env: Env) -> None:
+    def allocate(self, op: Op, rule: Any, xs: list[Any]) -> list[Any]:
+        """A td.empty or td.full: the array `run`'s `tensors` lists for it, else a new one."""
+        if self.tensors and op.result in self.tensors:
+            return [self.tensors[op.result]]
+        return rule(self, op, xs)
+
+    def grid_step(self, op: Op, env: Env, body: compiled.Compiled | None = None) -> list[Any]:
+        """A grid op: run unless the executor runs another grid's programs."""
+        if self.programs is None or self.grids_seen == self.phase:
+            self.grid(op, env, body)
+        self.grids_seen += 1
+        return []
+
+    def no_rule(self, op: Op) -> list[Any]:
+        raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
+
+    def grid(self, op: Op, env: Env, body: compiled.Compiled | None = None) -> None:
+        """Every program of grid `op` at once (`body`: its region compiled)."""
         region = op.regions[0]
         ranges = [a.type for a in region.args]
         subset = self.programs is not None
@@ -151,7 +183,10 @@ class Executor:
         else:
             self.ranges = made[1] if made is not None else self._grid_ranges(op, ranges)
             inner.update(self.ranges)
-        self.block(region, inner, release=True)
+        if body is None:
+            self.block(region, inner, release=True)
+        else:
+            body(self, inner)
         self.rank, self.grid_sizes, self.ranges = 0, (), {}
 
     def _grid_ranges(self, op: Op, ranges: list[Any]) -> dict[Value, RangeRT]:
@@ -166,7 +201,8 @@ class Executor:
         self.plan.grids[(op, self.config_key)] = (self.grid_sizes, out)
         return out
 
-    def loop(self, op: Op, env: Env) -> list[Any]:
+    def loop(self, op: Op, env: Env, body: compiled.Compiled | None = None) -> list[Any]:
+        """The carried values after loop `op` (`body`: its region compiled)."""
         facts = self.plan.facts.get(op)
         if facts is None:  # per op: its kind, carried values' initial values, stop and start
             facts = self.plan.facts[op] = (bool(op.attrs.get("stride")), loop_inits(op),
@@ -174,6 +210,8 @@ class Executor:
         strided, inits, stop, start = facts
         if strided:  # td.tile(m, n)[p::P]
             return run_strided(self, op, env)
+        if body is not None and stop is None and self.active is None:
+            return self._plain_loop(op, env, body, inits)
         region = op.regions[0]
         r = region.args[0].type
         assert isinstance(r, RangeType)
@@ -212,13 +250,30 @@ class Executor:
                     self.active = outer_active
                 continue
             try:
-                new = self.block(region, inner, release=True)
+                new = self.block(region, inner, release=True) if body is None else \
+                    body(self, inner)
             finally:
                 self.active = outer_active
             if active is not None and not active.all():  # idle programs keep their values
                 new = [np.where(active.reshape(active.shape + (1,) * (np.ndim(n) - active.ndim)),
                                 n, c) for n, c in zip(new, carried)]
             carried = new
+        return carried
+
+    def _plain_loop(self, op: Op, env: Env, body: compiled.Compiled, inits: list[Value]
+                    ) -> list[Any]:
+        """`loop` where every program runs every iteration: each one the compiled body."""
+        region = op.regions[0]
+        r = region.args[0].type
+        block = self.block_size(r.block)  # type: ignore[union-attr]
+        carried = [env[o] for o in inits]
+        inner = dict(env)
+        index, args = region.args[0], region.args[1:]
+        for j in range(_cdiv(r.extent, block)):  # type: ignore[union-attr]
+            inner[index] = _loop_range(r.extent, block, self.rank, j)  # type: ignore[union-attr]
+            for a, v in zip(args, carried):
+                inner[a] = v
+            carried = body(self, inner)
         return carried
 
     def in_box(self, region: Block, inner: Env, box: active_box.Box, carried: list[Any],

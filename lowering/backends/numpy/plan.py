@@ -36,6 +36,7 @@ class Plan:
     consts: dict[tuple, Any] = field(default_factory=dict)  # (const op, grid rank) -> array
     grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, blocks) -> sizes, ranges
     unfilled: set[Value] = field(default_factory=set)  # td.empty results needing no poison
+    compiled: dict[tuple, Any] = field(default_factory=dict)  # (id(block), release) -> compiled.py
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()

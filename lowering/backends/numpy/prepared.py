@@ -64,11 +64,32 @@ class _Unkeyed(Exception):
 
 def key(op: Op, arr: np.ndarray, indices: list[Index], rank: int) -> tuple | None:
     """The access's key (None: it cannot be prepared)."""
+    parts = []
+    for i in indices:
+        if type(i) is RangeRT:  # (grids' and loops' ranges are made once: their part too)
+            part = i.__dict__.get("_key", _UNKEYED)
+            if part is _UNKEYED:
+                part = i.__dict__["_key"] = _range_key(i)
+            if part is None:
+                return None
+            parts.append(part)
+            continue
+        try:
+            parts.append(_index_key(i))
+        except _Unkeyed:
+            return None
+    return op, arr.shape, arr.strides, arr.dtype, rank, tuple(parts)
+
+
+_UNKEYED = object()
+
+
+def _range_key(idx: RangeRT) -> tuple | None:
+    """_index_key of a range (a frozen object: its key is kept in it), or None."""
     try:
-        parts = tuple(_index_key(i) for i in indices)
+        return _index_key(idx)
     except _Unkeyed:
         return None
-    return op, arr.shape, arr.strides, arr.dtype, rank, parts
 
 
 def recipe(cache: dict[tuple, Recipe], k: tuple, make: Callable[[], Recipe]) -> Recipe:
