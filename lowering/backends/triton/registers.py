@@ -331,8 +331,9 @@ def registers(fn: Function, blocks: dict[str, int], warps: int, tma: bool = Fals
     threads = 32 * warps
     loops = [{o.name for o in walk(op.regions[0])} for op in walk(fn.body) if op.name == "for"]
     mma = any("dot" in n for n in loops)
-    base = BASE + POINTER * tensors_accessed(fn) + (MMA_BASE + sync_fragments(fn, blocks, warps) if mma else
-                   LOOP_BASE if any("load" in names for names in loops) else 0)
+    base = BASE + POINTER * tensors_accessed(fn) + (
+        MMA_BASE + sync_fragments(fn, blocks, warps) if mma else
+        LOOP_BASE if any("load" in names for names in loops) else 0)
     tiles = peak_words(fn, blocks, tma or stages > 1, threads)
     needed = tiles + async_addresses(fn, blocks, threads, tma, stages) + base + \
         (held_fragments(fn, blocks, warps) if mma else 0)
