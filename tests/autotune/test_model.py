@@ -145,10 +145,10 @@ def test_the_triton_space_ranks_configs_before_compiling() -> None:
     assert space.estimate is not None
     fn = k.traced(*args).lowered
     configs = [config(128, 256, 64), config(64, 64, 64, warps=4), config(32, 32, 32, warps=4)]
-    # registers within 20%, except 64x64x64 at 4 warps: 86 estimated against 64 compiled since
-    # loops hoist their pointer tiles (registers.py's fixed MMA base is too high for a small
-    # accumulator; issue 30's open item)
-    slack = {config(64, 64, 64, warps=4): 0.35}
+    # registers within 20%, except 64x64x64 at 4 warps without TMA: 82 estimated against 64
+    # compiled since loops hoist their pointer tiles (86 before the pointer term replaced part of
+    # the MMA base; registers.py says why no address term fits it and attention both)
+    slack = {config(64, 64, 64, warps=4): 0.3}
     for c in configs:
         (guess,), (real,) = estimated_resources(fn, c), compiled_resources(k, args, c)
         assert abs(guess.registers - real.registers) <= slack.get(c, 0.2) * real.registers, \
@@ -223,12 +223,20 @@ WHOLE_ROWS = ("softmax", "layer_norm", "rms_norm")  # kernels whose tiles span a
 
 def test_the_register_estimate_is_within_15_percent_of_the_compiled_counts() -> None:
     """Against the registers ptxas allocated (benchmarks/register_estimate.py's committed
-    seed-0 table, sm_90): the terms of registers.py were fitted on it (27 of 41 configs
-    were more than 15% off before them)."""
+    tables, sm_90): the terms of registers.py were fitted on the seed-0 table (27 of 41 configs
+    were more than 15% off before them, 9 before the pointer, streaming and norm terms) and
+    checked on the held-out seed-1 table (18 of 41 off before those terms)."""
+    results = Path(__file__).parents[2] / "benchmarks" / "results"
+    for table, share in (("register_estimate_sm_90.json", 0.8),
+                         ("register_estimate_sm_90_heldout.json", 0.8)):
+        errors = _register_errors(json.loads((results / table).read_text()))
+        assert sum(e <= 0.15 for e in errors) >= share * len(errors), (table, sorted(errors))
+
+
+def _register_errors(table: dict) -> list[float]:
     from lowering.backends.triton.cost import estimated_resources
-    table = json.loads((Path(__file__).parents[2] / "benchmarks" / "results" /
-                        "register_estimate_sm_90.json").read_text())
-    rows = [r for r in table["rows"] if "compiled" in r and r["spill_bytes"] == 0]
+    rows = [r for r in table["rows"] if "compiled" in r and r["spill_bytes"] == 0 and
+            r["compiled"] < 255]
     errors = []
     for name in sorted({r["kernel"] for r in rows}):
         mod = example(name)
@@ -239,4 +247,4 @@ def test_the_register_estimate_is_within_15_percent_of_the_compiled_counts() -> 
         fn = getattr(mod, name).traced(*args).for_backend("triton")
         errors += [abs(estimated_resources(fn, td.Config.from_dict(r["config"]))[0].registers -
                        r["compiled"]) / r["compiled"] for r in rows if r["kernel"] == name]
-    assert sum(e <= 0.15 for e in errors) >= 0.7 * len(errors), sorted(errors)
+    return errors

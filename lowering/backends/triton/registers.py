@@ -10,13 +10,16 @@ only uses are dots (Triton stages them in shared memory for the tensor cores), b
 expand_dims (a row used across a tile is not copied), constants and booleans (predicates), and
 the values inside a chain of elementwise ops with no reduction, dot or loop between its steps
 (computed element by element: a GELU epilogue holds its input and a few temporaries, not a
-tile per step; layer norm's `x - mean` lives across the variance's reduction). ptxas adds its
-own schedule: loads issued together (HOIST_WORDS), loads streamed into their uses
-(STREAM_WORDS), a reduction's partials beside a tile that lives on (REDUCE_SHARE), and a floor.
-16-bit values pack two to a register; a tile smaller than the program takes one in each thread.
-Each constant below names the SASS observation it comes from; they were fitted on the seed-0
-configs of `benchmarks/register_estimate.py` (sm_90, triton 3.6) and checked on its held-out
-seed-1 configs.
+tile per step; layer norm's `x - mean` lives across the variance's reduction), and so is one
+whose only users are reductions (`x * x` into rms_norm's sum); a tile such a chain reads lives
+to the chain's end. ptxas adds its own schedule: loads issued together (HOIST_WORDS), loads
+streamed into their uses (STREAM_WORDS; STREAM_LOOP_WORDS across a loop's trips), loads fetched
+ahead beside a tile that lives on (ISSUE_AHEAD), a reduction's partials beside a tile that lives
+on (REDUCE_SHARE), and a floor. 16-bit values pack two to a register; a tile smaller than the
+program takes one in each thread. Each constant below names the SASS observation it comes from;
+they were fitted on the seed-0 configs of `benchmarks/register_estimate.py` (sm_90, triton 3.9,
+`benchmarks/results/register_estimate_sm_90.json`) and checked on its held-out seed-1 configs
+(`..._heldout.json`) and on both sets compiled by triton 3.6.
 """
 
 from __future__ import annotations
@@ -30,24 +33,28 @@ from tiledsl.ir.ops import BINARY, COMPARE, UNARY
 from tiledsl.ir.types import TileType
 
 # The terms below are read off sm_90 cubins of the examples (benchmarks/register_estimate.py,
-# seed-0 configs, triton 3.6; cuobjdump's REG against the PTX the configs compile to). The
-# model: registers = max(FLOOR, tiles + addresses + BASE [+ LOOP/MMA terms]).
+# seed-0 configs, triton 3.9; cuobjdump's REG against the PTX the configs compile to). The
+# model: registers = max(FLOOR, tiles + addresses + BASE + POINTER per tensor [+ LOOP/MMA terms]).
 #
 # A kernel with a single thread-sized tile still takes about a dozen: its program id, the
 # tensors' 64-bit base pointers and an offset (vector_add at 256 elements over 8 warps: 12).
 FLOOR = 12
 MAX_REGISTERS = 255  # per thread; beyond, values spill to local memory
-# What every kernel keeps besides its tiles: indices, bases, masks and the row/column offsets of
-# its accesses (the compiled count less the tiles: vector_add and axpby at 16 elements a thread
-# 32-34 against 32 words of tiles; softmax's whole row 88 against 64).
+# What every kernel keeps besides its tiles and base addresses: the program and thread ids, the
+# row/column offsets of its accesses, and the two registers ptxas reserves.
 BASE = 4
-# A loop keeps its induction variable, its bound and its accesses' bases across trips, and ptxas
-# software-pipelines its loads (row_sum, row_cumsum: 16-24 over the tiles).
-LOOP_BASE = 14
+# Each tensor a grid loads or stores keeps its 64-bit base address whatever the tile: vector_add
+# at 4 elements a thread (two 128-bit loads) takes 22 registers, 6 of them its three pointers;
+# this term is what keeps small elementwise kernels from following the tile down to the floor
+# (vector_add and axpby at 1, 4, 16, 32, 64 elements a thread: 12-15, 22, 32-34, 48-52, 80).
+POINTER = 2
+# A loop keeps its induction variable and bound across trips (row_sum at 2 to 32 elements a
+# thread: 32-36 registers, its loads streamed across the unrolled trips, STREAM_LOOP_WORDS).
+LOOP_BASE = 4
 # A loop feeding the tensor cores keeps a pipeline's stage and phase indices, barriers, the
 # accumulator's epilogue offsets (GEMM 128x256x64 with TMA, 8 warps: 154 against 128 words of
-# accumulator).
-MMA_BASE = 26
+# accumulator and 6 of pointers; 64x64x64 with TMA, 4 warps: 58 against 32 and 6).
+MMA_BASE = 16
 # Loads issued back to back: ptxas hoists a block's global loads to its start (or to the last
 # barrier, reduction or store before them) to overlap their latency, so two loaded tiles are live
 # together even where the IR uses one before loading the other (axpby at 32x64, 4 warps: 32
@@ -56,10 +63,19 @@ MMA_BASE = 26
 # registers for 64 words loaded).
 HOIST_WORDS = 40
 # A loaded tile consumed element by element (by elementwise ops or a reduction) need not be
-# held whole: ptxas interleaves its loads with the math, keeping about this many words a thread
-# in flight (row_sum: 31-32 registers for 16 to 32 words of tile; vector_add at 4096 elements, 4
-# warps: 52 for 64).
-STREAM_WORDS = 12
+# held whole: ptxas interleaves its loads with the math, keeping about this many words of each a
+# thread in flight while the result builds (vector_add at 32 elements a thread, 4 warps: 52
+# registers, 32 of them the sum stored at the end, 6 its pointers).
+STREAM_WORDS = 4
+# In a loop (unrolled: its bounds are static) ptxas overlaps the trips' loads whatever the tile:
+# row_sum holds about 20 words of loads in flight at 2 elements a thread as at 32 (SASS: eleven
+# 64-bit loads issued ahead of the FADD chain).
+STREAM_LOOP_WORDS = 20
+# Loads streamed beside a tile that lives across them (a norm's weight and bias beside its row,
+# after the reduction's barrier) are fetched ahead of the math: about half that tile in flight
+# (rms_norm at 8192 columns: 72, 115 and 210-214 registers for rows of 32, 64 and 128 words a
+# thread; layer_norm 64, 112, 190-210).
+ISSUE_AHEAD = 0.5
 # A reduction of a tile that is used again after it (softmax's row, for the max and then the
 # exponent) keeps its partial results beside the tile (softmax at 8192 columns, 4 warps: 88
 # registers for a 64-word row; 8 warps: 48 for 32).
@@ -75,12 +91,14 @@ REDUCE_WORDS = 16  # the most, whatever the tile
 # SASS keeps one loop-invariant 64-bit pointer per row a thread copies (2 registers a vector)
 # and computes each trip's addresses into temporaries (GEMM 128x128x64, 4 warps: 32 and 16
 # registers for 16 vectors, 206 compiled, 192 with carried pointers; attention at d64, 4 warps:
-# 250, which needs more than 2.2 here). The GEMM 64x64x64 at 4 warps is below the model (64
-# compiled, 72 carried, 86 estimated): 32 of accumulator, 16 of pointers, 4 temporaries and 12
-# besides, where BASE + MMA_BASE say 30; no address term fits both it and attention.
+# 250, which needs more than 2.2 here). The GEMM 64x64x64 at 4 warps without TMA is below the
+# model (64 compiled, 72 carried, 82 estimated): 32 of accumulator, 16 of pointers, 4
+# temporaries and 12 besides, where BASE + POINTER + MMA_BASE say 26 (with TMA: 58 compiled,
+# 58 estimated); no address term fits both it and attention.
 ASYNC_ADDRESS = 3
-# Under 4 warps there is no warpgroup for wgmma: mma.sync takes its operands from registers.
-MMA_SYNC_FRAGMENTS = 24
+# Under 4 warps there is no warpgroup for wgmma: mma.sync takes its operands from registers,
+# each thread its share of a trip's A and B tiles (sync_fragments; a fixed 24 before, which
+# missed GEMM 64x32x64 at 2 warps by 14% and 32x64x32 by 19%).
 # wgmma also needs 64 rows of a dot for each warpgroup: a dot of fewer rows runs mma.sync, and
 # an A operand loaded before the loop (attention's q) stays in registers across it, whole in
 # every warp (attention at 16-row tiles, 8 warps: 59 registers for 6 words of tiles, its PTX
@@ -127,20 +145,68 @@ def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
             ends[o] = max(ends.get(o, -1), loop_end[id(outer[0])] if outer else position)
     sizes = {v: words(v, blocks, threads) for v in where
              if _in_registers(v, uses, where[v][0], ends.get(v, -1), barriers, staged)}
-    for v, size in sizes.items():
-        if _streamed(v, uses, where[v][0], ends.get(v, -1), barriers):
-            sizes[v] = min(size, STREAM_WORDS)
+    _through_chains(order, uses, sizes, ends)
+    streamed = {v for v in sizes if _streamed(v, uses, where[v][0], ends.get(v, -1), barriers)}
+    for v in streamed:  # in a loop, ptxas overlaps the trips' loads whatever the tile
+        sizes[v] = STREAM_LOOP_WORDS if _in_for(where[v][1]) else min(sizes[v], STREAM_WORDS)
     starts = _hoisted(order, sizes, at)
+    _issued_ahead(streamed, sizes, starts, where, ends)
     # A value's registers are free for the results of the op that last uses it (elementwise
     # ops work in place): at a position, frees (negative) come before new values.
+    # A streamed load stays in flight while its user's result builds (frees after it).
     events = sorted([(starts.get(v, where[v][0]), sizes[v]) for v in sizes] +
-                    [(max(ends.get(v, -1), where[v][0] + 1), -sizes[v]) for v in sizes] +
+                    [(max(ends.get(v, -1), where[v][0] + 1) + (0.5 if v in streamed else 0),
+                      -sizes[v]) for v in sizes] +
                     _reduce_temporaries(order, sizes, ends))
     live = peak = 0.0
     for _, delta in events:
         live += delta
         peak = max(peak, live)
     return peak
+
+
+def _in_for(loops: tuple[Op, ...]) -> bool:
+    return any(lp.name == "for" for lp in loops)
+
+
+def _through_chains(order: list[Op], uses: dict[Value, list[Op]], sizes: dict[Value, float],
+                    ends: dict[Value, int]) -> None:
+    """A chain of elementwise ops computed element by element reads its inputs until its last
+    element: a tile it consumes lives to the chain's end (rms_norm's row beside its weight, to
+    the store)."""
+    chain_end: dict[Value, int] = {}
+    for op in reversed(order):  # users come after their operands: their ends are known
+        r = op.results[0] if len(op.results) == 1 else None
+        if r is not None and r not in sizes and op.name in ELEMENTWISE + FREE:
+            chain_end[r] = max([ends.get(r, -1)] + [chain_end[u.results[0]] for u in
+                                                    uses.get(r, []) if u.results and
+                                                    u.results[0] in chain_end])
+    for op in order:
+        if op.results and op.results[0] in chain_end:
+            for o in op.operands:
+                if o in sizes:
+                    ends[o] = max(ends.get(o, -1), chain_end[op.results[0]])
+
+
+def _issued_ahead(streamed: set[Value], sizes: dict[Value, float], starts: dict[Value, int],
+                  where: dict[Value, tuple[int, tuple[Op, ...]]], ends: dict[Value, int]) -> None:
+    """Streamed loads issued (together) outside loops beside a tile that lives across them (a
+    norm's weight beside its row) are fetched ahead of the math they feed: ISSUE_AHEAD of that
+    tile in flight (rms_norm, 1 row at 4 warps: 115 registers for a 64-word row, 2 rows: 214
+    for 128, its weight 64 words a thread)."""
+    groups: dict[int, list[Value]] = {}
+    beside: dict[int, float] = {}  # the largest tile living across each group's issue
+    for v in streamed:
+        at = starts.get(v, where[v][0])
+        live = [sizes[u] for u in sizes if u not in streamed and u.owner is not None and
+                u.owner.name not in ("for", "dot") and where[u][0] < at < ends.get(u, -1)]
+        if v.owner is not None and v.owner.name == "load" and not _in_for(where[v][1]) and \
+                max(live, default=0) > STREAM_WORDS:
+            groups.setdefault(at, []).append(v)
+            beside[at] = max(live)
+    for at, vs in groups.items():
+        for v in vs:
+            sizes[v] = (ISSUE_AHEAD * beside[at] + STREAM_WORDS) / len(vs)
 
 
 def _streamed(v: Value, uses: dict[Value, list[Op]], start: int, end: int,
@@ -232,6 +298,15 @@ def takes_descriptor(op: Op, blocks: dict[str, int]) -> bool:
     return all((blocks[d] if isinstance(d, str) else padded(d)) <= TMA_BOX for d in t.shape)
 
 
+def sync_fragments(fn: Function, blocks: dict[str, int], warps: int) -> float:
+    """Under 4 warps, words a thread holds of the operands of the dots in loops (mma.sync reads
+    them from registers): GEMM 64x32x64 at 2 warps, 100 registers; 32x64x32, 72 (TMA both)."""
+    if warps >= 4:
+        return 0.0
+    return sum(words(o, blocks, 32 * warps) for loop in walk(fn.body) if loop.name == "for"
+               for op in walk(loop.regions[0]) if op.name == "dot" for o in op.operands[:2])
+
+
 def held_fragments(fn: Function, blocks: dict[str, int], warps: int) -> float:
     """Words a thread holds of the A operands that mma.sync dots (fewer than WGMMA_ROWS rows,
     or under 4 warps) take from registers across their loop: each warp holds all of one."""
@@ -256,12 +331,20 @@ def registers(fn: Function, blocks: dict[str, int], warps: int, tma: bool = Fals
     threads = 32 * warps
     loops = [{o.name for o in walk(op.regions[0])} for op in walk(fn.body) if op.name == "for"]
     mma = any("dot" in n for n in loops)
-    base = BASE + (MMA_BASE + (MMA_SYNC_FRAGMENTS if warps < 4 else 0) if mma else
-                   LOOP_BASE if any("load" in names for names in loops) else 0)
+    base = BASE + POINTER * tensors_accessed(fn) + (
+        MMA_BASE + sync_fragments(fn, blocks, warps) if mma else
+        LOOP_BASE if any("load" in names for names in loops) else 0)
     tiles = peak_words(fn, blocks, tma or stages > 1, threads)
     needed = tiles + async_addresses(fn, blocks, threads, tma, stages) + base + \
         (held_fragments(fn, blocks, warps) if mma else 0)
     return max(FLOOR, math.ceil(needed))
+
+
+def tensors_accessed(fn: Function) -> int:
+    """The most distinct tensors one grid of `fn` loads or stores (each keeps a base address)."""
+    grids = [op for op in fn.body.ops if op.regions] or [None]
+    return max(len({o.operands[0] for o in (walk(g.regions[0]) if g else walk(fn.body))
+                    if o.name in ("load", "store") and o.operands}) for g in grids)
 
 
 def _number(block: Block, loops: tuple[Op, ...], order: list[Op],
@@ -303,9 +386,9 @@ def _in_registers(v: Value, uses: dict[Value, list[Op]], start: int, end: int,
         return True
     if op.name in FREE:
         return False
-    if _elementwise(op) and all(_elementwise(u) for u in uses.get(v, [])) and \
-            not any(start < b < end for b in barriers):
-        return False  # inside a chain of elementwise ops: computed element by element
+    if _elementwise(op) and all(_elementwise(u) or u.name == "reduce" for u in uses.get(v, [])) \
+            and not any(start < b < end for b in barriers):
+        return False  # inside a chain of elementwise ops (or into a reduction): element-wise
     if op.name == "load":
         return not (staged and feeds_dots_only(v, uses))
     if op.name == "dot":  # `acc + a @ b` is one MMA accumulating in the sum's registers
