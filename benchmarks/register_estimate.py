@@ -110,7 +110,8 @@ def main() -> None:
     print(f"{s['within_15pct']} of {s['configs']} configs that do not spill are within 15% "
           f"(median error {s['median_abs_error'] or 0:.0%})")
     out.write_text(json.dumps({
-        "benchmark": "register_estimate", "arch": opts.arch, "summary": s, "rows": rows,
+        "benchmark": "register_estimate", "arch": opts.arch, "samples": opts.samples,
+        "seed": opts.seed, "summary": s, "rows": rows,
         "sizes": {n: SIZES[n] for n in kernels},  # what tests/autotune/test_model.py traces again
         "dtypes": {n: np.dtype(dtype_for(n)).name for n in kernels},
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
