@@ -15,9 +15,11 @@ whose only users are reductions (`x * x` into rms_norm's sum); a tile such a cha
 to the chain's end. ptxas adds its own schedule: loads issued together (HOIST_WORDS), loads
 streamed into their uses (STREAM_WORDS; STREAM_LOOP_WORDS across a loop's trips), loads fetched
 ahead beside a tile that lives on (ISSUE_AHEAD), a reduction's partials beside a tile that lives
-on (REDUCE_SHARE), and a floor. 16-bit values pack two to a register; a tile smaller than the
-program takes one in each thread. Each constant below names the SASS observation it comes from;
-they were fitted on the seed-0 configs of `benchmarks/register_estimate.py` (sm_90, triton 3.9,
+on (REDUCE_SHARE, per row where a thread holds several rows), the butterfly stages of an
+argmax or a scan across lanes (SHUFFLE_STAGE_WORDS), and a floor. 16-bit values pack two to a
+register; a tile smaller than the program takes one in each thread. Each constant below names the
+SASS observation it comes from; they were fitted on the seed-0 configs of
+`benchmarks/register_estimate.py` (sm_90, triton 3.9,
 `benchmarks/results/register_estimate_sm_90.json`) and checked on its held-out seed-1 configs
 (`..._heldout.json`) and on both sets compiled by triton 3.6.
 """
@@ -29,7 +31,7 @@ import math
 from lowering.backends.triton.widen import padded
 from lowering.backends.triton.split import prefix_true
 from tiledsl.ir.core import Block, Function, Op, Value, walk
-from tiledsl.ir.ops import BINARY, COMPARE, UNARY
+from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.types import TileType
 
 # The terms below are read off sm_90 cubins of the examples (benchmarks/register_estimate.py,
@@ -81,6 +83,22 @@ ISSUE_AHEAD = 0.5
 # registers for a 64-word row; 8 warps: 48 for 32).
 REDUCE_SHARE = 0.4
 REDUCE_WORDS = 16  # the most, whatever the tile
+# A thread holding several rows of the reduced axis reduces them one by one: the partials are
+# REDUCE_SHARE of one row's share, not the tile's (row_argmax at 256x16, 4 warps: 8 rows of 4
+# words a thread, 51 registers compiled, 58 estimated, 69 with a whole-tile share).
+# A reduction whose combine carries a value and a position (argmax, argmin) or a scan (cumsum)
+# across the lanes holding a row keeps each butterfly stage's shuffled operands: SASS shuffles
+# the max, the argmax value and its index at each stage (3 SHFL.BFLY a stage, their results live
+# together; cumsum's SHFL.UP with its lane predicate and select), at most SHUFFLE_WORDS (row_argmax
+# at 2x256, 8 warps: 25 registers for 2 words of tile, 5 stages; 1x2048, 4 warps: 47 for 16;
+# row_cumsum 2x128 at 4 warps: 27 for 2 words, 4x512: 55 for 16). Not modelled: ptxas unrolls
+# the loop of a tile smaller than the program and may hoist 4 trips' loads and shuffles together
+# (row_argmax 4x4 at 4 warps: 36 compiled, 23 estimated; 8x8 is not hoisted: 28 and 25), and
+# row_cumsum 512x8 at 8 warps (2 lanes a row) takes 40 where this says 49.
+SHUFFLE_STAGE_WORDS = 3
+SHUFFLE_WORDS = 8
+LANES = 32  # a warp: stages beyond it go through shared memory
+VECTOR_BITS = 128  # the widest load a thread issues: Triton's elements per thread along a row
 # A pointer load feeding a dot through the pipeline (cp.async) keeps, for each 16-byte vector a
 # thread copies, its 64-bit global address and its 32-bit shared address across the loop's trips
 # (matmul 64x32x512 with 8 warps, K too long for a TMA box: 24 vectors a thread, 101 registers
@@ -157,7 +175,7 @@ def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
     events = sorted([(starts.get(v, where[v][0]), sizes[v]) for v in sizes] +
                     [(max(ends.get(v, -1), where[v][0] + 1) + (0.5 if v in streamed else 0),
                       -sizes[v]) for v in sizes] +
-                    _reduce_temporaries(order, sizes, ends))
+                    _reduce_temporaries(order, sizes, ends, blocks, threads))
     live = peak = 0.0
     for _, delta in events:
         live += delta
@@ -227,8 +245,8 @@ def _consumed_elementwise(v: Value, uses: dict[Value, list[Op]]) -> bool:
                for u in uses.get(v, []))
 
 
-def _reduce_temporaries(order: list[Op], sizes: dict[Value, float],
-                        ends: dict[Value, int]) -> list[tuple[int, float]]:
+def _reduce_temporaries(order: list[Op], sizes: dict[Value, float], ends: dict[Value, int],
+                        blocks: dict[str, int], threads: int) -> list[tuple[int, float]]:
     """A reduction of a tile that lives on cannot reduce it in place: its partial results take
     REDUCE_SHARE of the tile's registers while it runs."""
     out: list[tuple[int, float]] = []
@@ -239,8 +257,47 @@ def _reduce_temporaries(order: list[Op], sizes: dict[Value, float],
         while tile.owner is not None and tile.owner.name == "mask":  # the tile it selects from
             tile = tile.owner.operands[0]
         if tile in sizes and ends.get(tile, -1) > i:
-            extra = min(REDUCE_WORDS, REDUCE_SHARE * sizes[tile])
+            rows = rows_per_thread(tile, op.attrs.get("axis"), blocks, threads)
+            extra = min(REDUCE_WORDS, REDUCE_SHARE * sizes[tile] / rows)
             out += [(i, extra), (i + 1, -extra)]
+    return out
+
+
+def _row_layout(t: TileType, blocks: dict[str, int], threads: int) -> tuple[float, float, int]:
+    """Triton's blocked layout of a tile along its last axis, as it assigns it: (elements a
+    thread holds, of them along one row, lanes sharing a row)."""
+    extent = [blocks[d] if isinstance(d, str) else padded(d) for d in t.shape]
+    per_thread = max(1.0, math.prod(extent) / threads)
+    vec = min(VECTOR_BITS // max(t.dtype.bits, 8), per_thread, extent[-1])
+    lanes = int(min(threads, max(1, extent[-1] // vec)))
+    return per_thread, extent[-1] / lanes, lanes
+
+
+def rows_per_thread(v: Value, axis: object, blocks: dict[str, int], threads: int) -> float:
+    """How many rows of a reduction over the last axis one thread holds, for a loaded tile
+    (Triton's blocked layout; 1 for other axes, and for dots' results in the MMA layout)."""
+    t, op = v.type, v.owner
+    while op is not None and op.name == "cast":
+        op = op.operands[0].owner
+    if not isinstance(t, TileType) or not t.shape or axis not in (-1, len(t.shape) - 1) or \
+            op is None or op.name != "load":
+        return 1.0
+    per_thread, per_row, _ = _row_layout(t, blocks, threads)
+    return max(1.0, per_thread / per_row)
+
+
+def shuffle_words(fn: Function, blocks: dict[str, int], threads: int) -> float:
+    """Registers of the butterfly stages of the widest arg-reduction or scan across lanes
+    (SHUFFLE_STAGE_WORDS a stage, at most SHUFFLE_WORDS)."""
+    out = 0.0
+    for op in walk(fn.body):
+        if not (op.name == "cumsum" or op.name == "reduce" and
+                op.attrs.get("kind") in ARG_REDUCTIONS):
+            continue
+        t = op.operands[0].type
+        if isinstance(t, TileType) and t.shape and op.attrs.get("axis") in (-1, len(t.shape) - 1):
+            lanes = min(LANES, _row_layout(t, blocks, threads)[2])
+            out = max(out, min(SHUFFLE_WORDS, SHUFFLE_STAGE_WORDS * math.log2(lanes)))
     return out
 
 
@@ -336,6 +393,7 @@ def registers(fn: Function, blocks: dict[str, int], warps: int, tma: bool = Fals
         LOOP_BASE if any("load" in names for names in loops) else 0)
     tiles = peak_words(fn, blocks, tma or stages > 1, threads)
     needed = tiles + async_addresses(fn, blocks, threads, tma, stages) + base + \
+        shuffle_words(fn, blocks, threads) + \
         (held_fragments(fn, blocks, warps) if mma else 0)
     return max(FLOOR, math.ceil(needed))
 
