@@ -5,6 +5,7 @@ from __future__ import annotations
 from lowering.backends.spatial.arch import Arch
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
+from tiledsl.ir.types import RangeType
 
 
 def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
@@ -69,7 +70,7 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
         space = space.with_estimate(  # phases run one after another
             lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
     if space.estimate is not None:  # the config the estimate ranks best (`defaults.py`)
-        return estimated_default(space)
+        return estimated_default(space, groups=_block_groups(fn))
     # Else the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
     # operands and amortize per-transfer costs.
     for size in UNIFORM:
@@ -77,6 +78,24 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
         if trial.default_is_valid():
             return trial
     return space
+
+
+def _block_groups(fn: Function) -> list[set[str]]:
+    """The block params each grid's tiles and loops use (`block_sizes[i]`, i indexing the
+    kernel's symbols): the default's search moves two blocks together only within one."""
+    from lowering.backends.spatial.mapper import grids
+
+    index = {name: i for i, name in enumerate(fn.symbols)}
+    groups = []
+    for grid in grids(fn):
+        dims: set = set()
+        for op in [grid, *walk(grid.regions[0])]:
+            for v in [*op.results, *(a for r in op.regions for a in r.args)]:
+                t = v.type
+                dims |= {t.block} if isinstance(t, RangeType) else \
+                    set(getattr(t, "shape", ()))
+        groups.append({f"block_sizes[{index[d]}]" for d in dims if d in index})
+    return groups
 
 
 def _reader_choices(fn: Function, arch: Arch) -> tuple[int, ...]:
