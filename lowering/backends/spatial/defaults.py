@@ -131,8 +131,8 @@ def _argmin(configs: list[Config], cost: Callable[[Config], float | None]) -> Co
 
 def _neighbours(space: ConfigSpace, config: Config,
                 groups: list[set[str]] | None = None) -> list[Config]:
-    """Configs one step from `config`: one block size, or two of one group together, to the
-    next choice up or down; or a knob to another of its choices."""
+    """Configs one step from `config`: one block size to the next choice up or down, or a knob
+    to another of its choices; then two block sizes of one group together."""
     values = space.values(config)
     blocks = [p for p in space.params if p.name.startswith("block_sizes[")]
 
@@ -143,15 +143,15 @@ def _neighbours(space: ConfigSpace, config: Config,
     def together(p: Param, q: Param) -> bool:
         return groups is None or any(p.name in g and q.name in g for g in groups)
 
-    out = []
+    singles, pairs = [], []
     for i, p in enumerate(blocks):
         for step in (-1, 1):
-            pairs = [(q, s) for q in blocks[i + 1:] if together(p, q) for s in (-1, 1)]
-            for q, other in [(None, 0)] + pairs:
-                new = {p.name: moved(p, step)} | ({} if q is None else {q.name: moved(q, other)})
-                if None not in new.values():
-                    out.append(space.make({**values, **new}))
+            singles.append({p.name: moved(p, step)})
+            pairs += [{p.name: moved(p, step), q.name: moved(q, s)}
+                      for q in blocks[i + 1:] if together(p, q) for s in (-1, 1)]
     for p in space.params:
         if p not in blocks:
-            out += [space.make({**values, p.name: c}) for c in p.choices if c != values[p.name]]
-    return out
+            singles += [{p.name: c} for c in p.choices if c != values[p.name]]
+    # (single moves first: where the budget runs out in a round, they are the ones priced)
+    return [space.make({**values, **new}) for new in singles + pairs
+            if None not in new.values()]

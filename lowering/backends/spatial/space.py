@@ -8,11 +8,13 @@ from tiledsl.ir.core import Function, walk
 from tiledsl.ir.types import RangeType
 
 
-def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
+def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = True
+           ) -> ConfigSpace:
     """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
     shareable loads); rule out configs whose buffers overflow a PE's SRAM or that need more DMA
     channels than a PE has, in any grid (phase); estimate configs' cycles analytically
-    (`estimate.py`) so the tuner tries the best-ranked first."""
+    (`estimate.py`) so the tuner tries the best-ranked first, and default to the config it
+    ranks best (unless not `pick_default`)."""
     from lowering.backends.spatial.defaults import UNIFORM, estimated_default, uniform_default
     from lowering.backends.spatial.estimate import estimate_cycles
     from lowering.backends.spatial.even_blocks import with_even_blocks
@@ -69,6 +71,8 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     if not reads_arguments(fn):  # (else the plan needs argument values: no estimate)
         space = space.with_estimate(  # phases run one after another
             lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
+    if not pick_default:
+        return space
     if space.estimate is not None:  # the config the estimate ranks best (`defaults.py`)
         return estimated_default(space, groups=_block_groups(fn))
     # Else the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
