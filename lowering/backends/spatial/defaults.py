@@ -4,17 +4,20 @@ best, as the Triton backend's default is the one its cost model prices lowest.
 The estimate is analytic (no dataflow config built, nothing simulated) but not free (a few
 milliseconds a config on a 512^3 GEMM), and a GEMM's space holds tens of thousands of configs,
 so the search is bounded and deterministic: it starts from the best of the largest uniform block
-sizes (256, 128, ... 1, each clamped to its tile's choices) under each grid fold, and descends until no neighbour is better
-or `BUDGET` configs have been estimated. A neighbour moves one block size a step up or down its
-choices, or two of one grid together (a GEMM's M and N tiles trade reuse for programs jointly;
-a bigger N tile fits SRAM with a smaller K one), or one knob to another value. Each round
-prices the neighbours, then also the compound of the improving moves on disjoint parameters
-(the grids of a kernel are phases whose estimates add, so their best moves combine), and takes
-the best; then it repeats that move while it keeps improving (a column mean wants its column
-tile a few steps down from the uniform start: one estimate a step, not a round). On every
-example and preset it lands within 80% of the exhaustive optimum's throughput
-(`benchmarks/spatial_default.py`). The kernel caches the space, and with it this default, per
-(trace, argument shapes, architecture).
+sizes (256, 128, ... 1, each clamped to its tile's choices), each also with its grid tiles cut
+until every PE has a program (`filled`: a row scan of 150 rows on 64 PEs wants 2-row tiles down
+512-wide column tiles, which no uniform start is near), under each grid fold; and descends until
+no neighbour is better or `BUDGET` configs have been estimated. A neighbour moves one block size
+a step up or down its choices, or two of one grid together (a GEMM's M and N tiles trade reuse
+for programs jointly; a bigger N tile fits SRAM with a smaller K one), or one knob to another
+value. Each round prices the neighbours, then also the compound of the improving moves on
+disjoint parameters (the grids of a kernel are phases whose estimates add, so their best moves
+combine), and takes the best; then it repeats that move while it keeps improving (a column mean
+wants its column tile a few steps down from the uniform start: one estimate a step, not a
+round). Where the space has no estimate (loop bounds read from the data), the default is the
+largest uniform block size that fits, its grid tiles `filled`. `benchmarks/spatial_default.py`
+measures the default against the best simulated config of each example and preset. The kernel
+caches the space, and with it this default, per (trace, argument shapes, architecture).
 """
 
 from __future__ import annotations
@@ -37,12 +40,25 @@ def uniform_default(space: ConfigSpace, size: int) -> ConfigSpace:
     return space
 
 
+def filled(space: ConfigSpace, fill: dict[str, int]) -> ConfigSpace:
+    """`space` with each block size that `fill` names defaulting to at most its value (the
+    largest choice not above it, else the smallest): grid tiles small enough that the grid
+    has a program for every PE."""
+    for p in space.params:
+        if p.name in fill:
+            most = min(fill[p.name], p.default)
+            space = space.with_default(p.name, max((c for c in p.choices if c <= most),
+                                                   default=min(p.choices)))
+    return space
+
+
 def estimated_default(space: ConfigSpace, budget: int = BUDGET,
-                      groups: list[set[str]] | None = None) -> ConfigSpace:
+                      groups: list[set[str]] | None = None,
+                      fill: dict[str, int] | None = None) -> ConfigSpace:
     """`space` with its defaults set to the best config the estimate finds (the module's
     docstring says how); unchanged where it has no estimate or no uniform start is valid.
     `groups`: the block params of each grid (two move together only within one; None: one
-    group)."""
+    group); `fill`: grid tiles that give every PE a program (`filled`), tried as starts too."""
     estimate = space.estimate
     if estimate is None:
         return space
@@ -61,13 +77,18 @@ def estimated_default(space: ConfigSpace, budget: int = BUDGET,
 
     starts: list[Config] = []
     folds = next((p.choices for p in space.params if p.name == "fold"), (None,))
+    sizes = 0
     for size in UNIFORM:  # large tiles first: small ones are costly to estimate, and slow
-        for fold in folds:  # (one move from a block move: a descent does not combine them)
-            trial = uniform_default(space, size)
+        trials = [uniform_default(space, size)]
+        trials += [filled(trials[0], fill)] if fill else []
+        found = False
+        for trial, fold in ((t, f) for t in trials for f in folds):
+            # (a fold is one move from a block move: a descent does not combine them)
             c = _defaults(trial if fold is None else trial.with_default("fold", fold))
-            if len(starts) < STARTS * len(folds) and cost(c) not in (None, float("inf")) \
-                    and c not in starts:
+            if sizes < STARTS and c not in starts and cost(c) not in (None, float("inf")):
                 starts.append(c)
+                found = True
+        sizes += found
     best = _argmin(starts, cost)
     if best is None:
         return space

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from lowering.backends.spatial.arch import Arch
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
@@ -15,7 +17,8 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = Tr
     channels than a PE has, in any grid (phase); estimate configs' cycles analytically
     (`estimate.py`) so the tuner tries the best-ranked first, and default to the config it
     ranks best (unless not `pick_default`)."""
-    from lowering.backends.spatial.defaults import UNIFORM, estimated_default, uniform_default
+    from lowering.backends.spatial.defaults import (UNIFORM, estimated_default, filled,
+                                                    uniform_default)
     from lowering.backends.spatial.estimate import estimate_cycles
     from lowering.backends.spatial.even_blocks import with_even_blocks
     from lowering.backends.spatial.mapper import Mapping, can_multicast, grids
@@ -73,15 +76,46 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = Tr
             lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
     if not pick_default:
         return space
+    fill = _filling_blocks(space, fn, arch)
     if space.estimate is not None:  # the config the estimate ranks best (`defaults.py`)
-        return estimated_default(space, groups=_block_groups(fn))
-    # Else the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
-    # operands and amortize per-transfer costs.
+        return estimated_default(space, groups=_block_groups(fn), fill=fill)
+    # Else the largest uniform block size (down from 256) whose buffers fit (big tiles reuse
+    # operands and amortize per-transfer costs), its grid tiles small enough to give every
+    # PE a program.
     for size in UNIFORM:
-        trial = uniform_default(space, size)
+        trial = filled(uniform_default(space, size), fill)
         if trial.default_is_valid():
             return trial
     return space
+
+
+def _filling_blocks(space: ConfigSpace, fn: Function, arch: Arch) -> dict[str, int]:
+    """For each block param that tiles a grid axis, the largest of its choices that, with
+    the grid's other axes at theirs, still gives the grid a program for every PE (halving
+    the axis of most programs' blocks first); the smallest where none does."""
+    from lowering.backends.spatial.mapper import grids
+
+    index = {name: i for i, name in enumerate(fn.symbols)}
+    choices = {p.name: p.choices for p in space.params}
+    fill: dict[str, int] = {}
+    for grid in grids(fn):
+        axes = [(f"block_sizes[{index[r.type.block]}]", r.type.extent)
+                for r in grid.regions[0].args
+                if isinstance(r.type, RangeType) and r.type.block in index]
+        block = {name: max(choices[name]) for name, _ in axes}
+
+        def programs() -> int:
+            return math.prod(-(-extent // block[name]) for name, extent in axes)
+
+        while programs() < arch.pes:
+            smaller = [(block[n], n) for n, _ in axes if block[n] > min(choices[n])]
+            if not smaller:
+                break
+            name = max(smaller)[1]
+            block[name] = max(c for c in choices[name] if c < block[name])
+        for name, b in block.items():
+            fill[name] = min(fill.get(name, b), b)
+    return fill
 
 
 def _block_groups(fn: Function) -> list[set[str]]:

@@ -67,15 +67,19 @@ def test_streams_beyond_a_links_channels_share_them() -> None:
     assert cycles["wide"] <= cycles["shared"] < cycles["costly"]
 
 
-def test_default_of_a_two_grid_kernel_nears_its_optimum() -> None:
-    """center_columns' grids are phases whose blocks move apart (a column mean wants narrow
-    column tiles down whole rows, the centering square ones): the default search combines the
-    grids' moves and repeats them, and reaches 80% of the best config that
-    benchmarks/spatial_default.py simulates (it stopped at 65%, 64 estimates short)."""
-    mod = example("center_columns")
-    (x,) = mod.make_inputs(np.random.default_rng(0))
-    k = mod.center_columns
-    best = td.Config((2, 256, 16, 16), fold="linear", buffer_depth=2, multicast=True)
-    default = k.config_space(x, backend="spatial", arch="generic-8x8").default()
-    cycles = [k.simulate(x, arch="generic-8x8", config=c).cycles for c in (best, default)]
-    assert cycles[0] / cycles[1] >= 0.8
+def test_default_nears_the_optimum_where_the_descent_stopped_short() -> None:
+    """The defaults reach 80% of the best configs benchmarks/spatial_default.py simulates
+    where the descent stopped short: center_columns' grids are phases whose blocks move apart
+    (narrow column tiles down whole rows, then square ones; the search combines the grids'
+    moves and repeats them: it stopped at 65%, out of estimates), and row_cumsum on lpu-like
+    wants 1-2 row tiles (150 rows, 64 PEs) down 512-wide columns, far from uniform blocks
+    (the start whose grid tiles give every PE a program: it stopped at 74%)."""
+    for name, arch, best in (("center_columns", "generic-8x8", ((2, 256, 16, 16), 3)),
+                             ("row_cumsum", "lpu-like", ((2, 512), 3))):
+        mod = example(name)
+        args = mod.make_inputs(np.random.default_rng(0))
+        k = getattr(mod, name)
+        best_config = td.Config(best[0], fold="linear", buffer_depth=best[1], multicast=True)
+        default = k.config_space(*args, backend="spatial", arch=arch).default()
+        cycles = [k.simulate(*args, arch=arch, config=c).cycles for c in (best_config, default)]
+        assert cycles[0] / cycles[1] >= 0.8, name
