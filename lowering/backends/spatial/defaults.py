@@ -4,8 +4,8 @@ best, as the Triton backend's default is the one its cost model prices lowest.
 The estimate is analytic (no dataflow config built, nothing simulated) but not free (a few
 milliseconds a config on a 512^3 GEMM), and a GEMM's space holds tens of thousands of configs,
 so the search is bounded and deterministic: it starts from the best of the largest uniform block
-sizes (256, 128, ... 1, each clamped to its tile's choices), each also with its grid tiles cut
-until every PE has a program (`filled`: a row scan of 150 rows on 64 PEs wants 2-row tiles down
+sizes (256, 128, ... 1, each clamped to its tile's choices), the largest also with its grid tiles
+cut until every PE has a program (`filled`: a row scan of 150 rows on 64 PEs wants 2-row tiles down
 512-wide column tiles, which no uniform start is near), under each grid fold; and descends until
 no neighbour is better or `BUDGET` configs have been estimated. A neighbour moves one block size
 a step up or down its choices, or two of one grid together (a GEMM's M and N tiles trade reuse
@@ -80,7 +80,8 @@ def estimated_default(space: ConfigSpace, budget: int = BUDGET,
     sizes = 0
     for size in UNIFORM:  # large tiles first: small ones are costly to estimate, and slow
         trials = [uniform_default(space, size)]
-        trials += [filled(trials[0], fill)] if fill else []
+        trials += [filled(trials[0], fill)] if fill and not sizes else []  # (the largest
+        # size's only: small grid tiles are slow to estimate)
         found = False
         for trial, fold in ((t, f) for t in trials for f in folds):
             # (a fold is one move from a block move: a descent does not combine them)
