@@ -103,11 +103,7 @@ def _filling_blocks(space: ConfigSpace, fn: Function, arch: Arch) -> dict[str, i
                 for r in grid.regions[0].args
                 if isinstance(r.type, RangeType) and r.type.block in index]
         block = {name: max(choices[name]) for name, _ in axes}
-
-        def programs() -> int:
-            return math.prod(-(-extent // block[name]) for name, extent in axes)
-
-        while programs() < arch.pes:
+        while math.prod(-(-extent // block[name]) for name, extent in axes) < arch.pes:
             smaller = [(block[n], n) for n, _ in axes if block[n] > min(choices[n])]
             if not smaller:
                 break
