@@ -171,7 +171,8 @@ def test_a_registered_knob_is_in_every_space_and_retraces_per_value() -> None:
     for backend in (None, "numpy", "triton", "spatial"):
         split = next(p for p in k.config_space(*args, backend=backend).params
                      if p.name == "split_k")
-        assert split.choices == (1, 2, 4, 8, 16, 32) and split.default == 1
+        assert split.choices == (1, 2, 4, 8, 16, 32)  # spatial: the estimate's pick (131 deep)
+        assert split.default == 1 if backend != "spatial" else split.default > 1
     space = k.config_space(*args, backend="triton")
     src = k.source(*args, target="triton", config=space.default().replace(split_k=8))
     assert "of outer_k" in src and "# 1 tiles" not in src  # 8 parts of k: programs along it

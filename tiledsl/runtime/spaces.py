@@ -43,17 +43,22 @@ def space_for(k: TileKernel, spec: tuple[ArgSpec, ...], backend: str | None,
         space = _extended(k, base, t, backend, arch)
         if t.tunables and backend is not None:  # each knob value's trace has its own
             space = tunables.per_trace(space, tuple(t.tunables), lambda config: _extended(
-                k, base, k.traces.for_config(spec, config), backend, arch))
+                k, base, k.traces.for_config(spec, config), backend, arch, pick=False))
+            pick = getattr(registry.backend(backend), "pick_default", None)
+            if pick is not None:  # over every knob value's trace (the default trace's own
+                space = pick(space)  # search saw only its knob value's estimate)
         k.caches.spaces[key] = space
     return k.caches.spaces[key]
 
 
 def _extended(k: TileKernel, space: ConfigSpace, t: Traced, backend: str | None,
-              arch: Any) -> ConfigSpace:
-    """`space` with `backend`'s knobs and constraints for trace `t`."""
+              arch: Any, pick: bool = True) -> ConfigSpace:
+    """`space` with `backend`'s knobs and constraints for trace `t` (and its default, unless
+    not `pick`: a backend that searches for one may skip it)."""
     if backend is None:
         return space
-    options = {} if arch is None else {"arch": arch}
+    options: dict[str, Any] = ({} if arch is None else {"arch": arch}) | \
+        ({} if pick else {"pick_default": False})
     try:
         return registry.backend(backend).extend_space(space, t.for_backend(backend),
                                                       **options)

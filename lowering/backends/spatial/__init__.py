@@ -15,6 +15,7 @@ from lowering.backends.numpy.room import check_allocations
 from lowering.backends.spatial import schema
 from lowering.backends.spatial import space as spatial_space
 from lowering.backends.spatial.arch import Arch, preset
+from lowering.backends.spatial.defaults import estimated_default
 from lowering.backends.spatial.engine import (Program, SimReport, check_trace_path,
                                               simulator_module)
 from lowering.backends.spatial.functional import execute
@@ -147,9 +148,15 @@ class SpatialBackend:
     name = "spatial"
 
     def extend_space(self, space: ConfigSpace, fn: Function, arch: str | Arch | None = None,
-                     **_: Any) -> ConfigSpace:
+                     pick_default: bool = True, **_: Any) -> ConfigSpace:
         check_allocations(fn)  # before the mapper places every tile of a huge output
-        return spatial_space.extend(space, fn, preset(DEFAULT_ARCH if arch is None else arch))
+        return spatial_space.extend(space, fn, preset(DEFAULT_ARCH if arch is None else arch),
+                                    pick_default)
+
+    def pick_default(self, space: ConfigSpace) -> ConfigSpace:
+        """The default of a space whose td.register_tunable knobs change the trace: the
+        estimate's best over every knob value (`defaults.py`)."""
+        return estimated_default(space)
 
     def run(self, fn: Function, args: list[Any], config: Config, arch: str | Arch | None = None,
             **_: Any) -> list[Any]:

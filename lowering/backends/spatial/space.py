@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import math
+
 from lowering.backends.spatial.arch import Arch
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
+from tiledsl.ir.types import RangeType
 
 
-def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
+def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = True
+           ) -> ConfigSpace:
     """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
     shareable loads); rule out configs whose buffers overflow a PE's SRAM or that need more DMA
     channels than a PE has, in any grid (phase); estimate configs' cycles analytically
-    (`estimate.py`) so the tuner tries the best-ranked first."""
-    from lowering.backends.spatial.defaults import UNIFORM, estimated_default, uniform_default
+    (`estimate.py`) so the tuner tries the best-ranked first, and default to the config it
+    ranks best (unless not `pick_default`)."""
+    from lowering.backends.spatial.defaults import (UNIFORM, estimated_default, filled,
+                                                    uniform_default)
     from lowering.backends.spatial.estimate import estimate_cycles
     from lowering.backends.spatial.even_blocks import with_even_blocks
     from lowering.backends.spatial.mapper import Mapping, can_multicast, grids
@@ -68,15 +74,62 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch) -> ConfigSpace:
     if not reads_arguments(fn):  # (else the plan needs argument values: no estimate)
         space = space.with_estimate(  # phases run one after another
             lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
+    if not pick_default:
+        return space
+    fill = _filling_blocks(space, fn, arch)
     if space.estimate is not None:  # the config the estimate ranks best (`defaults.py`)
-        return estimated_default(space)
-    # Else the largest uniform block size (down from 256) whose buffers fit: big tiles reuse
-    # operands and amortize per-transfer costs.
+        return estimated_default(space, groups=_block_groups(fn), fill=fill)
+    # Else the largest uniform block size (down from 256) whose buffers fit (big tiles reuse
+    # operands and amortize per-transfer costs), its grid tiles small enough to give every
+    # PE a program.
     for size in UNIFORM:
-        trial = uniform_default(space, size)
+        trial = filled(uniform_default(space, size), fill)
         if trial.default_is_valid():
             return trial
     return space
+
+
+def _filling_blocks(space: ConfigSpace, fn: Function, arch: Arch) -> dict[str, int]:
+    """For each block param that tiles a grid axis, the largest of its choices that, with
+    the grid's other axes at theirs, still gives the grid a program for every PE (halving
+    the axis of most programs' blocks first); the smallest where none does."""
+    from lowering.backends.spatial.mapper import grids
+
+    index = {name: i for i, name in enumerate(fn.symbols)}
+    choices = {p.name: p.choices for p in space.params}
+    fill: dict[str, int] = {}
+    for grid in grids(fn):
+        axes = [(f"block_sizes[{index[r.type.block]}]", r.type.extent)
+                for r in grid.regions[0].args
+                if isinstance(r.type, RangeType) and r.type.block in index]
+        block = {name: max(choices[name]) for name, _ in axes}
+        while math.prod(-(-extent // block[name]) for name, extent in axes) < arch.pes:
+            smaller = [(block[n], n) for n, _ in axes if block[n] > min(choices[n])]
+            if not smaller:
+                break
+            name = max(smaller)[1]
+            block[name] = max(c for c in choices[name] if c < block[name])
+        for name, b in block.items():
+            fill[name] = min(fill.get(name, b), b)
+    return fill
+
+
+def _block_groups(fn: Function) -> list[set[str]]:
+    """The block params each grid's tiles and loops use (`block_sizes[i]`, i indexing the
+    kernel's symbols): the default's search moves two blocks together only within one."""
+    from lowering.backends.spatial.mapper import grids
+
+    index = {name: i for i, name in enumerate(fn.symbols)}
+    groups = []
+    for grid in grids(fn):
+        dims: set = set()
+        for op in [grid, *walk(grid.regions[0])]:
+            for v in [*op.results, *(a for r in op.regions for a in r.args)]:
+                t = v.type
+                dims |= {t.block} if isinstance(t, RangeType) else \
+                    set(getattr(t, "shape", ()))
+        groups.append({f"block_sizes[{index[d]}]" for d in dims if d in index})
+    return groups
 
 
 def _reader_choices(fn: Function, arch: Arch) -> tuple[int, ...]:
