@@ -232,15 +232,16 @@ class Executor:
         outer_active = self.active
         owned: dict[int, np.ndarray] = {}  # the carried arrays this loop made (active_box.merge)
         for j in iterations:
-            inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
-                if limit is None else \
-                RangeRT(r.extent, block, _loop_begin(self.rank, j * block), None, limit, lower)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
             active = None if limit is None else (first <= j) & (j < last)
             if active is not None and outer_active is not None:
                 active = active & outer_active
             self.active = outer_active if active is None or active.all() else active
+            inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
+                if limit is None or active_box.whole_tiles(limit, lower, self.active, j, block,
+                                                           r.extent) else \
+                RangeRT(r.extent, block, _loop_begin(self.rank, j * block), None, limit, lower)
             box = None if self.active is None or self.programs is not None else \
                 active_box.box_of(self.active, self.grid_sizes)
             if box is not None:  # the active programs alone (active_box.py)
@@ -475,6 +476,8 @@ def _cumsum(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("mask")
 def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]
+    if all(memory.in_range(r) for r in xs[1:]):  # no lane to mask (every loop tile but the last)
+        return [x]
     t = op.operands[0].type
     assert isinstance(t, TileType)
     ranges = iter(xs[1:])
@@ -563,7 +566,8 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
             else None
         if out is None and axes is None and mask is None:  # a `td.tile(stop)` loop's tile
             plain, valid = memory.without_stops(indices, ex.rank, ntile)
-            out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None)
+            out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None,
+                                                            untrimmed=axis is not None)
             if out is not None and ex.active is not None:  # idle programs' lanes: never used
                 valid = valid | ~ex.active.reshape(ex.active.shape + (1,) * ntile)
             if out is not None and not valid.all():
@@ -581,11 +585,15 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 
 
 def _prepared_load(ex: Executor, op: Op, arr: np.ndarray, indices: list[memory.Index],
-                   axis: int | None) -> np.ndarray | None:
-    """The load by its recipe for this layout (prepared.py); None: the general path."""
+                   axis: int | None, untrimmed: bool = False) -> np.ndarray | None:
+    """The load by its recipe for this layout (prepared.py); None: the general path.
+    `untrimmed`: a load that may be trimmed (plan.trimmed_loads) read whole, under a key of its
+    own (a loop tile with a runtime stop, its lanes past the stop set afterwards)."""
     k = prepared.key(op, arr, indices, ex.rank)
     if k is None:
         return None
+    if untrimmed:  # (the same indices without a stop take the trimmed recipe)
+        k = (*k, "untrimmed")
     r = prepared.recipe(ex.plan.accesses, k,
                         lambda: prepared.load_recipe(arr, indices, ex.rank, axis))
     if r.view is None:  # neither a view nor a padded copy serves: a gather
