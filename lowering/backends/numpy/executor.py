@@ -78,7 +78,14 @@ class Executor:
                 env[v] = a
             else:
                 env[v] = np.asarray(a, dtype=v.type.dtype.np)  # type: ignore[union-attr]
-        return self.block(self.fn.body, env)
+        if self.quiet:
+            return self.block(self.fn.body, env)
+        with np.errstate(all="ignore"):  # (as `block` does: entered here, one call fewer)
+            self.quiet = True
+            try:
+                return self.block(self.fn.body, env)
+            finally:
+                self.quiet = False
 
     def block(self, block: Block, env: Env, release: bool = False) -> list[Any]:
         """Run `block` in `env`; with `release`, values leave `env` after their last use there
@@ -167,12 +174,15 @@ class Executor:
     def grid(self, op: Op, env: Env, body: compiled.Compiled | None = None) -> None:
         """Every program of grid `op` at once (`body`: its region compiled)."""
         region = op.regions[0]
-        ranges = [a.type for a in region.args]
         subset = self.programs is not None
-        self.rank = 1 if subset else len(ranges)
+        self.rank = 1 if subset else len(region.args)
         made = None if subset else self.plan.grids.get((op, self.config_key))
-        self.grid_sizes = made[0] if made is not None else \
-            tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
+        if made is not None:
+            self.grid_sizes = made[0]
+        else:
+            ranges = [a.type for a in region.args]
+            self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block))  # type: ignore[union-attr]
+                                    for r in ranges)
         inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
                      and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
         if subset:  # one prefix axis: the listed programs
@@ -265,13 +275,18 @@ class Executor:
                     ) -> list[Any]:
         """`loop` where every program runs every iteration: each one the compiled body."""
         region = op.regions[0]
-        r = region.args[0].type
-        block = self.block_size(r.block)  # type: ignore[union-attr]
+        ranges = self.plan.grids.get((op, self.config_key, self.rank))
+        if ranges is None:  # its tiles' ranges, made once per config and grid rank
+            r = region.args[0].type
+            block = self.block_size(r.block)  # type: ignore[union-attr]
+            ranges = self.plan.grids[(op, self.config_key, self.rank)] = [
+                _loop_range(r.extent, block, self.rank, j)  # type: ignore[union-attr]
+                for j in range(_cdiv(r.extent, block))]  # type: ignore[union-attr]
         carried = [env[o] for o in inits]
         inner = dict(env)
         index, args = region.args[0], region.args[1:]
-        for j in range(_cdiv(r.extent, block)):  # type: ignore[union-attr]
-            inner[index] = _loop_range(r.extent, block, self.rank, j)  # type: ignore[union-attr]
+        for rt in ranges:
+            inner[index] = rt
             for a, v in zip(args, carried):
                 inner[a] = v
             carried = body(self, inner)
@@ -395,7 +410,7 @@ def _broadcast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]
     source = op.operands[0].owner
     if source is not None and source.name == "const":  # td.zeros, td.full: x is the plan's
-        key = (op, ex.rank, ex.tile_shape(op.result.type))  # type: ignore[arg-type]
+        key = (op, ex.rank, ex.config_key)  # (the config fixes the tile's shape)
         made = ex.plan.consts.get(key)  # array (_const), so its view is the same every call
         if made is not None and made[0] is x:
             return [made[1]]
@@ -666,7 +681,9 @@ def _tensor_empty(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.result.type
     assert isinstance(t, TensorType)
     if op.result in ex.plan.unfilled and ex.programs is None:  # a store writes it whole
-        check_room(t.shape, t.dtype.np, op.loc)
+        if op not in ex.plan.facts:  # (static shape: checked once per op)
+            check_room(t.shape, t.dtype.np, op.loc)
+            ex.plan.facts[op] = True
         out = np.empty(t.shape, t.dtype.np)
         ex.covered.add(id(out))
         return [out]
