@@ -20,7 +20,10 @@ from tiledsl.errors import ArgumentError
 def plain_arrays(kernel: str, names: Iterable[str], values: list[Any]) -> list[Any]:
     """`values` (of the parameters `names`) with ndarray subclasses, also in lists and
     tuples, viewed as ndarrays."""
-    if not any(_has_subclass(v) for v in values):
+    for v in values:  # (a loop, not any(...): this runs on every call)
+        if type(v) is not np.ndarray and _has_subclass(v):
+            break
+    else:
         return values
     names = list(names)
     return [_plain(kernel, n, v) for n, v in zip(names, values)] + values[len(names):]

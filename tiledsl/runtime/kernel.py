@@ -69,6 +69,9 @@ class TileKernel:
         A spec with runtime ints is traced here: an int the body needs static (a shape, a
         range) makes its parameter compile-time, and the spec is made again."""
         self._reads.sync(self)  # a global it reads changed: the traces of its value
+        spec = self.specs.all_of(values)
+        if spec in self.caches.traces:  # traced already (as `specialized` returns it)
+            return spec
         return self.specialized(lambda: self.specs.all_of(values))
 
     def specialized(self, make: Callable[[], tuple[ArgSpec, ...]]) -> tuple[ArgSpec, ...]:

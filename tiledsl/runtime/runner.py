@@ -79,8 +79,6 @@ class Runner:
         spec = self.k.arg_spec(values)
         tuning = values  # the caller's arguments: the result cache's key reads them
         values = self.k.specs.flat(spec, values)  # from here on, the IR's arguments
-        if any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
-            self.check_writable(values, spec)
         if type(backend) is not str:  # (unhashable names would be a TypeError below)
             self.k.check_backend(backend)
         key = plan_key(values, spec, backend, arch)
@@ -99,10 +97,14 @@ class Runner:
             plan = self.k.caches.plans[key] = Plan(impl, space, tuned or space.default(), traced,
                                                    narrowed_ints(traced.lowered), written)
         impl, space, chosen, t, narrowed, written = plan
-        if written:
+        if written:  # (a read-only array the kernel does not write is fine)
+            for i in written:
+                if isinstance(values[i], np.ndarray) and not values[i].flags.writeable:
+                    self.check_writable(values, spec)
             arrays.check_overlap(self.k.name, self.k.specs.flat_names(spec), values,
                                  written)  # on every call: it depends on the arrays
-        self.check_narrowed(narrowed, values)
+        if narrowed:
+            self.check_narrowed(narrowed, values)
         config = chosen if config is None else space.validate(config)
         if t.tunables:  # a registered knob's value is the trace's (tunables.py)
             t = self.k.traces.for_config(spec, config)

@@ -59,6 +59,25 @@ def _cut(x: Any, box: Box, sizes: tuple[int, ...]) -> Any:
     return x[index]
 
 
+def whole_tiles(limit: np.ndarray, lower: np.ndarray | None, active: np.ndarray | None,
+                j: int, block: int, extent: int) -> bool:
+    """Whether iteration `j`'s tile lies inside [lower, limit) (clipped to the extent) for every
+    program `active` lists (all, for None): then the loop's range needs no per-program stop or
+    start (its lanes are masked as a plain loop's), and its loads and stores take the recipes
+    of a plain loop's tile (prepared.py) instead of the general path."""
+    end = min((j + 1) * block, extent)
+    if active is None:
+        return int(limit.min(initial=end)) >= end and \
+            (lower is None or int(lower.max(initial=0)) <= j * block)
+    limit = np.broadcast_to(limit, np.broadcast_shapes(limit.shape, active.shape))
+    if int(limit[np.broadcast_to(active, limit.shape)].min(initial=end)) < end:
+        return False
+    if lower is None:
+        return True
+    lower = np.broadcast_to(lower, np.broadcast_shapes(lower.shape, active.shape))
+    return int(lower[np.broadcast_to(active, lower.shape)].max(initial=0)) <= j * block
+
+
 def used_in(region: Block) -> set[Value]:
     """The values `region`'s ops (nested ones too) use, and its arguments."""
     return {*region.args, *(v for op in region.ops for v in uses_in(op))}

@@ -78,7 +78,14 @@ class Executor:
                 env[v] = a
             else:
                 env[v] = np.asarray(a, dtype=v.type.dtype.np)  # type: ignore[union-attr]
-        return self.block(self.fn.body, env)
+        if self.quiet:
+            return self.block(self.fn.body, env)
+        with np.errstate(all="ignore"):  # (as `block` does: entered here, one call fewer)
+            self.quiet = True
+            try:
+                return self.block(self.fn.body, env)
+            finally:
+                self.quiet = False
 
     def block(self, block: Block, env: Env, release: bool = False) -> list[Any]:
         """Run `block` in `env`; with `release`, values leave `env` after their last use there
@@ -167,12 +174,15 @@ class Executor:
     def grid(self, op: Op, env: Env, body: compiled.Compiled | None = None) -> None:
         """Every program of grid `op` at once (`body`: its region compiled)."""
         region = op.regions[0]
-        ranges = [a.type for a in region.args]
         subset = self.programs is not None
-        self.rank = 1 if subset else len(ranges)
+        self.rank = 1 if subset else len(region.args)
         made = None if subset else self.plan.grids.get((op, self.config_key))
-        self.grid_sizes = made[0] if made is not None else \
-            tuple(_cdiv(r.extent, self.block_size(r.block)) for r in ranges)  # type: ignore[union-attr]
+        if made is not None:
+            self.grid_sizes = made[0]
+        else:
+            ranges = [a.type for a in region.args]
+            self.grid_sizes = tuple(_cdiv(r.extent, self.block_size(r.block))  # type: ignore[union-attr]
+                                    for r in ranges)
         inner = {v: (x.reshape((1,) * self.rank) if isinstance(x, np.ndarray) and x.ndim == 0
                      and not isinstance(v.type, TensorType) else x) for v, x in env.items()}
         if subset:  # one prefix axis: the listed programs
@@ -232,15 +242,16 @@ class Executor:
         outer_active = self.active
         owned: dict[int, np.ndarray] = {}  # the carried arrays this loop made (active_box.merge)
         for j in iterations:
-            inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
-                if limit is None else \
-                RangeRT(r.extent, block, _loop_begin(self.rank, j * block), None, limit, lower)
             for a, v in zip(region.args[1:], carried):
                 inner[a] = v
             active = None if limit is None else (first <= j) & (j < last)
             if active is not None and outer_active is not None:
                 active = active & outer_active
             self.active = outer_active if active is None or active.all() else active
+            inner[region.args[0]] = _loop_range(r.extent, block, self.rank, j) \
+                if limit is None or active_box.whole_tiles(limit, lower, self.active, j, block,
+                                                           r.extent) else \
+                RangeRT(r.extent, block, _loop_begin(self.rank, j * block), None, limit, lower)
             box = None if self.active is None or self.programs is not None else \
                 active_box.box_of(self.active, self.grid_sizes)
             if box is not None:  # the active programs alone (active_box.py)
@@ -264,13 +275,18 @@ class Executor:
                     ) -> list[Any]:
         """`loop` where every program runs every iteration: each one the compiled body."""
         region = op.regions[0]
-        r = region.args[0].type
-        block = self.block_size(r.block)  # type: ignore[union-attr]
+        ranges = self.plan.grids.get((op, self.config_key, self.rank))
+        if ranges is None:  # its tiles' ranges, made once per config and grid rank
+            r = region.args[0].type
+            block = self.block_size(r.block)  # type: ignore[union-attr]
+            ranges = self.plan.grids[(op, self.config_key, self.rank)] = [
+                _loop_range(r.extent, block, self.rank, j)  # type: ignore[union-attr]
+                for j in range(_cdiv(r.extent, block))]  # type: ignore[union-attr]
         carried = [env[o] for o in inits]
         inner = dict(env)
         index, args = region.args[0], region.args[1:]
-        for j in range(_cdiv(r.extent, block)):  # type: ignore[union-attr]
-            inner[index] = _loop_range(r.extent, block, self.rank, j)  # type: ignore[union-attr]
+        for rt in ranges:
+            inner[index] = rt
             for a, v in zip(args, carried):
                 inner[a] = v
             carried = body(self, inner)
@@ -394,7 +410,7 @@ def _broadcast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]
     source = op.operands[0].owner
     if source is not None and source.name == "const":  # td.zeros, td.full: x is the plan's
-        key = (op, ex.rank, ex.tile_shape(op.result.type))  # type: ignore[arg-type]
+        key = (op, ex.rank, ex.config_key)  # (the config fixes the tile's shape)
         made = ex.plan.consts.get(key)  # array (_const), so its view is the same every call
         if made is not None and made[0] is x:
             return [made[1]]
@@ -475,6 +491,8 @@ def _cumsum(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("mask")
 def _mask(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = xs[0]
+    if all(memory.in_range(r) for r in xs[1:]):  # no lane to mask (every loop tile but the last)
+        return [x]
     t = op.operands[0].type
     assert isinstance(t, TileType)
     ranges = iter(xs[1:])
@@ -563,7 +581,8 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
             else None
         if out is None and axes is None and mask is None:  # a `td.tile(stop)` loop's tile
             plain, valid = memory.without_stops(indices, ex.rank, ntile)
-            out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None)
+            out = None if valid is None else _prepared_load(ex, op, xs[0], plain, None,
+                                                            untrimmed=axis is not None)
             if out is not None and ex.active is not None:  # idle programs' lanes: never used
                 valid = valid | ~ex.active.reshape(ex.active.shape + (1,) * ntile)
             if out is not None and not valid.all():
@@ -581,11 +600,15 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 
 
 def _prepared_load(ex: Executor, op: Op, arr: np.ndarray, indices: list[memory.Index],
-                   axis: int | None) -> np.ndarray | None:
-    """The load by its recipe for this layout (prepared.py); None: the general path."""
+                   axis: int | None, untrimmed: bool = False) -> np.ndarray | None:
+    """The load by its recipe for this layout (prepared.py); None: the general path.
+    `untrimmed`: a load that may be trimmed (plan.trimmed_loads) read whole, under a key of its
+    own (a loop tile with a runtime stop, its lanes past the stop set afterwards)."""
     k = prepared.key(op, arr, indices, ex.rank)
     if k is None:
         return None
+    if untrimmed:  # (the same indices without a stop take the trimmed recipe)
+        k = (*k, "untrimmed")
     r = prepared.recipe(ex.plan.accesses, k,
                         lambda: prepared.load_recipe(arr, indices, ex.rank, axis))
     if r.view is None:  # neither a view nor a padded copy serves: a gather
@@ -658,7 +681,9 @@ def _tensor_empty(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.result.type
     assert isinstance(t, TensorType)
     if op.result in ex.plan.unfilled and ex.programs is None:  # a store writes it whole
-        check_room(t.shape, t.dtype.np, op.loc)
+        if op not in ex.plan.facts:  # (static shape: checked once per op)
+            check_room(t.shape, t.dtype.np, op.loc)
+            ex.plan.facts[op] = True
         out = np.empty(t.shape, t.dtype.np)
         ex.covered.add(id(out))
         return [out]

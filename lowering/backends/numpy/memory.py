@@ -46,6 +46,17 @@ class RangeRT:
         return 0 if self.start is None else self.start
 
 
+def in_range(r: RangeRT) -> bool:
+    """Whether every program's every lane of `r` lies in its range (nothing to mask): a grid's
+    tiles that divide the extent, or a loop's tile (one place for all programs) before it ends,
+    with no runtime stop or start."""
+    if r.stop is not None or r.start is not None:
+        return False
+    if r.grid_axis is not None:
+        return r.extent % r.block == 0
+    return r.begin.size == 1 and int(r.begin.flat[0]) + r.block <= r.extent
+
+
 @dataclass(frozen=True)
 class GridScalar:
     """An index that is the program id along a grid axis of block 1 (from `td.grid`) whose

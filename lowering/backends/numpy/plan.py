@@ -34,7 +34,8 @@ class Plan:
     accesses: dict[tuple, Any] = field(default_factory=dict)  # prepared.key -> Recipe
     facts: dict[Op, tuple] = field(default_factory=dict)  # executor._facts, per access op
     consts: dict[tuple, Any] = field(default_factory=dict)  # (const op, grid rank) -> array
-    grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, blocks) -> sizes, ranges
+    grids: dict[tuple, Any] = field(default_factory=dict)  # (grid op, blocks) -> sizes, ranges;
+    # (plain loop op, blocks, grid rank) -> its tiles' ranges
     unfilled: set[Value] = field(default_factory=set)  # td.empty results needing no poison
     compiled: dict[tuple, Any] = field(default_factory=dict)  # (id(block), release) -> compiled.py
 

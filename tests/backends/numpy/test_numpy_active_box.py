@@ -5,9 +5,10 @@ programs computed every iteration)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tiledsl as td
-from lowering.backends.numpy import active_box
+from lowering.backends.numpy import active_box, memory
 from tiledsl.testing import relative_error
 
 
@@ -30,6 +31,32 @@ def test_causal_loop_runs_on_the_active_box() -> None:
     out = causal_row_sums.run(x, config=td.Config(block_sizes=(8, 4)))
     assert relative_error(out, np.tril(x).sum(axis=2)) < 1e-12
     assert active_box.sliced > before
+
+
+@td.tile_kernel
+def causal_prefix_sums(x):
+    b, n = x.shape
+    out = td.empty((b, n), dtype=x.dtype)
+    for bh, tm in td.tile(b, n, block_size=(1, None)):
+        acc = td.zeros((tm,), dtype=x.dtype)
+        for tk in td.tile(tm.end):  # keys up to the row tile's end, loaded by key tile alone
+            v = x[bh.begin, tk]
+            acc += td.sum(td.where(tm.index[:, None] >= tk.index[None, :], v[None, :], 0.0),
+                          axis=1)
+        out[bh.begin, tm] = acc
+    return out
+
+
+def test_key_tiles_inside_every_active_stop_load_as_plain_tiles(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row tiles of 8, key tiles of 4: each iteration's key tile ends before the stop (the row
+    tile's end) of every program still running it, so its range carries no per-program stop:
+    the key load is a plain loop tile's (a recipe's view), never the runtime-stop path
+    (memory.without_stops, a mask per call)."""
+    x = np.random.default_rng(2).standard_normal((2, 37))
+    monkeypatch.setattr(memory, "without_stops", lambda *a: pytest.fail("a per-program stop"))
+    out = causal_prefix_sums.run(x, config=td.Config(block_sizes=(8, 4)))
+    assert relative_error(out, np.cumsum(x, axis=1)) < 1e-12
 
 
 @td.tile_kernel

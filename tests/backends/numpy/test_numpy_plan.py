@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from lowering.backends.numpy import memory, plan, prepared
+from lowering.backends.numpy import executor, memory, plan, prepared
 from support import example
 
 
@@ -33,6 +33,33 @@ def test_second_call_makes_no_plan_and_pads_nothing(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(memory, "_padded", lambda *a, **k: pytest.fail("padded copy"))
     np.testing.assert_array_equal(row_max(x), x.max(axis=1))
     assert plan.made == before
+
+
+@td.tile_kernel
+def row_sum_squares(x):
+    m, n = x.shape
+    out = td.empty((m,), dtype=x.dtype)
+    for tm in td.tile(m):
+        acc = td.zeros((tm,), dtype=x.dtype)
+        for tn in td.tile(n):
+            v = x[tm, tn]
+            acc += td.sum(v * v, axis=1)  # (a mask op: the product's lanes past n are not 0)
+        out[tm] = acc
+    return out
+
+
+def test_second_call_redoes_no_per_op_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second call checks no td.empty's room again (its shape is static), makes no loop tile's
+    range again, and builds no lane indices to mask tiles that lie in range (64 x 48 in tiles
+    of 16: none is partial)."""
+    x = np.random.default_rng(3).standard_normal((64, 48))
+    config = td.Config(block_sizes=(16, 16))
+    row_sum_squares.run(x, config=config)
+    for owner, name in ((executor, "check_room"), (executor, "_loop_range"),
+                        (memory.RangeRT, "index")):
+        monkeypatch.setattr(owner, name, lambda *a, name=name: pytest.fail(name))
+    np.testing.assert_allclose(row_sum_squares.run(x, config=config), (x * x).sum(axis=1),
+                               rtol=1e-12)
 
 
 def test_changed_shape_stride_or_value_gets_its_own_plan() -> None:
