@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lowering.backends.spatial.arch import Arch
-from lowering.backends.spatial.mapper import Loop, Mapping, Step, xy_hops
+from lowering.backends.spatial.mapper import Branch, Loop, Mapping, Step, xy_hops
 from tiledsl.ir.core import Value
 
 Cover = dict[Value, tuple[int, int]]  # loops' (lower, limit) in place of a program's own
@@ -108,6 +108,11 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
 
     def walk(steps: list[Step], count: int, iters: dict[Value, int]) -> None:
         for s in steps:
+            if isinstance(s, Branch):  # the side(s) the program runs (`Stops.sides`)
+                for side, runs in zip((s.then, s.other), m.stops.sides(s.op, g)):
+                    if runs:
+                        walk(side, count, iters)
+                continue
             if isinstance(s, Loop) and s.strided is not None:  # a persistent loop's tiles
                 for pos in m.tile_positions(s, g):
                     walk(s.body, count, {**iters, **pos})

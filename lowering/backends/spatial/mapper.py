@@ -221,8 +221,8 @@ class Mapping:
     (kernel, config, arch); the phases of a kernel with several grids run one after another."""
 
     def __init__(self, fn: Function, config: Config, arch: Arch, phase: int = 0,
-                 scalars: dict[Value, Any] | None = None, args: list[Any] | None = None
-                 ) -> None:
+                 scalars: dict[Value, Any] | None = None, args: list[Any] | None = None,
+                 unpriced: bool = False) -> None:
         self.fn = fn
         self.config = config
         self.arch = arch
@@ -231,10 +231,11 @@ class Mapping:
         self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
         # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values;
-        # `args`: all of them, for bounds read from the data)
+        # `args`: all of them, for bounds read from the data; `unpriced`: neither, for an
+        # estimate, which guesses the bounds that read them: `trips.py`)
         self.stops = Stops(fn, self.grid, self.blocks, scalars,
                            DataValues(fn, self.grid, phase, config, args),
-                           static=arch.timing == "static")
+                           static=arch.timing == "static", unpriced=unpriced)
         self.counts = [_cdiv(self.rt(r).extent, self.block(self.rt(r).block)) for r in self.ranges]
         self.depth = int(config.get("buffer_depth", 2))
         self.steps = _structure(self.grid.regions[0])

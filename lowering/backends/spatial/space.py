@@ -13,8 +13,9 @@ from tiledsl.ir.types import RangeType
 def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = True
            ) -> ConfigSpace:
     """Add how the grid folds onto the PE array, buffer depth and multicast (for kernels with
-    shareable loads); rule out configs whose buffers overflow a PE's SRAM or that need more DMA
-    channels than a PE has, in any grid (phase); estimate configs' cycles analytically
+    shareable loads); rule out configs whose buffers overflow a PE's SRAM, that need more DMA
+    channels than a PE has or (static timing) whose schedule has more steps than it schedules
+    (`static_steps.py`), in any grid (phase); estimate configs' cycles analytically
     (`estimate.py`) so the tuner tries the best-ranked first, and default to the config it
     ranks best (unless not `pick_default`)."""
     from lowering.backends.spatial.defaults import (UNIFORM, estimated_default, filled,
@@ -22,6 +23,7 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = Tr
     from lowering.backends.spatial.estimate import estimate_cycles
     from lowering.backends.spatial.even_blocks import with_even_blocks
     from lowering.backends.spatial.mapper import Mapping, can_multicast, grids
+    from lowering.backends.spatial.static_steps import over_limit
     from lowering.backends.spatial.trips import reads_arguments
 
     phases = range(len(grids(fn)))
@@ -45,7 +47,8 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = Tr
 
     def fits(c: Config) -> str | None:
         for i in phases:
-            why = Mapping(fn, c, arch, phase=i).check()
+            m = Mapping(fn, c, arch, phase=i)
+            why = m.check() or (over_limit(m) if arch.timing == "static" else None)
             if why is not None:
                 return why if len(phases) == 1 else f"grid {i + 1}: {why}"
         return None
@@ -71,9 +74,10 @@ def extend(space: ConfigSpace, fn: Function, arch: Arch, pick_default: bool = Tr
                 "lines of PEs with varying trip counts leave")
 
     space = space.with_redundancy(Constraint("dma-readers-idle", readers_idle))
-    if not reads_arguments(fn):  # (else the plan needs argument values: no estimate)
-        space = space.with_estimate(  # phases run one after another
-            lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i)) for i in phases))
+    unpriced = reads_arguments(fn)  # bounds read from values the space has not: guessed
+    space = space.with_estimate(  # phases run one after another
+        lambda c: sum(estimate_cycles(Mapping(fn, c, arch, phase=i, unpriced=unpriced))
+                      for i in phases))
     if not pick_default:
         return space
     fill = _filling_blocks(space, fn, arch)

@@ -22,17 +22,28 @@ and do no useful work (`predicated`).
 A bound that depends on anything else (an enclosing sequential loop's tile, a tensor the
 kernel writes), or on arguments whose values this plan was not given, is not known per
 program before the run, and is a BackendError naming the kernel and the loop's line.
+
+A config space is built per argument spec (shapes), without values, yet its analytic estimate
+(`estimate.py`) ranks the configs of jagged kernels too. A plan made `unpriced` runs every
+loop whose bound reads argument values over a guessed span (`guess`): in static timing its
+bound, as the schedule does; in dataflow timing twice the extent's even share among the rows
+of the grid axes the bound varies along, capped at the extent (a jagged loop's extent is the
+total of the rows' lengths, and its bound the longest of a tile's rows: lengths spread
+uniformly up to twice their mean have a longest row near that). An `if` whose condition reads
+them runs both sides (`sides`). `benchmarks/spatial_default.py` checks the defaults so picked.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from lowering.backends.spatial.data_values import DataValues, Unknowable
 from tiledsl.errors import BackendError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_first, loop_start, loop_stop
+from tiledsl.ir.core import (Block, Function, Op, Value, loop_first, loop_ranges, loop_start,
+                             loop_stop)
 from tiledsl.ir.types import RangeType, TileType
 
 ARITH = ("add", "sub", "mul", "minimum", "maximum")
@@ -59,13 +70,15 @@ class Stops:
 
     def __init__(self, fn: Function, grid: Op, blocks: dict[str, int],
                  scalars: dict[Value, Any] | None = None, data: DataValues | None = None,
-                 static: bool = False) -> None:
+                 static: bool = False, unpriced: bool = False) -> None:
         self.fn = fn
         self.ranges = list(grid.regions[0].args)
         self.blocks = blocks
         self.scalars = scalars
         self.data = DataValues(fn, grid, 0, None, None) if data is None else data
         self.static = static  # static timing: loops with data bounds run to their extent
+        self.unpriced = unpriced  # no argument values: those reading them run a guessed span
+        self.valued: set[Op] = set()  # loops and ifs whose bounds read scalar args or data
         self.from_data: set[Op] = set()  # loops and ifs evaluated by the NumPy rules
         self.waits: set[Op] = set()  # those that read a tensor: a PE waits for its copy, and
         # static timing, which does not know it, schedules to the bound or both sides
@@ -116,6 +129,7 @@ class Stops:
         if op is not None and op.name == "const":
             return frozenset()
         if op is None and v in self.fn.args and isinstance(v.type, TileType):
+            self.valued.add(loop)
             return frozenset()  # a scalar argument: evaluated if its value is given (`_eval`)
         if op is not None and op.name in ("tile.begin", "tile.size"):
             if op.operands[0] in self.ranges:
@@ -133,6 +147,7 @@ class Stops:
         except Unknowable as e:
             raise self._unsupported(loop, which, str(e)) from None
         self.from_data.add(loop)
+        self.valued.add(loop)
         if loads:
             self.waits.add(loop)
         return axes
@@ -203,11 +218,21 @@ class Stops:
         rt = r.type
         stop = loop_stop(loop)
         assert stop is not None and isinstance(rt, RangeType)
+        if self.unpriced and loop in self.valued:
+            return np.asarray(0, dtype=np.int64), np.asarray(self.guess(r), dtype=np.int64)
         limit = np.clip(self._eval(loop, stop, coords, "stop"), 0, rt.extent)
         start = loop_start(loop)
         lower = np.zeros_like(limit) if start is None else \
             np.clip(self._eval(loop, start, coords, "start"), 0, limit)
         return lower, limit
+
+    def guess(self, r: Value) -> int:
+        """The limit an `unpriced` plan gives stop loop `r`, from 0 (the module's docstring)."""
+        extent = _extent(r)
+        if self.static:
+            return extent
+        rows = math.prod(_extent(self.ranges[a]) for a in self.axes[r])
+        return min(extent, _cdiv(2 * extent, rows))
 
     def bounds(self, r: Value, g: tuple[int, ...]) -> tuple[int, int]:
         """Where range `r`'s in-range lanes begin and end for program `g`: (0, extent), or for
@@ -234,6 +259,43 @@ class Stops:
     def condition(self, op: Op, g: tuple[int, ...]) -> bool:
         """The condition of `if` op `op` for program `g`."""
         return bool(self._eval(op, op.operands[0], g, "condition"))
+
+    def sides(self, op: Op, g: tuple[int, ...]) -> tuple[bool, bool]:
+        """Whether program `g` runs the then and the else side of `if` op `op`: the one its
+        condition picks; both where static timing schedules both (a condition read from the
+        data) or where this plan has not the values the condition reads (`unpriced`)."""
+        if (self.static and op in self.waits) or (self.unpriced and op in self.valued):
+            return True, True
+        take = self.condition(op, g)
+        return take, not take
+
+    def sides_of(self, op: Op, coords: tuple[np.ndarray, ...]) -> tuple[Any, Any]:
+        """`sides` for the programs at `coords` (arrays) in a static schedule: both where the
+        condition reads data or argument values (known or not), else the one it picks."""
+        if op in self.valued:
+            return True, True
+        take = self._eval(op, op.operands[0], coords, "condition") != 0
+        return take, ~take
+
+    def runs(self, r: Value, strided: Op | None, coords: tuple[np.ndarray, ...]) -> Any:
+        """How many iterations of the loop over `r` (or persistent loop `strided`) the programs
+        at `coords` (arrays) run in a static schedule: to the bound where its bounds read data
+        or argument values (known or not), else their own (`iterations`, `tiles`)."""
+        if strided is not None:
+            total = math.prod(_cdiv(_extent(q), self.block(q)) for q in loop_ranges(strided))
+            stride = int(strided.attrs["stride"])
+            if strided in self.valued:
+                return _cdiv(total, stride)
+            first = loop_first(strided)
+            assert first is not None
+            first_tile = np.clip(self._eval(strided, first, coords, "first tile"), 0, total)
+            return _cdiv(total - first_tile, stride)
+        block = self.block(r)
+        loop = self.loops.get(r)
+        if loop is None or loop in self.valued:
+            return _cdiv(_extent(r), block)
+        lower, limit = self._bounds(r, coords)
+        return np.where(lower < limit, _cdiv(limit, block) - lower // block, 0)
 
     def tiles(self, loop: Op, g: tuple[int, ...], total: int) -> range:
         """The tile numbers program `g` runs of a persistent loop over `total` tiles
