@@ -3,6 +3,7 @@ the config space, for every example on every preset, and bf16 GEMMs on wormhole-
 
     python benchmarks/spatial_default.py [--presets a,b] [--examples a,b] [--cap 40] [--pool 400]
                                          [--uniform 8] [--no-gemms] [--jobs N] [--out FILE]
+                                         [--merge]
 
 Each row simulates the default config (what `k.simulate(...)` runs without a config: the one
 the analytic estimate ranks best, `lowering/backends/spatial/defaults.py`) and every config of
@@ -16,7 +17,8 @@ deterministically: of its configs (or, past `--pool`, of `--pool` drawn uniforml
 to simulate and cannot be the optimum). The report is rewritten after every row. Such a row is marked capped (*): its optimum is that subset's, and one the estimate
 ranks low is missed. The examples run at their DIMS (`make_inputs`); the GEMMs are 512^3, 3072^3 (the
 Wormhole figures of issue 33: 23.4 and 76.3 TFLOP/s measured out of the box) and
-3328x2560x2560 (82.7 measured with 416-row blocks), in bf16.
+3328x2560x2560 (82.7 measured with 416-row blocks), in bf16. With `--merge`, the rows run
+replace those of the same case and preset in `--out`, the others kept (a rerun of a subset).
 """
 
 from __future__ import annotations
@@ -134,8 +136,11 @@ def main() -> None:
     parser.add_argument("--no-gemms", action="store_true")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", help=out_help("spatial_default.json"))
+    parser.add_argument("--merge", action="store_true",
+                        help="keep --out's rows of the cases and presets not run")
     opts = parser.parse_args()
     out = out_path(opts.out, "spatial_default.json")
+    kept = json.loads(out.read_text())["rows"] if opts.merge and out.exists() else []
     rows: list[dict[str, Any]] = []
     print(f"{'case':22} {'preset':14} {'configs':>7} {'default cyc':>12} {'best cyc':>12} "
           f"{'def/opt':>6} (TFLOP/s default, best)")
@@ -146,14 +151,22 @@ def main() -> None:
         for r in pool.imap(task, tasks):
             rows.append(r)
             show(r)
-            write(out, opts, rows)  # as it goes: a long run's rows so far
+            write(out, opts, merged(kept, rows))  # as it goes: a long run's rows so far
     ok = [r for r in rows if "fraction" in r]
     misses = [r for r in ok if r["fraction"] < 0.8]
     print(f"(* capped: the optimum is over the subset; def/opt = best cycles / default cycles; "
           f"target >= 0.80) {len(ok) - len(misses)}/{len(ok)} rows meet it; worst "
           f"{min((r['fraction'] for r in ok), default=float('nan')):.2f}; {len(rows) - len(ok)} rows do not map")
-    write(out, opts, rows)
+    write(out, opts, merged(kept, rows))
     print(f"wrote {out}")
+
+
+def merged(kept: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`kept` with each row of the same case and preset as one of `rows` replaced by it (in
+    place), and `rows` new to it appended."""
+    new = {(r["case"], r["arch"]): r for r in rows}
+    out = [new.pop((r["case"], r["arch"]), r) for r in kept]
+    return out + [r for r in rows if (r["case"], r["arch"]) in new]
 
 
 if __name__ == "__main__":
