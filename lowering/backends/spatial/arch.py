@@ -329,7 +329,13 @@ TT_FEED = ("fitted: benchmarks/spatial_validation.py --fit on the training half 
            "tech_reports/GEMM_FLOPS's all-DRAM shapes ({}): no limit (0) fits best or within 1% "
            "of the best (320 B/cycle on Wormhole: rms log ratio 0.564 against 0.569), so none "
            "is set; the term stays for the table's hint (bf16 at HiFi2 tops out below bfp8 at "
-           "HiFi2 and bf16 at HiFi4 on the same cores)")
+           "HiFi2 and bf16 at HiFi4 on the same cores). The one published feed figure is L1's "
+           "rate to the unpackers, not this source-register rate: 80 B/cycle (tt-isa-"
+           "documentation WormholeB0/TensixTile/L1.md: both unpackers jointly five 128-bit "
+           "reads a cycle; tt-metal's eltwise perf model: '80 B/cycle unpacker BW'). The matmul "
+           "LLK streams one operand's 32x32 tiles and reuses the other's across a 4-tile "
+           "subblock row, 1.25 tiles read per tile product: 80 B/cycle for bf16 at HiFi2 and "
+           "for 1-byte data at LoFi, so it does not bind on any validation row")
 
 
 def _wormhole_like() -> Arch:

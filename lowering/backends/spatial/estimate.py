@@ -8,7 +8,9 @@ The model follows what the simulator does with the agents the mapper builds:
   overhead, the latency (hops + DRAM round trip), its bytes at the slower of link and DRAM
   channel, and, below the channel's minimum burst, the wasted burst time. A reader that
   several streams share (`channels.py`) issues theirs in program order, one at a time, and
-  pays the switch cost on each turn to another stream.
+  pays the switch cost on each turn to another stream. A transfer whose route crosses a NoC
+  link that carries more streams (an operand or a store from one DRAM channel) than the link
+  has channels pays the link's sharing cost (`Arch.link_share_cycles`), as in the mapper.
 * A DRAM channel serves every PE it is nearest to, and a NoC link every route over it: the
   loads and stores of those PEs queue on it.
 * A multicast load is issued by the PE heading its line; inside `td.tile(stop, start=s)` loops
@@ -208,7 +210,8 @@ class _Site:
 class _PE:
     """What an occupied PE does: the operands it issues (`Issued`), which of them lead on their
     readers and each reader's flow (`_readers`), its programs in order (a program's work, how
-    many in a row), the last one's last compute, its stores' time and its last store's."""
+    many in a row), the last one's last compute, its stores' time and its last store's, and
+    its store transfers and the links they cross."""
 
     site: _Site
     issued: Issued
@@ -218,6 +221,8 @@ class _PE:
     last_compute: float
     writer: float
     last_store: float
+    store_transfers: int = 0
+    store_path: set[Link] = field(default_factory=set)
 
 
 @dataclass
@@ -294,6 +299,10 @@ class _Estimate:
         self.cycles: dict[int, float] = {}  # compute cycles by step, across programs
         self.channel_busy: dict[int, float] = {}  # cycles of DRAM channel time
         self.link_busy: dict[Link, float] = {}  # cycles of NoC link time
+        self.link_streams: dict[Link, set[tuple]] = {}  # (channel, load/store, op) on each
+        self.crowded: set[Link] | None = None  # links with more streams than channels
+        self.issued_links: dict[tuple[tuple[int, int], int], set[Link]] = {}  # (PE, operand)
+        self.store_ops = [m._op_index(op) for op in m._ops("store")]
         self.sharing = _Sharing(m.arch)
 
     def work(self, cls: int, burst: int) -> Work:
@@ -324,13 +333,17 @@ class _Estimate:
         issued: Issued = {}
         store_path = set(xy_hops(site.pe, site.attach))
         writer = 0.0
+        store_transfers = 0
         head, tail = int(self.program_class[first]), int(self.program_class[last])
         programs = sorted(classes, key=lambda ck: (ck[0] != head, ck[0] == tail))  # in order
         for cls, k in programs:
             w = self.work(cls, site.burst)
             writer += k * site.time(w.stores)
+            store_transfers += k * w.stores.transfers
             if w.stores.transfers:
                 self.occupy(site, store_path, w.stores, k)
+                for j in self.store_ops:  # each store a stream of its own on the links
+                    self.crossing(store_path, (site.ch, "st", j))
             for i, s in w.loads.items():
                 if i not in self.line_ops:
                     self.read(site, issued, i, s, k)
@@ -344,7 +357,7 @@ class _Estimate:
         tail_work = self.work(tail, site.burst)
         return _PE(site, issued, leads, flows,
                    [(self.work(c, site.burst), k) for c, k in programs], tail_work.last_compute,
-                   writer, site.last_store(tail_work.stores))
+                   writer, site.last_store(tail_work.stores), store_transfers, store_path)
 
     def read(self, site: _Site, issued: Issued, i: int, s: Stream, k: int) -> None:
         """`k` programs' loads of operand `i` (`s`), if this PE issues them."""
@@ -355,6 +368,22 @@ class _Estimate:
             issued[i] = (first_bytes, crossed | links, transfers + k * s.transfers,
                          nbytes + k * s.bytes)
             self.occupy(site, links, s, k)
+            self.crossing(links, (site.ch, "ld", i))
+            self.issued_links[site.pe, i] = crossed | links
+
+    def crossing(self, links: set[Link], stream: tuple) -> None:
+        """`stream` (a DRAM channel, load or store, the op) crosses `links`."""
+        for link in links:
+            self.link_streams.setdefault(link, set()).add(stream)
+
+    def share_cost(self, links: set[Link]) -> float:
+        """What a transfer over `links` pays for sharing a link's channels with other streams
+        (`Arch.link_share_cycles` where one carries more streams than it has channels)."""
+        arch = self.m.arch
+        if self.crowded is None:
+            self.crowded = {x for x, s in self.link_streams.items()
+                            if len(s) > arch.channels_per_link}
+        return arch.link_share_cycles if self.crowded.intersection(links) else 0.0
 
     def occupy(self, site: _Site, links: set[Link], s: Stream, k: int) -> None:
         """`k` times the transfers of `s` keep the channel and `links` busy."""
@@ -388,6 +417,7 @@ class _Estimate:
         channel's and links' busy time plus its last compute, and its stores."""
         site = p.site
         costs: dict[int, tuple[float | None, float]] = {}  # operand -> as `moving`
+        share: dict[int, float] = {}  # operand -> what a transfer pays for sharing a link
         for w, _ in p.blocks:
             for s in w.segments:
                 for i in s.loads.keys() - costs.keys():
@@ -395,14 +425,17 @@ class _Estimate:
                     source = site.pe if i in p.issued or axis is None else \
                         tuple(0 if d == axis else x for d, x in enumerate(site.pe))  # sends it
                     costs[i] = moving.get((source, i), (None, 1.0 / site.bw))
+                    share[i] = self.share_cost(self.issued_links.get((source, i), set()))
         paths = set().union(*(links for _, links, _, _ in p.issued.values()))
         loaded = max([self.channel_busy.get(site.ch, 0.0)] + [self.link_busy[x] for x in paths])
         # an operand this PE issues queues on its reader, shared or not; one a line's head
         # sends it arrives as that reader issues it (not modelled: as if on a reader alone)
         readers = {i: self.streams[i] if i in p.issued else (("fed", i), i) for i in costs}
         done = _pipeline(p.blocks, costs, site.fixed, site.burst, site.dram_bw, readers,
-                         self.m.arch.dma_switch_cycles)
-        return max(done, loaded + p.last_compute, p.writer) + p.last_store
+                         self.m.arch.dma_switch_cycles, share)
+        store_share = self.share_cost(p.store_path) if p.store_transfers else 0.0
+        return max(done, loaded + p.last_compute, p.writer + p.store_transfers * store_share) \
+            + p.last_store + store_share
 
 
 def _histogram(arch: Arch, pes: np.ndarray, cls: np.ndarray, classes: int) -> np.ndarray:
@@ -444,7 +477,8 @@ def _in_step(streams: np.ndarray, size: float, transfers: int) -> float:
 
 def _pipeline(blocks: list[tuple[Work, int]], costs: dict[int, tuple[float | None, float]],
               fixed: float, burst: int, dram_bw: float,
-              readers: dict[int, tuple[object, int]], switch: float) -> float:
+              readers: dict[int, tuple[object, int]], switch: float,
+              share: dict[int, float] | None = None) -> float:
     """When a PE's compute is done, running its programs in order (each block: a program's work
     and how many such programs in a row). Each operand's reader issues its transfers one after
     another as early as it can (buffers let loads run ahead of compute); a step computes once
@@ -457,14 +491,16 @@ def _pipeline(blocks: list[tuple[Work, int]], costs: dict[int, tuple[float | Non
 
     Operands whose transfers one reader issues (`readers`: operand -> (reader, stream)) queue
     on it in program order, and a transfer of another stream than the one before it on that
-    reader pays `switch` cycles (`channels.py`)."""
+    reader pays `switch` cycles (`channels.py`); one whose route shares a link's channels
+    pays `share[operand]` more."""
     ready = {readers[i][0]: 0.0 for i in costs}  # reader -> when its transfers so far arrived
     last: dict[object, int] = {}  # reader -> the stream of its last transfer
     started: set[int] = set()
     done = 0.0
 
     def transfer(i: int, nbytes: int) -> float:
-        return fixed + max(0, burst - nbytes) / dram_bw + nbytes * costs[i][1]
+        return fixed + (share or {}).get(i, 0.0) + max(0, burst - nbytes) / dram_bw + \
+            nbytes * costs[i][1]
 
     def queues(s: Segment) -> dict[object, list[int]]:
         out: dict[object, list[int]] = {}  # reader -> its operands in the segment, in order
