@@ -16,7 +16,11 @@ to the chain's end. ptxas adds its own schedule: loads issued together (HOIST_WO
 streamed into their uses (STREAM_WORDS; STREAM_LOOP_WORDS across a loop's trips), loads fetched
 ahead beside a tile that lives on (ISSUE_AHEAD), a reduction's partials beside a tile that lives
 on (REDUCE_SHARE, per row where a thread holds several rows), the butterfly stages of an
-argmax or a scan across lanes (SHUFFLE_STAGE_WORDS), and a floor. 16-bit values pack two to a
+argmax or a scan across lanes (SHUFFLE_STAGE_WORDS), and a floor. Triton adds its layouts: the
+tiles between two chained dots (attention's scores) lie in the first dot's MMA layout, repeated
+in each warpgroup when the tile has fewer than 16 rows a warp, the second dot's operand held
+beside them where both dots share that layout (`chained`); loads that a runtime start or stop
+cuts take pointers and masks, not descriptors (`pointer_copies`). 16-bit values pack two to a
 register; a tile smaller than the program takes one in each thread. Each constant below names the
 SASS observation it comes from; they were fitted on the seed-0 configs of
 `benchmarks/register_estimate.py` (sm_90, triton 3.9,
@@ -27,12 +31,14 @@ SASS observation it comes from; they were fitted on the seed-0 configs of
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from lowering.backends.triton.widen import padded
 from lowering.backends.triton.split import prefix_true
-from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.bounds import divisor, interval
+from tiledsl.ir.core import Block, Function, Op, Value, loop_start, loop_stop, walk
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
-from tiledsl.ir.types import TileType
+from tiledsl.ir.types import RangeType, TileType
 
 # The terms below are read off sm_90 cubins of the examples (benchmarks/register_estimate.py,
 # seed-0 configs, triton 3.9; cuobjdump's REG against the PTX the configs compile to). The
@@ -141,11 +147,14 @@ def words(v: Value, blocks: dict[str, int], threads: int = 1) -> float:
 
 
 def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
-               threads: int = 1) -> float:
+               threads: int = 1, loaded: frozenset[Op] = frozenset(),
+               chain: Chained | None = None) -> float:
     """The most words a thread holds at once in `fn`'s kernels; `staged`: loads that only feed
     dots go to shared memory without registers (cp.async or TMA; not so with one stage and
     pointers, where a tile is loaded into registers and stored to shared memory: batched_matmul
-    64x512x64 at 1 stage, 237 registers compiled, 160 estimated before)."""
+    64x512x64 at 1 stage, 237 registers compiled, 160 estimated before); `loaded`: loads
+    that feed dots through registers even so (pointer loads beside TMA at 1 stage); `chain`:
+    the layout of tiles between chained dots."""
     order: list[Op] = []
     where: dict[Value, tuple[int, tuple[Op, ...]]] = {}  # value -> (position, its loops)
     at: dict[int, tuple[int, tuple[Op, ...]]] = {}  # id(op) -> (position, its loops)
@@ -161,8 +170,10 @@ def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
                 continue
             outer = [lp for lp in loops if lp not in where[o][1]]  # loops o was made outside
             ends[o] = max(ends.get(o, -1), loop_end[id(outer[0])] if outer else position)
-    sizes = {v: words(v, blocks, threads) for v in where
-             if _in_registers(v, uses, where[v][0], ends.get(v, -1), barriers, staged)}
+    chain = chain or Chained({}, {}, 0.0)
+    sizes = {v: words(v, blocks, chain.threads.get(v, threads)) for v in where
+             if _in_registers(v, uses, where[v][0], ends.get(v, -1), barriers,
+                              staged and v.owner not in loaded)}
     _through_chains(order, uses, sizes, ends)
     streamed = {v for v in sizes if _streamed(v, uses, where[v][0], ends.get(v, -1), barriers)}
     for v in streamed:  # in a loop, ptxas overlaps the trips' loads whatever the tile
@@ -175,7 +186,7 @@ def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
     events = sorted([(starts.get(v, where[v][0]), sizes[v]) for v in sizes] +
                     [(max(ends.get(v, -1), where[v][0] + 1) + (0.5 if v in streamed else 0),
                       -sizes[v]) for v in sizes] +
-                    _reduce_temporaries(order, sizes, ends, blocks, threads))
+                    _reduce_temporaries(order, sizes, ends, blocks, threads, chain.rows))
     live = peak = 0.0
     for _, delta in events:
         live += delta
@@ -246,7 +257,8 @@ def _consumed_elementwise(v: Value, uses: dict[Value, list[Op]]) -> bool:
 
 
 def _reduce_temporaries(order: list[Op], sizes: dict[Value, float], ends: dict[Value, int],
-                        blocks: dict[str, int], threads: int) -> list[tuple[int, float]]:
+                        blocks: dict[str, int], threads: int,
+                        mma_rows: dict[Value, float]) -> list[tuple[int, float]]:
     """A reduction of a tile that lives on cannot reduce it in place: its partial results take
     REDUCE_SHARE of the tile's registers while it runs."""
     out: list[tuple[int, float]] = []
@@ -257,7 +269,8 @@ def _reduce_temporaries(order: list[Op], sizes: dict[Value, float], ends: dict[V
         while tile.owner is not None and tile.owner.name == "mask":  # the tile it selects from
             tile = tile.owner.operands[0]
         if tile in sizes and ends.get(tile, -1) > i:
-            rows = rows_per_thread(tile, op.attrs.get("axis"), blocks, threads)
+            rows = mma_rows.get(tile) or rows_per_thread(tile, op.attrs.get("axis"), blocks,
+                                                         threads)
             extra = min(REDUCE_WORDS, REDUCE_SHARE * sizes[tile] / rows)
             out += [(i, extra), (i + 1, -extra)]
     return out
@@ -324,25 +337,57 @@ def _hoisted(order: list[Op], sizes: dict[Value, float],
 def async_addresses(fn: Function, blocks: dict[str, int], threads: int, tma: bool,
                     stages: int) -> float:
     """Registers a thread keeps for the addresses of pointer loads the pipeline copies to
-    shared memory (ASYNC_ADDRESS per 16-byte vector; none for a load a descriptor takes)."""
-    ops = list(walk(fn.body))
-    uses = uses_of(ops)
-    ranges = {a for op in ops for region in op.regions for a in region.args}
-    copies: dict[int, int] = {}  # id(load) -> how many loops of the generated code hold it
-    for loop in (op for op in ops if op.name == "for"):
-        body = loop.regions[0]
-        split = bool(body.args) and bool(prefix_true(body, body.args[0], ranges))
-        copies.update({id(o): 2 if split else 1 for o in walk(body)})
+    shared memory (ASYNC_ADDRESS per 16-byte vector in each loop of the generated code that
+    addresses it through pointers; none for a load a descriptor takes)."""
+    if stages < 2:
+        return 0.0
     total = 0.0
-    for op in ops:
-        if op.name != "load" or id(op) not in copies or stages < 2 or \
-                not feeds_dots_only(op.result, uses) or (tma and takes_descriptor(op, blocks)):
-            continue
+    for op, copies in pointer_copies(fn, blocks, tma).items():
         t = op.result.type
         assert isinstance(t, TileType)
         n = math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
-        total += ASYNC_ADDRESS * copies[id(op)] * max(1.0, n * t.dtype.bits / 128 / threads)
+        total += ASYNC_ADDRESS * copies * max(1.0, n * t.dtype.bits / 128 / threads)
     return total
+
+
+def pointer_copies(fn: Function, blocks: dict[str, int], tma: bool) -> dict[Op, int]:
+    """The loads in loops that only feed dots, each with how many loops of the generated code
+    address it through pointers: a loop the emitter splits at the diagonal (split.py) is two,
+    the first of whole tiles; a descriptor takes a load (`tma`) in a loop whose tiles no
+    runtime start or stop cuts (loops.py `cuts`: window attention's keys from `tq.begin -
+    WINDOW + 1`, or the diagonal loop at key tiles longer than the query tile's). Window
+    attention at 128x64, 8 warps, TMA: its keys and values by LDGSTS (cp.async with masks), 142
+    registers, 109 estimated when they were counted as descriptors; at 1 stage such a load
+    passes through registers (peak_words `loaded`: 64x64 at 8 warps, 108 compiled)."""
+    ops = list(walk(fn.body))
+    uses = uses_of(ops)
+    ranges = {a for op in ops for region in op.regions for a in region.args}
+    out: dict[Op, int] = {}
+    for loop in (op for op in ops if op.name == "for"):
+        body = loop.regions[0]
+        cut = runtime_cut(loop, blocks)
+        split = bool(body.args) and bool(prefix_true(body, body.args[0], ranges))
+        for op in walk(body):
+            if op.name != "load" or not feeds_dots_only(op.result, uses):
+                continue
+            descriptor = tma and takes_descriptor(op, blocks)
+            out[op] = (1 if split and not descriptor else 0) + (0 if descriptor and not cut
+                                                                 else 1)
+    return out
+
+
+def runtime_cut(loop: Op, blocks: dict[str, int]) -> bool:
+    """Whether a loop's tiles may be cut at its runtime stop or start (as loops.py decides:
+    one the block does not divide), so that its loads are masked."""
+    stop, first, rt = loop_stop(loop), loop_start(loop), loop.regions[0].args[0].type
+    if stop is None or not isinstance(rt, RangeType):
+        return False
+    block_of = lambda d: d if isinstance(d, int) else blocks[d]  # noqa: E731
+    block = block_of(rt.block)
+    bound = interval(stop)
+    clamped = bound is None or bound[1] > rt.extent
+    return divisor(stop, block_of) % block != 0 or (clamped and rt.extent % block != 0) or \
+        (first is not None and divisor(first, block_of) % block != 0)
 
 
 def takes_descriptor(op: Op, blocks: dict[str, int]) -> bool:
@@ -364,14 +409,22 @@ def sync_fragments(fn: Function, blocks: dict[str, int], warps: int) -> float:
                for op in walk(loop.regions[0]) if op.name == "dot" for o in op.operands[:2])
 
 
-def held_fragments(fn: Function, blocks: dict[str, int], warps: int) -> float:
+def held_fragments(fn: Function, blocks: dict[str, int], warps: int, tma: bool = True,
+                   stages: int = 3) -> float:
     """Words a thread holds of the A operands that mma.sync dots (fewer than WGMMA_ROWS rows,
-    or under 4 warps) take from registers across their loop: each warp holds all of one."""
+    or under 4 warps) take from registers across their loop: each warp holds all of one. Not
+    where the loop's other operands come by cp.async (pointer loads, `stages` > 1): there
+    Triton reads the A operand from shared memory again each trip (ttg.local_load of q inside
+    the loop: window attention 16x16 at 8 warps, 48 registers, 60 estimated with q held;
+    causal attention at 16x16 without TMA 57, 32x32 at 4 warps 90)."""
+    copies = pointer_copies(fn, blocks, tma) if stages > 1 else {}
     total = 0.0
     for loop in walk(fn.body):
         if loop.name != "for":
             continue
         inside = {id(o) for o in walk(loop.regions[0])}
+        if any(copies.get(o) for o in walk(loop.regions[0])):
+            continue
         for op in walk(loop.regions[0]):
             a = op.operands[0] if op.name == "dot" else None
             if a is None or (a.owner is not None and id(a.owner) in inside):
@@ -391,11 +444,63 @@ def registers(fn: Function, blocks: dict[str, int], warps: int, tma: bool = Fals
     base = BASE + POINTER * tensors_accessed(fn) + (
         MMA_BASE + sync_fragments(fn, blocks, warps) if mma else
         LOOP_BASE if any("load" in names for names in loops) else 0)
-    tiles = peak_words(fn, blocks, tma or stages > 1, threads)
+    loaded = frozenset(op for op, n in pointer_copies(fn, blocks, tma).items()
+                       if n and stages < 2)
+    chain = chained(fn, blocks, warps)
+    tiles = peak_words(fn, blocks, tma or stages > 1, threads, loaded, chain) + \
+        chain.operand_words
     needed = tiles + async_addresses(fn, blocks, threads, tma, stages) + base + \
         shuffle_words(fn, blocks, threads) + \
-        (held_fragments(fn, blocks, warps) if mma else 0)
+        (held_fragments(fn, blocks, warps, tma, stages) if mma else 0)
     return max(FLOOR, math.ceil(needed))
+
+
+@dataclass
+class Chained:
+    """The tiles computed from a dot whose result feeds another dot (attention's scores, up to
+    the probabilities its second dot takes), in that dot's MMA layout: Triton lays its warps
+    all along the rows for the reductions (warpsPerCTA [warps, 1], 16 rows a warp)."""
+
+    threads: dict[Value, int]  # the threads holding each tile (fewer where it repeats)
+    rows: dict[Value, float]  # the rows of each tile a thread holds (2 per 16-row slab)
+    operand_words: float  # words of the second dot's operand held beside the scores
+
+
+def chained(fn: Function, blocks: dict[str, int], warps: int) -> Chained:
+    """A wgmma tile of fewer than 16 * warps rows is repeated in each warpgroup (attention at
+    64x256, 8 warps: #mma warpsPerCTA [8, 1], two HGMMA.64x128 a warpgroup, the 64x256 scores
+    128 registers a thread where 256 threads would hold 64: 254 compiled); there the second
+    dot's layout differs ([4, 2]) and its operand goes through shared memory. Where the layouts
+    agree (16 * warps rows or more), the operand converts in registers and ptxas holds it
+    beside the scores it is computed from (128x64 at 8 warps: 124 registers with TMA, 142 with
+    the window's pointer loads, 16 words of probabilities a thread)."""
+    ops = list(walk(fn.body))
+    uses = uses_of(ops)
+    out = Chained({}, {}, 0.0)
+    for op in ops:
+        rows = op.result.type.shape[-2] if op.name == "dot" else None  # type: ignore[union-attr]
+        rows = blocks.get(rows, rows) if isinstance(rows, str) else rows
+        if rows is None or warps < 4 or rows < WGMMA_ROWS:
+            continue
+        chain, todo, fed = set(), [op.result], []
+        while todo:  # the tiles of its shape between this dot and the dots it feeds
+            v = todo.pop()
+            if v in chain:
+                continue
+            chain.add(v)
+            fed += [u for u in uses.get(v, []) if u.name == "dot" and u.operands[0] is v]
+            todo += [u.result for u in uses.get(v, []) if u.name != "dot" and
+                     len(u.results) == 1 and isinstance(u.result.type, TileType) and
+                     u.result.type.shape == op.result.type.shape]  # type: ignore[union-attr]
+        if not fed:
+            continue
+        repeated = 16 * warps > rows
+        out.threads.update({v: 32 * rows // 16 if repeated else 32 * warps for v in chain})
+        out.rows.update({v: 2.0 * max(1, rows // (16 * warps)) for v in chain})
+        if not repeated:
+            out.operand_words = max([out.operand_words] +
+                                    [words(d.operands[0], blocks, 32 * warps) for d in fed])
+    return out
 
 
 def tensors_accessed(fn: Function) -> int:
