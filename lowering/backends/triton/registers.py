@@ -97,12 +97,16 @@ REDUCE_WORDS = 16  # the most, whatever the tile
 # the max, the argmax value and its index at each stage (3 SHFL.BFLY a stage, their results live
 # together; cumsum's SHFL.UP with its lane predicate and select), at most SHUFFLE_WORDS (row_argmax
 # at 2x256, 8 warps: 25 registers for 2 words of tile, 5 stages; 1x2048, 4 warps: 47 for 16;
-# row_cumsum 2x128 at 4 warps: 27 for 2 words, 4x512: 55 for 16). Not modelled: ptxas unrolls
-# the loop of a tile smaller than the program and may hoist 4 trips' loads and shuffles together
-# (row_argmax 4x4 at 4 warps: 36 compiled, 23 estimated; 8x8 is not hoisted: 28 and 25), and
-# row_cumsum 512x8 at 8 warps (2 lanes a row) takes 40 where this says 49.
+# row_cumsum 2x128 at 4 warps: 27 for 2 words, 4x512: 55 for 16).
 SHUFFLE_STAGE_WORDS = 3
 SHUFFLE_WORDS = 8
+# A loop whose tile has at most LANES elements is held whole by every warp (the others are
+# copies): its trips exchange nothing through shared memory, and ptxas unrolls the loop and
+# overlaps its trips: row_argmax 4x4 at 4 warps issues 4 trips' loads together and interleaves
+# 3 trips' butterfly stages (36 registers; 23 estimated with one trip's). At 8x8 (64 elements,
+# rows across 2 warps) each trip passes through shared memory (4 BAR.SYNC a trip) and trips do
+# not overlap (28 registers).
+OVERLAP_TRIPS = 3
 LANES = 32  # a warp: stages beyond it go through shared memory
 VECTOR_BITS = 128  # the widest load a thread issues: Triton's elements per thread along a row
 # A pointer load feeding a dot through the pipeline (cp.async) keeps, for each 16-byte vector a
@@ -180,13 +184,15 @@ def peak_words(fn: Function, blocks: dict[str, int], staged: bool = True,
         sizes[v] = STREAM_LOOP_WORDS if _in_for(where[v][1]) else min(sizes[v], STREAM_WORDS)
     starts = _hoisted(order, sizes, at)
     _issued_ahead(streamed, sizes, starts, where, ends)
+    in_place = _scanned_in_place(order, uses, sizes, ends, blocks, threads)
     # A value's registers are free for the results of the op that last uses it (elementwise
     # ops work in place): at a position, frees (negative) come before new values.
     # A streamed load stays in flight while its user's result builds (frees after it).
     events = sorted([(starts.get(v, where[v][0]), sizes[v]) for v in sizes] +
                     [(max(ends.get(v, -1), where[v][0] + 1) + (0.5 if v in streamed else 0),
                       -sizes[v]) for v in sizes] +
-                    _reduce_temporaries(order, sizes, ends, blocks, threads, chain.rows))
+                    _reduce_temporaries(order, sizes, ends, blocks, threads, chain.rows) +
+                    in_place)
     live = peak = 0.0
     for _, delta in events:
         live += delta
@@ -256,6 +262,31 @@ def _consumed_elementwise(v: Value, uses: dict[Value, list[Op]]) -> bool:
                for u in uses.get(v, []))
 
 
+def _scanned_in_place(order: list[Op], uses: dict[Value, list[Op]], sizes: dict[Value, float],
+                      ends: dict[Value, int], blocks: dict[str, int],
+                      threads: int) -> list[tuple[int, float]]:
+    """A scan whose rows lie within a warp (no shared memory) of a tile otherwise only reduced
+    along the same axis works row by row in the tile's registers: each row's reduction
+    partials are taken, then the row is scanned in place. The tile ends at the scan; one row
+    of it is held beside (row_cumsum 512x8 at 8 warps, 2 lanes and 4 rows of 4 words a thread:
+    40 registers, the sum's FADD chain read off each row before its SHFL.UP; 49 estimated with
+    the tile beside its scan). Rows across warps exchange through shared memory, the tile held
+    whole (4x512 at 4 warps: 55)."""
+    out: list[tuple[int, float]] = []
+    for i, op in enumerate(order):
+        tile = op.operands[0] if op.name == "cumsum" else None
+        t, axis = getattr(tile, "type", None), op.attrs.get("axis")
+        if tile not in sizes or not isinstance(t, TileType) or \
+                axis not in (-1, len(t.shape) - 1) or _row_layout(t, blocks, threads)[2] > LANES:
+            continue
+        if all(u is op or u.name == "reduce" and u.attrs.get("axis") == axis
+               for u in uses.get(tile, [])):
+            row = sizes[tile] / rows_per_thread(tile, axis, blocks, threads)
+            ends[tile] = i
+            out += [(i, row), (i + 1, -row)]
+    return out
+
+
 def _reduce_temporaries(order: list[Op], sizes: dict[Value, float], ends: dict[Value, int],
                         blocks: dict[str, int], threads: int,
                         mma_rows: dict[Value, float]) -> list[tuple[int, float]]:
@@ -303,6 +334,7 @@ def shuffle_words(fn: Function, blocks: dict[str, int], threads: int) -> float:
     """Registers of the butterfly stages of the widest arg-reduction or scan across lanes
     (SHUFFLE_STAGE_WORDS a stage, at most SHUFFLE_WORDS)."""
     out = 0.0
+    in_loops = {id(o) for lp in walk(fn.body) if lp.name == "for" for o in walk(lp.regions[0])}
     for op in walk(fn.body):
         if not (op.name == "cumsum" or op.name == "reduce" and
                 op.attrs.get("kind") in ARG_REDUCTIONS):
@@ -310,8 +342,15 @@ def shuffle_words(fn: Function, blocks: dict[str, int], threads: int) -> float:
         t = op.operands[0].type
         if isinstance(t, TileType) and t.shape and op.attrs.get("axis") in (-1, len(t.shape) - 1):
             lanes = min(LANES, _row_layout(t, blocks, threads)[2])
-            out = max(out, min(SHUFFLE_WORDS, SHUFFLE_STAGE_WORDS * math.log2(lanes)))
+            stages = min(SHUFFLE_WORDS, SHUFFLE_STAGE_WORDS * math.log2(lanes))
+            if id(op) in in_loops and _extent(t, blocks) <= LANES:  # trips overlap
+                stages += (OVERLAP_TRIPS - 1) * (stages + words(op.operands[0], blocks, threads))
+            out = max(out, stages)
     return out
+
+
+def _extent(t: TileType, blocks: dict[str, int]) -> int:
+    return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
 
 
 def _hoisted(order: list[Op], sizes: dict[Value, float],
