@@ -64,6 +64,7 @@ class Stream:
     transfers: int = 0
     bytes: int = 0
     short: int = 0  # bytes the transfers fall short of the DRAM minimum burst, summed
+    free: int = 0  # bytes of predicated transfers: their reader's time, no channel or link's
     first: int = -1  # bytes of the first transfer (-1: none yet)
     last: int = 0  # bytes of the last transfer
 
@@ -90,10 +91,13 @@ class Work:
     segments: list[Segment] = field(default_factory=list)
 
 
-def _add(stream: Stream, count: int, nbytes: int, burst: int) -> None:
+def _add(stream: Stream, count: int, nbytes: int, burst: int, free: bool = False) -> None:
     stream.transfers += count
     stream.bytes += count * nbytes
-    stream.short += count * max(0, burst - nbytes)
+    if free:  # a predicated transfer (`Stops.predicated`): the engine moves no data
+        stream.free += count * nbytes
+    else:
+        stream.short += count * max(0, burst - nbytes)
     if stream.first < 0:
         stream.first = nbytes
     stream.last = nbytes
@@ -108,36 +112,31 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
     work = Work()
     cache = {} if cycles is None else cycles
 
-    def walk(steps: list[Step], count: int, iters: dict[Value, int]) -> None:
+    def walk(steps: list[Step], count: int, iters: dict[Value, int], off: bool = False
+             ) -> None:
         for s in steps:
             if isinstance(s, Branch):  # the side(s) the program runs (`Stops.sides`)
                 for side, runs in zip((s.then, s.other), m.stops.sides(s.op, g)):
                     if runs:
-                        walk(side, count, iters)
+                        walk(side, count, iters, off)
                 continue
             if isinstance(s, Loop) and s.strided is not None:  # a persistent loop's tiles
                 for pos in m.tile_positions(s, g):
-                    walk(s.body, count, {**iters, **pos})
+                    walk(s.body, count, {**iters, **pos}, off)
                 continue
             if isinstance(s, Loop):
                 bounds = (cover or {}).get(s.range)
                 its = m.stops.iterations(s.range, g, bounds)  # all, or this program's
                 n = len(its)
-                # the first and last may be cut at the start and stop; the middle ones are whole
-                kinds: dict[int, list[int]] = {}  # in-range lanes -> [an iteration, how many]
-                ends = [(its[0], 1), (its[-1], 1)][:n] if n else []  # none: no iterations
-                for it, k in ends[:1] + ([(its[1], n - 2)] if n > 2 else []) + ends[1:]:
-                    kind = kinds.setdefault(m.stops.lanes(s.range, g, it, bounds)[1], [it, 0])
-                    kind[1] += k
-                for it, k in kinds.values():
-                    walk(s.body, count * k, {**iters, s.range: it})
+                for it, k, predicated in _kinds(m, s.range, g, its, bounds):
+                    walk(s.body, count * k, {**iters, s.range: it}, off or predicated)
                 continue
             segment = Segment(count, 0.0, {})
             for op in s.loads:
                 i = m._op_index(op)
                 stream = work.loads.setdefault(i, Stream(axis=m.shared_axis(op)))
                 segment.loads[i] = m.access(op, g, iters, cover)[3]
-                _add(stream, count, segment.loads[i], burst)
+                _add(stream, count, segment.loads[i], burst, off)
             if id(s) not in cache:
                 cache[id(s)] = m.compute_cost(s.compute, g, iters)[0]
             segment.compute = cache[id(s)]
@@ -146,10 +145,36 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
             work.last_compute = cache[id(s)] or work.last_compute
             for op in s.stores:  # an atomic's channel reads, then writes: twice the time
                 _add(work.stores, count, m.access(op, g, iters)[3] * (1 + (op.name == "atomic")),
-                     burst)
+                     burst, off)
 
     walk(m.steps, 1, {})
     return work
+
+
+def _kinds(m: Mapping, r: Value, g: tuple[int, ...], its: range, bounds: tuple[int, int] | None
+           ) -> list[tuple[int, int, bool]]:
+    """Program `g`'s iterations `its` of the loop over `r` by kind: (an iteration, how many,
+    whether static timing predicates them). The first and last may be cut at the start and
+    stop, the middle ones are whole; predicated ones (past the program's own) keep a whole
+    tile's slot."""
+    kinds: dict[tuple[int, bool], list[int]] = {}  # (in-range lanes, predicated) -> [it, k]
+    n = len(its)
+    ends = [(its[0], 1), (its[-1], 1)][:n] if n else []  # none: no iterations
+    own = m.stops.iterations(r, g, m.stops.bounds(r, g)) if bounds is None and \
+        m.stops.to_bound(r) else its
+    for it, k in ends[:1] + ([(its[1], n - 2)] if n > 2 else []) + ends[1:]:
+        if k > 1 and own is not its:  # the middle ones: split them at the program's own
+            inside = len(range(max(it, own.start), min(it + k, own.stop)))
+            off = it if it not in own else max(it, own.stop)  # one that is predicated
+            parts = [(max(it, own.start), inside, False), (off, k - inside, True)]
+        else:
+            parts = [(it, k, it not in own)]
+        for at, j, predicated in parts:
+            if j:
+                kind = kinds.setdefault((m.stops.lanes(r, g, at, bounds)[1], predicated),
+                                        [at, 0])
+                kind[1] += j
+    return [(it, k, p) for (_, p), (it, k) in kinds.items()]
 
 
 def estimate_cycles(m: Mapping) -> float:
@@ -391,10 +416,10 @@ class _Estimate:
         # channel as well stands in for the idle channel time that many small transfers
         # leave, and ranks better (axpby on aie-like-4x8: rank correlation 0.88, not 0.84).
         self.channel_busy[site.ch] = self.channel_busy.get(site.ch, 0.0) + \
-            k * (s.bytes + s.short) / site.dram_bw
+            k * (s.bytes - s.free + s.short) / site.dram_bw
         for link in links:
             self.link_busy[link] = self.link_busy.get(link, 0.0) + \
-                k * s.bytes / self.m.arch.link_bytes_per_cycle
+                k * (s.bytes - s.free) / self.m.arch.link_bytes_per_cycle
 
     def moving(self, per_pe: list[_PE]) -> Moving:
         """(PE, operand) -> cycles its first transfer moves (None: as later ones) and cycles a

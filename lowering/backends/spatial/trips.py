@@ -25,12 +25,16 @@ program before the run, and is a BackendError naming the kernel and the loop's l
 
 A config space is built per argument spec (shapes), without values, yet its analytic estimate
 (`estimate.py`) ranks the configs of jagged kernels too. A plan made `unpriced` runs every
-loop whose bound reads argument values over a guessed span (`guess`): in static timing its
-bound, as the schedule does; in dataflow timing twice the extent's even share among the rows
-of the grid axes the bound varies along, capped at the extent (a jagged loop's extent is the
-total of the rows' lengths, and its bound the longest of a tile's rows: lengths spread
-uniformly up to twice their mean have a longest row near that). An `if` whose condition reads
-them runs both sides (`sides`). `benchmarks/spatial_default.py` checks the defaults so picked.
+loop whose bound reads argument values over a guessed span (`guess`): a jagged loop's extent
+is the total of the rows' lengths and its bound the longest of a tile's rows, so each row of
+the grid axes the bound varies along gets a guessed length (`guessed_lengths`: spread evenly
+from 0 to twice the extent's even share, shuffled the same way every time) and each program
+the longest of its tile's rows. The estimate thus sees which PEs get the long rows, and how
+larger tiles over the rows raise their longest. Static timing still schedules every program
+to the bound, and the estimate prices the iterations past a program's own as the engine does:
+a predicated copy takes its reader's time for a whole tile of the bound, but moves nothing
+over DRAM channels or links. An `if` whose condition reads them runs both sides (`sides`).
+`benchmarks/spatial_default.py` checks the defaults so picked.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from tiledsl.ir.core import (Block, Function, Op, Value, loop_first, loop_ranges
                              loop_stop)
 from tiledsl.ir.types import RangeType, TileType
 
+LEVELS = 4  # how many lengths the guessed rows take (`guessed_lengths`)
 ARITH = ("add", "sub", "mul", "minimum", "maximum")
 _NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "minimum": np.minimum,
        "maximum": np.maximum}
@@ -87,6 +92,7 @@ class Stops:
         self.varying: dict[Op, frozenset[int]] = {}  # a load -> axes its stop loops vary along
         self._scan(grid.regions[0], frozenset())
         self._memo: dict[tuple[Value, tuple[int, ...]], tuple[int, int]] = {}
+        self._memo_rows: dict[Value, np.ndarray] = {}  # `_longest`
 
     def _scan(self, block: Block, varying: frozenset[int]) -> None:
         """Find the stop loops and, for each load, the grid axes along which the iterations
@@ -219,20 +225,43 @@ class Stops:
         stop = loop_stop(loop)
         assert stop is not None and isinstance(rt, RangeType)
         if self.unpriced and loop in self.valued:
-            return np.asarray(0, dtype=np.int64), np.asarray(self.guess(r), dtype=np.int64)
+            return np.asarray(0, dtype=np.int64), self.guess(r, coords)
         limit = np.clip(self._eval(loop, stop, coords, "stop"), 0, rt.extent)
         start = loop_start(loop)
         lower = np.zeros_like(limit) if start is None else \
             np.clip(self._eval(loop, start, coords, "start"), 0, limit)
         return lower, limit
 
-    def guess(self, r: Value) -> int:
-        """The limit an `unpriced` plan gives stop loop `r`, from 0 (the module's docstring)."""
+    def guess(self, r: Value, coords: tuple[Any, ...]) -> np.ndarray:
+        """The limits an `unpriced` plan gives stop loop `r` for the programs at `coords`,
+        from 0 (the module's docstring): the longest of each program's guessed rows; the
+        extent where the bound is the same for every program."""
         extent = _extent(r)
-        if self.static:
-            return extent
-        rows = math.prod(_extent(self.ranges[a]) for a in self.axes[r])
-        return min(extent, _cdiv(2 * extent, rows))
+        axes = self.axes[r]
+        if not axes:
+            return np.asarray(extent, dtype=np.int64)
+        longest = self._longest(r)
+        return longest[tuple(np.asarray(coords[a]) for a in axes)]
+
+    def _longest(self, r: Value) -> np.ndarray:
+        """Guessed lengths of the rows of the grid axes loop `r`'s bound varies along (the
+        extent's share per row times 0 to 2, evenly spread and shuffled the same way every
+        time), and the longest in each program's tile of them (indexed by its coordinates
+        along those axes)."""
+        if r not in self._memo_rows:
+            axes = self.axes[r]
+            shape = [_extent(self.ranges[a]) for a in axes]
+            rows = math.prod(shape)
+            out = guessed_lengths(_extent(r), rows).reshape(shape)
+            for d, a in enumerate(axes):  # the longest row of each tile along axis a
+                b = self.block(self.ranges[a])
+                tiles = _cdiv(shape[d], b)
+                pad = [(0, 0)] * len(axes)
+                pad[d] = (0, tiles * b - shape[d])
+                out = np.pad(out, pad).reshape(*out.shape[:d], tiles, b, *out.shape[d + 1:])
+                out = out.max(axis=d + 1)
+            self._memo_rows[r] = out
+        return self._memo_rows[r]
 
     def bounds(self, r: Value, g: tuple[int, ...]) -> tuple[int, int]:
         """Where range `r`'s in-range lanes begin and end for program `g`: (0, extent), or for
@@ -352,6 +381,19 @@ class Stops:
     def limits(self, coords: tuple[np.ndarray, ...]) -> np.ndarray:
         """Every stop loop's limit (rows, in `loops` order; 0 where a program runs none)."""
         return self.spans(coords)[1]
+
+
+def guessed_lengths(total: int, rows: int) -> np.ndarray:
+    """`rows` guessed row lengths summing to about `total`: spread evenly from 0 to twice
+    their mean, in an order shuffled the same way every time, and rounded to `LEVELS` lengths
+    (programs alike share the estimate's work) except the empty ones, which static timing
+    charges a whole predicated tile of the bound."""
+    order = np.random.default_rng(0).permutation(rows)
+    twice_mean = 2 * total / rows
+    exact = np.rint(twice_mean * (order + 0.5) / rows)
+    levels = min(rows, LEVELS)
+    coarse = np.maximum(1, np.rint(twice_mean * (order * levels // rows + 0.5) / levels))
+    return np.minimum(total, np.where(exact == 0, 0, coarse)).astype(np.int64)
 
 
 def reads_arguments(fn: Function) -> bool:
