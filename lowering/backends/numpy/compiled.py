@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy.branches import run_if
-from lowering.backends.numpy.elementwise import BINARY, TERNARY, UNARY, _compute_dtype
+from lowering.backends.numpy.elementwise import compute_dtype, evaluate, function_of
 from lowering.backends.numpy.plan import uses_in
 from tiledsl.ir.core import Block, Op, Value
 
@@ -37,7 +37,7 @@ def compile_block(ex: Any, block: Block, release: bool) -> Compiled:
     global made
     made += 1
     source, names = _source(ex, block, release)
-    namespace: dict[str, Any] = {"run_if": run_if, "_ew": _elementwise, "_unary": _unary,
+    namespace: dict[str, Any] = {"run_if": run_if, "_ew": evaluate, "_unary": _unary,
                                  "_binary": _binary, **names}
     exec(compile(source, f"<tiledsl numpy {ex.fn.name}>", "exec"), namespace)
     run = namespace["run"]
@@ -115,7 +115,7 @@ def _call(op: Op, kind: str, rule: Any, args: list[str], bind: Callable[[Any, st
     if kind == "rule":
         return f"{bind(rule, 'R')}(ex, {o}, {xs})"
     if kind == "elementwise":
-        f = TERNARY.get(op.name) or BINARY.get(op.name) or UNARY[op.name]
+        f = function_of(op.name)
         how = {1: "_unary", 2: "_binary"}.get(len(args), "_ew")
         operands = xs if how == "_ew" else ", ".join(args)
         return f"{how}({bind(f, 'F')}, {operands}, {bind(rule, 'D')})"
@@ -138,23 +138,15 @@ def _shared(steps: list[tuple]) -> set[Value]:
     return out
 
 
-def _elementwise(f: Callable[..., Any], operands: list[np.ndarray], out_dtype: np.dtype
-                 ) -> np.ndarray:
-    """elementwise.compute with the op's function resolved."""
-    work = _compute_dtype(operands[0].dtype)
-    return np.asarray(f(*[o.astype(work, copy=False) for o in operands])).astype(
-        out_dtype, copy=False)
-
-
 def _unary(f: Callable[..., Any], x: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
-    """_elementwise of one operand."""
-    return np.asarray(f(x.astype(_compute_dtype(x.dtype), copy=False))).astype(out_dtype,
-                                                                               copy=False)
+    """elementwise.evaluate of one operand (without its list)."""
+    return np.asarray(f(x.astype(compute_dtype(x.dtype), copy=False))).astype(out_dtype,
+                                                                              copy=False)
 
 
 def _binary(f: Callable[..., Any], x: np.ndarray, y: np.ndarray, out_dtype: np.dtype
             ) -> np.ndarray:
-    """_elementwise of two operands (both computed in the first's dtype, as compute does)."""
-    work = _compute_dtype(x.dtype)
+    """elementwise.evaluate of two operands (both computed in the first's dtype)."""
+    work = compute_dtype(x.dtype)
     return np.asarray(f(x.astype(work, copy=False), y.astype(work, copy=False))).astype(
         out_dtype, copy=False)

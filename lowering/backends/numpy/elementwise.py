@@ -7,7 +7,7 @@ Constant folding uses the same table, so a folded constant equals the computed v
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -68,7 +68,7 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 TERNARY: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {"fma": _fma}
 
 
-def _compute_dtype(dtype: np.dtype) -> np.dtype:
+def compute_dtype(dtype: np.dtype) -> np.dtype:
     """16-bit floats (float16, bfloat16) compute in float32."""
     return np.dtype(np.float32) if dtype.kind in "fV" and dtype.itemsize == 2 else dtype
 
@@ -81,15 +81,20 @@ def apply(name: str, operands: list[np.ndarray], out_dtype: np.dtype) -> np.ndar
 
 def compute(name: str, operands: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
     """`apply` for a caller that already ignores floating-point errors (the executor)."""
-    work = _compute_dtype(operands[0].dtype)
-    args = [o.astype(work, copy=False) for o in operands]
-    if name in TERNARY:
-        result = TERNARY[name](*args)
-    elif name in BINARY:
-        result = BINARY[name](args[0], args[1])
-    else:
-        result = UNARY[name](args[0])
-    return np.asarray(result).astype(out_dtype, copy=False)
+    return evaluate(function_of(name), operands, out_dtype)
+
+
+def function_of(name: str) -> Callable[..., Any]:
+    """The NumPy function of elementwise op `name`."""
+    return TERNARY.get(name) or BINARY.get(name) or UNARY[name]
+
+
+def evaluate(f: Callable[..., Any], operands: list[np.ndarray], out_dtype: np.dtype
+             ) -> np.ndarray:
+    """`f` of the operands, computed in the first one's compute dtype, as `out_dtype`."""
+    work = compute_dtype(operands[0].dtype)
+    return np.asarray(f(*[o.astype(work, copy=False) for o in operands])).astype(
+        out_dtype, copy=False)
 
 
 ELEMENTWISE = frozenset(BINARY) | frozenset(UNARY) | frozenset(TERNARY)

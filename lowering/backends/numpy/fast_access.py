@@ -36,6 +36,14 @@ def _served(op: Op) -> tuple[TensorType, bool] | None:
     return tensor, plain
 
 
+def _recipe(cache: dict[tuple, prepared.Recipe], op: Op, arr: np.ndarray, indices: list[Any],
+            rank: int) -> prepared.Recipe | None:
+    """The access's recipe, if one was made and it takes a view (else the rule serves it)."""
+    k = prepared.key(op, arr, indices, rank)
+    r = None if k is None else cache.get(k)
+    return None if r is None or r.view is None else r
+
+
 @compiled.specialize("load")
 def load_step(op: Op, plan: Plan) -> Step | None:
     served = _served(op)
@@ -48,10 +56,9 @@ def load_step(op: Op, plan: Plan) -> Step | None:
 
     def load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         arr = xs[0]
-        indices = xs[1:n + 1] if plain else ex.indices(op, xs, tensor)
-        k = prepared.key(op, arr, indices, ex.rank)
-        r = None if k is None else cache.get(k)
-        if r is None or r.view is None:
+        r = _recipe(cache, op, arr, xs[1:n + 1] if plain else ex.indices(op, xs, tensor),
+                    ex.rank)
+        if r is None:
             return rule(ex, op, xs)
         out = prepared.load(r, arr, other)
         if written and np.may_share_memory(out, arr):
@@ -72,10 +79,9 @@ def store_step(op: Op, plan: Plan) -> Step | None:
         if ex.active is not None:
             return rule(ex, op, xs)
         arr = xs[0]
-        indices = xs[1:n + 1] if plain else ex.indices(op, xs[:-1], tensor)
-        k = prepared.key(op, arr, indices, ex.rank)
-        r = None if k is None else cache.get(k)
-        if r is None or r.view is None:
+        r = _recipe(cache, op, arr, xs[1:n + 1] if plain else ex.indices(op, xs[:-1], tensor),
+                    ex.rank)
+        if r is None:
             return rule(ex, op, xs)
         if r.covers:
             ex.covered.add(id(arr))
