@@ -195,7 +195,7 @@ def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
     descs = list(k.descriptors.values())
     tensors = [p for p in k.params.values() if p.kind in ("tensor", "scalar_ptr")]
     scalars = [p for p in k.params.values() if p.kind == "scalar"] + ([prog] if persistent else [])
-    scalars += list(k.stride_params.values())  # loops' row strides, passed at runtime (loops.py)
+    scalars += list(k.stride_params.values())  # loops' row strides and extents (loops.py)
     blocks = list(k.block_params.values())
     sig = [p.name for p in descs + tensors + scalars] + [f"{p.name}: tl.constexpr" for p in blocks]
     dns = f"(do_not_specialize={[p.name for p in scalars]!r})" if scalars else ""

@@ -178,7 +178,7 @@ def _param(p: KernelParam, arg_names: dict[Value, str], index: dict[Value, int],
     persistent grid size."""
     if p.kind == "num_programs":  # the launcher passes min(programs, num_sms)
         return {"kind": "num_programs", "name": p.name, "programs": k.programs}
-    if p.kind == "stride":  # a row stride a loop advances its pointers by (loops.py)
+    if p.kind == "stride":  # a loop's row stride or a split loop's extent (loops.py)
         return {"kind": "stride", "name": p.name, "value": p.value, "dtype": "int32"}
     if p.kind == "scalar":
         src = _source(p)

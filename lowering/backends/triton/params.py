@@ -14,6 +14,7 @@ class KernelParam:
     name: str
     kind: str  # "tensor", "desc", "scalar", "scalar_ptr", "num_programs", "stride" or "block"
     source: Value | None = None  # the IR value (argument or allocation) behind it
-    value: int | None = None  # for "block" and "stride" (a row stride passed at runtime)
+    value: int | None = None  # for "block" and "stride" (an i32 passed at runtime: a row
+    # stride, or the extent a split loop bounds its trips by; loops.py)
     dtype: str = ""  # Triton signature type for scalars ("fp32", "i32", ...)
     box: tuple[int, ...] = ()  # for "desc": the block a tensor descriptor moves

@@ -154,7 +154,10 @@ def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
     rescale-carried: the row max is carried times log2(e), as the tutorial carries it (one FMUL
     per row fewer). Pointer loads advance by a runtime stride (loops.py hoist_pointers): one
     IMAD.WIDE per 16-byte row and no 64-bit adds (IADD3 + IMAD.X per row, before). The loop is
-    then no longer than the hand-written kernel's (1.025x before)."""
+    then no longer than the hand-written kernel's (1.025x before). One wgmma wait per key tile
+    under every Triton: triton 3.9's ptxas serialized the loop's wgmma (a wait after each of
+    the 16 HGMMA, 535 instructions against 505) until the diagonal `for` took its trip count
+    through a runtime extent (loops.py `opaque_trips`)."""
     pytest.importorskip("triton")
     pytest.importorskip("torch")
     case = sp.Case("attention", "attention", {"batch": 2, "seq": 1024, "d": 64}, np.float16,
@@ -165,13 +168,14 @@ def test_attentions_key_loop_is_one_ffma_and_one_ex2_per_score() -> None:
     assert ours["FSETP"] == theirs["FSETP"] == 0
     fmul = [side["opcodes"].get("FMUL", 0) for side in (ours, theirs)]
     assert fmul[0] <= fmul[1], fmul  # 76 before fold-exp-scales' row sharing, 72 before rescale
+    assert ours["wgmma_waits"] == theirs["wgmma_waits"] == 1
     import triton
     if triton.__version__.startswith("3.6"):  # the GPU machines' (benchmarks/results' tables)
         assert ours["opcodes"].get("IMAD.WIDE", 0) == ours["LDGSTS"] == 8
         assert ours["opcodes"].get("IMAD.X", 0) == 0
         assert row["loop_ratio"] <= 1.0
-    else:  # triton 3.9 serializes this loop's wgmma (a wait per HGMMA), not the reference's
-        assert row["loop_ratio"] < 1.12
+    else:  # triton 3.9: two 64-bit address adds per pointer row, where 3.6 has one IMAD.WIDE
+        assert row["loop_ratio"] < 1.02
 
 
 def test_attention_with_tma_loads_k_and_v_with_the_copy_engine() -> None:

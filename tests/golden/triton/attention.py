@@ -8,8 +8,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 def _max_nan(a, b):
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
-@triton.jit
-def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, BLOCK_TK: tl.constexpr):
+@triton.jit(do_not_specialize=['extent_tk'])
+def attention_kernel(q_desc, k_desc, v_desc, out_desc, extent_tk, BLOCK_TQ: tl.constexpr, BLOCK_TK: tl.constexpr):
     # 4 tiles: 2 of bh x 2 of tq
     pid = tl.program_id(0)
     group = pid // 16
@@ -51,7 +51,7 @@ def attention_kernel(q_desc, k_desc, v_desc, out_desc, BLOCK_TQ: tl.constexpr, B
         tmp_11 = tmp_7.to(tl.float16)
         acc = tl.dot(tmp_11, v_tile, tmp_10)
         m_i = tmp_1
-    for tk_iter_1 in range(split_tk, tl.cdiv(stop_tk, BLOCK_TK)):
+    for tk_iter_1 in range(split_tk, tl.cdiv(tl.minimum(stop_tk, extent_tk), BLOCK_TK)):
         begin_tk_1 = tk_iter_1 * BLOCK_TK
         offs_tk_1 = begin_tk_1 + tl.arange(0, BLOCK_TK)
         k_tile_1 = tl.reshape(k_desc.load([begin_bh, begin_tk_1, 0]), (BLOCK_TK, 64))
@@ -94,5 +94,5 @@ def launch(q, k, v, *, empty, full, num_sms=132, wrap=None):
     """
     wrap = wrap or (lambda kernel: kernel)
     out = empty((2, 128, 64), 'float16')
-    wrap(attention_kernel)[(4,)](TensorDescriptor(q, q.shape, q.stride(), [1, 64, 64]), TensorDescriptor(k, k.shape, k.stride(), [1, 32, 64]), TensorDescriptor(v, v.shape, v.stride(), [1, 32, 64]), TensorDescriptor(out, out.shape, out.stride(), [1, 64, 64]), BLOCK_TQ=64, BLOCK_TK=32, num_warps=4, num_stages=2)
+    wrap(attention_kernel)[(4,)](TensorDescriptor(q, q.shape, q.stride(), [1, 64, 64]), TensorDescriptor(k, k.shape, k.stride(), [1, 32, 64]), TensorDescriptor(v, v.shape, v.stride(), [1, 32, 64]), TensorDescriptor(out, out.shape, out.stride(), [1, 64, 64]), 128, BLOCK_TQ=64, BLOCK_TK=32, num_warps=4, num_stages=2)
     return (out,)
