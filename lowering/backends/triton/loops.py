@@ -12,6 +12,7 @@ from lowering.backends.triton.registers import MAX_REGISTERS, registers
 from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Op, Value, loop_carried, loop_inits, loop_start, loop_stop, walk
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import RangeType, TensorType
 
 
@@ -145,13 +146,26 @@ class LoopEmission:
         hoisted = {}
         for op in loads:
             rank = op.result.type.rank  # type: ignore[union-attr]
-            ptr, _ = self.address(op, op.operands[0], op.operands[1:], rank, indent)
+            ptr, _ = self.address(op, op.operands[0], op.operands[1:], rank, indent,
+                                  group_tiles=self.same_offsets(op, loads))
             name = self.namer.fresh(f"{op.operands[0].hint or 'x'}_ptrs")
             self.emit(indent, f"{name} = {ptr}")
             stride = self.stride_of(op, r)
             assert stride is not None
             hoisted[op] = (name, "1" if stride == 1 else self.stride_param(r.hint or "k", stride))
         return hoisted
+
+    def same_offsets(self, op: Op, loads: list[Op]) -> bool:
+        """Whether another of `loads` reads a tensor of the same shape and strides at the same
+        indices (attention's `k[b, tk, :]` and `v[b, tk, :]`): their pointer tiles then share
+        one integer offset tile (emit.py `tile_pointer`). Triton 3.9, sm_90, where no load
+        shares its offsets: batched_matmul at 64x512x64, 8 warps went from 76 to 91 SASS
+        instructions per K trip and from 194 to 251 registers when grouped."""
+        t = op.operands[0]
+        where = (op.operands[1:], op.attrs.get("full"), slices_of(op.attrs))
+        return any(o is not op and (o.operands[1:], o.attrs.get("full"), slices_of(o.attrs))
+                   == where and o.operands[0].type == t.type and
+                   self.strides[o.operands[0]] == self.strides[t] for o in loads)
 
     def spills(self) -> bool:
         """Whether the kernel is estimated to need more than the 255 registers a thread has
