@@ -187,6 +187,24 @@ def disassemble(cubin: bytes) -> str:
                               text=True, timeout=120, check=True).stdout
 
 
+def ptxas_warnings(ptx: str) -> list[str]:
+    """What Triton's own ptxas says of a PTX module beyond its resource counts: its
+    "Potential Performance Loss" notes, each with its reason (C7515: wgmma serialized).
+    Triton runs ptxas without `-v` and never shows them; under triton 3.9 (ptxas 13.4) every
+    causal attention kernel had its wgmma serialized before loops.py `opaque_trips`."""
+    from triton.backends.nvidia.compiler import get_ptxas
+    found = re.search(r"^\.target\s+(sm_(\d+)\w*)", ptx, re.M)
+    target, cc = (found.group(1), int(found.group(2))) if found else ("sm_90a", 90)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        cmd = [get_ptxas(cc).path, "-v", f"-arch={target}", str(src), "-o", f"{tmp}/k.o"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    lines = (out.stdout + out.stderr).splitlines()
+    return sorted({re.sub(r"^.*?info\s*:\s*", "", line).split(" in the function")[0]
+                   for line in lines if "Performance Loss" in line})
+
+
 # ---- the cases ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -279,7 +297,8 @@ def tiledsl_side(case: Case, arch: str) -> dict[str, Any]:
     reports = kernel.compile(*args, config=case.config, arch=arch)
     r = reports[0]  # these examples generate one kernel each
     return {"kernels": len(reports), "registers": r.registers, "spill_bytes": r.spill_bytes,
-            "shared_bytes": r.shared_bytes, **sass_stats(disassemble(r.cubin))}
+            "shared_bytes": r.shared_bytes, "ptxas_warnings": ptxas_warnings(r.ptx),
+            **sass_stats(disassemble(r.cubin))}
 
 
 def reference_side(case: Case, arch: str) -> dict[str, Any]:
@@ -297,7 +316,7 @@ def reference_side(case: Case, arch: str) -> dict[str, Any]:
     usage = resource_usage(cubin)
     return {"kernel_name": ck.metadata.name, "registers": usage["registers"],
             "spill_bytes": usage["spill_bytes"], "shared_bytes": ck.metadata.shared,
-            **sass_stats(disassemble(cubin))}
+            "ptxas_warnings": ptxas_warnings(ck.asm["ptx"]), **sass_stats(disassemble(cubin))}
 
 
 def compare(case: Case, arch: str) -> dict[str, Any]:
@@ -372,6 +391,8 @@ def print_table(rows: list[dict[str, Any]], arch: str) -> None:
     print_differences(rows)
     for row in rows:
         for side in ("tiledsl", "reference"):
+            for note in row[side].get("ptxas_warnings", []):
+                print(f"{row['case']}: {side}: ptxas: {note}")
             if "error" in row[side]:
                 print(f"{row['case']}: {side} failed: {row[side]['error'].splitlines()[0]}")
 

@@ -227,6 +227,37 @@ def test_a_kernel_estimated_to_spill_keeps_carried_pointer_tiles() -> None:
     assert "tl.load(k_ptrs + begin_tk_1 * stride_tk)" in fitting and "+=" not in fitting
 
 
+def test_a_literal_diagonal_bound_serializes_the_wgmma_under_ptxas_13() -> None:
+    """Why loops.py `opaque_trips` passes the key extent at runtime, and that sass_parity's
+    `ptxas_warnings` sees what ptxas says: the generated attention kernel with the diagonal
+    loop bounded by the literal stop gets ptxas's C7515 ("wgmma.mma_async instructions are
+    serialized ...") from ptxas 13 (triton 3.9); as generated it gets none."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import get_ptxas
+    from triton.compiler import ASTSource
+
+    from lowering.backends.triton.loader import load
+    if int(get_ptxas(90).version.split(".")[0]) < 13:
+        pytest.skip("ptxas 12 (triton 3.6) pipelines the wgmma with either bound")
+    source = _attention_source(64, 8)
+    bound = "tl.cdiv(tl.minimum(stop_tk, extent_tk), BLOCK_TK)"
+    assert bound in source
+    sig = {**{p: "*fp16" for p in ("q_ptr", "k_ptr", "v_ptr", "out_ptr")},
+           "stride_tk": "i32", "extent_tk": "i32", "BLOCK_TQ": "constexpr",
+           "BLOCK_TK": "constexpr"}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(4)}
+    warnings = []
+    for text in (source, source.replace(bound, "tl.cdiv(stop_tk, BLOCK_TK)")):
+        fn = load(text, interpret=False).attention_kernel
+        ck = triton.compile(ASTSource(fn, sig, constexprs={"BLOCK_TQ": 128, "BLOCK_TK": 64},
+                                      attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": 8, "num_stages": 3})
+        warnings.append(sp.ptxas_warnings(ck.asm["ptx"]))
+    assert warnings[0] == []
+    assert len(warnings[1]) == 1 and "(C7515)" in warnings[1][0], warnings
+
+
 def test_loads_at_the_same_offsets_share_one_offset_tile() -> None:
     """loops.py `same_offsets`: K and V are read at the same indices, so their hoisted pointers
     add one integer offset tile to the base (emit.py `tile_pointer`; the SASS effect is in the
