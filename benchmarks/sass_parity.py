@@ -332,7 +332,33 @@ def compare(case: Case, arch: str) -> dict[str, Any]:
             row[side] = {"error": f"{type(e).__name__}: {str(e)[:2000]}"}
         row[side]["seconds"] = round(time.perf_counter() - start, 2)
     row["loop_ratio"] = loop_ratio(row["tiledsl"], row["reference"])
+    if case.reference == "attention":
+        row["program_ratio"] = program_ratio(case, row["tiledsl"], row["reference"])
     return row
+
+
+def causal_program(case: Case, side: dict[str, Any]) -> float | None:
+    """Causal attention's SASS instructions per program in its two key loops, averaged over
+    the query tiles: query tile i runs i * BM / BN trips of the loop before the diagonal and
+    BM / BN on it (seq a multiple of BM). None unless the kernel has the two loops."""
+    mma = [lp["instructions"] for lp in side.get("loops", []) if lp["mma"]]
+    if len(mma) != 2:
+        return None
+    bm, bn = case.config.block_sizes
+    tiles = case.dims["seq"] // bm
+    before = sum(i * bm // bn for i in range(tiles)) / tiles
+    return before * mma[0] + -(-bm // bn) * mma[1]
+
+
+def program_ratio(case: Case, td_side: dict[str, Any], ref_side: dict[str, Any]
+                  ) -> float | None:
+    """tiledsl's `causal_program` over the reference's: both key loops, as each program runs
+    them (the diagonal loop's form differs: the reference adds a -1e6 mask, tiledsl selects
+    -inf)."""
+    if "error" in td_side or "error" in ref_side:
+        return None
+    a, b = causal_program(case, td_side), causal_program(case, ref_side)
+    return None if a is None or b is None else round(a / b, 3)
 
 
 def body(side: dict[str, Any]) -> dict[str, Any] | None:
@@ -434,6 +460,11 @@ def main() -> None:
         print(f"  {case.name}: {row_seconds(rows[-1]):.1f} s", flush=True)
     seconds = time.perf_counter() - start
     print_table(rows, opts.arch)
+    programs = [r for r in rows if r.get("program_ratio") is not None]
+    if programs:
+        print("\nCausal attention, both key loops per program (averaged over the query tiles), "
+              "tiledsl/reference: " + ", ".join(f"{r['case'].removeprefix('attention fp16 ')} "
+                                                f"{r['program_ratio']:.3f}" for r in programs))
     print(f"{len(rows)} cases in {seconds:.0f} s")
     report = {"benchmark": "sass_parity", "arch": opts.arch, "versions": versions(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -93,6 +93,20 @@ def test_main_loop_is_the_first_innermost_with_the_most_mma() -> None:
     assert sp.counts(serialized)["wgmma_waits"] == 1
 
 
+def test_causal_programs_count_both_key_loops_by_their_trips() -> None:
+    """seq 4096 in 128-row query tiles of 64-key blocks: query tile i runs 2i trips before
+    the diagonal (31 on average) and 2 on it; the TMA waits' spin loops (no MMA) are not
+    counted, and a kernel without the two loops has no count."""
+    case = sp.Case("attention", "attention", {"batch": 4, "seq": 4096, "d": 64}, np.float16,
+                   td.Config((128, 64), 8, 3), "attention")
+    loops = [{"instructions": 275, "mma": 8}, {"instructions": 371, "mma": 8},
+             {"instructions": 2, "mma": 0}]
+    assert sp.causal_program(case, {"loops": loops}) == 31 * 275 + 2 * 371
+    assert sp.causal_program(case, {"loops": loops[:1]}) is None
+    ref = {"loops": [{"instructions": 274, "mma": 8}, {"instructions": 433, "mma": 8}]}
+    assert sp.program_ratio(case, {"loops": loops}, ref) == round(9267 / 9360, 3)
+
+
 def test_load_bits_from_opcode_modifiers() -> None:
     assert sp.load_bits("LDG.E.128.CONSTANT") == 128
     assert sp.load_bits("LDGSTS.E.BYPASS.LTC128B.128") == 128
