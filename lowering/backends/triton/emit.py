@@ -749,11 +749,11 @@ def tile_pointer(base: str, terms: list[str], scalar_at: set[int], group_tiles: 
     + scalar offsets + (tile offsets)`: the tile's offsets summed as integers before one
     pointer add, as hand-written kernels write `k_ptr + (base + offs_n[:, None] * stride +
     ...)`. Loops ask for it for the pointer tiles they hoist where two loads share their
-    offsets (loops.py `same_offsets`): under triton 3.9, causal attention's K and V pointers, added term by term, took 64-bit
-    adds for half their rows on every key tile (128x64, d64, 8 warps, sm_90: 296 SASS
-    instructions against the hand-written kernel's 293; grouped: 292; d128: 357 -> 351
-    against 352; triton 3.6 unchanged). Everywhere (GEMM, norms, q's load) it was worse:
-    the 128x256x64 GEMM's K loop went from 86 to 92 under triton 3.6."""
+    offsets (loops.py `same_offsets`). Under triton 3.9, causal attention's K and V pointers,
+    added term by term, took 64-bit adds for half their rows on every key tile (128x64, d64,
+    8 warps, sm_90: 296 SASS instructions against the hand-written kernel's 293; grouped:
+    292; d128: 357 -> 351 against 352; triton 3.6 unchanged). Everywhere (GEMM, norms, q's
+    load) it was worse: the 128x256x64 GEMM's K loop went from 86 to 92 under triton 3.6."""
     scalars = [t for i, t in enumerate(terms) if i in scalar_at]
     tiles = [t for i, t in enumerate(terms) if i not in scalar_at]
     if group_tiles and scalars and len(tiles) > 1:

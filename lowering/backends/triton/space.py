@@ -405,6 +405,7 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
         space = _default_tiles_of(space, tiles, symbols, _grids(fn))
     else:
         space = _default_fp32_dot_blocks(space, dots, symbols)
-        space = space.with_default("num_stages", FMA_DOT_STAGES)
+        if _fp32_dot_tiles(dots):
+            space = space.with_default("num_stages", FMA_DOT_STAGES)
     default_blocks = {s: p.default for s, p in _block_params(space, symbols).items()}
     return _default_warps(space, _words(tiles, dots, default_blocks))
