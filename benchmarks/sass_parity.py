@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from support import example  # noqa: E402
 from outputs import out_help, out_path  # noqa: E402  (benchmarks/outputs.py)
 
-from lowering.backends.triton.compile import ARCHS, resource_usage  # noqa: E402
+from lowering.backends.triton.compile import ARCHS, ptxas_notes, resource_usage  # noqa: E402
 from reference_kernels import Launch, aot_signature, load  # noqa: E402
 
 BF16 = ml_dtypes.bfloat16
@@ -188,21 +188,9 @@ def disassemble(cubin: bytes) -> str:
 
 
 def ptxas_warnings(ptx: str) -> list[str]:
-    """What Triton's own ptxas says of a PTX module beyond its resource counts: its
-    "Potential Performance Loss" notes, each with its reason (C7515: wgmma serialized).
-    Triton runs ptxas without `-v` and never shows them; under triton 3.9 (ptxas 13.4) every
-    causal attention kernel had its wgmma serialized before loops.py `opaque_trips`."""
-    from triton.backends.nvidia.compiler import get_ptxas
-    found = re.search(r"^\.target\s+(sm_(\d+)\w*)", ptx, re.M)
-    target, cc = (found.group(1), int(found.group(2))) if found else ("sm_90a", 90)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        cmd = [get_ptxas(cc).path, "-v", f"-arch={target}", str(src), "-o", f"{tmp}/k.o"]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    lines = (out.stdout + out.stderr).splitlines()
-    return sorted({re.sub(r"^.*?info\s*:\s*", "", line).split(" in the function")[0]
-                   for line in lines if "Performance Loss" in line})
+    """ptxas's "Potential Performance Loss" notes on a side's PTX (compile.py `ptxas_notes`:
+    Triton's ptxas again with `-v`)."""
+    return list(ptxas_notes(ptx))
 
 
 # ---- the cases ---------------------------------------------------------------------------------
@@ -297,7 +285,7 @@ def tiledsl_side(case: Case, arch: str) -> dict[str, Any]:
     reports = kernel.compile(*args, config=case.config, arch=arch)
     r = reports[0]  # these examples generate one kernel each
     return {"kernels": len(reports), "registers": r.registers, "spill_bytes": r.spill_bytes,
-            "shared_bytes": r.shared_bytes, "ptxas_warnings": ptxas_warnings(r.ptx),
+            "shared_bytes": r.shared_bytes, "ptxas_warnings": list(r.ptxas_notes),
             **sass_stats(disassemble(r.cubin))}
 
 

@@ -55,6 +55,7 @@ class Compiled:
     param_count: int
     global_scratch_bytes: int
     profile_scratch_bytes: int
+    ptxas_notes: tuple[str, ...] = ()  # ptxas's "Potential Performance Loss" notes (ptxas_notes)
 
     @property
     def ptx(self) -> str:
@@ -69,6 +70,8 @@ class Compiled:
         """Why this config should not be used (None if it is fine)."""
         if self.spill_bytes > 0:
             return f"spills {self.spill_bytes} bytes of local memory per thread"
+        if self.ptxas_notes:
+            return "ptxas: " + "; ".join(self.ptxas_notes)
         limit = SHARED_BYTES.get(self.arch, SHARED_BYTES["sm_80"])
         if self.shared_bytes + self.static_shared_bytes > limit:
             return f"needs {self.shared_bytes} bytes of shared memory, {self.arch} has {limit}"
@@ -127,6 +130,27 @@ def resource_usage(cubin: bytes) -> dict[str, int]:
     return {"registers": reg, "spill_bytes": local + stack, "static_shared_bytes": shared}
 
 
+def ptxas_notes(ptx: str) -> tuple[str, ...]:
+    """ptxas's "Potential Performance Loss" notes on a PTX module that uses wgmma, each with its
+    reason (C7515: "wgmma.mma_async instructions are serialized due to ..."), from Triton's own
+    ptxas run again with `-v`: Triton runs it without, and never shows them. Under triton 3.9
+    every causal attention kernel had its wgmma serialized this way (loops.py `opaque_trips`).
+    The notes concern the wgmma pipeline, so a module without wgmma is not assembled again."""
+    if "wgmma" not in ptx:
+        return ()
+    from triton.backends.nvidia.compiler import get_ptxas
+    found = re.search(r"^\.target\s+(sm_(\d+)\w*)", ptx, re.M)
+    target, cc = (found.group(1), int(found.group(2))) if found else ("sm_90a", 90)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        cmd = [get_ptxas(cc).path, "-v", f"-arch={target}", str(src), "-o", f"{tmp}/k.o"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    lines = (out.stdout + out.stderr).splitlines()
+    return tuple(sorted({re.sub(r"^.*?info\s*:\s*", "", line).split(" in the function")[0]
+                         for line in lines if "Performance Loss" in line}))
+
+
 def entry_param_count(ptx: str, name: str) -> int:
     """How many `.param` entries the PTX `.entry` of kernel `name` declares."""
     m = re.search(rf"\.entry\s+{re.escape(name)}\s*\((.*?)\)", ptx, re.S)
@@ -153,7 +177,7 @@ def _cached(folder: Path, name: str) -> Compiled | None:
                 ignored(path, "its content does not match the digest compiled.json holds")
             return None
         data[f"{suffix}_path"] = str(path)  # here, wherever the cache directory was then
-    return Compiled(**data)
+    return Compiled(**{**data, "ptxas_notes": tuple(data["ptxas_notes"])})
 
 
 def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
@@ -200,7 +224,7 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
                         # triton 3.6 and 3.9 both name them so; older ones had no scratch
                         global_scratch_bytes=int(getattr(md, "global_scratch_size", 0) or 0),
                         profile_scratch_bytes=int(getattr(md, "profile_scratch_size", 0) or 0),
-                        **usage)
+                        ptxas_notes=ptxas_notes(ck.asm["ptx"]), **usage)
     write_entry(folder / "compiled.json", seal({"compiled": asdict(compiled), "ptx": digest(ptx),
                                                 "cubin": digest(cubin)}))
     return compiled

@@ -146,6 +146,20 @@ def test_spilling_configs_are_reported() -> None:
     assert report.spill_bytes > 0 and "spills" in (report.problem or "")
 
 
+def test_serialized_wgmma_is_reported() -> None:
+    """compile.py `ptxas_notes`: ptxas's "Potential Performance Loss" notes, which Triton never
+    shows, become the report's problem (and `tiledsl compile`'s and a package's warning).
+    Causal attention at 128x64, 8 warps and group_m=1 with the diagonal loop's literal bound
+    (before loops.py `opaque_trips`) got C7515 from triton 3.9's ptxas; now it gets none."""
+    from dataclasses import replace
+    args = [np.zeros((4, 1024, 64), np.float16)] * 3
+    (report,) = kernel_of("attention").compile(
+        *args, config=td.Config((128, 64), 8, 3, group_m=1, tma=False), arch="sm_90")
+    assert report.ptxas_notes == () and report.problem is None
+    note = "(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized"
+    assert replace(report, ptxas_notes=(note,)).problem == f"ptxas: {note}"
+
+
 def test_unknown_arch_is_a_clear_error() -> None:
     args = example("softmax").make_inputs(np.random.default_rng(0))
     with pytest.raises(td.BackendError, match="unknown architecture 'sm_7'") as info:
