@@ -135,17 +135,21 @@ def ptxas_notes(ptx: str) -> tuple[str, ...]:
     reason (C7515: "wgmma.mma_async instructions are serialized due to ..."), from Triton's own
     ptxas run again with `-v`: Triton runs it without, and never shows them. Under triton 3.9
     every causal attention kernel had its wgmma serialized this way (loops.py `opaque_trips`).
-    The notes concern the wgmma pipeline, so a module without wgmma is not assembled again."""
+    The notes concern the wgmma pipeline, so a module without wgmma is not assembled again.
+    They are advice: where that ptxas cannot be found or run, there are none."""
     if "wgmma" not in ptx:
         return ()
-    from triton.backends.nvidia.compiler import get_ptxas
     found = re.search(r"^\.target\s+(sm_(\d+)\w*)", ptx, re.M)
     target, cc = (found.group(1), int(found.group(2))) if found else ("sm_90a", 90)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        cmd = [get_ptxas(cc).path, "-v", f"-arch={target}", str(src), "-o", f"{tmp}/k.o"]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "k.ptx"
+            src.write_text(ptx)
+            cmd = [get_ptxas(cc).path, "-v", f"-arch={target}", str(src), "-o", f"{tmp}/k.o"]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (ImportError, OSError, RuntimeError, subprocess.SubprocessError):
+        return ()
     lines = (out.stdout + out.stderr).splitlines()
     return tuple(sorted({re.sub(r"^.*?info\s*:\s*", "", line).split(" in the function")[0]
                          for line in lines if "Performance Loss" in line}))

@@ -158,6 +158,12 @@ def test_serialized_wgmma_is_reported() -> None:
     assert report.ptxas_notes == () and report.problem is None
     note = "(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized"
     assert replace(report, ptxas_notes=(note,)).problem == f"ptxas: {note}"
+    # the notes are advice: a ptxas that cannot run gives none, not a failed compile
+    from unittest import mock
+
+    from lowering.backends.triton.compile import ptxas_notes
+    with mock.patch("subprocess.run", side_effect=FileNotFoundError("ptxas")):
+        assert ptxas_notes(report.ptx) == ()
 
 
 def test_unknown_arch_is_a_clear_error() -> None:
