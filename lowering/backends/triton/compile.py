@@ -134,7 +134,8 @@ def ptxas_notes(ptx: str) -> tuple[str, ...]:
     """ptxas's "Potential Performance Loss" notes on a PTX module that uses wgmma, each with its
     reason (C7515: "wgmma.mma_async instructions are serialized due to ..."), from Triton's own
     ptxas run again with `-v`: Triton runs it without, and never shows them. Under triton 3.9
-    every causal attention kernel had its wgmma serialized this way (loops.py `opaque_trips`).
+    causal attention with group_m=1 had its wgmma serialized this way (loops.py
+    `opaque_trips`).
     The notes concern the wgmma pipeline, so a module without wgmma is not assembled again.
     They are advice: where that ptxas cannot be found or run, there are none."""
     if "wgmma" not in ptx:
