@@ -187,12 +187,6 @@ def disassemble(cubin: bytes) -> str:
                               text=True, timeout=120, check=True).stdout
 
 
-def ptxas_warnings(ptx: str) -> list[str]:
-    """ptxas's "Potential Performance Loss" notes on a side's PTX (compile.py `ptxas_notes`:
-    Triton's ptxas again with `-v`)."""
-    return list(ptxas_notes(ptx))
-
-
 # ---- the cases ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -304,7 +298,8 @@ def reference_side(case: Case, arch: str) -> dict[str, Any]:
     usage = resource_usage(cubin)
     return {"kernel_name": ck.metadata.name, "registers": usage["registers"],
             "spill_bytes": usage["spill_bytes"], "shared_bytes": ck.metadata.shared,
-            "ptxas_warnings": ptxas_warnings(ck.asm["ptx"]), **sass_stats(disassemble(cubin))}
+            "ptxas_warnings": list(ptxas_notes(ck.asm["ptx"])),
+            **sass_stats(disassemble(cubin))}
 
 
 def compare(case: Case, arch: str) -> dict[str, Any]:

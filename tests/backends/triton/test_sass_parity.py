@@ -242,8 +242,8 @@ def test_a_kernel_estimated_to_spill_keeps_carried_pointer_tiles() -> None:
 
 
 def test_a_literal_diagonal_bound_serializes_the_wgmma_under_ptxas_13() -> None:
-    """Why loops.py `opaque_trips` passes the key extent at runtime, and that sass_parity's
-    `ptxas_warnings` sees what ptxas says: the generated attention kernel with the diagonal
+    """Why loops.py `opaque_trips` passes the key extent at runtime, and that compile.py's
+    `ptxas_notes` sees what ptxas says: the generated attention kernel with the diagonal
     loop bounded by the literal stop gets ptxas's C7515 ("wgmma.mma_async instructions are
     serialized ...") from ptxas 13 (triton 3.9); as generated it gets none."""
     triton = pytest.importorskip("triton")
@@ -251,6 +251,7 @@ def test_a_literal_diagonal_bound_serializes_the_wgmma_under_ptxas_13() -> None:
     from triton.backends.nvidia.compiler import get_ptxas
     from triton.compiler import ASTSource
 
+    from lowering.backends.triton.compile import ptxas_notes
     from lowering.backends.triton.loader import load
     if int(get_ptxas(90).version.split(".")[0]) < 13:
         pytest.skip("ptxas 12 (triton 3.6) pipelines the wgmma with either bound")
@@ -267,8 +268,8 @@ def test_a_literal_diagonal_bound_serializes_the_wgmma_under_ptxas_13() -> None:
         ck = triton.compile(ASTSource(fn, sig, constexprs={"BLOCK_TQ": 128, "BLOCK_TK": 64},
                                       attrs=attrs), target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": 8, "num_stages": 3})
-        warnings.append(sp.ptxas_warnings(ck.asm["ptx"]))
-    assert warnings[0] == []
+        warnings.append(ptxas_notes(ck.asm["ptx"]))
+    assert warnings[0] == ()
     assert len(warnings[1]) == 1 and "(C7515)" in warnings[1][0], warnings
 
 
