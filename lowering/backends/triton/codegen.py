@@ -295,7 +295,9 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
             elif p.kind == "desc":
                 assert p.source is not None
                 t = values[p.source]
-                call_args.append(f"TensorDescriptor({t}, {t}.shape, {t}.stride(), {list(p.box)})")
+                shape, strides = (f"{t}.shape", f"{t}.stride()") if p.layout is None else \
+                    (str(list(p.layout[0])), str(list(p.layout[1])))
+                call_args.append(f"TensorDescriptor({t}, {shape}, {strides}, {list(p.box)})")
             elif p.kind == "scalar_ptr":
                 assert p.source is not None and isinstance(p.source.type, TileType)
                 call_args.append(f"full((1,), {values[p.source]}, {p.source.type.dtype.name!r})")

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lowering.backends.triton.boxes import BoxDim, fold
 from lowering.backends.triton.casts import convert, literal, reduce_in_f32, tl_dtype
 from lowering.backends.triton.helpers import HELPERS, small_power
 from lowering.backends.triton.params import KernelParam
@@ -120,7 +121,8 @@ class KernelEmitter(LoopEmission):
     names: dict[Value, str] = field(default_factory=dict)
     ranges: dict[Value, _Range] = field(default_factory=dict)
     params: dict[Value, KernelParam] = field(default_factory=dict)
-    descriptors: dict[tuple[Value, tuple[int, ...]], KernelParam] = field(default_factory=dict)
+    descriptors: dict[tuple[Value, tuple[int, ...], tuple], KernelParam] = field(
+        default_factory=dict)
     block_params: dict[str, KernelParam] = field(default_factory=dict)
     const_offsets: dict[int, str] = field(default_factory=dict)
     helpers: set[str] = field(default_factory=set)
@@ -348,7 +350,8 @@ class KernelEmitter(LoopEmission):
         the config asks for TMA and the access allows it: every dimension a tile, `:` or a
         scalar index that stays in range (a box of 1: attention's `k[b, tk, :]`), boxes of at
         most 256, 16-byte aligned strides with a contiguous last dimension, out-of-range reads
-        of zero."""
+        of zero. A scalar index folds into the next dimension's rows where that is the same
+        memory (boxes.py): `k[b, tk, :]` is a (BLOCK, d) box of a (batch*seq, d) descriptor."""
         t = tensor.type
         assert isinstance(t, TensorType)
         if not self.config.get("tma", False) or not 2 <= len(t.shape) <= 5 or \
@@ -363,17 +366,16 @@ class KernelEmitter(LoopEmission):
             return None
         full = op.attrs.get("full", ())
         it = iter(indices)
-        box, coords, squeezed = [], [], False
-        for d, extent in enumerate(t.shape):
+        dims: list[BoxDim] = []
+        for d, (extent, stride) in enumerate(zip(t.shape, strides)):
             if d in full:
                 if (part := slices_of(op.attrs).get(d)) is not None:
                     if part.step != 1 or padded(part.size) != part.size:
                         return None  # a box moves whole contiguous rows of a power of two
-                    box.append(part.size)
-                    coords.append(str(part.start))
+                    dims.append(BoxDim(extent, stride, part.size, str(part.start), False, True))
                     continue
-                box.append(padded(extent))
-                coords.append("0")
+                whole = padded(extent)
+                dims.append(BoxDim(extent, stride, whole, "0", False, whole == extent))
                 continue
             idx = next(it)
             if is_shifted(idx):
@@ -381,24 +383,29 @@ class KernelEmitter(LoopEmission):
             if idx not in self.ranges:
                 if not self.in_bounds(idx, extent):
                     return None  # TMA would read zeros where the pointer path reads memory
-                box.append(1)
-                coords.append(self.value(idx))
-                squeezed = True
+                dims.append(BoxDim(extent, stride, 1, self.value(idx), True, True))
                 continue
             rg = self.ranges[idx]
             if rg.padding:
                 return None  # a box of the padded size would move the next tiles' elements
             if rg.ragged and (rg.limit != str(rg.extent) or rg.lower or rg.extent != extent):
                 return None  # a box is cut at the tensor's edge, not at a runtime stop
-            box.append(rg.block)
-            coords.append(f"begin_{rg.name}")
+            dims.append(BoxDim(extent, stride, rg.block, f"begin_{rg.name}", False,
+                               not rg.ragged and rg.extent == extent))
+        box = tuple(d.box for d in dims)
         if max(box) > 256 or box[-1] * size < 16:
             return None
-        key = (tensor, tuple(box))
+        dims = fold(dims)
+        box = tuple(d.box for d in dims)
+        layout = (tuple(d.extent for d in dims), tuple(d.stride for d in dims))
+        key = (tensor, box, layout)
         if key not in self.descriptors:
             name = self.namer.fresh(f"{tensor.hint or 'out'}_desc")
-            self.descriptors[key] = KernelParam(name, "desc", tensor, box=tuple(box))
-        return self.descriptors[key].name, ", ".join(coords), tuple(box) if squeezed else None
+            folded = layout if len(dims) < len(t.shape) else None
+            self.descriptors[key] = KernelParam(name, "desc", tensor, box=box, layout=folded)
+        squeezed = any(d.scalar for d in dims)
+        return self.descriptors[key].name, ", ".join(d.coord for d in dims), \
+            box if squeezed else None
 
     def in_bounds(self, idx: Value, extent: int) -> bool:
         return in_bounds(idx, extent)

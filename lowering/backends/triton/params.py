@@ -18,3 +18,6 @@ class KernelParam:
     # stride, or the extent a split loop bounds its trips by; loops.py)
     dtype: str = ""  # Triton signature type for scalars ("fp32", "i32", ...)
     box: tuple[int, ...] = ()  # for "desc": the block a tensor descriptor moves
+    # for "desc" with dimensions folded (boxes.py): the (shape, strides) it describes the
+    # tensor as; None: the tensor's own
+    layout: tuple[tuple[int, ...], tuple[int, ...]] | None = None

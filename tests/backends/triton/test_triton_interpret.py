@@ -160,10 +160,12 @@ def test_host_arithmetic_on_scalar_arguments() -> None:
     assert report.problem is None
 
 
-def test_attention_loads_k_and_v_through_rank_3_tensor_descriptors() -> None:
-    """`k[b, tk, :]` takes a TMA box of (1, BLOCK, d) at the batch-head's index, reshaped to
-    the tile: the scalar index refused descriptors before, so tma=True generated pointer loads
-    (LDGSTS, no UTMALDG) for q, k, v and the output. Ragged: the box reads zeros past seq.
+def test_attention_loads_k_and_v_through_tensor_descriptors() -> None:
+    """`k[b, tk, :]` takes a TMA box at the batch-head's index: the scalar index refused
+    descriptors before, so tma=True generated pointer loads (LDGSTS, no UTMALDG) for q, k, v and
+    the output. The key tiles before the diagonal are whole, so the batch index folds into
+    their row of a (batch*seq, d) descriptor (boxes.py); the ragged query tile keeps a
+    (1, BLOCK, d) box of the rank-3 tensor, which reads zeros past seq and stores nothing there.
     The tiles along the diagonal stay pointer loads: the loop's runtime stop cuts them, and
     a box would read the keys past it, which the IR reads as zeros."""
     mod = example("attention")
@@ -171,7 +173,7 @@ def test_attention_loads_k_and_v_through_rank_3_tensor_descriptors() -> None:
                            np.float16)
     config = td.Config((16, 16), 4, 2, group_m=1, tma=True)
     source = kernel_of("attention").source(*args, target="triton", config=config)
-    assert source.count("tl.reshape(k_desc.load([begin_bh, ") == 1  # the tiles off the diagonal
+    assert source.count("k_desc.load([begin_bh * 37 + begin_tk, 0])") == 1  # off the diagonal
     assert "out_desc.store([begin_bh, begin_tq, 0], tl.reshape(" in source
     out = kernel_of("attention").run(*args, backend=BACKEND, config=config)
     td.testing.assert_close(out, mod.reference(*args), np.float16)
