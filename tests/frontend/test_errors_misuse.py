@@ -385,6 +385,25 @@ def test_return_an_output_no_store_writes() -> None:
 
 
 @td.tile_kernel
+def doubled_through_a_view(x):
+    out = td.empty_like(x)
+    flat, x_flat = out.view(-1), x.view(-1)
+    for t in td.tile(x.size):
+        flat[t] = x_flat[t] * 2.0
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_stores_through_a_view_write_the_returned_tensor(backend: str) -> None:
+    """Helion's geglu and swiglu store into `out.view(-1)` and return `out` (refused as never
+    written before: the check compared the store's operand, the view, with `out`)."""
+    if backend == "triton-interpret":
+        pytest.importorskip("torch")
+    x = f32(3, 5)
+    np.testing.assert_array_equal(doubled_through_a_view.run(x, backend=backend), x * 2.0)
+
+
+@td.tile_kernel
 def first_row_only(x):
     m, n = x.shape
     out = td.empty((m, n), dtype=x.dtype)  # <- partly written

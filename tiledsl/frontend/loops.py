@@ -17,6 +17,7 @@ from tiledsl.errors import Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import RangeType
+from tiledsl.ir.views import root
 from tiledsl.lang.language import TileRange
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import Tensor, Tile, TileValue, broadcast_to, cast, to_value
@@ -61,8 +62,8 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
     if not empty:
         return
     for op in walk(tr.body):
-        if op.name == "store":
-            empty.pop(id(op.operands[0]), None)
+        if op.name == "store":  # into the tensor or a view of it (`out.view(-1)[t] = ...`)
+            empty.pop(id(root(op.operands[0])), None)
     for r in empty.values():
         loc = r.value.owner.loc if r.value.owner is not None else None
         where = f"td.empty at line {loc.line}" if loc is not None else "td.empty"
