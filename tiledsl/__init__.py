@@ -45,6 +45,7 @@ from tiledsl.errors import ControlFlowError as ControlFlowError
 from tiledsl.errors import DTypeError as DTypeError
 from tiledsl.errors import IRError as IRError
 from tiledsl.errors import OutOfBoundsError as OutOfBoundsError
+from tiledsl.errors import RaceError as RaceError
 from tiledsl.errors import ShapeError as ShapeError
 from tiledsl.errors import TileDSLError as TileDSLError
 from tiledsl.errors import TileDSLWarning as TileDSLWarning

@@ -104,6 +104,12 @@ class OutOfBoundsError(TileDSLError, IndexError):
     masks it (reads are undefined, writes are dropped), as Triton and CUDA do."""
 
 
+class RaceError(TileDSLError, RuntimeError):
+    """Equal indices of a scatter (an index tile's lanes, or two programs') write different
+    values to one element: no GPU defines which write wins. The NumPy and spatial backends check
+    every scatter; compiled Triton code keeps one of the writes."""
+
+
 class ConfigError(TileDSLError, ValueError):
     """A config does not fit the kernel's config space."""
 

@@ -106,18 +106,24 @@ def test_a_scatter_writes_the_rows_its_index_tile_names(backend: str) -> None:
         np.testing.assert_array_equal(out, want)
 
 
-def test_equal_indices_in_a_scatter_keep_numpys_last_write_on_the_numpy_backend() -> None:
-    """A race on a GPU (undefined, as in Triton); the NumPy backend writes programs in grid
-    order and lanes in order, which is NumPy's `out[idx] = src` under every config."""
+def test_equal_indices_that_write_different_values_are_a_race_error() -> None:
+    """A race on a GPU (Triton keeps one of the writes): the NumPy backend refuses it at the
+    store's line under every config, whether the equal indices fall in one program's tile or
+    in two programs'; equal indices that write equal values are one write."""
     src = _rng().standard_normal((29, 3)).astype(np.float32)
     idx = _rng(2).integers(0, 4, 29).astype(np.int32)
-    want = np.zeros((4, 3), np.float32)
-    want[idx] = src
-    space = scatter_rows.config_space(src, idx, want, backend="numpy")
+    space = scatter_rows.config_space(src, idx, np.zeros((4, 3), np.float32), backend="numpy")
     for config in [space.default(), *space.sample(3, seed=1)]:
-        out = np.zeros((4, 3), np.float32)
-        scatter_rows.run(src, idx, out, backend="numpy", config=config)
-        np.testing.assert_array_equal(out, want)
+        with pytest.raises(td.RaceError, match="store to 'out': equal indices write") as e:
+            scatter_rows.run(src, idx, np.zeros((4, 3), np.float32), backend="numpy",
+                             config=config)
+        assert e.value.loc is not None and "out[idx[tb], te]" in e.value.loc.source_line()
+    same = _rng(3).standard_normal((4, 3)).astype(np.float32)[idx]  # duplicates agree
+    out = np.zeros((4, 3), np.float32)
+    scatter_rows(same, idx, out)
+    want = np.zeros((4, 3), np.float32)
+    want[idx] = same
+    np.testing.assert_array_equal(out, want)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import active_box, compiled, memory, prepared
+from lowering.backends.numpy import active_box, compiled, conflicts, memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
@@ -23,7 +23,7 @@ from lowering.backends.numpy.elementwise import ELEMENTWISE, apply, compute
 from lowering.backends.numpy.memory import GridScalar, RangeRT
 from tiledsl.lang import fp8
 from tiledsl.runtime.config import Config
-from tiledsl.errors import OutOfBoundsError
+from tiledsl.errors import OutOfBoundsError, RaceError
 from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
 from tiledsl.ir.gathers import access_parts, gathers, op_layout
@@ -661,6 +661,14 @@ class _bounds:
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> bool:
+        if kind is not None and issubclass(kind, conflicts.Conflict):
+            assert isinstance(e, conflicts.Conflict)
+            raise RaceError(
+                f"store to '{self.op.operands[0].hint or 'a tensor'}': equal indices write "
+                f"{e.first!r} and {e.second!r} to element {e.index}; a GPU keeps either",
+                kernel=self.ex.fn.name, loc=self.op.loc,
+                hint="mask the lanes that must not write (td.store(x, [idx], v, mask=m)), or "
+                     "combine the values with an atomic (td.atomic_add)") from None
         if kind is None or not issubclass(kind, memory.OutOfRange):
             return False
         assert isinstance(e, memory.OutOfRange)

@@ -16,6 +16,7 @@ from typing import Union
 
 import numpy as np
 
+from lowering.backends.numpy import conflicts
 from lowering.backends.numpy.room import check_room
 from tiledsl import dtypes
 from tiledsl.errors import Loc
@@ -523,8 +524,8 @@ def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
             axes: tuple[tuple[int, ...], ...] | None = None,
             mask: np.ndarray | None = None) -> None:
     """The general store: index arrays; out-of-range elements (and inactive ones, and those
-    `mask` leaves out) are not written. Elements written twice (a scatter's equal indices)
-    hold the last write in C order of `prefix + tile`: programs in grid order, then lanes."""
+    `mask` leaves out) are not written. A scatter's equal indices that write different values
+    are an error (conflicts.Conflict); equal values are written once."""
     if active is not None:
         mask = active if mask is None else mask & active
     idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active, axes, mask)
@@ -533,7 +534,11 @@ def scatter(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
     full = [np.broadcast_to(i, shape) for i in idxs]
     value = np.broadcast_to(value, shape)
     if valid is None or valid.all():
+        if axes is not None:  # index tiles may repeat an element (conflicts.py)
+            conflicts.check(arr.shape, [i.ravel() for i in full], value.ravel())
         arr[tuple(full)] = value
         return
     keep = np.broadcast_to(valid, shape)
+    if axes is not None:
+        conflicts.check(arr.shape, [i[keep] for i in full], value[keep])
     arr[tuple(i[keep] for i in full)] = value[keep]
