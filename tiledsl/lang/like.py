@@ -18,8 +18,9 @@ from tiledsl.lang.language import empty, full
 def _like(x: Any, value: Any, dtype: Any, what: str) -> Tensor | TileValue:
     tr = current(f"td.{what}()")
     if not isinstance(x, (Tensor, TileValue)):
-        tr.fail(TraceError, f"td.{what}() takes a tensor or a tile value, got "
-                f"{type(x).__name__}", hint="for a new shape write td.zeros(shape, dtype=...)")
+        tr.fail(TraceError, f"td.{what}() takes a tensor, got {type(x).__name__}",
+                hint=f"td.{what}(v) of a tile value v makes a tile inside the tile loops; for "
+                     "another shape write td.zeros(shape, dtype=...)")
     d = x.dtype if dtype is None else dtype
     if isinstance(x, Tensor) and tr.depth != "host":
         tr.fail(TraceError, f"td.{what}() of tensor '{x.name}' allocates a tensor and cannot "
