@@ -10,8 +10,9 @@ import ast
 import linecache
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from types import FrameType, ModuleType
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from tiledsl.errors import Loc, is_internal
 

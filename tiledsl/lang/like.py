@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiledsl.errors import TraceError
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue
-from tiledsl.errors import TraceError
 from tiledsl.lang.language import empty, full
 
 

@@ -9,7 +9,7 @@ ops: none adds an op to the IR.
 from __future__ import annotations
 
 from math import prod
-from typing import Any
+from typing import Any, Self
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
@@ -17,7 +17,14 @@ from tiledsl.errors import DTypeError, ShapeError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import (
-    Tensor, TileValue, binary, cast, dot, to_value, unary, where,
+    Tensor,
+    TileValue,
+    binary,
+    cast,
+    dot,
+    to_value,
+    unary,
+    where,
 )
 
 
@@ -93,7 +100,7 @@ class TensorSize(int):
 
     shape: tuple[int, ...]
 
-    def __new__(cls, shape: tuple[int, ...]) -> TensorSize:
+    def __new__(cls, shape: tuple[int, ...]) -> Self:
         out = super().__new__(cls, prod(int(d) for d in shape))
         out.shape = shape
         return out
