@@ -63,7 +63,6 @@ from tiledsl.lang.language import cumsum as cumsum
 from tiledsl.lang.language import astype as astype
 from tiledsl.lang.language import dot as dot
 from tiledsl.lang.language import empty as empty
-from tiledsl.lang.language import empty_like as empty_like
 from tiledsl.lang.language import erf as erf
 from tiledsl.lang.language import exp as exp
 from tiledsl.lang.language import exp2 as exp2
@@ -84,6 +83,15 @@ from tiledsl.lang.language import tile as tile
 from tiledsl.lang.language import where as where
 from tiledsl.lang.language import zeros as zeros
 from tiledsl.lang.bits import bitcast as bitcast
+from tiledsl.lang.like import empty_like as empty_like
+from tiledsl.lang.like import full_like as full_like
+from tiledsl.lang.like import ones_like as ones_like
+from tiledsl.lang.like import zeros_like as zeros_like
+from tiledsl.lang.torch_names import addmm as addmm
+from tiledsl.lang.torch_names import matmul as matmul
+from tiledsl.lang.torch_names import promote_types as promote_types
+from tiledsl.lang.torch_names import relu as relu
+from tiledsl.lang.torch_names import silu as silu
 from tiledsl.lang.mathlib import acos as acos
 from tiledsl.lang.mathlib import asin as asin
 from tiledsl.lang.mathlib import atan as atan

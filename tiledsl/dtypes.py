@@ -23,6 +23,12 @@ class DType:
         return _TO_NUMPY[self.short]
 
     @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype, under the attribute NumPy reads: `np.dtype(td.float32)` and
+        `np.promote_types(x.dtype, y.dtype)` take td dtypes."""
+        return self.np
+
+    @property
     def is_float(self) -> bool:
         return self.kind == "f"
 

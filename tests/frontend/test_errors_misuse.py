@@ -628,3 +628,53 @@ def test_a_dtype_equals_its_numpy_dtype_in_host_code() -> None:
     assert td.float32 == np.float32 and td.bfloat16 == "bfloat16" and td.int64 != np.int32
     assert td.float64 != None and td.int32 != 1  # noqa: E711 - no dtype of None or of a number
     assert len({td.float32, td.float32, td.int8}) == 2
+
+
+# ---- Triton's functions, and a shape entry that is none -----------------------------------------
+try:
+    from triton.language.extra import libdevice
+except ImportError:  # the test skips
+    libdevice = None
+
+
+@td.tile_kernel
+def stores_libdevice(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = libdevice.asinh(x[t])  # <- here
+    return out
+
+
+@td.tile_kernel
+def computes_with_libdevice(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        v = libdevice.asinh(x[t])  # <- here
+        out[t] = v + 1.0
+    return out
+
+
+def test_a_triton_function_in_a_kernel_is_named_with_the_td_functions() -> None:
+    """A libdevice stub returns None while the kernel traces: the error names the call (where
+    the None is stored, or lines later where it is used) and lists tiledsl's math."""
+    pytest.importorskip("triton")
+    for kernel in (stores_libdevice, computes_with_libdevice):
+        err = trace_error(td.TraceError, kernel, f32(9))
+        assert "libdevice.asinh is a Triton function" in msg(err), msg(err)
+        assert "td.asin, " in msg(err) and "td.exp, " in msg(err), msg(err)
+    from tiledsl.frontend.foreign_calls import MATH
+    assert all(callable(getattr(td, name, None)) for name in MATH)
+
+
+@td.tile_kernel
+def zeros_of_a_float(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] + td.zeros((t, 2.5))[:, 0]  # <- here
+    return out
+
+
+def test_a_bad_tile_shape_entry_names_the_function_called() -> None:
+    err = trace_error(td.ShapeError, zeros_of_a_float, f32(9))
+    assert msg(err).startswith("td.zeros: shape entries must be tiles, a tile value's .shape"), \
+        msg(err)

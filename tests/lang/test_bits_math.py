@@ -233,6 +233,27 @@ def test_promotion_follows_numpy_2() -> None:
 
 
 @td.tile_kernel
+def promoted_sum(a, b):
+    out = td.empty_like(a, dtype=np.promote_types(a.dtype, b.dtype))  # NumPy reads td dtypes
+    for t in td.tile(a.shape[0]):
+        out[t] = a[t] + b[t]
+    return out
+
+
+def test_td_dtypes_are_numpy_dtypes_and_promote_as_torch_spells_it() -> None:
+    """`np.dtype(td.float32)` and `np.promote_types(a.dtype, b.dtype)` read td dtypes (their
+    `.dtype`); `td.promote_types` is torch's spelling of `dtypes.promote`."""
+    assert np.dtype(td.bfloat16) == ml_dtypes.bfloat16 and np.dtype(td.int16) == np.int16
+    assert td.promote_types(td.float16, td.bfloat16) == td.float32
+    assert td.promote_types(np.uint8, td.int8) == td.int16
+    with pytest.raises(td.DTypeError, match="no common dtype"):
+        td.promote_types(td.uint64, td.int64)
+    a, b = np.arange(7, dtype=np.float16), np.arange(7, dtype=np.int8)
+    out = promoted_sum(a, b)
+    assert out.dtype == np.float16 and np.array_equal(out, 2 * a)
+
+
+@td.tile_kernel
 def shift_float(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):

@@ -434,3 +434,34 @@ def test_sizes_as_a_list_a_tuple_or_a_shape(backend: str) -> None:
         rows, twice = sizes_as_sequences.run(x, config=config, backend=backend)
         assert_close(rows, x.astype(np.float64).sum(2), np.float32)
         assert_close(twice, 2 * x.astype(np.float64), np.float32)
+
+
+@td.tile_kernel
+def torch_spelled_shapes(x, p):
+    """`td.*_like` of tensors and of tile values, a tile value's `.shape` as a shape,
+    `x.numel()`, `x.size(d)` / `x.size()` and `v.masked_fill`, as torch's users write them."""
+    m, n = x.size()
+    zeros = td.zeros_like(x)  # host: new tensors like x
+    halves = td.full_like(x, 0.5, dtype=td.float64)
+    rows = td.empty((x.size(0),), dtype=td.float32)
+    for tm in td.tile(m):
+        acc = td.zeros(x[tm, 0].shape, dtype=td.float32)
+        acc = acc + td.ones_like(acc)
+        for tn in td.tile(x.size(-1)):
+            v = x[tm, tn]
+            w = td.full_like(v, 2) + td.zeros_like(v, dtype=td.float16) + td.empty_like(v)
+            acc += (v.masked_fill(v > p[tm, tn], -1.0) * w).sum(axis=1)
+        rows[tm] = acc / x.numel()
+    return rows, zeros, halves
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_torch_spellings_of_shapes_and_like_allocations(backend: str) -> None:
+    from support import under_configs
+    x, p = rand(13, 29), rand(13, 29)
+    ref = (1 + np.where(x > p, -1.0, x.astype(np.float64)).sum(1) * 2) / x.size
+    for config, (rows, zeros, halves) in under_configs(torch_spelled_shapes, (x, p), backend,
+                                                       samples=1):
+        assert_close(rows, ref, np.float32)
+        assert zeros.dtype == np.float32 and not zeros.any()
+        assert halves.dtype == np.float64 and (halves == 0.5).all()

@@ -198,3 +198,36 @@ def test_the_interpreter_keeps_numpy_warnings_to_itself() -> None:
         warnings.simplefilter("error")
         KERNELS["log"].run(x, y, backend="triton-interpret")
         row_extremes.run(np.full((37, 75), np.nan, np.float32), backend="triton-interpret")
+
+
+@td.tile_kernel
+def torch_spelled_mlp(x, w1, w2, b):
+    """torch's and Triton's names: td.dot(acc=), td.addmm, td.matmul, td.relu, td.silu and
+    `.cast` (Triton's `.to`)."""
+    m, k = x.shape
+    n = w1.shape[1]
+    out = td.empty((m, n), dtype=x.dtype)
+    for tm, tn in td.tile(m, n):
+        a1 = td.zeros((tm, tn), dtype=td.float32)
+        a2 = td.zeros((tm, tn), dtype=td.float32)
+        for tk in td.tile(k):
+            a1 = td.dot(x[tm, tk], w1[tk, tn], acc=a1)
+            a2 = td.addmm(a2, x[tm, tk], w2[tk, tn])
+        a3 = td.matmul(x[tm, :], w1[:, tn])
+        out[tm, tn] = (td.relu(a1) + td.silu(a2 + b[tn].cast(td.float32)) - a3).cast(x.dtype)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_torch_spellings_of_matmul_relu_silu_and_cast(backend: str) -> None:
+    from support import under_configs
+    rng = np.random.default_rng(3)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float16) for s in ((23, 16), (16, 19), (16, 19)))
+    b = rng.standard_normal(19).astype(np.float16)
+    h1, h2 = x.astype(np.float64) @ w1, x.astype(np.float64) @ w2 + b
+    ref = np.maximum(h1, 0) + h2 / (1 + np.exp(-h2)) - h1
+    for _, out in under_configs(torch_spelled_mlp, (x, w1, w2, b), backend, samples=1):
+        td.testing.assert_close(out, ref, np.float16)
+    if backend == "triton-interpret":  # acc + a @ b is Triton's tl.dot(a, b, acc)
+        src = torch_spelled_mlp.source(x, w1, w2, b, target="triton")
+        assert src.count("tl.dot(") == 3 and src.count(", a1)") + src.count(", a2)") == 2, src

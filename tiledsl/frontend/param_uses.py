@@ -20,15 +20,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-_TENSOR_ATTRS = {"shape", "load", "store", "size"}
-_TENSOR_FIRST = {"load", "store", "empty_like", "atomic_add", "atomic_cas", "atomic_max",
-                 "atomic_min", "atomic_xchg"}
+_TENSOR_ATTRS = {"shape", "load", "store", "size", "numel"}
+_TENSOR_FIRST = {"load", "store", "empty_like", "zeros_like", "ones_like", "full_like",
+                 "atomic_add", "atomic_cas", "atomic_max", "atomic_min", "atomic_xchg"}
 # td functions whose every argument is a value (a tensor argument would be a TraceError)
 _NUMBER_ARGS = {"abs", "acos", "asin", "atan", "atan2", "cdiv", "ceil", "clamp", "cos", "cosh",
                 "empty", "erf", "exp", "exp2", "expm1", "floor", "fma", "full", "isinf",
                 "isnan", "log", "log1p", "log2", "maximum", "minimum", "pow", "rand", "rand4x",
-                "randint", "randint4x", "randn", "randn4x", "round", "rsqrt", "sigmoid", "sign",
-                "sin", "sinh", "sqrt", "tan", "tanh", "tile", "trunc", "where", "zeros"}
+                "randint", "randint4x", "randn", "randn4x", "relu", "round", "rsqrt", "sigmoid",
+                "sign", "silu", "sin", "sinh", "sqrt", "tan", "tanh", "tile", "trunc", "where",
+                "zeros"}
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)  # `bias is None` says nothing
 
 

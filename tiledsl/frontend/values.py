@@ -19,6 +19,7 @@ from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
+from tiledsl.frontend import foreign_calls
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.frontend.static_args import need_static as check_static
@@ -271,9 +272,8 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
+    # `x.size` (NumPy's element count, callable as torch's `x.size(d)`) and `x.numel()`:
+    # lang/torch_names.py adds them.
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}: {self.type})"
@@ -531,6 +531,10 @@ def to_value(v: Any) -> TileValue:
     if isinstance(v, Tensor):
         current().fail(TraceError, f"tensor '{v.name}' must be indexed before computing with it",
                        hint=f"load a tile first, e.g. {v.name}[tm, :]")
+    if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames(),
+                                                      whole=v is None)) is not None:
+        current().fail(TraceError, foreign_calls.message(call[0]), loc=call[1],
+                       hint=foreign_calls.HINT)
     current().fail(TraceError, f"cannot use {type(v).__name__} {v!r:.60} in a tile expression",
                    hint="compile-time arguments (bool, str, None, callables) are Python values "
                         "while the kernel traces: branch on them with `if`, or call them")

@@ -26,6 +26,7 @@ from tiledsl.frontend.values import (
 from tiledsl.frontend.values import cumsum as _cumsum
 from tiledsl.frontend.values import dot as _dot
 from tiledsl.frontend.values import where as _where
+from tiledsl.lang.torch_names import addmm
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,12 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
             out.append(shape_dim(s))
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             out.append(s if isinstance(s, SymDim) else int(s))
+        elif isinstance(s, str) and s in tr.symbols:  # an entry of a tile value's `.shape`
+            out.append(s)
         else:
             need_static(s)
-            tr.fail(ShapeError, f"{what}: shape entries must be tiles or positive ints, got {s!r}")
+            tr.fail(ShapeError, f"{what}: shape entries must be tiles, a tile value's .shape "
+                    f"entries or positive ints, got {s!r}")
     return tuple(out)
 
 
@@ -264,30 +268,25 @@ def empty(shape: Any, dtype: Any = None) -> Tensor:
     return _new_tensor(shape, _dtype_arg(dtype, "td.empty"), "empty", None)
 
 
-def empty_like(x: Tensor, dtype: Any = None) -> Tensor:
-    tr = current("td.empty_like()")
-    if not isinstance(x, Tensor):
-        tr.fail(TraceError, f"td.empty_like() takes a tensor, got {type(x).__name__}")
-    return empty(x.shape, x.dtype if dtype is None else dtype)
-
-
-def full(shape: Any, value: Any, dtype: Any = None) -> Tensor | TileValue:
-    """A tile filled with `value` inside tile loops; a filled tensor outside them."""
-    tr = current("td.full()")
+def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full"
+         ) -> Tensor | TileValue:
+    """A tile filled with `value` inside tile loops; a filled tensor outside them. (`what`: the
+    td function the user called, for errors: td.zeros, td.ones_like, ...)"""
+    tr = current(f"td.{what}()")
     v = to_value(value)
-    d = v.dtype if dtype is None and not v.weak else _dtype_arg(dtype, "td.full")
-    _check_fill(value, d, "full")
+    d = v.dtype if dtype is None and not v.weak else _dtype_arg(dtype, f"td.{what}")
+    _check_fill(value, d, what)
     if tr.depth == "host":
-        return _new_tensor(shape, d, "full", v)
+        return _new_tensor(shape, d, what, v)
     if v.shape != ():
-        tr.fail(ShapeError, "td.full: the fill value must be a scalar")
-    return broadcast_to(cast(v, d), _tile_shape(shape, "td.full"))
+        tr.fail(ShapeError, f"td.{what}: the fill value must be a scalar")
+    return broadcast_to(cast(v, d), _tile_shape(shape, f"td.{what}"))
 
 
 def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
     """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside."""
     current("td.zeros()")
-    return full(shape, 0, _dtype_arg(dtype, "td.zeros"))
+    return full(shape, 0, _dtype_arg(dtype, "td.zeros"), what="zeros")
 
 
 @numpy_scalar_result
@@ -297,10 +296,13 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
     return _where(cond, x, y)
 
 
-def dot(a: Any, b: Any) -> TileValue:
-    """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32."""
+def dot(a: Any, b: Any, acc: Any = None) -> TileValue:
+    """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32. With
+    `acc` (Triton's `tl.dot(a, b, acc)`), `acc + a @ b` in acc's dtype."""
     current("td.dot()")
-    return _dot(a, b)
+    if acc is None:
+        return _dot(a, b)
+    return addmm(acc, a, b)
 
 
 def _unary(name: str) -> Any:
@@ -371,7 +373,7 @@ def astype(x: Any, dtype: Any) -> TileValue:
 
 
 __all__ = [
-    "TileRange", "abs", "astype", "dot", "empty", "empty_like", "erf", "exp", "exp2", "full",
+    "TileRange", "abs", "astype", "dot", "empty", "erf", "exp", "exp2", "full",
     "grid", "log", "max", "maximum", "mean", "min", "minimum", "rsqrt", "sigmoid", "sqrt", "sum",
     "tanh", "tile", "where", "zeros",
 ]

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from tiledsl import dtypes
 from tiledsl.runtime import registry
-from tiledsl.frontend import static_args, symdims
+from tiledsl.frontend import foreign_calls, static_args, symdims
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.caches import Caches
 from tiledsl.runtime.config import Config
@@ -170,6 +170,10 @@ class Traces:
             except TileDSLError as e:
                 raise e.with_context(kernel=self.name) from None
             except Exception as e:  # the user's own Python error while tracing
+                frames = foreign_calls.traceback_frames(e)
+                if call := foreign_calls.triton_call_in(frames, whole="NoneType" in str(e)):
+                    raise TraceError(foreign_calls.message(call[0]), kernel=self.name,
+                                     loc=call[1], hint=foreign_calls.HINT) from e
                 hint = None
                 if isinstance(e, NameError):
                     hint = ("a name bound only inside a tile loop does not exist after it; bind "

@@ -1,0 +1,56 @@
+"""`td.zeros_like`, `td.ones_like`, `td.full_like` and `td.empty_like`, as torch and NumPy spell
+them: of a tensor (in host code, a new tensor of its shape and dtype) or of a tile value
+(inside the tile loops, a tile of its shape and dtype). `dtype=` overrides the dtype.
+
+`td.empty_like` of a tile value is a tile of zeros: a tile has no memory to leave unwritten.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.errors import TraceError
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, TileValue
+from tiledsl.lang.language import empty, full
+
+
+def _like(x: Any, value: Any, dtype: Any, what: str) -> Tensor | TileValue:
+    tr = current(f"td.{what}()")
+    if not isinstance(x, (Tensor, TileValue)):
+        tr.fail(TraceError, f"td.{what}() takes a tensor, got {type(x).__name__}",
+                hint=f"td.{what}(v) of a tile value v makes a tile inside the tile loops; for "
+                     "another shape write td.zeros(shape, dtype=...)")
+    d = x.dtype if dtype is None else dtype
+    if isinstance(x, Tensor) and tr.depth != "host":
+        tr.fail(TraceError, f"td.{what}() of tensor '{x.name}' allocates a tensor and cannot "
+                "be used inside a tile loop", hint=f"for a tile, write td.{what}(v) of a tile "
+                f"value v (e.g. td.{what}({x.name}[t]))")
+    if value is None:
+        return empty(x.shape, d) if isinstance(x, Tensor) else full(x.shape, 0, d, what=what)
+    return full(x.shape, value, d, what=what)
+
+
+def zeros_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
+    """Zeros of x's shape and dtype (`np.zeros_like`, `torch.zeros_like`)."""
+    return _like(x, 0, dtype, "zeros_like")
+
+
+def ones_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
+    """Ones of x's shape and dtype (`np.ones_like`, `torch.ones_like`)."""
+    return _like(x, 1, dtype, "ones_like")
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Tensor | TileValue:
+    """`fill_value` in x's shape and dtype (`np.full_like`, `torch.full_like`)."""
+    if fill_value is None:
+        current("td.full_like()").fail(TraceError, "td.full_like(): the fill value is None")
+    return _like(x, fill_value, dtype, "full_like")
+
+
+def empty_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
+    """A new output tensor of x's shape and dtype (`np.empty_like`); of a tile value, zeros."""
+    return _like(x, None, dtype, "empty_like")
+
+
+__all__ = ["empty_like", "full_like", "ones_like", "zeros_like"]

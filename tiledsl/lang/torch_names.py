@@ -1,0 +1,133 @@
+"""torch's (and Triton's) names for what tiledsl already computes, so that a kernel ported from
+torch, Helion or Triton keeps its spelling: `td.relu`, `td.silu`, `td.matmul`, `td.addmm`,
+`td.promote_types`; on tile values `v.cast(dtype)` (Triton's `.to`) and
+`v.masked_fill(mask, value)`; on tensors `x.numel()` and `x.size(d)` / `x.size()` (while
+`x.size`, as NumPy's attribute, stays the element count). Each is a composition of existing
+ops: none adds an op to the IR.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any, Self
+
+from tiledsl import dtypes
+from tiledsl.dtypes import DType
+from tiledsl.errors import DTypeError, ShapeError, user_loc
+from tiledsl.frontend.numpy_scalars import numpy_scalar_result
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import (
+    Tensor,
+    TileValue,
+    binary,
+    cast,
+    dot,
+    to_value,
+    unary,
+    where,
+)
+
+
+@numpy_scalar_result
+def relu(x: Any) -> TileValue:
+    """`torch.relu`: `td.maximum(x, 0)` (NaN stays NaN)."""
+    current("td.relu()")
+    return binary("maximum", x, 0)
+
+
+@numpy_scalar_result
+def silu(x: Any) -> TileValue:
+    """`torch.nn.functional.silu`: `x * td.sigmoid(x)`; 16-bit floats compute in float32 and
+    round once."""
+    current("td.silu()")
+    v = to_value(x)
+    if v.dtype.is_float and v.dtype.bits < 32:
+        return cast(silu(cast(v, dtypes.float32)), v.dtype)
+    return binary("mul", v, unary("sigmoid", v))
+
+
+def matmul(a: Any, b: Any) -> TileValue:
+    """`torch.matmul`: `a @ b`."""
+    current("td.matmul()")
+    return dot(a, b)
+
+
+def addmm(acc: Any, a: Any, b: Any) -> TileValue:
+    """`torch.addmm(acc, a, b)`: `acc + a @ b`, in acc's dtype when acc is a tile (acc may
+    broadcast, as a bias row). On Triton, an acc of the product's shape and dtype becomes
+    `tl.dot(a, b, acc)`."""
+    current("td.addmm()")
+    c = to_value(acc)
+    out = binary("add", c, dot(a, b))
+    return out if c.weak else cast(out, c.dtype)
+
+
+def promote_types(a: Any, b: Any) -> DType:
+    """`torch.promote_types` on td (or NumPy) dtypes: the dtype a and b meet at (`dtypes.promote`:
+    float16 and bfloat16 meet at float32)."""
+    da, db = dtypes.from_any(a), dtypes.from_any(b)
+    bad = a if da is None else b if db is None else None
+    if da is None or db is None:
+        raise DTypeError(f"td.promote_types: {bad!r} is not a tiledsl dtype", loc=user_loc(),
+                         hint="use td.float32, td.float16, td.bfloat16, td.int32, ...")
+    out = dtypes.promote(da, db)
+    if out is None:
+        raise DTypeError(f"td.promote_types: {da} and {db} have no common dtype",
+                         loc=user_loc(), hint="uint64 meets a signed int only through float64, "
+                         "which would round it: cast one side first")
+    return out
+
+
+def _cast(self: TileValue, dtype: Any) -> TileValue:
+    """`v.cast(dtype)`: Triton's spelling of `.to` / `.astype`."""
+    return self.to(dtype)
+
+
+def _masked_fill(self: TileValue, mask: Any, value: Any) -> TileValue:
+    """`v.masked_fill(mask, value)` (torch): `td.where(mask, value, v)` in v's dtype and shape."""
+    tr = current()
+    m = to_value(mask)
+    out = where(m, cast(to_value(value), self.dtype), self)
+    if out.shape != self.shape:
+        tr.fail(ShapeError, f"masked_fill: a mask of shape {tr.describe_shape(m.shape)} does not "
+                f"broadcast to the tile's shape {tr.describe_shape(self.shape)}")
+    return out
+
+
+class TensorSize(int):
+    """`x.size`: the element count (NumPy's attribute), also callable as torch's method:
+    `x.size()` is the shape, `x.size(d)` dimension d's extent."""
+
+    shape: tuple[int, ...]
+
+    def __new__(cls, shape: tuple[int, ...]) -> Self:
+        out = super().__new__(cls, prod(int(d) for d in shape))
+        out.shape = shape
+        return out
+
+    def __call__(self, dim: Any = None) -> Any:
+        if dim is None:
+            return self.shape
+        if isinstance(dim, bool) or not isinstance(dim, int) or \
+                not -len(self.shape) <= dim < len(self.shape):
+            current().fail(ShapeError, f"x.size({dim!r}): not a dimension of a "
+                           f"{len(self.shape)}-D tensor of shape {self.shape}")
+        return self.shape[dim]
+
+
+def _size(self: Tensor) -> TensorSize:
+    return TensorSize(self.shape)
+
+
+def _numel(self: Tensor) -> TensorSize:
+    """`x.numel()` (torch): the element count."""
+    return _size(self)
+
+
+# Methods of tile values and tensors, added here as views.py adds the views.
+TileValue.cast = _cast  # type: ignore[attr-defined]
+TileValue.masked_fill = _masked_fill  # type: ignore[attr-defined]
+Tensor.size = property(_size)  # type: ignore[attr-defined]
+Tensor.numel = _numel  # type: ignore[attr-defined]
+
+__all__ = ["addmm", "matmul", "promote_types", "relu", "silu"]
