@@ -210,16 +210,18 @@ def test_empty_inside_tile_loop() -> None:
 def rebind_before_grid(x):
     total = 0.0
     out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):  # <- here
-        total = total + td.sum(x[t])
-        out[t] = x[t]
+    for t in td.tile(x.shape[0]):
+        total = total + td.sum(x[t])  # <- here
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] / total         # reads what no program can hand out
     return out
 
 
 def test_rebind_outer_name_inside_grid() -> None:
-    # The error points at the grid loop (the rewrite knows the names a loop rebinds, not where).
+    # Read after the loop: the error points at the line that rebinds it (liveness.py). (Not
+    # read after it, the name is each program's local: test_control_flow.py.)
     err = trace_error(td.TraceError, rebind_before_grid, f32(8))
-    assert "'total'" in msg(err) and "grid" in msg(err)
+    assert "'total'" in msg(err) and "grid" in msg(err) and "read after" in msg(err)
 
 
 @td.tile_kernel

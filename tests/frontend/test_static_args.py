@@ -201,6 +201,31 @@ def test_constexpr_marks_a_number_compile_time() -> None:
     assert len(scaled.caches.traces) == 2
 
 
+@td.tile_kernel
+def shift_by(x, offset: td.constexpr, k: td.constexpr, eps: float):
+    """Liger's RMSNorm writes `offset.to(X_row_dtype)` with `offset: tl.constexpr`: a
+    compile-time number takes `.to`/`.cast`, giving a typed scalar; used as it is, it stays a
+    weak Python number (`x + offset` keeps x's float16). A runtime float's `.to` is typed too,
+    even to the float64 it holds."""
+    typed = td.empty(x.shape, dtype=td.float32)
+    weak = td.empty(x.shape, dtype=td.float32)
+    wide = td.empty(x.shape, dtype=td.float64)
+    for t in td.tile(x.shape[0]):
+        typed[t] = x[t] + offset.to(td.float32) + k.cast(td.float32)
+        weak[t] = (x[t] + offset).to(td.float32)
+        wide[t] = x[t] + eps.to(td.float64)
+    return typed, weak, wide
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compile_time_number_takes_to(backend: str) -> None:
+    x = f32(37).astype(np.float16)
+    typed, weak, wide = shift_by.run(x, 1 / 3, 2, 1 / 3, backend=backend)
+    np.testing.assert_allclose(typed, x.astype(np.float64) + 1 / 3 + 2, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(weak, (x + 1 / 3).astype(np.float32))  # float16 arithmetic
+    np.testing.assert_allclose(wide, x.astype(np.float64) + 1 / 3, rtol=1e-12)
+
+
 def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import autotune.tuner
     from autotune.tuner import tune

@@ -248,6 +248,26 @@ def test_grid_scalars_and_multi_dimensional_inner_loops() -> None:
 
 
 @td.tile_kernel
+def rebinds_its_argument(x, eps: float):
+    """Liger-Kernel's RMSNorm writes `eps = eps.to(X_row_dtype)` in its grid: each program's
+    local (liveness.py), accepted since nothing reads `eps` after the loop."""
+    out = td.empty_like(x)
+    for r in td.grid(x.shape[0]):
+        eps = eps.to(td.float32)
+        row = x[r, :].to(td.float32)
+        out[r, :] = row * td.rsqrt(td.sum(row * row) / x.shape[1] + eps)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_name_rebound_in_a_grid_is_each_programs_local(backend: str) -> None:
+    x = rand(7, 13)
+    x64 = x.astype(np.float64)
+    expected = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 0.5)
+    assert_close(rebinds_its_argument.run(x, 0.5, backend=backend), expected, np.float32)
+
+
+@td.tile_kernel
 def host_tensors(x):
     (n,) = x.shape
     zeros = td.zeros((n,))

@@ -86,7 +86,8 @@ def plain(iterable: Any, line: int) -> Any:
 
 
 def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
-         labels: tuple[str, ...] | None, line: int) -> dict:
+         labels: tuple[str, ...] | None, line: int,
+         read_after: dict[str, int] | None = None) -> dict:
     if not isinstance(iterable, TileRange):
         env = dict(env)
         for item in iterable:
@@ -99,7 +100,7 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
         tr.fail(TraceError, "a strided loop of tiles (td.tile(...)[p::P]) runs inside a grid",
                 loc=iterable.loc, hint="for p in td.grid(P): for t in td.tile(n)[p::P]: ...")
     if tr.depth == "host":
-        return _grid(tr, iterable, body, env, assigned, names)
+        return _grid(tr, iterable, body, env, assigned, names, read_after)
     return _for(tr, iterable, body, env, assigned, names)
 
 
@@ -126,17 +127,23 @@ def _item(handles: list[Any], seq: bool) -> Any:
 
 
 def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
-          names: tuple[str, ...]) -> dict:
+          names: tuple[str, ...], read_after: dict[str, int] | None) -> dict:
+    """A name bound before the loop and rebound in it is a local of each program (as in
+    Triton); reading it after the loop (`read_after`: such names, each with the line that
+    rebinds it; None: all, at the loop's line) is an error, since no value flows out."""
     ranges = _ranges(tr, rng, names)
     block = Block(list(ranges))
     tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))
     with tr.region(block, "grid"):
         out = body(_item([_handle(tr, rng, r, n) for r, n in zip(ranges, names)], rng.seq), env)
     for n in assigned:
-        if n in env and n in out and out[n] is not env[n]:
-            tr.fail(TraceError, f"'{n}' is defined before the grid loop and rebound inside it; "
-                    "grid programs run in parallel, so no value can flow out of the grid loop",
-                    loc=rng.loc, hint=f"use a new name inside the loop, or store '{n}' to a tensor")
+        if n in env and n in out and out[n] is not env[n] and (read_after is None
+                                                               or n in read_after):
+            loc = rng.loc if read_after is None else Loc(tr.file, read_after[n])
+            tr.fail(TraceError, f"'{n}' is defined before the grid loop, rebound inside it and "
+                    "read after it; grid programs run in parallel, so no value can flow out "
+                    "of the grid loop", loc=loc,
+                    hint=f"use a new name inside the loop, or store '{n}' to a tensor")
     return {}
 
 

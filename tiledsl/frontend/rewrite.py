@@ -7,8 +7,12 @@ Tracing alone cannot see `acc += x` inside a loop, so every `for` statement of a
         tk = _td_item                                   # the loop target
         ...the original body...
         return _td_rt.collect(locals(), NAMES)
-    _td_env_7 = _td_rt.loop(ITER, _td_body_7, _td_rt.capture(locals(), NAMES), NAMES, LABELS, 7)
+    _td_env_7 = _td_rt.loop(ITER, _td_body_7, _td_rt.capture(locals(), NAMES), NAMES, LABELS, 7,
+                            READ_AFTER)
     if 'acc' in _td_env_7: acc = _td_env_7['acc']
+
+(READ_AFTER: the names the body binds that code after the loop may read, each with the line
+binding it: `tiledsl.frontend.liveness`; a grid loop may rebind only the others.)
 
 `tiledsl.frontend.loops.loop` traces the body once for a `td.tile`/`td.grid` range and runs it as a plain
 Python loop otherwise. Loops with break/continue/return/else are left as they are (they may not
@@ -23,7 +27,7 @@ import textwrap
 from types import FunctionType
 from typing import Any, Callable
 
-from tiledsl.frontend import loops
+from tiledsl.frontend import liveness, loops
 from tiledsl.errors import Loc, TraceError
 
 
@@ -156,9 +160,10 @@ def _stmts(code: str, at: ast.AST) -> list[ast.stmt]:
 
 
 class _LoopRewriter(ast.NodeTransformer):
-    def __init__(self) -> None:
+    def __init__(self, read_after: dict[int, dict[str, int]]) -> None:
         self.count = 0
         self.depth = 0
+        self.read_after = read_after  # liveness.read_after of the kernel, before rewriting
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         if self.depth > 0:  # a helper defined inside the kernel: leave it alone
@@ -214,6 +219,7 @@ class _LoopRewriter(ast.NodeTransformer):
         return [*funcs, call, *rebind]
 
     def visit_For(self, node: ast.For) -> Any:
+        read_after = self.read_after.get(id(node), {})
         self.generic_visit(node)
         escapes = _Escapes()
         for stmt in node.body:
@@ -240,8 +246,8 @@ class _LoopRewriter(ast.NodeTransformer):
         ret = _stmts(f"return _td_rt.collect(locals(), {names!r})", node)
         func.body = func.body + [unpack] + node.body + ret
         call = _stmts(f"_td_env_{k} = _td_rt.loop(None, _td_body_{k}, "
-                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {labels!r}, {node.lineno})",
-                      node)[0]
+                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {labels!r}, {node.lineno}, "
+                      f"{read_after!r})", node)[0]
         assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
         call.value.args[0] = node.iter
         rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
@@ -278,7 +284,7 @@ def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
             raise TraceError(f"kernel '{fn.__name__}' is a generator (it has `yield`); a tile "
                              "kernel returns its outputs", loc=Loc(file, node.lineno),
                              hint="use `return` instead of `yield`")
-    _LoopRewriter().visit(fdef)
+    _LoopRewriter(liveness.read_after(fdef)).visit(fdef)
     freevars = fn.__code__.co_freevars
     factory = ast.FunctionDef(
         name="_td_factory",

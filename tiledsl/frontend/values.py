@@ -149,11 +149,12 @@ class TileValue:
         return TileValue(current().emit("transpose", [self.value], {"perm": perm})[0], self.weak)
 
     def astype(self, dtype: Any) -> TileValue:
-        return cast(self, as_dtype(dtype, "astype"))
+        """A typed value: a weak one (a Python number's) takes `dtype` even when it has it."""
+        return TileValue(cast(self, as_dtype(dtype, "astype")).value)
 
     def to(self, dtype: Any) -> TileValue:
         """`astype`, spelled as torch (and Helion) write it."""
-        return cast(self, as_dtype(dtype, "to"))
+        return TileValue(cast(self, as_dtype(dtype, "to")).value)
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> TileValue:
         return reduce("sum", self, axis, keepdims)

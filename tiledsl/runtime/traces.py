@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from tiledsl import dtypes
 from tiledsl.runtime import registry
-from tiledsl.frontend import foreign_calls, static_args, symdims
+from tiledsl.frontend import const_scalars, foreign_calls, static_args, symdims
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.caches import Caches
 from tiledsl.runtime.config import Config
@@ -137,7 +137,7 @@ class Traces:
                 v = Value(TensorType(shape, dtypes.BY_SHORT[s[2]]), name)
                 proxies.append(Tensor(v, name))
             elif s[0] == "const":
-                proxies.append(s[1].value)
+                proxies.append(const_scalars.as_seen(s[1].value))
                 continue
             elif s[0] == "list":
                 items = [Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]), _element_hint(name, j, names))

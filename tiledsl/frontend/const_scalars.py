@@ -1,0 +1,65 @@
+"""Compile-time numbers as the kernel body sees them: Python numbers that also take `.to`.
+
+Triton's `tl.constexpr` values take `.to(dtype)` (Liger-Kernel's RMSNorm writes
+`offset = offset.to(X_row_dtype)` with `offset: tl.constexpr`). A compile-time int or float
+argument reaches the body as a `ConstInt` or `ConstFloat`: a subclass of `int` or `float` whose
+operators are Python's (they return plain numbers, weak in tile arithmetic as any Python number
+is), with `.to(dtype)` (also spelled `.cast` and `.astype`) giving a typed scalar of that dtype.
+They pickle as the plain number. `bool` cannot be subclassed, so a bool stays a bool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.frontend.values import TileValue, as_dtype, cast, to_value
+
+
+def _to(number: int | float, dtype: Any, what: str) -> TileValue:
+    """`number` cast to `dtype`: a typed (not weak) scalar."""
+    return TileValue(cast(to_value(number), as_dtype(dtype, what)).value, weak=False)
+
+
+class ConstInt(int):
+    """A compile-time int argument: an int that also takes `.to(dtype)`."""
+
+    __slots__ = ()
+
+    def to(self, dtype: Any) -> TileValue:
+        return _to(int(self), dtype, "to")
+
+    def cast(self, dtype: Any) -> TileValue:
+        return _to(int(self), dtype, "cast")
+
+    def astype(self, dtype: Any) -> TileValue:
+        return _to(int(self), dtype, "astype")
+
+    def __reduce__(self) -> tuple:
+        return (int, (int(self),))
+
+
+class ConstFloat(float):
+    """A compile-time float argument: a float that also takes `.to(dtype)`."""
+
+    __slots__ = ()
+
+    def to(self, dtype: Any) -> TileValue:
+        return _to(float(self), dtype, "to")
+
+    def cast(self, dtype: Any) -> TileValue:
+        return _to(float(self), dtype, "cast")
+
+    def astype(self, dtype: Any) -> TileValue:
+        return _to(float(self), dtype, "astype")
+
+    def __reduce__(self) -> tuple:
+        return (float, (float(self),))
+
+
+def as_seen(value: Any) -> Any:
+    """The compile-time argument `value` as the body receives it."""
+    if type(value) is int:
+        return ConstInt(value)
+    if type(value) is float:
+        return ConstFloat(value)
+    return value

@@ -1,0 +1,90 @@
+"""Which names a kernel's loops rebind that the code after the loop may read.
+
+A grid loop's body runs once per program, so a name it rebinds is a local of each program (as
+in Triton, where `eps = eps.to(x.dtype)` in a kernel is plain code): no value flows out. That
+is only an error when code after the loop reads the name, expecting the loop's value. This
+module finds, before the loop rewrite, for each `for` statement of the kernel, the names its
+body binds that may be read after it, each with the line of its first binding in the body.
+
+"May be read after" is a backward liveness over the statement lists around the loop: a simple
+statement kills the names it binds and reads the names it loads; a compound statement (`if`,
+loops, `with`, `try`) reads every name it loads and kills none. A loop's body also reads what
+the whole enclosing loop loads (its next iteration runs after), and any name a nested function
+or lambda of the kernel loads may be read at any time.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def read_after(fdef: ast.FunctionDef) -> dict[int, dict[str, int]]:
+    """`id(for node)` -> {name the loop's body binds that may be read after it: the line of the
+    body's first binding of it}, for each `for` statement of `fdef` (not in nested functions)."""
+    closures: set[str] = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, _NESTED) and node is not fdef:
+            closures |= _loads(node)
+    out: dict[int, dict[str, int]] = {}
+    _block(fdef.body, closures, closures, out)
+    return out
+
+
+def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
+           out: dict[int, dict[str, int]]) -> set[str]:
+    """The names live before `stmts`, given those live after; records each loop's entry."""
+    live = set(live_out)
+    for stmt in reversed(stmts):
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            inner = live | _loads(stmt) | closures  # the next iteration reads what the loop does
+            _block(stmt.body, inner, closures, out)
+            _block(stmt.orelse, live, closures, out)
+            if isinstance(stmt, ast.For):
+                stores = _first_stores([stmt.target, *stmt.body])
+                out[id(stmt)] = {n: line for n, line in stores.items() if n in live}
+        elif isinstance(stmt, ast.If):
+            _block(stmt.body, live, closures, out)
+            _block(stmt.orelse, live, closures, out)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            _block(stmt.body, live, closures, out)
+        elif isinstance(stmt, ast.Try):
+            every = live | _loads(stmt)
+            for part in (stmt.body, stmt.orelse, stmt.finalbody,
+                         *(h.body for h in stmt.handlers)):
+                _block(part, every, closures, out)
+        if isinstance(stmt, _COMPOUND):
+            live |= _loads(stmt)
+        else:
+            live = (live - set(_first_stores([stmt]))) | _loads(stmt)
+    return live
+
+
+def _loads(node: ast.AST) -> set[str]:
+    """Every name `node` reads (an augmented assignment's target included)."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+    return out
+
+
+def _first_stores(nodes: list[ast.AST]) -> dict[str, int]:
+    """The names `nodes` bind (not inside nested functions), each with its first line."""
+    out: dict[str, int] = {}
+    todo = list(reversed(nodes))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.setdefault(node.id, node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.setdefault(node.name, node.lineno)
+        if not isinstance(node, _NESTED + (ast.ListComp, ast.SetComp, ast.DictComp,
+                                           ast.GeneratorExp)):
+            todo.extend(reversed(list(ast.iter_child_nodes(node))))
+    return out
