@@ -181,6 +181,23 @@ def test_a_registered_knob_is_in_every_space_and_retraces_per_value() -> None:
         k.run(*args, config=k.config_space(*args).default().replace(split_k=3))
 
 
+@td.tile_kernel
+def times_parts(x, top: td.constexpr):
+    parts = td.register_tunable("parts", td.PowerOfTwo(1, top))  # bounded by a compile-time int
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * parts
+    return out
+
+
+def test_a_knob_bounded_by_a_compile_time_int() -> None:
+    x = np.arange(5, dtype=np.float32)
+    space = times_parts.config_space(x, 4)
+    assert next(p for p in space.params if p.name == "parts").choices == (1, 2, 4)
+    out = times_parts.run(x, 4, config=space.default().replace(parts=4))
+    np.testing.assert_array_equal(out, x * 4)
+
+
 def test_the_cost_of_a_knob_depends_on_the_shape() -> None:
     """On the spatial simulator a long k wants many parts, a short one few."""
     k = example("matmul_split_k").matmul_split_k

@@ -33,8 +33,8 @@ class PowerOfTwo:
     default: int | None = None
 
     def __post_init__(self) -> None:
-        for v in (self.low, self.high):
-            if type(v) is not int or v < 1 or v & (v - 1):
+        for v in (self.low, self.high):  # (a compile-time int of the kernel is an int too)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v & (v - 1):
                 raise TraceError(f"td.PowerOfTwo({self.low}, {self.high}): bounds must be "
                                  "powers of two", loc=user_loc())
         if self.low > self.high or (self.default is not None and self.default not in
