@@ -664,7 +664,7 @@ class _bounds:
         if kind is not None and issubclass(kind, conflicts.Conflict):
             assert isinstance(e, conflicts.Conflict)
             raise RaceError(
-                f"store to '{self.op.operands[0].hint or 'a tensor'}': equal indices write "
+                f"store to {_tensor_name(self.op)}: equal indices write "
                 f"{e.first!r} and {e.second!r} to element {e.index}; a GPU keeps either",
                 kernel=self.ex.fn.name, loc=self.op.loc,
                 hint="mask the lanes that must not write (td.store(x, [idx], v, mask=m)), or "
@@ -673,15 +673,20 @@ class _bounds:
             return False
         assert isinstance(e, memory.OutOfRange)
         op = self.op
-        name = op.operands[0].hint or "a tensor"
         what = "load from" if op.name == "load" else "store to"
         raise OutOfBoundsError(
-            f"{what} '{name}': index {e.value} is out of bounds for dimension {e.dim} "
+            f"{what} {_tensor_name(op)}: index {e.value} is out of bounds for dimension {e.dim} "
             f"(size {e.size})",
             kernel=self.ex.fn.name, loc=op.loc,
             hint="a scalar index (an int argument, or arithmetic on td.grid indices) or an "
                  "index tile's element must lie in the dimension; only a tile's lanes past the "
                  "edge are masked (and what td.load's mask= leaves out)") from None
+
+
+def _tensor_name(op: Op) -> str:
+    """The accessed tensor as errors name it: 'x', or a tensor the kernel allocates."""
+    hint = op.operands[0].hint
+    return f"'{hint}'" if hint else "a tensor the kernel allocates"
 
 
 @rule("tensor.empty")
