@@ -140,14 +140,27 @@ def read_through_a_view(x):
         x[tm, :] = x[tm, :] - first[None, :]  # <- here
 
 
+@td.tile_kernel
+def read_next_row_by_begin(x, y):
+    m = x.shape[0]
+    out = td.empty((m,), dtype=x.dtype)
+    for tr in td.tile(m, block_size=1):
+        out[tr] = x[(tr.begin + 1) % m, y[tr.begin]]  # <- there
+        for i in td.tile(x.shape[1]):
+            x[tr, i] = td.zeros((tr, i), dtype=x.dtype)  # <- here
+    return out
+
+
 @pytest.mark.parametrize("kernel, args", [
+    (read_next_row_by_begin, (f32(7, 5), np.zeros(7, np.int32))),
     (shift_rows_in_place, (f32(7, 5),)),
     (read_through_a_view, (f32(7, 5),)),
     (subtract_first_column, (f32(7, 5),)),
     (gather_after_write, (f32(9), np.arange(9, dtype=np.int32)[::-1].copy())),
     (persistent_shift, (f32(9),)),
     (shift_under_if, (f32(9), np.ones(9, np.int32))),
-], ids=["grid-shift", "view", "first-column", "gather", "persistent", "under-if"])
+], ids=["begin-plus-one", "grid-shift", "view", "first-column", "gather", "persistent",
+        "under-if"])
 def test_a_load_of_what_another_program_writes_is_an_error(kernel: td.TileKernel,
                                                            args: tuple) -> None:
     """A grid's programs run in any order: the old or the new value would be read (numpy gave
@@ -219,6 +232,27 @@ def test_in_place_kernels_whose_programs_keep_to_their_elements_run(backend: str
         in_place_own_elements.run(gx, v, gsums, backend=backend, config=config)
         np.testing.assert_allclose(gx, want_x, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(gsums, want_sums, rtol=1e-5, atol=1e-5)
+
+
+@td.tile_kernel
+def pick_then_zero_rows(x, y):
+    """Program r reads x[r, y[r]] through `tr.begin`, then zeroes row r through `tr` (block 1):
+    the same row, so no other program's (Liger's cross_entropy reads its row, then writes it)."""
+    out = td.empty((x.shape[0],), dtype=x.dtype)
+    for tr in td.tile(x.shape[0], block_size=1):
+        out[tr] = x[tr.begin, y[tr.begin]]
+        for i in td.tile(x.shape[1]):
+            x[tr, i] = td.zeros((tr, i), dtype=x.dtype)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_block_1_tile_and_its_begin_name_one_row(backend: str) -> None:
+    x, y = f32(7, 5), np.array([0, 4, 1, 3, 2, 2, 0], np.int32)
+    got_x = x.copy()
+    got = pick_then_zero_rows.run(got_x, y, backend=backend)
+    np.testing.assert_array_equal(got, x[np.arange(7), y])
+    np.testing.assert_array_equal(got_x, np.zeros_like(x))
 
 
 # ---- arguments that share memory --------------------------------------------------------------

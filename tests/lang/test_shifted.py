@@ -255,6 +255,30 @@ def test_stores_in_the_two_branches_of_an_if_do_not_overlap(backend: str) -> Non
         np.testing.assert_array_equal(out, np.where(skip[:, None] != 0, 0, 2 * x))
 
 
+@td.tile_kernel
+def zero_or_copy_rows(x, labels):
+    """Liger's tvd / cross_entropy: a `td.grid` row index (not a tile) in both branches."""
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    for r in td.grid(m):
+        if labels[r] < 0:
+            for tz in td.tile(n):
+                out[r, tz] = td.zeros((tz,), dtype=x.dtype)
+        else:
+            for tn in td.tile(n):
+                out[r, tn] = 2.0 * x[r, tn]
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_stores_in_the_two_branches_indexed_by_a_grid_scalar_do_not_overlap(backend: str
+                                                                           ) -> None:
+    labels = np.array([0, -1, 2, -1, 4, 5, -100], np.int32)
+    x = np.random.default_rng(4).standard_normal((7, 45)).astype(np.float32)
+    out = zero_or_copy_rows.run(x, labels, backend=backend)
+    np.testing.assert_array_equal(out, np.where(labels[:, None] < 0, 0, 2 * x))
+
+
 def test_stores_in_branches_that_may_meet_are_still_refused() -> None:
     def in_a_loop(x, skip):  # two iterations may take different branches
         m, n = x.shape
@@ -279,9 +303,34 @@ def test_stores_in_branches_that_may_meet_are_still_refused() -> None:
                 out[tm + 1, :] = x[tm, :]
         return out
 
+    def same_row_along_tn(x, skip):  # programs (tm, 0) and (tm, 1) may take different branches
+        m, n = x.shape
+        out = td.empty((m, 4), dtype=x.dtype)
+        for tm, tn in td.tile(m, n, block_size=(1, 1)):
+            if skip[tm.begin, tn.begin] != 0:
+                out[tm, :] = td.zeros((tm, 4), dtype=x.dtype)
+            else:
+                out[tm, :] = td.full((tm, 4), 1.0, dtype=x.dtype)
+        return out
+
+    def grid_row_along_j(x, skip):  # a `td.grid` index leaves out j: (i, 0) and (i, 1) meet
+        m, n = x.shape
+        out = td.empty((m, 4), dtype=x.dtype)
+        for i, j in td.grid(m, n):
+            if skip[i, j] != 0:
+                for tz in td.tile(4):
+                    out[i, tz] = td.zeros((tz,), dtype=x.dtype)
+            else:
+                for tk in td.tile(4):
+                    out[i, tk] = td.full((tk,), 1.0, dtype=x.dtype)
+        return out
+
     skip = np.zeros(7, np.int32)
     for body in (in_a_loop, no_common_tile):
         assert "may write elements" in _trace_error(body, X[:7], skip)
+    skip2 = np.zeros((7, 3), np.int32)
+    for body in (same_row_along_tn, grid_row_along_j):
+        assert "may write elements" in _trace_error(body, X[:7, :3], skip2)
 
 
 @td.tile_kernel

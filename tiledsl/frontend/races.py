@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import TraceError
-from tiledsl.ir.core import Block, Op, Value, walk
+from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
 from tiledsl.ir.views import root
@@ -129,12 +129,23 @@ def _open_path(tr: Tracer) -> list[tuple[Op, int]]:
             for parent, child in zip(tr.blocks[1:], tr.blocks[2:])]
 
 
-def _exclusive(tr: Tracer, old: Op, new_keys: list[_Key], old_keys: list[_Key]) -> bool:
+def _own_elements(progs: Programs, a: list, b: list) -> bool:
+    """Whether two programs never touch one element through accesses `a` and `b` (as `_access`
+    gives them): for every grid dimension along which programs vary, both index some tensor
+    dimension with the same expression (a block-1 tile and its `.begin` alike) and it separates
+    that grid dimension (separation.py), so each program keeps to its own elements."""
+    return all(any(x[2] is not None and y[2] is not None and d in progs.separates(x[2])
+                   and progs.position_key(x[2]) == progs.position_key(y[2])
+                   for x, y in zip(a, b)) for d in progs.varying())
+
+
+def _exclusive(tr: Tracer, progs: Programs, old: Op, new_access: list, old_access: list
+               ) -> bool:
     """Whether the store being traced and `old` sit in different branches of one `if` that no
-    loop of the grid encloses, and both index a dimension with the same grid tile: each program
-    runs one branch once, and two programs write different elements along that dimension."""
-    grid = {("value", id(a)) for a in tr.blocks[1].args if isinstance(a.type, RangeType)}
-    if not any(k == j and k in grid for k, j in zip(new_keys, old_keys)):
+    loop of the grid encloses, and keep each program to its own elements (`_own_elements`: a
+    grid tile, a `td.grid` index, a block-1 tile's `.begin`): each program runs one branch once,
+    and two programs write different elements."""
+    if not _own_elements(progs, new_access, old_access):
         return False
     old_path = _path(tr.blocks[1], old) or []
     for (a, i), (b, j) in zip(old_path, _open_path(tr)):
@@ -143,6 +154,22 @@ def _exclusive(tr: Tracer, old: Op, new_keys: list[_Key], old_keys: list[_Key]) 
         if i != j:
             return True
     return False
+
+
+def _in_order(tr: Tracer, progs: Programs, old: Op, new_access: list, old_access: list
+              ) -> bool:
+    """Whether the store being traced and `old`, the same access written twice, land in program
+    order: two programs never meet through it (`_own_elements`), or every program runs both
+    stores alike (neither under an `if`, nor in a loop whose trip count depends on the grid), so
+    each program's last write to an element is the same store, with the same value along the
+    grid dimensions it leaves out (`check_store`). A store in one branch of an `if` on `tn` and
+    the same access in the other (`out[tm] = 0` / `out[tm] = 1`) would race along `tn`."""
+    def alike(path: list[tuple[Op, int]]) -> bool:
+        return all(op.name == "for" and not any(
+            progs.depends(v) for v in op.operands[:len(op.operands) - len(loop_inits(op))])
+            for op, _ in path)
+    return _own_elements(progs, new_access, old_access) or \
+        alike(_path(tr.blocks[1], old) or []) and alike(_open_path(tr))
 
 
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
@@ -163,8 +190,9 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         if op.operands[0] is tensor.value:  # through another view of it: not comparable
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
             old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
-            if old_keys == new_keys or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) \
-                    or _exclusive(tr, op, new_keys, old_keys):
+            if old_keys == new_keys and _in_order(tr, progs, op, new, old) \
+                    or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) \
+                    or _exclusive(tr, progs, op, new, old):
                 continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
@@ -191,8 +219,7 @@ def _apart(progs: Programs, store: list, load: list) -> bool:
     (both as `_access` gives them, for one tensor value)."""
     if any(_disjoint(s[1], l[1]) for s, l in zip(store, load)):
         return True
-    return all(any(s[0] == l[0] and s[2] is not None and a in progs.separates(s[2])
-                   for s, l in zip(store, load)) for a in progs.varying())
+    return _own_elements(progs, store, load)
 
 
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,

@@ -211,6 +211,16 @@ class Programs:
             hit = self._keys[id(v)] = self._key(v)
         return hit
 
+    def position_key(self, v: Value) -> tuple:
+        """`key(v)`, but the `.begin` of a tile of block size 1 (a `td.grid` index) keys as its
+        tile: both name the one element of the range the program (or iteration) is at."""
+        op = v.owner
+        if op is not None and op.name == "tile.begin":
+            r = op.operands[0]
+            if isinstance(r.type, RangeType) and not r.type.shifted and self._block(r) == 1:
+                return self.key(r)
+        return self.key(v)
+
     def _key(self, v: Value) -> tuple:
         op = v.owner
         if op is None or op.regions or op.name == "atomic" or len(op.results) != 1:
