@@ -223,12 +223,47 @@ def test_overlapping_stores_are_refused_and_disjoint_ones_pass() -> None:
             out[t + 1] = x[t]
         return out
 
+    def pairs_that_meet(x):  # program g's 2g + 2 is program g + 1's 2g
+        y = td.empty_like(x)
+        for g in td.grid(x.shape[0] // 2 - 1):
+            y[2 * g] = x[2 * g]
+            y[2 * g + 2] = x[2 * g]
+        return y
+
+    def gcd_divides(x):  # 4i + 2j + 2 is 4i + 2(j + 1)
+        y = td.empty((8 * x.shape[0],), dtype=x.dtype)
+        for i, j in td.grid(x.shape[0], 2):
+            y[4 * i + 2 * j] = x[i]
+            y[4 * i + 2 * j + 2] = x[i]
+        return y
+
+    for body in (pairs_that_meet, gcd_divides):
+        assert "may write elements" in _trace_error(body, V)
     msg = _trace_error(overlapping_slices, X, Y)
     assert "may write elements that the store at line" in msg
     assert "out[tm, n1 - 1:] = y[tm, :2]" in msg and "out[tm, :n1] = a; out[tm, n1:] = b" in msg
     assert "may write elements" in _trace_error(shifted_twice, V)
     for kernel, args in ((interleave, (X, X)), (concat_tiles, (X, Y))):  # disjoint: they trace
         assert kernel.source(*args)
+
+
+@td.tile_kernel
+def swap_row_pairs(x):
+    """Program g writes rows 2g and 2g + 1 (an unrolled pair): disjoint for every two g."""
+    m, n = x.shape
+    y = td.empty((m, n), dtype=x.dtype)
+    for g in td.grid(m // 2):
+        for t in td.tile(n):
+            y[2 * g, t] = x[2 * g + 1, t]
+            y[2 * g + 1, t] = -x[2 * g, t]
+    return y
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_stores_at_offsets_a_grid_index_never_bridges_pass(backend: str) -> None:
+    x = X[:36, :7]
+    want = np.stack([x[1::2], -x[::2]], axis=1).reshape(x.shape)
+    np.testing.assert_array_equal(swap_row_pairs.run(x, backend=backend), want)
 
 
 @td.tile_kernel

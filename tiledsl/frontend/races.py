@@ -111,6 +111,14 @@ def _disjoint(a: Slice | None, b: Slice | None) -> bool:
     return (a.step > 1 or b.step > 1) and not set(x).intersection(y)
 
 
+def _never_meet(progs: Programs, a: tuple, b: tuple) -> bool:
+    """Whether one tensor dimension's indices of two accesses (as `_access` gives them) never
+    meet: disjoint slices, or offsets that the index's coefficients never bridge (`2 * g` and
+    `2 * g + 1`, separation.py's `never_meet`)."""
+    return _disjoint(a[1], b[1]) or \
+        a[2] is not None and b[2] is not None and progs.never_meet(a[2], b[2])
+
+
 def _path(block: Block, target: Op) -> list[tuple[Op, int]] | None:
     """The (op, region index) pairs from `block` down to the block holding `target`."""
     for op in block.ops:
@@ -191,7 +199,7 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
             old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
             if old_keys == new_keys and _in_order(tr, progs, op, new, old) \
-                    or any(_disjoint(a[1], b[1]) for a, b in zip(old, new)) \
+                    or any(_never_meet(progs, a, b) for a, b in zip(old, new)) \
                     or _exclusive(tr, progs, op, new, old):
                 continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
@@ -217,7 +225,7 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
 def _apart(progs: Programs, store: list, load: list) -> bool:
     """Whether no program reads, through `load`, an element another writes through `store`
     (both as `_access` gives them, for one tensor value)."""
-    if any(_disjoint(s[1], l[1]) for s, l in zip(store, load)):
+    if any(_never_meet(progs, s, l) for s, l in zip(store, load)):
         return True
     return _own_elements(progs, store, load)
 

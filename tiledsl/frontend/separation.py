@@ -21,6 +21,7 @@ element the other reads or writes. For an index expression this module tells:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tiledsl.ir.core import Op, Value, loop_inits
@@ -152,6 +153,19 @@ class Programs:
             return {**a, **{x: sign * c for x, c in b.items()}}
         return None
 
+    def never_meet(self, a: Value, b: Value) -> bool:
+        """Whether indices `a` and `b` differ in every program and every pair of programs: one
+        expression plus two constant offsets whose difference its coefficients' gcd does not
+        divide (`2 * g` and `2 * g + 1`: c * (g1 - g2) = 1 has no integer solution)."""
+        (x, i), (y, j) = _offset(a), _offset(b)
+        if i == j or self.key(x) != self.key(y) or self.loaded(x):
+            return False
+        form = self.affine(x)
+        if form is None:
+            return False
+        step = math.gcd(*form.values())  # 0: x is the same in every program
+        return step == 0 or (j - i) % step != 0
+
     def _position(self, kind: str, r: Value) -> dict[tuple, int]:
         x = (kind, id(r))
         self._extents[x] = r.type.extent  # type: ignore[union-attr]
@@ -243,6 +257,25 @@ def _injective(terms: list[tuple[int, int]]) -> bool:
             return False
         span += c * (e - 1)
     return True
+
+
+def _offset(v: Value) -> tuple[Value, int]:
+    """`v` as an expression plus a constant int (`2 * g + 1` -> (2 * g, 1))."""
+    total = 0
+    while v.owner is not None and v.owner.name in ("add", "sub", "tile.shift"):
+        name, (a, b) = v.owner.name, v.owner.operands
+        if _int_const(b):
+            total, v = total + (-_const(b) if name == "sub" else _const(b)), a
+        elif _int_const(a) and name != "sub":
+            total, v = total + _const(a), b
+        else:
+            break
+    return v, total
+
+
+def _int_const(v: Value) -> bool:
+    c = _const(v)
+    return isinstance(c, int) and not isinstance(c, bool)
 
 
 def _programs_vary(r: Value) -> bool:
