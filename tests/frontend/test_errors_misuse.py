@@ -86,13 +86,53 @@ def assert_on_tile(x):
     return out
 
 
-@pytest.mark.parametrize("kernel", [if_on_tile, while_on_tile, and_on_tiles, or_on_tiles,
+@pytest.mark.parametrize("kernel", [if_on_tile, and_on_tiles, or_on_tiles,
                                     not_on_tile, chained_comparison, assert_on_tile],
                          ids=lambda k: k.name)
 def test_control_flow_on_tile(kernel: td.TileKernel) -> None:
     err = trace_error(td.ControlFlowError, kernel, f32(8))
     assert "td.where" in msg(err)
     assert isinstance(err, td.TraceError)
+
+
+@td.tile_kernel
+def spin_lock(out, lock):  # Triton's `while tl.atomic_cas(lock, 0, 1) == 1: pass`
+    for _i in td.grid(8):
+        while td.atomic_cas(lock, [0], 0, 1) == 1:  # <- here
+            pass
+        out[0] = out[0] + 1.0
+        td.atomic_xchg(lock, [0], 0)
+
+
+@pytest.mark.parametrize("kernel", [while_on_tile, spin_lock], ids=lambda k: k.name)
+def test_a_while_on_a_runtime_value_is_not_supported_yet(kernel: td.TileKernel) -> None:
+    """Said as such at the `while` line (not "use `if`"), with the bounded loop and the
+    atomic to write instead."""
+    args = (f32(1), np.zeros(1, np.int32)) if kernel is spin_lock else (f32(8),)
+    err = trace_error(td.ControlFlowError, kernel, *args)
+    assert "`while` loop on a runtime scalar" in msg(err)
+    assert "not supported yet" in msg(err)
+    assert "td.tile(max_iters, block_size=1)" in msg(err) and "td.atomic_add" in msg(err)
+
+
+@td.tile_kernel
+def range_over_runtime_bounds(w, G: td.constexpr):
+    C = w.shape[0] // G
+    out = td.empty((G,), dtype=w.dtype)
+    for g in td.grid(G):
+        acc = 0.0
+        for c in range(g * C, (g + 1) * C):  # <- here
+            acc += w[c]
+        out[g] = acc
+    return out
+
+
+def test_range_over_runtime_bounds_says_to_tile_by_one() -> None:
+    """Triton's `tl.range(start, stop)` with loaded or grid-computed bounds, written as
+    `range()`: the hint gives the tile loop of one element (it runs: README's start=/stop=)."""
+    err = trace_error(td.TraceError, range_over_runtime_bounds, f32(6), 2)
+    assert "td.tile(n, start=start, stop=stop, block_size=1)" in msg(err)
+    assert "`c.begin`" in msg(err)
 
 
 @td.tile_kernel
@@ -160,6 +200,50 @@ def store_on_wrong_dim(a):
 def test_store_tile_on_wrong_dimension() -> None:
     err = trace_error(td.ShapeError, store_on_wrong_dim, f32(8, 5))
     assert "dimension 0" in msg(err) and "'tm'" in msg(err)
+
+
+@td.tile_kernel
+def helion_tile_from_zero(x, lens):  # Helion: hl.tile(begin, end) with a loaded end
+    m, n = x.shape
+    out = td.zeros((m, n), dtype=x.dtype)
+    for i in td.grid(m):
+        for t in td.tile(0, lens[i]):  # <- here
+            out[i, t] = x[i, t]
+    return out
+
+
+@td.tile_kernel
+def helion_tile_from_loaded(x, lens):  # Helion: hl.tile(begin, end) with a loaded begin
+    m, n = x.shape
+    out = td.zeros((m, n), dtype=x.dtype)
+    for i in td.grid(m):
+        for t in td.tile(lens[i], n):  # <- here
+            out[i, t] = x[i, t]
+    return out
+
+
+@td.tile_kernel
+def helion_tile_static(x):  # Helion: hl.tile(2, n); a valid 2-D tile until indexed
+    m, n = x.shape
+    out = td.zeros((m, n), dtype=x.dtype)
+    for i in td.grid(m):
+        for t in td.tile(2, n):
+            out[i, t] = x[i, t]  # <- here
+    return out
+
+
+@pytest.mark.parametrize("kernel, cls", [(helion_tile_from_zero, td.ShapeError),
+                                         (helion_tile_from_loaded, td.TraceError),
+                                         (helion_tile_static, td.TraceError)],
+                         ids=["from_zero", "from_loaded", "static"])
+def test_helion_tile_begin_end_says_start_and_stop(kernel: td.TileKernel,
+                                                   cls: type[td.TileDSLError]) -> None:
+    """`td.tile(a, b)` is a 2-D tile: written as Helion's `hl.tile(begin, end)`, the error
+    gives tiledsl's spelling of a loop from begin to end."""
+    args = (f32(3, 10),) + (() if kernel is helion_tile_static else (np.array([0, 4, 10]),))
+    err = trace_error(cls, kernel, *args)
+    assert "td.tile(a, b) is a 2-D tile" in msg(err)
+    assert "hl.tile(begin, end) is td.tile(n, start=begin, stop=end)" in msg(err)
 
 
 # ---- 9. other misuse ----------------------------------------------------------------------------
@@ -262,9 +346,9 @@ def test_loop_carried_shape_changes() -> None:
 @td.tile_kernel
 def break_in_tile_loop(x):
     out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):  # <- here
+    for t in td.tile(x.shape[0]):
         out[t] = x[t]
-        break
+        break  # <- here
     return out
 
 
@@ -274,9 +358,9 @@ def continue_in_inner_loop(a):
     out = td.empty((m,), dtype=td.float32)
     for tm in td.tile(m):
         acc = td.zeros((tm,), dtype=td.float32)
-        for tk in td.tile(k):  # <- here
+        for tk in td.tile(k):
             acc += td.sum(a[tm, tk], axis=1)
-            continue
+            continue  # <- here
         out[tm] = acc
     return out
 
@@ -284,10 +368,20 @@ def continue_in_inner_loop(a):
 @td.tile_kernel
 def return_in_tile_loop(x):
     out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):  # <- here
+    for t in td.tile(x.shape[0]):
         out[t] = x[t]
-        return out
+        return out  # <- here
     return out
+
+
+@td.tile_kernel
+def early_return_in_grid(x, labels):  # Liger's `if y == ignore_index: ...; return`
+    y = td.zeros(x.shape, dtype=x.dtype)
+    for r in td.grid(x.shape[0]):
+        if labels[r] < 0:
+            return  # <- here
+        y[r, :] = x[r, :] * 2.0
+    return y
 
 
 @td.tile_kernel
@@ -301,12 +395,17 @@ def else_on_tile_loop(x):
 
 
 @pytest.mark.parametrize("kernel", [break_in_tile_loop, continue_in_inner_loop,
-                                    return_in_tile_loop, else_on_tile_loop], ids=lambda k: k.name)
+                                    return_in_tile_loop, early_return_in_grid, else_on_tile_loop],
+                         ids=lambda k: k.name)
 def test_escape_from_tile_loop(kernel: td.TileKernel) -> None:
-    x = f32(8, 6) if kernel is continue_in_inner_loop else f32(8)
-    err = trace_error(td.TraceError, kernel, x)
+    """The error names the line of the break/continue/return (an else clause: the loop's)."""
+    args = {continue_in_inner_loop: (f32(8, 6),),
+            early_return_in_grid: (f32(3, 2), np.array([0, -1, 1]))}.get(kernel, (f32(8),))
+    err = trace_error(td.TraceError, kernel, *args)
     assert "break, continue, return or an else clause" in msg(err)
     assert err.hint and "td.where" in err.hint
+    if kernel is early_return_in_grid:
+        assert "this `return` is inside the td.grid() loop of line" in msg(err)
 
 
 @td.tile_kernel

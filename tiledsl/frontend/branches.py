@@ -137,6 +137,22 @@ def truth(value: Any, line: int) -> Any:
     return value
 
 
+def loop_test(value: Any, line: int) -> Any:
+    """The condition of a `while` statement: a Python value (a loop unrolled while tracing);
+    a runtime one would need a loop op that runs until it fails, which tiledsl lacks."""
+    if isinstance(value, TileValue):
+        tr = current()
+        what = "scalar" if value.shape == () else f"tile of shape {tr.describe_shape(value.shape)}"
+        tr.fail(ControlFlowError, f"a `while` loop on a runtime {what}: `while` loops on runtime "
+                "values are not supported yet", loc=Loc(tr.file, line),
+                hint="loop a bounded number of times and skip the rest with an `if` "
+                     "(`for it in td.tile(max_iters, block_size=1): if cond: ...`); instead of "
+                     "a spin lock around an update (`while td.atomic_cas(lock, ...) == 1`), "
+                     "update with an atomic (td.atomic_add(out, [i], v))"
+                     + ("; to select per lane, td.where(cond, x, y)" if value.shape else ""))
+    return value
+
+
 def both(first: Any, second: Callable[[], Any], line: int) -> Any:
     """`first and second()` in an `if` condition; on a runtime scalar, `second` is evaluated
     only where `first` holds (an `if` op)."""

@@ -12,7 +12,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tiledsl.frontend.branches import both, branch, either, negate, truth  # noqa: F401 (for rewrite)
+from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
+    both, branch, either, loop_test, negate, truth,
+)
 from tiledsl.errors import Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
@@ -75,11 +77,16 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
                      "with td.zeros(...) or td.full(...)")
 
 
-def plain(iterable: Any, line: int) -> Any:
-    """The iterable of a loop the rewrite left alone (it has break/continue/return/else)."""
+def plain(iterable: Any, line: int, what: str = "else") -> Any:
+    """The iterable of a loop the rewrite left alone: it has a `what` statement (break,
+    continue or return) at `line`, or an else clause."""
     if isinstance(iterable, TileRange):
-        current().fail(TraceError, f"a td.{iterable.kind}() loop cannot contain break, continue, "
-                       "return or an else clause", loc=iterable.loc,
+        tr = current()
+        inside = "" if what == "else" or iterable.loc is None else \
+            f"this `{what}` is inside the td.{iterable.kind}() loop of line {iterable.loc.line}: "
+        tr.fail(TraceError, f"{inside}a td.{iterable.kind}() loop cannot contain break, "
+                "continue, return or an else clause",
+                loc=iterable.loc if what == "else" else Loc(tr.file, line),
                        hint="skip work with an `if` on a scalar inside the loop (each program "
                             "takes its branch), or select elements with td.where")
     return iterable

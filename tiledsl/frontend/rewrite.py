@@ -68,17 +68,20 @@ class _Escapes(ast.NodeVisitor):
 
     def __init__(self) -> None:
         self.found = False
+        self.first: ast.stmt | None = None  # the first break/continue/return found
         self.loops = 0
         self.branch = False  # checking an `if` (global/nonlocal count too)
 
-    def visit_Break(self, node: ast.AST) -> None:
+    def visit_Break(self, node: ast.stmt) -> None:
         if self.loops == 0:
             self.found = True
+            self.first = self.first or node
 
     visit_Continue = visit_Break  # type: ignore[assignment]
 
-    def visit_Return(self, node: ast.AST) -> None:
+    def visit_Return(self, node: ast.stmt) -> None:
         self.found = True
+        self.first = self.first or node
 
     def visit_For(self, node: ast.AST) -> None:  # break/continue there belong to that loop
         self.loops += 1
@@ -218,6 +221,12 @@ class _LoopRewriter(ast.NodeTransformer):
                                 for n in names), node) if names else []
         return [*funcs, call, *rebind]
 
+    def visit_While(self, node: ast.While) -> ast.AST:
+        """`while c:` -> `while _td_rt.loop_test(c, line):`, which refuses a runtime `c`."""
+        self.generic_visit(node)
+        node.test = _rt("loop_test", [node.test, ast.Constant(node.lineno)], node)
+        return node
+
     def visit_For(self, node: ast.For) -> Any:
         read_after = self.read_after.get(id(node), {})
         self.generic_visit(node)
@@ -225,8 +234,11 @@ class _LoopRewriter(ast.NodeTransformer):
         for stmt in node.body:
             escapes.visit(stmt)
         if escapes.found or node.orelse:
+            at = escapes.first  # the error names its line (an else clause: the loop's)
+            what = type(at).__name__.lower() if at is not None else "else"
             node.iter = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), "plain", ast.Load()),
-                                 [node.iter, ast.Constant(node.lineno)], [])
+                                 [node.iter, ast.Constant(at.lineno if at else node.lineno),
+                                  ast.Constant(what)], [])
             ast.fix_missing_locations(ast.copy_location(node.iter, node))
             return node
         self.count += 1

@@ -13,13 +13,13 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
-from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError
+from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.ir.core import Value
 from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
-from tiledsl.frontend import foreign_calls
+from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.frontend.static_args import need_static as check_static
@@ -73,7 +73,8 @@ class TileValue:
     def __index__(self) -> int:
         need_static(self)  # an int argument used as a Python int: the kernel specializes on it
         current().fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
-                       "be used as a Python int (shapes, range(), list indices)")
+                       "be used as a Python int (shapes, range(), list indices)",
+                       hint=porting_hints.RANGE if porting_hints.calls_range(user_loc()) else None)
 
     __int__ = __index__
     __float__ = __index__  # type: ignore[assignment]
@@ -418,8 +419,11 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
                          + ("; to select with a bool tile, load with td.load(x, [...], "
                             "mask=m) or use td.where" if it.dtype.is_bool else ""))
         else:
+            tiles = isinstance(it, tuple) and it and all(isinstance(e, Tile) for e in it)
             tr.fail(TraceError, f"tensor '{t.name}' indexed with {type(it).__name__} {it!r}",
-                    hint="index with tiles, integers, integer scalars or tiles, or `:`")
+                    hint="index with tiles, integers, integer scalars or tiles, or `:`"
+                         + (f"; {porting_hints.tile_tuple([e.extent for e in it])}"
+                            if tiles else ""))
     _check_gather(tr, t, operands)
     return operands, tuple(full), {"slices": slices_attr(sliced)} if sliced else {}
 

@@ -15,6 +15,7 @@ from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import Dim, TensorType
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
+from tiledsl.frontend.porting_hints import HELION_TILE
 from tiledsl.frontend.sites import Site, call_site
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
@@ -63,18 +64,20 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
     if not sizes:
         tr.fail(TraceError, f"td.{kind}() needs at least one size")
     out = []
+    helion = f"; {HELION_TILE}" if kind == "tile" and len(sizes) > 1 else ""
     for s in sizes:
         if isinstance(s, TileValue):
             need_static(s)
             tr.fail(TraceError, f"td.{kind}() sizes must be known when tracing (ints from "
                     "shapes), got a runtime value",
                     hint="only td.tile() with one size takes a runtime value, as a loop's stop "
-                         "inside the grid (td.tile(tq.end), or td.tile(n, stop=s))")
+                         "inside the grid (td.tile(tq.end), or td.tile(n, stop=s))"
+                         + helion)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             tr.fail(TraceError, f"td.{kind}() sizes must be ints, got {type(s).__name__} {s!r}")
         if s < 1:
             tr.fail(ShapeError, f"td.{kind}() over an empty dimension (size {int(s)})",
-                    hint="tiled dimensions must have at least one element")
+                    hint="tiled dimensions must have at least one element" + helion)
         out.append(s if isinstance(s, SymDim) else int(s))
     return tuple(out)
 
