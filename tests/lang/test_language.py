@@ -475,6 +475,16 @@ def torch_spelled_shapes(x, p):
     return rows, zeros, halves
 
 
+def test_a_tensor_size_pickles_as_its_int() -> None:
+    """`x.size` (callable as torch's `x.size(d)`) may size a shape that traces carry to tuning
+    workers: it pickles as the plain element count."""
+    import pickle
+    from tiledsl.lang.torch_names import TensorSize
+    size = TensorSize((3, 4))
+    assert size(1) == 4 and type(pickle.loads(pickle.dumps(size))) is int
+    assert pickle.loads(pickle.dumps(size)) == 12
+
+
 @pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
 def test_torch_spellings_of_shapes_and_like_allocations(backend: str) -> None:
     from support import under_configs

@@ -105,6 +105,9 @@ class TensorSize(int):
         out.shape = shape
         return out
 
+    def __reduce__(self) -> tuple:  # pickles (into traces, to tuning workers) as the int
+        return (int, (int(self),))
+
     def __call__(self, dim: Any = None) -> Any:
         if dim is None:
             return self.shape
