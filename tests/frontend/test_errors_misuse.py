@@ -755,10 +755,22 @@ def computes_with_libdevice(x):
     return out
 
 
+@td.tile_kernel
+def branches_on_libdevice(x):
+    out = td.zeros(x.shape, dtype=x.dtype)
+    for t in td.tile(x.shape[0]):
+        if libdevice.isnan(x[t]):  # <- here
+            out[t] = x[t]
+    return out
+
+
 def test_a_triton_function_in_a_kernel_is_named_with_the_td_functions() -> None:
     """A libdevice stub returns None while the kernel traces: the error names the call (where
-    the None is stored, or lines later where it is used) and lists tiledsl's math."""
+    the None is stored, or lines later where it is used) and lists tiledsl's math. In an `if`
+    the None took the else branch with no error (a kernel of zeros)."""
     pytest.importorskip("triton")
+    assert "libdevice.isnan is a Triton function" in msg(
+        trace_error(td.TraceError, branches_on_libdevice, f32(9)))
     for kernel in (stores_libdevice, computes_with_libdevice):
         err = trace_error(td.TraceError, kernel, f32(9))
         assert "libdevice.asinh is a Triton function" in msg(err), msg(err)

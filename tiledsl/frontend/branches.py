@@ -26,6 +26,7 @@ from tiledsl import dtypes
 from tiledsl.errors import ControlFlowError, Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value
 from tiledsl.ir.ops import broadcastable
+from tiledsl.frontend import foreign_calls
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import TileValue, binary, broadcast_to, cast, constant, to_value, unary
 
@@ -37,6 +38,8 @@ _MISSING = object()
 def branch(cond: Any, then: Branch, orelse: Branch, env: dict, assigned: tuple[str, ...],
            line: int) -> dict:
     """The names bound after an `if` statement whose branches are `then` and `orelse`."""
+    if cond is None:
+        _no_triton_call()
     if not isinstance(cond, TileValue):
         out = dict(env)
         out.update((then if cond else orelse)(env))
@@ -126,9 +129,20 @@ def _unify(tr: Tracer, op: Op, name: str, pair: list[TileValue],
                           ".astype(...), or bind it before the `if` with its final type")
 
 
+def _no_triton_call() -> None:
+    """Fail if the condition being tested (None) comes from a Triton function called on the
+    kernel's line (`if libdevice.isnan(v):`): its stub returns None while the kernel traces,
+    which would silently take the else branch. (None from the user's code stays Python.)"""
+    if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames())) is not None:
+        current().fail(TraceError, foreign_calls.message(call[0]), loc=call[1],
+                       hint=foreign_calls.HINT)
+
+
 def truth(value: Any, line: int) -> Any:
     """The condition of an `if` the rewrite leaves as it is (it has return, break or
     continue): a runtime value cannot steer it."""
+    if value is None:
+        _no_triton_call()
     if isinstance(value, TileValue):
         current().fail(ControlFlowError, "an `if` on a runtime value cannot contain return, "
                        "break or continue", loc=Loc(current().file, line),
@@ -140,6 +154,8 @@ def truth(value: Any, line: int) -> Any:
 def loop_test(value: Any, line: int) -> Any:
     """The condition of a `while` statement: a Python value (a loop unrolled while tracing);
     a runtime one would need a loop op that runs until it fails, which tiledsl lacks."""
+    if value is None:
+        _no_triton_call()
     if isinstance(value, TileValue):
         tr = current()
         what = "scalar" if value.shape == () else f"tile of shape {tr.describe_shape(value.shape)}"

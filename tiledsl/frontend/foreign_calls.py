@@ -52,9 +52,12 @@ def triton_call(frame: FrameType, lineno: int) -> str | None:
     """The name of a Triton function called on line `lineno` of `frame` (`libdevice.asinh`)."""
     line = linecache.getline(frame.f_code.co_filename, lineno).strip()
     try:
-        tree = ast.parse(line + " pass" if line.endswith(":") else line)
-    except SyntaxError:  # one line of a longer statement
-        return None
+        tree = ast.parse(line)
+    except SyntaxError:  # a statement's header (`if f(v):  # ...`) gets a body to parse
+        try:
+            tree = ast.parse(line + "\n pass")
+        except SyntaxError:  # one line of a longer statement
+            return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and (parts := _dotted(node.func)) is not None \
                 and _is_triton(_resolve(parts, frame)):
