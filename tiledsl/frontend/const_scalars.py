@@ -20,40 +20,37 @@ def _to(number: int | float, dtype: Any, what: str) -> TileValue:
     return TileValue(cast(to_value(number), as_dtype(dtype, what)).value, weak=False)
 
 
-class ConstInt(int):
+class _Const:
+    """`.to(dtype)` (also `.cast`, `.astype`) for a Python number type `_kind`."""
+
+    __slots__ = ()
+    _kind: type = int
+
+    def to(self, dtype: Any) -> TileValue:
+        return _to(self._kind(self), dtype, "to")
+
+    def cast(self, dtype: Any) -> TileValue:
+        return _to(self._kind(self), dtype, "cast")
+
+    def astype(self, dtype: Any) -> TileValue:
+        return _to(self._kind(self), dtype, "astype")
+
+    def __reduce__(self) -> tuple:
+        return (self._kind, (self._kind(self),))
+
+
+class ConstInt(_Const, int):
     """A compile-time int argument: an int that also takes `.to(dtype)`."""
 
     __slots__ = ()
-
-    def to(self, dtype: Any) -> TileValue:
-        return _to(int(self), dtype, "to")
-
-    def cast(self, dtype: Any) -> TileValue:
-        return _to(int(self), dtype, "cast")
-
-    def astype(self, dtype: Any) -> TileValue:
-        return _to(int(self), dtype, "astype")
-
-    def __reduce__(self) -> tuple:
-        return (int, (int(self),))
+    _kind = int
 
 
-class ConstFloat(float):
+class ConstFloat(_Const, float):
     """A compile-time float argument: a float that also takes `.to(dtype)`."""
 
     __slots__ = ()
-
-    def to(self, dtype: Any) -> TileValue:
-        return _to(float(self), dtype, "to")
-
-    def cast(self, dtype: Any) -> TileValue:
-        return _to(float(self), dtype, "cast")
-
-    def astype(self, dtype: Any) -> TileValue:
-        return _to(float(self), dtype, "astype")
-
-    def __reduce__(self) -> tuple:
-        return (float, (float(self),))
+    _kind = float
 
 
 def as_seen(value: Any) -> Any:
