@@ -79,17 +79,32 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
 
 def plain(iterable: Any, line: int, what: str = "else") -> Any:
     """The iterable of a loop the rewrite left alone: it has a `what` statement (break,
-    continue or return) at `line`, or an else clause."""
+    continue or return) at `line` that tiledsl.frontend.exits cannot fold, or an else clause."""
     if isinstance(iterable, TileRange):
         tr = current()
-        inside = "" if what == "else" or iterable.loc is None else \
-            f"this `{what}` is inside the td.{iterable.kind}() loop of line {iterable.loc.line}: "
-        tr.fail(TraceError, f"{inside}a td.{iterable.kind}() loop cannot contain break, "
-                "continue, return or an else clause",
-                loc=iterable.loc if what == "else" else Loc(tr.file, line),
-                       hint="skip work with an `if` on a scalar inside the loop (each program "
-                            "takes its branch), or select elements with td.where")
+        kind = f"td.{iterable.kind}()"
+        at = "" if iterable.loc is None else f" of line {iterable.loc.line}"
+        message, hint = {
+            "break": (f"a {kind} loop cannot `break`: its trip count is fixed",
+                      "skip the work of the remaining iterations with an `if` on a value the "
+                      "loop carries; `continue` skips the rest of one iteration"),
+            "else": (f"a {kind} loop cannot have an else clause",
+                     "put the else clause's statements after the loop"),
+        }.get(what, (f"this `{what}` cannot leave the {kind} loop{at}: a bare `return` ends a "
+                     "grid program, and `continue` skips the rest of an iteration, only from "
+                     "the loop's own body and the `if`s in it (not from a nested loop, `with` or "
+                     "`try`, and a `return` with a value is the kernel's, after its loops)",
+                     "move the exit up to the loop's body (inside `if`s), or guard the work "
+                     "with an `if` on a scalar"))
+        tr.fail(TraceError, message, loc=iterable.loc if what == "else" else Loc(tr.file, line),
+                hint=hint)
     return iterable
+
+
+def tiled(iterable: Any) -> bool:
+    """Whether a loop that `tiledsl.frontend.exits` folded for its `return` iterates tiles (and
+    runs folded: the `return` ends a grid program)."""
+    return isinstance(iterable, TileRange)
 
 
 def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],

@@ -16,7 +16,7 @@ binding it: `tiledsl.frontend.liveness`; a grid loop may rebind only the others.
 
 `tiledsl.frontend.loops.loop` traces the body once for a `td.tile`/`td.grid` range and runs it as a plain
 Python loop otherwise. Loops with break/continue/return/else are left as they are (they may not
-iterate a tile range). Line numbers are kept, so errors point at the user's source.
+iterate a tile range), except those `tiledsl.frontend.exits` folds first. Line numbers are kept, so errors point at the user's source.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import textwrap
 from types import FunctionType
 from typing import Any, Callable
 
-from tiledsl.frontend import liveness, loops
+from tiledsl.frontend import exits, liveness, loops
 from tiledsl.errors import Loc, TraceError
 
 
@@ -194,6 +194,8 @@ class _LoopRewriter(ast.NodeTransformer):
         """`if` -> a call of `_td_rt.branch` with each branch a function of the names it
         assigns (as loop bodies are), so a runtime condition can trace both."""
         self.generic_visit(node)
+        if getattr(node, exits.STATIC, False):  # choosing a folded loop (exits.py)
+            return node
         node.test = _Condition().visit(node.test)
         if _escapes(node.body) or _escapes(node.orelse):
             node.test = _rt("truth", [node.test, ast.Constant(node.lineno)], node)
@@ -296,6 +298,7 @@ def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
             raise TraceError(f"kernel '{fn.__name__}' is a generator (it has `yield`); a tile "
                              "kernel returns its outputs", loc=Loc(file, node.lineno),
                              hint="use `return` instead of `yield`")
+    exits.fold(fdef)
     _LoopRewriter(liveness.read_after(fdef)).visit(fdef)
     freevars = fn.__code__.co_freevars
     factory = ast.FunctionDef(
