@@ -621,24 +621,18 @@ def test_arithmetic_on_unindexed_tensor(kernel: td.TileKernel) -> None:
     assert "must be indexed" in msg(err) and err.hint and "[" in err.hint
 
 
-def _copy_rows(x, out):
-    for t in td.tile(x.shape[0]):  # <- here
-        out[t] = x[t]
-
-
 @td.tile_kernel
-def loop_in_a_helper(x):
+def loop_in_a_comprehension(x):
     out = td.empty_like(x)
-    _copy_rows(x, out)
+    _ = [out.__setitem__(t, x[t]) for t in td.tile(x.shape[0])]  # <- here
     return out
 
 
-def test_a_tile_loop_in_a_helper_function_says_where_loops_go() -> None:
-    with pytest.raises(td.TraceError) as info:
-        loop_in_a_helper(f32(10))
-    text = str(info.value)
-    assert "written in the @td.tile_kernel function itself" in text
-    assert "move the loop into the kernel" in text and "loop_in_a_helper" in text
+def test_a_tile_loop_in_a_comprehension_says_where_loops_go() -> None:
+    """(A `for` statement in a helper the kernel calls is rewritten: tests/lang/test_helpers.py.)"""
+    err = trace_error(td.TraceError, loop_in_a_comprehension, f32(10))
+    assert "of the kernel or of a function it calls" in msg(err)
+    assert "a comprehension" in err.hint and "<- here" in err.loc.source_line()
 
 
 # ---- statements a tile kernel cannot hold -------------------------------------------------------

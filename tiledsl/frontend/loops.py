@@ -15,6 +15,7 @@ import numpy as np
 from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, either, loop_test, negate, truth,
 )
+from tiledsl.frontend.helpers import helper  # noqa: F401 (for rewrite)
 from tiledsl.errors import Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable

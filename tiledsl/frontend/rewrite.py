@@ -163,10 +163,11 @@ def _stmts(code: str, at: ast.AST) -> list[ast.stmt]:
 
 
 class _LoopRewriter(ast.NodeTransformer):
-    def __init__(self, read_after: dict[int, dict[str, int]]) -> None:
+    def __init__(self, read_after: dict[int, dict[str, int]], kernel: bool) -> None:
         self.count = 0
         self.depth = 0
         self.read_after = read_after  # liveness.read_after of the kernel, before rewriting
+        self.kernel = kernel  # a kernel (its returns are its outputs), or a helper it calls
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         if self.depth > 0:  # a helper defined inside the kernel: leave it alone
@@ -179,8 +180,22 @@ class _LoopRewriter(ast.NodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         return node
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        """`f(...)` (and `mod.f(...)`) -> `_td_rt.helper(f)(...)`: a helper's own loops and
+        branches are rewritten too (tiledsl/frontend/helpers.py)."""
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Name) and not func.id.startswith("_td_") or \
+                isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
+                                                         and func.value.id == "_td_rt"):
+            node.func = _rt("helper", [func], func)
+        return node
+
     def visit_Return(self, node: ast.Return) -> ast.AST:
         """`return X` -> `return _td_rt.result(X, line)`: outputs are checked at that line."""
+        self.generic_visit(node)
+        if not self.kernel:
+            return node
         value = node.value if node.value is not None else ast.Constant(None)
         node.value = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), "result", ast.Load()),
                               [value, ast.Constant(node.lineno)], [])
@@ -280,9 +295,10 @@ def _own_nodes(fdef: ast.FunctionDef) -> Any:
             todo.extend(ast.iter_child_nodes(node))
 
 
-def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
+def rewrite(fn: FunctionType, source: str, kernel: bool = True) -> Callable[..., Any]:
     """`fn`, whose source text is `source`, with its loops rewritten (same globals, closure
-    values and line numbers)."""
+    values and line numbers); a kernel's returns are checked as its outputs, a helper's
+    (`kernel` False) are its own."""
     file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     tree = ast.parse(textwrap.dedent(source))
     fdef = tree.body[0]
@@ -299,7 +315,7 @@ def rewrite(fn: FunctionType, source: str) -> Callable[..., Any]:
                              "kernel returns its outputs", loc=Loc(file, node.lineno),
                              hint="use `return` instead of `yield`")
     exits.fold(fdef)
-    _LoopRewriter(liveness.read_after(fdef)).visit(fdef)
+    _LoopRewriter(liveness.read_after(fdef), kernel).visit(fdef)
     freevars = fn.__code__.co_freevars
     factory = ast.FunctionDef(
         name="_td_factory",

@@ -53,10 +53,11 @@ class TileRange:
 
     def __iter__(self) -> Any:
         current().fail(TraceError, f"td.{self.kind}(...) can only be iterated by a `for` statement "
-                       "written in the @td.tile_kernel function itself", loc=self.loc,
-                       hint="tile loops are rewritten from the kernel's own source: a loop in a "
-                            "helper function, a nested def or a comprehension is not; move the "
-                            "loop into the kernel and call helpers for the values inside it")
+                       "of the kernel or of a function it calls", loc=self.loc,
+                       hint="tile loops are rewritten from the source of the kernel and of the "
+                            "functions it calls; a comprehension, a generator, or a function "
+                            "reached another way (passed to map(), called through a library) "
+                            "is not: write the loop as a `for` statement there")
 
 
 def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:

@@ -1,0 +1,107 @@
+"""Tile loops and branches in helper functions the kernel calls (tiledsl/frontend/helpers.py):
+the fused-attention tutorial's form, whose key loop is `_attn_fwd_inner(acc, l_i, m_i, ...)`
+returning the carried values, runs as written; errors in a helper name its own file and line."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import under_configs
+
+
+def _attn_inner(acc, l_i, m_i, qt, k, v, b, tq, scale):
+    """The key loop up to the query tile's end: a sequential tile loop carrying (acc, l_i, m_i),
+    with a runtime `if` that masks only the tiles reaching the diagonal."""
+    for tk in td.tile(tq.end):
+        s = (qt @ k[b, tk, :].T) * scale
+        if tk.end > tq.begin:
+            s = td.where(tq.index[:, None] >= tk.index[None, :], s, -float("inf"))
+        m_new = td.maximum(m_i, td.max(s, axis=1))
+        alpha = td.exp(m_i - m_new)
+        p = td.exp(s - m_new[:, None])
+        l_i = l_i * alpha + td.sum(p, axis=1)
+        acc = acc * alpha[:, None] + p.astype(v.dtype) @ v[b, tk, :]
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+def _write_rows(out, b, tq, acc, l_i):
+    out[b, tq, :] = acc / l_i[:, None]
+
+
+@td.tile_kernel
+def attention_with_helpers(q, k, v):
+    batch, seq, d = q.shape
+    out = td.empty((batch, seq, d), dtype=q.dtype)
+    for bh, tq in td.tile(batch, seq, block_size=(1, None)):
+        b = bh.begin
+        qt = q[b, tq, :]
+        m_i = td.full((tq,), -float("inf"), dtype=td.float32)
+        l_i = td.zeros((tq,), dtype=td.float32)
+        acc = td.zeros((tq, d), dtype=td.float32)
+        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, qt, k, v, b, tq, 1.0 / math.sqrt(d))
+        _write_rows(out, b, tq, acc, l_i)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_key_loop_in_a_helper(backend: str) -> None:
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 37, 16)).astype(np.float16) for _ in range(3))
+    s = np.einsum("bqd,bkd->bqk", q.astype(np.float64), k.astype(np.float64)) / 4.0
+    s = np.where(np.tril(np.ones((37, 37), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    expected = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    for config, out in under_configs(attention_with_helpers, (q, k, v), backend):
+        np.testing.assert_allclose(out, expected, rtol=1e-2, atol=1e-2, err_msg=str(config))
+
+
+HELPER_MODULE = '''
+import tiledsl as td
+
+
+def copy_rows(x, out):
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t]
+
+
+def positive_rows(x, out):
+    for t in td.tile(x.shape[0]):
+        if x[t] > 0:  # a tile-shaped condition: an error at this line of this file
+            out[t] = x[t]
+'''
+
+
+def test_helpers_in_another_module(tmp_path: Path) -> None:
+    """A grid loop in an imported helper runs; an error in one names the helper's own file."""
+    path = tmp_path / "row_helpers.py"
+    path.write_text(HELPER_MODULE)
+    spec = importlib.util.spec_from_file_location("row_helpers", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+
+    @td.tile_kernel
+    def copied(x):
+        out = td.empty_like(x)
+        mod.copy_rows(x, out)
+        return out
+
+    @td.tile_kernel
+    def positive(x):
+        out = td.zeros_like(x)
+        mod.positive_rows(x, out)
+        return out
+
+    x = np.random.default_rng(1).standard_normal(11).astype(np.float32)
+    np.testing.assert_array_equal(copied(x), x)
+    with pytest.raises(td.ControlFlowError) as info:
+        positive(x)
+    err = info.value
+    assert "an `if` on a tile" in err.message and err.kernel == "positive"
+    assert err.loc is not None and Path(err.loc.file) == path and err.loc.line == 12

@@ -1,0 +1,81 @@
+"""Helper functions with tile loops and branches of their own, called from a kernel.
+
+Triton kernels keep their inner loops in `@triton.jit` helpers (the fused-attention tutorial's
+`_attn_fwd_inner(acc, l_i, m_i, q, ...)` runs the key loop and returns the carried values).
+tiledsl rewrites a kernel's `for` and `if` statements from its source (rewrite.py), so a helper
+needs the same rewrite: the kernel's rewrite turns each call, `f(...)` or `mod.f(...)`, into
+`_td_rt.helper(f)(...)`, and `helper` gives back, for a Python function whose body has a `for`,
+`if` or `while` statement, its rewritten copy (built once per function; it calls its own
+helpers the same way). The rewrite keeps Python's meaning for Python values, so it leaves alone
+only what cannot gain from it: builtins, lambdas, generators, decorated functions (their source
+is not what runs), functions without source, and those of the standard library, of tiledsl and
+of the array libraries (`LIBRARIES`). Those cost one dictionary lookup. While the copy runs,
+the tracer's file is the helper's, so errors name its lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import os
+import sysconfig
+import textwrap
+import weakref
+from types import FunctionType
+from typing import Any, Callable
+
+from tiledsl.errors import TraceError
+from tiledsl.frontend.tracer import current
+
+LIBRARIES = frozenset({"tiledsl", "lowering", "autotune", "numpy", "triton", "torch", "cupy",
+                       "jax", "optuna", "scipy"})
+_STDLIB = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep
+                for k in ("stdlib", "platstdlib"))
+_CACHE: weakref.WeakKeyDictionary[FunctionType, Callable[..., Any]] = weakref.WeakKeyDictionary()
+_GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def helper(fn: Any) -> Any:
+    """What a kernel calls for `fn(...)`: its rewritten copy, or `fn` itself."""
+    if type(fn) is not FunctionType:
+        return fn
+    try:
+        return _CACHE[fn]
+    except KeyError:
+        out = _CACHE[fn] = _rewritten(fn) or fn
+        return out
+
+
+def _rewritten(fn: FunctionType) -> Callable[..., Any] | None:
+    """`fn` with its loops and branches rewritten, or None when it needs no rewrite."""
+    code = fn.__code__
+    if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR or hasattr(fn, "__wrapped__") \
+            or (fn.__module__ or "").partition(".")[0] in LIBRARIES \
+            or os.path.realpath(code.co_filename).startswith(_STDLIB):
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):  # no source (a REPL, exec), or a decorated line
+        return None
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
+            isinstance(n, (ast.For, ast.If, ast.While)) for n in ast.walk(fdef)):
+        return None
+    from tiledsl.frontend.rewrite import rewrite  # rewrite imports this module
+    try:
+        new = rewrite(fn, source, kernel=False)
+    except TraceError:  # `global` in a loop: Python runs it as it is (tile loops refuse there)
+        return None
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        tr = current()
+        outer, tr.file = tr.file, code.co_filename
+        try:
+            return new(*args, **kwargs)
+        finally:
+            tr.file = outer
+
+    return run
