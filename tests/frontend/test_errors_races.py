@@ -368,3 +368,58 @@ def test_an_arch_that_is_not_one_is_an_error(arch: object) -> None:
                  lambda: scale.config_space(x, 2.0, backend="spatial", arch=arch)):
         with pytest.raises(td.BackendError, match="spatial (preset|architecture)"):
             call()
+
+
+# ---- two stores of one program: program order ---------------------------------------------------
+@td.tile_kernel
+def softmax_minus_onehot(X, Y):
+    """Liger's cross_entropy writes each row's softmax over X in a loop, then `X[r, y] -= 1`: two
+    stores that meet only within one program, which keeps them in order."""
+    n, v = X.shape
+    lse = td.empty((n,), dtype=td.float32)
+    for r in td.grid(n):
+        m = td.full((), -float("inf"), dtype=td.float32)
+        d = td.zeros((), dtype=td.float32)
+        for t in td.tile(v):
+            xb = X[r, t].astype(td.float32)
+            m_new = td.maximum(m, td.max(xb))
+            d = d * td.exp(m - m_new) + td.sum(td.exp(xb - m_new))
+            m = m_new
+        for t in td.tile(v):
+            X[r, t] = (td.exp(X[r, t].astype(td.float32) - m) / d).astype(X.dtype)
+        X[r, Y[r]] -= 1.0
+        lse[r] = m + td.log(d)
+    return lse
+
+
+@td.tile_kernel
+def onehot_into_the_next_row(X, Y):
+    n, v = X.shape
+    for r in td.grid(n - 1):
+        for t in td.tile(v):
+            X[r, t] = X[r, t] * 2.0  # <- there
+        X[r + 1, Y[r]] = 0.0  # <- here
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_stores_that_meet_in_one_program_keep_its_order(backend: str) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 37)).astype(np.float32)
+    Y = np.array([1, 36, 0, 5, 5], np.int32)
+    x = X.astype(np.float64)
+    m = x.max(axis=1, keepdims=True)
+    p = np.exp(x - m) / np.exp(x - m).sum(axis=1, keepdims=True)
+    p[np.arange(5), Y] -= 1
+    out = X.copy()
+    lse = softmax_minus_onehot.run(out, Y, backend=backend)
+    np.testing.assert_allclose(out, p, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(lse, np.log(np.exp(x).sum(axis=1)), rtol=1e-5)
+    if backend == "triton-interpret":  # the threads of one program: a barrier orders them
+        lines = softmax_minus_onehot.source(X, Y, target="triton").splitlines()
+        first = next(i for i, t in enumerate(lines) if "tl.store(X_ptr" in t)  # in the loop
+        reload = next(i for i in range(first, len(lines)) if "tl.load(X_ptr" in lines[i])
+        assert any("tl.debug_barrier()" in t for t in lines[first:reload])
+    err = trace_error(td.TraceError, onehot_into_the_next_row, f32(4, 6),
+                      np.zeros(4, np.int32))  # another program's row: still a race
+    assert "may write elements that the store at line" in msg(err)
+    assert f"line {marker_line(onehot_into_the_next_row, '# <- there')}" in msg(err)

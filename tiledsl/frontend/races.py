@@ -8,7 +8,8 @@ and before any config is chosen, so every backend rejects the kernel the same wa
   leave it out, or compute with it in a way that can repeat, `s[t.begin // (2 * B)]`) has
   several programs along it write the same elements; unless they all write the same values,
   the result depends on the block sizes and on the order the programs run in;
-- `check_overlap`: two stores (or a store and an atomic) of one grid that may write one element;
+- `check_overlap`: two stores (or a store and an atomic) of one grid that may write one element
+  in two programs;
 - `check_read_write`: a load of elements another program of the grid writes (in place).
 """
 
@@ -63,11 +64,18 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> 
 
 
 # ---- overlapping stores ---------------------------------------------------------------------
-# Two different stores of one grid that may write the same element of a tensor race: they may
-# run in different programs (`out[tm] = a; out[tm + 1] = b`), and even in one program the
-# threads that write an element for each store differ. Stores whose elements provably differ
-# (disjoint static slices or constant indices: `out[tm, :n1] = a; out[tm, n1:] = b`) pass; the
-# same access written twice (same tiles, same offsets) keeps program order, as before.
+# Two stores of one grid that may write the same element of a tensor race when they may do so
+# in two programs (`out[tm] = a; out[tm + 1] = b`). They pass when:
+# - each program keeps to its own elements through both (`_own_elements`: along every grid
+#   dimension the programs vary in, both index the tensor with the same expression that gives
+#   each program its own elements, such as the grid tile, a `td.grid` index, or a block-1 tile's
+#   `.begin`). One program's stores then land in program order: the Triton backend puts a
+#   barrier between them (lowering/backends/triton/barriers.py), since different threads write
+#   an element for each store. Liger's cross_entropy writes a row's gradient in a loop, then
+#   `X[r, y] -= 1`; in the two branches of an `if`, `dx[r, t] = 0` / `dx[r, t] = ...`;
+# - their elements provably differ (disjoint static slices or constant indices:
+#   `out[tm, :n1] = a; out[tm, n1:] = b`, or offsets an index never bridges);
+# - they are the same access written twice, run alike by every program (`_alike`).
 
 _Key = tuple
 
@@ -147,28 +155,9 @@ def _own_elements(progs: Programs, a: list, b: list) -> bool:
                    for x, y in zip(a, b)) for d in progs.varying())
 
 
-def _exclusive(tr: Tracer, progs: Programs, old: Op, new_access: list, old_access: list
-               ) -> bool:
-    """Whether the store being traced and `old` sit in different branches of one `if` that no
-    loop of the grid encloses, and keep each program to its own elements (`_own_elements`: a
-    grid tile, a `td.grid` index, a block-1 tile's `.begin`): each program runs one branch once,
-    and two programs write different elements."""
-    if not _own_elements(progs, new_access, old_access):
-        return False
-    old_path = _path(tr.blocks[1], old) or []
-    for (a, i), (b, j) in zip(old_path, _open_path(tr)):
-        if a is not b or a.name != "if":
-            return False
-        if i != j:
-            return True
-    return False
-
-
-def _in_order(tr: Tracer, progs: Programs, old: Op, new_access: list, old_access: list
-              ) -> bool:
-    """Whether the store being traced and `old`, the same access written twice, land in program
-    order: two programs never meet through it (`_own_elements`), or every program runs both
-    stores alike (neither under an `if`, nor in a loop whose trip count depends on the grid), so
+def _alike(tr: Tracer, progs: Programs, old: Op) -> bool:
+    """Whether every program runs the store being traced and `old`, the same access written
+    twice, alike (neither under an `if`, nor in a loop whose trip count depends on the grid), so
     each program's last write to an element is the same store, with the same value along the
     grid dimensions it leaves out (`check_store`). A store in one branch of an `if` on `tn` and
     the same access in the other (`out[tm] = 0` / `out[tm] = 1`) would race along `tn`."""
@@ -176,16 +165,14 @@ def _in_order(tr: Tracer, progs: Programs, old: Op, new_access: list, old_access
         return all(op.name == "for" and not any(
             progs.depends(v) for v in op.operands[:len(op.operands) - len(loop_inits(op))])
             for op, _ in path)
-    return _own_elements(progs, new_access, old_access) or \
-        alike(_path(tr.blocks[1], old) or []) and alike(_open_path(tr))
+    return alike(_path(tr.blocks[1], old) or []) and alike(_open_path(tr))
 
 
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                   atomic: bool = False) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
-    element (see above). Atomics (`atomic`) combine with each other in any order, but not with a
-    store. Stores in the two branches of an `if` directly in the grid that share a grid tile
-    never meet (`if ignored: dx[tb, t1] = 0 else: dx[tb, t2] = ...`)."""
+    element in two programs (see above). Atomics (`atomic`) combine with each other in any
+    order, but not with a store."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     shape, progs = tensor.type.shape, Programs(tr)
@@ -197,10 +184,9 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             continue
         if op.operands[0] is tensor.value:  # through another view of it: not comparable
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
-            old_keys, new_keys = [k for k, _, _ in old], [k for k, _, _ in new]
-            if old_keys == new_keys and _in_order(tr, progs, op, new, old) \
-                    or any(_never_meet(progs, a, b) for a, b in zip(old, new)) \
-                    or _exclusive(tr, progs, op, new, old):
+            if _own_elements(progs, new, old) \
+                    or [k for k, _, _ in old] == [k for k, _, _ in new] and _alike(tr, progs, op) \
+                    or any(_never_meet(progs, a, b) for a, b in zip(old, new)):
                 continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
