@@ -31,12 +31,14 @@ def if_on_tile(x):
 
 
 @td.tile_kernel
-def while_on_tile(x):
+def while_with_break(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
         v = x[t]
         while td.sum(v) > 0:  # <- here
             v = v - 1.0
+            if td.max(v) < 0:
+                break
         out[t] = v
     return out
 
@@ -95,24 +97,12 @@ def test_control_flow_on_tile(kernel: td.TileKernel) -> None:
     assert isinstance(err, td.TraceError)
 
 
-@td.tile_kernel
-def spin_lock(out, lock):  # Triton's `while tl.atomic_cas(lock, 0, 1) == 1: pass`
-    for _i in td.grid(8):
-        while td.atomic_cas(lock, [0], 0, 1) == 1:  # <- here
-            pass
-        out[0] = out[0] + 1.0
-        td.atomic_xchg(lock, [0], 0)
-
-
-@pytest.mark.parametrize("kernel", [while_on_tile, spin_lock], ids=lambda k: k.name)
-def test_a_while_on_a_runtime_value_is_not_supported_yet(kernel: td.TileKernel) -> None:
-    """Said as such at the `while` line (not "use `if`"), with the bounded loop and the
-    atomic to write instead."""
-    args = (f32(1), np.zeros(1, np.int32)) if kernel is spin_lock else (f32(8),)
-    err = trace_error(td.ControlFlowError, kernel, *args)
-    assert "`while` loop on a runtime scalar" in msg(err)
-    assert "not supported yet" in msg(err)
-    assert "td.tile(max_iters, block_size=1)" in msg(err) and "td.atomic_add" in msg(err)
+def test_a_while_with_break_on_a_runtime_value_is_refused() -> None:
+    """A `while` op runs until its condition fails; a `break` is said at the `while` line
+    with the flag to carry instead (tests/lang/test_while.py runs the supported forms)."""
+    err = trace_error(td.ControlFlowError, while_with_break, f32(8))
+    assert "cannot contain `break` or `return`" in msg(err)
+    assert "carry a flag" in err.hint
 
 
 @td.tile_kernel

@@ -46,7 +46,7 @@ def branch(cond: Any, then: Branch, orelse: Branch, env: dict, assigned: tuple[s
         return out
     tr = current()
     loc = Loc(tr.file, line)
-    c = _condition(tr, cond, loc)
+    c = condition(tr, cond, loc)
     op = Op("if", [c.value], [], {}, [Block(), Block()], loc)
     tr.blocks[-1].ops.append(op)
     outs = []
@@ -59,18 +59,20 @@ def branch(cond: Any, then: Branch, orelse: Branch, env: dict, assigned: tuple[s
     return out
 
 
-def _condition(tr: Tracer, cond: TileValue, loc: Loc) -> TileValue:
-    """A bool scalar from a runtime condition; errors for tiles and for host-level values."""
+def condition(tr: Tracer, cond: TileValue, loc: Loc, what: str = "if") -> TileValue:
+    """A bool scalar from a runtime condition of an `if` (or `while`: `what`); errors for tiles
+    and for host-level values."""
     if cond.shape != ():
         tr.fail(ControlFlowError, f"an `if` on a tile of shape {tr.describe_shape(cond.shape)}: "
                 "each lane would take its own branch", loc=loc,
                 hint="select per lane with td.where(cond, x, y); an `if` takes a scalar "
                      "(e.g. td.sum(...) > 0, a loaded length, a scalar argument)")
     if tr.depth == "host":
-        tr.fail(ControlFlowError, "an `if` on a runtime value outside the tile loops", loc=loc,
-                hint="put the `if` inside the grid loop, where each program decides for "
-                     "itself (`for t in td.tile(n): if alpha > 0: ...`); conditions on shapes "
-                     "and dtypes are Python values already")
+        article = "an" if what == "if" else "a"
+        tr.fail(ControlFlowError, f"{article} `{what}` on a runtime value outside the tile loops",
+                loc=loc, hint=f"put the `{what}` inside the grid loop, where each program "
+                              "decides for itself (`for t in td.tile(n): if alpha > 0: ...`); "
+                              "conditions on shapes and dtypes are Python values already")
     if cond.dtype.is_bool:
         return cond
     return binary("ne", cond, 0)
@@ -152,20 +154,16 @@ def truth(value: Any, line: int) -> Any:
 
 
 def loop_test(value: Any, line: int) -> Any:
-    """The condition of a `while` statement: a Python value (a loop unrolled while tracing);
-    a runtime one would need a loop op that runs until it fails, which tiledsl lacks."""
+    """The condition of a `while` statement the rewrite left as it is (it has break, return or
+    an else clause): a Python value (a loop unrolled while tracing), not a runtime one."""
     if value is None:
         _no_triton_call()
     if isinstance(value, TileValue):
         tr = current()
-        what = "scalar" if value.shape == () else f"tile of shape {tr.describe_shape(value.shape)}"
-        tr.fail(ControlFlowError, f"a `while` loop on a runtime {what}: `while` loops on runtime "
-                "values are not supported yet", loc=Loc(tr.file, line),
-                hint="loop a bounded number of times and skip the rest with an `if` "
-                     "(`for it in td.tile(max_iters, block_size=1): if cond: ...`); instead of "
-                     "a spin lock around an update (`while td.atomic_cas(lock, ...) == 1`), "
-                     "update with an atomic (td.atomic_add(out, [i], v))"
-                     + ("; to select per lane, td.where(cond, x, y)" if value.shape else ""))
+        tr.fail(ControlFlowError, "a `while` loop on a runtime value cannot contain `break` or "
+                "`return`, or have an else clause", loc=Loc(tr.file, line),
+                hint="carry a flag and test it in the condition (`while go and i < n:`); "
+                     "`continue` skips the rest of a trip")
     return value
 
 
@@ -189,14 +187,14 @@ def negate(value: Any, line: int) -> Any:
     if not isinstance(value, TileValue):
         return not value
     tr = current()
-    return unary("not", _condition(tr, value, Loc(tr.file, line)))
+    return unary("not", condition(tr, value, Loc(tr.file, line)))
 
 
 def _short(first: TileValue, second: Callable[[], Any], when: bool, line: int) -> TileValue:
     """`when` where `first` is `when`, else `second()` (as a bool scalar)."""
     tr = current()
     loc = Loc(tr.file, line)
-    c = _condition(tr, first, loc)
+    c = condition(tr, first, loc)
     op = Op("if", [c.value], [], {}, [Block(), Block()], loc)
     tr.blocks[-1].ops.append(op)
     decided, later = (0, 1) if when else (1, 0)
@@ -205,7 +203,7 @@ def _short(first: TileValue, second: Callable[[], Any], when: bool, line: int) -
     with tr.region(op.regions[later], "if"):
         rest = second()
         value = rest if isinstance(rest, TileValue) else to_value(bool(rest))
-        tr.emit("yield", [_condition(tr, value, loc).value], loc=loc)
+        tr.emit("yield", [condition(tr, value, loc).value], loc=loc)
     op.results = [Value(c.type, "cond")]
     op.results[0].owner = op
     return TileValue(op.results[0])

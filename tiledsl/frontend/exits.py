@@ -63,6 +63,9 @@ def _block(stmts: list[ast.stmt], counter: list[int]) -> None:
                 out.extend(_dual(stmt, counter[0]))
                 continue
             stmt.body = _fold(stmt.body)  # `continue` means the same over any iterable
+        elif isinstance(stmt, ast.While) and not stmt.orelse and _exits(stmt.body) \
+                and not _first_return(stmt.body):
+            stmt.body = _fold(stmt.body)  # `continue`: the rest of the trip is skipped
         out.append(stmt)
     stmts[:] = out
 

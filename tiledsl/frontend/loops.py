@@ -15,8 +15,9 @@ import numpy as np
 from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, either, loop_test, negate, truth,
 )
+from tiledsl.frontend.branches import condition
 from tiledsl.frontend.helpers import helper  # noqa: F401 (for rewrite)
-from tiledsl.errors import Loc, TraceError
+from tiledsl.errors import ControlFlowError, Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import RangeType
@@ -250,3 +251,89 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
 
     return level(0, [inits[n].value for n in carried]), out
 
+
+
+# ---- while loops ---------------------------------------------------------------------------
+_TRIPS_LIMIT = 1 << 16  # trips of a while loop on Python values, before it counts as endless
+
+
+def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tuple[str, ...],
+               line: int) -> dict:
+    """A rewritten `while` statement: `test(env)` is its condition over the names the body
+    binds, `body(env)` the body. On Python values it is Python's loop (unrolled while tracing);
+    once the condition is a runtime scalar, a `while` op: each program runs its own trips,
+    carrying the names bound before the loop that the body rebinds (as a tile loop does)."""
+    tr = current()
+    env = dict(env)
+    for _ in range(_TRIPS_LIMIT):
+        cond = test(env)
+        if isinstance(cond, TileValue):
+            return _while_op(tr, test, body, env, assigned, Loc(tr.file, line), cond)
+        if not cond:
+            return env
+        env.update(body(env))
+    tr.fail(TraceError, f"this `while` loop ran {_TRIPS_LIMIT} times on Python values while the "
+            "kernel was traced", loc=Loc(tr.file, line),
+            hint="a loop on Python values is unrolled: bound it, or loop on a runtime value")
+
+
+def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
+              assigned: tuple[str, ...], loc: Loc, cond: TileValue) -> dict:
+    """The `while` op of a loop whose condition `cond` is a runtime value (see `while_loop`)."""
+    go = _go(tr, cond, loc)
+    carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
+    inits = {n: to_value(env[n]) for n in carried}
+    for _attempt in range(len(carried) + 1):
+        block, symbols = tr.blocks[-1], len(tr.symbols)
+        start = len(block.ops)
+        try:
+            results, out = _while_body(tr, test, body, env, carried, inits, go, loc)
+            break
+        except _Mismatch as m:
+            del block.ops[start:]
+            tr.rollback_symbols(symbols)
+            inits[m.name] = _widen(tr, loc, m.name, inits[m.name], m.result)
+    for n in assigned:  # names bound to non-values may not change inside the loop
+        if n in env and n not in inits and out.get(n) is not env[n]:
+            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a `while` "
+                    "loop on a runtime value", loc=loc,
+                    hint="only tile values and numbers can be carried across its trips")
+    out = dict(env)
+    out.update({n: TileValue(v, inits[n].weak) for n, v in zip(carried, results)})
+    return out
+
+
+def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
+                carried: list[str], inits: dict[str, TileValue], go: TileValue, loc: Loc
+                ) -> tuple[list[Value], dict]:
+    """Trace the op: its region runs the body, then the condition on the values it leaves."""
+    args = [Value(inits[n].type, n) for n in carried]
+    region = Block(args)
+    results = [Value(inits[n].type, n) for n in carried]
+    tr.blocks[-1].ops.append(Op("while", [go.value, *(inits[n].value for n in carried)], results,
+                                {}, [region], loc))
+    with tr.region(region, "loop"):
+        inner = dict(env)
+        inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
+        out = body(inner)
+        after = {**inner, **out}
+        yielded = []
+        for n, a in zip(carried, args):
+            v = to_value(after[n])
+            if v.type != a.type:
+                raise _Mismatch(n, v)
+            yielded.append(v.value)
+        again = test(after)
+        again = _go(tr, again if isinstance(again, TileValue) else to_value(bool(again)), loc)
+        tr.emit("yield", [again.value, *yielded], loc=loc)
+    return results, out
+
+
+def _go(tr: Tracer, cond: TileValue, loc: Loc) -> TileValue:
+    """The bool scalar a `while` loop tests; errors for tiles and for host-level values."""
+    if cond.shape != ():
+        tr.fail(ControlFlowError, f"a `while` loop on a tile of shape "
+                f"{tr.describe_shape(cond.shape)}: each lane would loop on its own",
+                loc=loc, hint="loop on a scalar (td.max(cond) or td.sum(cond) > 0); to select "
+                              "per lane, td.where(cond, x, y)")
+    return condition(tr, cond, loc, "while")

@@ -238,11 +238,36 @@ class _LoopRewriter(ast.NodeTransformer):
                                 for n in names), node) if names else []
         return [*funcs, call, *rebind]
 
-    def visit_While(self, node: ast.While) -> ast.AST:
-        """`while c:` -> `while _td_rt.loop_test(c, line):`, which refuses a runtime `c`."""
+    def visit_While(self, node: ast.While) -> Any:
+        """`while c: body` -> functions of the names the body assigns, for the condition and
+        the body, run by `_td_rt.while_loop` (a Python loop, or a `while` op on a runtime `c`).
+        A loop with break/continue/return or an else clause stays a `while` statement whose
+        condition `_td_rt.loop_test` refuses to be a runtime value."""
         self.generic_visit(node)
-        node.test = _rt("loop_test", [node.test, ast.Constant(node.lineno)], node)
-        return node
+        if node.orelse or _escapes(node.body):
+            node.test = _rt("loop_test", [node.test, ast.Constant(node.lineno)], node)
+            return node
+        self.count += 1
+        k = f"{node.lineno}_{self.count}"
+        finder = _Assigned()
+        for stmt in node.body:
+            finder.visit(stmt)
+        names = tuple(n for n in finder.names if not n.startswith("_td_"))
+        prologue = "".join(f"if {n!r} in _td_env: {n} = _td_env[{n!r}]\n" for n in names)
+        test, body = _stmts(f"def _td_test_{k}(_td_env):\n" + textwrap.indent(
+            prologue + "return None\n", "    ") + f"def _td_wbody_{k}(_td_env):\n"
+            + textwrap.indent(prologue + f"return _td_rt.collect(locals(), {names!r})\n", "    "),
+            node)
+        assert isinstance(test, ast.FunctionDef) and isinstance(body, ast.FunctionDef)
+        returned = test.body[-1]
+        assert isinstance(returned, ast.Return)
+        returned.value = _Condition().visit(node.test)
+        body.body = body.body[:-1] + node.body + body.body[-1:]
+        call = _stmts(f"_td_env_{k} = _td_rt.while_loop(_td_test_{k}, _td_wbody_{k}, "
+                      f"_td_rt.capture(locals(), {names!r}), {names!r}, {node.lineno})", node)
+        rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
+                                for n in names), node) if names else []
+        return [ast.fix_missing_locations(test), ast.fix_missing_locations(body), *call, *rebind]
 
     def visit_For(self, node: ast.For) -> Any:
         read_after = self.read_after.get(id(node), {})

@@ -170,7 +170,9 @@ def loop_inits(op: Op) -> list[Value]:
 
 
 def result_sources(op: Op, i: int) -> list[Value]:
-    """The values result `i` of an op with regions may take: a `for`'s initial value and what
-    its body yields, or what each branch of an `if` yields."""
+    """The values result `i` of an op with regions may take: a `for`'s (or `while`'s) initial
+    value and what its body yields, or what each branch of an `if` yields."""
+    if op.name == "while":  # its operands and yields lead with a condition
+        return [op.operands[i + 1], op.regions[0].ops[-1].operands[i + 1]]
     yields = [r.ops[-1].operands[i] for r in op.regions if r.ops and r.ops[-1].name == "yield"]
     return ([loop_inits(op)[i]] if op.name == "for" else []) + yields

@@ -724,6 +724,20 @@ def _if(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Typ
     return list(res or [])
 
 
+@_def("while", explicit_type=True, pure=False, regions=1)
+def _while(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """A loop on a runtime condition: the first operand (a bool scalar) says whether the first
+    trip runs, the others are the carried values' initial values; the region takes the carried
+    values and yields whether to run another trip, then their new values:
+    `go, v = cond, init; while go: go, v = body(v)`. The results are the last values."""
+    if not ts or not (isinstance(ts[0], TileType) and ts[0].shape == () and ts[0].dtype.is_bool):
+        raise IRError("while: the first operand must be a bool scalar (whether the first trip "
+                      "runs)")
+    if res is None or list(res) != list(ts[1:]):
+        raise IRError("while: results must have the types of the initial values")
+    return list(res)
+
+
 @_def("yield", pure=False, terminator=True)
 def _yield(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     return []

@@ -9,8 +9,8 @@ from tiledsl.ir.ops import ISOLATED, OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
 _HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
-_DEVICE_ONLY = ("load", "store", "atomic", "for", "if", "yield", "mask", "tile.index", "tile.begin",
-                "tile.size", "tile.shift")
+_DEVICE_ONLY = ("load", "store", "atomic", "for", "if", "while", "yield", "mask", "tile.index",
+                "tile.begin", "tile.size", "tile.shift")
 
 
 class Verifier:
@@ -101,6 +101,14 @@ class Verifier:
                 yielded = region.ops[-1].operands if region.ops else []
                 if [v.type for v in yielded] != [o.type for o in inits]:
                     raise self.fail(op, "yielded values do not match the carried values")
+            elif op.name == "while":
+                region = op.regions[0]
+                if [a.type for a in region.args] != [o.type for o in op.operands[1:]]:
+                    raise self.fail(op, "carried arguments do not match the initial values")
+                self.block(region, scope, "loop", "yield")
+                if [v.type for v in region.ops[-1].operands] != [o.type for o in op.operands]:
+                    raise self.fail(op, "the body yields a bool scalar (whether to run another "
+                                        "trip), then values matching the carried values")
             elif op.name == "if":
                 for region in op.regions:
                     if region.args:

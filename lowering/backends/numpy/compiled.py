@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from lowering.backends.numpy.branches import run_if
+from lowering.backends.numpy.whiles import run_while
 from lowering.backends.numpy.elementwise import compute_dtype, evaluate, function_of
 from lowering.backends.numpy.plan import uses_in
 from tiledsl.ir.core import Block, Op, Value
@@ -37,8 +38,8 @@ def compile_block(ex: Any, block: Block, release: bool) -> Compiled:
     global made
     made += 1
     source, names = _source(ex, block, release)
-    namespace: dict[str, Any] = {"run_if": run_if, "_ew": evaluate, "_unary": _unary,
-                                 "_binary": _binary, **names}
+    namespace: dict[str, Any] = {"run_if": run_if, "run_while": run_while, "_ew": evaluate,
+                                 "_unary": _unary, "_binary": _binary, **names}
     exec(compile(source, f"<tiledsl numpy {ex.fn.name}>", "exec"), namespace)
     run = namespace["run"]
     run.source = source  # type: ignore[attr-defined]
@@ -125,6 +126,8 @@ def _call(op: Op, kind: str, rule: Any, args: list[str], bind: Callable[[Any, st
         return f"ex.loop({o}, env, {body})"
     if kind == "if":
         return f"run_if(ex, {o}, env)"
+    if kind == "while":
+        return f"run_while(ex, {o}, env)"
     return f"ex.no_rule({o})"
 
 

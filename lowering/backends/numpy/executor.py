@@ -15,6 +15,7 @@ import numpy as np
 
 from lowering.backends.numpy import active_box, compiled, conflicts, memory, prepared
 from lowering.backends.numpy.branches import run_if
+from lowering.backends.numpy.whiles import run_while
 from lowering.backends.numpy.dots import grid_dot
 from lowering.backends.numpy.persistent import run_strided
 from lowering.backends.numpy.plan import last_uses, plan_of
@@ -136,6 +137,8 @@ class Executor:
                 outs = self.loop(op, env)
             elif kind is _IF:
                 outs = run_if(self, op, env)
+            elif kind is _WHILE:
+                outs = run_while(self, op, env)
             else:
                 raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
             for r, o in zip(results, outs):
@@ -335,8 +338,8 @@ class Executor:
         return out
 
 
-_RULE, _ELEMENTWISE, _RETURN, _GRID, _FOR, _IF, _NONE = (
-    "rule", "elementwise", "return", "grid", "for", "if", "none")
+_RULE, _ELEMENTWISE, _RETURN, _GRID, _FOR, _IF, _WHILE, _NONE = (
+    "rule", "elementwise", "return", "grid", "for", "if", "while", "none")
 
 
 def _step(op: Op) -> tuple[Op, str, Any]:
@@ -346,7 +349,7 @@ def _step(op: Op) -> tuple[Op, str, Any]:
         return op, _RULE, RULES[op.name]
     if op.name in ELEMENTWISE:
         return op, _ELEMENTWISE, op.result.type.dtype.np  # type: ignore[union-attr]
-    kind = {"grid": _GRID, "for": _FOR, "if": _IF}.get(op.name, _NONE)
+    kind = {"grid": _GRID, "for": _FOR, "if": _IF, "while": _WHILE}.get(op.name, _NONE)
     return op, kind, None
 
 

@@ -102,6 +102,12 @@ class Stops:
         for op in block.ops:
             if op.name == "load" and varying:
                 self.varying[op] = varying
+            if op.name == "while":
+                raise BackendError(
+                    "backend 'spatial' cannot map a `while` loop on a runtime value: the mapper "
+                    "plans each program's trips before the run", kernel=self.fn.name, loc=op.loc,
+                    hint="loop over a bounded td.tile() range and skip the trips past the end "
+                         "with an `if` (or `continue`)")
             if op.name == "if":  # its side per program: known if its condition is (`condition`)
                 self._depends(op, op.operands[0], "condition")
             first = loop_first(op) if op.name == "for" else None

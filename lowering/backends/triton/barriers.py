@@ -153,8 +153,9 @@ def _trips_disjoint(x: Op, path: Path, y: Op, block: Block) -> bool:
         if b is block:
             return True
         op = b.ops[i]
-        if op.name == "for" and not all(_indexes(x, y, r) for r in loop_ranges(op)):
-            return False
+        if op.name == "while" or op.name == "for" and not all(_indexes(x, y, r)
+                                                               for r in loop_ranges(op)):
+            return False  # (a `while` loop's trips have no range to tell them apart)
     return True
 
 
@@ -234,5 +235,7 @@ def _yielded_into(op: Op, owners: dict[int, Op]) -> list[Value]:
     for region_id, owner in owners.items():
         for region in owner.regions:
             if id(region) == region_id and region.ops and region.ops[-1] is op:
-                return list(owner.results) + (loop_carried(owner) if owner.name == "for" else [])
+                carried = loop_carried(owner) if owner.name == "for" else \
+                    region.args if owner.name == "while" else []
+                return list(owner.results) + list(carried)
     return []

@@ -191,7 +191,8 @@ def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
                 r = op.regions[0].args[0].type
                 b = blocks.get(r.block, r.block) if isinstance(r.block, str) else r.block
                 visit(op.regions[0], mult * _mean_trips(op, r.extent, b))
-            else:  # a grid, or the branches of an `if` (counted as if taken)
+            else:  # a grid, the branches of an `if` (counted as if taken), or a `while` loop's
+                # body (counted once: its trips are known only when it runs)
                 for region in op.regions:
                     visit(region, mult)
     visit(fn.body, 1)

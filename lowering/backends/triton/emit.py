@@ -24,6 +24,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from lowering.backends.triton import shape_rules as _shape_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import branch_rules as _branch_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import while_rules as _while_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import atomic_rules as _atomic_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import random_rules as _random_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import scan_rules as _scan_rules  # noqa: F401 (registers rules)

@@ -136,7 +136,8 @@ TMA_BOX = 256  # the most elements a tensor descriptor's box spans in a dimensio
 FREE = ("broadcast", "expand_dims", "const", "tile.index", "tile.begin", "tile.size",
         "mask")  # a mask is no code where the tile has no padded lanes, else a select in place
 ELEMENTWISE = (*BINARY, *COMPARE, *UNARY, "where", "cast", "mask")
-BARRIERS = ("reduce", "dot", "cumsum", "for", "if", "store")  # what a chain cannot fuse across
+# what a chain cannot fuse across
+BARRIERS = ("reduce", "dot", "cumsum", "for", "if", "while", "store")
 TO_SHARED = ("dot", "transpose", "mask")  # a load used only through these feeds a dot
 
 
