@@ -410,6 +410,37 @@ def test_a_runtime_start_skips_what_comes_before_it(backend: str) -> None:
             np.testing.assert_array_equal(size, end - begin, err_msg=f"{window} {blocks}")
 
 
+@td.tile_kernel
+def jagged_dense_add(x_data, x_offsets, y):
+    """Helion's jagged_dense_add: row r adds its jagged entries to the first `nnz` columns of
+    `y` in one loop (`stop=nnz`) and copies the rest in another (`start=nnz`); the two stores
+    meet only in one program's row, on either side of its own `nnz`."""
+    rows, n = y.shape
+    out = td.empty((rows, n), dtype=y.dtype)
+    for r in td.grid(rows):
+        first = x_offsets[r]
+        nnz = x_offsets[r + 1] - first
+        for tk in td.tile(n, stop=nnz):
+            out[r, tk] = y[r, tk] + x_data[first + tk.index]
+        for tk in td.tile(n, start=nnz):
+            out[r, tk] = y[r, tk]
+    return out
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, "spatial"])
+def test_a_stop_loop_and_a_start_loop_split_each_row(backend: str) -> None:
+    rng = np.random.default_rng(9)
+    lengths = np.array([3, 0, 7, 5, 9])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    x_data = rng.standard_normal(offsets[-1]).astype(np.float32)
+    y = rng.standard_normal((5, 9)).astype(np.float32)
+    expected = y.astype(np.float64)
+    for i, (a, b) in enumerate(zip(offsets, offsets[1:])):
+        expected[i, :b - a] += x_data[a:b]
+    for config, out in under_configs(jagged_dense_add, (x_data, offsets, y), backend):
+        np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6, err_msg=str(config))
+
+
 def test_triton_starts_at_the_first_tile_that_meets_the_start() -> None:
     x = np.ones(150, dtype=np.float32)
     src = window_before_end.source(x, 7, target="triton", config=Config(block_sizes=(16, 8)))

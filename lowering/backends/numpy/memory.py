@@ -413,7 +413,7 @@ def without_stops(indices: list[Index], rank: int, ntile: int
             ix = idx.index().reshape(idx.begin.shape + tuple(tail))
             ok = ix < np.reshape(idx.limit(), np.shape(idx.limit()) + (1,) * ntile)
             if idx.start is not None:
-                ok &= ix >= idx.start.reshape(idx.start.shape + (1,) * ntile)
+                ok = ok & (ix >= idx.start.reshape(idx.start.shape + (1,) * ntile))
             valid = ok if valid is None else valid & ok
         if idx is None or isinstance(idx, (RangeRT, Slice)):
             pos += 1
