@@ -70,12 +70,14 @@ def apart(x, i, j):
 
 @td.tile_kernel
 def masked(x):
-    """The upper triangle of x (7 elsewhere) doubled where positive, -1 elsewhere."""
+    """The upper triangle of x (7 elsewhere) doubled where positive, -1 elsewhere (with Triton's
+    cache hints, which change no value)."""
     m, n = x.shape
     out = td.full((m, n), -1.0, dtype=x.dtype)
     for tm, tn in td.tile(m, n):
-        v = td.load(x, [tm, tn], mask=tn.index[None, :] >= tm.index[:, None], other=7)
-        td.store(out, [tm, tn], v * 2.0, mask=v > 0)
+        v = td.load(x, [tm, tn], mask=tn.index[None, :] >= tm.index[:, None], other=7,
+                    eviction_policy="evict_first")
+        td.store(out, [tm, tn], v * 2.0, mask=v > 0, cache_modifier=".cs")
     return out
 
 
@@ -142,6 +144,31 @@ def test_a_masked_load_reads_other_and_a_masked_store_skips(backend: str) -> Non
     want = np.where(v > 0, 2 * v, -1.0)
     for _, out in under_configs(masked, (x,), backend):
         assert_close(out, want, np.float32)
+
+
+def test_cache_hints_reach_triton_and_bad_ones_are_errors() -> None:
+    x = _rng().standard_normal((9, 5)).astype(np.float32)
+    src = masked.source(x, target="triton")
+    assert "eviction_policy='evict_first')" in src and "cache_modifier='.cs')" in src
+
+    @td.tile_kernel
+    def both(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = td.load(x, [t], eviction_policy="evict_last", cache_modifier=".ca")
+        return out
+
+    @td.tile_kernel
+    def unknown(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            td.store(out, [t], x[t], cache_modifier=".ca")  # a load's modifier
+        return out
+
+    with pytest.raises(td.TraceError, match="not both"):
+        both(x[0])
+    with pytest.raises(td.TraceError, match=r"cache_modifier='\.ca' is not one of '\.wb'"):
+        unknown(x[0])
 
 
 @pytest.mark.parametrize("backend", ["numpy", "spatial"])

@@ -286,11 +286,13 @@ class Tensor:
     def __setitem__(self, idx: Any, value: Any) -> None:
         self.store(idx, value)
 
-    def load(self, idx: Any, mask: Any = None, other: Any = None) -> TileValue:
-        """`self[idx]`, and with `mask` (td.load) only where it holds; elsewhere `other`."""
+    def load(self, idx: Any, mask: Any = None, other: Any = None,
+             hints: dict[str, str] | None = None) -> TileValue:
+        """`self[idx]`, and with `mask` (td.load) only where it holds; elsewhere `other`.
+        `hints`: Triton's cache hints (tiledsl/lang/access.py)."""
         tr = current()
         operands, full, sliced = _indices(tr, self, idx, reading=True)
-        attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced
+        attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced | (hints or {})
         check_read_write(tr, self, operands, attrs, writing=False)
         if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
             attrs["other"] = zero(self.dtype)
@@ -301,8 +303,10 @@ class Tensor:
                 attrs["other"] = _other(tr, self, other)
         return TileValue(tr.emit("load", [self.value, *operands], attrs)[0])
 
-    def store(self, idx: Any, value: Any, mask: Any = None) -> None:
-        """`self[idx] = value`, and with `mask` (td.store) only where it holds."""
+    def store(self, idx: Any, value: Any, mask: Any = None,
+              hints: dict[str, str] | None = None) -> None:
+        """`self[idx] = value`, and with `mask` (td.store) only where it holds (`hints`: as
+        `load`'s)."""
         tr = current()
         operands, full, sliced = _indices(tr, self, idx)
         from tiledsl.ir.ops import indexed_shape
@@ -316,7 +320,7 @@ class Tensor:
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
-        tr.emit("store", [self.value, *operands, v.value], attrs)
+        tr.emit("store", [self.value, *operands, v.value], attrs | (hints or {}))
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -9,6 +9,11 @@ defaults to 0, as Helion's masked loads read 0; `other=None` leaves them undefin
 the NumPy backend), for a kernel that never uses them. Helion's `extra_mask=` is the same
 argument as `mask=`.
 
+Triton's cache hints pass through: `eviction_policy=` ("evict_first", "evict_last") and
+`cache_modifier=` (a load's ".ca", ".cg", ".cv"; a store's ".wb", ".cg", ".cs", ".wt"), one
+of the two per access, reach the generated `tl.load`/`tl.store` as written. They change no
+value, so the NumPy and spatial backends ignore them, as do tensor-descriptor (TMA) accesses.
+
 Outside a kernel, `td.load(path)` loads an ahead-of-time kernel package (tiledsl.interop.aot.load).
 """
 
@@ -21,6 +26,23 @@ from tiledsl.frontend.tracer import active, current
 from tiledsl.frontend.values import Tensor
 
 _DEFAULT = object()
+EVICTION = ("", "evict_first", "evict_last")
+CACHE = {"td.load()": ("", ".ca", ".cg", ".cv"), "td.store()": ("", ".wb", ".cg", ".cs", ".wt")}
+
+
+def _hints(what: str, eviction_policy: Any, cache_modifier: Any) -> dict[str, str]:
+    """The access's cache hints as op attributes (none for the defaults)."""
+    for name, value, allowed in (("eviction_policy", eviction_policy, EVICTION),
+                                 ("cache_modifier", cache_modifier, CACHE[what])):
+        if value not in allowed:
+            current().fail(TraceError, f"{what}: {name}={value!r} is not one of "
+                           f"{', '.join(repr(a) for a in allowed if a)}",
+                           hint="Triton's cache hints; they change no value")
+    if eviction_policy and cache_modifier:  # ptxas refuses some pairs (.evict_last with .ca)
+        current().fail(TraceError, f"{what}: give eviction_policy= or cache_modifier=, not both",
+                       hint="PTX combines only some of them; pick the one that matters")
+    return {k: v for k, v in (("eviction_policy", eviction_policy),
+                              ("cache_modifier", cache_modifier)) if v}
 
 
 def _index(idx: Any) -> Any:
@@ -42,7 +64,7 @@ def _tensor(what: str, x: Any) -> Tensor:
 
 
 def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
-         extra_mask: Any = None) -> Any:
+         extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "") -> Any:
     """`x[index]` where `mask` holds, `other` (default 0) elsewhere; see the module's docstring.
     Called outside a kernel with a path, it loads a kernel package (tiledsl.interop.aot.load)."""
     if active() is None and not isinstance(x, Tensor):
@@ -50,13 +72,16 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
         return load_package(x)
     t = _tensor("td.load()", x)
     m = _mask("td.load()", mask, extra_mask)
+    hints = _hints("td.load()", eviction_policy, cache_modifier)
     if m is None:
-        return t.load(_index(index))
-    return t.load(_index(index), m, 0 if other is _DEFAULT else other)
+        return t.load(_index(index), hints=hints)
+    return t.load(_index(index), m, 0 if other is _DEFAULT else other, hints=hints)
 
 
-def store(x: Any, index: Any, value: Any, mask: Any = None, *, extra_mask: Any = None) -> None:
+def store(x: Any, index: Any, value: Any, mask: Any = None, *, extra_mask: Any = None,
+          eviction_policy: str = "", cache_modifier: str = "") -> None:
     """`x[index] = value` where `mask` holds; see the module's docstring."""
     current("td.store()")
-    _tensor("td.store()", x).store(_index(index), value, _mask("td.store()", mask, extra_mask))
+    _tensor("td.store()", x).store(_index(index), value, _mask("td.store()", mask, extra_mask),
+                                   hints=_hints("td.store()", eviction_policy, cache_modifier))
 

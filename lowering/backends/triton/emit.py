@@ -504,7 +504,7 @@ class KernelEmitter(LoopEmission):
         ptr, mask = self.address(op, op.operands[0], op.operands[1:], rt.rank, indent)
         ptr = self.pointers.get(op, ptr)  # advanced by its loop (loops.py carry_pointers)
         if mask is None:
-            self.assign(op, f"tl.load({ptr})", indent)
+            self.assign(op, f"tl.load({ptr}{_hints(op)})", indent)
             return
         other = op.attrs.get("other")
         if other is None and self.interpret:
@@ -512,7 +512,7 @@ class KernelEmitter(LoopEmission):
             # would hide a kernel that uses them. Poison them, as the NumPy backend does.
             other = dtypes.poison(rt.dtype)
         other_s = "" if other is None else f", other={literal(other)}"
-        self.assign(op, f"tl.load({ptr}, mask={mask}{other_s})", indent)
+        self.assign(op, f"tl.load({ptr}, mask={mask}{other_s}{_hints(op)})", indent)
 
     def store(self, op: Op, args: list[str], indent: int) -> None:
         value = op.operands[-1]
@@ -528,7 +528,7 @@ class KernelEmitter(LoopEmission):
             return
         ptr, mask = self.address(op, op.operands[0], op.operands[1:-1], vt.rank, indent)
         mask_s = "" if mask is None else f", mask={mask}"
-        self.emit(indent, f"tl.store({ptr}, {self.value(value)}{mask_s})")
+        self.emit(indent, f"tl.store({ptr}, {self.value(value)}{mask_s}{_hints(op)})")
 
     def elementwise(self, op: Op, args: list[str], indent: int) -> None:
         t = op.operands[0].type
@@ -733,6 +733,12 @@ class KernelEmitter(LoopEmission):
                 continue
             self.op(op, indent)
 
+
+
+def _hints(op: Op) -> str:
+    """An access's cache hints (td.load's `eviction_policy=`, `cache_modifier=`) as keywords."""
+    return "".join(f", {k}={op.attrs[k]!r}" for k in ("cache_modifier", "eviction_policy")
+                   if op.attrs.get(k))
 
 
 def _default_name(op: Op) -> str:
