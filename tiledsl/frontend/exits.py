@@ -18,9 +18,9 @@ an `if` that may exit are copied into both of its branches, each then folded aga
 A loop is folded only when every exit is a `continue` of its own or a bare `return`, reached
 through `if` statements alone (no `break`, no `return value`, no exit inside `with`/`try` or an
 inner loop). Folding `continue` keeps its meaning over any iterable (so an unrolled Python loop
-may `continue` on a runtime condition too); `return` leaves a Python loop's kernel. Whether a
-`for` iterates tiles is known only while tracing, so a loop with a `return` is folded into a
-copy, beside the original for Python iterables:
+may `continue` on a runtime condition too, and so may a `while` loop); `return` leaves a Python
+loop's kernel. Whether a `for` iterates tiles is known only while tracing, so a loop with a
+`return` is folded into a copy, beside the original for Python iterables:
 
     _td_iter_7 = ITER
     if _td_rt.tiled(_td_iter_7):     # a Python bool: the rewrite keeps this `if` as it is

@@ -3,7 +3,9 @@
 A rewritten `for` statement calls `loop(iterable, body, env, assigned, labels, line)`: `env` holds
 the names the body assigns that were bound before the loop, and `body(item, env)` returns the
 names bound at its end. Over a `td.tile`/`td.grid` range this traces the body once into a `grid`
-or `for` op; over anything else it is an ordinary Python loop (unrolled while tracing).
+or `for` op; over anything else it is an ordinary Python loop (unrolled while tracing). A
+rewritten `while` statement calls `while_loop`, which traces a `while` op once its condition is
+a runtime value.
 """
 
 from __future__ import annotations
@@ -250,7 +252,6 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
         return results
 
     return level(0, [inits[n].value for n in carried]), out
-
 
 
 # ---- while loops ---------------------------------------------------------------------------

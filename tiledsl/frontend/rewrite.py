@@ -16,7 +16,10 @@ binding it: `tiledsl.frontend.liveness`; a grid loop may rebind only the others.
 
 `tiledsl.frontend.loops.loop` traces the body once for a `td.tile`/`td.grid` range and runs it as a plain
 Python loop otherwise. Loops with break/continue/return/else are left as they are (they may not
-iterate a tile range), except those `tiledsl.frontend.exits` folds first. Line numbers are kept, so errors point at the user's source.
+iterate a tile range), except those `tiledsl.frontend.exits` folds first. A `while` statement
+becomes two functions, its condition's and its body's (`loops.while_loop`), and each call goes
+through `loops.helper`, which rewrites the helper functions the kernel calls the same way
+(`tiledsl.frontend.helpers`). Line numbers are kept, so errors point at the user's source.
 """
 
 from __future__ import annotations
