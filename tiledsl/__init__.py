@@ -83,6 +83,15 @@ from tiledsl.lang.language import tile as tile
 from tiledsl.lang.language import where as where
 from tiledsl.lang.language import zeros as zeros
 from tiledsl.lang.bits import bitcast as bitcast
+from tiledsl.lang.helion_names import cumprod as cumprod
+from tiledsl.lang.helion_names import specialize as specialize
+from tiledsl.lang.helion_names import static_range as static_range
+from tiledsl.lang.helion_names import subscript as subscript
+from tiledsl.lang.helion_names import tile_begin as tile_begin
+from tiledsl.lang.helion_names import tile_block_size as tile_block_size
+from tiledsl.lang.helion_names import tile_end as tile_end
+from tiledsl.lang.helion_names import tile_id as tile_id
+from tiledsl.lang.helion_names import tile_index as tile_index
 from tiledsl.lang.like import empty_like as empty_like
 from tiledsl.lang.like import full_like as full_like
 from tiledsl.lang.like import ones_like as ones_like
