@@ -14,6 +14,9 @@ from tiledsl.lang import philox
 from tiledsl import testing as testing
 from tiledsl.interop.aot import LoadedKernel as LoadedKernel
 from tiledsl.lang.atomics import atomic_add as atomic_add
+from tiledsl.lang.atomics import atomic_and as atomic_and
+from tiledsl.lang.atomics import atomic_or as atomic_or
+from tiledsl.lang.atomics import atomic_xor as atomic_xor
 from tiledsl.lang.atomics import atomic_cas as atomic_cas
 from tiledsl.lang.atomics import atomic_max as atomic_max
 from tiledsl.lang.atomics import atomic_min as atomic_min

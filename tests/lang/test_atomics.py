@@ -57,6 +57,23 @@ def exchange(x, base, slots, flags):
     return added, wins
 
 
+@td.tile_kernel
+def column_bits(x):
+    """Bitwise atomics: every element of a column ORs, ANDs and XORs into its column's word,
+    lanes of one tile meeting at one element (an index tile of column numbers)."""
+    m, n = x.shape
+    some = td.zeros((n,), dtype=x.dtype)
+    every = td.full((n,), -1, dtype=x.dtype)
+    parity = td.zeros((n,), dtype=x.dtype)
+    for tm, tn in td.tile(m, n):
+        v = x[tm, tn]
+        cols = tn.index[None, :] + 0 * tm.index[:, None]
+        td.atomic_or(some, [cols], v)
+        td.atomic_and(every, [cols], v)
+        td.atomic_xor(parity, [cols], v)
+    return some, every, parity
+
+
 def _configs(kernel: td.TileKernel, args: tuple, backend: str, n: int = 2) -> list[td.Config]:
     space = kernel.config_space(*args, backend=backend.removesuffix("-gpu"))
     return [space.default(), *space.sample(n, seed=3)]
@@ -70,6 +87,18 @@ def test_column_stats_on_every_backend(backend: str) -> None:
         # float atomics add in the schedule's order: equal within rounding
         td.testing.assert_close(total, x.astype(np.float64).sum(0), np.float32)
         assert (high == x.max(0)).all() and (low == x.min(0)).all(), config
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bitwise_atomics(backend: str) -> None:
+    x = np.random.default_rng(5).integers(0, 1 << 20, (45, 11)).astype(np.int32)
+    for config in _configs(column_bits, (x,), backend):
+        some, every, parity = run_on(column_bits, (x,), backend, config=config)
+        assert (some == np.bitwise_or.reduce(x, axis=0)).all(), config
+        assert (every == np.bitwise_and.reduce(x, axis=0)).all(), config
+        assert (parity == np.bitwise_xor.reduce(x, axis=0)).all(), config
+    with pytest.raises(td.DTypeError, match="bitwise atomics take int32 and int64"):
+        column_bits(x.astype(np.float32))
 
 
 def test_numpy_defines_the_order_of_old_values() -> None:

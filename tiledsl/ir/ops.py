@@ -604,7 +604,8 @@ def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list
     return []
 
 
-ATOMICS = ("add", "max", "min", "xchg", "cas")
+ATOMICS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
+BITWISE_ATOMICS = ("and", "or", "xor")  # integer tensors only, as Triton's
 ATOMIC_DTYPES = ("i32", "i64", "f32", "f64")  # what every backend's atomics take (Triton's)
 
 
@@ -617,8 +618,8 @@ def atomic_values(kind: str) -> int:
 def _atomic(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     """A read-modify-write of `tensor[indices]` (operands as a store's, then the value, or for
     cas the compared value and the new one), element by element, atomic between programs:
-    `kind` add, max, min, xchg or cas, with a memory order `sem` and a `scope`. Its result is
-    the old values (the access's shape and the tensor's dtype)."""
+    `kind` add, max, min, and, or, xor (ints only), xchg or cas, with a memory order `sem` and a
+    `scope`. Its result is the old values (the access's shape and the tensor's dtype)."""
     tensor = _tensor(ts[0], "atomic target")
     kind = attrs["kind"]
     if kind not in ATOMICS:
@@ -630,6 +631,9 @@ def _atomic(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     if tensor.dtype.short not in ATOMIC_DTYPES:
         raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: atomics take int32, int64, "
                          "float32 and float64 tensors")
+    if kind in BITWISE_ATOMICS and not tensor.dtype.is_int:
+        raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: bitwise atomics take int32 "
+                         "and int64 tensors")
     for v in ts[len(ts) - n:]:
         if tile(v, "atomic value") != TileType(shape, tensor.dtype):
             raise IRError(f"atomic {kind} of {v} into a region of type "

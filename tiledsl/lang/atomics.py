@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import DTypeError, TraceError
-from tiledsl.ir.ops import ATOMIC_DTYPES, indexed_shape
+from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, _access_mask, _indices, written_value
@@ -40,6 +40,9 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
         tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: atomics take "
                 "int32, int64, float32 and float64 tensors (as Triton's on every GPU)",
                 hint="accumulate into a float32 (or int32) tensor and cast it afterwards")
+    if what.removeprefix("atomic_") in BITWISE_ATOMICS and not x.dtype.is_int:
+        tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: bitwise atomics take "
+                "int32 and int64 tensors (as Triton's)")
     if sem not in SEMANTICS:
         tr.fail(TraceError, f"td.{what}(): sem={sem!r} is not one of {list(SEMANTICS)}")
     if scope not in SCOPES:
@@ -76,6 +79,24 @@ def atomic_add(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "
                scope: str = "gpu") -> TileValue:
     """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values."""
     return _atomic("atomic_add", "add", x, index, [value], mask, sem, scope)
+
+
+def atomic_and(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+               scope: str = "gpu") -> TileValue:
+    """`x[index] &= value` atomically (int tensors); returns the old values."""
+    return _atomic("atomic_and", "and", x, index, [value], mask, sem, scope)
+
+
+def atomic_or(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+              scope: str = "gpu") -> TileValue:
+    """`x[index] |= value` atomically (int tensors); returns the old values."""
+    return _atomic("atomic_or", "or", x, index, [value], mask, sem, scope)
+
+
+def atomic_xor(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+               scope: str = "gpu") -> TileValue:
+    """`x[index] ^= value` atomically (int tensors); returns the old values."""
+    return _atomic("atomic_xor", "xor", x, index, [value], mask, sem, scope)
 
 
 def atomic_max(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",

@@ -22,6 +22,9 @@ from tiledsl.ir.gathers import written_values
 from tiledsl.ir.types import TensorType, TileType
 
 
+_BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
 def _combine(kind: str, cur: np.ndarray, value: np.ndarray, cmp: np.ndarray | None
              ) -> np.ndarray:
     if kind == "add":
@@ -30,6 +33,8 @@ def _combine(kind: str, cur: np.ndarray, value: np.ndarray, cmp: np.ndarray | No
         return np.maximum(cur, value)
     if kind == "min":
         return np.minimum(cur, value)
+    if kind in _BITWISE:
+        return _BITWISE[kind](cur, value)
     if kind == "xchg":
         return value
     assert cmp is not None
