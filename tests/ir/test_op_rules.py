@@ -23,7 +23,7 @@ from tiledsl.frontend.values import TileValue, to_value
 # Ops each backend's driver handles itself: regions and terminators (the executors walk them),
 # host allocations and views of tensors (the Triton launcher makes them).
 STRUCTURAL = {"grid", "yield", "return"}
-NUMPY_DRIVER = STRUCTURAL | {"for", "if"}
+NUMPY_DRIVER = STRUCTURAL | {"for", "if", "while"}
 TRITON_LAUNCHER = STRUCTURAL | {"tensor.empty", "tensor.full", "tensor.reshape", "tensor.permute"}
 
 

@@ -4,7 +4,7 @@ Triton kernels keep their inner loops in `@triton.jit` helpers (the fused-attent
 `_attn_fwd_inner(acc, l_i, m_i, q, ...)` runs the key loop and returns the carried values).
 tiledsl rewrites a kernel's `for` and `if` statements from its source (rewrite.py), so a helper
 needs the same rewrite: the kernel's rewrite turns each call, `f(...)` or `mod.f(...)`, into
-`_td_rt.helper(f)(...)`, and `helper` gives back, for a Python function whose body has a `for`,
+`_td_helper(f)(...)`, and `helper` (with the rewrite, which rewrite.py passes) gives back, for a Python function whose body has a `for`,
 `if` or `while` statement, its rewritten copy (built once per function; it calls its own
 helpers the same way). The rewrite keeps Python's meaning for Python values, so it leaves alone
 only what cannot gain from it: builtins, lambdas, generators, decorated functions (their source
@@ -36,18 +36,21 @@ _CACHE: weakref.WeakKeyDictionary[FunctionType, Callable[..., Any]] = weakref.We
 _GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-def helper(fn: Any) -> Any:
-    """What a kernel calls for `fn(...)`: its rewritten copy, or `fn` itself."""
+Rewrite = Callable[..., Callable[..., Any]]  # rewrite.rewrite(fn, source, kernel=False)
+
+
+def helper(fn: Any, rewrite: Rewrite) -> Any:
+    """What a kernel calls for `fn(...)`: its copy rewritten by `rewrite`, or `fn` itself."""
     if type(fn) is not FunctionType:
         return fn
     try:
         return _CACHE[fn]
     except KeyError:
-        out = _CACHE[fn] = _rewritten(fn) or fn
+        out = _CACHE[fn] = _rewritten(fn, rewrite) or fn
         return out
 
 
-def _rewritten(fn: FunctionType) -> Callable[..., Any] | None:
+def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
     """`fn` with its loops and branches rewritten, or None when it needs no rewrite."""
     code = fn.__code__
     if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR or hasattr(fn, "__wrapped__") \
@@ -63,7 +66,6 @@ def _rewritten(fn: FunctionType) -> Callable[..., Any] | None:
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
             isinstance(n, (ast.For, ast.If, ast.While)) for n in ast.walk(fdef)):
         return None
-    from tiledsl.frontend.rewrite import rewrite  # rewrite imports this module
     try:
         new = rewrite(fn, source, kernel=False)
     except TraceError:  # `global` in a loop: Python runs it as it is (tile loops refuse there)

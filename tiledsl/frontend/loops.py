@@ -18,7 +18,6 @@ from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, either, loop_test, negate, truth,
 )
 from tiledsl.frontend.branches import condition
-from tiledsl.frontend.helpers import helper  # noqa: F401 (for rewrite)
 from tiledsl.errors import ControlFlowError, Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable

@@ -18,7 +18,7 @@ binding it: `tiledsl.frontend.liveness`; a grid loop may rebind only the others.
 Python loop otherwise. Loops with break/continue/return/else are left as they are (they may not
 iterate a tile range), except those `tiledsl.frontend.exits` folds first. A `while` statement
 becomes two functions, its condition's and its body's (`loops.while_loop`), and each call goes
-through `loops.helper`, which rewrites the helper functions the kernel calls the same way
+through `_td_helper`, which rewrites the helper functions the kernel calls the same way
 (`tiledsl.frontend.helpers`). Line numbers are kept, so errors point at the user's source.
 """
 
@@ -30,7 +30,7 @@ import textwrap
 from types import FunctionType
 from typing import Any, Callable
 
-from tiledsl.frontend import exits, liveness, loops
+from tiledsl.frontend import exits, helpers, liveness, loops
 from tiledsl.errors import Loc, TraceError
 
 
@@ -184,14 +184,15 @@ class _LoopRewriter(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        """`f(...)` (and `mod.f(...)`) -> `_td_rt.helper(f)(...)`: a helper's own loops and
+        """`f(...)` (and `mod.f(...)`) -> `_td_helper(f)(...)`: a helper's own loops and
         branches are rewritten too (tiledsl/frontend/helpers.py)."""
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Name) and not func.id.startswith("_td_") or \
                 isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
                                                          and func.value.id == "_td_rt"):
-            node.func = _rt("helper", [func], func)
+            call = ast.Call(ast.Name("_td_helper", ast.Load()), [func], [])
+            node.func = ast.fix_missing_locations(ast.copy_location(call, func))
         return node
 
     def visit_Return(self, node: ast.Return) -> ast.AST:
@@ -312,6 +313,11 @@ class _LoopRewriter(ast.NodeTransformer):
         return [ast.fix_missing_locations(func), call, *rebind]
 
 
+def _helper(fn: Any) -> Any:
+    """What the rewritten code calls for `fn(...)` (tiledsl/frontend/helpers.py)."""
+    return helpers.helper(fn, rewrite)
+
+
 def _own_nodes(fdef: ast.FunctionDef) -> Any:
     """The nodes of a function's body, less those of functions and lambdas defined inside it."""
     todo = list(fdef.body)
@@ -347,7 +353,8 @@ def rewrite(fn: FunctionType, source: str, kernel: bool = True) -> Callable[...,
     freevars = fn.__code__.co_freevars
     factory = ast.FunctionDef(
         name="_td_factory",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg("_td_rt")] + [ast.arg(v) for v in freevars],
+        args=ast.arguments(posonlyargs=[], args=[ast.arg("_td_rt"), ast.arg("_td_helper")]
+                           + [ast.arg(v) for v in freevars],
                            kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))],
         decorator_list=[], returns=None, type_params=[],
@@ -364,7 +371,7 @@ def rewrite(fn: FunctionType, source: str, kernel: bool = True) -> Callable[...,
                               "`global` and `nonlocal` cannot be used: store results to a "
                               "tensor, or carry them in a value bound before the loop") from None
     exec(code, fn.__globals__, namespace)
-    new = namespace["_td_factory"](loops, *(None for _ in freevars))
+    new = namespace["_td_factory"](loops, _helper, *(None for _ in freevars))
     # the kernel's own closure cells, not copies of their values: a closure variable bound
     # again later is read as it is when the kernel traces (reads.py keys the traces by it)
     own = dict(zip(freevars, fn.__closure__ or ()))
