@@ -423,3 +423,57 @@ def test_two_stores_that_meet_in_one_program_keep_its_order(backend: str) -> Non
                       np.zeros(4, np.int32))  # another program's row: still a race
     assert "may write elements that the store at line" in msg(err)
     assert f"line {marker_line(onehot_into_the_next_row, '# <- there')}" in msg(err)
+
+
+# ---- loops whose bounds move with the program -------------------------------------------------
+@td.tile_kernel
+def shared_windows(x):  # programs 0 and 1 (and 2 and 3) cover the same window
+    (n,) = x.shape
+    out = td.zeros((n,), dtype=x.dtype)
+    for p in td.grid(4):
+        s = (p // 2) * 8
+        for t in td.tile(n, start=s, stop=s + 8, block_size=4):
+            out[t] = x[t] * (p + 1).astype(x.dtype)  # <- here
+    return out
+
+
+@td.tile_kernel
+def prefix_windows(x):  # every window starts at 0
+    (n,) = x.shape
+    out = td.zeros((n,), dtype=x.dtype)
+    for tq in td.tile(n):
+        for tk in td.tile(tq.end):
+            out[tk] = x[tk] * tq.begin.astype(x.dtype)  # <- here
+    return out
+
+
+@td.tile_kernel
+def own_windows(x):
+    """Disjoint windows: p * 8 + [0, 8); a grid tile's own [begin, end); and every window's
+    prefix written with the same values (x[t] + 1 holds at an element whichever writes it)."""
+    (n,) = x.shape
+    a = td.zeros((n,), dtype=x.dtype)
+    b = td.zeros((n,), dtype=x.dtype)
+    c = td.zeros((n,), dtype=x.dtype)
+    for p in td.grid(n // 8):
+        for t in td.tile(n, start=p * 8, stop=p * 8 + 8, block_size=4):
+            a[t] = x[t] * (p + 1).astype(x.dtype)
+    for tb in td.tile(n):
+        for t in td.tile(tb.end, start=tb.begin):
+            b[t] = x[t] * tb.begin.astype(x.dtype)
+        for t in td.tile(tb.end):
+            c[t] = x[t] + 1
+    return a, b, c
+
+
+def test_loops_whose_bounds_move_with_the_program() -> None:
+    """A loop range with program-dependent bounds gives each program its own elements only
+    where the windows cannot meet (a race there was missed before)."""
+    for kernel in (shared_windows, prefix_windows):
+        err = trace_error(td.TraceError, kernel, f32(32))
+        assert "can give two of its programs the same elements" in msg(err)
+    x = np.random.default_rng(0).standard_normal(32).astype(np.float32)
+    a, b, c = own_windows.run(x, backend="numpy", config=td.Config(block_sizes=(16, 8, 8)))
+    np.testing.assert_allclose(a, x * (np.arange(32) // 8 + 1), rtol=1e-6)
+    np.testing.assert_allclose(b, x * (np.arange(32) // 16 * 16), rtol=1e-6)
+    np.testing.assert_allclose(c, x + 1, rtol=1e-6)

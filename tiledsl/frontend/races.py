@@ -39,7 +39,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> 
     missing = [a for a in progs.varying() if a not in used]
     if not missing:
         return
-    values = progs.depends(value)
+    values = progs.value_depends(value)
     racing = [a for a in missing if a in values or ANY <= values]
     if not racing:
         return  # every program along those dimensions writes the same values

@@ -6,8 +6,13 @@ element the other reads or writes. For an index expression this module tells:
 
 - `depends(v)`: the grid dimensions (range values of the grid op) `v` depends on at all;
 - `separates(v)`: whether programs that differ along the grid dimensions `v` depends on get
-  disjoint index sets from it (then it returns them all, else nothing). A grid or loop range
-  does; so does an integer combination of tile positions (a range's lanes, `t.index`,
+  disjoint index sets from it (then it returns them all, else nothing). A grid range does, and
+  so does a loop range whose bounds depend on the grid when the programs' windows
+  `[start, stop)` cannot meet (`_disjoint_windows`: `stop = start + c` with `c` at most the
+  distance between two programs' starts, `[t.begin, t.end)` of a grid tile, both bounds
+  loaded, as a jagged segment's `offsets[g]`, `offsets[g + 1]`, or a persistent loop's tiles
+  `[p::P]` with distinct firsts below the stride); `td.tile(tq.end)` does not (every window
+  starts at 0). So does an integer combination of tile positions (a range's lanes, `t.index`,
   `t.begin`, `t.id`, `t.begin // d` where d divides the block) plus anything the same in every
   program, when the combination is injective over the positions' extents: `t.begin + 3`,
   `2 * t.index`, `bi * h + hi` over `td.grid(b, h)`, `tm.index[:, None] * n + tn.index`.
@@ -24,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tiledsl.ir.core import Op, Value, loop_inits
+from tiledsl.ir.core import Op, Value, loop_first, loop_inits, loop_start, loop_stop
 from tiledsl.ir.types import RangeType
 from tiledsl.frontend.tracer import Tracer
 
@@ -46,6 +51,7 @@ class Programs:
         self.owners = {id(child): parent.ops[-1] for parent, child in
                        zip(tr.blocks, tr.blocks[1:]) if parent.ops}
         self._deps: dict[int, frozenset] = {}
+        self._value_deps: dict[int, frozenset] = {}
         self._sep: dict[int, frozenset] = {}
         self._keys: dict[int, tuple] = {}
         self._loaded: dict[int, bool] = {}
@@ -74,6 +80,28 @@ class Programs:
             out = self._union(op.operands[:len(op.operands) - len(loop_inits(op))]) \
                 if op is not None else (ANY if self._carried(v) else _NONE)
         self._deps[id(v)] = out
+        return out
+
+    def value_depends(self, v: Value) -> frozenset:
+        """The grid dimensions a stored value `v` depends on at a given element: as `depends`,
+        but a loop range's lanes, `t.index`, `t.begin` and `t.id` count as positions, the same
+        in every program at that element (where its bounds move with the program, they change
+        which elements a program covers, not what its lanes hold there)."""
+        hit = self._value_deps.get(id(v))
+        if hit is not None:
+            return hit
+        self._value_deps[id(v)] = _NONE
+        op = v.owner
+        if op is None:
+            out = _NONE if self._loop_of(v) is not None else self.depends(v)
+        elif op.name in ("tile.index", "tile.begin", "tile.id") and \
+                self._loop_of(op.operands[0]) is not None:
+            out = _NONE
+        elif op.regions:
+            out = ANY
+        else:
+            out = frozenset().union(*(self.value_depends(o) for o in op.operands))
+        self._value_deps[id(v)] = out
         return out
 
     def _union(self, values: list[Value]) -> frozenset:
@@ -107,7 +135,9 @@ class Programs:
         deps = self.depends(v)
         if not deps or ANY <= deps:
             return _NONE
-        if v.owner is None or self.loaded(v):  # a grid or loop range, or a scatter's indices
+        if v.owner is None:  # a grid or loop range
+            return deps if self._disjoint_windows(v) else _NONE
+        if self.loaded(v):  # a scatter's indices
             return deps
         form = self.affine(v)
         if form is None or not _injective([(c, self._extents[x]) for x, c in form.items()]):
@@ -124,7 +154,7 @@ class Programs:
         op = v.owner
         if op is None:
             if isinstance(v.type, RangeType) and (v in self.axes or self._loop_of(v)):
-                return self._position("index", v)
+                return self._position("index", v) if self._disjoint_windows(v) else None
             return None if self._carried(v) or not _scalar(v) else {}
         if not op.regions and self._invariant(v) and _scalar(_splatted(v)):
             return {}
@@ -152,6 +182,45 @@ class Programs:
             sign = -1 if op.name == "sub" else 1
             return {**a, **{x: sign * c for x, c in b.items()}}
         return None
+
+    def _disjoint_windows(self, r: Value) -> bool:
+        """Whether two programs never share an index of range `r`: a grid range, a loop range
+        whose bounds are the same in every program (it depends on no grid dimension then), or
+        one whose windows `[start, stop)` cannot meet (see the module's docstring)."""
+        loop = self._loop_of(r)
+        if loop is None or not self.depends(r):
+            return True
+        if (first := loop_first(loop)) is not None:  # tiles first, first + stride, ...
+            form = self.affine(first)  # distinct firsts below the stride: disjoint tiles
+            return bool(form) and _injective([(c, self._extents[p]) for p, c in form.items()]) \
+                and sum(abs(c) * (self._extents[p] - 1) for p, c in form.items()) \
+                < loop.attrs["stride"]
+        start, stop = loop_start(loop), loop_stop(loop)
+        if start is None or stop is None:  # windows from 0 (or to the extent) all meet
+            return False
+        if self.loaded(start) and self.loaded(stop):  # a jagged segment: the offsets' contract
+            return True
+        if self._own_tile(start, stop):  # `td.tile(t.end, start=t.begin)` over a grid tile t
+            return True
+        (x, i), (y, j) = _offset(start), _offset(stop)
+        if self.key(x) != self.key(y) or j <= i:
+            return False
+        form = self.affine(x)
+        if not form or not _injective([(c, self._extents[p]) for p, c in form.items()]):
+            return False
+        return j - i <= math.gcd(*form.values())  # the closest two starts are that far apart
+
+    def _own_tile(self, start: Value, stop: Value) -> bool:
+        """Whether `[start, stop)` is `[t.begin, t.end)` of a tile `t` whose range separates
+        programs (`t.end` is `t.begin + t.size`)."""
+        first, end = start.owner, stop.owner
+        if first is None or first.name != "tile.begin" or end is None or end.name != "add":
+            return False
+        r = first.operands[0]
+        begin, size = end.operands
+        return size.owner is not None and size.owner.name == "tile.size" and \
+            size.owner.operands[0] is r and self.key(begin) == self.key(start) and \
+            bool(self.separates(r))
 
     def never_meet(self, a: Value, b: Value) -> bool:
         """Whether indices `a` and `b` differ in every program and every pair of programs: one
