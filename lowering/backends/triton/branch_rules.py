@@ -29,7 +29,8 @@ def _if(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
         for v, name in zip(region.ops[-1].operands, names):
             owner = v.owner
             if name in fresh and owner in region.ops and owner.name != "for" and \
-                    len(em.uses.get(v, [])) == 1 and v not in em.preset:
+                    len(em.uses.get(v, [])) == 1 and v not in em.preset and \
+                    not em.scalar_written(v):  # (full_value widens those)
                 em.preset[v] = name
     em.emit(indent, f"if {args[0]}:")
     if not _branch(em, op.regions[0], names, indent + 1):
@@ -45,7 +46,7 @@ def _branch(em: KernelEmitter, region: Block, names: list[str], indent: int) -> 
     """Emit one branch, ending in the assignments of the results; whether it wrote a line."""
     start = len(em.lines)
     em.block(region, indent)
-    changes = [(n, em.value(v)) for n, v in zip(names, region.ops[-1].operands)
+    changes = [(n, em.full_value(v)) for n, v in zip(names, region.ops[-1].operands)
                if em.value(v) != n]
     if changes:  # one simultaneous assignment, as a loop's carried values are
         em.emit(indent, ", ".join(n for n, _ in changes) + " = "

@@ -186,6 +186,29 @@ class KernelEmitter(LoopEmission):
             return self.params[v].name
         raise BackendError(f"triton codegen: value {v} has no name (internal error)")
 
+    def full_value(self, v: Value) -> str:
+        """`v` as an expression of its whole shape, as a loop-carried value or an `if` result
+        must be in Triton: a tile made from scalars and broadcasts that only feed elementwise
+        ops is written as a scalar (`acc = 0.0 + 1.0` for `td.zeros((tm,)) + 1.0`), so it is
+        widened here."""
+        t = v.type
+        if not isinstance(t, TileType) or t.rank == 0 or not self.scalar_written(v):
+            return self.value(v)
+        return f"tl.zeros({self.shape(t)}, {tl_dtype(t.dtype)}) + {self.value(v)}"
+
+    def scalar_written(self, v: Value) -> bool:
+        """Whether tile `v`'s expression is a scalar: an aliased broadcast of a scalar, or an
+        elementwise op of such values and scalars."""
+        op = v.owner
+        if op is None or op in self.skipped:
+            return False
+        if op.name == "broadcast":
+            return self.only_implicit_uses(v) and getattr(op.operands[0].type, "rank", 1) == 0
+        if op.name in _IMPLICIT_BROADCAST and op.name not in ("store", "tile.shift"):
+            return all(getattr(o.type, "rank", 1) == 0 or self.scalar_written(o)
+                       for o in op.operands)
+        return False
+
     def tensor_param(self, v: Value) -> str:
         v = root(v)  # a view's pointer is its root tensor's (its strides are its own)
         if v not in self.params:
@@ -720,7 +743,8 @@ class KernelEmitter(LoopEmission):
                     self.preset.setdefault(stop, self.namer.fresh(f"stop_{label}"))
                 for init, res in zip(loop_inits(op), op.results):
                     name = self.carried_names[res] = self.namer.fresh(res.hint)
-                    if init.owner in block.ops and len(self.uses.get(init, [])) == 1:
+                    if init.owner in block.ops and len(self.uses.get(init, [])) == 1 and \
+                            not self.scalar_written(init):  # (full_value widens those)
                         self.preset.setdefault(init, name)
         for op in block.ops:
             if op.name == "yield":

@@ -36,8 +36,8 @@ class LoopEmission:
         carried = []
         for init, arg, res in zip(loop_inits(op), loop_carried(op), op.results):
             name = self.carried_names[res]
-            if self.value(init) != name:
-                self.emit(indent, f"{name} = {self.value(init)}")
+            if self.full_value(init) != name:
+                self.emit(indent, f"{name} = {self.full_value(init)}")
             self.names[arg] = self.names[res] = name
             carried.append(name)
         self.write_in_place(op.regions[0], carried)
@@ -118,7 +118,7 @@ class LoopEmission:
                 self.emit(indent + 1, f"{name} += {step}")
         finally:
             self.true_wheres, self.skipped, self.pointers = outer
-        changes = [(c, self.value(v)) for c, v in zip(carried, region.ops[-1].operands)
+        changes = [(c, self.full_value(v)) for c, v in zip(carried, region.ops[-1].operands)
                    if self.value(v) != c]
         if changes:  # one simultaneous assignment, so carried values can swap
             self.emit(indent + 1, ", ".join(c for c, _ in changes) + " = "

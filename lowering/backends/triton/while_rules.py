@@ -25,13 +25,13 @@ if TYPE_CHECKING:
 def _while(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     region = op.regions[0]
     names = [em.namer.fresh("go")] + [em.namer.fresh(r.hint or "v") for r in op.results]
-    _assign(em, names, args, indent)
+    _assign(em, names, [em.full_value(v) for v in op.operands], indent)
     for a, r, name in zip(region.args, op.results, names[1:]):
         em.names[a] = em.names[r] = name
     em.emit(indent, f"while {names[0]}:")
     start = len(em.lines)
     em.block(region, indent + 1)
-    _assign(em, names, [em.value(v) for v in region.ops[-1].operands], indent + 1)
+    _assign(em, names, [em.full_value(v) for v in region.ops[-1].operands], indent + 1)
     if len(em.lines) == start:
         em.emit(indent + 1, "pass")
 
