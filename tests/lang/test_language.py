@@ -495,3 +495,23 @@ def test_torch_spellings_of_shapes_and_like_allocations(backend: str) -> None:
         assert_close(rows, ref, np.float32)
         assert zeros.dtype == np.float32 and not zeros.any()
         assert halves.dtype == np.float64 and (halves == 0.5).all()
+
+
+@td.tile_kernel
+def row_spans(x):
+    """torch's `v.amax(dim)` and `v.amin(dim, keepdim=True)` (Helion's jagged kernels)."""
+    m, n = x.shape
+    top = td.empty((m,), dtype=x.dtype)
+    above_min = td.empty((m,), dtype=x.dtype)
+    for tm in td.tile(m):
+        v = x[tm, :]
+        top[tm] = v.amax(dim=1)
+        above_min[tm] = td.sum(v - v.amin(1, keepdim=True), axis=1)
+    return top, above_min
+
+
+def test_amax_and_amin() -> None:
+    x = rand(13, 29)
+    top, above_min = row_spans(x)
+    np.testing.assert_array_equal(top, x.max(1))
+    np.testing.assert_allclose(above_min, (x - x.min(1, keepdims=True)).sum(1), rtol=1e-5)

@@ -1,8 +1,8 @@
 """torch's (and Triton's) names for what tiledsl already computes, so that a kernel ported from
 torch, Helion or Triton keeps its spelling: `td.relu`, `td.silu`, `td.matmul`, `td.addmm`,
-`td.promote_types`; on tile values `v.cast(dtype)` (Triton's `.to`) and
-`v.masked_fill(mask, value)`; on tensors `x.numel()` and `x.size(d)` / `x.size()` (while
-`x.size`, as NumPy's attribute, stays the element count). Each is a composition of existing
+`td.promote_types`; on tile values `v.cast(dtype)` (Triton's `.to`),
+`v.masked_fill(mask, value)`, `v.amax(dim)` and `v.amin(dim)`; on tensors `x.numel()` and
+`x.size(d)` / `x.size()` (while `x.size`, as NumPy's attribute, stays the element count). Each is a composition of existing
 ops: none adds an op to the IR.
 """
 
@@ -118,6 +118,16 @@ class TensorSize(int):
         return self.shape[dim]
 
 
+def _amax(self: TileValue, dim: Any = None, keepdim: bool = False) -> TileValue:
+    """`v.amax(dim, keepdim)` (torch): the maximum over `dim` (all if None), as `v.max`."""
+    return self.max(dim, keepdim)
+
+
+def _amin(self: TileValue, dim: Any = None, keepdim: bool = False) -> TileValue:
+    """`v.amin(dim, keepdim)` (torch): the minimum over `dim`, as `v.min`."""
+    return self.min(dim, keepdim)
+
+
 def _size(self: Tensor) -> TensorSize:
     return TensorSize(self.shape)
 
@@ -130,6 +140,8 @@ def _numel(self: Tensor) -> TensorSize:
 # Methods of tile values and tensors, added here as views.py adds the views.
 TileValue.cast = _cast  # type: ignore[attr-defined]
 TileValue.masked_fill = _masked_fill  # type: ignore[attr-defined]
+TileValue.amax = _amax  # type: ignore[attr-defined]
+TileValue.amin = _amin  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
 
