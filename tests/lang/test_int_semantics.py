@@ -178,3 +178,17 @@ def test_an_int_argument_given_as_a_constant_compiles() -> None:
     compiled = triton.compile(ASTSource(fn, signature, constexprs=constants),
                               target=GPUTarget("cuda", 90, 32))
     assert "ld.global" in compiled.asm["ptx"]
+
+
+def test_a_filled_tile_has_its_dtype() -> None:
+    """`td.zeros((t,), dtype=td.int32)` is an int32 tile, not a weak number: int16 values added
+    to it give int32 (it was int16, and a comparison with it was made in int64)."""
+    @td.tile_kernel
+    def widen(x):
+        out = td.empty(x.shape, dtype=td.int32)
+        for t in td.tile(x.shape[0]):
+            out[t] = (td.zeros((t,), dtype=td.int32) + x[t]) * 2000
+        return out
+
+    x = np.array([30, -30, 7], np.int16)  # 60000 wraps in int16
+    np.testing.assert_array_equal(widen(x), x.astype(np.int32) * 2000)

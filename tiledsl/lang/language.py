@@ -284,7 +284,8 @@ def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full"
         return _new_tensor(shape, d, what, v)
     if v.shape != ():
         tr.fail(ShapeError, f"td.{what}: the fill value must be a scalar")
-    return broadcast_to(cast(v, d), _tile_shape(shape, f"td.{what}"))
+    filled = broadcast_to(cast(v, d), _tile_shape(shape, f"td.{what}"))
+    return TileValue(filled.value)  # of its dtype (strong), even when filled with a number
 
 
 def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
