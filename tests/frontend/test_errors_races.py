@@ -477,3 +477,33 @@ def test_loops_whose_bounds_move_with_the_program() -> None:
     np.testing.assert_allclose(a, x * (np.arange(32) // 8 + 1), rtol=1e-6)
     np.testing.assert_allclose(b, x * (np.arange(32) // 16 * 16), rtol=1e-6)
     np.testing.assert_allclose(c, x + 1, rtol=1e-6)
+
+
+@td.tile_kernel
+def split_heads(q, H: td.constexpr):
+    """The fused-attention tutorial's `off_z = off_hz // H`, `off_h = off_hz % H`: together
+    they give each program its own (batch, head)."""
+    Z, _, n = q.shape
+    out = td.empty(q.shape, dtype=q.dtype)
+    for tq, hz in td.tile(n, Z * H, block_size=(None, 1)):
+        off_z, off_h = hz.begin // H, hz.begin % H
+        out[off_z, off_h, tq] = q[off_z, off_h, tq] * 2
+    return out
+
+
+@td.tile_kernel
+def batch_only(q, H: td.constexpr):  # `// H` alone: H programs write one batch row
+    Z, _, n = q.shape
+    out = td.zeros(q.shape, dtype=q.dtype)
+    for tq, hz in td.tile(n, Z * H, block_size=(None, 1)):
+        off_z = hz.begin // H
+        out[off_z, 0, tq] = q[off_z, 0, tq] * hz.begin.astype(q.dtype)  # <- here
+    return out
+
+
+def test_a_floordiv_and_mod_pair_separates_programs() -> None:
+    q = np.random.default_rng(0).standard_normal((3, 4, 10)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(split_heads.run(q, 4, backend=backend), 2 * q)
+    err = trace_error(td.TraceError, batch_only, q, 4)
+    assert "can give two of its programs the same elements" in msg(err)

@@ -35,7 +35,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> 
     deps = frozenset().union(*(progs.depends(i) for i in indices))
     if ANY <= deps:
         return
-    used = frozenset().union(*(progs.separates(i) for i in indices))
+    used = frozenset().union(*(progs.separates(i) for i in indices)) | progs.jointly(indices)
     missing = [a for a in progs.varying() if a not in used]
     if not missing:
         return
@@ -150,9 +150,11 @@ def _own_elements(progs: Programs, a: list, b: list) -> bool:
     gives them): for every grid dimension along which programs vary, both index some tensor
     dimension with the same expression (a block-1 tile and its `.begin` alike) and it separates
     that grid dimension (separation.py), so each program keeps to its own elements."""
-    return all(any(x[2] is not None and y[2] is not None and d in progs.separates(x[2])
-                   and progs.position_key(x[2]) == progs.position_key(y[2])
-                   for x, y in zip(a, b)) for d in progs.varying())
+    same = [k for k, _, _ in a] == [k for k, _, _ in b]  # (a `// c`, `% c` pair: `jointly`)
+    pair = progs.jointly([x[2] for x in a if x[2] is not None]) if same else frozenset()
+    return all(d in pair or any(x[2] is not None and y[2] is not None and d in progs.separates(x[2])
+                                and progs.position_key(x[2]) == progs.position_key(y[2])
+                                for x, y in zip(a, b)) for d in progs.varying())
 
 
 def _alike(tr: Tracer, progs: Programs, old: Op) -> bool:

@@ -145,6 +145,20 @@ class Programs:
         covered = frozenset().union(*(self.depends(self._sources[x]) for x in form))
         return deps if covered == deps else _NONE
 
+    def jointly(self, indices: list[Value]) -> frozenset:
+        """The grid dimensions that a pair `x // c`, `x % c` among one access's `indices`
+        separates together, where `x` does (`x` is `(x // c) * c + x % c`): the fused-attention
+        tutorial's `off_z = off_hz // H`, `off_h = off_hz % H`."""
+        parts: dict[tuple, dict[str, Value]] = {}
+        for v in indices:
+            op = v.owner
+            if op is not None and op.name in ("floordiv", "mod") and \
+                    _int_const(op.operands[1]) and _const(op.operands[1]) > 0:
+                key = (self.key(op.operands[0]), _const(op.operands[1]))
+                parts.setdefault(key, {})[op.name] = op.operands[0]
+        return frozenset().union(*(self.separates(p["floordiv"]) for p in parts.values()
+                                   if len(p) == 2))
+
     def affine(self, v: Value) -> dict[tuple, int] | None:
         """`v` as an integer combination of positions (a range's lanes, a tile's begin or id,
         each over [0, extent)) plus a scalar the same in every program and iteration (left
