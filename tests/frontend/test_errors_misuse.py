@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from error_checks import check_named, f32, file_marker_line, msg, raised, trace_error
+from error_checks import check_named, f32, file_marker_line, marker_line, msg, raised, trace_error
 
 HERE = os.path.abspath(__file__)
 
@@ -326,6 +326,25 @@ def carried_changes_shape(a):
             acc = acc[:, None] + a[tm, tk]
         out[tm, :] = acc
     return out
+
+
+@td.tile_kernel
+def carried_becomes_float64(x):  # Triton's `tl.where(mask, 0, -1.0e6)` is float32; NumPy's not
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    for tm in td.tile(m):
+        mx = td.full((tm,), -float("inf"), dtype=td.float32)
+        for tn in td.tile(n):  # <- here
+            s = x[tm, tn] + td.where(tn.index[None, :] <= tm.index[:, None], 0, -1.0e6)
+            mx = td.maximum(mx, td.max(s, 1))
+        out[tm] = mx
+    return out
+
+
+def test_a_loop_carried_dtype_change_names_where_it_happens() -> None:
+    err = trace_error(td.TraceError, carried_becomes_float64, f32(8, 6))
+    line = marker_line(carried_becomes_float64) + 1
+    assert f"float64(tm,) after an iteration (it becomes float64 at line {line})" in msg(err)
 
 
 def test_loop_carried_shape_changes() -> None:

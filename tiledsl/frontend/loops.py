@@ -203,10 +203,30 @@ def _widen(tr: Tracer, loc: Loc | None, name: str, init: TileValue, res: TileVal
     """A weak initial value (a Python number) takes the type its loop body gives it."""
     if init.weak and broadcastable(init.shape, res.shape):
         return broadcast_to(cast(init, res.dtype), res.shape)
+    where = ""
+    if res.dtype != init.dtype and (site := _promoted_at(res.value, res.dtype)) is not None:
+        where = f" (it becomes {res.dtype} at line {site.line})"
     tr.fail(TraceError, f"loop-carried '{name}' is {init.dtype}{tr.describe_shape(init.shape)} "
-            f"before the loop but {res.dtype}{tr.describe_shape(res.shape)} after an iteration",
-            loc=loc, hint="give it its final dtype and shape before the loop, e.g. "
-                          "td.zeros((tm, tn), dtype=td.float32), or cast with .astype(...)")
+            f"before the loop but {res.dtype}{tr.describe_shape(res.shape)} after an "
+            f"iteration{where}", loc=loc,
+            hint="give it its final dtype and shape before the loop, e.g. "
+                 "td.zeros((tm, tn), dtype=td.float32), or cast with .astype(...)")
+
+
+def _promoted_at(v: Value, dtype: Any) -> Loc | None:
+    """Where `v`'s dtype first appears along its operands: the op that makes a `dtype` value
+    from operands of other dtypes (`x_f32 * scale_f64`), else None."""
+    todo, seen = [v], set()
+    while todo:
+        op = todo.pop().owner
+        if op is None or id(op) in seen:
+            continue
+        seen.add(id(op))
+        typed = [o for o in op.operands if getattr(o.type, "dtype", None) is not None]
+        if typed and all(o.type.dtype != dtype for o in typed):  # type: ignore[union-attr]
+            return op.loc
+        todo += [o for o in typed if o.type.dtype == dtype]  # type: ignore[union-attr]
+    return None
 
 
 def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
