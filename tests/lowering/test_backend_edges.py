@@ -169,7 +169,7 @@ def matmul_int(a, b):
     _, n = b.shape
     out = td.empty((m, n), dtype=td.int32)
     for tm, tn in td.tile(m, n):
-        acc = td.zeros((tm, tn), dtype=td.int32)
+        acc = td.zeros((tm, tn), dtype=td.promote_types(td.int32, a.dtype))  # int64 for int64
         for tk in td.tile(k):
             acc += a[tm, tk] @ b[tk, tn]
         out[tm, tn] = acc
