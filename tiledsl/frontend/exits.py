@@ -42,7 +42,8 @@ STATIC = "_td_static"  # set on the `if` above; the rewrite keeps it a plain Pyt
 
 
 def fold(fdef: ast.FunctionDef) -> None:
-    """Rewrite every foldable `for` statement of `fdef` (not in nested functions) in place."""
+    """Rewrite every foldable `for` and `while` statement of `fdef` (not in nested functions) in
+    place."""
     counter = [0]
     _block(fdef.body, counter)
 

@@ -32,6 +32,7 @@ LIBRARIES = frozenset({"tiledsl", "lowering", "autotune", "numpy", "triton", "to
                        "jax", "optuna", "scipy"})
 _STDLIB = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep
                 for k in ("stdlib", "platstdlib"))
+_SITE = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("purelib", "platlib"))
 _CACHE: weakref.WeakKeyDictionary[FunctionType, Callable[..., Any]] = weakref.WeakKeyDictionary()
 _GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
@@ -50,12 +51,18 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return out
 
 
+def _stdlib(file: str) -> bool:
+    """Whether `file` is the standard library's (installed packages, under it too, are not)."""
+    path = os.path.realpath(file)
+    return path.startswith(_STDLIB) and not path.startswith(_SITE)
+
+
 def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
     """`fn` with its loops and branches rewritten, or None when it needs no rewrite."""
     code = fn.__code__
     if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR or hasattr(fn, "__wrapped__") \
             or (fn.__module__ or "").partition(".")[0] in LIBRARIES \
-            or os.path.realpath(code.co_filename).startswith(_STDLIB):
+            or _stdlib(code.co_filename):
         return None
     try:
         source = textwrap.dedent(inspect.getsource(fn))
