@@ -1,10 +1,10 @@
 """The Triton rule of the `while` op: a Python `while` on a variable the loop carries, as a Triton
 author writes a loop on a runtime condition (Triton's `scf.while`):
 
-    lo, hi, go = 0, 5, tmp
+    go, lo, hi = tmp, 0, 5
     while go:
         ...
-        lo, hi, go = lo_1, hi_1, tmp_3
+        go, lo, hi = tmp_3, lo_1, hi_1
 
 The condition of the first trip is computed before the loop, the next one at the end of each
 trip (the op's region yields it first); the carried values keep one name throughout.
