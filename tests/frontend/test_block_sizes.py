@@ -69,6 +69,19 @@ def test_min_and_max_bound_the_choices() -> None:
         return out
     assert wide.config_space(np.zeros(5, np.float32)).params[0].choices == (16,)
 
+    @td.tile_kernel
+    def helion_bounds(x):
+        bs = td.register_block_size(4, x.shape[0])  # Helion's (min, max)
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0], block_size=bs):
+            out[t] = x[t] * 2
+        return out
+    x = np.arange(50, dtype=np.float32)
+    space = helion_bounds.config_space(x)
+    assert space.params[0].choices == (4, 8, 16, 32, 64)
+    for config in space:
+        np.testing.assert_array_equal(helion_bounds.run(x, config=config), x * 2)
+
 
 @td.tile_kernel
 def ids(x):

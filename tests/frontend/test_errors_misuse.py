@@ -106,26 +106,6 @@ def test_a_while_with_break_on_a_runtime_value_is_refused() -> None:
 
 
 @td.tile_kernel
-def range_over_runtime_bounds(w, G: td.constexpr):
-    C = w.shape[0] // G
-    out = td.empty((G,), dtype=w.dtype)
-    for g in td.grid(G):
-        acc = 0.0
-        for c in range(g * C, (g + 1) * C):  # <- here
-            acc += w[c]
-        out[g] = acc
-    return out
-
-
-def test_range_over_runtime_bounds_says_to_tile_by_one() -> None:
-    """Triton's `tl.range(start, stop)` with loaded or grid-computed bounds, written as
-    `range()`: the hint gives the tile loop of one element (it runs: README's start=/stop=)."""
-    err = trace_error(td.TraceError, range_over_runtime_bounds, f32(6), 2)
-    assert "td.tile(n, start=start, stop=stop, block_size=1)" in msg(err)
-    assert "`c.begin`" in msg(err)
-
-
-@td.tile_kernel
 def if_on_runtime_scalar(x, alpha):
     out = td.empty_like(x)
     if alpha > 0:  # <- here

@@ -20,6 +20,7 @@ tensor shapes are plain ints. A kernel whose host code never reads `bs` has one 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +48,7 @@ class BlockSize:
         buffer): the kernel is traced once per value it takes, as for a registered knob."""
         tr = current()
         i = list(tr.symbols).index(self.symbol)
-        sym = tr.symbols[self.symbol]
-        choices = bounded_choices(_powers(sym.extent), sym.low, sym.high)
+        choices = symbol_choices(tr.symbols[self.symbol])
         name = f"block_sizes[{i}]"
         tr.tunables[name] = PowerOfTwo(choices[0], choices[-1], default_block(choices))
         return int(tr.knobs.get(name, default_block(choices)))
@@ -87,9 +87,16 @@ def _pow2(v: object) -> bool:
         and not v & (v - 1)
 
 
-def register_block_size(n: int, min: int | None = None, max: int | None = None) -> BlockSize:
+def register_block_size(n: int, upper: int | None = None, /, *, min: int | None = None,
+                        max: int | None = None) -> BlockSize:
     """A tunable block size for tiles over `n` elements (powers of two, from `min` to `max` where
-    given), for `td.tile(n, block_size=bs)` and tile shapes; call it outside the tile loops."""
+    given), for `td.tile(n, block_size=bs)` and tile shapes; call it outside the tile loops.
+
+    `td.register_block_size(lo, hi)` is Helion's two-argument form: the powers of two from `lo`
+    up to `hi` (or up to the next power of two, where `hi` is a dimension's size, whose loops it
+    may then cut)."""
+    if upper is not None:
+        return _bounded(n, upper)
     tr = current("td.register_block_size()")
     if tr.depth != "host":
         tr.fail(TraceError, "td.register_block_size() is called inside a tile loop",
@@ -107,6 +114,21 @@ def register_block_size(n: int, min: int | None = None, max: int | None = None) 
     name = tr.new_symbol(plain, user_loc(), low=min, high=max)
     tr.labels[name] = f"block_size({plain})"
     return BlockSize(name, n if isinstance(n, SymDim) else plain, user_loc())
+
+
+def _bounded(lo: int, hi: int) -> BlockSize:
+    """Helion's `hl.register_block_size(min, max)`: `max` may be a dimension's size."""
+    tr = current("td.register_block_size()")
+    for what, v in (("min", lo), ("max", hi)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            tr.fail(TraceError, f"td.register_block_size(min, max): {what} must be a positive "
+                    f"int, got {v!r}")
+    if not _pow2(lo):
+        tr.fail(TraceError, f"td.register_block_size(min, max): min must be a power of two, "
+                f"got {lo!r}")
+    if lo > hi:
+        tr.fail(TraceError, f"td.register_block_size(min, max): min={lo} is above max={hi}")
+    return register_block_size(hi, min=int(lo), max=int(hi) if _pow2(hi) else None)
 
 
 def tile_block(bs: BlockSize, size: int) -> str:
@@ -131,6 +153,11 @@ def bounded_choices(choices: tuple[int, ...], low: int | None, high: int | None
     lo = low or 1
     hi = high or max(choices[-1], lo)
     return tuple(1 << j for j in range(lo.bit_length() - 1, hi.bit_length()))
+
+
+def symbol_choices(sym: Any) -> tuple[int, ...]:
+    """The block sizes a registered symbol (the tracer's `Symbol`) may take."""
+    return bounded_choices(_powers(sym.extent), sym.low, sym.high)
 
 
 def _powers(extent: int) -> tuple[int, ...]:

@@ -18,14 +18,16 @@ from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, either, loop_test, negate, truth,
 )
 from tiledsl.frontend.branches import condition
-from tiledsl.errors import ControlFlowError, Loc, TraceError
+from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import RangeType
 from tiledsl.ir.views import root
-from tiledsl.lang.language import TileRange
+from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend.tracer import Tracer, current
-from tiledsl.frontend.values import Tensor, Tile, TileValue, broadcast_to, cast, to_value
+from tiledsl.frontend.values import (
+    Tensor, Tile, TileValue, broadcast_to, cast, common_dtype, need_static, to_value,
+)
 
 Body = Callable[[Any, dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -83,6 +85,12 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
 def plain(iterable: Any, line: int, what: str = "else") -> Any:
     """The iterable of a loop the rewrite left alone: it has a `what` statement (break,
     continue or return) at `line` that tiledsl.frontend.exits cannot fold, or an else clause."""
+    if isinstance(iterable, Counted):
+        current().fail(TraceError, f"a loop to a runtime bound cannot have {what!r} here: "
+                       "each program runs it as a `while` loop to its own bound",
+                       loc=Loc(current().file, line),
+                       hint="guard the remaining work with an `if` on a value the loop carries, "
+                            "or write the `while` loop yourself with the exit in its condition")
     if isinstance(iterable, TileRange):
         tr = current()
         kind = f"td.{iterable.kind}()"
@@ -113,6 +121,8 @@ def tiled(iterable: Any) -> bool:
 def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
          labels: tuple[str, ...] | None, line: int,
          read_after: dict[str, int] | None = None) -> dict:
+    if isinstance(iterable, Counted):
+        return _counted(iterable, body, env, assigned, line)
     if not isinstance(iterable, TileRange):
         env = dict(env)
         for item in iterable:
@@ -127,6 +137,50 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     if tr.depth == "host":
         return _grid(tr, iterable, body, env, assigned, names, read_after)
     return _for(tr, iterable, body, env, assigned, names)
+
+
+def range_(*args: Any) -> Any:
+    """`range(...)` as the iterable of a `for` statement in a kernel: Python's range over ints;
+    over a runtime bound, a sequential loop that each program runs to its own bound
+    (`Counted`), as Triton's `for i in range(lo, hi)`."""
+    if not any(isinstance(a, TileValue) for a in args):
+        return range(*args)
+    tr = current()
+    for a in args:
+        need_static(a)  # computed from int arguments: the kernel traces them as ints
+    if not 1 <= len(args) <= 3:
+        tr.fail(TraceError, f"range expected 1 to 3 arguments, got {len(args)}")
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    if isinstance(step, TileValue) or not isinstance(step, (int, np.integer)) or step == 0:
+        tr.fail(TraceError, f"range(): over a runtime bound the step must be a nonzero int known "
+                f"when tracing, got {step!r}",
+                hint="the step's sign decides the loop's test (i < stop or i > stop)")
+    for a in (start, stop):
+        v = to_value(a)
+        if v.shape != () or not v.dtype.is_int:
+            got = f"a {v.dtype} scalar" if v.shape == () else \
+                f"a {v.dtype} tile of shape {tr.describe_shape(v.shape)}"
+            tr.fail(TraceError, f"range(): bounds must be integer scalars, got {got}")
+    return Counted(stop, user_loc(), start, int(step))
+
+
+def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line: int) -> dict:
+    """A loop to a runtime bound: `i = start; while i < stop: body(i); i += step` (`>` for a
+    negative step), its counter a hidden carried name of the bounds' dtype."""
+    counter = f"_td_index{line}"
+    start, stop = to_value(it.start), to_value(it.stop)
+    dtype, _ = common_dtype([start, stop])
+    env = {**env, counter: TileValue(cast(start, dtype).value)}  # typed, not a weak number
+
+    def step(e: dict) -> dict:
+        return {**body(e[counter], e), counter: e[counter] + it.step}
+
+    def test(e: dict) -> TileValue:
+        return e[counter] < stop if it.step > 0 else e[counter] > stop
+
+    out = while_loop(test, step, env, (*assigned, counter), line)
+    out.pop(counter)
+    return out
 
 
 def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:

@@ -13,9 +13,9 @@ HELION_TILE = ("td.tile(a, b) is a 2-D tile (a by b); Helion's hl.tile(begin, en
                "td.tile(n, start=begin, stop=end), with n a static bound of end "
                "(td.tile(end, start=begin) when end is an int, td.tile(end) when begin is 0)")
 
-RANGE = ("range() needs Python ints; to loop from a runtime start to a runtime stop, loop "
-         "over tiles of one element: `for c in td.tile(n, start=start, stop=stop, "
-         "block_size=1)` (n: a static bound of stop) and index with `c.begin`")
+RANGE = ("range() takes runtime bounds only as the iterable of a `for` statement in the "
+         "kernel (`for i in range(lo, hi)`: each program loops to its own bound); elsewhere "
+         "it needs Python ints")
 
 
 def calls_range(loc: Loc | None) -> bool:

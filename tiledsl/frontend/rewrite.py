@@ -275,6 +275,10 @@ class _LoopRewriter(ast.NodeTransformer):
 
     def visit_For(self, node: ast.For) -> Any:
         read_after = self.read_after.get(id(node), {})
+        it = node.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            it.func = ast.copy_location(ast.Attribute(ast.Name("_td_rt", ast.Load()), "range_",
+                                                      ast.Load()), it.func)  # runtime bounds
         self.generic_visit(node)
         escapes = _Escapes()
         for stmt in node.body:

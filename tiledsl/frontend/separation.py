@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tiledsl.frontend.block_sizes import symbol_choices
 from tiledsl.ir.core import Op, Value, loop_first, loop_inits, loop_start, loop_stop
 from tiledsl.ir.types import RangeType
 from tiledsl.frontend.tracer import Tracer
@@ -175,6 +176,8 @@ class Programs:
         xs = op.operands
         if op.name in ("tile.index", "tile.begin", "tile.id"):
             return self._position(op.name[5:], xs[0])
+        if op.name == "arange":  # lanes 0..n-1 (its start is a constant, left out)
+            return self._lanes(v)
         if op.name == "floordiv" and self._divides_block(xs[0], xs[1]):
             begin = xs[0].owner
             assert begin is not None
@@ -255,6 +258,16 @@ class Programs:
         self._sources[x] = r
         return {x: 1}
 
+    def _lanes(self, v: Value) -> dict[tuple, int]:
+        """`td.arange`'s lanes as a position over its length: a power of two, or a block size
+        (the config's value where the host code read it, else the largest it may take)."""
+        x = ("arange", id(v))
+        d = v.type.shape[0]  # type: ignore[union-attr]
+        n = self._fixed_dim(d)
+        self._extents[x] = n if n is not None else max(symbol_choices(self.tr.symbols[d]))
+        self._sources[x] = v
+        return {x: 1}
+
     def _invariant(self, v: Value) -> bool:
         """Whether `v` is the same in every program and every loop iteration of the grid."""
         hit = self._fixed.get(id(v))
@@ -292,11 +305,15 @@ class Programs:
     def _block(self, r: Value) -> int | None:
         """The range's block size in this trace, where it is fixed: an int, or a registered
         block size the host code read (the kernel is then traced per value)."""
-        block = r.type.block  # type: ignore[union-attr]
-        if isinstance(block, int):
-            return block
-        if block in self.tr.symbols:
-            value = self.tr.knobs.get(f"block_sizes[{list(self.tr.symbols).index(block)}]")
+        return self._fixed_dim(r.type.block)  # type: ignore[union-attr]
+
+    def _fixed_dim(self, d: Any) -> int | None:
+        """A tile dimension's size in this trace, where it is fixed: an int, or a registered
+        block size the host code read (the kernel is then traced per value)."""
+        if isinstance(d, int):
+            return d
+        if d in self.tr.symbols:
+            value = self.tr.knobs.get(f"block_sizes[{list(self.tr.symbols).index(d)}]")
             return int(value) if isinstance(value, int) else None
         return None
 
@@ -328,6 +345,8 @@ class Programs:
             from tiledsl.ir.views import root
             return ("load", id(root(op.operands[0])), _attrs(op.attrs),
                     tuple(self.key(o) for o in op.operands[1:]))
+        if op.name == "arange":  # its length is in its type
+            return ("arange", _attrs(op.attrs), str(v.type))
         return (op.name, _attrs(op.attrs), tuple(self.key(o) for o in op.operands))
 
 

@@ -22,6 +22,7 @@ from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
 from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
+from tiledsl.frontend.block_sizes import BlockSize
 from tiledsl.frontend.static_args import need_static as check_static
 from tiledsl.frontend.tracer import Tracer, current
 
@@ -532,6 +533,8 @@ def to_value(v: Any) -> TileValue:
         return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
     if isinstance(v, (bool, int, float)):
         return constant(v, weak_dtype(v), weak=True)
+    if isinstance(v, BlockSize):  # the config's value: the kernel traces once per value
+        return constant(int(v), weak_dtype(0), weak=True)
     if isinstance(v, (Tile, ShiftedTile)):
         what = "a shifted tile" if isinstance(v, ShiftedTile) else "tile"
         current().fail(TraceError, f"{what} '{v.label}' is not a value: it only indexes tensors",

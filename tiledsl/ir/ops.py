@@ -510,6 +510,19 @@ def _tile_index(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) ->
     return [TileType((r.block,), dtypes.index_dtype(r.extent))]
 
 
+@_def("arange", explicit_type=True)
+def _arange(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    """`start, start + 1, ...` along one axis (`td.arange`): its length is the result's one
+    dimension, a static power of two or a block-size symbol."""
+    _arity(ts, 0, "arange")
+    if res is None or len(res) != 1 or tile(res[0], "arange").rank != 1 \
+            or not res[0].dtype.is_int:  # type: ignore[union-attr]
+        raise IRError("arange produces one integer vector")
+    if not isinstance(attrs.get("start"), int):
+        raise IRError("arange needs an int 'start' attribute")
+    return list(res)
+
+
 def _scalar_of_range(name: str) -> Rule:
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 1, name)

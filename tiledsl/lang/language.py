@@ -179,10 +179,37 @@ def tile(*sizes: int | TileValue,
                      stop, start, call_site(), seq=seq)
 
 
-def grid(*sizes: int) -> TileRange:
+@dataclass(frozen=True)
+class Counted:
+    """`td.grid(s)` inside the grid, with a runtime count `s` (an integer scalar such as a loaded
+    length): a sequential loop over the indices 0..s-1, each program its own count, as
+    Helion's `hl.grid(n)` in device code. `range(start, stop, step)` over runtime bounds is one
+    too (Triton's `for i in range(lo, hi)`; the step is a static int). It needs no static
+    bound: it runs as a `while` loop (frontend/loops.py)."""
+
+    stop: TileValue | int
+    loc: Loc | None
+    start: TileValue | int = 0
+    step: int = 1
+
+    def __iter__(self) -> Any:
+        current().fail(TraceError, "td.grid(...) can only be iterated by a `for` statement",
+                       loc=self.loc)
+
+
+def grid(*sizes: int | TileValue) -> TileRange | Counted:
     """Scalar indices over each size (block size 1), e.g. for a batch dimension. Sizes may come
-    as one list or tuple (`td.grid(x.shape)`), as for `td.tile`."""
+    as one list or tuple (`td.grid(x.shape)`), as for `td.tile`. Inside the grid, one runtime
+    size counts a sequential loop (`Counted`)."""
     sizes, seq = _unpack(sizes)
+    tr = current("td.grid()")
+    if tr.depth != "host" and len(sizes) == 1 and isinstance(sizes[0], TileValue) and not seq:
+        need_static(sizes[0])  # computed from int arguments: the kernel traces it as an int
+        count = sizes[0]
+        if count.shape != () or not count.dtype.is_int:
+            tr.fail(TraceError, f"td.grid(): a runtime count must be an integer scalar, got "
+                    f"{count.dtype}{tr.describe_shape(count.shape)}")
+        return Counted(count, user_loc())
     ns = _sizes("grid", sizes)
     return TileRange(ns, (1,) * len(ns), "grid", user_loc(), seq=seq)
 

@@ -523,6 +523,19 @@ def _tile_index(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [xs[0].index().astype(op.result.type.dtype.np)]  # type: ignore[union-attr]
 
 
+@rule("arange")
+def _arange(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    key = (op, ex.rank, ex.config_key)  # the config sets a block-size length
+    x = ex.plan.consts.get(key)
+    if x is None:
+        t = op.result.type
+        n = ex.tile_shape(t)[0]  # type: ignore[arg-type]
+        x = np.arange(op.attrs["start"], op.attrs["start"] + n, dtype=t.dtype.np)  # type: ignore[union-attr]
+        x = ex.plan.consts[key] = x.reshape((1,) * ex.rank + (n,))
+        x.setflags(write=False)
+    return [x]
+
+
 @rule("tile.begin")
 def _tile_begin(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [xs[0].begin.astype(op.result.type.dtype.np)]  # type: ignore[union-attr]

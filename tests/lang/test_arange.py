@@ -1,0 +1,150 @@
+"""`td.arange`: Triton's `pid * BLOCK + tl.arange(0, BLOCK)` and Helion's `hl.arange(bs)`,
+indexing tensors as integer tiles with the bounds given as masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import under_configs
+
+BACKENDS = ["numpy", "triton-interpret"]
+
+
+@td.tile_kernel
+def add_kernel(x, y, BLOCK: td.constexpr):
+    """Triton's vector-add tutorial as written: offsets from the program id, a mask."""
+    n = x.shape[0]
+    out = td.empty_like(x)
+    for pid in td.grid(td.cdiv(n, BLOCK)):
+        offsets = pid * BLOCK + td.arange(0, BLOCK)
+        mask = offsets < n
+        a = td.load(x, [offsets], mask=mask)
+        b = td.load(y, [offsets], mask=mask)
+        td.store(out, [offsets], a + b, mask=mask)
+    return out
+
+
+@td.tile_kernel
+def grouped_gemm_persistent(a_packed, b, group_offsets, num_workers: td.constexpr):
+    """Helion's `grouped_gemm_jagged_persistent` (examples/grouped_gemm.py there): workers take
+    every `num_workers`-th tile of each group, whose coordinates are computed, not looped over;
+    rows and columns are `td.arange` vectors of registered block sizes, masked at the group's
+    end. Differs from Helion's text in `[row_idx[:, None], k_idx[None, :]]` (index tiles
+    broadcast as NumPy's), and `td.addmm` for `torch.addmm`."""
+    block_m = td.register_block_size(16, 64)
+    block_n = td.register_block_size(16, 64)
+    total_m, k = a_packed.shape
+    _, n = b.shape
+    out = td.zeros((total_m, n), dtype=td.promote_types(a_packed.dtype, b.dtype))
+    for worker_id in td.grid(num_workers):
+        for g in td.grid(group_offsets.shape[0] - 1):
+            group_start = group_offsets[g]
+            group_end = group_offsets[g + 1]
+            m_size = group_end - group_start
+            if m_size > 0:
+                num_m_tiles = (m_size + block_m - 1) // block_m
+                num_group_tiles = num_m_tiles * ((n + block_n - 1) // block_n)
+                for local_tile in td.grid(num_group_tiles):  # a runtime count
+                    tile_in_group = local_tile * num_workers + worker_id
+                    if tile_in_group < num_group_tiles:
+                        base_row = group_start + (tile_in_group % num_m_tiles) * block_m
+                        base_col = (tile_in_group // num_m_tiles) * block_n
+                        row_idx = base_row + td.arange(block_m)
+                        col_idx = base_col + td.arange(block_n)
+                        rows_valid = row_idx < group_end
+                        cols_valid = col_idx < n
+                        acc = td.zeros([block_m, block_n], dtype=td.float32)
+                        for k_tile in td.tile(k):
+                            k_idx = k_tile.index
+                            a_blk = td.load(a_packed, [row_idx[:, None], k_idx[None, :]],
+                                            extra_mask=rows_valid[:, None])
+                            b_blk = td.load(b, [k_idx[:, None], col_idx[None, :]],
+                                            extra_mask=cols_valid[None, :])
+                            acc = td.addmm(acc, a_blk, b_blk)
+                        valid = rows_valid[:, None] & cols_valid[None, :]
+                        td.store(out, [row_idx[:, None], col_idx[None, :]], acc.to(out.dtype),
+                                 extra_mask=valid)
+    return out
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, "spatial"])
+def test_triton_vector_add_as_written(backend: str) -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((2, 1000)).astype(np.float32)
+    out = add_kernel.run(x, y, 128, backend=backend)
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_helion_persistent_grouped_gemm(backend: str) -> None:
+    rng = np.random.default_rng(1)
+    offsets = np.cumsum([0, 37, 0, 50, 5]).astype(np.int32)  # an empty group, ragged ones
+    a = rng.standard_normal((offsets[-1], 24)).astype(np.float32)
+    b = rng.standard_normal((24, 40)).astype(np.float32)
+    expected = a.astype(np.float64) @ b
+    space = grouped_gemm_persistent.config_space(a, b, offsets, 3, backend=backend)
+    assert sorted({c.block_sizes[0] for c in space}) == [16, 32, 64]  # Helion's (min, max)
+    for config, out in under_configs(grouped_gemm_persistent, (a, b, offsets, 3), backend):
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=str(config))
+
+
+def test_compiles_for_sm90() -> None:
+    """The Triton source has `tl.arange` over the registered blocks and a `while` for the
+    runtime count; ptxas takes it."""
+    pytest.importorskip("triton")
+    offsets = np.array([0, 3, 9], np.int32)
+    args = (np.ones((9, 8), np.float32), np.ones((8, 5), np.float32), offsets, 2)
+    source = grouped_gemm_persistent.source(*args, target="triton")
+    assert "tl.arange(0, BLOCK_" in source and "while go:" in source
+    (report,) = grouped_gemm_persistent.compile(*args, arch="sm_90")
+    assert report.spill_bytes == 0
+
+
+def test_overlapping_windows_are_a_race() -> None:
+    """A program's lanes reach past the next program's start: refused, naming the store."""
+    @td.tile_kernel
+    def overlapping(x):
+        out = td.empty_like(x)
+        for pid in td.grid(td.cdiv(x.shape[0], 32)):
+            offsets = pid * 32 + td.arange(0, 64)
+            td.store(out, [offsets], td.load(x, [offsets], mask=offsets < x.shape[0]),
+                     mask=offsets < x.shape[0])
+        return out
+
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        overlapping(np.ones(100, np.float32))
+
+
+@td.tile_kernel
+def summed(x, lens, make):
+    out = td.empty_like(x)
+    for g in td.grid(x.shape[0]):
+        out[g] = td.sum(make(lens[g]))
+    return out
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda n: td.arange(0, 48), td.ShapeError, "must be a power of two, got 48"),
+    (lambda n: td.arange(n), td.TraceError, "must be an int known when tracing"),
+    (lambda n: td.arange(8, dtype=td.float32), td.TraceError, "must be an integer dtype"),
+    (lambda n: td.arange(124, 132, dtype=td.int8), td.ShapeError, "does not fit in int8"),
+])
+def test_errors(make, error: type, match: str) -> None:
+    with pytest.raises(error, match=match) as e:
+        summed(np.ones(4, np.int64), np.ones(4, np.int32), make)
+    assert "(lambda n: td.arange(" in str(e.value)  # the user's line
+
+
+def test_host_call_is_an_error() -> None:
+    @td.tile_kernel
+    def on_host(x):
+        idx = td.arange(4)
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = x[t]
+        return out
+
+    with pytest.raises(td.TraceError, match="called inside a tile loop"):
+        on_host(np.ones(4, np.float32))
