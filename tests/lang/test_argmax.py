@@ -75,7 +75,8 @@ def data(shape: tuple[int, int], dtype: type, seed: int = 0) -> np.ndarray:
 def test_positions_in_a_row_match_numpy(backend: str, dtype: str) -> None:
     x = data((37, 45), DTYPES[dtype])
     wide = x.astype(np.float64)
-    for config, (hi, lo) in under_configs(row_positions, (x,), backend, samples=3):
+    samples = 3 if backend == "numpy" or dtype == "f32" else 0  # the interpreter: ~1.5 s a run
+    for config, (hi, lo) in under_configs(row_positions, (x,), backend, samples=samples):
         np.testing.assert_array_equal(hi, wide.argmax(axis=1, keepdims=True), f"{config}")
         np.testing.assert_array_equal(lo, wide.argmin(axis=1), f"{config}")
 
@@ -88,7 +89,7 @@ def test_positions_down_columns_match_numpy(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend, start", [
-    (b, s) if b != "triton-interpret" or s == 13 else  # the interpreter takes ~9 s a case
+    (b, s) if b != "triton-interpret" or s == 13 else  # the interpreter takes ~3 s a config
     pytest.param(b, s, marks=pytest.mark.slow) for b in BACKENDS for s in (0, 13, 40)])
 def test_lanes_before_a_runtime_start_never_win_a_tie(backend: str, start: int) -> None:
     """Masked lanes before the start hold -inf, as do rows 0-4: the first in-range lane wins."""
@@ -96,7 +97,8 @@ def test_lanes_before_a_runtime_start_never_win_a_tie(backend: str, start: int) 
     x[:5] = -np.inf
     x[7, 50:60] = np.nan
     ref = x[:, start:].astype(np.float64).argmax(axis=1) + start
-    for config, out in under_configs(argmax_from, (x, start), backend, samples=3):
+    samples = 1 if backend == "triton-interpret" else 3
+    for config, out in under_configs(argmax_from, (x, start), backend, samples=samples):
         np.testing.assert_array_equal(out, ref, err_msg=f"{backend} {config}")
 
 

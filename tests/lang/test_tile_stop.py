@@ -363,7 +363,9 @@ def test_split_loops_give_the_same_numbers(backend: str) -> None:
     full-range kernel, and the mask that must not split (keys from the query on)."""
     attention, reference = kernel_of("attention"), example("attention").reference
     args = make_attention(77)
-    for blocks in ((16, 32), (32, 16), (16, 16), (64, 16)):
+    pairs = ((16, 32), (64, 16)) if backend == "triton-interpret" else \
+        ((16, 32), (32, 16), (16, 16), (64, 16))  # the interpreter: ~0.5 s a run
+    for blocks in pairs:
         for kernel in (attention, full_attention):
             out = kernel.run(*args, backend=backend, config=Config(block_sizes=blocks))
             td.testing.assert_close(out, reference(*args))

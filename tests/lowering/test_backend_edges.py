@@ -194,7 +194,8 @@ def test_integer_dots_match_numpy(dtype: type) -> None:
     exact = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)  # wrapped to int32
     np.testing.assert_array_equal(ref, exact)
     space = matmul_int.config_space(a, b, backend="triton-interpret")
-    for config in [space.default(), *space.sample(2, seed=0)]:
+    sampled = space.sample(2, seed=0) if dtype == np.int32 else []  # the interpreter: ~2 s each
+    for config in [space.default(), *sampled]:
         out = matmul_int.run(a, b, backend="triton-interpret", config=config)
         np.testing.assert_array_equal(out, ref)
 

@@ -222,7 +222,31 @@ def numel(t: TileType, blocks: dict[str, int]) -> int:
     return math.prod(blocks[d] if isinstance(d, str) else padded(d) for d in t.shape)
 
 
-def epilogue_shared_bytes(fn: Function, config: Config) -> int:
+@dataclass(frozen=True)
+class SharedTiles:
+    """What a function keeps in shared memory, read from its IR (`shared_tiles`): each
+    dot-operand load as (type, whether in a loop), and each stored 2-D tile's type."""
+
+    staged: tuple[tuple[TileType, bool], ...]
+    stored: tuple[tuple[TileType, TensorType], ...]
+
+
+def shared_tiles(fn: Function) -> SharedTiles:
+    """The IR's part of `shared_bytes`: a search over a space's whole product reads it once."""
+    ops = list(walk(fn.body))
+    uses = uses_of(ops)
+    in_loops = {id(op) for loop in ops if loop.name == "for" for op in walk(loop.regions[0])}
+    staged = tuple((op.result.type, id(op) in in_loops) for op in ops  # type: ignore[misc]
+                   if op.name == "load" and feeds_dots_only(op.result, uses))
+    stored = tuple((op.operands[-1].type, op.operands[0].type) for op in ops  # type: ignore
+                   if op.name == "store" and isinstance(op.operands[-1].type, TileType)
+                   and op.operands[-1].type.rank >= 2
+                   and isinstance(op.operands[0].type, TensorType))
+    return SharedTiles(staged, stored)
+
+
+def epilogue_shared_bytes(fn: Function, config: Config, tiles: SharedTiles | None = None
+                          ) -> int:
     """Shared memory a persistent TMA kernel keeps for its output tile: its descriptor store
     stages the tile there while the next tile's loads are in flight (128x256 fp16: 64 KiB;
     sm_90, 3 stages: 144 KiB without it, 208 KiB with it). Non-persistent kernels reuse the
@@ -230,27 +254,23 @@ def epilogue_shared_bytes(fn: Function, config: Config) -> int:
     if not (config.get("tma", False) and config.get("persistent", False)):
         return 0
     blocks = dict(zip(fn.symbols, config.block_sizes))
-    return max((numel(op.operands[-1].type, blocks) * op.operands[0].type.dtype.bits // 8
-                for op in walk(fn.body) if op.name == "store"
-                and isinstance(op.operands[-1].type, TileType) and op.operands[-1].type.rank >= 2
-                and isinstance(op.operands[0].type, TensorType)), default=0)
+    return max((numel(tile, blocks) * tensor.dtype.bits // 8
+                for tile, tensor in (tiles or shared_tiles(fn)).stored), default=0)
 
 
-def shared_bytes(fn: Function, config: Config) -> int:
+def shared_bytes(fn: Function, config: Config, tiles: SharedTiles | None = None) -> int:
     """Shared memory a config needs: every tile loaded for the tensor cores (once if loaded
     before the loop, once per pipeline stage if loaded in it), and the output tile of a
     persistent TMA epilogue. Causal attention at 128x128, d128, 3 stages, TMA and persistent:
     q once, k and v three times, the output tile once, 262,144 bytes (compiled: 263,168);
-    counting each dot's operands per stage said 229,376 and let it past an H100's 232,448."""
+    counting each dot's operands per stage said 229,376 and let it past an H100's 232,448.
+    `tiles`: `shared_tiles(fn)`, where the caller prices many configs."""
+    tiles = tiles or shared_tiles(fn)
     blocks = dict(zip(fn.symbols, config.block_sizes))
     stages = int(config.get("num_stages", 3) or 3)
-    uses = uses_of(list(walk(fn.body)))
-    in_loops = {id(op) for loop in walk(fn.body) if loop.name == "for"
-                for op in walk(loop.regions[0])}
-    staged = [op for op in walk(fn.body) if op.name == "load" and feeds_dots_only(op.result, uses)]
-    operands = sum(numel(op.result.type, blocks) * op.result.type.dtype.bits // 8  # type: ignore
-                   * (stages if id(op) in in_loops else 1) for op in staged)
-    return operands + epilogue_shared_bytes(fn, config)
+    operands = sum(numel(t, blocks) * t.dtype.bits // 8 * (stages if looped else 1)
+                   for t, looped in tiles.staged)
+    return operands + epilogue_shared_bytes(fn, config, tiles)
 
 
 def estimated_resources(fn: Function, config: Config) -> list[Resources]:

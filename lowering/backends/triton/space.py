@@ -3,11 +3,12 @@ cost model's estimate that ranks the rest (cost.py)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 from lowering.backends.triton.cost import (EPILOGUE_MATH, estimate_us, gpu_for, heavy_epilogue,
-                                           numel, shared_bytes)
+                                           numel, shared_bytes, shared_tiles)
 from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from tiledsl import dtypes
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
@@ -368,16 +369,23 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
         elif sym in dot_dims and p.default < DOT_MIN:
             space = space.with_default(p.name, DOT_MIN)
 
-    def blocks(c: Config) -> dict[str, int]:
-        return dict(zip(symbols, c.block_sizes))
+    # A search checks the whole product of the space (200,000 GEMM configs): what depends on
+    # the block sizes alone is worked out once per block-size tuple.
+    @functools.cache
+    def blocks(sizes: tuple[int, ...]) -> dict[str, int]:
+        return dict(zip(symbols, sizes))
 
-    def dot_min(c: Config) -> str | None:
-        small = [s for s in dot_dims if blocks(c)[s] < DOT_MIN]
+    @functools.cache
+    def dot_min(sizes: tuple[int, ...]) -> str | None:
+        small = [s for s in dot_dims if blocks(sizes)[s] < DOT_MIN]
         return f"tl.dot needs blocks >= {DOT_MIN}, got {small}" if small else None
 
+    @functools.cache
+    def largest_tile(sizes: tuple[int, ...]) -> int:
+        return max((numel(t, blocks(sizes)) for t in tiles), default=1)
+
     def tile_size(c: Config) -> str | None:
-        b = blocks(c)
-        biggest = max((numel(t, b) for t in tiles), default=1)
+        biggest = largest_tile(c.block_sizes)
         if biggest > MAX_NUMEL:
             return f"a tile of {biggest} elements exceeds Triton's {MAX_NUMEL}"
         threads = 32 * int(c.get("num_warps", 4))
@@ -385,12 +393,20 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
             return f"a tile of {biggest} elements over {threads} threads would spill registers"
         return None
 
+    in_shared = shared_tiles(fn)  # the IR read once
+    needs: dict[tuple, int] = {}
+
     def shared(c: Config) -> str | None:
-        need = shared_bytes(fn, c)
+        key = (c.block_sizes, c.get("num_stages"), c.get("tma"), c.get("persistent"))
+        need = needs.get(key)
+        if need is None:
+            need = needs[key] = shared_bytes(fn, c, in_shared)
         limit = shared_limit(arch)
         return f"{need} bytes of shared memory > {limit} on {arch}" if need > limit else None
 
-    for name, check in (("dot-min", dot_min), ("shared-memory", shared), ("tile-size", tile_size)):
+    checks = (("dot-min", lambda c: dot_min(c.block_sizes)), ("shared-memory", shared),
+              ("tile-size", tile_size))
+    for name, check in checks:
         space = space.with_constraint(Constraint(name, check))
     # The cost model on resources guessed without compiling: tuners try its favourites first.
     gpu = gpu_for(arch)
