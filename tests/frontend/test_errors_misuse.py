@@ -187,8 +187,8 @@ def helion_tile_from_loaded(x, lens):  # Helion: hl.tile(begin, end) with a load
     m, n = x.shape
     out = td.zeros((m, n), dtype=x.dtype)
     for i in td.grid(m):
-        for t in td.tile(lens[i], n):  # <- here
-            out[i, t] = x[i, t]
+        for t in td.tile(lens[i], n):  # a 2-D tile whose first size is a runtime one
+            out[i, t] = x[i, t]  # <- here
     return out
 
 

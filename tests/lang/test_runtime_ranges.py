@@ -1,6 +1,7 @@
-"""Loops to a runtime bound inside the grid: `td.grid(s)` (Helion's `hl.grid(n)` in device
-code) and `range(lo, hi, step)` (Triton's `for i in range(lo, hi)`), each program to its own
-bound, with no static bound needed: they run as `while` loops."""
+"""Loops to a runtime bound inside the grid, each program to its own bound, with no static
+bound needed: `td.grid(s)` (Helion's `hl.grid(n)` in device code) and `range(lo, hi, step)`
+(Triton's `for i in range(lo, hi)`) run as `while` loops; `td.tile(m_g, n)` (Helion's
+`hl.tile([m_g, n])`) as tile loops to an unbounded stop."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
+from support import under_configs
 
 BACKENDS = ["numpy", "triton-interpret"]
 
@@ -108,3 +110,52 @@ def test_errors() -> None:
         runtime_step(lens, x)
     with pytest.raises(td.BackendError, match="cannot map a `while` loop"):
         jagged_horner.run(lens, x, backend="spatial")
+
+
+@td.tile_kernel
+def grouped_gemm_jagged(a_packed, b, group_offsets):
+    """Helion's `grouped_gemm_jagged` as written (`td.addmm` for `torch.addmm`): a 2-D tile
+    loop over a group's loaded row count and the columns; rows reach `a_packed` through the
+    index tile `start + tile_m.index`."""
+    total_m, k = a_packed.shape
+    _, n = b.shape
+    out = td.empty((total_m, n), dtype=td.promote_types(a_packed.dtype, b.dtype))
+    for g in td.grid(group_offsets.shape[0] - 1):
+        start = group_offsets[g]
+        end = group_offsets[g + 1]
+        m_g = end - start
+        if m_g != 0:
+            for tile_m, tile_n in td.tile([m_g, n]):
+                acc = td.zeros([tile_m, tile_n], dtype=td.float32)
+                for tile_k in td.tile(k):
+                    acc = td.addmm(acc, a_packed[start + tile_m.index, tile_k], b[tile_k, tile_n])
+                out[start + tile_m.index, tile_n] = acc.to(out.dtype)
+    return out
+
+
+def _grouped_inputs() -> tuple:
+    rng = np.random.default_rng(3)
+    offsets = np.cumsum([0, 37, 0, 70, 5]).astype(np.int32)  # an empty group, ragged ones
+    a = rng.standard_normal((offsets[-1], 24)).astype(np.float32)
+    return a, rng.standard_normal((24, 40)).astype(np.float32), offsets
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_helion_grouped_gemm_over_loaded_row_counts(backend: str) -> None:
+    a, b, offsets = _grouped_inputs()
+    for config, out in under_configs(grouped_gemm_jagged, (a, b, offsets), backend):
+        np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4,
+                                   err_msg=str(config))
+
+
+def test_an_unbounded_loop_is_tuned_and_priced_as_a_bounded_one() -> None:
+    """Its blocks go up to 256, not to 2**31; the cost model prices it over the largest
+    dimension (all 112 rows) rather than 2**31 of them; the spatial mapper refuses it."""
+    a, b, offsets = _grouped_inputs()
+    space = grouped_gemm_jagged.config_space(a, b, offsets, backend="triton")
+    rows = space.params[0]
+    assert rows.choices[-1] == 256 and "over a runtime size" in rows.doc
+    bounded = td.Config(block_sizes=(64, 64, 32))
+    assert space.estimate(bounded) < 100  # microseconds; 2**31 rows priced 1.3e9
+    with pytest.raises(td.BackendError, match="runtime size with no static bound"):
+        grouped_gemm_jagged.run(a, b, offsets, backend="spatial")

@@ -10,6 +10,7 @@ a runtime value.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
@@ -21,7 +22,7 @@ from tiledsl.frontend.branches import condition
 from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
-from tiledsl.ir.types import RangeType
+from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend.tracer import Tracer, current
@@ -31,6 +32,7 @@ from tiledsl.frontend.values import (
 
 Body = Callable[[Any, dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+UNBOUNDED_BLOCK = 256  # the largest block the tuner tries for a loop with no static bound
 
 
 def capture(scope: dict, names: tuple[str, ...]) -> dict:
@@ -190,7 +192,10 @@ def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
             site = None if rng.site is None else (rng.site, i, size)
             block = tr.site_symbol(site, size, rng.loc)  # type: ignore[assignment]
             tr.labels[block] = name  # type: ignore[index]
-        rt = RangeType(size, block, rng.stop is not None)  # type: ignore[arg-type]
+            if size == UNBOUNDED:  # no static bound: blocks up to a tile's usual width
+                tr.symbols[block] = replace(tr.symbols[block], high=UNBOUNDED_BLOCK)
+        stop = rng.stops[i] is not None if rng.stops else rng.stop is not None
+        rt = RangeType(size, block, stop)  # type: ignore[arg-type]
         out.append(Value(rt, name))
     return out
 
@@ -300,6 +305,9 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
             attrs = {"stride": rng.stride, "ranges": len(mine)}
             tr.blocks[-1].ops.append(Op("for", [rng.first.value, *values], results, attrs,
                                         [block], rng.loc))
+        elif rng.stops and rng.stops[i] is not None:  # `td.tile(m_g, n)`: this size's stop
+            tr.blocks[-1].ops.append(Op("for", [rng.stops[i].value, *values], results,
+                                        {"stop": True}, [block], rng.loc))
         elif rng.stop is None:
             tr.blocks[-1].ops.append(Op("for", list(values), results, {}, [block], rng.loc))
         else:  # the runtime stop (and start) lead the operands (`loop_stop`, `loop_start`)

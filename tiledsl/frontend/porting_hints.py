@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from tiledsl.errors import Loc
+from tiledsl.ir.types import UNBOUNDED
 
 HELION_TILE = ("td.tile(a, b) is a 2-D tile (a by b); Helion's hl.tile(begin, end) is "
                "td.tile(n, start=begin, stop=end), with n a static bound of end "
@@ -39,6 +40,6 @@ def tile_tuple(extents: list[object]) -> str:
     hint = ("a loop over td.tile(a, b) gives a tuple of tiles: unpack it "
             "(`for ta, tb in td.tile(a, b)`)")
     if len(extents) == 2 and all(isinstance(e, int) for e in extents) \
-            and extents[0] < extents[1]:  # type: ignore[operator]
-        hint += "; " + HELION_TILE
+            and (extents[0] < extents[1] or extents[0] == UNBOUNDED):  # type: ignore[operator]
+        hint += "; " + HELION_TILE  # (a runtime first size: `hl.tile(begin, end)`'s begin)
     return hint

@@ -17,7 +17,7 @@ from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError,
 from tiledsl.ir.core import Value
 from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
-from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
+from tiledsl.ir.types import UNBOUNDED, Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
 from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
@@ -389,6 +389,14 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
         if isinstance(it, ShiftedTile):
             operands.append(it.operand())
         elif isinstance(it, Tile):
+            if it.range.stop and it.extent == UNBOUNDED and not it.range.indexes(extent):
+                tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime size with no static "
+                        f"bound, so it cannot index dimension {d} of '{t.name}' ({extent} "
+                        f"elements, shape {t.shape}) directly",
+                        hint=f"give the bound, td.tile({extent}, stop=s) for a stop s <= "
+                             f"{extent}, or index through an index tile ({it.label}.index + "
+                             "offset), whose elements out of range are an error or masked as "
+                             "a gather's")
             if it.range.stop and not it.range.indexes(extent):
                 tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime stop that can reach "
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "

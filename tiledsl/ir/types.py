@@ -42,6 +42,12 @@ class TileType:
         return "tile<" + "".join(f"{d}x" for d in self.shape) + self.dtype.short + ">"
 
 
+# The extent of a loop range whose runtime stop has no static bound (Helion's `hl.tile(m_g)` for
+# a loaded m_g): the most elements an int32 index reaches. Such a range indexes tensors only
+# through index tiles (`start + t.index`), whose bounds are checked or masked as a gather's.
+UNBOUNDED = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class RangeType:
     """The iteration space of one tile dimension: `extent` elements cut into blocks of `block`.

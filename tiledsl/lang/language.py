@@ -13,7 +13,7 @@ from tiledsl.frontend.block_sizes import BlockSize, shape_dim, tile_block
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
-from tiledsl.ir.types import Dim, TensorType
+from tiledsl.ir.types import UNBOUNDED, Dim, TensorType
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.porting_hints import HELION_TILE
 from tiledsl.frontend.sites import Site, call_site
@@ -44,6 +44,7 @@ class TileRange:
     first: TileValue | None = None  # a strided loop's first tile (`td.tile(m, n)[p::P]`)
     stride: int | None = None  # and its step, in tiles
     seq: bool = False  # sizes given as one list/tuple (`td.tile([m, n])`): tiles come as a tuple
+    stops: tuple[TileValue | None, ...] = ()  # runtime sizes among several (`td.tile(m_g, n)`)
 
     def __getitem__(self, key: Any) -> TileRange:
         """`td.tile(m, n)[p::P]`: every P-th tile from tile p, the tiles numbered row-major
@@ -93,20 +94,16 @@ def _unpack(sizes: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
 
 
 def _runtime_stop(stop: TileValue) -> int:
-    """The static bound of a runtime loop stop (`td.tile(tq.end)`), which becomes its extent."""
+    """The static bound of a runtime loop stop (`td.tile(tq.end)`), which becomes its extent:
+    `UNBOUNDED` where tracing cannot bound it (a loaded length, Helion's `hl.tile(m_g)`)."""
     tr = current()
     if stop.shape != () or not stop.dtype.is_int:
         tr.fail(TraceError, f"td.tile(): a runtime size must be an integer scalar, got "
                 f"{stop.dtype}{tr.describe_shape(stop.shape)}")
     bound = interval(stop.value)
     if bound is None:
-        need_static(stop)
-        tr.fail(TraceError, "td.tile(): cannot bound this runtime size when tracing",
-                hint="a runtime size is computed from tile bounds (t.begin, t.end, t.size) and "
-                     "ints with +, -, * and td.minimum/td.maximum, e.g. td.tile(tq.end) or "
-                     "td.tile(td.minimum(tq.end + 64, n)); for any other integer scalar (a "
-                     "loaded length, a reduction of loaded offsets) give the bound yourself: "
-                     "td.tile(n, stop=s)")
+        need_static(stop)  # computed from int arguments: the kernel traces it as an int
+        return UNBOUNDED
     if bound[1] < 1:
         tr.fail(ShapeError, f"td.tile(): this runtime size is at most {bound[1]}, so the loop "
                 "never runs")
@@ -126,6 +123,9 @@ def tile(*sizes: int | TileValue,
     length (`lens[b]`, jagged rows) or a scalar argument; the lanes at or past `s` are out of
     range like those past any other edge. `td.tile(tq.end)` (causal attention) is the same
     with `n` inferred: the static bound of a stop computed from outer tiles.
+
+    A runtime size with no static bound (a loaded `m_g`, in `td.tile(m_g)` or `td.tile(m_g, n)`:
+    Helion's `hl.tile([m_g, n])`) has extent `UNBOUNDED`; several sizes make nested loops.
 
     `start=s` (a scalar, clipped to [0, stop]) skips what comes before it: the loop covers the
     tiles that meet `[s, stop)`, and lanes before `s` are out of range too. Tiles stay aligned
@@ -153,6 +153,12 @@ def tile(*sizes: int | TileValue,
     elif len(sizes) == 1 and isinstance(sizes[0], TileValue):
         stop = sizes[0]
         sizes = (_runtime_stop(stop),)
+    elif runtime and start is None:  # `td.tile(m_g, n)`: nested loops, one per size (loops.py)
+        stops = tuple(s if isinstance(s, TileValue) else None for s in sizes)
+        sizes = tuple(_runtime_stop(s) if isinstance(s, TileValue) else s for s in sizes)
+        ranged = tile(*sizes, block_size=block_size)
+        return TileRange(ranged.sizes, ranged.block_sizes, "tile", ranged.loc,
+                         site=call_site(), seq=seq, stops=stops)
     if start is not None:
         if len(sizes) != 1:
             tr.fail(TraceError, "td.tile(..., start=s) takes one size")

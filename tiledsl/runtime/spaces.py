@@ -11,6 +11,7 @@ from tiledsl.frontend import tunables
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.frontend.block_sizes import bounded_choices, default_block
 from tiledsl.runtime.config import ConfigSpace, Param
+from tiledsl.ir.types import UNBOUNDED
 from tiledsl.errors import TileDSLError
 from tiledsl.runtime.runner import arch_key
 from tiledsl.runtime.traces import Traced
@@ -32,7 +33,8 @@ def space_for(k: TileKernel, spec: tuple[ArgSpec, ...], backend: str | None,
             choices = tuple(1 << j for j in range(top.bit_length()))
             choices = bounded_choices(choices, sym.low, sym.high)  # register_block_size
             where = f" (line {sym.loc.line})" if sym.loc else ""
-            doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {sym.extent}{where}"
+            over = "a runtime size" if sym.extent == UNBOUNDED else sym.extent
+            doc = f"tile '{t.labels.get(sym.name, sym.name)}' over {over}{where}"
             params.append(Param(f"block_sizes[{i}]", choices, default_block(choices), doc))
         for name, fragment in t.tunables.items():  # td.register_tunable's knobs
             if name.startswith("block_sizes["):  # a block size host code reads: a param

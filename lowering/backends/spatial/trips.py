@@ -48,7 +48,7 @@ from lowering.backends.spatial.data_values import DataValues, Unknowable
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import (Block, Function, Op, Value, loop_first, loop_ranges, loop_start,
                              loop_stop)
-from tiledsl.ir.types import RangeType, TileType
+from tiledsl.ir.types import UNBOUNDED, RangeType, TileType
 
 LEVELS = 4  # how many lengths the guessed rows take (`guessed_lengths`)
 ARITH = ("add", "sub", "mul", "minimum", "maximum")
@@ -115,6 +115,12 @@ class Stops:
                 self._depends(op, first, "first tile")
             stop = loop_stop(op) if op.name == "for" else None
             inner = varying
+            if stop is not None and _extent(op.regions[0].args[0]) == UNBOUNDED:
+                raise BackendError(
+                    "backend 'spatial' cannot map a loop to a runtime size with no static bound: "
+                    "the mapper plans each program's trips and buffers before the run",
+                    kernel=self.fn.name, loc=op.loc,
+                    hint="give the bound: td.tile(n, stop=s) with n at least every s")
             if stop is not None:
                 r = op.regions[0].args[0]
                 self.loops[r] = op

@@ -23,7 +23,7 @@ from lowering.backends.triton.registers import registers as register_estimate
 from tiledsl.runtime.config import Config
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Function, loop_ranges, loop_start, loop_stop, walk
-from tiledsl.ir.types import TensorType, TileType
+from tiledsl.ir.types import UNBOUNDED, TensorType, TileType
 
 EPILOGUE_MATH = frozenset({"erf", "exp", "exp2", "log", "tanh", "sigmoid", "sqrt", "rsqrt"})
 
@@ -177,8 +177,12 @@ def heavy_epilogue(fn: Function) -> bool:
 
 
 def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
-    """How many times each op runs per program (the product of its enclosing loop trips)."""
+    """How many times each op runs per program (the product of its enclosing loop trips). A
+    loop to a runtime size with no static bound is priced as running over the largest
+    dimension of the kernel's tensors (a grouped GEMM's row loop: all the rows)."""
     out: dict[int, int] = {}
+    typical = max((d for a in fn.args if isinstance(a.type, TensorType) for d in a.type.shape),
+                  default=1)
 
     def visit(block: Any, mult: int) -> None:
         for op in block.ops:
@@ -190,7 +194,8 @@ def _trip_counts(fn: Function, blocks: dict[str, int]) -> dict[int, int]:
             elif op.name == "for":
                 r = op.regions[0].args[0].type
                 b = blocks.get(r.block, r.block) if isinstance(r.block, str) else r.block
-                visit(op.regions[0], mult * _mean_trips(op, r.extent, b))
+                extent = r.extent if r.extent != UNBOUNDED else typical
+                visit(op.regions[0], mult * _mean_trips(op, extent, b))
             else:  # a grid, the branches of an `if` (counted as if taken), or a `while` loop's
                 # body (counted once: its trips are known only when it runs)
                 for region in op.regions:

@@ -13,7 +13,7 @@ from lowering.backends.triton.split import dead_without, prefix_true
 from tiledsl.ir.bounds import divisor, interval
 from tiledsl.ir.core import Block, Op, Value, loop_carried, loop_inits, loop_start, loop_stop, walk
 from tiledsl.ir.slices import slices_of
-from tiledsl.ir.types import RangeType, TensorType
+from tiledsl.ir.types import UNBOUNDED, RangeType, TensorType
 
 
 class LoopEmission:
@@ -280,6 +280,8 @@ def clamped_stop(loop: Op) -> bool:
     stop = loop_stop(loop)
     rt = loop.regions[0].args[0].type
     assert stop is not None and isinstance(rt, RangeType)
+    if rt.extent == UNBOUNDED and stop.type.dtype.bits <= 32:  # type: ignore[union-attr]
+        return False  # an int32 stop cannot pass the int32 bound
     bound = interval(stop)
     return bound is None or bound[1] > rt.extent
 
