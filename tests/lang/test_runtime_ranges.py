@@ -159,3 +159,6 @@ def test_an_unbounded_loop_is_tuned_and_priced_as_a_bounded_one() -> None:
     assert space.estimate(bounded) < 100  # microseconds; 2**31 rows priced 1.3e9
     with pytest.raises(td.BackendError, match="runtime size with no static bound"):
         grouped_gemm_jagged.run(a, b, offsets, backend="spatial")
+    pytest.importorskip("triton")
+    (report,) = grouped_gemm_jagged.compile(a, b, offsets, arch="sm_90")  # ptxas takes it
+    assert report.spill_bytes == 0
