@@ -105,18 +105,26 @@ from tiledsl.lang.torch_names import promote_types as promote_types
 from tiledsl.lang.torch_names import relu as relu
 from tiledsl.lang.torch_names import silu as silu
 from tiledsl.lang.mathlib import acos as acos
+from tiledsl.lang.mathlib import acosh as acosh
 from tiledsl.lang.mathlib import asin as asin
+from tiledsl.lang.mathlib import asinh as asinh
 from tiledsl.lang.mathlib import atan as atan
 from tiledsl.lang.mathlib import atan2 as atan2
+from tiledsl.lang.mathlib import atanh as atanh
+from tiledsl.lang.mathlib import cbrt as cbrt
 from tiledsl.lang.mathlib import ceil as ceil
 from tiledsl.lang.mathlib import clamp as clamp
+from tiledsl.lang.mathlib import copysign as copysign
 from tiledsl.lang.mathlib import cos as cos
 from tiledsl.lang.mathlib import cosh as cosh
 from tiledsl.lang.mathlib import expm1 as expm1
 from tiledsl.lang.mathlib import floor as floor
 from tiledsl.lang.mathlib import fma as fma
+from tiledsl.lang.mathlib import fmod as fmod
+from tiledsl.lang.mathlib import hypot as hypot
 from tiledsl.lang.mathlib import isinf as isinf
 from tiledsl.lang.mathlib import isnan as isnan
+from tiledsl.lang.mathlib import log10 as log10
 from tiledsl.lang.mathlib import log1p as log1p
 from tiledsl.lang.mathlib import log2 as log2
 from tiledsl.lang.mathlib import pow as pow  # noqa: A004

@@ -91,10 +91,14 @@ UNARY = {  # td function -> NumPy's
     "log2": np.log2, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
     "cosh": np.cosh, "floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
-    "sign": np.sign,
+    "sign": np.sign, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "log10": np.log10, "cbrt": np.cbrt,
 }
 BINARY = {  # name -> (the kernel's expression of tiles a and b, NumPy's)
     "atan2": (td.atan2, np.arctan2),
+    "hypot": (td.hypot, np.hypot),
+    "copysign": (td.copysign, np.copysign),
+    "fmod": (td.fmod, np.fmod),
     "pow": (td.pow, np.power),
     "fma": (lambda a, b: td.fma(a, b, a), lambda a, b: a * b + a),
     "clamp": (lambda a, b: td.clamp(a, -1.0, b), lambda a, b: np.clip(a, -1.0, b)),
@@ -330,3 +334,5 @@ def test_shifts_and_libdevice_compile_for_hopper() -> None:
     assert report.problem is None or report.problem == "spills 32 bytes of local memory per thread"
     assert "shl.b16" in report.ptx or "shl.b32" in report.ptx
     assert "cvt.rni.f32.f32" in report.ptx  # rint: round to nearest even
+    x, y = float_inputs(np.float32)  # every function of the library: each libdevice call exists
+    assert math_ops.compile(x, y, arch="sm_90")[0].registers > 0

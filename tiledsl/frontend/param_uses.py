@@ -29,7 +29,8 @@ _NUMBER_ARGS = {"abs", "acos", "asin", "atan", "atan2", "cdiv", "ceil", "clamp",
                 "isnan", "log", "log1p", "log2", "maximum", "minimum", "pow", "rand", "rand4x",
                 "randint", "randint4x", "randn", "randn4x", "relu", "round", "rsqrt", "sigmoid",
                 "sign", "silu", "sin", "sinh", "sqrt", "tan", "tanh", "tile", "trunc", "where",
-                "zeros"}
+                "zeros", "asinh", "acosh", "atanh", "log10", "cbrt", "hypot", "copysign",
+                "fmod", "arange"}
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)  # `bias is None` says nothing
 
 

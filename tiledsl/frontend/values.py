@@ -16,7 +16,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.ir.core import Value
 from tiledsl.ir.gathers import broadcast_dims, is_index_tile
-from tiledsl.ir.ops import ARG_REDUCTIONS, broadcastable
+from tiledsl.ir.ops import ARG_REDUCTIONS, MATH_BINARY, broadcastable
 from tiledsl.ir.types import UNBOUNDED, Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
 from tiledsl.frontend import foreign_calls, porting_hints
@@ -707,7 +707,7 @@ def binary(name: str, a: Any, b: Any) -> TileValue:
     dtype = _python_ints_in_range(name, tvs, dtype)
     if name in _COMPARISONS and _float_meets_ints(tvs):
         dtype = dtypes.float64  # exact for every int32 (as NumPy compares): x == 16777217.0
-    if name in ("div", "pow", "atan2") and not dtype.is_float:
+    if name in ("div", "pow") + MATH_BINARY and not dtype.is_float:
         dtype = dtypes.float64 if weak else dtypes.float32  # Python ints: 7 / 2 is a float
     if name in ("and", "or", "xor", "shl", "shr") and dtype.is_float:
         current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}",

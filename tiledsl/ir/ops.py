@@ -92,11 +92,13 @@ def _arity(ts: Sequence[Type], n: int, name: str) -> None:
 
 SHIFTS = ("shl", "shr")  # `<<`, `>>` (arithmetic on signed ints, logical on unsigned)
 BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
-          "and", "or", "xor", "atan2") + SHIFTS
+          "and", "or", "xor") + SHIFTS + ("atan2", "hypot", "copysign", "fmod")
+# The math library's binary functions (libdevice's): float operands, a float result
+MATH_BINARY = ("atan2", "hypot", "copysign", "fmod")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 # The math library (libdevice's functions on a GPU): float -> float, as the functions above
 MATH_UNARY = ("log2", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-              "cosh")
+              "cosh", "asinh", "acosh", "atanh", "log10", "cbrt")
 FLOAT_UNARY = ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf") + MATH_UNARY
 ROUNDING = ("floor", "ceil", "round", "trunc")  # float -> float (an int is its own rounding)
 UNARY = ("neg", "abs", "not", "sign") + FLOAT_UNARY + ROUNDING
@@ -121,7 +123,7 @@ def _binary_rule(name: str) -> Rule:
         storage_only(t.dtype, name)
         if name in ("and", "or", "xor") and t.dtype.is_float:
             raise DTypeError(f"bitwise '{name}' needs integer or bool operands, got {t.dtype}")
-        if name in ("div", "pow", "atan2") and not t.dtype.is_float:
+        if name in ("div", "pow") + MATH_BINARY and not t.dtype.is_float:
             raise DTypeError(f"'{name}' needs float operands, got {t.dtype}")
         if name in SHIFTS and not t.dtype.is_int:
             raise DTypeError(f"'{name}' needs integer operands, got {t.dtype}")

@@ -42,6 +42,11 @@ acos = _unary("acos", "arccos")
 atan = _unary("atan", "arctan")
 sinh = _unary("sinh", "sinh")
 cosh = _unary("cosh", "cosh")
+asinh = _unary("asinh", "arcsinh")
+acosh = _unary("acosh", "arccosh")
+atanh = _unary("atanh", "arctanh")
+log10 = _unary("log10", "log10")
+cbrt = _unary("cbrt", "cbrt")
 
 
 def _rounding(name: str, doc: str) -> Any:
@@ -95,6 +100,22 @@ def atan2(y: Any, x: Any) -> TileValue:
     return binary("atan2", y, x)
 
 
+def _binary(name: str, doc: str) -> Any:
+    @numpy_scalar_result
+    def fn(x: Any, y: Any) -> TileValue:
+        current(f"td.{name}()")
+        return binary(name, x, y)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " Integer operands compute in float32, 16-bit floats in float32."
+    return fn
+
+
+hypot = _binary("hypot", "sqrt(x**2 + y**2) without overflow, elementwise (`np.hypot`).")
+copysign = _binary("copysign", "x's magnitude with y's sign, elementwise (`np.copysign`).")
+fmod = _binary("fmod", "The remainder of x / y with x's sign, elementwise (`np.fmod`; `%` "
+               "takes y's sign, as Python's).")
+
+
 @numpy_scalar_result
 def pow(x: Any, y: Any) -> TileValue:  # noqa: A001 (mirrors numpy.pow)
     """`x ** y` (`np.pow`)."""
@@ -120,6 +141,6 @@ def clamp(x: Any, lo: Any, hi: Any) -> TileValue:
     return binary("minimum", binary("maximum", x, lo), hi)
 
 
-__all__ = ["acos", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "expm1", "floor",
-           "fma", "isinf", "isnan", "log1p", "log2", "pow", "round", "sign", "sin", "sinh", "tan",
-           "trunc"]
+__all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "clamp",
+           "copysign", "cos", "cosh", "expm1", "floor", "fma", "fmod", "hypot", "isinf", "isnan",
+           "log10", "log1p", "log2", "pow", "round", "sign", "sin", "sinh", "tan", "trunc"]

@@ -53,6 +53,7 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     # NumPy's shifts: by the bit width or more (or a negative amount) give 0, and -1 for a
     # negative signed int shifted right (math_rules.py writes the same rule in Triton)
     "shl": np.left_shift, "shr": np.right_shift, "atan2": np.arctan2,
+    "hypot": np.hypot, "copysign": np.copysign, "fmod": np.fmod,
 }
 
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -61,7 +62,8 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "erf": _erf_array,
     "log2": np.log2, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
-    "cosh": np.cosh, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+    "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "log10": np.log10, "cbrt": np.cbrt, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "sign": np.sign, "isnan": np.isnan, "isinf": np.isinf,
 }
 

@@ -18,6 +18,8 @@ NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
     "log1p": np.log1p, "expm1": np.expm1, "rint": np.rint, "trunc": np.trunc,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "log10": np.log10,
+    "cbrt": np.cbrt, "hypot": np.hypot, "copysign": np.copysign, "fmod": np.fmod,
 }
 
 

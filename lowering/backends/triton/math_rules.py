@@ -25,6 +25,9 @@ CALLS = {
     "tan": "libdevice.tan", "asin": "libdevice.asin", "acos": "libdevice.acos",
     "atan": "libdevice.atan", "sinh": "libdevice.sinh", "cosh": "libdevice.cosh",
     "atan2": "libdevice.atan2", "round": "libdevice.rint", "trunc": "libdevice.trunc",
+    "asinh": "libdevice.asinh", "acosh": "libdevice.acosh", "atanh": "libdevice.atanh",
+    "log10": "libdevice.log10", "cbrt": "libdevice.cbrt", "hypot": "libdevice.hypot",
+    "copysign": "libdevice.copysign", "fmod": "libdevice.fmod",
 }
 
 
