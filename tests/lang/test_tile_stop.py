@@ -179,11 +179,16 @@ def never_runs(x):
     return out
 
 
-def test_unboundable_and_misused_stops_are_clear_errors() -> None:
+def test_a_stop_with_no_bound_indexes_as_a_tile_shifted_by_0() -> None:
+    """A loaded stop: its lanes past the tensor's edge read 0 (as `x[tk + 0]`'s)."""
+    x = np.arange(50, dtype=np.float32)
+    for n_valid, expected in ((7, x[:7].sum()), (80, x.sum()), (0, 0.0)):
+        out = stop_from_a_load(x, np.array([n_valid], dtype=np.int32))
+        np.testing.assert_array_equal(out, np.full(50, expected, np.float32))
+
+
+def test_misused_stops_are_clear_errors() -> None:
     x = np.ones(50, dtype=np.float32)
-    msg = _kernel_error(stop_from_a_load, x, np.array([7], dtype=np.int32))
-    assert "stop_from_a_load" in msg and "runtime size with no static bound" in msg
-    assert "td.tile(50, stop=s)" in msg and "tk.index + offset" in msg  # the two spellings
     msg = _kernel_error(stop_past_the_tensor, x)
     assert "runtime stop that can reach 58, past dimension 0 of 'x', which has 50" in msg
     assert "td.minimum(stop, 50)" in msg

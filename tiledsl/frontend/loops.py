@@ -203,6 +203,8 @@ def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
 def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
     if rng.kind == "grid":
         return TileValue(tr.emit("tile.begin", [r], hint=name, loc=rng.loc)[0])
+    if rng.jagged is not None:  # its rows' lanes past their lengths: masked (jagged.py)
+        tr.jagged[r] = rng.jagged
     return Tile(r, name)
 
 

@@ -28,6 +28,7 @@ class Tracer:
         self.sites: dict[tuple, str] = {}  # (call site, size position, extent) -> block symbol
         self.tunables: dict[str, Any] = {}  # td.register_tunable: knob name -> its choices
         self.knobs: dict[str, Any] = {}  # the knob values this trace is for (tunables.py)
+        self.jagged: dict[Value, Any] = {}  # td.jagged_tile's ranges -> their lengths (jagged.py)
 
     @property
     def depth(self) -> str:

@@ -297,6 +297,7 @@ class Tensor:
         check_read_write(tr, self, operands, attrs, writing=False)
         if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
             attrs["other"] = zero(self.dtype)
+        mask = _with_jagged(tr, self, operands, full, sliced, mask)
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
@@ -318,6 +319,7 @@ class Tensor:
         attrs = ({"full": full} if full else {}) | sliced
         check_overlap(tr, self, operands, attrs)
         check_read_write(tr, self, operands, attrs, writing=True)
+        mask = _with_jagged(tr, self, operands, full, sliced, mask)
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
@@ -390,13 +392,10 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
             operands.append(it.operand())
         elif isinstance(it, Tile):
             if it.range.stop and it.extent == UNBOUNDED and not it.range.indexes(extent):
-                tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime size with no static "
-                        f"bound, so it cannot index dimension {d} of '{t.name}' ({extent} "
-                        f"elements, shape {t.shape}) directly",
-                        hint=f"give the bound, td.tile({extent}, stop=s) for a stop s <= "
-                             f"{extent}, or index through an index tile ({it.label}.index + "
-                             "offset), whose elements out of range are an error or masked as "
-                             "a gather's")
+                # no static bound: indexes as a tile shifted by 0 does, its lanes past the
+                # tensor's edge masked (read 0, not stored)
+                operands.append(shift(it, 0, 1, "+").operand())
+                continue
             if it.range.stop and not it.range.indexes(extent):
                 tr.fail(ShapeError, f"tile '{it.label}' runs to a runtime stop that can reach "
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
@@ -473,6 +472,20 @@ def _check_gather(tr: Tracer, t: Tensor, operands: list[Value]) -> None:
                 + " and ".join(tr.describe_shape(s) for s in shapes) + " which do not broadcast",
                 hint="index tiles broadcast together as NumPy's integer arrays do: line them up "
                      "with v[:, None] / v[None, :]")
+
+
+def _with_jagged(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, ...],
+                 sliced: dict, mask: Any) -> Any:
+    """The user's mask, and the rows' masks of the td.jagged_tile loops the access uses."""
+    if not tr.jagged:
+        return mask
+    from tiledsl.frontend.jagged import jagged_mask
+    from tiledsl.ir.ops import indexed_shape
+    shape = indexed_shape(t.type, [o.type for o in operands], full, sliced.get("slices", ()))
+    rows = jagged_mask(tr, operands, shape)
+    if rows is None:
+        return mask
+    return rows if mask is None else to_value(mask) & rows
 
 
 def _access_mask(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, ...],

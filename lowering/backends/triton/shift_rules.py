@@ -64,15 +64,19 @@ def _tile_shift(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None
         name, expr = f"offs_{rg.name}_p{amount}", f"offs_{rg.name} + {amount}"
     else:
         name, expr = f"offs_{rg.name}_m{-amount}", f"offs_{rg.name} - {-amount}"
-    name = em.namer.fresh(name)
-    em.names[op.result] = name
-    em.emit(indent, f"{name} = {expr}")
+    if amount == 0:  # a tile to a runtime size with no static bound (values.py): its offsets
+        em.names[op.result] = name = f"offs_{rg.name}"
+    else:
+        name = em.namer.fresh(name)
+        em.names[op.result] = name
+        em.emit(indent, f"{name} = {expr}")
     extents = _extents(op.result, em.uses.get(op.result, []))
     if len(extents) == 1:  # one mask for every access it makes (the usual stencil)
         (extent,) = extents
         conds = _bounds(em, op.result, extent)
         if conds:
-            mask = em.namer.fresh(f"mask_{name.removeprefix('offs_')}")
+            suffix = "_p0" if amount == 0 else ""  # (the range's own mask keeps its name)
+            mask = em.namer.fresh(f"mask_{name.removeprefix('offs_')}{suffix}")
             cond = _bare(conds[0]) if len(conds) == 1 else " & ".join(conds)
             em.emit(indent, f"{mask} = {cond}")
             em.shift_masks[(op.result, extent)] = mask
