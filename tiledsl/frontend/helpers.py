@@ -41,7 +41,10 @@ Rewrite = Callable[..., Callable[..., Any]]  # rewrite.rewrite(fn, source, kerne
 
 
 def helper(fn: Any, rewrite: Rewrite) -> Any:
-    """What a kernel calls for `fn(...)`: its copy rewritten by `rewrite`, or `fn` itself."""
+    """What a kernel calls for `fn(...)`: its copy rewritten by `rewrite`, or `fn` itself (the
+    builtins `min` and `max` take runtime values too, as in Triton)."""
+    if fn is min or fn is max:
+        return _MIN_MAX[fn]
     if type(fn) is not FunctionType:
         return fn
     try:
@@ -49,6 +52,23 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     except KeyError:
         out = _CACHE[fn] = _rewritten(fn, rewrite) or fn
         return out
+
+
+def _elementwise(builtin: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`min(a, b, ...)` / `max(...)` where an argument is a tile value: `td.minimum` /
+    `td.maximum` over them (Triton's code generator maps the builtins so); else the builtin."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from tiledsl.frontend.values import TileValue, binary
+        if len(args) < 2 or kwargs or not any(isinstance(a, TileValue) for a in args):
+            return builtin(*args, **kwargs)
+        out = args[0]
+        for a in args[1:]:
+            out = binary(name, out, a)
+        return out
+    return call
+
+
+_MIN_MAX = {min: _elementwise(min, "minimum"), max: _elementwise(max, "maximum")}
 
 
 def _stdlib(file: str) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import marshal
+import operator
 from dataclasses import dataclass
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any, Callable, Hashable
@@ -57,6 +58,41 @@ class constexpr:  # noqa: N801 - spelled as Triton's tl.constexpr and Helion's h
 
     def __repr__(self) -> str:
         return f"constexpr({self.value!r})"
+
+    # As Triton's: a constant such as Liger's `_CASTING_MODE_LLAMA = tl.constexpr(0)` computes
+    # and compares as its value (`mode == _CASTING_MODE_LLAMA`), giving plain values.
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __index__(self) -> int:
+        return operator.index(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def _forward(op: Callable[[Any, Any], Any], reflected: bool) -> Callable[[constexpr, Any], Any]:
+    def method(self: constexpr, other: Any) -> Any:
+        other = other.value if isinstance(other, constexpr) else other
+        return op(other, self.value) if reflected else op(self.value, other)
+    return method
+
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "truediv", "floordiv",
+              "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    _op = getattr(operator, f"{_name}_" if _name in ("and", "or") else _name)
+    setattr(constexpr, f"__{_name}__", _forward(_op, False))
+    if _name not in ("eq", "ne", "lt", "le", "gt", "ge"):
+        setattr(constexpr, f"__r{_name}__", _forward(_op, True))
+for _name in ("neg", "pos", "invert", "abs"):
+    setattr(constexpr, f"__{_name}__", (lambda op: lambda self: op(self.value))(
+        getattr(operator, _name)))
 
 
 class StaticNeeded(BaseException):  # not an Exception: user code's `except Exception` skips it

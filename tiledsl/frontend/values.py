@@ -23,6 +23,7 @@ from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.frontend.block_sizes import BlockSize
+from tiledsl.frontend.static_args import constexpr
 from tiledsl.frontend.static_args import need_static as check_static
 from tiledsl.frontend.tracer import Tracer, current
 
@@ -158,26 +159,32 @@ class TileValue:
         """`astype`, spelled as torch (and Helion) write it."""
         return TileValue(cast(self, as_dtype(dtype, "to")).value)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> TileValue:
-        return reduce("sum", self, axis, keepdims)
+    # NumPy's `axis=`/`keepdims=`, or torch's `dim=`/`keepdim=` (Helion's `x.sum(dim=1)`)
+    def sum(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        return reduce("sum", self, *torch_axis("sum", axis, keepdims, torch))
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> TileValue:
-        return reduce("max", self, axis, keepdims)
+    def max(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        return reduce("max", self, *torch_axis("max", axis, keepdims, torch))
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> TileValue:
-        return reduce("min", self, axis, keepdims)
+    def min(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        return reduce("min", self, *torch_axis("min", axis, keepdims, torch))
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> TileValue:
-        return reduce("mean", self, axis, keepdims)
+    def mean(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        return reduce("mean", self, *torch_axis("mean", axis, keepdims, torch))
 
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> TileValue:
-        return reduce("argmax", self, axis, keepdims)
+    def argmax(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        return reduce("argmax", self, *torch_axis("argmax", axis, keepdims, torch))
 
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> TileValue:
-        return reduce("argmin", self, axis, keepdims)
+    def argmin(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        return reduce("argmin", self, *torch_axis("argmin", axis, keepdims, torch))
 
-    def cumsum(self, axis: Any = None) -> TileValue:
-        return cumsum(self, axis)
+    def cumsum(self, axis: Any = None, **torch: Any) -> TileValue:
+        return cumsum(self, torch_axis("cumsum", axis, False, torch)[0])
+
+    def size(self, dim: Any = None) -> Any:
+        """torch's `v.size(d)` (an entry of `v.shape`: an int, or a block size's symbol that
+        shapes take) and `v.size()` (the shape)."""
+        return self.shape if dim is None else self.shape[dim]
 
     # Views (v.reshape, v.view, v.permute, ...), spelled as torch's: views.py adds them.
 
@@ -554,6 +561,8 @@ def to_value(v: Any) -> TileValue:
         return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
     if isinstance(v, (bool, int, float)):
         return constant(v, weak_dtype(v), weak=True)
+    if isinstance(v, constexpr):  # a module's `tl.constexpr(0)`-style constant: its value
+        return to_value(v.value)
     if isinstance(v, BlockSize):  # the config's value: the kernel traces once per value
         return constant(int(v), weak_dtype(0), weak=True)
     if isinstance(v, (Tile, ShiftedTile)):
@@ -788,6 +797,16 @@ def dot(a: Any, b: Any) -> TileValue:
         tr.fail(DTypeError, f"'@' operand dtypes differ: {a.dtype} @ {b.dtype}",
                 hint="cast one side with .astype(...)")
     return TileValue(tr.emit("dot", [a.value, b.value])[0])
+
+
+def torch_axis(what: str, axis: Any, keepdims: bool, torch: dict[str, Any]) -> tuple[Any, bool]:
+    """(axis, keepdims) from NumPy's names or torch's `dim=` / `keepdim=`."""
+    unknown = set(torch) - {"dim", "keepdim"}
+    if unknown or ("dim" in torch and axis is not None):
+        current().fail(TraceError, f"{what}() got an unexpected keyword argument "
+                       f"{sorted(unknown)[0] if unknown else 'dim'!r}",
+                       hint="the axis is axis= (NumPy) or dim= (torch), and keepdims= or keepdim=")
+    return torch.get("dim", axis), torch.get("keepdim", keepdims)
 
 
 def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:

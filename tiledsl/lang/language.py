@@ -22,7 +22,7 @@ from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tensor_names import tensor_name
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, as_dtype, binary, broadcast_to, cast, need_static, reduce, to_value,
-    unary,
+    torch_axis, unary,
 )
 from tiledsl.frontend.values import cumsum as _cumsum
 from tiledsl.frontend.values import dot as _dot
@@ -378,9 +378,9 @@ def minimum(x: Any, y: Any) -> TileValue:
 
 
 def _reduction(kind: str, doc: str) -> Any:
-    def fn(x: Any, axis: Any = None, keepdims: bool = False) -> TileValue:
-        current(f"td.{kind}()")
-        return reduce(kind, x, axis, keepdims)
+    def fn(x: Any, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+        current(f"td.{kind}()")  # torch's dim= / keepdim= too (torch.sum(x, dim=1))
+        return reduce(kind, x, *torch_axis(f"td.{kind}", axis, keepdims, torch))
     fn.__name__ = fn.__qualname__ = kind
     fn.__doc__ = doc
     return fn
@@ -398,12 +398,12 @@ argmax = _reduction("argmax", "The position of the maximum along one `axis`, as 
 argmin = _reduction("argmin", "The position of the minimum along one `axis` (see `argmax`).")
 
 
-def cumsum(x: Any, axis: Any = None) -> TileValue:
+def cumsum(x: Any, axis: Any = None, **torch: Any) -> TileValue:
     """Inclusive prefix sums along `axis` (required unless the tile is 1-D), in the dtype a sum
     has: 16-bit floats accumulate and return float32, ints and bools int64. Sums start at the
     tile's first lane; carry the total of earlier tiles yourself (examples/row_cumsum.py)."""
     current("td.cumsum()")
-    return _cumsum(x, axis)
+    return _cumsum(x, torch_axis("td.cumsum", axis, False, torch)[0])
 
 
 def astype(x: Any, dtype: Any) -> TileValue:

@@ -20,6 +20,7 @@ from tiledsl.errors import ShapeError, TraceError
 from tiledsl.ir.ops import reshape_groups
 from tiledsl.ir import views
 from tiledsl.ir.types import Dim, TensorType
+from tiledsl.frontend.block_sizes import BlockSize, shape_dim
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, Tile, TileValue, broadcast_to, to_value
@@ -61,11 +62,15 @@ def _tile_shape(v: TileValue, shape: tuple[Any, ...]) -> tuple[Dim, ...]:
     for s in _shape_args(shape):
         if isinstance(s, Tile):
             dims.append(s.range.block)
+        elif isinstance(s, BlockSize):  # td.register_block_size's symbol
+            dims.append(shape_dim(s))
+        elif isinstance(s, str) and s in tr.symbols:  # an entry of a tile value's `.shape`
+            dims.append(s)
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and (s >= 1 or s == -1):
             dims.append(None if s == -1 else int(s))
         else:
-            tr.fail(ShapeError, f"reshape: shape entries are tiles, positive ints or one -1, "
-                    f"got {s!r}")
+            tr.fail(ShapeError, f"reshape: shape entries are tiles, a tile value's .shape "
+                    f"entries, positive ints or one -1, got {s!r}")
     if dims.count(None) > 1:
         tr.fail(ShapeError, "reshape: only one dimension can be -1")
     if None in dims:

@@ -625,11 +625,18 @@ class KernelEmitter(LoopEmission):
             return
         users = self.uses.get(op.result, [])
         if len(users) == 1 and users[0].name == "add" and users[0].operands[1] is op.result \
-                and users[0].operands[0].type == op.result.type:
+                and users[0].operands[0].type == op.result.type \
+                and not self.scalar_alias(users[0].operands[0]):
             # acc + a @ b -> tl.dot(a, b, acc): the accumulation stays in the MMA registers.
             self.fused[users[0]] = f"tl.dot({args[0]}, {args[1]}, {{acc}}{extra})"
             return
         self.assign(op, f"tl.dot({args[0]}, {args[1]}{extra})", indent)
+
+    def scalar_alias(self, v: Value) -> bool:
+        """Whether tile `v` is written as the scalar it broadcasts (`broadcast`'s alias, as a
+        td.zeros accumulator before an unrolled loop): tl.dot cannot take it as its acc."""
+        return v.owner is not None and v.owner.name == "broadcast" and \
+            self.only_implicit_uses(v)
 
     def small_dot(self, op: Op, args: list[str], extra: str, indent: int) -> None:
         """tl.dot where a constant M, K or N is under 16 lanes: the operands widened with zero

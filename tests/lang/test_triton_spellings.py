@@ -1,0 +1,96 @@
+"""Triton's and torch's spellings that ported kernels keep: module constants made with
+`td.constexpr` (Liger's casting modes), the builtins `min`/`max` on runtime scalars,
+`td.range` (tl.range), reductions with `dim=`/`keepdim=`, `v.size(d)`, and `tl.dot` into a
+zeros accumulator outside any loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+
+BACKENDS = ["numpy", "triton-interpret"]
+MODE_DOUBLE = td.constexpr(1)  # as Liger writes `_CASTING_MODE_LLAMA = tl.constexpr(0)`
+SCALE = td.constexpr(0.5)
+
+
+@td.tile_kernel
+def spellings(x, mode: td.constexpr, group: td.constexpr):
+    m, n = x.shape
+    out = td.empty((m,), dtype=td.float32)
+    kept = td.empty((m, 1), dtype=td.float32)
+    for r in td.grid(m):
+        v = x[r, :]
+        if mode == MODE_DOUBLE:  # a constexpr compares as its value
+            v = v * 2.0
+        width = min(m - r, group)  # the builtin on a runtime scalar: td.minimum
+        total = 0.0
+        for c in td.range(1, n, num_stages=2):  # a loop in the Triton code, not unrolled
+            total += x[r, c]
+        out[r] = v.sum(dim=0) * SCALE + width + max(total, 0.0)
+    for tm in td.tile(m):
+        w = x[tm, :]
+        kept[tm, :] = w.view(w.size(0), n).mean(dim=1, keepdim=True)
+    return out, kept
+
+
+def _expected(x: np.ndarray, mode: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+    x64 = x.astype(np.float64)
+    v = x64 * 2.0 if mode == 1 else x64
+    rows = np.arange(x.shape[0])
+    out = v.sum(1) * 0.5 + np.minimum(x.shape[0] - rows, group) + np.maximum(x64[:, 1:].sum(1), 0)
+    return out, x64.mean(1, keepdims=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", [0, 1])
+def test_ported_spellings_compute_as_written(backend: str, mode: int) -> None:
+    x = np.random.default_rng(0).standard_normal((7, 13)).astype(np.float32)
+    out, kept = spellings.run(x, mode, 3, backend=backend)
+    expected, mean = _expected(x, mode, 3)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(kept, mean, rtol=1e-5, atol=1e-6)
+
+
+def test_td_range_over_ints_is_a_loop() -> None:
+    src = spellings.source(np.ones((7, 13), np.float32), 1, 3, target="triton")
+    assert "for c_iter in range(" in src and "tl.minimum(" in src
+
+
+@td.tile_kernel
+def one_block_dot(a, b):
+    out = td.empty((a.shape[0], b.shape[1]), dtype=td.float32)
+    for i in td.grid(1):
+        acc = td.zeros((a.shape[0], b.shape[1]), dtype=td.float32)
+        acc = td.dot(a[:, :], b[:, :], acc=acc)  # no loop: the zeros stay a scalar
+        out[:, :] = acc
+    return out
+
+
+def test_a_dot_into_zeros_outside_a_loop() -> None:
+    """The accumulator is written as the scalar 0.0, which tl.dot cannot take as its acc."""
+    pytest.importorskip("triton")
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 16, 16)).astype(np.float32)
+    out = one_block_dot.run(a, b, backend="triton-interpret")
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert one_block_dot.compile(a, b, arch="sm_90")[0].registers > 0
+
+
+def test_constexpr_computes_as_its_value() -> None:
+    c = td.constexpr(3)
+    assert (c == 3, c + 1, 1 + c, c * 2.0, -c, 7 // c, 2 ** c) == (True, 4, 4, 6.0, -3, 2, 8)
+    assert not td.constexpr(0) and hash(c) == hash(3)
+
+
+def test_unknown_keywords_are_errors() -> None:
+    @td.tile_kernel
+    def bad(x):
+        out = td.empty_like(x)
+        for r in td.grid(x.shape[0]):
+            out[r] = x[r, :].sum(dims=0)
+        return out
+
+    with pytest.raises(td.TraceError, match="unexpected keyword argument 'dims'"):
+        bad(np.ones((2, 3), np.float32))
