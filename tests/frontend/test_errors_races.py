@@ -507,3 +507,22 @@ def test_a_floordiv_and_mod_pair_separates_programs() -> None:
         np.testing.assert_array_equal(split_heads.run(q, 4, backend=backend), 2 * q)
     err = trace_error(td.TraceError, batch_only, q, 4)
     assert "can give two of its programs the same elements" in msg(err)
+
+
+@td.tile_kernel
+def scattered_rows(x, stride: td.constexpr):
+    """Each program writes row `(i * stride) % m`: a permutation exactly when stride and m
+    share no factor (the check evaluates the index per program)."""
+    m, n = x.shape
+    out = td.zeros_like(x)
+    for i in td.grid(m):
+        out[(i * stride) % m, :] = x[i, :]
+    return out
+
+
+def test_a_computed_index_separates_programs_when_it_is_a_bijection() -> None:
+    x = np.random.default_rng(0).standard_normal((9, 4)).astype(np.float32)
+    out = scattered_rows(x, 2)  # 2 and 9: a permutation of the rows
+    np.testing.assert_array_equal(out[(np.arange(9) * 2) % 9], x)
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        scattered_rows(x, 3)  # rows 0, 3, 6 three times each

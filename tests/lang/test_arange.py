@@ -69,6 +69,49 @@ def grouped_gemm_persistent(a_packed, b, group_offsets, num_workers: td.constexp
     return out
 
 
+@td.tile_kernel
+def matmul_kernel(a, b, BLOCK_SIZE_M: td.constexpr, BLOCK_SIZE_N: td.constexpr,
+                  BLOCK_SIZE_K: td.constexpr, GROUP_SIZE_M: td.constexpr):
+    """Triton's tutorial 03 as written: one program id, the GROUP_SIZE_M swizzle (the race
+    check evaluates it per program and finds it a bijection), offsets from td.arange."""
+    M, K = a.shape
+    _, N = b.shape
+    c = td.empty((M, N), dtype=td.float32)
+    for pid in td.grid(td.cdiv(M, BLOCK_SIZE_M) * td.cdiv(N, BLOCK_SIZE_N)):
+        num_pid_m = td.cdiv(M, BLOCK_SIZE_M)
+        num_pid_n = td.cdiv(N, BLOCK_SIZE_N)
+        num_pid_in_group = GROUP_SIZE_M * num_pid_n
+        group_id = pid // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+        pid_n = (pid % num_pid_in_group) // group_size_m
+        offs_am = (pid_m * BLOCK_SIZE_M + td.arange(0, BLOCK_SIZE_M)) % M
+        offs_bn = (pid_n * BLOCK_SIZE_N + td.arange(0, BLOCK_SIZE_N)) % N
+        offs_k = td.arange(0, BLOCK_SIZE_K)
+        accumulator = td.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=td.float32)
+        for k in td.range(0, td.cdiv(K, BLOCK_SIZE_K)):
+            a_t = td.load(a, [offs_am[:, None], offs_k[None, :] + k * BLOCK_SIZE_K],
+                          mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+            b_t = td.load(b, [offs_k[:, None] + k * BLOCK_SIZE_K, offs_bn[None, :]],
+                          mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+            accumulator = td.dot(a_t, b_t, accumulator)
+        offs_cm = pid_m * BLOCK_SIZE_M + td.arange(0, BLOCK_SIZE_M)
+        offs_cn = pid_n * BLOCK_SIZE_N + td.arange(0, BLOCK_SIZE_N)
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        td.store(c, [offs_cm[:, None], offs_cn[None, :]], accumulator, mask=c_mask)
+    return c
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_triton_matmul_tutorial_as_written(backend: str) -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((77, 45)).astype(np.float16)
+    b = rng.standard_normal((45, 53)).astype(np.float16)
+    out = matmul_kernel.run(a, b, 16, 16, 16, 2, backend=backend)
+    td.testing.assert_close(out, a.astype(np.float64) @ b, np.float16)
+
+
 @pytest.mark.parametrize("backend", [*BACKENDS, "spatial"])
 def test_triton_vector_add_as_written(backend: str) -> None:
     rng = np.random.default_rng(0)

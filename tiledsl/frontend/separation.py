@@ -17,7 +17,10 @@ element the other reads or writes. For an index expression this module tells:
   program, when the combination is injective over the positions' extents: `t.begin + 3`,
   `2 * t.index`, `bi * h + hi` over `td.grid(b, h)`, `tm.index[:, None] * n + tn.index`.
   `//` otherwise, `%`, min/max and the like lose it (`t.begin // (2 * B)` is equal for two
-  neighbouring programs), as do `tm + i` and `t.begin + i` for another grid index `i`. An
+  neighbouring programs), as do `tm + i` and `t.begin + i` for another grid index `i`, unless
+  the values are evaluated for every program (`_program_values`: a scalar computed from the
+  grid's indices, constants, `+ - * // %`, min and max, such as Triton's GROUP_SIZE_M program
+  swizzle) and no two programs get the same ones (`_distinct`). An
   index computed from values loaded from memory (a scatter through an index tile,
   `out[idx[tb]]`) is trusted: distinct indices are the scatter's contract.
 - `key(v)`: what `v` computes, compared by structure (`tm.begin` traced twice gives one key), so
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+import numpy as np
 
 from tiledsl.frontend.block_sizes import symbol_choices
 from tiledsl.ir.core import Op, Value, loop_first, loop_inits, loop_start, loop_stop
@@ -59,6 +64,8 @@ class Programs:
         self._fixed: dict[int, bool] = {}  # _invariant's answers
         self._extents: dict[tuple, int] = {}  # a position variable (affine) -> its extent
         self._sources: dict[tuple, Value] = {}  # ... -> the range it is a position of
+        self._computed: dict[tuple, Any] = {}  # a computed position -> its value per program
+        self._numeric = False  # whether `affine` may make computed positions (`_by_program`)
 
     def varying(self) -> list[Value]:
         """The grid dimensions along which more than one program may run under some config."""
@@ -140,9 +147,11 @@ class Programs:
             return deps if self._disjoint_windows(v) else _NONE
         if self.loaded(v):  # a scatter's indices
             return deps
-        form = self.affine(v)
+        form = self._numeric_affine(v)
         if form is None or not _injective([(c, self._extents[x]) for x, c in form.items()]):
             return _NONE
+        if any(x in self._computed for x in form):  # distinct programs, distinct positions?
+            return deps if self._distinct([form]) else _NONE
         covered = frozenset().union(*(self.depends(self._sources[x]) for x in form))
         return deps if covered == deps else _NONE
 
@@ -157,10 +166,30 @@ class Programs:
                     _int_const(op.operands[1]) and _const(op.operands[1]) > 0:
                 key = (self.key(op.operands[0]), _const(op.operands[1]))
                 parts.setdefault(key, {})[op.name] = op.operands[0]
-        return frozenset().union(*(self.separates(p["floordiv"]) for p in parts.values()
-                                   if len(p) == 2))
+        out = frozenset().union(*(self.separates(p["floordiv"]) for p in parts.values()
+                                  if len(p) == 2))
+        forms = [f for f in map(self._numeric_affine, indices) if f is not None and
+                 _injective([(c, self._extents[x]) for x, c in f.items()])]
+        if any(x in self._computed for f in forms for x in f) and self._distinct(forms):
+            out |= frozenset().union(*(self.depends(i) for i in indices)) - ANY
+        return out
+
+    def _numeric_affine(self, v: Value) -> dict[tuple, int] | None:
+        """`affine(v)` where a scalar computed from program indices with `//`, `%`, min or max
+        (a program swizzle) is a position of its own, its values evaluated per program."""
+        self._numeric = True
+        try:
+            return self.affine(v)
+        finally:
+            self._numeric = False
 
     def affine(self, v: Value) -> dict[tuple, int] | None:
+        form = self._affine_form(v)
+        if form is None and self._numeric and _scalar(v):
+            return self._by_program(v)
+        return form
+
+    def _affine_form(self, v: Value) -> dict[tuple, int] | None:
         """`v` as an integer combination of positions (a range's lanes, a tile's begin or id,
         each over [0, extent)) plus a scalar the same in every program and iteration (left
         out); None where it is not one. Each position is its own variable, so the combination
@@ -207,6 +236,13 @@ class Programs:
         loop = self._loop_of(r)
         if loop is None or not self.depends(r):
             return True
+        numeric, self._numeric = self._numeric, False  # its positions must be independent
+        try:
+            return self._windows_apart(loop, r)
+        finally:
+            self._numeric = numeric
+
+    def _windows_apart(self, loop: Op, r: Value) -> bool:
         if (first := loop_first(loop)) is not None:  # tiles first, first + stride, ...
             form = self.affine(first)  # distinct firsts below the stride: disjoint tiles
             return bool(form) and _injective([(c, self._extents[p]) for p, c in form.items()]) \
@@ -257,6 +293,73 @@ class Programs:
         self._extents[x] = r.type.extent  # type: ignore[union-attr]
         self._sources[x] = r
         return {x: 1}
+
+    # ---- program swizzles, evaluated per program ------------------------------------------
+    def _by_program(self, v: Value) -> dict[tuple, int] | None:
+        """Scalar `v` as a position of its own, its values the ones every program computes
+        (`_program_values`), or None where they cannot be evaluated or one is negative."""
+        values = self._program_values(v)
+        if values is None or not values.size or values.min() < 0:
+            return None
+        x = ("computed", id(v))
+        self._extents[x], self._sources[x] = int(values.max()) + 1, v
+        self._computed[x] = values.ravel()
+        return {x: 1}
+
+    def _distinct(self, forms: list[dict[tuple, int]]) -> bool:
+        """Whether two programs never get the same values of the positions in `forms` that
+        depend on the program (each form injective over its positions, so two programs share
+        an element only where they share all of them)."""
+        mesh = self._mesh()
+        if mesh is None:
+            return False
+        columns = []
+        for x in dict.fromkeys(x for f in forms for x in f):
+            source = self._sources[x]
+            if x in self._computed:
+                columns.append(self._computed[x])
+            elif source in self.axes:
+                columns.append(mesh[self.axes.index(source)].ravel())
+            elif self.depends(source):  # a loop range whose bounds move with the program
+                return False
+        if not columns:
+            return False
+        rows = np.stack(columns, axis=1)
+        return len(np.unique(rows, axis=0)) == len(rows)
+
+    def _mesh(self) -> Any:
+        """Each program's coordinate along each grid dimension (np.indices over the programs),
+        where the blocks are fixed and there are at most 2**20 programs; else None."""
+        counts = []
+        for a in self.axes:
+            block = self._block(a)
+            if block is None:
+                return None
+            counts.append(-(-a.type.extent // block))  # type: ignore[union-attr]
+        if math.prod(counts) > 1 << 20:
+            return None
+        return np.indices(counts)
+
+    def _program_values(self, v: Value) -> Any:
+        """The integer scalar `v` in every program, from the grid's positions, constants and
+        `+ - * // %`, min and max; None where anything else feeds it."""
+        mesh = self._mesh()
+        if mesh is None:
+            return None
+        memo: dict[int, Any] = {}
+
+        def value(x: Value) -> Any:
+            if id(x) in memo:
+                return memo[id(x)]
+            op = x.owner
+            out = None
+            if op is not None and not op.regions and _scalar(x) and \
+                    getattr(x.type, "dtype", None) is not None and x.type.dtype.is_int:  # type: ignore[union-attr]
+                out = _evaluate(op, [value(o) for o in op.operands], self, mesh)
+            memo[id(x)] = out
+            return out
+        out = value(v)
+        return None if out is None else np.broadcast_to(out, mesh.shape[1:])
 
     def _lanes(self, v: Value) -> dict[tuple, int]:
         """`td.arange`'s lanes as a position over its length: a power of two, or a block size
@@ -348,6 +451,33 @@ class Programs:
         if op.name == "arange":  # its length is in its type
             return ("arange", _attrs(op.attrs), str(v.type))
         return (op.name, _attrs(op.attrs), tuple(self.key(o) for o in op.operands))
+
+
+_NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
+              "mod": np.mod, "minimum": np.minimum, "maximum": np.maximum}
+
+
+def _evaluate(op: Op, args: list[Any], progs: Programs, mesh: Any) -> Any:
+    """One op of `Programs._program_values` over every program (int64 arrays)."""
+    if op.name == "const":
+        value = op.attrs["value"]
+        return np.int64(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    if op.name in ("tile.begin", "tile.id") and op.operands[0] in progs.axes:
+        r = op.operands[0]
+        block = progs._block(r)
+        coords = mesh[progs.axes.index(r)].astype(np.int64)
+        return coords if op.name == "tile.id" or block is None else coords * block
+    if any(a is None for a in args):
+        return None
+    if op.name in ("cast", "broadcast", "expand_dims", "reshape") and len(args) == 1:
+        return args[0]
+    if op.name == "neg":
+        return -args[0]
+    if op.name in _NUMPY_OPS and len(args) == 2:
+        if op.name in ("floordiv", "mod") and np.any(np.asarray(args[1]) == 0):
+            return None
+        return _NUMPY_OPS[op.name](*args)
+    return None
 
 
 def _injective(terms: list[tuple[int, int]]) -> bool:
