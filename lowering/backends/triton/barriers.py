@@ -130,10 +130,32 @@ def _reach(shape: tuple[int, ...], op: Op) -> list[range | None]:
             part = sliced.get(d)
             out.append(range(extent) if part is None else part.indices())
             continue
-        owner = next(indices).owner
-        constant = owner is not None and owner.name == "const"
-        out.append(range(owner.attrs["value"], owner.attrs["value"] + 1) if constant else None)
+        out.append(_index_range(next(indices)))
     return out
+
+
+def _index_range(v: Value) -> range | None:
+    """The indices a scalar or index tile reaches where they are known: a constant, or a
+    static `td.arange` plus a constant (the unrolled column chunks of Triton's layer norm,
+    `off + tl.arange(0, BLOCK)`)."""
+    while v.owner is not None and v.owner.name in _REPLICATING | {"reshape"}:
+        v = v.owner.operands[0]
+    op = v.owner
+    if op is None:
+        return None
+    if op.name == "const" and isinstance(op.attrs["value"], int):
+        return range(op.attrs["value"], op.attrs["value"] + 1)
+    if op.name == "arange" and isinstance(op.result.type.shape[0], int):  # type: ignore[union-attr]
+        return range(op.attrs["start"], op.attrs["start"] + op.result.type.shape[0])  # type: ignore[union-attr]
+    if op.name in ("add", "sub"):
+        a, b = (_index_range(o) for o in op.operands)
+        if a is not None and b is not None and (len(a) == 1 or len(b) == 1):
+            if op.name == "sub":
+                if len(b) != 1:
+                    return None
+                return range(a.start - b.start, a.stop - b.start)
+            return range(a.start + b.start, a.stop + b.stop - 1)
+    return None
 
 
 def _common(px: Path, py: Path) -> tuple[Block, int, int]:
