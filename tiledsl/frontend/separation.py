@@ -36,7 +36,7 @@ import numpy as np
 
 from tiledsl.frontend.block_sizes import symbol_choices
 from tiledsl.ir.core import Op, Value, loop_first, loop_inits, loop_start, loop_stop
-from tiledsl.ir.types import RangeType
+from tiledsl.ir.types import RangeType, TileType
 from tiledsl.frontend.tracer import Tracer
 
 # Dependence on something the analysis cannot follow (a value carried around a loop).
@@ -353,8 +353,9 @@ class Programs:
                 return memo[id(x)]
             op = x.owner
             out = None
-            if op is not None and not op.regions and _scalar(x) and \
-                    getattr(x.type, "dtype", None) is not None and x.type.dtype.is_int:  # type: ignore[union-attr]
+            t = x.type
+            if op is not None and not op.regions and isinstance(t, TileType) and \
+                    t.shape == () and t.dtype.is_int:
                 out = _evaluate(op, [value(o) for o in op.operands], self, mesh)
             memo[id(x)] = out
             return out

@@ -27,6 +27,16 @@ from tiledsl.frontend.static_args import constexpr
 from tiledsl.frontend.static_args import need_static as check_static
 from tiledsl.frontend.tracer import Tracer, current
 
+
+def _reduction(kind: str) -> Any:
+    """The tile value method `v.<kind>(axis=None, keepdims=False)` (also `dim=`, `keepdim=`)."""
+    def method(self: TileValue, axis: Any = None, keepdims: bool = False,
+               **torch: Any) -> TileValue:
+        return reduce(kind, self, *torch_axis(kind, axis, keepdims, torch))
+    method.__name__ = method.__qualname__ = kind
+    return method
+
+
 class TileValue:
     """A traced value held by one program: a tile or a scalar."""
 
@@ -160,23 +170,12 @@ class TileValue:
         return TileValue(cast(self, as_dtype(dtype, "to")).value)
 
     # NumPy's `axis=`/`keepdims=`, or torch's `dim=`/`keepdim=` (Helion's `x.sum(dim=1)`)
-    def sum(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
-        return reduce("sum", self, *torch_axis("sum", axis, keepdims, torch))
-
-    def max(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
-        return reduce("max", self, *torch_axis("max", axis, keepdims, torch))
-
-    def min(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
-        return reduce("min", self, *torch_axis("min", axis, keepdims, torch))
-
-    def mean(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
-        return reduce("mean", self, *torch_axis("mean", axis, keepdims, torch))
-
-    def argmax(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
-        return reduce("argmax", self, *torch_axis("argmax", axis, keepdims, torch))
-
-    def argmin(self, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
-        return reduce("argmin", self, *torch_axis("argmin", axis, keepdims, torch))
+    sum = _reduction("sum")
+    max = _reduction("max")
+    min = _reduction("min")
+    mean = _reduction("mean")
+    argmax = _reduction("argmax")
+    argmin = _reduction("argmin")
 
     def cumsum(self, axis: Any = None, **torch: Any) -> TileValue:
         return cumsum(self, torch_axis("cumsum", axis, False, torch)[0])

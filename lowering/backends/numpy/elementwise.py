@@ -63,7 +63,8 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "log2": np.log2, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
     "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-    "log10": np.log10, "cbrt": np.cbrt, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+    "log10": np.log10, "cbrt": np.cbrt, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "trunc": np.trunc,
     "sign": np.sign, "isnan": np.isnan, "isinf": np.isinf,
 }
 

@@ -529,8 +529,9 @@ def _arange(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     x = ex.plan.consts.get(key)
     if x is None:
         t = op.result.type
-        n = ex.tile_shape(t)[0]  # type: ignore[arg-type]
-        x = np.arange(op.attrs["start"], op.attrs["start"] + n, dtype=t.dtype.np)  # type: ignore[union-attr]
+        assert isinstance(t, TileType)
+        n, start = ex.tile_shape(t)[0], op.attrs["start"]
+        x = np.arange(start, start + n, dtype=t.dtype.np)
         x = ex.plan.consts[key] = x.reshape((1,) * ex.rank + (n,))
         x.setflags(write=False)
     return [x]

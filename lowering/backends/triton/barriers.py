@@ -145,8 +145,9 @@ def _index_range(v: Value) -> range | None:
         return None
     if op.name == "const" and isinstance(op.attrs["value"], int):
         return range(op.attrs["value"], op.attrs["value"] + 1)
-    if op.name == "arange" and isinstance(op.result.type.shape[0], int):  # type: ignore[union-attr]
-        return range(op.attrs["start"], op.attrs["start"] + op.result.type.shape[0])  # type: ignore[union-attr]
+    n = op.result.type.shape[0] if op.name == "arange" else None  # type: ignore[union-attr]
+    if isinstance(n, int):
+        return range(op.attrs["start"], op.attrs["start"] + n)
     if op.name in ("add", "sub"):
         a, b = (_index_range(o) for o in op.operands)
         if a is not None and b is not None and (len(a) == 1 or len(b) == 1):
