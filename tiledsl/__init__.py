@@ -100,6 +100,8 @@ from tiledsl.lang.like import full_like as full_like
 from tiledsl.lang.like import ones_like as ones_like
 from tiledsl.lang.like import zeros_like as zeros_like
 from tiledsl.lang.torch_names import addmm as addmm
+from tiledsl.lang.torch_names import amax as amax
+from tiledsl.lang.torch_names import amin as amin
 from tiledsl.lang.torch_names import matmul as matmul
 from tiledsl.lang.torch_names import promote_types as promote_types
 from tiledsl.lang.torch_names import relu as relu

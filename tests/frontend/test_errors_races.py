@@ -526,3 +526,31 @@ def test_a_computed_index_separates_programs_when_it_is_a_bijection() -> None:
     np.testing.assert_array_equal(out[(np.arange(9) * 2) % 9], x)
     with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
         scattered_rows(x, 3)  # rows 0, 3, 6 three times each
+
+
+@td.tile_kernel
+def padded_rows(x, H: td.constexpr, D: td.constexpr, PAD_H: td.constexpr):
+    """Liger's row kernels: `pid.to(td.int64)`, a padded block of rows masked to H, in place."""
+    for pid in td.grid(x.shape[0] // (H * D)):
+        pid = pid.to(td.int64)
+        offs = td.arange(0, PAD_H)[:, None] * D + td.arange(0, D)[None, :]
+        mask = td.arange(0, PAD_H)[:, None] < H
+        v = td.load(x, [pid * (H * D) + offs], mask=mask, other=0)
+        td.store(x, [pid * (H * D) + offs], v * 2.0, mask=mask)
+
+
+def test_a_mask_of_arange_lanes_narrows_the_rows_a_store_reaches() -> None:
+    """Padded to 4 rows of 2, masked to 3: each program keeps to its own 6 elements. Without
+    the mask, row 3 of one program is row 0 of the next: refused."""
+    x = np.arange(24, dtype=np.float32)
+    padded_rows(x, 3, 2, 4)
+    np.testing.assert_array_equal(x, 2 * np.arange(24))
+
+    @td.tile_kernel
+    def unmasked(x, H: td.constexpr, D: td.constexpr, PAD_H: td.constexpr):
+        for pid in td.grid(x.shape[0] // (H * D)):
+            offs = td.arange(0, PAD_H)[:, None] * D + td.arange(0, D)[None, :]
+            td.store(x, [pid * (H * D) + offs], td.zeros((PAD_H, D), dtype=td.float32) + pid)
+
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        unmasked(np.ones(24, np.float32), 3, 2, 4)

@@ -94,3 +94,24 @@ def test_unknown_keywords_are_errors() -> None:
 
     with pytest.raises(td.TraceError, match="unexpected keyword argument 'dims'"):
         bad(np.ones((2, 3), np.float32))
+
+
+@td.tile_kernel
+def optional_tensor(x, y, beta: float):
+    """Helion's `if beta != 0.0 and y is not None`: the compile-time operand decides."""
+    out = td.zeros_like(x)
+    for t in td.tile(x.shape[0]):
+        v = x[t].float()
+        if beta != 0.0 and y is not None:
+            v = v + beta * y[t]
+        if y is None or beta > 1.0:
+            v = td.amax(v[:, None], dim=1) * 2
+        out[t] = v
+    return out
+
+
+def test_a_runtime_and_with_a_compile_time_operand() -> None:
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(optional_tensor(x, x, 0.5), x + 0.5 * x)
+    np.testing.assert_array_equal(optional_tensor(x, x, 2.0), (x + 2 * x) * 2)
+    np.testing.assert_array_equal(optional_tensor(x, None, 2.0), x * 2)

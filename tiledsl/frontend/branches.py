@@ -202,8 +202,10 @@ def _short(first: TileValue, second: Callable[[], Any], when: bool, line: int) -
         tr.emit("yield", [constant(when, dtypes.bool_).value], loc=loc)
     with tr.region(op.regions[later], "if"):
         rest = second()
-        value = rest if isinstance(rest, TileValue) else to_value(bool(rest))
-        tr.emit("yield", [condition(tr, value, loc).value], loc=loc)
+        if not isinstance(rest, TileValue):  # known when tracing (`y is not None`): decided
+            tr.blocks[-2].ops.remove(op)  # `rt and False` is False, `rt and True` is `rt`
+            return c if bool(rest) != when else when  # type: ignore[return-value]
+        tr.emit("yield", [condition(tr, rest, loc).value], loc=loc)
     op.results = [Value(c.type, "cond")]
     op.results[0].owner = op
     return TileValue(op.results[0])

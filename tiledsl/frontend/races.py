@@ -26,12 +26,16 @@ from tiledsl.frontend.separation import ANY, Programs
 from tiledsl.frontend.tracer import Tracer
 
 
-def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value) -> None:
+def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
+                mask: Value | None = None) -> None:
     """Fail when a store inside the grid races between programs (see the module's docstring):
-    its indices must separate every grid dimension (separation.py) the value depends on."""
+    its indices must separate every grid dimension (separation.py) the value depends on. A
+    `mask` of `td.arange` lanes below constants narrows those lanes (a padded block)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     progs = Programs(tr)
+    if mask is not None:
+        progs.bound_lanes(mask)
     deps = frozenset().union(*(progs.depends(i) for i in indices))
     if ANY <= deps:
         return
@@ -170,6 +174,19 @@ def _alike(tr: Tracer, progs: Programs, old: Op) -> bool:
     return alike(_path(tr.blocks[1], old) or []) and alike(_open_path(tr))
 
 
+def _unbroadcast(v: Value) -> Value:
+    while v.owner is not None and v.owner.name == "broadcast":
+        v = v.owner.operands[0]
+    return v
+
+
+def _mask_of(op: Op) -> Value | None:
+    """The mask operand of a traced load or store (a store's value comes after it)."""
+    if not op.attrs.get("mask"):
+        return None
+    return op.operands[-1] if op.name == "load" else op.operands[-2]
+
+
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                   atomic: bool = False) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
@@ -219,18 +236,23 @@ def _apart(progs: Programs, store: list, load: list) -> bool:
 
 
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
-                     writing: bool) -> None:
+                     writing: bool, mask: Value | None = None) -> None:
     """Fail when this load of `tensor` (or store to it, `writing`) and a store (or load) traced
-    earlier in the same grid may touch an element in two different programs (see above)."""
+    earlier in the same grid may touch an element in two different programs (see above). Two
+    accesses under one `mask` of `td.arange` lanes below constants count those lanes only."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     base, other = root(tensor.value), "load" if writing else "store"
     ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
     if not ops:
         return
-    progs = Programs(tr)
-    this = _access(progs, tensor.type.shape, indices, attrs)
     for op in ops:
+        progs = Programs(tr)
+        theirs = _mask_of(op)
+        if mask is not None and theirs is not None and \
+                progs.key(_unbroadcast(mask)) == progs.key(_unbroadcast(theirs)):
+            progs.bound_lanes(mask)
+        this = _access(progs, tensor.type.shape, indices, attrs)
         if op.operands[0] is tensor.value:
             that = _access(progs, tensor.type.shape,
                            op.operands[1:] if writing else op.operands[1:-1], op.attrs)

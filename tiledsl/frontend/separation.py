@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from tiledsl import dtypes
 from tiledsl.frontend.block_sizes import symbol_choices
 from tiledsl.ir.core import Op, Value, loop_first, loop_inits, loop_start, loop_stop
 from tiledsl.ir.types import RangeType, TileType
@@ -66,6 +67,7 @@ class Programs:
         self._sources: dict[tuple, Value] = {}  # ... -> the range it is a position of
         self._computed: dict[tuple, Any] = {}  # a computed position -> its value per program
         self._numeric = False  # whether `affine` may make computed positions (`_by_program`)
+        self._lane_bounds: dict[tuple, int] = {}  # an arange's key -> lanes a mask keeps
 
     def varying(self) -> list[Value]:
         """The grid dimensions along which more than one program may run under some config."""
@@ -362,6 +364,26 @@ class Programs:
         out = value(v)
         return None if out is None else np.broadcast_to(out, mesh.shape[1:])
 
+    def bound_lanes(self, mask: Value) -> None:
+        """Where a store's `mask` is `td.arange` lanes below constants, ANDed (a padded block:
+        `td.arange(0, 4)[:, None] < 3`), only those lanes count for the store's positions."""
+        op = mask.owner
+        while op is not None and op.name in ("broadcast", "expand_dims", "reshape"):
+            op = op.operands[0].owner
+        if op is None:
+            return
+        if op.name == "and":
+            for o in op.operands:
+                self.bound_lanes(o)
+            return
+        if op.name in ("lt", "le"):
+            lanes, limit = _splatted(op.operands[0]), _const(op.operands[1])
+            if lanes.owner is not None and lanes.owner.name == "arange" and \
+                    isinstance(limit, int) and not isinstance(limit, bool):
+                keep = limit - lanes.owner.attrs["start"] + (op.name == "le")
+                key = self.key(lanes)
+                self._lane_bounds[key] = min(self._lane_bounds.get(key, keep), max(keep, 1))
+
     def _lanes(self, v: Value) -> dict[tuple, int]:
         """`td.arange`'s lanes as a position over its length: a power of two, or a block size
         (the config's value where the host code read it, else the largest it may take)."""
@@ -369,6 +391,9 @@ class Programs:
         d = v.type.shape[0]  # type: ignore[union-attr]
         n = self._fixed_dim(d)
         self._extents[x] = n if n is not None else max(symbol_choices(self.tr.symbols[d]))
+        bound = self._lane_bounds.get(self.key(v))
+        if bound is not None:  # the store's mask keeps fewer lanes
+            self._extents[x] = min(self._extents[x], bound)
         self._sources[x] = v
         return {x: 1}
 
@@ -528,8 +553,17 @@ def _splatted(v: Value) -> Value:
 
 def _const(v: Value) -> Any:
     v = _splatted(v)
+    while v.owner is not None and v.owner.name == "cast" and _widens(v.owner.operands[0], v):
+        v = _splatted(v.owner.operands[0])  # an int constant widened (after `pid.to(int64)`)
     op = v.owner
     return op.attrs["value"] if op is not None and op.name == "const" else None
+
+
+def _widens(a: Value, b: Value) -> bool:
+    """Whether integer `b` is `a` cast to a type that holds every value of `a`'s."""
+    ta, tb = a.type, b.type
+    return isinstance(ta, TileType) and isinstance(tb, TileType) and ta.dtype.is_int and \
+        tb.dtype.is_int and dtypes.promote(ta.dtype, tb.dtype) == tb.dtype
 
 
 def _scalar(v: Value) -> bool:

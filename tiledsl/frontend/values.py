@@ -300,7 +300,8 @@ class Tensor:
         tr = current()
         operands, full, sliced = _indices(tr, self, idx, reading=True)
         attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced | (hints or {})
-        check_read_write(tr, self, operands, attrs, writing=False)
+        check_read_write(tr, self, operands, attrs, writing=False,
+                         mask=None if mask is None else to_value(mask).value)
         if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
             attrs["other"] = zero(self.dtype)
         mask = _with_jagged(tr, self, operands, full, sliced, mask)
@@ -321,10 +322,12 @@ class Tensor:
         shape = indexed_shape(self.type, [o.type for o in operands], full,
                               sliced.get("slices", ()))
         v = written_value(self, shape, value, "storing", "cannot store")
-        check_store(tr, self.name, operands, v.value)
+        check_store(tr, self.name, operands, v.value,
+                    None if mask is None else to_value(mask).value)
         attrs = ({"full": full} if full else {}) | sliced
         check_overlap(tr, self, operands, attrs)
-        check_read_write(tr, self, operands, attrs, writing=True)
+        check_read_write(tr, self, operands, attrs, writing=True,
+                         mask=None if mask is None else to_value(mask).value)
         mask = _with_jagged(tr, self, operands, full, sliced, mask)
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))

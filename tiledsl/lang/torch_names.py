@@ -1,7 +1,8 @@
 """torch's (and Triton's) names for what tiledsl already computes, so that a kernel ported from
 torch, Helion or Triton keeps its spelling: `td.relu`, `td.silu`, `td.matmul`, `td.addmm`,
 `td.promote_types`; on tile values `v.cast(dtype)` (Triton's `.to`),
-`v.masked_fill(mask, value)`, `v.amax(dim)` and `v.amin(dim)`; on tensors `x.numel()` and
+`v.masked_fill(mask, value)`, `v.amax(dim)` and `v.amin(dim)` (and `td.amax`, `td.amin`),
+`v.float()`, `v.half()`, `v.bfloat16()`, `v.double()`, `v.int()`, `v.long()`, `v.bool()`; on tensors `x.numel()` and
 `x.size(d)` / `x.size()` (while `x.size`, as NumPy's attribute, stays the element count). Each is a composition of existing
 ops: none adds an op to the IR.
 """
@@ -128,6 +129,28 @@ def _amin(self: TileValue, dim: Any = None, keepdim: bool = False) -> TileValue:
     return self.min(dim, keepdim)
 
 
+@numpy_scalar_result
+def amax(x: Any, dim: Any = None, keepdim: bool = False) -> TileValue:
+    """`torch.amax(x, dim, keepdim)`: `td.max`."""
+    current("td.amax()")
+    return to_value(x).max(dim, keepdim)
+
+
+@numpy_scalar_result
+def amin(x: Any, dim: Any = None, keepdim: bool = False) -> TileValue:
+    """`torch.amin(x, dim, keepdim)`: `td.min`."""
+    current("td.amin()")
+    return to_value(x).min(dim, keepdim)
+
+
+def _converter(dtype: DType) -> Any:
+    """torch's `v.float()`, `v.half()`, ...: `v.to(dtype)`."""
+    def convert(self: TileValue) -> TileValue:
+        return self.to(dtype)
+    convert.__doc__ = f"`v.to(td.{dtype})`, as torch's."
+    return convert
+
+
 def _size(self: Tensor) -> TensorSize:
     return TensorSize(self.shape)
 
@@ -142,7 +165,11 @@ TileValue.cast = _cast  # type: ignore[attr-defined]
 TileValue.masked_fill = _masked_fill  # type: ignore[attr-defined]
 TileValue.amax = _amax  # type: ignore[attr-defined]
 TileValue.amin = _amin  # type: ignore[attr-defined]
+for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
+                      ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
+                      ("int", dtypes.int32), ("long", dtypes.int64), ("bool", dtypes.bool_)):
+    setattr(TileValue, _name, _converter(_dtype))
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
 
-__all__ = ["addmm", "matmul", "promote_types", "relu", "silu"]
+__all__ = ["addmm", "amax", "amin", "matmul", "promote_types", "relu", "silu"]
