@@ -554,3 +554,25 @@ def test_a_mask_of_arange_lanes_narrows_the_rows_a_store_reaches() -> None:
 
     with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
         unmasked(np.ones(24, np.float32), 3, 2, 4)
+
+
+@td.tile_kernel
+def swap_halves(x, D: td.constexpr, stride: td.constexpr):
+    """Liger's rope in place: each program reads and writes both halves of its own row,
+    `pid * stride + offs` and `pid * stride + offs + D // 2`."""
+    for pid in td.grid(x.shape[0] // stride):
+        offs = td.arange(0, D // 2)
+        first = td.load(x, [pid * stride + offs])
+        second = td.load(x, [pid * stride + offs + D // 2])
+        td.store(x, [pid * stride + offs], second)
+        td.store(x, [pid * stride + offs + D // 2], first)
+
+
+def test_accesses_in_one_window_per_program_are_apart() -> None:
+    """Both halves lie in [pid * D, pid * D + D): no other program reaches them. Rows D // 2
+    apart would overlap the next program's first half: refused."""
+    x = np.arange(24, dtype=np.float32)
+    swap_halves(x, 8, 8)
+    np.testing.assert_array_equal(x, np.arange(24).reshape(3, 2, 4)[:, ::-1].ravel())
+    with pytest.raises(td.TraceError, match="in another program of the grid"):
+        swap_halves(np.ones(24, np.float32), 8, 4)

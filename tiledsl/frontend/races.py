@@ -188,22 +188,27 @@ def _mask_of(op: Op) -> Value | None:
 
 
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
-                  atomic: bool = False) -> None:
+                  atomic: bool = False, mask: Value | None = None) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
     element in two programs (see above). Atomics (`atomic`) combine with each other in any
     order, but not with a store."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
-    shape, progs = tensor.type.shape, Programs(tr)
-    new = _access(progs, shape, indices, attrs)
+    shape = tensor.type.shape
     base = root(tensor.value)
     for op in walk(tr.blocks[1]):
         if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
                 (atomic and op.name == "atomic"):
             continue
+        progs = Programs(tr)
+        theirs = _mask_of(op) if op.name == "store" else None
+        if mask is not None and theirs is not None and \
+                progs.key(_unbroadcast(mask)) == progs.key(_unbroadcast(theirs)):
+            progs.bound_lanes(mask)
+        new = _access(progs, shape, indices, attrs)
         if op.operands[0] is tensor.value:  # through another view of it: not comparable
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
-            if _own_elements(progs, new, old) \
+            if _own_elements(progs, new, old) or _own_windows(progs, new, old) \
                     or [k for k, _, _ in old] == [k for k, _, _ in new] and _alike(tr, progs, op) \
                     or any(_never_meet(progs, a, b) for a, b in zip(old, new)):
                 continue
@@ -232,7 +237,23 @@ def _apart(progs: Programs, store: list, load: list) -> bool:
     (both as `_access` gives them, for one tensor value)."""
     if any(_never_meet(progs, s, l) for s, l in zip(store, load)):
         return True
-    return _own_elements(progs, store, load)
+    return _own_elements(progs, store, load) or _own_windows(progs, store, load)
+
+
+def _own_windows(progs: Programs, a: list, b: list) -> bool:
+    """Whether every grid dimension along which programs vary is kept apart by one tensor
+    dimension that both accesses index as `c * p + w`, their windows `w` spanning less than
+    `|c|` together (`Programs.window`)."""
+    kept: set[tuple] = set()
+    for x, y in zip(a, b):
+        if x[2] is None or y[2] is None:
+            continue
+        wx, wy = progs.window(x[2]), progs.window(y[2])
+        if wx is not None and wy is not None and wx[:2] == wy[:2] and \
+                max(wx[3], wy[3]) - min(wx[2], wy[2]) < abs(wx[1]):
+            kept.add(wx[0])
+    return all(("tile.begin", id(d)) in kept or ("tile.id", id(d)) in kept
+               for d in progs.varying())
 
 
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,

@@ -384,6 +384,53 @@ class Programs:
                 key = self.key(lanes)
                 self._lane_bounds[key] = min(self._lane_bounds.get(key, keep), max(keep, 1))
 
+    # ---- program windows --------------------------------------------------------------------
+    def window(self, v: Value) -> tuple[tuple, int, int, int] | None:
+        """`v` as `c * p + w` with `p` one grid dimension's position (a program's index or
+        begin) and `w` in `[lo, hi]` in every program: (p, c, lo, hi); None where it is not
+        one. Two accesses with the same `c * p` whose windows together span less than `|c|`
+        never reach one element from two programs (Liger's rope: the first and the second
+        half of each head, `pid * stride + offs` and `pid * stride + offs + hd // 2`)."""
+        got = self._window(v)
+        if got is None or len(got[0]) != 1:
+            return None
+        ((p, c),) = got[0].items()
+        return (p, c, got[1], got[2]) if c else None
+
+    def _window(self, v: Value) -> tuple[dict[tuple, int], int, int] | None:
+        op = v.owner
+        if op is None:
+            return None
+        xs = op.operands
+        if op.name == "const":
+            c = op.attrs["value"]
+            return ({}, c, c) if isinstance(c, int) and not isinstance(c, bool) else None
+        if op.name == "arange":
+            n = self._lanes(v)[("arange", id(v))]
+            return {}, op.attrs["start"], op.attrs["start"] + n - 1
+        if op.name in ("tile.begin", "tile.id") and xs[0] in self.axes:
+            return {(op.name, id(xs[0])): 1}, 0, 0
+        if op.name in ("broadcast", "expand_dims", "reshape") or \
+                op.name == "cast" and _widens(xs[0], v):
+            return self._window(xs[0])
+        parts = [self._window(x) for x in xs]
+        if any(p is None for p in parts):
+            return None
+        if op.name in ("add", "sub") and len(parts) == 2:
+            (fa, la, ha), (fb, lb, hb) = parts  # type: ignore[misc]
+            sign = 1 if op.name == "add" else -1
+            form = dict(fa)
+            for k, c in fb.items():
+                form[k] = form.get(k, 0) + sign * c
+            return ({k: c for k, c in form.items() if c}, la + (lb if sign > 0 else -hb),
+                    ha + (hb if sign > 0 else -lb))
+        if op.name == "mul" and len(parts) == 2:
+            for (f, lo, hi), (g, k, k2) in (parts, parts[::-1]):  # type: ignore[misc]
+                if not g and k == k2:  # times a constant
+                    ends = sorted((lo * k, hi * k))
+                    return {p: c * k for p, c in f.items() if c * k}, ends[0], ends[1]
+        return None
+
     def _lanes(self, v: Value) -> dict[tuple, int]:
         """`td.arange`'s lanes as a position over its length: a power of two, or a block size
         (the config's value where the host code read it, else the largest it may take)."""

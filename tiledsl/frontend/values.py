@@ -325,7 +325,8 @@ class Tensor:
         check_store(tr, self.name, operands, v.value,
                     None if mask is None else to_value(mask).value)
         attrs = ({"full": full} if full else {}) | sliced
-        check_overlap(tr, self, operands, attrs)
+        check_overlap(tr, self, operands, attrs,
+                      mask=None if mask is None else to_value(mask).value)
         check_read_write(tr, self, operands, attrs, writing=True,
                          mask=None if mask is None else to_value(mask).value)
         mask = _with_jagged(tr, self, operands, full, sliced, mask)
