@@ -62,8 +62,10 @@ SMALL_DIMS: dict[str, dict[str, int]] = {
 
 
 @cache
+@cache
 def example(name: str) -> ModuleType:
-    """Import examples/<name>.py by path (examples/ is not a package); once per session."""
+    """Import examples/<name>.py by path (examples/ is not a package); once per session, so the
+    tests share its kernel's traces, spaces and compiles."""
     path = EXAMPLES_DIR / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"tiledsl_example_{name}", path)
     assert spec is not None and spec.loader is not None

@@ -152,7 +152,7 @@ from tiledsl.frontend.tunables import register_tunable as register_tunable
 from tiledsl.frontend.block_sizes import register_block_size as register_block_size
 from tiledsl.lang.arange import arange as arange
 from tiledsl.lang.ranges import range as range  # noqa: A004
-from tiledsl.frontend.jagged import jagged_tile as jagged_tile
+from tiledsl.lang.jagged import jagged_tile as jagged_tile
 from tiledsl.lang.views import join as join
 from tiledsl.lang.views import permute as permute
 from tiledsl.lang.views import reshape as reshape

@@ -1,4 +1,5 @@
-"""Jagged tiles: `for tk in td.jagged_tile(lengths)`, as Helion's `hl.jagged_tile`.
+"""The masks of jagged tiles (`td.jagged_tile`, tiledsl/lang/jagged.py), Helion's
+`hl.jagged_tile`.
 
 `lengths` is an integer tile over an enclosing tile (one length per row: `nnz` over `tile_b`) or
 a scalar. The loop runs over the tiles of `[0, max(lengths))`, a tile loop to a runtime size
@@ -14,37 +15,18 @@ Helion's jagged_mean, for rows `tile_b` with `nnz` elements each:
         row_sums += td.load(x_flat, [(starts[:, None] + tile_k.index[None, :]) * m]).sum(1)
 
 The masks are built here while tracing, as a user's `mask=` would be (ops `tile.index`, `lt`,
-`and`): no backend knows of jagged tiles.
+`and`): no backend knows of jagged tiles. The loop registers its range and lengths in
+`Tracer.jagged`, and the tensor accesses (values.py) ask `Tracer.access_mask`, this module's
+`jagged_mask`, for the rows' masks.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from tiledsl.errors import ShapeError, TraceError
-from tiledsl.frontend.tracer import Tracer, current
+from tiledsl.errors import ShapeError
+from tiledsl.frontend.tracer import Tracer
+from tiledsl.frontend.values import TileValue
 from tiledsl.ir.core import Value
 from tiledsl.ir.types import Dim
-
-if TYPE_CHECKING:
-    from tiledsl.frontend.values import TileValue
-
-
-def jagged_tile(lengths: Any, block_size: Any = None) -> Any:
-    """The tiles of `[0, max(lengths))`, each row's lanes past its own length masked in the
-    loads and stores that use them (see the module's docstring)."""
-    from tiledsl.frontend.values import TileValue, reduce, to_value
-    from tiledsl.lang.language import TileRange, tile
-    tr = current("td.jagged_tile()")
-    v = to_value(lengths)
-    if not v.dtype.is_int or v.ndim > 1:
-        tr.fail(TraceError, f"td.jagged_tile() takes an integer scalar or a 1-D integer tile of "
-                f"lengths, got {v.dtype}{tr.describe_shape(v.shape)}",
-                hint="one length per row of the enclosing tile, e.g. nnz = ends - starts")
-    longest = v if v.ndim == 0 else TileValue(reduce("max", v, 0, False).value)
-    rng = tile(longest, block_size=block_size)
-    return TileRange(rng.sizes, rng.block_sizes, "tile", rng.loc, rng.stop, site=rng.site,
-                     jagged=v)
 
 
 def jagged_mask(tr: Tracer, operands: list[Value], shape: tuple[Dim, ...]) -> TileValue | None:
@@ -57,7 +39,6 @@ def jagged_mask(tr: Tracer, operands: list[Value], shape: tuple[Dim, ...]) -> Ti
         k = r.type.block  # type: ignore[union-attr]
         if k not in shape or any(d not in shape for d in lengths.shape):
             continue
-        from tiledsl.frontend.values import TileValue
         index = TileValue(tr.emit("tile.index", [r], hint="jagged")[0])
         cond = _placed(tr, index, shape) < _placed(tr, lengths, shape)
         mask = cond if mask is None else mask & cond

@@ -25,6 +25,7 @@ from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
+from tiledsl.frontend.jagged import jagged_mask
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, broadcast_to, cast, common_dtype, need_static, to_value,
@@ -205,6 +206,7 @@ def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
         return TileValue(tr.emit("tile.begin", [r], hint=name, loc=rng.loc)[0])
     if rng.jagged is not None:  # its rows' lanes past their lengths: masked (jagged.py)
         tr.jagged[r] = rng.jagged
+        tr.access_mask = jagged_mask
     return Tile(r, name)
 
 

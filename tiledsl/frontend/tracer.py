@@ -29,6 +29,7 @@ class Tracer:
         self.tunables: dict[str, Any] = {}  # td.register_tunable: knob name -> its choices
         self.knobs: dict[str, Any] = {}  # the knob values this trace is for (tunables.py)
         self.jagged: dict[Value, Any] = {}  # td.jagged_tile's ranges -> their lengths (jagged.py)
+        self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
 
     @property
     def depth(self) -> str:

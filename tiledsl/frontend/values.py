@@ -489,10 +489,9 @@ def _with_jagged(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, 
     """The user's mask, and the rows' masks of the td.jagged_tile loops the access uses."""
     if not tr.jagged:
         return mask
-    from tiledsl.frontend.jagged import jagged_mask
     from tiledsl.ir.ops import indexed_shape
     shape = indexed_shape(t.type, [o.type for o in operands], full, sliced.get("slices", ()))
-    rows = jagged_mask(tr, operands, shape)
+    rows = tr.access_mask(tr, operands, shape)  # frontend/jagged.py's jagged_mask
     if rows is None:
         return mask
     return rows if mask is None else to_value(mask) & rows
