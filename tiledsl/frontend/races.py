@@ -174,6 +174,18 @@ def _alike(tr: Tracer, progs: Programs, old: Op) -> bool:
     return alike(_path(tr.blocks[1], old) or []) and alike(_open_path(tr))
 
 
+def _under_masks(tr: Tracer, shared: Programs, mine: Value | None, theirs: Value | None
+                 ) -> Programs:
+    """The analysis for two accesses: `shared`, or where both are under one mask of `td.arange`
+    lanes below constants, an analysis that counts those lanes only (`bound_lanes`)."""
+    if mine is None or theirs is None or \
+            shared.key(_unbroadcast(mine)) != shared.key(_unbroadcast(theirs)):
+        return shared
+    progs = Programs(tr)
+    progs.bound_lanes(mine)
+    return progs
+
+
 def _unbroadcast(v: Value) -> Value:
     while v.owner is not None and v.owner.name == "broadcast":
         v = v.owner.operands[0]
@@ -196,16 +208,14 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         return
     shape = tensor.type.shape
     base = root(tensor.value)
+    shared = Programs(tr)
+    mine = _access(shared, shape, indices, attrs)
     for op in walk(tr.blocks[1]):
         if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
                 (atomic and op.name == "atomic"):
             continue
-        progs = Programs(tr)
-        theirs = _mask_of(op) if op.name == "store" else None
-        if mask is not None and theirs is not None and \
-                progs.key(_unbroadcast(mask)) == progs.key(_unbroadcast(theirs)):
-            progs.bound_lanes(mask)
-        new = _access(progs, shape, indices, attrs)
+        progs = _under_masks(tr, shared, mask, _mask_of(op) if op.name == "store" else None)
+        new = mine if progs is shared else _access(progs, shape, indices, attrs)
         if op.operands[0] is tensor.value:  # through another view of it: not comparable
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
             if _own_elements(progs, new, old) or _own_windows(progs, new, old) \
@@ -267,13 +277,11 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
     if not ops:
         return
+    shared = Programs(tr)
+    mine = _access(shared, tensor.type.shape, indices, attrs)
     for op in ops:
-        progs = Programs(tr)
-        theirs = _mask_of(op)
-        if mask is not None and theirs is not None and \
-                progs.key(_unbroadcast(mask)) == progs.key(_unbroadcast(theirs)):
-            progs.bound_lanes(mask)
-        this = _access(progs, tensor.type.shape, indices, attrs)
+        progs = _under_masks(tr, shared, mask, _mask_of(op))
+        this = mine if progs is shared else _access(progs, tensor.type.shape, indices, attrs)
         if op.operands[0] is tensor.value:
             that = _access(progs, tensor.type.shape,
                            op.operands[1:] if writing else op.operands[1:-1], op.attrs)
