@@ -43,6 +43,7 @@ from tiledsl.frontend.tracer import Tracer
 # Dependence on something the analysis cannot follow (a value carried around a loop).
 ANY = frozenset({None})
 _NONE: frozenset = frozenset()
+_UNSET = object()
 
 _INJECTIVE = ("neg", "cast", "broadcast", "expand_dims", "reshape", "transpose")  # 1 operand
 _TRUSTED = ("load", "atomic")  # values read from memory: an index tile's values are the user's
@@ -68,6 +69,7 @@ class Programs:
         self._computed: dict[tuple, Any] = {}  # a computed position -> its value per program
         self._numeric = False  # whether `affine` may make computed positions (`_by_program`)
         self._lane_bounds: dict[tuple, int] = {}  # an arange's key -> lanes a mask keeps
+        self._mesh_made: Any = _UNSET  # `_mesh`, built on first use
 
     def varying(self) -> list[Value]:
         """The grid dimensions along which more than one program may run under some config."""
@@ -332,6 +334,11 @@ class Programs:
     def _mesh(self) -> Any:
         """Each program's coordinate along each grid dimension (np.indices over the programs),
         where the blocks are fixed and there are at most 2**20 programs; else None."""
+        if self._mesh_made is _UNSET:
+            self._mesh_made = self._make_mesh()
+        return self._mesh_made
+
+    def _make_mesh(self) -> Any:
         counts = []
         for a in self.axes:
             block = self._block(a)
@@ -345,6 +352,8 @@ class Programs:
     def _program_values(self, v: Value) -> Any:
         """The integer scalar `v` in every program, from the grid's positions, constants and
         `+ - * // %`, min and max; None where anything else feeds it."""
+        if not self._evaluable(v):
+            return None
         mesh = self._mesh()
         if mesh is None:
             return None
@@ -363,6 +372,24 @@ class Programs:
             return out
         out = value(v)
         return None if out is None else np.broadcast_to(out, mesh.shape[1:])
+
+    def _evaluable(self, v: Value) -> bool:
+        """Whether `_program_values` can evaluate `v` (checked before it builds the mesh)."""
+        todo, seen = [v], set()
+        while todo:
+            x = todo.pop()
+            op = x.owner
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if op is None or op.regions or op.name not in _EVALUATED:
+                return False
+            if op.name in ("tile.begin", "tile.id"):
+                if op.operands[0] not in self.axes:
+                    return False
+                continue
+            todo.extend(op.operands)
+        return True
 
     def bound_lanes(self, mask: Value) -> None:
         """Where a store's `mask` is `td.arange` lanes below constants, ANDed (a padded block:
@@ -526,6 +553,8 @@ class Programs:
         return (op.name, _attrs(op.attrs), tuple(self.key(o) for o in op.operands))
 
 
+_EVALUATED = ("const", "tile.begin", "tile.id", "cast", "broadcast", "expand_dims", "reshape",
+              "neg", "add", "sub", "mul", "floordiv", "mod", "minimum", "maximum")
 _NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
               "mod": np.mod, "minimum": np.minimum, "maximum": np.maximum}
 
