@@ -322,13 +322,11 @@ class Tensor:
         shape = indexed_shape(self.type, [o.type for o in operands], full,
                               sliced.get("slices", ()))
         v = written_value(self, shape, value, "storing", "cannot store")
-        check_store(tr, self.name, operands, v.value,
-                    None if mask is None else to_value(mask).value)
+        checked = None if mask is None else to_value(mask).value  # (the races' checks)
+        check_store(tr, self.name, operands, v.value, checked)
         attrs = ({"full": full} if full else {}) | sliced
-        check_overlap(tr, self, operands, attrs,
-                      mask=None if mask is None else to_value(mask).value)
-        check_read_write(tr, self, operands, attrs, writing=True,
-                         mask=None if mask is None else to_value(mask).value)
+        check_overlap(tr, self, operands, attrs, mask=checked)
+        check_read_write(tr, self, operands, attrs, writing=True, mask=checked)
         mask = _with_jagged(tr, self, operands, full, sliced, mask)
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
