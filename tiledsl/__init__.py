@@ -10,6 +10,7 @@
         return out
 """
 
+from tiledsl.lang import host_stores as _host_stores  # noqa: F401 (host `x[...] = v`)
 from tiledsl.lang import philox
 from tiledsl import testing as testing
 from tiledsl.interop.aot import LoadedKernel as LoadedKernel

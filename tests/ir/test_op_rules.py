@@ -17,6 +17,7 @@ from lowering.backends.triton.oprules import EMIT_RULES
 from tiledsl.ir import ops
 from tiledsl.ir.core import Op
 from tiledsl.ir.ops import ELEMENTWISE, OPS, _def, tile
+from tiledsl.ir.views import VIEW_OPS
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, to_value
 
@@ -24,7 +25,7 @@ from tiledsl.frontend.values import TileValue, to_value
 # host allocations and views of tensors (the Triton launcher makes them).
 STRUCTURAL = {"grid", "yield", "return"}
 NUMPY_DRIVER = STRUCTURAL | {"for", "if", "while"}
-TRITON_LAUNCHER = STRUCTURAL | {"tensor.empty", "tensor.full", "tensor.reshape", "tensor.permute"}
+TRITON_LAUNCHER = STRUCTURAL | {"tensor.empty", "tensor.full", *VIEW_OPS}
 
 
 def test_every_op_has_a_rule_per_backend() -> None:

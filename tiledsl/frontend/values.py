@@ -7,7 +7,7 @@ at `dtypes.promote`.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
@@ -287,11 +287,21 @@ class Tensor:
     def __repr__(self) -> str:
         return f"Tensor({self.name}: {self.type})"
 
-    def __getitem__(self, idx: Any) -> TileValue:
+    # In host code, `x[:, :-1]` is a view (lang/views.py `tensor_index`) and `x[:, -1] = 0`
+    # a store of its own loop (lang/host_stores.py); those modules set these.
+    host_index: Any = None
+    host_store: Any = None
+
+    def __getitem__(self, idx: Any) -> Any:
+        if current().depth == "host":
+            return self.host_index(idx)
         return self.load(idx)
 
     def __setitem__(self, idx: Any, value: Any) -> None:
-        self.store(idx, value)
+        if current().depth == "host":
+            self.host_store(idx, value)
+        else:
+            self.store(idx, value)
 
     def load(self, idx: Any, mask: Any = None, other: Any = None,
              hints: dict[str, str] | None = None) -> TileValue:
@@ -348,8 +358,7 @@ class Tensor:
                             f"... {self.name}[t] ...")
 
     def _no_math(self, *_: Any) -> Any:
-        current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing with it",
-                       hint=f"load a tile first, e.g. {self.name}[tm, tk]")
+        no_math(self, f"{self.name}[tm, tk]")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
     __rmatmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_math
@@ -418,7 +427,9 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
                                 "x_offsets[tb.index + 1] with tb over n)"
                                 if reading and t.dtype.is_int else "")
                              + ("; this one would run past the end" if extent < it.extent
-                                else ""))
+                                else f" (is it this dimension's tile?); to cover only the "
+                                f"first {it.extent}, index a view made before the loops: "
+                                f"part = {t.name}[" + ":, " * d + f":{it.extent}]"))
             operands.append(it.value)
         elif isinstance(it, slice):
             whole = it.start is None and it.stop is None and it.step is None
@@ -463,6 +474,22 @@ def _slice(tr: Tracer, t: Tensor, d: int, it: slice, extent: int) -> Slice | Non
         tr.fail(ShapeError, f"the slice {it.start}:{it.stop}:{it.step} of dimension {d} of "
                 f"'{t.name}' (size {extent}) selects no element".replace("None", ""))
     return None if part == Slice(0, extent, 1) else part
+
+
+def no_math(t: Tensor, example: str) -> NoReturn:
+    """Fail on arithmetic with tensor `t`, which must be indexed first. Indexed in host code
+    (`x[0]`, lang/views.py) it is a view of the tensor, not its elements: say so."""
+    op = t.value.owner
+    while op is not None and op.name == "tensor.reshape":
+        op = op.operands[0].owner
+    if op is not None and op.name == "tensor.slice":
+        where = f" at line {op.loc.line}" if op.loc is not None else ""
+        current().fail(TraceError, f"tensor '{t.name}' must be indexed before computing with it: "
+                       f"indexed in host code{where}, before the tile loops, it is a view of the "
+                       "tensor, not its elements",
+                       hint="read the elements inside a td.tile/td.grid loop, where x[0] is a load")
+    current().fail(TraceError, f"tensor '{t.name}' must be indexed before computing with it",
+                   hint=f"load a tile first, e.g. {example}")
 
 
 def need_static(v: Any) -> None:
@@ -571,8 +598,7 @@ def to_value(v: Any) -> TileValue:
                        hint=f"use {v.label}.index (plus the offset), {v.label}.begin or "
                             f"{v.label}.size")
     if isinstance(v, Tensor):
-        current().fail(TraceError, f"tensor '{v.name}' must be indexed before computing with it",
-                       hint=f"load a tile first, e.g. {v.name}[tm, :]")
+        no_math(v, f"{v.name}[tm, :]")
     if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames(),
                                                       whole=v is None)) is not None:
         current().fail(TraceError, foreign_calls.message(call[0]), loc=call[1],

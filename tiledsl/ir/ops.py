@@ -681,6 +681,18 @@ def _tensor_permute(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None
     return [TensorType(tuple(t.shape[p] for p in perm), t.dtype)]
 
 
+@_def("tensor.slice", traits=(VIEW,))
+def _tensor_slice(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """Part of a tensor, `x[:, :-1, ::2]` in host code: its `slices` (ir/slices.py) pick
+    `size` elements from `start` in steps of `step` along their dimensions (no copy)."""
+    _arity(ts, 1, "tensor.slice")
+    t = _tensor(ts[0], "tensor.slice operand")
+    parts = slices_of(attrs)
+    check_slices(parts, tuple(parts), t.shape)
+    return [TensorType(tuple(parts[d].size if d in parts else n for d, n in enumerate(t.shape)),
+                       t.dtype)]
+
+
 @_def("tensor.empty", explicit_type=True, cse=False)
 def _tensor_empty(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 0, "tensor.empty")

@@ -1,5 +1,6 @@
-"""Views of tensors: `tensor.reshape` and `tensor.permute` values share their root tensor's
-memory (an argument or an allocation) and address it with strides derived from the root's.
+"""Views of tensors: `tensor.reshape`, `tensor.permute` and `tensor.slice` values share their
+root tensor's memory (an argument or an allocation) and address it with strides derived from
+the root's, from an element offset (a slice's start) that is 0 for the others.
 
 Every backend asks here: the NumPy backend views arrays, the Triton backend computes pointer
 strides and the launcher's views, the spatial mapper its DMA strides.
@@ -11,9 +12,10 @@ from typing import Sequence
 
 from tiledsl.ir.core import Function, Value
 from tiledsl.ir.ops import WRITES, has_trait
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import TensorType
 
-VIEW_OPS = ("tensor.reshape", "tensor.permute")
+VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice")
 
 
 def root(v: Value) -> Value:
@@ -83,6 +85,29 @@ def strides_of(v: Value, root_strides: Sequence[int]) -> tuple[int, ...] | None:
         return None
     t, s = src.type, v.type
     assert isinstance(t, TensorType) and isinstance(s, TensorType)
-    if v.owner.name == "tensor.permute":
-        return tuple(inner[p] for p in v.owner.attrs["perm"])
-    return reshape_strides(t.shape, inner, s.shape)
+    return view_strides(v.owner.name, v.owner.attrs, t.shape, inner, s.shape)
+
+
+def view_strides(name: str, attrs: dict, shape: Sequence[int], strides: Sequence[int],
+                 new_shape: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides of view op `name` (`attrs`) of a tensor laid out as (shape, strides)."""
+    if name == "tensor.permute":
+        return tuple(strides[p] for p in attrs["perm"])
+    if name == "tensor.slice":
+        parts = slices_of(attrs)
+        return tuple(s * parts[d].step if d in parts else s for d, s in enumerate(strides))
+    return reshape_strides(shape, strides, new_shape)
+
+
+def offset_of(v: Value, root_strides: Sequence[int]) -> int:
+    """Where tensor `v`'s element 0 lies in its root's memory (elements), the root having
+    `root_strides`: the sum of its slices' starts times their strides."""
+    if v.owner is None or v.owner.name not in VIEW_OPS:
+        return 0
+    src = v.owner.operands[0]
+    base = offset_of(src, root_strides)
+    if v.owner.name != "tensor.slice":
+        return base
+    inner = strides_of(src, root_strides)
+    assert inner is not None  # a slice's source is viewable, or tracing had failed
+    return base + sum(p.start * inner[d] for d, p in slices_of(v.owner.attrs).items())

@@ -1,6 +1,7 @@
 """Views: new shapes and axis orders of tiles (`v.reshape`, `v.permute`, `td.join`, `td.split`,
 `td.stack`) and of tensors in host code (`x.reshape`, `x.view`, `x.permute`, `x.transpose`,
-`x.flatten`, `x.unsqueeze`, `x.squeeze`), spelled as in PyTorch and Helion.
+`x.flatten`, `x.unsqueeze`, `x.squeeze`, and indexing: `x[:, :-1]`, `x[0]`, `x[..., ::2]`,
+`x[:, None]`), spelled as in PyTorch and Helion.
 
 A tile's block-size axes keep their own axes through a reshape (their sizes are only known once
 a config is chosen): only runs of constant axes between them merge or split, as RoPE's
@@ -19,11 +20,14 @@ import numpy as np
 from tiledsl.errors import ShapeError, TraceError
 from tiledsl.ir.ops import reshape_groups
 from tiledsl.ir import views
+from tiledsl.ir.slices import Slice, normalize, to_attr
 from tiledsl.ir.types import Dim, TensorType
 from tiledsl.frontend.block_sizes import BlockSize, shape_dim
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, Tile, TileValue, broadcast_to, to_value
+from tiledsl.frontend.values import (
+    Tensor, Tile, TileValue, broadcast_to, need_static, to_value,
+)
 
 
 def _shape_args(shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -306,6 +310,90 @@ def tensor_squeeze(t: Tensor, axis: Any = None) -> Tensor:
 
 def tensor_flatten(t: Tensor) -> Tensor:
     return tensor_reshape(t, t.size, what="flatten")
+
+
+def tensor_index(t: Tensor, idx: Any) -> Tensor:
+    """`x[:, :-1, :]`, `x[0]`, `x[..., ::2]`, `x[:, None]` in host code: the part of the tensor
+    that torch's basic indexing selects, as a view sharing its memory. Bounds are ints known
+    when tracing (int arguments become static); steps are positive, as torch's."""
+    what = f"{t.name}[...]"
+    tr = current(what)
+    items = _index_items(t, idx, what)
+    parts: dict[int, Slice] = {}
+    shape: list[Any] = []  # the view's shape after ints drop and None adds dimensions
+    dims = iter(range(t.ndim))
+    for it in items:
+        if it is None:
+            shape.append(1)
+            continue
+        d = next(dims)
+        part = _index_part(it, d, t.shape[d], what)
+        if isinstance(it, slice):
+            shape.append(part.size)
+        if part != Slice(0, t.shape[d], 1):
+            parts[d] = part
+    out = t
+    if parts:
+        v = tr.emit("tensor.slice", [t.value], {"slices": to_attr(parts)}, hint=t.value.hint)[0]
+        out = Tensor(v, f"{t.name}[{_index_text(items)}]")
+    if tuple(shape) == out.shape:
+        return out
+    return tensor_reshape(out, tuple(shape) or (1,), what="index")
+
+
+def _index_part(it: Any, d: int, extent: int, what: str) -> Slice:
+    """What entry `it` (a slice or an int) of a host index selects of dimension d."""
+    tr = current()
+    if isinstance(it, slice):
+        for b in (it.start, it.stop, it.step):
+            need_static(b)
+        try:
+            part = normalize(it, extent)
+        except ValueError as e:
+            tr.fail(TraceError, f"{what}: {e}",
+                    hint="index tensors with tiles inside the loops; a view's bounds are ints")
+        if part is None:
+            tr.fail(ShapeError, f"{what}: the slice {it.start}:{it.stop}:{it.step} of "
+                    f"dimension {d} (size {extent}) selects no element".replace("None", ""))
+        return part
+    need_static(it)
+    if isinstance(it, bool) or not isinstance(it, (int, np.integer)):
+        tr.fail(TraceError, f"{what}: index {it!r} of dimension {d}: in host code a tensor is "
+                "indexed with ints, slices, None and ...",
+                hint="gather and index with tiles inside the td.tile loops")
+    at = int(it) + (extent if it < 0 else 0)
+    if not 0 <= at < extent:
+        tr.fail(ShapeError, f"{what}: index {int(it)} is out of range for dimension {d} "
+                f"(size {extent})")
+    return Slice(at, 1, 1)
+
+
+def _index_items(t: Tensor, idx: Any, what: str) -> list[Any]:
+    """The index's entries, one per dimension of `t` (and None for each new one)."""
+    items = list(idx) if isinstance(idx, tuple) else [idx]
+    if items.count(Ellipsis) > 1:
+        current().fail(TraceError, f"{what}: an index can only have a single ellipsis ('...')")
+    dims = sum(it is not None and it is not Ellipsis for it in items)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * max(t.ndim - dims, 0)
+        dims = t.ndim if dims <= t.ndim else dims
+    if dims > t.ndim:
+        current().fail(ShapeError, f"{what}: tensor '{t.name}' has {t.ndim} dimension(s) but is "
+                       f"indexed with {dims}")
+    return items + [slice(None)] * (t.ndim - dims)
+
+
+def _index_text(items: list[Any]) -> str:
+    def one(it: Any) -> str:
+        if not isinstance(it, slice):
+            return repr(it)
+        text = ":".join("" if b is None else str(b) for b in (it.start, it.stop))
+        return text if it.step is None else f"{text}:{it.step}"
+    return ", ".join(map(one, items))
+
+
+Tensor.host_index = tensor_index
 
 
 # ---- the methods --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 from lowering.backends.numpy.executor import Executor, rule
 from tiledsl.errors import ArgumentError
 from tiledsl.ir.core import Op
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import TensorType, TileType
 
 
@@ -47,6 +48,14 @@ def _tensor_reshape(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
             hint="pass a contiguous array (np.ascontiguousarray), or index it as it is laid "
                  "out") from None
     return [view]
+
+
+@rule("tensor.slice")
+def _tensor_slice(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    parts = slices_of(op.attrs)
+    index = tuple(slice(p.start, p.start + p.size * p.step, p.step) if (p := parts.get(d))
+                  else slice(None) for d in range(xs[0].ndim))
+    return [xs[0][index]]  # a view: stores reach the original
 
 
 @rule("tensor.permute")

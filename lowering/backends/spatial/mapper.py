@@ -37,7 +37,7 @@ from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
 from tiledsl.ir.ops import FLOAT_UNARY, ISOLATED, RANDOM, VIEW, has_trait
-from tiledsl.ir.views import root, strides_of
+from tiledsl.ir.views import offset_of, root, strides_of
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
@@ -118,13 +118,15 @@ class Branch:
 Step = Segment | Loop | Branch
 
 
-def _dram_strides(v: Value) -> tuple[int, ...]:
-    """The strides of tensor `v` in DRAM, where every root tensor is contiguous."""
+def _dram_layout(v: Value) -> tuple[int, tuple[int, ...]]:
+    """The offset of tensor `v`'s first element in its root and its strides, in DRAM, where
+    every root tensor is contiguous."""
     t = root(v).type
     assert isinstance(t, TensorType)
-    out = strides_of(v, tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape))))
+    contiguous = tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape)))
+    out = strides_of(v, contiguous)
     assert out is not None  # a contiguous root can be viewed with any shape
-    return out
+    return offset_of(v, contiguous), out
 
 
 def _free(op: Op) -> bool:
@@ -365,9 +367,10 @@ class Mapping:
         tensor = op.operands[0].type
         assert isinstance(tensor, TensorType)
         full = op.attrs.get("full", ())
-        strides = _dram_strides(op.operands[0])
+        offset, strides = _dram_layout(op.operands[0])
         idx_vals = iter(op.operands[1:] if op.name == "load" else op.operands[1:-1])
-        offset, sizes, out_strides = 0, [], []
+        sizes: list[int] = []
+        out_strides: list[int] = []
         count: int | None = None  # a gather's elements, counted at its first index tile
         sliced = slices_of(op.attrs)
         for d, extent in enumerate(tensor.shape):

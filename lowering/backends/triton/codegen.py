@@ -22,8 +22,9 @@ from tiledsl.runtime.config import Config
 from tiledsl.dtypes import DType
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Op, Value, walk
+from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
-from tiledsl.ir.views import VIEW_OPS, reshape_strides
+from tiledsl.ir.views import VIEW_OPS, view_strides
 
 __all__ = ["GeneratedKernel", "KernelParam", "Module", "generate", "generate_cached"]
 
@@ -111,16 +112,27 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
 
 def _view_strides(op: Op, src: tuple[int, ...]) -> tuple[int, ...]:
     """The strides of a tensor view from its source's (tiledsl/ir/views.py)."""
-    if op.name == "tensor.permute":
-        return tuple(src[p] for p in op.attrs["perm"])
     t, rt = op.operands[0].type, op.result.type
     assert isinstance(t, TensorType) and isinstance(rt, TensorType)
-    out = reshape_strides(t.shape, src, rt.shape)
+    out = view_strides(op.name, op.attrs, t.shape, src, rt.shape)
     if out is None:
         raise BackendError(f"'{op.operands[0].hint or 'a tensor'}' (shape {t.shape}, strides "
                            f"{src}) cannot be viewed as shape {rt.shape} without a copy",
                            loc=op.loc, hint="pass a contiguous tensor (.contiguous())")
     return out
+
+
+def _host_view(op: Op) -> str:
+    """The launcher's spelling of a view op on torch tensors (and CuPy arrays)."""
+    if op.name == "tensor.permute":
+        return f".permute{tuple(op.attrs['perm'])}"
+    if op.name == "tensor.slice":
+        parts = slices_of(op.attrs)
+        t = op.operands[0].type
+        assert isinstance(t, TensorType)
+        return "[" + ", ".join(f"{p.start}:{p.start + p.size * p.step}:{p.step}" if
+                               (p := parts.get(d)) else ":" for d in range(len(t.shape))) + "]"
+    return f".view({op.result.type.shape})"  # type: ignore[union-attr]
 
 
 def _grid_kernel(k: KernelEmitter, grid: Op, name: str,
@@ -262,6 +274,7 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
              '`wrap` (e.g.\n    torch.library.wrap_triton) wraps each kernel before it is '
              'launched.\n    """', "    wrap = wrap or (lambda kernel: kernel)"]
     values: dict[Value, str] = dict(arg_names)
+    views: dict[Value, Op] = {}
     for op in fn.body.ops:
         if op.name == "tensor.empty":
             t = op.result.type
@@ -276,13 +289,19 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
             fill = _host_expr(op.operands[0], values, op)
             values[op.result] = name
             lines.append(f"    {name} = full({t.shape}, {fill}, {t.dtype.name!r})")
-        elif op.name in VIEW_OPS:  # torch views, as the kernels address them
-            name = names.fresh(op.result.hint or "view")
-            src = values[op.operands[0]]
-            values[op.result] = name
-            how = f"permute{tuple(op.attrs['perm'])}" if op.name == "tensor.permute" else \
-                f"view({op.result.type.shape})"  # type: ignore[union-attr]
-            lines.append(f"    {name} = {src}.{how}")
+        elif op.name in VIEW_OPS:
+            views[op.result] = op
+
+    def use(v: Value) -> str:
+        """The name of tensor `v`; a view is made (as torch's) where first used: a kernel
+        addresses a view through its root, so only descriptors and outputs need it."""
+        if v not in values:
+            op = views[v]
+            src = use(op.operands[0])
+            values[v] = names.fresh(v.hint or "view")
+            lines.append(f"    {values[v]} = {src}{_host_view(op)}")
+        return values[v]
+
     for k in kernels:
         call_args = []
         for p in k.params:
@@ -294,7 +313,7 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
                 call_args.append(str(p.value))
             elif p.kind == "desc":
                 assert p.source is not None
-                t = values[p.source]
+                t = use(p.source)
                 shape, strides = (f"{t}.shape", f"{t}.stride()") if p.layout is None else \
                     (str(list(p.layout[0])), str(list(p.layout[1])))
                 call_args.append(f"TensorDescriptor({t}, {shape}, {strides}, {list(p.box)})")
@@ -307,7 +326,7 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
         opts = f"num_warps={k.num_warps}, num_stages={k.num_stages}"
         grid = f"min({k.programs}, num_sms)" if k.persistent else str(k.programs)
         lines.append(f"    wrap({k.name})[({grid},)]({', '.join(call_args)}, {opts})")
-    outs = [values[v] for v in fn.outputs]
+    outs = [use(v) for v in fn.outputs]
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     return "\n".join(lines) + "\n"
 

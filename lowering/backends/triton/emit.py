@@ -42,7 +42,7 @@ from tiledsl.ir.gathers import access_parts, gathers, op_layout
 from tiledsl.ir.ops import ARG_REDUCTIONS, BINARY, COMPARE, UNARY
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
-from tiledsl.ir.views import root
+from tiledsl.ir.views import offset_of, root
 from tiledsl.lang.shifted import is_shifted
 
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^",
@@ -314,6 +314,10 @@ class KernelEmitter(LoopEmission):
                         scalar_at.add(len(terms))
             if stride != 0:
                 terms.append(offs_e if stride == 1 else f"{offs_e} * {stride}")
+        offset = offset_of(tensor, self.strides[root(tensor)])  # a sliced view's start
+        if offset:
+            scalar_at = {0} | {i + 1 for i in scalar_at}
+            terms.insert(0, str(offset))
         ptr = tile_pointer(self.tensor_param(tensor), terms, scalar_at, group_tiles)
         if axes is not None and not self.spans(op, axes):
             ptr = f"tl.broadcast_to({ptr}, {self.shape(TileType(op_layout(op).shape, t.dtype))})"

@@ -38,12 +38,13 @@ def export_plan(fn: Function, config: Config, args: list[Any], arch: str) -> dic
     """The manifest's argument, buffer, output and launch sections for `fn` under `config`
     compiled for `arch`, plus the files a package needs: {"manifest": {...}, "files": {package
     file name: path of the compiled file to copy}, "texts": {package file name: text}}."""
-    strides = array_strides(fn, args)
-    module = generate_cached(fn, config, strides)
-    compiled = compile_module(module, arch)
     arg_names = dict(zip(fn.args, fn.arg_names))
     names = _Names(arg_names.values())
     buffers, buffer_of = _allocations(fn, names)
+    outputs = [_output(v, arg_names, buffer_of) for v in fn.outputs]
+    strides = array_strides(fn, args)
+    module = generate_cached(fn, config, strides)
+    compiled = compile_module(module, arch)
     launches, files = [], {}
     for k, c in zip(module.kernels, compiled):
         launch, scalar_buffers = _launch(k, c, arg_names, buffer_of, names, arch, strides)
@@ -55,7 +56,7 @@ def export_plan(fn: Function, config: Config, args: list[Any], arch: str) -> dic
         "triton_version": compiled[0].triton_version if compiled else None,
         "arguments": [_argument(a, arg_names[a], strides) for a in fn.args],
         "buffers": buffers,
-        "outputs": [_output(v, arg_names, buffer_of) for v in fn.outputs],
+        "outputs": outputs,
         "launches": launches,
     }
     return {"manifest": manifest, "files": files, "texts": {"kernel_triton.py": module.source}}
@@ -93,6 +94,12 @@ def _output(v: Value, arg_names: dict[Value, str], buffer_of: dict[Value, str]) 
     out: dict[str, Any] = {"shape": list(t.shape), "dtype": t.dtype.name}
     if v in arg_names:
         return {"arg": arg_names[v], "index": list(arg_names).index(v), **out}
+    if v not in buffer_of:  # a view (`return out.T`, `out[:-1]`): a package returns whole ones
+        op = v.owner
+        what = op.name if op is not None else "an argument's view"
+        raise BackendError(f"export: the kernel returns a view ({what}), which a package "
+                           "cannot return", loc=op.loc if op is not None else None,
+                           hint="return the tensor itself and view it after the call")
     return {"buffer": buffer_of[v], **out}
 
 

@@ -1,0 +1,239 @@
+"""Indexing tensors in host code (lang/views.py `tensor_index`, lang/host_stores.py): `x[:, :-1]`,
+`x[0]`, `x[..., ::2]`, `x[:, None]` are views that share the tensor's memory, and `x[:, -1] = 0`
+is a grid of its own. Helion's GRPO loss (helion_grpo.py) runs as written but one rewrite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from helion_grpo import grpo_loss_backward, grpo_loss_forward
+from support import under_configs
+from tiledsl.errors import BackendError, ShapeError, TraceError
+from tiledsl.ir.parser import parse_ir
+from tiledsl.ir.printer import print_ir
+
+BACKENDS = ["numpy", "triton-interpret", "spatial"]
+T, BETA, EPS_LOW, EPS_HIGH = 0.9, 0.04, 0.2, 0.4
+
+
+def grpo_inputs(rng: np.random.Generator, b: int = 3, l: int = 7, v: int = 45) -> dict[str, Any]:
+    logits = rng.standard_normal((b, l + 1, v)).astype(np.float32)
+    ids = rng.integers(0, v, (b, l)).astype(np.int64)
+    selected = (np.take_along_axis(logits[:, :-1], ids[..., None], 2)[..., 0] / T
+                ).astype(np.float32)
+    near = lambda: (selected + 0.3 * rng.standard_normal((b, l))).astype(np.float32)  # noqa: E731
+    return {"logits": logits, "ids": ids, "selected": selected, "old": near(), "ref": near(),
+            "adv": rng.standard_normal(b).astype(np.float32),
+            "mask": (rng.random((b, l)) > 0.25).astype(np.float32),
+            "grad": rng.standard_normal((b, l)).astype(np.float32)}
+
+
+def grpo_reference(x: dict[str, Any]) -> tuple[np.ndarray, ...]:
+    """Helion's `torch_grpo_loss` and its gradient, in float64."""
+    f = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in x.items()}
+    scaled = f["logits"][:, :-1] / T
+    top = scaled.max(-1)
+    lse = top + np.log(np.exp(scaled - top[..., None]).sum(-1))
+    logp = f["selected"] - lse
+    coef_1 = np.exp(logp - f["old"])
+    loss1 = coef_1 * f["adv"][:, None]
+    loss2 = np.clip(coef_1, 1 - EPS_LOW, 1 + EPS_HIGH) * f["adv"][:, None]
+    kl = (np.exp(f["ref"] - logp) - (f["ref"] - logp) - 1) * f["mask"]
+    loss = -np.minimum(loss1, loss2) * f["mask"] + BETA * kl
+    dlogp = -loss1 * (loss2 >= loss1) + BETA * (1 - np.exp(f["ref"] - logp))
+    dlogp = dlogp * f["grad"] / T * f["mask"]
+    probs = np.exp(scaled - lse[..., None])
+    chosen = np.arange(scaled.shape[-1]) == x["ids"][..., None]
+    grad = np.zeros_like(f["logits"])
+    grad[:, :-1] = np.where(chosen, dlogp[..., None] * (1 - probs), -dlogp[..., None] * probs)
+    return loss, kl, (loss1 < loss2).astype(np.float64), lse, grad
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grpo_loss_as_helion_writes_it(backend: str) -> None:
+    x = grpo_inputs(np.random.default_rng(0))
+    loss, kl, clipped, lse, grad = grpo_reference(x)
+    forward = (x["logits"], x["selected"], x["old"], x["ref"], x["adv"], x["mask"], T, BETA,
+               EPS_LOW, EPS_HIGH)
+    for _, outs in under_configs(grpo_loss_forward, forward, backend, samples=1):
+        for out, ref in zip(outs, (loss, kl, clipped, lse)):
+            td.testing.assert_close(out, ref, np.float32)
+    backward = (x["grad"], x["logits"], x["selected"], x["ids"], x["old"], x["ref"], x["adv"],
+                x["mask"], lse.astype(np.float32), T, BETA, EPS_LOW, EPS_HIGH)
+    for _, out in under_configs(grpo_loss_backward, backward, backend, samples=1):
+        td.testing.assert_close(out, grad, np.float32)
+
+
+def test_grpo_loss_without_its_optional_tensors() -> None:
+    """No old log-probs (the ratio is 1), no mask, no KL term: the loss is -advantage, and the
+    log-sum-exp is still computed over the first L rows."""
+    x = grpo_inputs(np.random.default_rng(1), 2, 5, 19)
+    lse = grpo_reference(x)[3]
+    loss, kl, _, got = grpo_loss_forward(x["logits"], x["selected"], None, None, x["adv"], None,
+                                         T, 0.0, EPS_LOW, EPS_HIGH)
+    td.testing.assert_close(loss, np.broadcast_to(-x["adv"][:, None], (2, 5)), np.float32)
+    td.testing.assert_close(got, lse, np.float32)
+    np.testing.assert_array_equal(kl, 0)  # never written: its zeros stay
+
+
+@td.tile_kernel
+def parts(x):
+    """Views by indexing, composed with other views; host stores of a scalar and a copy."""
+    m, n = x.shape
+    odd = x[1:, 1::2].T          # a slice's transpose: (n // 2, m - 1)
+    last = x[-1]                 # an int drops its dimension
+    rows = x[1:3].reshape(-1)    # contiguous rows flatten
+    col = x[..., None][:, 2]     # a new axis, then an int: column 2 as (m, 1)
+    out = td.empty(odd.shape, x.dtype)
+    for ti, tj in td.tile(odd.shape):
+        out[ti, tj] = odd[ti, tj] * 2
+    tail = td.empty((n + 2 * n + m,), x.dtype)
+    head = tail[:n]
+    for t in td.tile(n):
+        head[t] = last[t]
+    tail[n:3 * n] = rows         # a copy into a part of the output
+    tail[3 * n:] = col.reshape(m)
+    return out, tail
+
+
+@td.tile_kernel
+def fill_column(x, s):
+    x[:, 0] = s                  # a scalar argument written into a column, in place
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_views_by_indexing_read_and_write_the_tensor(backend: str) -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    tail = np.concatenate([x[-1], x[1:3].reshape(-1), x[:, 2]])
+    for _, (out, got) in under_configs(parts, (x,), backend, samples=1):
+        np.testing.assert_array_equal(out, x[1:, 1::2].T * 2)
+        np.testing.assert_array_equal(got, tail)
+    y = x.copy()
+    fill_column.run(y, 0.5, backend=backend)
+    assert (y[:, 0] == 0.5).all() and (y[:, 1:] == x[:, 1:]).all()
+
+
+def test_a_view_by_indexing_round_trips_through_ir_text() -> None:
+    text = print_ir(parts.traced(np.ones((6, 9), np.float32)).ir)
+    assert "tensor.slice" in text
+    assert print_ir(parse_ir(text)) == text
+
+
+@td.tile_kernel
+def first_k(x, k: int):
+    part = x[:k]
+    out = td.empty(part.shape, x.dtype)
+    for t in td.tile(part.shape[0]):
+        out[t] = part[t]
+    return out
+
+
+def test_an_int_argument_bound_traces_as_a_static_int() -> None:
+    x = np.arange(10, dtype=np.float32)
+    np.testing.assert_array_equal(first_k(x, 4), x[:4])
+    np.testing.assert_array_equal(first_k(x, 7), x[:7])
+
+
+def _indexed(index: Any, value: Any = None) -> Any:
+    @td.tile_kernel
+    def kernel(x):
+        if value is None:
+            part = x[index]
+        else:
+            x[index] = value
+    return kernel
+
+
+@pytest.mark.parametrize("index, error, match", [
+    ((slice(None, None, -1),), TraceError, "step must be at least 1"),
+    ((slice(3, 3),), ShapeError, "selects no element"),
+    ((0, 9), ShapeError, "index 9 is out of range for dimension 1"),
+    ((0, 0, 0), ShapeError, "has 2 dimension"),
+    ((Ellipsis, Ellipsis), TraceError, "single ellipsis"),
+    ((0.5,), TraceError, "indexed with ints, slices, None and"),
+], ids=["negative step", "empty", "out of range", "too many", "two ellipses", "float"])
+def test_bad_host_indices_are_clear_errors(index: tuple, error: type, match: str) -> None:
+    with pytest.raises(error, match=match) as e:
+        _indexed(index)(np.ones((4, 9), np.float32))
+    assert "x[index]" in str(e.value)
+
+
+@td.tile_kernel
+def store_row_into_column(x, row):
+    x[:, 0] = row
+
+
+def test_bad_host_stores_are_clear_errors() -> None:
+    x = np.ones((4, 9), np.float32)
+    with pytest.raises(ShapeError, match=r"shape \(4,\) cannot take a tensor of shape \(9,\)"):
+        store_row_into_column(x, x[0])
+    with pytest.raises(TraceError, match="takes a number, a scalar argument or a tensor"):
+        _indexed((slice(None), 0), [1.0, 2.0])(x)
+    with pytest.raises(ShapeError, match="would need a copy"):
+        _indexed_reshape(x)
+
+
+@td.tile_kernel
+def _indexed_reshape(x):
+    flat = x[:, :4].reshape(-1)  # rows of 4 of 9: not one stride
+    for t in td.tile(flat.shape[0]):
+        flat[t] = 0
+
+
+@td.tile_kernel
+def store_past_the_tile(x):
+    v, l_add_1 = x.shape
+    out = td.zeros_like(x)
+    for tv, tl in td.tile(v, l_add_1 - 1):
+        out[tv, tl] = x[tv, tl]
+    return out
+
+
+def test_a_tile_over_fewer_rows_names_the_view_to_index() -> None:
+    with pytest.raises(ShapeError, match=r"part = x\[:, :7\]"):
+        store_past_the_tile(np.ones((3, 8), np.float32))
+
+
+@td.tile_kernel
+def odd_columns(x):
+    part = x[2:, 1::2]
+    out = td.empty(part.shape, x.dtype)
+    for tm in td.tile(part.shape[0]):
+        out[tm, :] = part[tm, :]
+    return out
+
+
+def test_spatial_dma_reads_a_view_at_its_offset_and_strides() -> None:
+    """The dataflow's reads of x[2:, 1::2] (x of 7 x 9) start at row 2, column 1, in steps of
+    2 columns: their offsets are 9 * row + 1."""
+    import json
+    x = np.ones((7, 9), np.float32)
+    config = odd_columns.config_space(x, backend="spatial").default().replace(block_sizes=(1,))
+    flow = json.loads(odd_columns.source(x, target="spatial", config=config))
+    reads = sorted((s["copy"]["src"]["offset"], tuple(s["copy"]["src"]["strides"]))
+                   for a in flow["agents"] for s in a["program"]
+                   if "copy" in s and s["copy"]["src"].get("tensor") == "x")
+    assert reads == [(9 * r + 1, (9, 2)) for r in range(2, 7)]
+
+
+@td.tile_kernel
+def shifted_rows(x):
+    out = td.empty((x.shape[0] + 1, x.shape[1]), x.dtype)
+    below = out[1:]
+    for t in td.tile(x.shape[0]):
+        below[t, :] = x[t, :] * 2
+    out[0] = 1.0
+    return out[:-1]
+
+
+def test_a_returned_view_is_a_view_and_a_package_refuses_it(tmp_path: Any) -> None:
+    x = np.random.default_rng(3).standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(shifted_rows(x), np.concatenate([np.ones((1, 3)), x[:-1] * 2]))
+    with pytest.raises(BackendError, match="returns a view") as e:
+        shifted_rows.export(tmp_path / "pkg", x, arch="sm_90")
+    assert "return out[:-1]" in str(e.value)

@@ -1,0 +1,47 @@
+"""Stores in host code: `grad[:, -1, :] = 0` or `out[1:] = x` before or after the tile loops, as
+torch (and Helion's host code) writes them.
+
+Each is a grid of its own over the part it writes (a view: lang/views.py `tensor_index`),
+traced as if the user had written `for t in td.tile(part.shape): part[t] = value`. The value is
+a number, a scalar (an argument), or a tensor of the part's shape, which is copied. Its block
+sizes are tunable as any grid's are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl.errors import ShapeError, TraceError, user_loc
+from tiledsl.frontend.loops import loop
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, TileValue, to_value
+from tiledsl.lang.language import tile
+from tiledsl.lang.views import tensor_index
+
+
+def tensor_assign(t: Tensor, idx: Any, value: Any) -> None:
+    """`t[idx] = value` in host code: a grid that writes `value` into the indexed part."""
+    tr = current(f"{t.name}[...] = ...")
+    part = tensor_index(t, idx)
+    if isinstance(value, Tensor):
+        if value.shape != part.shape:
+            tr.fail(ShapeError, f"{part.name} = {value.name}: a part of shape {part.shape} "
+                    f"cannot take a tensor of shape {value.shape}",
+                    hint="copy a tensor of the part's own shape (index or view it to match)")
+    elif not isinstance(value, (TileValue, bool, int, float, np.number)) or \
+            to_value(value).shape != ():
+        tr.fail(TraceError, f"{part.name} = ...: in host code a part of a tensor takes a "
+                f"number, a scalar argument or a tensor, got {type(value).__name__}",
+                hint="compute tiles inside a td.tile loop and store them there")
+
+    def body(tiles: Any, env: dict) -> dict:
+        part[tiles] = value[tiles] if isinstance(value, Tensor) else value
+        return {}
+
+    loc = user_loc()
+    loop(tile(*part.shape), body, {}, (), None, loc.line if loc is not None else 0)
+
+
+Tensor.host_store = tensor_assign
