@@ -237,3 +237,42 @@ def test_a_returned_view_is_a_view_and_a_package_refuses_it(tmp_path: Any) -> No
     with pytest.raises(BackendError, match="returns a view") as e:
         shifted_rows.export(tmp_path / "pkg", x, arch="sm_90")
     assert "return out[:-1]" in str(e.value)
+
+
+@td.tile_kernel
+def concatenate_columns(a, b):
+    m, n1 = a.shape
+    out = td.empty((m, n1 + b.shape[1]), a.dtype)
+    left, right = out[:, :n1], out[:, n1:]
+    for tm in td.tile(m):
+        left[tm, :] = a[tm, :]
+        right[tm, :] = b[tm, :]
+    return out
+
+
+@td.tile_kernel
+def overlapping_parts(a):
+    out = td.zeros((a.shape[0] + 1, a.shape[1]), a.dtype)
+    above, below = out[:-1], out[1:]
+    for tm in td.tile(a.shape[0]):
+        above[tm, :] = a[tm, :]
+        below[tm, :] = a[tm, :] * 2  # row i + 1 of out: another program's row i of `above`
+    return out
+
+
+@td.tile_kernel
+def shift_up_in_place(x):
+    above, below = x[:-1], x[1:]
+    for tm in td.tile(x.shape[0] - 1):
+        above[tm, :] = below[tm, :]  # reads the row the next program writes
+
+
+def test_stores_through_disjoint_parts_are_apart_and_overlapping_ones_race() -> None:
+    a, b = np.ones((5, 3), np.float32), np.full((5, 4), 2, np.float32)
+    np.testing.assert_array_equal(concatenate_columns(a, b), np.concatenate([a, b], 1))
+    with pytest.raises(TraceError, match=r"store to 'out\[1:\]' may write elements that the "
+                       r"store at line \d+ writes too"):
+        overlapping_parts(a)
+    with pytest.raises(TraceError, match=r"store to 'x\[:-1\]' may write elements that the "
+                       r"load at line \d+ reads"):
+        shift_up_in_place(a)

@@ -21,7 +21,7 @@ from tiledsl.errors import TraceError
 from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
-from tiledsl.ir.views import root
+from tiledsl.ir.views import in_root, root
 from tiledsl.frontend.separation import ANY, Programs
 from tiledsl.frontend.tracer import Tracer
 
@@ -216,12 +216,14 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             continue
         progs = _under_masks(tr, shared, mask, _mask_of(op) if op.name == "store" else None)
         new = mine if progs is shared else _access(progs, shape, indices, attrs)
-        if op.operands[0] is tensor.value:  # through another view of it: not comparable
+        if op.operands[0] is tensor.value:
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
             if _own_elements(progs, new, old) or _own_windows(progs, new, old) \
                     or [k for k, _, _ in old] == [k for k, _, _ in new] and _alike(tr, progs, op) \
                     or any(_never_meet(progs, a, b) for a, b in zip(old, new)):
                 continue
+        elif _apart_views(progs, (tensor.value, new), (op.operands[0], op.operands[1:-1], op)):
+            continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
@@ -266,6 +268,42 @@ def _own_windows(progs: Programs, a: list, b: list) -> bool:
                for d in progs.varying())
 
 
+# ---- accesses through two views of one tensor ------------------------------------------------
+# Views made by indexing in host code (`lo, hi = out[:, :n1], out[:, n1:]`) are parts of their
+# root: an access through one is an access to the root at the slices' starts and steps. Two
+# accesses through different such views are compared in the root's coordinates, dimension by
+# dimension: they are apart where some dimension's elements never meet (`_never_meet`). Through
+# a reshape or a permute they are not comparable (they stay refused). As for one view, each
+# program may also keep to its own elements (`_own_elements`) through both.
+
+def _apart_views(progs: Programs, mine: tuple[Value, list], theirs: tuple[Value, list, Op]
+                 ) -> bool:
+    """Whether no two programs touch one element through an access (`_access`'s form, through
+    tensor `mine[0]`) and op `theirs` (through another view of the same root, with its
+    indices)."""
+    other, indices, op = theirs
+    a = _in_root(mine[0], mine[1])
+    b = _in_root(other, _access(progs, other.type.shape, indices, op.attrs))  # type: ignore[union-attr]
+    return a is not None and b is not None and _apart(progs, a, b)
+
+
+def _in_root(v: Value, access: list) -> list | None:
+    """`access` through tensor `v` in the coordinates of its root (`views.in_root`). A dimension
+    a slice moves keeps its reach, moved; its value is dropped (it indexes other coordinates)."""
+    maps = in_root(v)
+    if maps is None:
+        return None
+    return [e if (a, k) == (0, 1) else _moved(e, a, k) for e, (a, k) in zip(access, maps)]
+
+
+def _moved(entry: tuple, start: int, step: int) -> tuple:
+    key = ("moved", start, step, entry[0])
+    span = entry[1]
+    if span is None:
+        return (key, None, None)
+    return (key, Slice(start + span.start * step, span.size, span.step * step), None)
+
+
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                      writing: bool, mask: Value | None = None) -> None:
     """Fail when this load of `tensor` (or store to it, `writing`) and a store (or load) traced
@@ -282,11 +320,13 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     for op in ops:
         progs = _under_masks(tr, shared, mask, _mask_of(op))
         this = mine if progs is shared else _access(progs, tensor.type.shape, indices, attrs)
+        indices = op.operands[1:] if writing else op.operands[1:-1]
         if op.operands[0] is tensor.value:
-            that = _access(progs, tensor.type.shape,
-                           op.operands[1:] if writing else op.operands[1:-1], op.attrs)
+            that = _access(progs, tensor.type.shape, indices, op.attrs)
             if _apart(progs, *((this, that) if writing else (that, this))):
                 continue
+        elif _apart_views(progs, (tensor.value, this), (op.operands[0], indices, op)):
+            continue
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \

@@ -111,3 +111,18 @@ def offset_of(v: Value, root_strides: Sequence[int]) -> int:
     inner = strides_of(src, root_strides)
     assert inner is not None  # a slice's source is viewable, or tracing had failed
     return base + sum(p.start * inner[d] for d, p in slices_of(v.owner.attrs).items())
+
+
+def in_root(v: Value) -> list[tuple[int, int]] | None:
+    """Per dimension, the (start, step) that take tensor `v`'s index i to its root's, start +
+    step * i, where `v` is the root or slices of it (`x[:, 1:]`, `x[::2][1:]`); None through
+    any other view, whose dimensions do not correspond to the root's."""
+    maps = [(0, 1)] * len(v.type.shape)  # type: ignore[union-attr]
+    while v.owner is not None and v.owner.name in VIEW_OPS:
+        if v.owner.name != "tensor.slice":
+            return None
+        parts = slices_of(v.owner.attrs)
+        maps = [(p.start + p.step * a, p.step * k) if (p := parts.get(d)) else (a, k)
+                for d, (a, k) in enumerate(maps)]
+        v = v.owner.operands[0]
+    return maps

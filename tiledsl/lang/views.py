@@ -335,7 +335,8 @@ def tensor_index(t: Tensor, idx: Any) -> Tensor:
     out = t
     if parts:
         v = tr.emit("tensor.slice", [t.value], {"slices": to_attr(parts)}, hint=t.value.hint)[0]
-        out = Tensor(v, f"{t.name}[{_index_text(items)}]")
+        written = list(idx) if isinstance(idx, tuple) else [idx]  # as the user wrote it
+        out = Tensor(v, f"{t.name}[{_index_text(written)}]")
     if tuple(shape) == out.shape:
         return out
     return tensor_reshape(out, tuple(shape) or (1,), what="index")
@@ -387,7 +388,7 @@ def _index_items(t: Tensor, idx: Any, what: str) -> list[Any]:
 def _index_text(items: list[Any]) -> str:
     def one(it: Any) -> str:
         if not isinstance(it, slice):
-            return repr(it)
+            return "..." if it is Ellipsis else repr(it)
         text = ":".join("" if b is None else str(b) for b in (it.start, it.stop))
         return text if it.step is None else f"{text}:{it.step}"
     return ", ".join(map(one, items))

@@ -42,7 +42,7 @@ from tiledsl.ir.gathers import access_parts, gathers
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.ops import MIXES_LANES, WRITES, has_trait
 from tiledsl.ir.types import Dim, TensorType, TileType
-from tiledsl.ir.views import root
+from tiledsl.ir.views import in_root, root
 
 Path = tuple[tuple[Block, int], ...]  # (block, index of the op in it), from the kernel's region
 _REPLICATING = frozenset({"broadcast", "expand_dims"})  # may make Triton load a replicated copy
@@ -102,13 +102,23 @@ def _writes(op: Op) -> bool:
 
 
 def _disjoint(x: Op, y: Op) -> bool:
-    """Whether two accesses of one tensor reach no common element: along some dimension,
-    disjoint slices or different constants (`out[tm, :n1]` and `out[tm, n1:]`)."""
-    t = x.operands[0].type
-    if y.operands[0] is not x.operands[0] or not isinstance(t, TensorType):
-        return False  # two views of one root: their dimensions do not correspond
-    a, b = _reach(t.shape, x), _reach(t.shape, y)
-    return any(i is not None and j is not None and not _meet(i, j) for i, j in zip(a, b))
+    """Whether two accesses of one root tensor reach no common element: along some dimension,
+    disjoint slices or different constants (`out[tm, :n1]` and `out[tm, n1:]`), in the root's
+    coordinates where they go through parts of it (`left, right = out[:, :n1], out[:, n1:]`).
+    Through other views their dimensions do not correspond."""
+    a, b = _root_reach(x), _root_reach(y)
+    return a is not None and b is not None and \
+        any(i is not None and j is not None and not _meet(i, j) for i, j in zip(a, b))
+
+
+def _root_reach(op: Op) -> list[range | None] | None:
+    """`_reach` of an access in its root tensor's coordinates (None through a reshape or
+    permute)."""
+    t, maps = op.operands[0].type, in_root(op.operands[0])
+    if maps is None or not isinstance(t, TensorType):
+        return None
+    return [r if r is None else range(a + k * r.start, a + k * r.stop, k * r.step)
+            for r, (a, k) in zip(_reach(t.shape, op), maps)]
 
 
 def _meet(i: range, j: range) -> bool:

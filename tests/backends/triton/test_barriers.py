@@ -116,3 +116,23 @@ def test_no_barrier_between_disjoint_static_chunks() -> None:
     assert not _lines(column_chunks.source(x, 16, 16, target="triton"), "tl.debug_barrier()")
     assert _lines(column_chunks.source(x, 16, 8, target="triton"), "tl.debug_barrier()")
     np.testing.assert_array_equal(column_chunks.run(x, 16, 16, backend="triton-interpret"), 2 * x)
+
+
+@td.tile_kernel
+def two_parts(x, split: td.constexpr, overlap: td.constexpr):
+    """Each program writes its row through two parts of `out` made in host code: apart, or
+    sharing `overlap` columns (the second store lands last)."""
+    out = td.zeros_like(x)
+    left, right = out[:, :split + overlap], out[:, split:]
+    for r in td.grid(x.shape[0]):
+        left[r, :] = x[r, :split + overlap]
+        right[r, :] = x[r, split:] * 2
+    return out
+
+
+def test_parts_of_one_tensor_are_compared_in_its_coordinates() -> None:
+    x = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
+    assert not _lines(two_parts.source(x, 8, 0, target="triton"), "tl.debug_barrier()")
+    assert _lines(two_parts.source(x, 8, 4, target="triton"), "tl.debug_barrier()")
+    want = np.concatenate([x[:, :8], 2 * x[:, 8:]], axis=1)
+    np.testing.assert_array_equal(two_parts.run(x, 8, 4, backend="triton-interpret"), want)
