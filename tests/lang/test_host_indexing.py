@@ -276,3 +276,21 @@ def test_stores_through_disjoint_parts_are_apart_and_overlapping_ones_race() -> 
     with pytest.raises(TraceError, match=r"store to 'x\[:-1\]' may write elements that the "
                        r"load at line \d+ reads"):
         shift_up_in_place(a)
+
+
+def test_the_shape_function_follows_a_view_s_sizes() -> None:
+    """Under torch.compile(dynamic=True) output sizes are expressions of the arguments' sizes
+    (frontend/symdims.py): `x[:, :-1]` has n - 1 columns at every size."""
+    spec = first_columns.arg_spec(first_columns.bind((np.ones((5, 7), np.float32),), {}))
+    shapes = first_columns.traces.shape_function(spec)
+    sizes = lambda i, d: (11, 13)[d]  # noqa: E731
+    assert shapes.followed and shapes.holds(sizes) and shapes.shapes(sizes) == [(11, 12)]
+
+
+@td.tile_kernel
+def first_columns(x):
+    part = x[:, :-1]
+    out = td.empty(part.shape, x.dtype)
+    for tm, tn in td.tile(part.shape):
+        out[tm, tn] = part[tm, tn]
+    return out

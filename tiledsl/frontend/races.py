@@ -283,7 +283,8 @@ def _apart_views(progs: Programs, mine: tuple[Value, list], theirs: tuple[Value,
     indices)."""
     other, indices, op = theirs
     a = _in_root(mine[0], mine[1])
-    b = _in_root(other, _access(progs, other.type.shape, indices, op.attrs))  # type: ignore[union-attr]
+    shape = other.type.shape  # type: ignore[union-attr]
+    b = _in_root(other, _access(progs, shape, indices, op.attrs))
     return a is not None and b is not None and _apart(progs, a, b)
 
 
