@@ -576,3 +576,38 @@ def test_accesses_in_one_window_per_program_are_apart() -> None:
     np.testing.assert_array_equal(x, np.arange(24).reshape(3, 2, 4)[:, ::-1].ravel())
     with pytest.raises(td.TraceError, match="in another program of the grid"):
         swap_halves(np.ones(24, np.float32), 8, 4)
+
+
+@td.tile_kernel
+def rows_by_stride(x, row_stride, n_cols, block: td.constexpr):
+    """Liger's row kernels: a flat tensor, each program's row at `pid * row_stride` (a runtime
+    int), `block` lanes masked to `n_cols`, doubled in place."""
+    flat = x.view(-1)
+    for pid in td.grid(x.shape[0]):
+        cols = td.arange(0, block)
+        v = td.load(flat, [pid * row_stride + cols], mask=cols < n_cols)
+        td.store(flat, [pid * row_stride + cols], v * 2, mask=cols < n_cols)
+
+
+@td.tile_kernel
+def read_by_stride(x, row_stride):
+    """The load's row at a runtime stride, the store's at the literal one."""
+    flat = x.view(-1)
+    for pid in td.grid(x.shape[0]):
+        cols = td.arange(0, 8)
+        v = td.load(flat, [pid * row_stride + cols], mask=cols < 7)
+        td.store(flat, [pid * 7 + cols], v * 2, mask=cols < 7)
+
+
+def test_int_arguments_of_racing_indices_are_traced_as_constants() -> None:
+    """Where the race check cannot tell programs apart through runtime ints, it traces the
+    kernel again with them as constants: rows 7 apart are apart; rows 3 apart overlap."""
+    x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    for kernel, args in ((rows_by_stride, (7, 7, 8)), (read_by_stride, (7,))):
+        y = x.copy()
+        kernel(y, *args)
+        np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        rows_by_stride(x.copy(), 3, 7, 8)
+    with pytest.raises(td.TraceError, match="may write elements that the load at line"):
+        read_by_stride(x.copy(), 3)

@@ -23,6 +23,7 @@ from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
 from tiledsl.ir.views import in_root, root
 from tiledsl.frontend.separation import ANY, Programs
+from tiledsl.frontend.static_args import need_static_in
 from tiledsl.frontend.tracer import Tracer
 
 
@@ -47,6 +48,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     racing = [a for a in missing if a in values or ANY <= values]
     if not racing:
         return  # every program along those dimensions writes the same values
+    # with the int arguments of the indices and the mask as constants, trace again
+    need_static_in([*indices, *([mask] if mask is not None else [])], tr.int_params)
     names = ", ".join(f"'{a.hint}'" for a in racing)
     if any(a in deps for a in racing):
         tr.fail(TraceError,
@@ -199,6 +202,13 @@ def _mask_of(op: Op) -> Value | None:
     return op.operands[-1] if op.name == "load" else op.operands[-2]
 
 
+def _static_retry(tr: Tracer, indices: list[Value], mask: Value | None, op: Op) -> None:
+    """Before refusing two accesses: where their indices or masks read int arguments, trace
+    again with those as constants (static_args.py `need_static_in`)."""
+    need_static_in([*indices, *([mask] if mask is not None else []), *op.operands[1:]],
+                   tr.int_params)
+
+
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                   atomic: bool = False, mask: Value | None = None) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
@@ -224,6 +234,7 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 continue
         elif _apart_views(progs, (tensor.value, new), (op.operands[0], op.operands[1:-1], op)):
             continue
+        _static_retry(tr, indices, mask, op)
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
@@ -328,6 +339,7 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 continue
         elif _apart_views(progs, (tensor.value, this), (op.operands[0], indices, op)):
             continue
+        _static_retry(tr, indices, mask, op)
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \

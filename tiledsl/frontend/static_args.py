@@ -10,7 +10,10 @@ number.
 * An int argument that the body uses where a static int is needed (a shape, `range(n)`, a
   `td.tile(n)` size, a block size, an axis) is specialized the same way: the trace stops with
   `StaticNeeded`, the kernel marks the parameter static and traces again with the value as a
-  Python int. An int used in arithmetic only stays a runtime int64.
+  Python int. An int used in arithmetic only stays a runtime int64, unless the race check
+  (races.py) cannot otherwise prove a store's programs apart: the int arguments in its indices
+  (`x_flat[pid * row_stride + cols]`, Liger's row strides) are then specialized the same way
+  (`need_static_in`), so their coefficients are known.
 * A list or tuple of arrays (`("list", kind, element specs)`) reaches the body as a Python list
   (or tuple) of Tensor proxies; its elements are IR arguments of their own (`a_0`, `a_1`...), so
   writes into them work as writes into tensor arguments. The kernel is traced per length.
@@ -262,6 +265,26 @@ def need_static(v: Value, int_params: dict[Value, str]) -> None:
         return
     found: set[str] = set()
     if _int_leaves(v, int_params, found) and found:
+        raise StaticNeeded(frozenset(found))
+
+
+def need_static_in(values: list[Value], int_params: dict[Value, str]) -> None:
+    """Raise StaticNeeded for every int argument that values' expressions read (through any
+    op), if any: where a check needs constants in them, the kernel traces again with those
+    arguments as Python ints."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    todo = list(values)
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v in int_params:
+            found.add(int_params[v])
+        elif v.owner is not None:
+            todo.extend(v.owner.operands)
+    if found:
         raise StaticNeeded(frozenset(found))
 
 
