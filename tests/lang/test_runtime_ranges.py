@@ -5,11 +5,17 @@ bound needed: `td.grid(s)` (Helion's `hl.grid(n)` in device code) and `range(lo,
 
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import tiledsl as td
 from support import under_configs
+from tiledsl.ir.parser import parse_ir
+from tiledsl.ir.printer import print_ir
 
 BACKENDS = ["numpy", "triton-interpret"]
 
@@ -74,6 +80,18 @@ def test_bounds_from_the_grid_index() -> None:
     w = np.random.default_rng(2).standard_normal(12).astype(np.float32)
     np.testing.assert_allclose(group_sums(w, 3), w.astype(np.float64).reshape(3, 4).sum(1),
                                rtol=1e-6)
+
+
+def test_a_counted_loop_is_a_for_in_triton() -> None:
+    """An upward count (`td.grid(lens[r])`) is Triton's `for j in range(...)`, an scf.for its
+    pipeliner can take; a downward one stays a `while`. Both compile for sm_90."""
+    args = (np.array([2, 3], np.int32), np.ones((2, 5), np.float32))
+    src = jagged_horner.source(*args, target="triton")
+    assert "for j in range(" in src and src.count("while ") == 1
+    assert "_td_index" not in src  # the counter takes the loop's name
+    pytest.importorskip("triton")
+    (report,) = jagged_horner.compile(*args, arch="sm_90")
+    assert report.problem is None
 
 
 def test_the_counter_has_the_bounds_dtype() -> None:
@@ -162,3 +180,36 @@ def test_an_unbounded_loop_is_tuned_and_priced_as_a_bounded_one() -> None:
     pytest.importorskip("triton")
     (report,) = grouped_gemm_jagged.compile(a, b, offsets, arch="sm_90")  # ptxas takes it
     assert report.spill_bytes == 0
+
+
+@td.tile_kernel
+def persistent_softmax(x, programs: td.constexpr, block: td.constexpr):
+    """Triton's fused-softmax tutorial: each program takes rows pid, pid + programs, ... in a
+    `tl.range` that asks for `num_stages=3`."""
+    n_rows, n_cols = x.shape
+    out = td.empty_like(x)
+    for pid in td.grid(programs):
+        for row in td.range(pid, n_rows, programs, num_stages=3):
+            cols = td.arange(0, block)
+            v = td.load(x, [row, cols], mask=cols < n_cols, other=-float("inf"))
+            e = td.exp(v - td.max(v, axis=0))
+            td.store(out, [row, cols], e / td.sum(e, axis=0), mask=cols < n_cols)
+    return out
+
+
+def test_a_loops_tuning_keywords_reach_tl_range() -> None:
+    """Triton pipelines the loads of a loop without a dot only when its `tl.range` asks: the
+    tutorial's row loop keeps `num_stages=3`, and its loads compile to async copies (LDGSTS)."""
+    x = np.random.default_rng(3).standard_normal((37, 100)).astype(np.float32)
+    src = persistent_softmax.source(x, 4, 128, target="triton")
+    assert re.search(r"for row in tl\.range\(\w+, 37, 4, num_stages=3\):", src)
+    text = print_ir(persistent_softmax.traced(x, 4, 128).ir)  # the keywords: an attribute
+    assert "tuning = [[\"num_stages\", 3]]" in text and print_ir(parse_ir(text)) == text
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(persistent_softmax.run(x, 4, 128, backend="triton-interpret"),
+                               e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    pytest.importorskip("triton")
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    import sass_parity
+    (report,) = persistent_softmax.compile(x, 4, 128, arch="sm_90")
+    assert "LDGSTS" in sass_parity.disassemble(report.cubin)

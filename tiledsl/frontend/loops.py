@@ -125,7 +125,7 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
          labels: tuple[str, ...] | None, line: int,
          read_after: dict[str, int] | None = None) -> dict:
     if isinstance(iterable, Counted):
-        return _counted(iterable, body, env, assigned, line)
+        return _counted(iterable, body, env, assigned, line, labels)
     if not isinstance(iterable, TileRange):
         env = dict(env)
         for item in iterable:
@@ -167,7 +167,8 @@ def range_(*args: Any) -> Any:
     return Counted(stop, user_loc(), start, int(step))
 
 
-def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line: int) -> dict:
+def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line: int,
+             labels: tuple[str, ...] | None = None) -> dict:
     """A loop to a runtime bound: `i = start; while i < stop: body(i); i += step` (`>` for a
     negative step), its counter a hidden carried name of the bounds' dtype."""
     counter = f"_td_index{line}"
@@ -181,7 +182,9 @@ def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line
     def test(e: dict) -> TileValue:
         return e[counter] < stop if it.step > 0 else e[counter] > stop
 
-    out = while_loop(test, step, env, (*assigned, counter), line)
+    hints = {counter: labels[0]} if labels and len(labels) == 1 else None  # the loop's name
+    attrs = {"tuning": it.tuning} if it.tuning else None  # td.range's keywords, for tl.range
+    out = while_loop(test, step, env, (*assigned, counter), line, hints, attrs)
     out.pop(counter)
     return out
 
@@ -344,7 +347,8 @@ _TRIPS_LIMIT = 1 << 16  # trips of a while loop on Python values, before it coun
 
 
 def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tuple[str, ...],
-               line: int) -> dict:
+               line: int, hints: dict[str, str] | None = None, attrs: dict | None = None
+               ) -> dict:
     """A rewritten `while` statement: `test(env)` is its condition over the names the body
     binds, `body(env)` the body. On Python values it is Python's loop (unrolled while tracing);
     once the condition is a runtime scalar, a `while` op: each program runs its own trips,
@@ -354,7 +358,8 @@ def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tup
     for _ in range(_TRIPS_LIMIT):
         cond = test(env)
         if isinstance(cond, TileValue):
-            return _while_op(tr, test, body, env, assigned, Loc(tr.file, line), cond)
+            return _while_op(tr, test, body, env, assigned, Loc(tr.file, line), cond,
+                             hints or {}, attrs or {})
         if not cond:
             return env
         env.update(body(env))
@@ -364,7 +369,8 @@ def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tup
 
 
 def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
-              assigned: tuple[str, ...], loc: Loc, cond: TileValue) -> dict:
+              assigned: tuple[str, ...], loc: Loc, cond: TileValue, hints: dict[str, str],
+              attrs: dict) -> dict:
     """The `while` op of a loop whose condition `cond` is a runtime value (see `while_loop`)."""
     go = _go(tr, cond, loc)
     carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
@@ -373,7 +379,8 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
         block, symbols = tr.blocks[-1], len(tr.symbols)
         start = len(block.ops)
         try:
-            results, out = _while_body(tr, test, body, env, carried, inits, go, loc)
+            results, out = _while_body(tr, test, body, env, carried, inits, go, loc, hints,
+                                       attrs)
             break
         except _Mismatch as m:
             del block.ops[start:]
@@ -390,14 +397,14 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
 
 
 def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
-                carried: list[str], inits: dict[str, TileValue], go: TileValue, loc: Loc
-                ) -> tuple[list[Value], dict]:
+                carried: list[str], inits: dict[str, TileValue], go: TileValue, loc: Loc,
+                hints: dict[str, str], attrs: dict) -> tuple[list[Value], dict]:
     """Trace the op: its region runs the body, then the condition on the values it leaves."""
-    args = [Value(inits[n].type, n) for n in carried]
+    args = [Value(inits[n].type, hints.get(n, n)) for n in carried]  # (IR names: hints)
     region = Block(args)
-    results = [Value(inits[n].type, n) for n in carried]
+    results = [Value(inits[n].type, hints.get(n, n)) for n in carried]
     tr.blocks[-1].ops.append(Op("while", [go.value, *(inits[n].value for n in carried)], results,
-                                {}, [region], loc))
+                                dict(attrs), [region], loc))
     with tr.region(region, "loop"):
         inner = dict(env)
         inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})

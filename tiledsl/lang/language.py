@@ -192,12 +192,14 @@ class Counted:
     length): a sequential loop over the indices 0..s-1, each program its own count, as
     Helion's `hl.grid(n)` in device code. `range(start, stop, step)` over runtime bounds is one
     too (Triton's `for i in range(lo, hi)`; the step is a static int). It needs no static
-    bound: it runs as a `while` loop (frontend/loops.py)."""
+    bound: it runs as a `while` loop (frontend/loops.py). `tuning` holds `td.range`'s keywords
+    (`num_stages=`...), which the Triton code passes on to `tl.range`."""
 
     stop: TileValue | int
     loc: Loc | None
     start: TileValue | int = 0
     step: int = 1
+    tuning: tuple[tuple[str, Any], ...] = ()
 
     def __iter__(self) -> Any:
         current().fail(TraceError, "td.grid(...) can only be iterated by a `for` statement",

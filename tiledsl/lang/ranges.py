@@ -8,12 +8,16 @@ tracing (Python's `range` over ints is unrolled; `td.static_range` says so expli
 - Otherwise (a step other than 1 over ints): Python's range, unrolled.
 
 Triton's tuning keywords (`num_stages=`, `loop_unroll_factor=`, `warp_specialize=`,
-`disallow_acc_multi_buffer=`, `flatten=`) are accepted and left to Triton's defaults: the
-config's `num_stages` pipelines the kernel's loops.
+`disallow_acc_multi_buffer=`, `flatten=`) are accepted. Over a runtime bound they reach the
+generated `tl.range` (Triton pipelines the loads of a loop without a dot only when its
+`tl.range` asks: sm_90, a row loop of the softmax tutorial's form, 24 LDGSTS with
+`num_stages=3` against none without). Over ints they are left to Triton's defaults: the
+config's `num_stages` pipelines the kernel's loops that hold dots.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +27,7 @@ from tiledsl.frontend.loops import range_
 from tiledsl.frontend.sites import call_site
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, to_value
-from tiledsl.lang.language import TileRange
+from tiledsl.lang.language import Counted, TileRange
 
 _TUNING = ("num_stages", "loop_unroll_factor", "warp_specialize", "disallow_acc_multi_buffer",
            "flatten")
@@ -38,7 +42,8 @@ def range(*args: Any, **tuning: Any) -> Any:  # noqa: A001 (mirrors tl.range)
         tr.fail(TraceError, f"td.range() got an unexpected keyword argument {unknown[0]!r}",
                 hint="Triton's tl.range keywords are " + ", ".join(_TUNING))
     if tr.depth == "host" or any(isinstance(a, TileValue) for a in args):
-        return range_(*args)
+        loop = range_(*args)
+        return replace(loop, tuning=_tuning(tuning)) if isinstance(loop, Counted) else loop
     lo, hi, step = (0, *args, 1)[:3] if len(args) == 1 else (*args, 1)[:3]
     ints = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args)
     if not ints or step != 1 or lo < 0 or hi <= lo:
@@ -47,3 +52,12 @@ def range(*args: Any, **tuning: Any) -> Any:  # noqa: A001 (mirrors tl.range)
     return TileRange((int(hi),), (1,), "grid", user_loc(),
                      stop=to_value(int(hi)) if start is not None else None, start=start,
                      site=call_site())
+
+
+def _tuning(tuning: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The keywords as the loop's IR attribute: Python constants (bools, ints), sorted."""
+    for name, value in tuning.items():
+        if not isinstance(value, (bool, int, np.integer)):
+            current().fail(TraceError, f"td.range(): {name}= must be an int or bool known when "
+                           f"tracing, got {value!r}")
+    return tuple(sorted((k, v if isinstance(v, bool) else int(v)) for k, v in tuning.items()))

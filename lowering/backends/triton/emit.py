@@ -33,7 +33,7 @@ from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (regi
 from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import block_rules as _block_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
-from lowering.backends.triton.oprules import EMIT_RULES
+from lowering.backends.triton.oprules import EMIT_RULES, PREPARE_RULES
 from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
 from lowering.backends.triton.workarounds import breaks_thread_locality
 from tiledsl.ir.bounds import interval
@@ -58,7 +58,8 @@ _IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) 
 INT32_MAX = 2**31 - 1
 # Ops whose rules read their operands themselves (ranges, tensors, pointers), not as values.
 _NAMES_OWN_OPERANDS = frozenset({"load", "store", "for", "tile.index", "tile.begin", "tile.size",
-                                 "tile.id", "tile.block_size", "mask", "tile.shift", "atomic"})
+                                 "tile.id", "tile.block_size", "mask", "tile.shift", "atomic",
+                                 "while"})
 
 
 def tl_dot_takes(d: DType) -> bool:
@@ -747,6 +748,8 @@ class KernelEmitter(LoopEmission):
 
     def block(self, block: Block, indent: int) -> None:
         for op in block.ops:  # a loop's initial value is made under its carried name
+            if op.name in PREPARE_RULES:
+                PREPARE_RULES[op.name](self, op)
             if op.name == "for":
                 stop = loop_stop(op)
                 if stop is not None and stop.owner in block.ops and not clamped_stop(op):

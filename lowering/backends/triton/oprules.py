@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 EmitRule = Callable[["KernelEmitter", Op, list[str], int], None]
 EMIT_RULES: dict[str, EmitRule] = {}
+# Rules run for the ops of a block before any of them is written, for an op whose rule writes
+# the values before it differently (skips them: `KernelEmitter.skipped`).
+PrepareRule = Callable[["KernelEmitter", Op], None]
+PREPARE_RULES: dict[str, PrepareRule] = {}
 
 
 def emit_rule(*names: str) -> Callable[[EmitRule], EmitRule]:
@@ -25,5 +29,14 @@ def emit_rule(*names: str) -> Callable[[EmitRule], EmitRule]:
     def register(fn: EmitRule) -> EmitRule:
         for name in names:
             EMIT_RULES[name] = fn
+        return fn
+    return register
+
+
+def prepare_rule(*names: str) -> Callable[[PrepareRule], PrepareRule]:
+    """Register `fn` to run for the ops `names` before their block is written."""
+    def register(fn: PrepareRule) -> PrepareRule:
+        for name in names:
+            PREPARE_RULES[name] = fn
         return fn
     return register

@@ -8,14 +8,26 @@ author writes a loop on a runtime condition (Triton's `scf.while`):
 
 The condition of the first trip is computed before the loop, the next one at the end of each
 trip (the op's region yields it first); the carried values keep one name throughout.
+
+A counted loop, `range(lo, hi, step)` over runtime bounds (frontend/loops.py `_counted`: a
+carried counter that only steps by a positive constant, tested against a bound from outside
+the loop, its final value unused), is a `for` instead, as its author wrote it in Triton:
+
+    total = tmp_2
+    for c in range(0, lens_tile):
+        ...
+        total = tmp_3
+
+A Python `while` is an `scf.while`, which Triton's software pipeliner leaves alone; an `scf.for`
+has its loads pipelined over `num_stages` trips.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lowering.backends.triton.oprules import emit_rule
-from tiledsl.ir.core import Op
+from lowering.backends.triton.oprules import emit_rule, prepare_rule
+from tiledsl.ir.core import Op, Value
 
 if TYPE_CHECKING:
     from lowering.backends.triton.emit import KernelEmitter
@@ -23,6 +35,9 @@ if TYPE_CHECKING:
 
 @emit_rule("while")
 def _while(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    if (counted := _counted(em, op)) is not None:
+        _for(em, op, *counted, indent)
+        return
     region = op.regions[0]
     names = [em.namer.fresh("go")] + [em.namer.fresh(r.hint or "v") for r in op.results]
     _assign(em, names, [em.full_value(v) for v in op.operands], indent)
@@ -41,3 +56,70 @@ def _assign(em: KernelEmitter, names: list[str], values: list[str], indent: int)
     changes = [(n, v) for n, v in zip(names, values) if n != v]
     if changes:
         em.emit(indent, ", ".join(n for n, _ in changes) + " = " + ", ".join(v for _, v in changes))
+
+
+def _counted(em: KernelEmitter, op: Op) -> tuple[int, Value, int] | None:
+    """(the counter's position among the carried values, the bound, the step) of a counted
+    `while` (see the module's docstring), else None."""
+    region = op.regions[0]
+    yielded = region.ops[-1].operands
+    test, inside = yielded[0].owner, set(region.ops)
+    if test is None or test.name != "lt" or test not in inside:
+        return None
+    step_op, stop = test.operands[0].owner, test.operands[1]
+    if step_op is None or step_op.name != "add" or step_op not in inside or \
+            stop.owner in inside or stop in region.args:
+        return None
+    counter, amount = step_op.operands
+    k = next((i for i, a in enumerate(region.args) if a is counter), None)
+    step = amount.owner.attrs.get("value") if amount.owner is not None and \
+        amount.owner.name == "const" else None
+    if k is None or yielded[1 + k] is not step_op.result or not isinstance(step, int) or \
+            isinstance(step, bool) or step < 1 or em.uses.get(op.results[k]):
+        return None
+    first = op.operands[0].owner
+    if first is None or first.name != "lt" or first.operands[0] is not op.operands[1 + k] or \
+            first.operands[1] is not stop:
+        return None
+    if any(u not in (test, region.ops[-1]) for u in em.uses.get(step_op.result, [])) or \
+            any(u is not region.ops[-1] for u in em.uses.get(test.result, [])):
+        return None
+    return k, stop, step
+
+
+@prepare_rule("while")
+def _prepare(em: KernelEmitter, op: Op) -> None:
+    """A counted loop's `for` steps and tests its counter itself: the ops that did are not
+    written (the first test too, where nothing else reads it)."""
+    if _counted(em, op) is None:
+        return
+    region = op.regions[0]
+    test = region.ops[-1].operands[0].owner
+    assert test is not None and test.operands[0].owner is not None
+    em.skipped |= {test, test.operands[0].owner}
+    first = op.operands[0]
+    if first.owner is not None and em.uses.get(first) == [op]:
+        em.skipped.add(first.owner)
+
+
+def _for(em: KernelEmitter, op: Op, k: int, stop: Value, step: int, indent: int) -> None:
+    region = op.regions[0]
+    carried = [i for i in range(len(op.results)) if i != k]
+    names = {i: em.namer.fresh(op.results[i].hint or "v") for i in carried}
+    _assign(em, list(names.values()), [em.full_value(op.operands[1 + i]) for i in carried],
+            indent)
+    for i, name in names.items():
+        em.names[region.args[i]] = em.names[op.results[i]] = name
+    counter = em.namer.fresh(region.args[k].hint or "i")
+    em.names[region.args[k]] = counter
+    bounds = [em.value(op.operands[1 + k]), em.value(stop)] + ([str(step)] if step != 1 else [])
+    tuning = [f"{name}={value}" for name, value in op.attrs.get("tuning", ())]
+    loop = f"tl.range({', '.join(bounds + tuning)})" if tuning else f"range({', '.join(bounds)})"
+    em.emit(indent, f"for {counter} in {loop}:")
+    start = len(em.lines)
+    em.block(region, indent + 1)
+    yielded = region.ops[-1].operands
+    _assign(em, list(names.values()), [em.full_value(yielded[1 + i]) for i in carried],
+            indent + 1)
+    if len(em.lines) == start:
+        em.emit(indent + 1, "pass")
