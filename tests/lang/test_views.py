@@ -232,8 +232,12 @@ def test_view_errors_name_the_line() -> None:
     assert "x[tm, tn].reshape(tn, tm)" in str(e.value)
     with pytest.raises(TraceError, match="views of tensor 'x' are made in host code"):
         view_in_loop(np.ones(8, np.float32))
-    with pytest.raises(ShapeError, match="would need a copy"):
+    with pytest.raises(ArgumentError, match="cannot be viewed as shape"):  # as laid out
         view_of_transpose(x)
+    undone = np.ascontiguousarray(x.T).T  # transposed in memory: `x.T` is contiguous again
+    np.testing.assert_array_equal(view_of_transpose(undone), x.T.reshape(-1))
+    with pytest.raises(BackendError, match="lays out 'x' contiguously in DRAM"):
+        view_of_transpose.run(undone, backend="spatial")
     with pytest.raises(BackendError, match="holds the lanes of tile 't'") as e:
         ragged_merge(np.ones((7, 4), np.float32))
     assert "reshape(-1)" in str(e.value)

@@ -270,13 +270,15 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
                 f"as {new} ({math.prod(new)} elements)")
     if new == t.shape:
         return t
-    base = views.root(t.value).type
-    assert isinstance(base, TensorType)
-    laid = views.strides_of(t.value, [math.prod(base.shape[i + 1:]) for i in range(len(base.shape))])
-    if laid is None or views.reshape_strides(t.shape, laid, new) is None:
-        tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this permuted tensor "
-                "would need a copy", hint="view before permuting, or index the permuted "
-                "tensor as it is")
+    base = views.root(t.value)
+    if base.owner is not None:  # an allocation, contiguous: its views are known now (an
+        # argument's layout is known when the kernel runs, where each backend checks it)
+        shape = base.type.shape  # type: ignore[union-attr]
+        laid = views.strides_of(t.value, [math.prod(shape[i + 1:]) for i in range(len(shape))])
+        if laid is None or views.reshape_strides(t.shape, laid, new) is None:
+            tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this permuted "
+                    "tensor would need a copy", hint="view before permuting, or index the "
+                    "permuted tensor as it is")
     return _tensor_view(t, "tensor.reshape", {"shape": new}, f"{t.name}.{what}{new}")
 
 

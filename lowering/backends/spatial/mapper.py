@@ -125,7 +125,13 @@ def _dram_layout(v: Value) -> tuple[int, tuple[int, ...]]:
     assert isinstance(t, TensorType)
     contiguous = tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape)))
     out = strides_of(v, contiguous)
-    assert out is not None  # a contiguous root can be viewed with any shape
+    if out is None:  # a view that holds for the argument's own layout (a transposed array)
+        shape = v.type.shape  # type: ignore[union-attr]
+        raise BackendError(f"the spatial backend lays out '{root(v).hint}' contiguously in "
+                           f"DRAM, where this view of it, of shape {shape}, would need a copy", loc=v.owner.loc if v.owner is not None else None,
+                           hint="view the argument as its logical (contiguous) layout allows, "
+                                "or pass it contiguous (np.ascontiguousarray) with the view "
+                                "that layout needs")
     return offset_of(v, contiguous), out
 
 
