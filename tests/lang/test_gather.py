@@ -290,3 +290,29 @@ def test_index_tiles_that_do_not_broadcast_and_bool_indices_are_errors() -> None
 def test_a_scatter_that_leaves_out_a_grid_dimension_is_a_race() -> None:
     with pytest.raises(td.TraceError, match="does not use grid dimension 'tn'"):
         scatter_race(np.zeros((5, 40), np.float32), np.arange(5))
+
+
+@td.tile_kernel
+def centered_rows(x, width: td.constexpr):
+    """Liger's group_norm reads masked-off lanes as the row's mean (`other=` a runtime
+    value), so they add nothing once it is subtracted."""
+    out = td.empty((x.shape[0], width), x.dtype)
+    for r in td.grid(x.shape[0]):
+        cols = td.arange(0, width)
+        mean = td.mean(x[r, :])
+        out[r, :] = td.load(x, [r, cols], mask=cols < x.shape[1], other=mean) - mean
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial"])
+def test_a_runtime_value_fills_masked_lanes(backend: str) -> None:
+    x = np.random.default_rng(5).standard_normal((3, 5)).astype(np.float32)
+    want = np.zeros((3, 8))
+    want[:, :5] = x - x.astype(np.float64).mean(1, keepdims=True)
+    td.testing.assert_close(centered_rows.run(x, 8, backend=backend), want, np.float32)
+    with pytest.raises(td.TraceError, match="other= is a number or a scalar or tile value"):
+        @td.tile_kernel
+        def bad_other(x):
+            for r in td.grid(x.shape[0]):
+                x[r, :] = td.load(x, [r, td.arange(0, 8)], mask=td.arange(0, 8) < 5, other="0")
+        bad_other(x)

@@ -254,3 +254,21 @@ def test_an_argument_that_cannot_be_viewed_is_refused() -> None:
         negate_in_place(x)
     with pytest.raises(BackendError, match="cannot be viewed as shape"):
         negate_in_place.run(x, backend="triton-interpret")
+
+
+@td.tile_kernel
+def group_means(x, num_groups):
+    """Liger's group_norm views (batch, channels, hidden) as (batch, groups, -1) with the group
+    count an int argument: traced as a static int."""
+    grouped = x.view(x.shape[0], num_groups, -1)
+    out = td.empty((x.shape[0], num_groups), dtype=td.float32)
+    for b, g in td.grid(x.shape[0], num_groups):
+        out[b, g] = td.mean(grouped[b, g, :].astype(td.float32))
+    return out
+
+
+def test_an_int_argument_as_a_view_size_is_traced_as_a_static_int() -> None:
+    x = np.random.default_rng(4).standard_normal((2, 6, 5)).astype(np.float32)
+    for groups in (2, 3):
+        td.testing.assert_close(group_means(x, groups),
+                                x.astype(np.float64).reshape(2, groups, -1).mean(-1), np.float32)

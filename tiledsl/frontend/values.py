@@ -318,6 +318,9 @@ class Tensor:
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
+            if isinstance(other, TileValue):  # a runtime fill (tl.load's `other=` tensor):
+                loaded = TileValue(tr.emit("load", [self.value, *operands], attrs)[0])
+                return where(TileValue(operands[-1]), loaded, cast(other, self.dtype))
             if other is not None:
                 attrs["other"] = _other(tr, self, other)
         return TileValue(tr.emit("load", [self.value, *operands], attrs)[0])
@@ -538,9 +541,11 @@ def _access_mask(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, 
 
 
 def _other(tr: Tracer, t: Tensor, other: Any) -> bool | int | float:
-    """A masked load's fill value: a Python number the tensor's dtype holds."""
+    """A masked load's fill value: a Python number the tensor's dtype holds (a runtime value
+    is a select after the load: `Tensor.load`)."""
     if not isinstance(other, (bool, int, float, np.number)):
-        tr.fail(TraceError, f"td.load: other= is a number, got {type(other).__name__}",
+        tr.fail(TraceError, f"td.load: other= is a number or a scalar or tile value, got "
+                f"{type(other).__name__}",
                 hint="masked-off lanes take one value, e.g. other=0 or other=float('-inf')")
     if t.dtype.is_bool:
         return bool(other)

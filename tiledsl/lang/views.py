@@ -64,6 +64,7 @@ def _tile_shape(v: TileValue, shape: tuple[Any, ...]) -> tuple[Dim, ...]:
     tr = current()
     dims: list[Dim | None] = []
     for s in _shape_args(shape):
+        need_static(s)  # an int argument as a size: traced as a static int
         if isinstance(s, Tile):
             dims.append(s.range.block)
         elif isinstance(s, BlockSize):  # td.register_block_size's symbol
@@ -253,6 +254,7 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
     tr = current()
     dims = list(_shape_args(shape))
     for s in dims:
+        need_static(s)  # an int argument as a size: the kernel traces it as a static int
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not (s >= 1 or s == -1):
             tr.fail(ShapeError, f"{t.name}.{what}: shape entries are positive ints and at most "
                     f"one -1, got {s!r}")
