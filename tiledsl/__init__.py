@@ -159,8 +159,24 @@ from tiledsl.lang.views import permute as permute
 from tiledsl.lang.views import reshape as reshape
 from tiledsl.lang.views import split as split
 from tiledsl.lang.views import stack as stack
+from tiledsl.lang.triton_names import debug_barrier as debug_barrier
+from tiledsl.lang.triton_names import expand_dims as expand_dims
+from tiledsl.lang.triton_names import max_constancy as max_constancy
+from tiledsl.lang.triton_names import max_contiguous as max_contiguous
+from tiledsl.lang.triton_names import multiple_of as multiple_of
+from tiledsl.lang.triton_names import ravel as ravel
+from tiledsl.lang.triton_names import static_assert as static_assert
+from tiledsl.lang.triton_names import trans as trans
 from tiledsl.frontend.values import Tensor as Tensor
 from tiledsl.frontend.values import Tile as Tile
 from tiledsl.frontend.values import TileValue as TileValue
 
 from tiledsl.version import __version__  # noqa: E402,F401
+
+
+def __getattr__(name: str) -> object:
+    """Triton's names with no tiledsl counterpart: an AttributeError that says what to write."""
+    from tiledsl.lang.triton_names import MISSING
+    if name in MISSING:
+        raise AttributeError(f"tiledsl has no td.{name} (Triton's tl.{name}): {MISSING[name]}")
+    raise AttributeError(f"module 'tiledsl' has no attribute {name!r}")

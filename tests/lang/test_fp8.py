@@ -159,3 +159,13 @@ def test_arithmetic_on_fp8_tiles_is_an_error() -> None:
         double(np.ones(5, E4M3))
     assert "out[t] = x[t] * 2.0" in str(e.value) and "x.astype(td.float32)" in str(e.value)
     assert "float8_e4m3fn" in str(e.value)
+
+
+def test_fp8_outputs_have_tolerances() -> None:
+    """One rounding to fp8 passes `assert_close` (rms 0.027 in e4m3, 0.05 in e5m2 here), two
+    binades off does not."""
+    x = np.random.default_rng(7).standard_normal(1000)
+    for dtype in (E4M3, E5M2):
+        td.testing.assert_close(x.astype(dtype), x)
+        with pytest.raises(AssertionError, match="exceeds"):
+            td.testing.assert_close((1.5 * x).astype(dtype), x)

@@ -115,3 +115,41 @@ def test_a_runtime_and_with_a_compile_time_operand() -> None:
     np.testing.assert_array_equal(optional_tensor(x, x, 0.5), x + 0.5 * x)
     np.testing.assert_array_equal(optional_tensor(x, x, 2.0), (x + 2 * x) * 2)
     np.testing.assert_array_equal(optional_tensor(x, None, 2.0), x * 2)
+
+
+@td.tile_kernel
+def triton_names(x, block: td.constexpr):
+    """Triton's hints and small shape functions, and torch's `dim=` and `.t()`, kept as a
+    ported body writes them."""
+    m, n = x.shape
+    td.static_assert(block == n, "one block holds a row")
+    out = td.empty((n, m), x.dtype)
+    ranked = td.empty((m, n), td.int32)
+    for r in td.grid(m):
+        cols = td.max_contiguous(td.multiple_of(td.arange(0, block), block), block)
+        row = td.ravel(td.expand_dims(td.load(x, [r, cols]), 0))
+        ranked[r, :] = td.argsort(row, dim=0)
+        td.debug_barrier()
+    for tm, tn in td.tile(m, n):
+        out[tn, tm] = td.trans(x[tm, tn]) + x[tm, tn].t()
+    return out, ranked
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_triton_hints_and_shape_names(backend: str) -> None:
+    x = np.random.default_rng(6).standard_normal((5, 8)).astype(np.float32)
+    out, ranked = triton_names.run(x, 8, backend=backend)
+    np.testing.assert_array_equal(out, 2 * x.T)
+    np.testing.assert_array_equal(ranked, np.argsort(x, axis=1, kind="stable"))
+
+
+def test_triton_names_without_a_counterpart_say_what_to_write() -> None:
+    @td.tile_kernel
+    def by_program_id(x):
+        pid = td.program_id(0)
+        x[pid] = 0.0
+
+    with pytest.raises(td.TraceError, match=r"for pid in td\.grid\(n_programs\)"):
+        by_program_id(np.ones(4, np.float32))
+    with pytest.raises(td.TraceError, match="td.static_assert failed: one block holds a row"):
+        triton_names(np.ones((2, 8), np.float32), 16)

@@ -132,24 +132,36 @@ def _sort(name: str, x: Any, axis: Any, descending: bool, k: int | None,
     return tr.emit("sort", [v.value], attrs)
 
 
-def sort(x: Any, axis: int = -1, descending: bool = False) -> TileValue:
-    """The lanes of `x` sorted along `axis` (NumPy's order, stable; see the module docstring),
-    as `tl.sort`. Out-of-range lanes come last."""
-    return TileValue(_sort("sort", x, axis, descending, None, False)[0])
+def sort(x: Any, axis: int = -1, descending: bool = False, *, dim: int | None = None
+         ) -> TileValue:
+    """The lanes of `x` sorted along `axis` (or torch's and Triton's `dim=`; NumPy's order,
+    stable; see the module docstring), as `tl.sort`. Out-of-range lanes come last."""
+    return TileValue(_sort("sort", x, _dim(axis, dim), descending, None, False)[0])
 
 
-def argsort(x: Any, axis: int = -1, descending: bool = False) -> TileValue:
-    """The positions (int32, from the tile's first lane) that sort `x` along `axis`, as
-    `np.argsort(x, kind="stable")` (descending: the reverse order, ties in lane order)."""
-    return TileValue(_sort("argsort", x, axis, descending, None, True)[1])
+def argsort(x: Any, axis: int = -1, descending: bool = False, *, dim: int | None = None
+            ) -> TileValue:
+    """The positions (int32, from the tile's first lane) that sort `x` along `axis` (`dim=`),
+    as `np.argsort(x, kind="stable")` (descending: the reverse order, ties in lane order)."""
+    return TileValue(_sort("argsort", x, _dim(axis, dim), descending, None, True)[1])
 
 
-def topk(x: Any, k: int, axis: int = -1, largest: bool = True) -> tuple[TileValue, TileValue]:
-    """The `k` largest lanes of `x` along `axis` (smallest with `largest=False`), best first,
-    and their positions (int32, from the tile's first lane), as `torch.topk`; ties go to the
-    first lane."""
-    values, pos = _sort("topk", x, axis, largest, k, True)
+def topk(x: Any, k: int, axis: int = -1, largest: bool = True, *, dim: int | None = None
+         ) -> tuple[TileValue, TileValue]:
+    """The `k` largest lanes of `x` along `axis` (`dim=`; smallest with `largest=False`), best
+    first, and their positions (int32, from the tile's first lane), as `torch.topk`; ties go
+    to the first lane."""
+    values, pos = _sort("topk", x, _dim(axis, dim), largest, k, True)
     return TileValue(values), TileValue(pos)
+
+
+def _dim(axis: int, dim: int | None) -> int:
+    """The axis, given as NumPy's `axis` or torch's `dim=` (not both)."""
+    if dim is None:
+        return axis
+    if axis != -1:
+        current().fail(TraceError, "give the axis once: axis= (NumPy) or dim= (torch)")
+    return dim
 
 
 __all__ = ["argsort", "associative_scan", "sort", "topk"]

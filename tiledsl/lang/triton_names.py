@@ -1,0 +1,102 @@
+"""Triton's names for what a tiledsl kernel already says, so a ported `@triton.jit` body keeps
+its lines: the compiler hints `td.multiple_of`, `td.max_contiguous` and `td.max_constancy`
+(tiledsl derives alignment and contiguity from the index expressions it generates, so a hint
+returns its value unchanged), `td.debug_barrier()` (tiledsl places the barriers a program's
+stores need itself: lowering/backends/triton/barriers.py), `td.static_assert`, `td.trans`,
+`td.expand_dims` and `td.ravel`; on tiles and tensors, torch's `v.t()`. None adds an op.
+
+`tl.program_id` and `tl.num_programs` have no counterpart: a tiledsl kernel names its programs
+with a grid loop (`for pid in td.grid(n)`), and the error for `td.program_id` says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl.errors import ShapeError, TraceError
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, TileValue, to_value
+from tiledsl.lang.views import flatten, permute, unsqueeze
+
+# Triton's names a module-level lookup answers with where tiledsl says it (tiledsl/__init__.py)
+MISSING = {
+    "program_id": "a tiledsl kernel names its programs with a grid loop: `for pid in "
+                  "td.grid(n_programs): ...` (pid is tl.program_id(0); td.grid(m, n) gives two "
+                  "axes), or `for t in td.tile(n): ...` over tiles",
+    "num_programs": "the grid's size is what `td.grid(n)` or `td.tile(n)` is given: use that "
+                    "value (a shape or an int)",
+    "make_block_ptr": "index the tensor with tiles (`x[tm, tk]`); the Triton backend makes TMA "
+                      "descriptors where the config asks for them",
+    "device_print": "run the kernel on the NumPy backend (`k.run(..., backend=\"numpy\")`) and "
+                    "print there; values are NumPy arrays between ops",
+}
+
+
+def _hint(x: Any, values: Any, what: str) -> TileValue:
+    current(f"td.{what}()")
+    return to_value(x)
+
+
+def multiple_of(x: Any, values: Any) -> TileValue:
+    """`tl.multiple_of`: `x` unchanged (a hint that tiledsl's generated code does not need)."""
+    return _hint(x, values, "multiple_of")
+
+
+def max_contiguous(x: Any, values: Any) -> TileValue:
+    """`tl.max_contiguous`: `x` unchanged (see `multiple_of`)."""
+    return _hint(x, values, "max_contiguous")
+
+
+def max_constancy(x: Any, values: Any) -> TileValue:
+    """`tl.max_constancy`: `x` unchanged (see `multiple_of`)."""
+    return _hint(x, values, "max_constancy")
+
+
+def debug_barrier() -> None:
+    """`tl.debug_barrier()`: nothing to do. A program's ops run in order on every backend; on
+    Triton, tiledsl puts a barrier between a store and a later access of the same elements by
+    other threads of the program (barriers.py)."""
+    current("td.debug_barrier()")
+
+
+def static_assert(cond: Any, msg: str = "") -> None:
+    """`tl.static_assert`: a condition known while tracing, which must hold."""
+    tr = current("td.static_assert()")
+    if isinstance(cond, TileValue):
+        tr.fail(TraceError, "td.static_assert: the condition is a runtime value",
+                hint="assert on shapes, ints and compile-time arguments")
+    if not cond:
+        tr.fail(TraceError, f"td.static_assert failed{': ' + msg if msg else ''}")
+
+
+def trans(x: Any, *dims: Any) -> TileValue:
+    """`tl.trans`: the last two axes swapped (of a 2-D tile, its transpose), or the axes in the
+    order `dims`."""
+    v = to_value(x)
+    if dims:
+        return permute(v, *dims)
+    if v.ndim < 2:
+        current().fail(ShapeError, f"td.trans: a tile of {v.ndim} axis has nothing to swap")
+    return permute(v, (*range(v.ndim - 2), v.ndim - 1, v.ndim - 2))
+
+
+def expand_dims(x: Any, axis: int) -> TileValue:
+    """`tl.expand_dims`: a new axis of 1 at `axis`."""
+    return unsqueeze(x, axis)
+
+
+def ravel(x: Any) -> TileValue:
+    """`tl.ravel`: the tile's lanes in one axis."""
+    return flatten(x)
+
+
+def t(x: Any) -> Any:
+    """torch's `v.t()` / `x.t()`: a 2-D value transposed; 0-D and 1-D ones as they are."""
+    if x.ndim > 2:
+        current().fail(ShapeError, f"t() expects a value of at most 2 axes, got {x.ndim}",
+                       hint="use .permute(...) or .transpose(a, b)")
+    return x if x.ndim < 2 else x.permute(1, 0)
+
+
+TileValue.t = t  # type: ignore[attr-defined]
+Tensor.t = t  # type: ignore[attr-defined]
