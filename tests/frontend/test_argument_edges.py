@@ -90,3 +90,21 @@ def test_math_of_python_constants_folds() -> None:
     out = math_of_constants.run(np.zeros(3), td.constexpr(c))  # td.erf(c) crashed the fold
     expect = [(NUMPY[name] if name in NUMPY else getattr(np, name))(c) for name in UNARY]
     np.testing.assert_allclose(out[:, 0], expect, rtol=1e-12)
+
+
+@td.tile_kernel
+def shifted_by(x, b, k):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * k + b
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_zero_d_arrays_are_scalar_arguments(backend: str) -> None:
+    """torch passes a scalar parameter as a 0-d tensor (Liger's poly_norm bias): a 0-d array is
+    a runtime scalar of its dtype, whose value the Triton launch passes (it passed the array,
+    which Triton took for a pointer)."""
+    x = np.arange(5, dtype=np.float32)
+    out = shifted_by.run(x, np.array(0.25, np.float32), np.array(3, np.int64), backend=backend)
+    np.testing.assert_array_equal(out, x * 3 + 0.25)

@@ -78,7 +78,10 @@ def _torch_dtype(name: str) -> Any:
 
 
 def scalar(v: Any) -> Any:
-    """Python numbers as Triton expects them (it refuses NumPy scalars)."""
+    """Python numbers as Triton expects them (it refuses NumPy scalars; a 0-d array or tensor,
+    torch's scalar argument, passes its value: on a GPU, `.item()` waits for it)."""
+    if getattr(v, "ndim", None) == 0 and hasattr(v, "item"):
+        v = v.item()
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, np.integer)):
@@ -262,7 +265,8 @@ class TritonInterpretBackend:
 
     def run(self, fn: Function, args: list[Any], config: Config, **_: Any) -> list[Any]:
         torch = _torch()
-        targs = [to_torch(a) if isinstance(a, np.ndarray) else scalar(a) for a in args]
+        targs = [to_torch(a) if isinstance(v.type, TensorType) else scalar(a)
+                 for v, a in zip(fn.args, args)]
         module = load(generate_cached(fn, config, strides_of(fn, targs), interpret=True).source, interpret=True)
         # NumPy runs the kernel here: its warnings about NaN, inf and the poisoned lanes of
         # masked loads are not the user's (a GPU says nothing; the NumPy backend is silent too).
