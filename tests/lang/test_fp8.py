@@ -124,6 +124,30 @@ def test_fp8_matmul_is_an_fp8_wgmma_on_sm90(dtype: np.dtype) -> None:
         sorted(set(re.findall(r"wgmma\S*", ptx)))
 
 
+@td.tile_kernel
+def fp8_short_k(a, b):
+    """Helion's fp8 attention at head_dim 16: one K of 16 fp8 lanes, under wgmma's 32."""
+    out = td.empty((a.shape[0], b.shape[1]), dtype=td.float32)
+    for tm, tn in td.tile(a.shape[0], b.shape[1]):
+        out[tm, tn] = a[tm, :] @ b[:, tn]
+    return out
+
+
+def test_fp8_dots_take_k_of_at_least_32() -> None:
+    """sm_90's fp8 wgmma needs K >= 32: a K of 16 is widened with zero lanes (its Triton
+    compile failed), and a K loop's block starts at 32."""
+    pytest.importorskip("triton")
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((40, 16)).astype(E4M3), rng.standard_normal((16, 24)).astype(E4M3)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    td.testing.assert_close(fp8_short_k.run(a, b, backend="triton-interpret"), ref, np.float32)
+    (report,) = fp8_short_k.compile(a, b, arch="sm_90")
+    assert report.problem is None
+    space = fp8_matmul.config_space(a, b, backend="triton-interpret")
+    k_blocks = {c.block_sizes[2] for c in space.sample(40, seed=0)}
+    assert min(k_blocks) >= 32 and space.default().block_sizes[2] >= 32
+
+
 def test_block_scaled_matmul_on_a_spatial_preset_with_enough_dma_channels() -> None:
     """examples/block_scaled_matmul.py streams five tensors; the presets' PEs have 4 DMA
     channels (tests/backends/spatial/test_spatial.py DMA_BOUND), so this runs it on generic-8x8 with 8."""

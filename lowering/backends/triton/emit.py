@@ -34,7 +34,7 @@ from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (re
 from lowering.backends.triton import block_rules as _block_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES, PREPARE_RULES
-from lowering.backends.triton.widen import MMA_MIN, narrow, next_pow2, padded, widen
+from lowering.backends.triton.widen import mma_min, narrow, next_pow2, padded, widen
 from lowering.backends.triton.workarounds import breaks_thread_locality
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
@@ -603,7 +603,8 @@ class KernelEmitter(LoopEmission):
         rt = op.result.type
         assert isinstance(a, TileType) and isinstance(b, TileType) and isinstance(rt, TileType)
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        small = any(isinstance(d, int) and padded(d) < MMA_MIN for d in (m, k, n))
+        small = any(isinstance(d, int) and padded(d) < mma_min(a.dtype.bits, x)
+                    for x, d in zip("mkn", (m, k, n)))
         if any(d == 1 for d in (m, k, n)) or not tl_dot_takes(a.dtype) or \
                 (small and a.rank == 3):
             # A whole dimension of 1 (it broadcasts, so it is not padded) cannot feed tl.dot,
@@ -650,24 +651,25 @@ class KernelEmitter(LoopEmission):
         assert isinstance(a, TileType) and isinstance(b, TileType)
         dims = {"m": a.shape[0], "k": a.shape[1], "n": b.shape[1]}
         held = {x: self.block_expr(d) for x, d in dims.items()}
+        need = {x: mma_min(a.dtype.bits, x) for x in dims}
         small = {x: padded(d) for x, d in dims.items()
-                 if isinstance(d, int) and padded(d) < MMA_MIN}
-        wide = {x: str(MMA_MIN) if x in small else held[x] for x in dims}
+                 if isinstance(d, int) and padded(d) < need[x]}
+        wide = {x: str(need[x]) if x in small else held[x] for x in dims}
         lhs, rhs = args
         for axis, x in enumerate("mk"):
             if x in small:
                 shape = [wide["m"] if axis == 1 else held["m"], held["k"]]
-                lhs = widen(self, lhs, shape, axis, small[x], MMA_MIN, indent)
+                lhs = widen(self, lhs, shape, axis, small[x], need[x], indent)
         for axis, x in enumerate("kn"):
             if x in small:
                 shape = [wide["k"] if axis == 1 else held["k"], held["n"]]
-                rhs = widen(self, rhs, shape, axis, small[x], MMA_MIN, indent)
+                rhs = widen(self, rhs, shape, axis, small[x], need[x], indent)
         prod = self.namer.fresh("prod")
         self.emit(indent, f"{prod} = tl.dot({lhs}, {rhs}{extra})")
         for axis, x in enumerate("mn"):
             if x in small:
                 shape = [held["m"] if axis == 1 else wide["m"], wide["n"]]
-                prod = narrow(self, prod, shape, axis, MMA_MIN, small[x], indent)
+                prod = narrow(self, prod, shape, axis, need[x], small[x], indent)
         self.alias(op, prod)
 
     def reduce(self, op: Op, args: list[str], indent: int) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from lowering.backends.triton.cost import (EPILOGUE_MATH, estimate_us, gpu_for, heavy_epilogue,
                                            numel, shared_bytes, shared_tiles)
 from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
+from lowering.backends.triton.widen import MMA_MIN_K8, mma_min
 from tiledsl import dtypes
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
 from tiledsl.ir.core import Function, walk
@@ -41,10 +42,14 @@ ACC_WORDS = 128  # fp32 dot results per thread under the default (128x256 over 8
                  # at 128x256, 8 warps spilled 120 bytes per thread on sm_90, at 128x128 none
 
 
-def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType, TileType]]]:
+def _facts(fn: Function) -> tuple[list[TileType], dict[str, int],
+                                  list[tuple[TileType, TileType]]]:
     """The kernel's tiles (with the products of the dots that become a multiply and a sum),
-    the block symbols tl.dot sees, and the dots' operand types."""
-    tiles, dot_dims, dots = [], set(), []
+    the block symbols tl.dot sees with the least block each may have (widen.py `mma_min`),
+    and the dots' operand types."""
+    tiles: list[TileType] = []
+    dot_dims: dict[str, int] = {}
+    dots = []
     for op in walk(fn.body):
         for r in op.results:
             if isinstance(r.type, TileType):
@@ -54,7 +59,12 @@ def _facts(fn: Function) -> tuple[list[TileType], set[str], list[tuple[TileType,
             assert isinstance(a, TileType) and isinstance(b, TileType)
             dots.append((a, b))
             if tl_dot_takes(a.dtype):
-                dot_dims |= {d for d in a.shape + b.shape if isinstance(d, str)}
+                roles = [(None, d) for d in a.shape[:-2]] + \
+                    [("m", a.shape[-2]), ("k", a.shape[-1]), ("n", b.shape[-1])]
+                for role, d in roles:
+                    if isinstance(d, str):
+                        need = DOT_MIN if role is None else mma_min(a.dtype.bits, role)
+                        dot_dims[d] = max(dot_dims.get(d, 0), need)
             else:
                 tiles.append(_product_tile(a, b))
     return tiles, dot_dims, dots
@@ -363,11 +373,12 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
                                        "one program per SM, each walking many tiles"))
         space = space.with_redundancy(Constraint("tma-idle", _tma_idle(fn)))
     for sym, p in _block_params(space, symbols).items():  # dot dimensions start at the minimum
-        if sym in dot_dims and max(p.choices) < DOT_MIN:
+        least = dot_dims.get(sym)
+        if least is not None and max(p.choices) < least:
             # A dimension shorter than tl.dot's minimum (n=5 outputs): one masked block.
-            space = space.with_choices(p.name, (DOT_MIN,), DOT_MIN)
-        elif sym in dot_dims and p.default < DOT_MIN:
-            space = space.with_default(p.name, DOT_MIN)
+            space = space.with_choices(p.name, (least,), least)
+        elif least is not None and p.default < least:
+            space = space.with_default(p.name, least)
 
     # A search checks the whole product of the space (200,000 GEMM configs): what depends on
     # the block sizes alone is worked out once per block-size tuple.
@@ -377,8 +388,9 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
 
     @functools.cache
     def dot_min(sizes: tuple[int, ...]) -> str | None:
-        small = [s for s in dot_dims if blocks(sizes)[s] < DOT_MIN]
-        return f"tl.dot needs blocks >= {DOT_MIN}, got {small}" if small else None
+        small = [s for s in dot_dims if blocks(sizes)[s] < dot_dims[s]]
+        return f"tl.dot needs blocks >= {DOT_MIN} (K >= {MMA_MIN_K8} for 8-bit operands), " \
+            f"got {small}" if small else None
 
     @functools.cache
     def largest_tile(sizes: tuple[int, ...]) -> int:

@@ -2,7 +2,7 @@
 
 Triton's tiles are powers of two, so a constant dimension of d elements is held in
 `padded(d)` lanes (the extra lanes masked). `tl.dot` also needs every dimension to be at least
-16: the dot rule widens a smaller operand axis with zero lanes and narrows its result back
+16, and K at least 32 for 8-bit operands: the dot rule widens a smaller operand axis with zero lanes and narrows its result back
 (`widen`, `narrow`), using only joins, splits, permutes and reshapes, which move no data between
 threads.
 """
@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from lowering.backends.triton.emit import KernelEmitter
 
 MMA_MIN = 16  # tl.dot's smallest M, N and K
+MMA_MIN_K8 = 32  # its smallest K for 8-bit operands (fp8, int8): sm_90's wgmma takes K >= 32
+
+
+def mma_min(bits: int, axis: str) -> int:
+    """tl.dot's smallest extent of `axis` ("m", "n" or "k") for operands of `bits` bits."""
+    return MMA_MIN_K8 if axis == "k" and bits == 8 else MMA_MIN
 
 
 def next_pow2(n: int) -> int:
