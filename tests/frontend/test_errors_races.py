@@ -611,3 +611,38 @@ def test_int_arguments_of_racing_indices_are_traced_as_constants() -> None:
         rows_by_stride(x.copy(), 3, 7, 8)
     with pytest.raises(td.TraceError, match="may write elements that the load at line"):
         read_by_stride(x.copy(), 3)
+
+
+@td.tile_kernel
+def rows_per_program(x, programs: td.constexpr, rows: td.constexpr, reach: td.constexpr):
+    """Liger's backward kernels: program p doubles rows [p * rows, min(p * rows + reach, n)) in
+    place, in a `range` over runtime bounds."""
+    n = x.shape[0]
+    for p in td.grid(programs):
+        row_start = p * rows
+        for row in range(row_start, min(row_start + reach, n)):
+            x[row, :] = x[row, :] * 2.0
+
+
+@td.tile_kernel
+def halves_by_divmod(x, s: td.constexpr):
+    """Liger's mrope: program pid owns (pid // s, pid % s) and moves its second half onto its
+    first."""
+    for pid in td.grid(x.shape[0] * s):
+        b, t = pid // s, pid % s
+        d = td.arange(0, 4)
+        td.store(x, [b, t, d], td.load(x, [b, t, d + 4]))
+
+
+def test_programs_that_own_rows_by_counted_loops_or_divmod_pairs() -> None:
+    x = np.random.default_rng(1).standard_normal((10, 3)).astype(np.float32)
+    y = x.copy()
+    rows_per_program(y, 3, 4, 4)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(td.TraceError, match="may write elements that the load at line"):
+        rows_per_program(x.copy(), 3, 4, 5)  # each window reaches the next program's first row
+    z = np.arange(48, dtype=np.float32).reshape(2, 3, 8)
+    want = z.copy()
+    want[..., :4] = z[..., 4:]
+    halves_by_divmod(z, 3)
+    np.testing.assert_array_equal(z, want)

@@ -10,7 +10,7 @@ a runtime value.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -182,11 +182,26 @@ def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line
     def test(e: dict) -> TileValue:
         return e[counter] < stop if it.step > 0 else e[counter] > stop
 
-    hints = {counter: labels[0]} if labels and len(labels) == 1 else None  # the loop's name
-    attrs = {"tuning": it.tuning} if it.tuning else None  # td.range's keywords, for tl.range
-    out = while_loop(test, step, env, (*assigned, counter), line, hints, attrs)
+    label = labels[0] if labels and len(labels) == 1 else None
+    info = Counter(counter, label, start.value, stop.value, it.step, it.tuning)
+    out = while_loop(test, step, env, (*assigned, counter), line, info)
     out.pop(counter)
     return out
+
+
+@dataclass(frozen=True)
+class Counter:
+    """The counter of a `while` loop made from a counted loop (`_counted`): its hidden name, the
+    user's name for the loop (the counter's name in the IR), its bounds and step, and
+    `td.range`'s keywords (the op's `tuning` attribute, for Triton's `tl.range`). The race
+    check reads its bounds (`Tracer.counters`, separation.py)."""
+
+    name: str
+    label: str | None
+    start: Value
+    stop: Value
+    step: int
+    tuning: tuple = ()
 
 
 def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
@@ -347,8 +362,7 @@ _TRIPS_LIMIT = 1 << 16  # trips of a while loop on Python values, before it coun
 
 
 def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tuple[str, ...],
-               line: int, hints: dict[str, str] | None = None, attrs: dict | None = None
-               ) -> dict:
+               line: int, counter: Counter | None = None) -> dict:
     """A rewritten `while` statement: `test(env)` is its condition over the names the body
     binds, `body(env)` the body. On Python values it is Python's loop (unrolled while tracing);
     once the condition is a runtime scalar, a `while` op: each program runs its own trips,
@@ -358,8 +372,7 @@ def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tup
     for _ in range(_TRIPS_LIMIT):
         cond = test(env)
         if isinstance(cond, TileValue):
-            return _while_op(tr, test, body, env, assigned, Loc(tr.file, line), cond,
-                             hints or {}, attrs or {})
+            return _while_op(tr, test, body, env, assigned, Loc(tr.file, line), cond, counter)
         if not cond:
             return env
         env.update(body(env))
@@ -369,8 +382,8 @@ def while_loop(test: Callable[[dict], Any], body: Body, env: dict, assigned: tup
 
 
 def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
-              assigned: tuple[str, ...], loc: Loc, cond: TileValue, hints: dict[str, str],
-              attrs: dict) -> dict:
+              assigned: tuple[str, ...], loc: Loc, cond: TileValue, counter: Counter | None
+              ) -> dict:
     """The `while` op of a loop whose condition `cond` is a runtime value (see `while_loop`)."""
     go = _go(tr, cond, loc)
     carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
@@ -379,8 +392,7 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
         block, symbols = tr.blocks[-1], len(tr.symbols)
         start = len(block.ops)
         try:
-            results, out = _while_body(tr, test, body, env, carried, inits, go, loc, hints,
-                                       attrs)
+            results, out = _while_body(tr, test, body, env, carried, inits, go, loc, counter)
             break
         except _Mismatch as m:
             del block.ops[start:]
@@ -398,13 +410,17 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
 
 def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
                 carried: list[str], inits: dict[str, TileValue], go: TileValue, loc: Loc,
-                hints: dict[str, str], attrs: dict) -> tuple[list[Value], dict]:
+                counter: Counter | None) -> tuple[list[Value], dict]:
     """Trace the op: its region runs the body, then the condition on the values it leaves."""
+    hints = {counter.name: counter.label} if counter is not None and counter.label else {}
     args = [Value(inits[n].type, hints.get(n, n)) for n in carried]  # (IR names: hints)
     region = Block(args)
     results = [Value(inits[n].type, hints.get(n, n)) for n in carried]
+    attrs = {"tuning": counter.tuning} if counter is not None and counter.tuning else {}
     tr.blocks[-1].ops.append(Op("while", [go.value, *(inits[n].value for n in carried)], results,
-                                dict(attrs), [region], loc))
+                                attrs, [region], loc))
+    if counter is not None and counter.step > 0:  # its values lie in [start, stop)
+        tr.counters[args[carried.index(counter.name)]] = (counter.start, counter.stop)
     with tr.region(region, "loop"):
         inner = dict(env)
         inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})

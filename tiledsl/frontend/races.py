@@ -157,8 +157,8 @@ def _own_elements(progs: Programs, a: list, b: list) -> bool:
     gives them): for every grid dimension along which programs vary, both index some tensor
     dimension with the same expression (a block-1 tile and its `.begin` alike) and it separates
     that grid dimension (separation.py), so each program keeps to its own elements."""
-    same = [k for k, _, _ in a] == [k for k, _, _ in b]  # (a `// c`, `% c` pair: `jointly`)
-    pair = progs.jointly([x[2] for x in a if x[2] is not None]) if same else frozenset()
+    # a `// c`, `% c` pair (`jointly`) among the dimensions both index alike
+    pair = progs.jointly([x[2] for x, y in zip(a, b) if x[2] is not None and x[0] == y[0]])
     return all(d in pair or any(x[2] is not None and y[2] is not None and d in progs.separates(x[2])
                                 and progs.position_key(x[2]) == progs.position_key(y[2])
                                 for x, y in zip(a, b)) for d in progs.varying())

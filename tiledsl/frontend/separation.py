@@ -44,6 +44,7 @@ from tiledsl.frontend.tracer import Tracer
 ANY = frozenset({None})
 _NONE: frozenset = frozenset()
 _UNSET = object()
+COUNTER_EXTENT = 2**31 - 1  # a counted loop's counter, as a position: no bound known
 
 _INJECTIVE = ("neg", "cast", "broadcast", "expand_dims", "reshape", "transpose")  # 1 operand
 _TRUSTED = ("load", "atomic")  # values read from memory: an index tile's values are the user's
@@ -87,6 +88,8 @@ class Programs:
         elif v.owner is not None:
             op = v.owner
             out = ANY if op.regions else self._union(op.operands)
+        elif v in self.tr.counters:  # a counted loop's counter: from its bounds
+            out = self._union(list(self.tr.counters[v]))
         else:
             op = self._loop_of(v)
             out = self._union(op.operands[:len(op.operands) - len(loop_inits(op))]) \
@@ -104,8 +107,9 @@ class Programs:
             return hit
         self._value_deps[id(v)] = _NONE
         op = v.owner
-        if op is None:
-            out = _NONE if self._loop_of(v) is not None else self.depends(v)
+        if op is None:  # a loop's range or counter: a position, like the element's index
+            out = _NONE if self._loop_of(v) is not None or v in self.tr.counters \
+                else self.depends(v)
         elif op.name in ("tile.index", "tile.begin", "tile.id") and \
                 self._loop_of(op.operands[0]) is not None:
             out = _NONE
@@ -203,6 +207,9 @@ class Programs:
         if op is None:
             if isinstance(v.type, RangeType) and (v in self.axes or self._loop_of(v)):
                 return self._position("index", v) if self._disjoint_windows(v) else None
+            if v in self.tr.counters:  # the same in every program, or a position of its own
+                return {} if not self.depends(v) else \
+                    self._position("counter", v) if self._disjoint_windows(v) else None
             return None if self._carried(v) or not _scalar(v) else {}
         if not op.regions and self._invariant(v) and _scalar(_splatted(v)):
             return {}
@@ -238,10 +245,14 @@ class Programs:
         whose bounds are the same in every program (it depends on no grid dimension then), or
         one whose windows `[start, stop)` cannot meet (see the module's docstring)."""
         loop = self._loop_of(r)
-        if loop is None or not self.depends(r):
+        if r in self.tr.counters and self.depends(r):  # a counted loop's counter
+            loop = None
+        elif loop is None or not self.depends(r):
             return True
         numeric, self._numeric = self._numeric, False  # its positions must be independent
         try:
+            if loop is None:
+                return self._apart(*self.tr.counters[r])
             return self._windows_apart(loop, r)
         finally:
             self._numeric = numeric
@@ -255,17 +266,24 @@ class Programs:
         start, stop = loop_start(loop), loop_stop(loop)
         if start is None or stop is None:  # windows from 0 (or to the extent) all meet
             return False
+        return self._apart(start, stop)
+
+    def _apart(self, start: Value, stop: Value) -> bool:
+        """Whether the programs' windows `[start, stop)` cannot meet."""
         if self.loaded(start) and self.loaded(stop):  # a jagged segment: the offsets' contract
             return True
         if self._own_tile(start, stop):  # `td.tile(t.end, start=t.begin)` over a grid tile t
             return True
+        if stop.owner is not None and stop.owner.name == "minimum":  # a window cut short, as
+            return any(self._apart(start, s) for s in stop.owner.operands)  # min(s + c, n)
         (x, i), (y, j) = _offset(start), _offset(stop)
-        if self.key(x) != self.key(y) or j <= i:
-            return False
-        form = self.affine(x)
-        if not form or not _injective([(c, self._extents[p]) for p, c in form.items()]):
-            return False
-        return j - i <= math.gcd(*form.values())  # the closest two starts are that far apart
+        if self.key(x) == self.key(y) and j > i:
+            form = self.affine(x)
+            if form and _injective([(c, self._extents[p]) for p, c in form.items()]):
+                return j - i <= math.gcd(*form.values())  # the closest starts are that far apart
+        starts, stops = self._program_values(start), self._program_values(stop)
+        return starts is not None and stops is not None and \
+            _windows_disjoint(starts.ravel(), stops.ravel())  # Liger's rows per program
 
     def _own_tile(self, start: Value, stop: Value) -> bool:
         """Whether `[start, stop)` is `[t.begin, t.end)` of a tile `t` whose range separates
@@ -294,7 +312,7 @@ class Programs:
 
     def _position(self, kind: str, r: Value) -> dict[tuple, int]:
         x = (kind, id(r))
-        self._extents[x] = r.type.extent  # type: ignore[union-attr]
+        self._extents[x] = COUNTER_EXTENT if kind == "counter" else r.type.extent  # type: ignore[union-attr]
         self._sources[x] = r
         return {x: 1}
 
@@ -580,6 +598,15 @@ def _evaluate(op: Op, args: list[Any], progs: Programs, mesh: Any) -> Any:
             return None
         return _NUMPY_OPS[op.name](*args)
     return None
+
+
+def _windows_disjoint(starts: Any, stops: Any) -> bool:
+    """Whether the windows `[starts[p], stops[p])` of the programs that have any are disjoint:
+    `[p * R, min((p + 1) * R, n))`."""
+    kept = stops > starts
+    lo, hi = starts[kept], stops[kept]
+    order = np.argsort(lo, kind="stable")
+    return bool(np.all(hi[order][:-1] <= lo[order][1:]))
 
 
 def _injective(terms: list[tuple[int, int]]) -> bool:

@@ -29,6 +29,8 @@ class Tracer:
         self.tunables: dict[str, Any] = {}  # td.register_tunable: knob name -> its choices
         self.knobs: dict[str, Any] = {}  # the knob values this trace is for (tunables.py)
         self.jagged: dict[Value, Any] = {}  # td.jagged_tile's ranges -> their lengths (jagged.py)
+        # counted loops' counters (loops.py `Counter`) -> (start, stop): values in [start, stop)
+        self.counters: dict[Value, tuple[Value, Value]] = {}
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
 
     @property
