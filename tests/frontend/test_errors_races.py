@@ -646,3 +646,22 @@ def test_programs_that_own_rows_by_counted_loops_or_divmod_pairs() -> None:
     want[..., :4] = z[..., 4:]
     halves_by_divmod(z, 3)
     np.testing.assert_array_equal(z, want)
+
+
+@td.tile_kernel
+def store_at_a_carried_count(x, lens):
+    """Each program counts its row's length in a loop and stores at that count: programs with
+    equal lengths write one element (it passed unchecked)."""
+    out = td.zeros((8,), td.float32)
+    for r in td.grid(x.shape[0]):
+        i = 0
+        for _ in range(0, lens[r]):
+            i += 1
+        out[i] = x[r]
+    return out
+
+
+def test_a_store_index_carried_by_a_loop_is_refused() -> None:
+    with pytest.raises(td.TraceError, match="computed from a value that a loop carries") as e:
+        store_at_a_carried_count(np.arange(4, dtype=np.float32), np.full(4, 2, np.int32))
+    assert "out[i] = x[r]" in str(e.value)

@@ -38,8 +38,6 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     if mask is not None:
         progs.bound_lanes(mask)
     deps = frozenset().union(*(progs.depends(i) for i in indices))
-    if ANY <= deps:
-        return
     used = frozenset().union(*(progs.separates(i) for i in indices)) | progs.jointly(indices)
     missing = [a for a in progs.varying() if a not in used]
     if not missing:
@@ -51,6 +49,14 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     # with the int arguments of the indices and the mask as constants, trace again
     need_static_in([*indices, *([mask] if mask is not None else [])], tr.int_params)
     names = ", ".join(f"'{a.hint}'" for a in racing)
+    if ANY <= deps:  # a value carried around a loop, or out of an `if`
+        tr.fail(TraceError,
+                f"the index of this store to '{tensor}' is computed from a value that a loop "
+                "carries (or an `if` yields), which the race check cannot follow: two programs "
+                f"along grid dimension {names} might write the same elements",
+                hint="index with the loop's own counter or tile (for row in range(start, end): "
+                     "x[row * stride + cols] = ..., rather than carrying an offset and adding "
+                     "the stride each trip), or with the grid's tiles")
     if any(a in deps for a in racing):
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from grid dimension {names} "
