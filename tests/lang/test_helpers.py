@@ -102,3 +102,33 @@ def test_helpers_in_another_module(tmp_path: Path) -> None:
     err = info.value
     assert "an `if` on a tile" in err.message and err.kernel == "positive"
     assert err.loc is not None and Path(err.loc.file) == path and err.loc.line == 12
+
+
+def _compute_pid(tile_id, num_pid_in_group, num_pid_m, group_size_m):
+    """The persistent-matmul tutorial's helper: no loop, builtin `min` on runtime values."""
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * group_size_m
+    group_size_m = min(num_pid_m - first_pid_m, group_size_m)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@td.tile_kernel
+def swizzled_ids(x, num_pid_m, num_pid_n, group: td.constexpr):
+    out = td.empty((num_pid_m * num_pid_n, 2), td.int64)
+    for tile_id in td.grid(num_pid_m * num_pid_n):
+        pid_m, pid_n = _compute_pid(tile_id, group * num_pid_n, num_pid_m, group)
+        out[tile_id, 0] = pid_m
+        out[tile_id, 1] = pid_n
+    return out
+
+
+def test_builtin_min_in_a_helper_without_loops() -> None:
+    m, n, g = 5, 3, 2
+    want = []
+    for t in range(m * n):
+        first = t // (g * n) * g
+        size = min(m - first, g)
+        want.append((first + t % size, t % (g * n) // size))
+    np.testing.assert_array_equal(swizzled_ids(np.ones(1, np.float32), m, n, g), want)

@@ -5,7 +5,8 @@ Triton kernels keep their inner loops in `@triton.jit` helpers (the fused-attent
 tiledsl rewrites a kernel's `for` and `if` statements from its source (rewrite.py), so a helper
 needs the same rewrite: the kernel's rewrite turns each call, `f(...)` or `mod.f(...)`, into
 `_td_helper(f)(...)`, and `helper` (with the rewrite, which rewrite.py passes) gives back, for a Python function whose body has a `for`,
-`if` or `while` statement, its rewritten copy (built once per function; it calls its own
+`if` or `while` statement or a call (the builtins `min` and `max` on runtime values, as in the
+persistent-matmul tutorial's `_compute_pid`, and helpers of its own), its rewritten copy (built once per function; it calls its own
 helpers the same way). The rewrite keeps Python's meaning for Python values, so it leaves alone
 only what cannot gain from it: builtins, lambdas, generators, decorated functions (their source
 is not what runs), functions without source, and those of the standard library, of tiledsl and
@@ -91,8 +92,8 @@ def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
         return None
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
-            isinstance(n, (ast.For, ast.If, ast.While)) for n in ast.walk(fdef)):
-        return None
+            isinstance(n, (ast.For, ast.If, ast.While, ast.Call)) for n in ast.walk(fdef)):
+        return None  # (its calls too: `min(n - t, 8)`, or a helper with loops of its own)
     try:
         new = rewrite(fn, source, kernel=False)
     except TraceError:  # `global` in a loop: Python runs it as it is (tile loops refuse there)
