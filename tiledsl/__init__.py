@@ -11,6 +11,7 @@
 """
 
 from tiledsl.lang import host_stores as _host_stores  # noqa: F401 (host `x[...] = v`)
+from tiledsl.lang import host_reductions as _host_reductions  # noqa: F401 (host `x.sum(0)`)
 from tiledsl.lang import philox
 from tiledsl import testing as testing
 from tiledsl.interop.aot import LoadedKernel as LoadedKernel
@@ -105,8 +106,12 @@ from tiledsl.lang.torch_names import amax as amax
 from tiledsl.lang.torch_names import amin as amin
 from tiledsl.lang.torch_names import matmul as matmul
 from tiledsl.lang.torch_names import promote_types as promote_types
+from tiledsl.lang.torch_names import register_reduction_dim as register_reduction_dim
 from tiledsl.lang.torch_names import relu as relu
 from tiledsl.lang.torch_names import silu as silu
+from tiledsl.lang.torch_names import std as std
+from tiledsl.lang.torch_names import var as var
+from tiledsl.lang.torch_names import var_mean as var_mean
 from tiledsl.lang.mathlib import acos as acos
 from tiledsl.lang.mathlib import acosh as acosh
 from tiledsl.lang.mathlib import asin as asin

@@ -294,3 +294,33 @@ def first_columns(x):
     for tm, tn in td.tile(part.shape):
         out[tm, tn] = part[tm, tn]
     return out
+
+
+@td.tile_kernel
+def weight_grad(x, dy, w, programs: td.constexpr):
+    """Liger's layer-norm backward: each program sums its rows' dw into a partial row, then
+    host code reduces the partials, `_DW.sum(dim=0).to(W.dtype)`."""
+    m, n = x.shape
+    rows = -(-m // programs)
+    partial = td.zeros((programs, n), dtype=td.float32)
+    for p in td.grid(programs):
+        acc = td.zeros((n,), dtype=td.float32)
+        for t in td.tile(m, start=p * rows, stop=td.minimum((p + 1) * rows, m)):
+            acc += td.sum(x[t, :].to(td.float32) * dy[t, :].to(td.float32), axis=0)
+        partial[p, :] = acc
+    return partial.sum(dim=0).to(w.dtype), partial.amax(1), x.mean(), partial.amin(0, True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_host_reductions_and_casts_of_tensors(backend: str) -> None:
+    rng = np.random.default_rng(13)
+    x, dy = (rng.standard_normal((9, 5)).astype(np.float16) for _ in range(2))
+    w = np.ones(5, np.float16)
+    partial = np.stack([(x[3 * p:3 * p + 3].astype(np.float64) * dy[3 * p:3 * p + 3]).sum(0)
+                        for p in range(4)])  # rows of 9 in chunks of 3: the last is empty
+    for _, (dw, top, mean, low) in under_configs(weight_grad, (x, dy, w, 4), backend, samples=1):
+        assert dw.dtype == np.float16 and mean.shape == (1,) and low.shape == (1, 5)
+        td.testing.assert_close(dw, partial.sum(0), np.float16)
+        td.testing.assert_close(top, partial.max(1), np.float32)
+        td.testing.assert_close(mean, np.array([x.astype(np.float64).mean()]), np.float32)
+        td.testing.assert_close(low, partial.min(0, keepdims=True), np.float32)

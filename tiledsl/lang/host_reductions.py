@@ -1,0 +1,119 @@
+"""Reductions and casts of whole tensors in host code, as torch writes them after a kernel's
+grid: `dw = _dw.sum(dim=0).to(w.dtype)` (Liger's layer-norm backward sums the per-program
+partial rows) or `grad_weight.sum(0)` (Helion's rms_norm_bwd).
+
+Each is a grid of its own, traced as the user would write it: `x.sum(dim=d)` is a grid of
+tiles over the other dimensions, each looping over tiles of dimension d and accumulating
+`td.sum(x[...], axis=d)` (in float32 for 16-bit floats, as `td.sum` does), into a new tensor;
+`x.to(dtype)` is a grid that copies x into a new tensor of that dtype. `mean`, `amax` and
+`amin` are the same as `sum`. The block sizes are tunable as any grid's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.errors import TraceError, user_loc
+from tiledsl.frontend.loops import loop
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, as_dtype, binary, cast, no_math, reduce
+from tiledsl.lang.language import empty, full, grid, tile
+
+_KINDS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min"}  # the per-tile reduction
+_COMBINE = {"sum": "add", "mean": "add", "amax": "maximum", "amin": "minimum"}
+
+
+def _line() -> int:
+    loc = user_loc()
+    return loc.line if loc is not None else 0
+
+
+def _reduction(kind: str) -> Any:
+    def method(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+               axis: Any = None, keepdims: bool | None = None) -> Tensor:
+        if current().depth != "host":
+            no_math(self, f"{self.name}[tm, :].{kind}(dim=1)")
+        return _reduce(self, kind, axis if dim is None else dim,
+                       keepdim if keepdims is None else keepdims, dtype)
+    method.__name__ = method.__qualname__ = kind
+    method.__doc__ = f"torch's `x.{kind}(dim, keepdim)` in host code: a grid that reduces x."
+    return method
+
+
+def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor:
+    tr = current(f"{t.name}.{kind}()")
+    if dim is None:  # every element: a flat view, reduced along its one dimension
+        flat = t.reshape(-1)  # type: ignore[attr-defined]
+        out = _reduce(flat, kind, 0, False, dtype)
+        return out.reshape((1,) * t.ndim) if keepdim else out  # type: ignore[attr-defined]
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or \
+            not -t.ndim <= dim < t.ndim:
+        tr.fail(TraceError, f"{t.name}.{kind}(): dim must be one axis of the tensor's "
+                f"{t.ndim}, got {dim!r}", hint="reduce one dimension per call")
+    d = int(dim) % t.ndim
+    accumulate = dtypes.float32 if t.dtype.short in ("f16", "bf16") else t.dtype
+    result = accumulate if dtype is None else as_dtype(dtype, f"{t.name}.{kind}")
+    if kind == "mean" and not result.is_float:
+        tr.fail(TraceError, f"{t.name}.mean(): the mean of a {t.dtype} tensor",
+                hint="cast first: x.to(td.float32).mean(dim)")
+    rest = [n for i, n in enumerate(t.shape) if i != d]
+    out = empty(tuple(rest) or (1,), result)
+
+    def body(tiles: Any, env: dict) -> dict:
+        outer = list(tiles) if isinstance(tiles, tuple) else [tiles]
+        first = full(tuple(outer) or (1,), _start(kind, accumulate), accumulate)
+
+        def step(inner: Any, e: dict) -> dict:
+            part = cast(t[tuple(outer[:d] + [inner] + outer[d:])], accumulate)
+            v = reduce(_KINDS[kind], part, d, False)
+            return {"acc": binary(_COMBINE[kind], e["acc"], v)}
+        acc = loop(tile(t.shape[d]), step, {"acc": first}, ("acc",), None, _line())["acc"]
+        if kind == "mean":
+            acc = acc / t.shape[d]
+        out[tuple(outer) if outer else (slice(None),)] = cast(acc, result)
+        return {}
+
+    if rest:
+        loop(tile(*rest), body, {}, (), None, _line())
+    else:  # a 1-D tensor: one program
+        loop(grid(1), lambda _p, env: body((), env), {}, (), None, _line())
+    if keepdim:
+        return out.reshape(t.shape[:d] + (1,) + t.shape[d + 1:])  # type: ignore[attr-defined]
+    return out
+
+
+def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
+    """torch's `x.to(dtype)` in host code: a grid that copies x into a new tensor of `dtype`
+    (the tensor itself when it has that dtype, as torch returns it). Inside the loops, load a
+    tile first (`x[t].to(dtype)`)."""
+    tr = current(f"{t.name}.to()")
+    if tr.depth != "host":
+        no_math(t, f"{t.name}[tm, :].to(dtype)")
+    target = as_dtype(dtype if dtype is not None else torch.get("dtype"), f"{t.name}.to")
+    if target == t.dtype:
+        return t
+    out = empty(t.shape, target)
+
+    def body(tiles: Any, env: dict) -> dict:
+        out[tiles] = cast(t[tiles], target)
+        return {}
+    loop(tile(*t.shape), body, {}, (), None, _line())
+    return out
+
+
+def _start(kind: str, dtype: Any) -> Any:
+    """The accumulator's first value: the reduction's identity."""
+    if kind in ("sum", "mean"):
+        return 0
+    if dtype.is_float:
+        return -np.inf if kind == "amax" else np.inf
+    info = np.iinfo(np.dtype(dtype.name))
+    return info.min if kind == "amax" else info.max
+
+
+for _kind in ("sum", "mean", "amax", "amin"):
+    setattr(Tensor, _kind, _reduction(_kind))
+Tensor.to = tensor_to  # type: ignore[attr-defined]
