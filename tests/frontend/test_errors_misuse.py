@@ -592,6 +592,22 @@ UNINDEXED = [
 ]
 
 
+@td.tile_kernel
+def wrap_in_host_code(idx, x):
+    wrapped = td.where(idx < 0, idx + x.shape[0], idx)  # <- here
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[wrapped[t]]
+    return out
+
+
+def test_whole_tensor_math_in_host_code_says_to_load_first() -> None:
+    """Helion's gather_gemv wraps negative indices with torch in its host code."""
+    err = trace_error(td.TraceError, wrap_in_host_code, np.zeros(8, np.int64), f32(8))
+    assert "in host code a tensor is memory, not a value" in msg(err)
+    assert "inside the tile loop" in err.hint
+
+
 @pytest.mark.parametrize("kernel", UNINDEXED)
 def test_arithmetic_on_unindexed_tensor(kernel: td.TileKernel) -> None:
     args = (f32(8, 6), f32(6, 5)) if kernel is matmul_unindexed else (f32(8),)

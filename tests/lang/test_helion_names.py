@@ -52,3 +52,55 @@ def bad_specialize(x):
         n = td.specialize(td.sum(x[t, 0]))
         out[t, :] = x[t, :] * n
     return out
+
+
+@td.tile_kernel
+def normalized_rows(x):
+    """Helion's matmul_layernorm and rms_norm_bwd spellings: `register_reduction_dim`,
+    `torch.var_mean(..., correction=0)`, `x.new_empty`, `x.new_zeros`."""
+    m = x.shape[0]
+    n = td.register_reduction_dim(x.size(1))
+    out = x.new_empty([m, n])
+    stats = x.new_zeros((m, 3), dtype=td.float32)
+    for tile_m in td.tile(m):
+        row = x[tile_m, :].to(td.float32)
+        var, mean = td.var_mean(row, dim=-1, keepdim=True, correction=0)
+        out[tile_m, :] = (row - mean) * td.rsqrt(var + 1e-5)
+        stats[tile_m, 0] = row.var(dim=-1)
+        stats[tile_m, 1] = row.std(dim=1, correction=0)
+        stats[tile_m, 2] = mean.reshape(tile_m)
+    return out, stats
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_torch_statistics_and_new_tensors(backend: str) -> None:
+    x = np.random.default_rng(9).standard_normal((11, 7)).astype(np.float32)
+    out, stats = normalized_rows.run(x, backend=backend)
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(1, keepdims=True), x64.var(1, keepdims=True)
+    td.testing.assert_close(out, (x64 - mean) / np.sqrt(var + 1e-5), np.float32)
+    td.testing.assert_close(stats, np.stack([x64.var(1, ddof=1), x64.std(1), mean[:, 0]], 1),
+                            np.float32)
+
+
+@td.tile_kernel
+def block_sums(x):
+    """Helion's rms_norm_bwd: `hl.tile(mb_cta.begin, mb_cta.end)` walks the rows of the
+    enclosing tile (tiledsl's `td.tile(t.end, start=t.begin)`)."""
+    m, n = x.shape
+    out = td.zeros((m,), td.float32)
+    for mb_cta in td.tile(m):
+        acc = td.zeros((n,), td.float32)
+        for mb in td.tile(mb_cta.begin, mb_cta.end):
+            acc += td.sum(x[mb, :], axis=0)
+        out[mb_cta] = td.zeros((mb_cta,), td.float32) + td.sum(acc)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_tile_over_an_enclosing_tiles_span(backend: str) -> None:
+    x = np.random.default_rng(12).standard_normal((21, 5)).astype(np.float32)
+    for config, out in under_configs(block_sums, (x,), backend, samples=1):
+        b = config.block_sizes[0]
+        sums = [x[i:i + b].astype(np.float64).sum() for i in range(0, 21, b)]
+        td.testing.assert_close(out, np.repeat(sums, b)[:21], np.float32)

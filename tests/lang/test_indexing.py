@@ -138,3 +138,20 @@ def test_scalar_bounds_masks_compile_for_hopper(case: str) -> None:
     kernel, args, _ = CASES[case]
     (report,) = kernel.compile(*args, arch="sm_90")
     assert report.problem is None
+
+
+@td.tile_kernel
+def weighted_rows(x, w):
+    """Helion's rms_norm_bwd: `weight[None, :]` on a tensor (a load, then an axis of 1)."""
+    out = td.empty_like(x)
+    for tm in td.tile(x.shape[0]):
+        out[tm, :] = x[tm, :] * w[None, :] + w[..., None].T + x[tm, None, 0].reshape(tm, 1)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_none_in_a_tensor_index_adds_an_axis(backend: str) -> None:
+    x = np.random.default_rng(10).standard_normal((5, 3)).astype(np.float32)
+    w = np.random.default_rng(11).standard_normal(3).astype(np.float32)
+    want = x * w[None, :] + w[None, :] + x[:, None, 0]
+    td.testing.assert_close(weighted_rows.run(x, w, backend=backend), want, np.float32)

@@ -295,6 +295,9 @@ class Tensor:
     def __getitem__(self, idx: Any) -> Any:
         if current().depth == "host":
             return self.host_index(idx)
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        if any(it is None for it in items):  # `w[None, :]`: the load, with new axes of 1
+            return _with_new_axes(self, items)
         return self.load(idx)
 
     def __setitem__(self, idx: Any, value: Any) -> None:
@@ -479,6 +482,29 @@ def _slice(tr: Tracer, t: Tensor, d: int, it: slice, extent: int) -> Slice | Non
     return None if part == Slice(0, extent, 1) else part
 
 
+def _with_new_axes(t: Tensor, items: list[Any]) -> TileValue:
+    """`t[items]` where some items are None: the load of the others, then an axis of 1 where
+    each None stands, as NumPy's basic indexing places it (ints drop their dimension)."""
+    if items.count(Ellipsis) == 1:
+        at = items.index(Ellipsis)
+        real = sum(it is not None and it is not Ellipsis for it in items)
+        items = items[:at] + [slice(None)] * max(t.ndim - real, 0) + items[at + 1:]
+    kept = [it for it in items if it is not None]
+    if any(isinstance(it, TileValue) and it.shape != () for it in kept):
+        current().fail(TraceError, f"tensor '{t.name}' is indexed with None and an index tile "
+                       "(a gather)", hint="gather first, then add the axis: v = x[idx]; "
+                       "v[None, :]")
+    v = t.load(tuple(kept))
+    axis = 0
+    for it in items + [slice(None)] * (t.ndim - len(kept)):
+        if it is None:
+            v = v.unsqueeze(axis)  # type: ignore[attr-defined]
+            axis += 1
+        elif isinstance(it, (slice, Tile, ShiftedTile)):
+            axis += 1
+    return v
+
+
 def no_math(t: Tensor, example: str) -> NoReturn:
     """Fail on arithmetic with tensor `t`, which must be indexed first. Indexed in host code
     (`x[0]`, lang/views.py) it is a view of the tensor, not its elements: say so."""
@@ -491,6 +517,11 @@ def no_math(t: Tensor, example: str) -> NoReturn:
                        f"indexed in host code{where}, before the tile loops, it is a view of the "
                        "tensor, not its elements",
                        hint="read the elements inside a td.tile/td.grid loop, where x[0] is a load")
+    if current().depth == "host":  # torch's whole-tensor math in host code (Helion's wrapper)
+        current().fail(TraceError, f"tensor '{t.name}' must be indexed before computing with "
+                       "it: in host code a tensor is memory, not a value",
+                       hint=f"compute inside the tile loop on what you load: for t in "
+                            f"td.tile(n): v = {t.name}[t]; ... td.where(v < 0, v + n, v) ...")
     current().fail(TraceError, f"tensor '{t.name}' must be indexed before computing with it",
                    hint=f"load a tile first, e.g. {example}")
 

@@ -135,6 +135,9 @@ def tile(*sizes: int | TileValue,
     """
     tr = current("td.tile()")
     sizes, seq = _unpack(sizes)
+    if len(sizes) == 2 and not seq and start is None and stop is None and \
+            _begin_end(*sizes):  # Helion's `hl.tile(t.begin, t.end)`: that tile's span
+        return tile(sizes[1], block_size=block_size, start=sizes[0])
     runtime = [v for v in (*sizes, stop, start) if isinstance(v, TileValue)]
     for v in (*sizes, block_size) if tr.depth == "host" else (block_size,):
         need_static(v)  # int arguments as the grid's sizes or as a block size
@@ -184,6 +187,19 @@ def tile(*sizes: int | TileValue,
     return TileRange(ns, tuple(None if b is None else tile_block(b, n) if isinstance(b, BlockSize)
                                else int(b) for b, n in zip(blocks, ns)), "tile", user_loc(),
                      stop, start, call_site(), seq=seq)
+
+
+def _begin_end(a: Any, b: Any) -> bool:
+    """Whether `a` and `b` are `t.begin` and `t.end` (`t.begin + t.size`) of one tile `t`."""
+    if not isinstance(a, TileValue) or not isinstance(b, TileValue):
+        return False
+    first, end = a.value.owner, b.value.owner
+    if first is None or first.name != "tile.begin" or end is None or end.name != "add":
+        return False
+    begin, size = (o.owner for o in end.operands)
+    return begin is not None and size is not None and begin.name == "tile.begin" and \
+        size.name == "tile.size" and \
+        begin.operands[0] is size.operands[0] is first.operands[0]
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,11 @@ them: of a tensor (in host code, a new tensor of its shape and dtype) or of a ti
 (inside the tile loops, a tile of its shape and dtype). `dtype=` overrides the dtype.
 
 `td.empty_like` of a tile value is a tile of zeros: a tile has no memory to leave unwritten.
+
+torch's methods `x.new_empty(shape)`, `x.new_zeros`, `x.new_ones` and `x.new_full(shape, v)`
+make a tensor of another shape with x's dtype (Helion's `rms_norm_bwd`); `device=` and torch's
+other placement keywords are accepted and left to the launch (outputs live on the inputs'
+device).
 """
 
 from __future__ import annotations
@@ -52,5 +57,34 @@ def empty_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
     """A new output tensor of x's shape and dtype (`np.empty_like`); of a tile value, zeros."""
     return _like(x, None, dtype, "empty_like")
 
+
+_PLACEMENT = frozenset({"device", "layout", "pin_memory", "requires_grad", "memory_format"})
+
+
+def _new(what: str, value: Any) -> Any:
+    def method(self: Tensor, *size: Any, dtype: Any = None, **placement: Any) -> Tensor:
+        tr = current(f"{self.name}.{what}()")
+        unknown = sorted(set(placement) - _PLACEMENT)
+        if unknown:
+            tr.fail(TraceError, f"{self.name}.{what}() got an unexpected keyword argument "
+                    f"{unknown[0]!r}")
+        shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+        d = self.dtype if dtype is None else dtype
+        return empty(shape, d) if value is None else full(shape, value, d, what=what)
+    method.__name__ = method.__qualname__ = what
+    method.__doc__ = f"torch's `x.{what}(shape)`: a new tensor of x's dtype (`dtype=` another)."
+    return method
+
+
+def _new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
+              **placement: Any) -> Tensor:
+    """torch's `x.new_full(shape, fill_value)`."""
+    return _new("new_full", fill_value)(self, size, dtype=dtype, **placement)
+
+
+Tensor.new_empty = _new("new_empty", None)  # type: ignore[attr-defined]
+Tensor.new_zeros = _new("new_zeros", 0)  # type: ignore[attr-defined]
+Tensor.new_ones = _new("new_ones", 1)  # type: ignore[attr-defined]
+Tensor.new_full = _new_full  # type: ignore[attr-defined]
 
 __all__ = ["empty_like", "full_like", "ones_like", "zeros_like"]

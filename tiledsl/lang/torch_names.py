@@ -2,7 +2,9 @@
 torch, Helion or Triton keeps its spelling: `td.relu`, `td.silu`, `td.matmul`, `td.addmm`,
 `td.promote_types`; on tile values `v.cast(dtype)` (Triton's `.to`),
 `v.masked_fill(mask, value)`, `v.amax(dim)` and `v.amin(dim)` (and `td.amax`, `td.amin`),
-`v.float()`, `v.half()`, `v.bfloat16()`, `v.double()`, `v.int()`, `v.long()`, `v.bool()`; on tensors `x.numel()` and
+`v.float()`, `v.half()`, `v.bfloat16()`, `v.double()`, `v.int()`, `v.long()`, `v.bool()`,
+`td.var_mean`, `td.var` and `td.std` (also as methods, with `correction=`), Helion's
+`td.register_reduction_dim`; on tensors `x.numel()` and
 `x.size(d)` / `x.size()` (while `x.size`, as NumPy's attribute, stays the element count). Each is a composition of existing
 ops: none adds an op to the IR.
 """
@@ -143,6 +145,50 @@ def amin(x: Any, dim: Any = None, keepdim: bool = False) -> TileValue:
     return to_value(x).min(dim, keepdim)
 
 
+def var_mean(x: Any, dim: Any = None, *, correction: int = 1, keepdim: bool = False,
+             unbiased: bool | None = None) -> tuple[TileValue, TileValue]:
+    """`torch.var_mean(x, dim, correction=, keepdim=)`: the variance over `dim`, divided by
+    n - correction (Bessel's 1 by default; Helion's layer norms pass 0), and the mean. A
+    correction needs the reduced axes' sizes: constant ones (a tile's is known at run time)."""
+    tr = current("td.var_mean()")
+    v = to_value(x)
+    if unbiased is not None:
+        correction = int(unbiased)
+    centered = v - v.mean(dim, True)
+    var = (centered * centered).mean(dim, keepdim)
+    if correction:
+        axes = range(v.ndim) if dim is None else [d % v.ndim for d in (
+            dim if isinstance(dim, (tuple, list)) else (dim,))]
+        sizes = [v.shape[a] for a in axes]
+        if not all(isinstance(n, int) for n in sizes):
+            tr.fail(ShapeError, f"td.var_mean: correction={correction} over a tile's axis, "
+                    "whose size is known when the kernel runs",
+                    hint="pass correction=0 (as Helion's layer norms do), or reduce over "
+                         "axes of a constant size")
+        n = prod(sizes)  # type: ignore[arg-type]
+        var = var * (n / (n - correction)) if n > correction else var * float("nan")
+    return var, v.mean(dim, keepdim)
+
+
+def var(x: Any, dim: Any = None, *, correction: int = 1, keepdim: bool = False,
+        unbiased: bool | None = None) -> TileValue:
+    """`torch.var`: see `var_mean`."""
+    return var_mean(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)[0]
+
+
+def std(x: Any, dim: Any = None, *, correction: int = 1, keepdim: bool = False,
+        unbiased: bool | None = None) -> TileValue:
+    """`torch.std`: the square root of `var`."""
+    return unary("sqrt", var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+
+
+def register_reduction_dim(size: Any) -> Any:
+    """Helion's `hl.register_reduction_dim(n)`: a dimension a tile takes whole, here `n` itself
+    (a tile over it is `:` or a shape entry, as `td.zeros((tm, n))`)."""
+    current("td.register_reduction_dim()")
+    return size
+
+
 def _converter(dtype: DType) -> Any:
     """torch's `v.float()`, `v.half()`, ...: `v.to(dtype)`."""
     def convert(self: TileValue) -> TileValue:
@@ -165,6 +211,8 @@ TileValue.cast = _cast  # type: ignore[attr-defined]
 TileValue.masked_fill = _masked_fill  # type: ignore[attr-defined]
 TileValue.amax = _amax  # type: ignore[attr-defined]
 TileValue.amin = _amin  # type: ignore[attr-defined]
+TileValue.var = var  # type: ignore[attr-defined]
+TileValue.std = std  # type: ignore[attr-defined]
 for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
                       ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
                       ("int", dtypes.int32), ("long", dtypes.int64), ("bool", dtypes.bool_)):
@@ -172,4 +220,5 @@ for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
 
-__all__ = ["addmm", "amax", "amin", "matmul", "promote_types", "relu", "silu"]
+__all__ = ["addmm", "amax", "amin", "matmul", "promote_types", "register_reduction_dim", "relu",
+           "silu", "std", "var", "var_mean"]
