@@ -665,3 +665,30 @@ def test_a_store_index_carried_by_a_loop_is_refused() -> None:
     with pytest.raises(td.TraceError, match="computed from a value that a loop carries") as e:
         store_at_a_carried_count(np.arange(4, dtype=np.float32), np.full(4, 2, np.int32))
     assert "out[i] = x[r]" in str(e.value)
+
+
+@td.tile_kernel
+def bumped_rows(x, stride, rows: td.constexpr, reach: td.constexpr, programs: td.constexpr):
+    """Liger's pointer bumps: a program's offset starts at its first row and steps by a
+    runtime stride each trip of a loop over its rows, doubling them in place."""
+    flat = x.view(-1)
+    for p in td.grid(programs):
+        row_start = p * rows
+        off = row_start * stride
+        cols = td.arange(0, 8)
+        for _ in range(row_start, td.minimum(row_start + reach, x.shape[0])):
+            v = td.load(flat, [off + cols], mask=cols < x.shape[1])
+            td.store(flat, [off + cols], v * 2, mask=cols < x.shape[1])
+            off += stride
+
+
+def test_offsets_a_loop_steps_are_followed() -> None:
+    """The check waits for the loop's body, then follows `off` as `stride * row`: rows 4 per
+    program are apart, rows that reach into the next program's are refused at the store."""
+    x = np.random.default_rng(2).standard_normal((10, 5)).astype(np.float32)
+    y = x.copy()
+    bumped_rows(y, 5, 4, 4, 3)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(td.TraceError, match="can give two of its programs the same") as e:
+        bumped_rows(x.copy(), 5, 4, 5, 3)
+    assert "td.store(flat, [off + cols]" in str(e.value)  # the store's line

@@ -419,8 +419,10 @@ def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
     attrs = {"tuning": counter.tuning} if counter is not None and counter.tuning else {}
     tr.blocks[-1].ops.append(Op("while", [go.value, *(inits[n].value for n in carried)], results,
                                 attrs, [region], loc))
-    if counter is not None and counter.step > 0:  # its values lie in [start, stop)
+    counted = counter is not None and counter.step > 0
+    if counted:  # its values lie in [start, stop)
         tr.counters[args[carried.index(counter.name)]] = (counter.start, counter.stop)
+        tr.deferred.append([])
     with tr.region(region, "loop"):
         inner = dict(env)
         inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
@@ -435,7 +437,38 @@ def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
         again = test(after)
         again = _go(tr, again if isinstance(again, TileValue) else to_value(bool(again)), loc)
         tr.emit("yield", [again.value, *yielded], loc=loc)
+        if counted:
+            assert counter is not None
+            _inductions(tr, region, [inits[n].value for n in carried],
+                        args[carried.index(counter.name)], counter.step)
+            for check in tr.deferred.pop():  # the race checks that wait for those steps
+                check()
     return results, out
+
+
+def _inductions(tr: Tracer, region: Block, firsts: list[Value], counter: Value,
+                step: int) -> None:
+    """Record the values the loop carries that step by a fixed amount each trip (`off +=
+    stride`, the port of a Triton pointer bump): `v = first + amount * trips`, where the
+    counter is `start + step * trips` (separation.py follows them)."""
+    yielded = region.ops[-1].operands[1:]
+    inside = {id(r) for op in region.ops for r in op.results}
+    for arg, first, nxt in zip(region.args, firsts, yielded):
+        op = nxt.owner
+        if arg is counter or op is None or op.name != "add" or arg not in op.operands:
+            continue
+        amount = op.operands[1] if op.operands[0] is arg else op.operands[0]
+        if _fixed(amount, inside):
+            tr.inductions[arg] = (first, amount, counter, step)
+
+
+def _fixed(v: Value, inside: set[int]) -> bool:
+    """Whether `v` is the same on every trip: made before the loop, or a constant (cast)."""
+    while v.owner is not None and v.owner.name == "cast":
+        v = v.owner.operands[0]
+    return id(v) not in inside or (v.owner is not None and v.owner.name == "const")
+
+
 
 
 def _go(tr: Tracer, cond: TileValue, loc: Loc) -> TileValue:

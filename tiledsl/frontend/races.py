@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiledsl.errors import TraceError
+from tiledsl.errors import Loc, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
@@ -28,10 +28,13 @@ from tiledsl.frontend.tracer import Tracer
 
 
 def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
-                mask: Value | None = None) -> None:
+                mask: Value | None = None, later: Loc | None = None) -> None:
     """Fail when a store inside the grid races between programs (see the module's docstring):
     its indices must separate every grid dimension (separation.py) the value depends on. A
-    `mask` of `td.arange` lanes below constants narrows those lanes (a padded block)."""
+    `mask` of `td.arange` lanes below constants narrows those lanes (a padded block). Inside
+    a counted loop, an index from a value the loop carries is checked again when the loop's
+    body is traced (`later`: the store's line), once its step each trip is known
+    (`Tracer.inductions`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     progs = Programs(tr)
@@ -49,14 +52,21 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     # with the int arguments of the indices and the mask as constants, trace again
     need_static_in([*indices, *([mask] if mask is not None else [])], tr.int_params)
     names = ", ".join(f"'{a.hint}'" for a in racing)
-    if ANY <= deps:  # a value carried around a loop, or out of an `if`
+    if ANY <= deps and later is None and tr.deferred:  # wait for the loop's steps (loops.py)
+        where = user_loc()
+        tr.deferred[-1].append(lambda: check_store(tr, tensor, indices, value, mask, where))
+        return
+    if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
+        need_static_in([amount for first, amount, _, _ in tr.inductions.values()],
+                       tr.int_params)  # the steps' int arguments as constants, then again
+    if ANY <= deps:
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from a value that a loop "
                 "carries (or an `if` yields), which the race check cannot follow: two programs "
                 f"along grid dimension {names} might write the same elements",
                 hint="index with the loop's own counter or tile (for row in range(start, end): "
-                     "x[row * stride + cols] = ..., rather than carrying an offset and adding "
-                     "the stride each trip), or with the grid's tiles")
+                     "x[row * stride + cols] = ...), or step the carried offset by a constant "
+                     "in a loop over runtime bounds (off += stride)", loc=later)
     if any(a in deps for a in racing):
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from grid dimension {names} "
@@ -66,14 +76,15 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 "order the programs run in",
                 hint="index with the tile itself or its `t.id` / `t.begin` (out[t.id] = ...), "
                      "combine the values with an atomic (td.atomic_add(out, [i], v)), or write "
-                     "each program's part to a separate output and reduce it in a second grid")
+                     "each program's part to a separate output and reduce it in a second grid",
+                loc=later)
     tr.fail(TraceError,
             f"this store to '{tensor}' does not use grid dimension {names}: every program along "
             f"it writes the same elements of '{tensor}' with different values, so the result "
             "would depend on the block sizes and on the order the programs run in",
             hint="index the store with that tile, or make it a nested (sequential) loop and "
                  "combine across it, e.g. `for tm in td.tile(m): acc = ...; for tn in "
-                 "td.tile(n): acc += ...`")
+                 "td.tile(n): acc += ...`", loc=later)
 
 
 # ---- overlapping stores ---------------------------------------------------------------------
@@ -216,10 +227,12 @@ def _static_retry(tr: Tracer, indices: list[Value], mask: Value | None, op: Op) 
 
 
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
-                  atomic: bool = False, mask: Value | None = None) -> None:
+                  atomic: bool = False, mask: Value | None = None, later: Loc | None = None
+                  ) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
     element in two programs (see above). Atomics (`atomic`) combine with each other in any
-    order, but not with a store."""
+    order, but not with a store. Inside a counted loop, checked again later, as
+    `check_read_write`."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     shape = tensor.type.shape
@@ -241,12 +254,17 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         elif _apart_views(progs, (tensor.value, new), (op.operands[0], op.operands[1:-1], op)):
             continue
         _static_retry(tr, indices, mask, op)
+        if later is None and tr.deferred:
+            where = user_loc()
+            tr.deferred[-1].append(lambda: check_overlap(tr, tensor, indices, attrs, atomic,
+                                                         mask, where))
+            return
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
                 f"this {this} to '{tensor.name}' may write elements that the {that} at {line} "
                 "writes too: grid programs (and the threads of one program) run in parallel, so "
-                "which value lands would not be defined",
+                "which value lands would not be defined", loc=later,
                 hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "
                      "out[tm, n1:] = b), or combine the values before one store")
 
@@ -323,10 +341,13 @@ def _moved(entry: tuple, start: int, step: int) -> tuple:
 
 
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
-                     writing: bool, mask: Value | None = None) -> None:
+                     writing: bool, mask: Value | None = None, later: Loc | None = None
+                     ) -> None:
     """Fail when this load of `tensor` (or store to it, `writing`) and a store (or load) traced
     earlier in the same grid may touch an element in two different programs (see above). Two
-    accesses under one `mask` of `td.arange` lanes below constants count those lanes only."""
+    accesses under one `mask` of `td.arange` lanes below constants count those lanes only.
+    Inside a counted loop, a failing pair is checked again (`later`, the access's line) once
+    the loop's body is traced, with its carried values' steps known (`Tracer.inductions`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
     base, other = root(tensor.value), "load" if writing else "store"
@@ -338,21 +359,26 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     for op in ops:
         progs = _under_masks(tr, shared, mask, _mask_of(op))
         this = mine if progs is shared else _access(progs, tensor.type.shape, indices, attrs)
-        indices = op.operands[1:] if writing else op.operands[1:-1]
+        theirs = op.operands[1:] if writing else op.operands[1:-1]
         if op.operands[0] is tensor.value:
-            that = _access(progs, tensor.type.shape, indices, op.attrs)
+            that = _access(progs, tensor.type.shape, theirs, op.attrs)
             if _apart(progs, *((this, that) if writing else (that, this))):
                 continue
-        elif _apart_views(progs, (tensor.value, this), (op.operands[0], indices, op)):
+        elif _apart_views(progs, (tensor.value, this), (op.operands[0], theirs, op)):
             continue
         _static_retry(tr, indices, mask, op)
+        if later is None and tr.deferred:  # inside a counted loop: once its steps are known
+            where = user_loc()
+            tr.deferred[-1].append(lambda: check_read_write(tr, tensor, indices, attrs, writing,
+                                                            mask, where))
+            return
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \
                f"this load of '{tensor.name}' may read elements that the store at {line} writes"
         tr.fail(TraceError,
                 f"{what} in another program of the grid: its programs run in parallel and in "
-                "any order, so the load would see the old or the new values",
+                "any order, so the load would see the old or the new values", loc=later,
                 hint="read and write the same elements in each program (x[tm, tn] = x[tm, tn] "
                      "* 2), write the result to a separate output, or split the kernel into two "
                      "grids (one that writes, then one that reads); atomics (td.atomic_add) "

@@ -90,6 +90,8 @@ class Programs:
             out = ANY if op.regions else self._union(op.operands)
         elif v in self.tr.counters:  # a counted loop's counter: from its bounds
             out = self._union(list(self.tr.counters[v]))
+        elif v in self.tr.inductions:  # a value it steps each trip: first, step, counter
+            out = self._union(list(self.tr.inductions[v][:3]))
         else:
             op = self._loop_of(v)
             out = self._union(op.operands[:len(op.operands) - len(loop_inits(op))]) \
@@ -210,6 +212,8 @@ class Programs:
             if v in self.tr.counters:  # the same in every program, or a position of its own
                 return {} if not self.depends(v) else \
                     self._position("counter", v) if self._disjoint_windows(v) else None
+            if v in self.tr.inductions:
+                return self._induction(v)
             return None if self._carried(v) or not _scalar(v) else {}
         if not op.regions and self._invariant(v) and _scalar(_splatted(v)):
             return {}
@@ -239,6 +243,32 @@ class Programs:
             sign = -1 if op.name == "sub" else 1
             return {**a, **{x: sign * c for x, c in b.items()}}
         return None
+
+    def _induction(self, v: Value) -> dict[tuple, int] | None:
+        """A value the loop steps by a constant `c` each trip, the counter by `s` (`off +=
+        stride` beside `for row in range(start, end)`): `first + (c / s) * (counter - start)`,
+        the counter's form times `c / s` where `first - (c / s) * start` is the same in every
+        program (`off = start * stride`, Liger's pointer bumps)."""
+        first, amount, counter, step = self.tr.inductions[v]
+        c = _cast_const(amount)
+        if not isinstance(c, int) or isinstance(c, bool) or c % step:
+            return None
+        k = c // step
+        form = self.affine(counter)
+        start = self.tr.counters[counter][0]
+        if form is None or not self._offset_fixed(first, start, k):
+            return None
+        return {x: k * n for x, n in form.items()}
+
+    def _offset_fixed(self, first: Value, start: Value, k: int) -> bool:
+        """Whether `first - k * start` is the same in every program."""
+        if not self.depends(first) and not self.depends(start):
+            return True
+        a, b = self._program_values(first), self._program_values(start)
+        if a is None or b is None:
+            return False
+        rest = (a - k * b).ravel()
+        return bool(np.all(rest == rest[0]))
 
     def _disjoint_windows(self, r: Value) -> bool:
         """Whether two programs never share an index of range `r`: a grid range, a loop range
@@ -660,6 +690,24 @@ def _const(v: Value) -> Any:
         v = _splatted(v.owner.operands[0])  # an int constant widened (after `pid.to(int64)`)
     op = v.owner
     return op.attrs["value"] if op is not None and op.name == "const" else None
+
+
+def _cast_const(v: Value) -> Any:
+    """An int constant through any casts whose types hold it (`off += 5` on an int32 offset
+    casts the weak 5), else `_const`."""
+    c = _const(v)
+    if c is not None:
+        return c
+    x = v
+    while x.owner is not None and x.owner.name == "cast":
+        x = x.owner.operands[0]
+    c = _const(x)
+    t = v.type
+    if not isinstance(c, int) or isinstance(c, bool) or not isinstance(t, TileType) or \
+            not t.dtype.is_int:
+        return None
+    info = np.iinfo(np.dtype(t.dtype.name))
+    return c if info.min <= c <= info.max else None
 
 
 def _widens(a: Value, b: Value) -> bool:

@@ -31,6 +31,11 @@ class Tracer:
         self.jagged: dict[Value, Any] = {}  # td.jagged_tile's ranges -> their lengths (jagged.py)
         # counted loops' counters (loops.py `Counter`) -> (start, stop): values in [start, stop)
         self.counters: dict[Value, tuple[Value, Value]] = {}
+        # values a counted loop carries and steps by a fixed amount each trip (a pointer bump),
+        # -> (their first value, their step, the loop's counter, its step): `_inductions`
+        self.inductions: dict[Value, tuple[Value, Value, Value, int]] = {}
+        # per open counted loop, race checks waiting for its carried values' steps (races.py)
+        self.deferred: list[list[Any]] = []
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
 
     @property
