@@ -153,3 +153,35 @@ def test_triton_names_without_a_counterpart_say_what_to_write() -> None:
         by_program_id(np.ones(4, np.float32))
     with pytest.raises(td.TraceError, match="td.static_assert failed: one block holds a row"):
         triton_names(np.ones((2, 8), np.float32), 16)
+
+
+@td.tile_kernel
+def k_loop(a, b, rolled: td.constexpr):
+    """Triton's matmul K loop, `for k in range(cdiv(K, BK))` over a K from the shapes."""
+    out = td.empty((a.shape[0], b.shape[1]), td.float32)
+    for tm in td.tile(a.shape[0]):
+        acc = td.zeros((tm, b.shape[1]), td.float32)
+        trips = td.cdiv(a.shape[1], 16)
+        for k in (td.range(0, trips) if rolled == 1 else td.static_range(trips) if rolled == 2
+                  else range(0, trips)):
+            cols = k * 16 + td.arange(0, 16)
+            acc += td.load(a, [tm.index[:, None], cols[None, :]], mask=cols[None, :] < a.shape[1]) \
+                @ td.load(b, [cols[:, None], td.arange(0, 16)[None, :]], mask=cols[:, None] < a.shape[1])
+        out[tm, :] = acc
+    return out
+
+
+def test_a_long_unrolled_range_warns() -> None:
+    """A Python range inside the grid unrolls; past 16 trips that warns and names td.range,
+    which keeps the loop (td.static_range says the unrolling is meant)."""
+    a = np.random.default_rng(14).standard_normal((16, 300)).astype(np.float32)
+    b = np.random.default_rng(15).standard_normal((300, 16)).astype(np.float32)
+    with pytest.warns(td.TileDSLWarning, match=r"unrolled 19 times .* td\.range") as w:
+        unrolled = k_loop(a, b, 0)
+    assert "test_triton_spellings.py" in w[0].filename
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", td.TileDSLWarning)
+        for rolled in (1, 2):
+            np.testing.assert_allclose(k_loop(a, b, rolled), unrolled, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(unrolled, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)

@@ -19,7 +19,7 @@ from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, either, loop_test, negate, truth,
 )
 from tiledsl.frontend.branches import condition
-from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc
+from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc, warn
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import UNBOUNDED, RangeType
@@ -34,6 +34,7 @@ from tiledsl.frontend.values import (
 Body = Callable[[Any, dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
 UNBOUNDED_BLOCK = 256  # the largest block the tuner tries for a loop with no static bound
+UNROLL_WARN = 16  # trips of a Python range inside the grid past which its unrolling warns
 
 
 def capture(scope: dict, names: tuple[str, ...]) -> dict:
@@ -127,6 +128,12 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     if isinstance(iterable, Counted):
         return _counted(iterable, body, env, assigned, line, labels)
     if not isinstance(iterable, TileRange):
+        if isinstance(iterable, range) and len(iterable) > UNROLL_WARN and \
+                current().depth != "host":
+            warn(f"this loop is unrolled {len(iterable)} times while the kernel traces "
+                 "(Python's range over ints): for a loop in the generated code (Triton's `for "
+                 "k in range(tl.cdiv(K, BLOCK_K))`, whose K is a runtime argument there) write "
+                 "td.range(...); td.static_range(...) unrolls without this warning")
         env = dict(env)
         for item in iterable:
             env.update(body(item, env))

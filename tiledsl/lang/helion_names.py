@@ -34,12 +34,13 @@ def specialize(v: Any) -> Any:
             hint="x.shape[d] and x.size(d) are ints already; an int argument is specialized")
 
 
-def static_range(begin_or_end: Any, end: Any = None, step: Any = 1) -> range:
-    """Helion's `hl.static_range`: a loop unrolled while the kernel traces (Python's `range`
-    over specialized ints)."""
+def static_range(begin_or_end: Any, end: Any = None, step: Any = 1) -> tuple[int, ...]:
+    """Helion's `hl.static_range` (Triton's `tl.static_range`): a loop unrolled while the
+    kernel traces, over specialized ints (a tuple: a long unrolled `range` warns, this says
+    the unrolling is meant)."""
     current("td.static_range()")
     bounds = (begin_or_end,) if end is None else (begin_or_end, end, step)
-    return range(*(specialize(b) for b in bounds))
+    return tuple(range(*(specialize(b) for b in bounds)))
 
 
 def _tile(what: str, t: Any) -> Tile:
