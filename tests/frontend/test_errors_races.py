@@ -692,3 +692,24 @@ def test_offsets_a_loop_steps_are_followed() -> None:
     with pytest.raises(td.TraceError, match="can give two of its programs the same") as e:
         bumped_rows(x.copy(), 5, 4, 5, 3)
     assert "td.store(flat, [off + cols]" in str(e.value)  # the store's line
+
+
+@td.tile_kernel
+def retraced_loop_then_if_index(x, lens):
+    """A counted loop traced twice (its carried `acc` widens from int to float), then a store
+    at an index an `if` yields: the check must not wait on the first attempt's loop."""
+    out = td.zeros((2,), td.float32)
+    for r in td.grid(x.shape[0]):
+        acc = 0
+        for j in range(0, lens[r]):
+            acc = acc + x[r, j]
+        i = 0
+        if acc > 0:
+            i = 1
+        out[i] = acc
+    return out
+
+
+def test_a_loop_traced_again_leaves_no_check_waiting() -> None:
+    with pytest.raises(td.TraceError, match="computed from a value that a loop carries"):
+        retraced_loop_then_if_index(np.ones((3, 4), np.float32), np.full(3, 4, np.int32))

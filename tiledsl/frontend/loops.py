@@ -430,27 +430,41 @@ def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
     if counted:  # its values lie in [start, stop)
         tr.counters[args[carried.index(counter.name)]] = (counter.start, counter.stop)
         tr.deferred.append([])
-    with tr.region(region, "loop"):
-        inner = dict(env)
-        inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
-        out = body(inner)
-        after = {**inner, **out}
-        yielded = []
-        for n, a in zip(carried, args):
-            v = to_value(after[n])
-            if v.type != a.type:
-                raise _Mismatch(n, v)
-            yielded.append(v.value)
-        again = test(after)
-        again = _go(tr, again if isinstance(again, TileValue) else to_value(bool(again)), loc)
-        tr.emit("yield", [again.value, *yielded], loc=loc)
-        if counted:
-            assert counter is not None
-            _inductions(tr, region, [inits[n].value for n in carried],
-                        args[carried.index(counter.name)], counter.step)
-            for check in tr.deferred.pop():  # the race checks that wait for those steps
-                check()
+    try:
+        with tr.region(region, "loop"):
+            out = _trace_body(tr, test, body, env, carried, inits, args, loc)
+            if counted:
+                assert counter is not None
+                _inductions(tr, region, [inits[n].value for n in carried],
+                            args[carried.index(counter.name)], counter.step)
+                waiting = tr.deferred.pop()
+                counted = False
+                for check in waiting:  # the race checks that waited for those steps (an
+                    check()            # enclosing counted loop's, where they still cannot tell)
+    finally:
+        if counted:  # a failed attempt (`_Mismatch`): its waiting checks go with it
+            tr.deferred.pop()
     return results, out
+
+
+def _trace_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
+                carried: list[str], inits: dict[str, TileValue], args: list[Value], loc: Loc
+                ) -> dict:
+    """The region's ops: the body on the carried arguments, then the condition and the yield."""
+    inner = dict(env)
+    inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
+    out = body(inner)
+    after = {**inner, **out}
+    yielded = []
+    for n, a in zip(carried, args):
+        v = to_value(after[n])
+        if v.type != a.type:
+            raise _Mismatch(n, v)
+        yielded.append(v.value)
+    again = test(after)
+    again = _go(tr, again if isinstance(again, TileValue) else to_value(bool(again)), loc)
+    tr.emit("yield", [again.value, *yielded], loc=loc)
+    return out
 
 
 def _inductions(tr: Tracer, region: Block, firsts: list[Value], counter: Value,

@@ -52,8 +52,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     # with the int arguments of the indices and the mask as constants, trace again
     need_static_in([*indices, *([mask] if mask is not None else [])], tr.int_params)
     names = ", ".join(f"'{a.hint}'" for a in racing)
-    if ANY <= deps and later is None and tr.deferred:  # wait for the loop's steps (loops.py)
-        where = user_loc()
+    if ANY <= deps and tr.deferred:  # wait for the loop's steps (loops.py)
+        where = later or user_loc()
         tr.deferred[-1].append(lambda: check_store(tr, tensor, indices, value, mask, where))
         return
     if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
@@ -254,8 +254,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         elif _apart_views(progs, (tensor.value, new), (op.operands[0], op.operands[1:-1], op)):
             continue
         _static_retry(tr, indices, mask, op)
-        if later is None and tr.deferred:
-            where = user_loc()
+        if tr.deferred:  # inside a counted loop: once its steps are known
+            where = later or user_loc()
             tr.deferred[-1].append(lambda: check_overlap(tr, tensor, indices, attrs, atomic,
                                                          mask, where))
             return
@@ -367,8 +367,8 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         elif _apart_views(progs, (tensor.value, this), (op.operands[0], theirs, op)):
             continue
         _static_retry(tr, indices, mask, op)
-        if later is None and tr.deferred:  # inside a counted loop: once its steps are known
-            where = user_loc()
+        if tr.deferred:  # inside a counted loop: once its steps are known
+            where = later or user_loc()
             tr.deferred[-1].append(lambda: check_read_write(tr, tensor, indices, attrs, writing,
                                                             mask, where))
             return
