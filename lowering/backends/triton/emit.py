@@ -141,6 +141,7 @@ class KernelEmitter(LoopEmission):
     stride_params: dict[tuple[str, int], KernelParam] = field(default_factory=dict)  # loops.py
     shift_masks: dict[tuple[Value, int], str] = field(default_factory=dict)  # shift_rules.py
     barriers: set[Op] = field(default_factory=set)  # ops a tl.debug_barrier() precedes
+    counters: dict[Value, tuple[int, int]] = field(default_factory=dict)  # while_rules.py
 
     # ---- names and shapes -----------------------------------------------------------------
     def emit(self, indent: int, text: str) -> None:
@@ -437,6 +438,11 @@ class KernelEmitter(LoopEmission):
             box if squeezed else None
 
     def in_bounds(self, idx: Value, extent: int) -> bool:
+        """`in_bounds`, and a counted loop's counter whose bounds lie in [0, extent)
+        (`counters`: the softmax tutorial's `for row in tl.range(pid, n_rows, step)`)."""
+        known = self.counters.get(idx)
+        if known is not None:
+            return 0 <= known[0] and known[1] < extent
         return in_bounds(idx, extent)
 
     # ---- ops ------------------------------------------------------------------------------

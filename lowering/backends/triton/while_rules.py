@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lowering.backends.triton.oprules import emit_rule, prepare_rule
+from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Op, Value
 
 if TYPE_CHECKING:
@@ -112,6 +113,9 @@ def _for(em: KernelEmitter, op: Op, k: int, stop: Value, step: int, indent: int)
         em.names[region.args[i]] = em.names[op.results[i]] = name
     counter = em.namer.fresh(region.args[k].hint or "i")
     em.names[region.args[k]] = counter
+    first, last = interval(op.operands[1 + k]), interval(stop)
+    if first is not None and last is not None:  # its values: [start, stop), known bounds
+        em.counters[region.args[k]] = (first[0], last[1] - 1)
     bounds = [em.value(op.operands[1 + k]), em.value(stop)] + ([str(step)] if step != 1 else [])
     tuning = [f"{name}={value}" for name, value in op.attrs.get("tuning", ())]
     loop = f"tl.range({', '.join(bounds + tuning)})" if tuning else f"range({', '.join(bounds)})"
