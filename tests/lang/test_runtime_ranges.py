@@ -214,3 +214,27 @@ def test_a_loops_tuning_keywords_reach_tl_range() -> None:
     import sass_parity
     (report,) = persistent_softmax.compile(x, 4, 128, arch="sm_90")
     assert "LDGSTS" in sass_parity.disassemble(report.cubin)
+
+
+@td.tile_kernel
+def blockwise_row_sums(x, block: td.constexpr):
+    """Liger's multi-block softmax walks a row in blocks: `td.range(0, n_cols, BLOCK)`."""
+    out = td.empty((x.shape[0],), td.float32)
+    for r in td.grid(x.shape[0]):
+        acc = td.zeros((block,), td.float32)
+        for i in td.range(0, x.shape[1], block):
+            cols = i + td.arange(0, block)
+            acc += td.load(x, [r, cols], mask=cols < x.shape[1])
+        out[r] = td.sum(acc)
+    return out
+
+
+def test_td_range_with_a_step_over_ints_is_a_loop() -> None:
+    """Over ints with a step other than 1 it is a counted loop too, not unrolled (it unrolled
+    125 times at 2000 columns in blocks of 16)."""
+    x = np.random.default_rng(4).standard_normal((3, 203)).astype(np.float32)
+    src = blockwise_row_sums.source(x, 16, target="triton")
+    assert re.search(r"for i in range\(\w+, \w+, 16\):", src) and "while" not in src
+    for backend in BACKENDS:
+        td.testing.assert_close(blockwise_row_sums.run(x, 16, backend=backend),
+                                x.astype(np.float64).sum(1), np.float32)

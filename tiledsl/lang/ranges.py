@@ -5,7 +5,9 @@ tracing (Python's `range` over ints is unrolled; `td.static_range` says so expli
   form of `td.grid` inside the grid), each trip's index a scalar: one `for` in the Triton code.
 - Over a runtime bound: each program runs to its own bound, as `range(lo, hi, step)` does in a
   kernel (a `while` loop, frontend/loops.py).
-- Otherwise (a step other than 1 over ints): Python's range, unrolled.
+- Otherwise (over ints with a step other than 1, or from below 0): a counted loop over
+  constant bounds, the same `for i in range(lo, hi, step)` in the Triton code (Liger's
+  multi-block softmax, `td.range(0, n_cols, BLOCK)`).
 
 Triton's tuning keywords (`num_stages=`, `loop_unroll_factor=`, `warp_specialize=`,
 `disallow_acc_multi_buffer=`, `flatten=`) are accepted. Over a runtime bound they reach the
@@ -46,8 +48,12 @@ def range(*args: Any, **tuning: Any) -> Any:  # noqa: A001 (mirrors tl.range)
         return replace(loop, tuning=_tuning(tuning)) if isinstance(loop, Counted) else loop
     lo, hi, step = (0, *args, 1)[:3] if len(args) == 1 else (*args, 1)[:3]
     ints = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args)
-    if not ints or step != 1 or lo < 0 or hi <= lo:
+    if not ints:
         return range_(*args)
+    if step != 1 or lo < 0 or hi <= lo:  # a counted loop over constant bounds (frontend/loops.py)
+        if step == 0:
+            tr.fail(TraceError, "td.range(): the step must not be zero")
+        return Counted(int(hi), user_loc(), int(lo), int(step), _tuning(tuning))
     start = to_value(int(lo)) if lo else None
     return TileRange((int(hi),), (1,), "grid", user_loc(),
                      stop=to_value(int(hi)) if start is not None else None, start=start,

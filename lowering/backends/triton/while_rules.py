@@ -79,8 +79,12 @@ def _counted(em: KernelEmitter, op: Op) -> tuple[int, Value, int] | None:
             isinstance(step, bool) or step < 1 or em.uses.get(op.results[k]):
         return None
     first = op.operands[0].owner
-    if first is None or first.name != "lt" or first.operands[0] is not op.operands[1 + k] or \
-            first.operands[1] is not stop:
+    if first is not None and first.name == "const":  # folded: constant bounds, as `for` tests
+        lo, hi = _const(op.operands[1 + k]), _const(stop)
+        if lo is None or hi is None or bool(first.attrs["value"]) != (lo < hi):
+            return None
+    elif first is None or first.name != "lt" or first.operands[0] is not op.operands[1 + k] \
+            or first.operands[1] is not stop:
         return None
     if any(u not in (test, region.ops[-1]) for u in em.uses.get(step_op.result, [])) or \
             any(u is not region.ops[-1] for u in em.uses.get(test.result, [])):
@@ -127,3 +131,12 @@ def _for(em: KernelEmitter, op: Op, k: int, stop: Value, step: int, indent: int)
             indent + 1)
     if len(em.lines) == start:
         em.emit(indent + 1, "pass")
+
+
+def _const(v: Value) -> int | None:
+    """An int constant, through casts."""
+    while v.owner is not None and v.owner.name == "cast":
+        v = v.owner.operands[0]
+    op = v.owner
+    return op.attrs["value"] if op is not None and op.name == "const" and \
+        isinstance(op.attrs["value"], int) and not isinstance(op.attrs["value"], bool) else None
