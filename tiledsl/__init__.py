@@ -164,6 +164,10 @@ from tiledsl.lang.views import permute as permute
 from tiledsl.lang.views import reshape as reshape
 from tiledsl.lang.views import split as split
 from tiledsl.lang.views import stack as stack
+from tiledsl.lang.torch_calls import baddbmm as baddbmm
+from tiledsl.lang.torch_calls import bmm as bmm
+from tiledsl.lang.torch_calls import log_softmax as log_softmax
+from tiledsl.lang.torch_calls import softmax as softmax
 from tiledsl.lang.triton_names import debug_barrier as debug_barrier
 from tiledsl.lang.triton_names import expand_dims as expand_dims
 from tiledsl.lang.triton_names import max_constancy as max_constancy

@@ -111,11 +111,14 @@ _FROM_NUMPY: dict[np.dtype, DType] = {v: BY_SHORT[k] for k, v in _TO_NUMPY.items
 
 
 def from_any(value: Any) -> DType | None:
-    """A DType from a td dtype, a NumPy dtype or type, or a name ("float32", "f32"); else None."""
+    """A DType from a td dtype, a NumPy dtype or type, a torch dtype (`torch.float32`, as
+    Helion kernels spell them), or a name ("float32", "f32"); else None."""
     if isinstance(value, DType):
         return value
     if value is None:  # NumPy reads None as float64: here it is a slip, not a dtype
         return None
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        value = str(value).removeprefix("torch.")  # without importing torch
     if isinstance(value, str):
         for d in ALL:
             if value in (d.name, d.short):

@@ -315,8 +315,9 @@ def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
     return Tensor(v, tensor_name(user_loc(), what))
 
 
-def empty(shape: Any, dtype: Any = None) -> Tensor:
-    """A new output tensor in global memory (outside the tile loops)."""
+def empty(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A new output tensor in global memory (outside the tile loops). `device=` (torch's) is
+    accepted: outputs live on the inputs' device."""
     tr = current("td.empty()")
     if tr.depth != "host":
         tr.fail(TraceError, "td.empty() allocates a tensor and cannot be used inside a tile loop",
@@ -324,7 +325,7 @@ def empty(shape: Any, dtype: Any = None) -> Tensor:
     return _new_tensor(shape, _dtype_arg(dtype, "td.empty"), "empty", None)
 
 
-def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full"
+def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full", device: Any = None
          ) -> Tensor | TileValue:
     """A tile filled with `value` inside tile loops; a filled tensor outside them. (`what`: the
     td function the user called, for errors: td.zeros, td.ones_like, ...)"""
@@ -340,7 +341,7 @@ def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full"
     return TileValue(filled.value)  # of its dtype (strong), even when filled with a number
 
 
-def zeros(shape: Any, dtype: Any = None) -> Tensor | TileValue:
+def zeros(shape: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
     """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside."""
     current("td.zeros()")
     return full(shape, 0, _dtype_arg(dtype, "td.zeros"), what="zeros")
@@ -353,13 +354,13 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
     return _where(cond, x, y)
 
 
-def dot(a: Any, b: Any, acc: Any = None) -> TileValue:
+def dot(a: Any, b: Any, acc: Any = None, out_dtype: Any = None) -> TileValue:
     """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32. With
-    `acc` (Triton's `tl.dot(a, b, acc)`), `acc + a @ b` in acc's dtype."""
+    `acc` (Triton's `tl.dot(a, b, acc)`), `acc + a @ b` in acc's dtype; `out_dtype` (Helion's
+    `hl.dot`) casts the result."""
     current("td.dot()")
-    if acc is None:
-        return _dot(a, b)
-    return addmm(acc, a, b)
+    out = _dot(a, b) if acc is None else addmm(acc, a, b)
+    return out if out_dtype is None else cast(out, _dtype_arg(out_dtype, "td.dot"))
 
 
 def _unary(name: str) -> Any:

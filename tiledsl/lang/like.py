@@ -36,24 +36,25 @@ def _like(x: Any, value: Any, dtype: Any, what: str) -> Tensor | TileValue:
     return full(x.shape, value, d, what=what)
 
 
-def zeros_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
+def zeros_like(x: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
     """Zeros of x's shape and dtype (`np.zeros_like`, `torch.zeros_like`)."""
     return _like(x, 0, dtype, "zeros_like")
 
 
-def ones_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
+def ones_like(x: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
     """Ones of x's shape and dtype (`np.ones_like`, `torch.ones_like`)."""
     return _like(x, 1, dtype, "ones_like")
 
 
-def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Tensor | TileValue:
+def full_like(x: Any, fill_value: Any, dtype: Any = None, device: Any = None
+              ) -> Tensor | TileValue:
     """`fill_value` in x's shape and dtype (`np.full_like`, `torch.full_like`)."""
     if fill_value is None:
         current("td.full_like()").fail(TraceError, "td.full_like(): the fill value is None")
     return _like(x, fill_value, dtype, "full_like")
 
 
-def empty_like(x: Any, dtype: Any = None) -> Tensor | TileValue:
+def empty_like(x: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
     """A new output tensor of x's shape and dtype (`np.empty_like`); of a tile value, zeros."""
     return _like(x, None, dtype, "empty_like")
 
@@ -82,6 +83,16 @@ def _new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
     return _new("new_full", fill_value)(self, size, dtype=dtype, **placement)
 
 
+class _Device:
+    """What `x.device` gives in a kernel: the device of the inputs, where outputs are made
+    (`device=` is accepted everywhere a tensor is made, and changes nothing)."""
+
+    def __repr__(self) -> str:
+        return "<the kernel's device>"
+
+
+_DEVICE = _Device()
+Tensor.device = property(lambda self: _DEVICE)  # type: ignore[attr-defined]
 Tensor.new_empty = _new("new_empty", None)  # type: ignore[attr-defined]
 Tensor.new_zeros = _new("new_zeros", 0)  # type: ignore[attr-defined]
 Tensor.new_ones = _new("new_ones", 1)  # type: ignore[attr-defined]
