@@ -713,3 +713,32 @@ def retraced_loop_then_if_index(x, lens):
 def test_a_loop_traced_again_leaves_no_check_waiting() -> None:
     with pytest.raises(td.TraceError, match="computed from a value that a loop carries"):
         retraced_loop_then_if_index(np.ones((3, 4), np.float32), np.full(3, 4, np.int32))
+
+
+@td.tile_kernel
+def group_centered(x, cpg: td.constexpr, block: td.constexpr):
+    """Liger's group_norm backward: program (b, g) sums its group's channels in one window
+    loop, then writes them in a second, through a flat view at `b * C * H + c * H + offs`
+    (`c` a counter, `offs` a column chunk masked to H)."""
+    bsz, channels, hidden = x.shape
+    flat, out = x.view(-1), td.empty_like(x)
+    out_flat = out.view(-1)
+    for b, g in td.grid(bsz, channels // cpg):
+        s = 0.0
+        for c in range(g * cpg, (g + 1) * cpg):
+            s += td.sum(x[b, c, :])
+        for c in td.range(g * cpg, (g + 1) * cpg):
+            offs = 0 + td.arange(0, block)
+            at = b * channels * hidden + c * hidden + offs
+            td.store(out_flat, [at], td.load(flat, [at], mask=offs < hidden) - s,
+                     mask=offs < hidden)
+    return out
+
+
+def test_window_loops_in_a_two_dimensional_grid() -> None:
+    """The windows [g * cpg, (g + 1) * cpg) keep g's programs apart (b's are apart by the
+    other term), and the counter's largest stop bounds its term."""
+    x = np.random.default_rng(3).standard_normal((3, 6, 37)).astype(np.float32)
+    sums = x.astype(np.float64).reshape(3, 2, -1).sum(-1)
+    want = x - np.repeat(sums, 3, axis=1)[:, :, None]
+    td.testing.assert_close(group_centered(x, 3, 64), want, np.float32)

@@ -244,6 +244,16 @@ class Programs:
             return {**a, **{x: sign * c for x, c in b.items()}}
         return None
 
+    def _counter_extent(self, v: Value) -> int:
+        """A bound on a counted loop's counter, as a position's extent: its largest stop over
+        the programs where they can be evaluated and no start is negative, else
+        COUNTER_EXTENT (a term of it then cannot sit below a larger coefficient)."""
+        start, stop = self.tr.counters[v]
+        starts, stops = self._program_values(start), self._program_values(stop)
+        if starts is None or stops is None or not stops.size or starts.min() < 0:
+            return COUNTER_EXTENT
+        return max(int(stops.max()), 1)
+
     def _induction(self, v: Value) -> dict[tuple, int] | None:
         """A value the loop steps by a constant `c` each trip, the counter by `s` (`off +=
         stride` beside `for row in range(start, end)`): `first + (c / s) * (counter - start)`,
@@ -312,8 +322,12 @@ class Programs:
             if form and _injective([(c, self._extents[p]) for p, c in form.items()]):
                 return j - i <= math.gcd(*form.values())  # the closest starts are that far apart
         starts, stops = self._program_values(start), self._program_values(stop)
-        return starts is not None and stops is not None and \
-            _windows_disjoint(starts.ravel(), stops.ravel())  # Liger's rows per program
+        if starts is None or stops is None:
+            return False
+        # along the grid dimensions the bounds depend on (the others repeat each window)
+        deps = self.depends(start) | self.depends(stop)
+        one = tuple(slice(None) if a in deps else slice(0, 1) for a in self.axes)
+        return _windows_disjoint(starts[one].ravel(), stops[one].ravel())  # Liger's rows
 
     def _own_tile(self, start: Value, stop: Value) -> bool:
         """Whether `[start, stop)` is `[t.begin, t.end)` of a tile `t` whose range separates
@@ -342,7 +356,7 @@ class Programs:
 
     def _position(self, kind: str, r: Value) -> dict[tuple, int]:
         x = (kind, id(r))
-        self._extents[x] = COUNTER_EXTENT if kind == "counter" else r.type.extent  # type: ignore[union-attr]
+        self._extents[x] = self._counter_extent(r) if kind == "counter" else r.type.extent  # type: ignore[union-attr]
         self._sources[x] = r
         return {x: 1}
 
@@ -453,9 +467,11 @@ class Programs:
             return
         if op.name in ("lt", "le"):
             lanes, limit = _splatted(op.operands[0]), _const(op.operands[1])
+            lanes, offset = _offset(lanes)  # `off + td.arange(0, B) < n` (a column chunk)
+            lanes = _splatted(lanes)
             if lanes.owner is not None and lanes.owner.name == "arange" and \
                     isinstance(limit, int) and not isinstance(limit, bool):
-                keep = limit - lanes.owner.attrs["start"] + (op.name == "le")
+                keep = limit - offset - lanes.owner.attrs["start"] + (op.name == "le")
                 key = self.key(lanes)
                 self._lane_bounds[key] = min(self._lane_bounds.get(key, keep), max(keep, 1))
 
