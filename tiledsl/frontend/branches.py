@@ -137,7 +137,7 @@ def _no_triton_call() -> None:
     which would silently take the else branch. (None from the user's code stays Python.)"""
     if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames())) is not None:
         current().fail(TraceError, foreign_calls.message(call[0]), loc=call[1],
-                       hint=foreign_calls.HINT)
+                       hint=foreign_calls.hint(call[0]))
 
 
 def truth(value: Any, line: int) -> Any:

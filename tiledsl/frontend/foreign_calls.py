@@ -106,3 +106,13 @@ def traceback_frames(e: BaseException) -> list[tuple[FrameType, int]]:
 def message(name: str) -> str:
     return (f"{name} is a Triton function: Triton functions cannot be called in a tiledsl "
             "kernel (its body runs as Python while it traces)")
+
+
+def hint(name: str) -> str:
+    """`td.<f>` where tiledsl has the function a Triton call names (`libdevice.asin`,
+    `tl.math.exp2`), else the list of the math functions."""
+    import tiledsl
+    last = name.rsplit(".", 1)[-1]
+    if hasattr(tiledsl, last) and callable(getattr(tiledsl, last)):
+        return f"write td.{last}(...): it lowers to the Triton function on that backend"
+    return HINT

@@ -638,7 +638,7 @@ def to_value(v: Any) -> TileValue:
     if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames(),
                                                       whole=v is None)) is not None:
         current().fail(TraceError, foreign_calls.message(call[0]), loc=call[1],
-                       hint=foreign_calls.HINT)
+                       hint=foreign_calls.hint(call[0]))
     current().fail(TraceError, f"cannot use {type(v).__name__} {v!r:.60} in a tile expression",
                    hint="compile-time arguments (bool, str, None, callables) are Python values "
                         "while the kernel traces: branch on them with `if`, or call them")

@@ -173,7 +173,7 @@ class Traces:
                 frames = foreign_calls.traceback_frames(e)
                 if call := foreign_calls.triton_call_in(frames, whole="NoneType" in str(e)):
                     raise TraceError(foreign_calls.message(call[0]), kernel=self.name,
-                                     loc=call[1], hint=foreign_calls.HINT) from e
+                                     loc=call[1], hint=foreign_calls.hint(call[0])) from e
                 hint = None
                 if isinstance(e, NameError):
                     hint = ("a name bound only inside a tile loop does not exist after it; bind "
