@@ -716,7 +716,7 @@ def test_a_loop_traced_again_leaves_no_check_waiting() -> None:
 
 
 @td.tile_kernel
-def group_centered(x, cpg: td.constexpr, block: td.constexpr):
+def group_centered(x, cpg: td.constexpr, block: td.constexpr, pitch: td.constexpr = 0):
     """Liger's group_norm backward: program (b, g) sums its group's channels in one window
     loop, then writes them in a second, through a flat view at `b * C * H + c * H + offs`
     (`c` a counter, `offs` a column chunk masked to H)."""
@@ -728,17 +728,42 @@ def group_centered(x, cpg: td.constexpr, block: td.constexpr):
         for c in range(g * cpg, (g + 1) * cpg):
             s += td.sum(x[b, c, :])
         for c in td.range(g * cpg, (g + 1) * cpg):
-            offs = 0 + td.arange(0, block)
-            at = b * channels * hidden + c * hidden + offs
-            td.store(out_flat, [at], td.load(flat, [at], mask=offs < hidden) - s,
-                     mask=offs < hidden)
+            for off in range(0, hidden, block):  # column chunks, unrolled: one store each
+                offs = off + td.arange(0, block)
+                at = b * channels * hidden + c * (pitch or hidden) + offs
+                td.store(out_flat, [at], td.load(flat, [at], mask=offs < hidden) - s,
+                         mask=offs < hidden)
     return out
 
 
 def test_window_loops_in_a_two_dimensional_grid() -> None:
     """The windows [g * cpg, (g + 1) * cpg) keep g's programs apart (b's are apart by the
-    other term), and the counter's largest stop bounds its term."""
+    other term), and the counter's largest stop bounds its term. A row's chunks are stores
+    at `b * C * H + c * H + [0, H)` together: each program's own."""
     x = np.random.default_rng(3).standard_normal((3, 6, 37)).astype(np.float32)
     sums = x.astype(np.float64).reshape(3, 2, -1).sum(-1)
     want = x - np.repeat(sums, 3, axis=1)[:, :, None]
-    td.testing.assert_close(group_centered(x, 3, 64), want, np.float32)
+    for block in (64, 16):  # one chunk a row, or three (their stores compared in the row)
+        td.testing.assert_close(group_centered(x, 3, block), want, np.float32)
+    with pytest.raises(td.TraceError, match="may write elements that the store at line"):
+        group_centered(x, 3, 16, 36)  # rows 36 apart, 37 long: neighbours share an element
+
+
+@td.tile_kernel
+def shift_within_rows(x, stride: td.constexpr, by: td.constexpr):
+    """Each program moves 4 lanes of its row `by` to the right, in place."""
+    flat = x.view(-1)
+    for p in td.grid(x.shape[0] // stride - 1):
+        offs = td.arange(0, 4)
+        td.store(flat, [p * stride + offs + by], td.load(flat, [p * stride + offs]))
+
+
+def test_windows_count_every_lane() -> None:
+    """`p * 8 + [0, 4)` read and `p * 8 + 6 + [0, 4)` written reach the next program's row:
+    refused. The windows counted one lane of a `td.arange` (a silent race before)."""
+    x = np.arange(48, dtype=np.float32)
+    y = x.copy()
+    shift_within_rows(y, 8, 4)  # [8p, 8p + 8): each program's own
+    np.testing.assert_array_equal(y.reshape(6, 8)[:5, 4:], x.reshape(6, 8)[:5, :4])
+    with pytest.raises(td.TraceError, match="may write elements that the load at line"):
+        shift_within_rows(x.copy(), 8, 6)

@@ -212,6 +212,14 @@ def _unbroadcast(v: Value) -> Value:
     return v
 
 
+def _masked(tr: Tracer, mask: Value | None) -> Programs:
+    """An analysis whose `td.arange` lanes are those `mask` keeps (`Programs.bound_lanes`)."""
+    progs = Programs(tr)
+    if mask is not None:
+        progs.bound_lanes(mask)
+    return progs
+
+
 def _mask_of(op: Op) -> Value | None:
     """The mask operand of a traced load or store (a store's value comes after it)."""
     if not op.attrs.get("mask"):
@@ -247,7 +255,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         new = mine if progs is shared else _access(progs, shape, indices, attrs)
         if op.operands[0] is tensor.value:
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
-            if _own_elements(progs, new, old) or _own_windows(progs, new, old) \
+            lanes = (_masked(tr, mask), _masked(tr, _mask_of(op) if op.name == "store" else None))
+            if _own_elements(progs, new, old) or _own_windows(progs, new, old, lanes) \
                     or [k for k, _, _ in old] == [k for k, _, _ in new] and _alike(tr, progs, op) \
                     or any(_never_meet(progs, a, b) for a, b in zip(old, new)):
                 continue
@@ -279,27 +288,33 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
 # grid dimension (separation.py): then each program reads only what it writes itself
 # (`x[tm, tn] = x[tm, tn] * 2`). Atomics are exempt: they are how programs combine.
 
-def _apart(progs: Programs, store: list, load: list) -> bool:
+def _apart(progs: Programs, store: list, load: list,
+           lanes: tuple[Programs, Programs] | None = None) -> bool:
     """Whether no program reads, through `load`, an element another writes through `store`
     (both as `_access` gives them, for one tensor value)."""
     if any(_never_meet(progs, s, l) for s, l in zip(store, load)):
         return True
-    return _own_elements(progs, store, load) or _own_windows(progs, store, load)
+    return _own_elements(progs, store, load) or _own_windows(progs, store, load, lanes)
 
 
-def _own_windows(progs: Programs, a: list, b: list) -> bool:
+def _own_windows(progs: Programs, a: list, b: list,
+                 lanes: tuple[Programs, Programs] | None = None) -> bool:
     """Whether every grid dimension along which programs vary is kept apart by one tensor
     dimension that both accesses index as `c * p + w`, their windows `w` spanning less than
-    `|c|` together (`Programs.window`)."""
+    `|c|` together (`Programs.window`). `lanes`: the analyses whose `td.arange` lanes each
+    access's own mask bounds (`_masked`), for the windows."""
+    pa, pb = lanes or (progs, progs)
     kept: set[tuple] = set()
+    apart: frozenset = frozenset()  # by windows over several positions (`shared_window`)
     for x, y in zip(a, b):
         if x[2] is None or y[2] is None:
             continue
-        wx, wy = progs.window(x[2]), progs.window(y[2])
+        wx, wy = pa.window(x[2]), pb.window(y[2])
         if wx is not None and wy is not None and wx[:2] == wy[:2] and \
                 max(wx[3], wy[3]) - min(wx[2], wy[2]) < abs(wx[1]):
             kept.add(wx[0])
-    return all(("tile.begin", id(d)) in kept or ("tile.id", id(d)) in kept
+        apart |= pa.shared_window(x[2], y[2], pb)
+    return all(("tile.begin", id(d)) in kept or ("tile.id", id(d)) in kept or d in apart
                for d in progs.varying())
 
 
@@ -362,7 +377,9 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         theirs = op.operands[1:] if writing else op.operands[1:-1]
         if op.operands[0] is tensor.value:
             that = _access(progs, tensor.type.shape, theirs, op.attrs)
-            if _apart(progs, *((this, that) if writing else (that, this))):
+            lanes = (_masked(tr, mask), _masked(tr, _mask_of(op)))  # (this, that)
+            if _apart(progs, *((this, that, lanes) if writing
+                               else (that, this, (lanes[1], lanes[0])))):
                 continue
         elif _apart_views(progs, (tensor.value, this), (op.operands[0], theirs, op)):
             continue

@@ -71,6 +71,7 @@ class Programs:
         self._numeric = False  # whether `affine` may make computed positions (`_by_program`)
         self._lane_bounds: dict[tuple, int] = {}  # an arange's key -> lanes a mask keeps
         self._mesh_made: Any = _UNSET  # `_mesh`, built on first use
+        self._window_sources: dict[tuple, Value] = {}  # a `_window` position -> its value
 
     def varying(self) -> list[Value]:
         """The grid dimensions along which more than one program may run under some config."""
@@ -488,18 +489,47 @@ class Programs:
         ((p, c),) = got[0].items()
         return (p, c, got[1], got[2]) if c else None
 
+    def shared_window(self, a: Value, b: Value, other: Programs | None = None) -> frozenset:
+        """The grid dimensions two accesses keep apart when both index one tensor dimension as
+        `sum(c_i * p_i) + w` over the same positions `p_i` (grid positions, and counters of
+        loops whose windows are apart), the windows `w` of both together spanning less than
+        the gaps between the terms (injective with `w` as a term of its own): program P's
+        elements are then its own positions' (Liger's group_norm backward, a row's column
+        chunks at `b * C * H + c * H + off + td.arange(0, B)`, each masked to `< H`)."""
+        wa, wb = self._window(a), (other or self)._window(b)  # (`other`: b's own lanes)
+        if wa is None or wb is None or wa[0] != wb[0] or not wa[0]:
+            return _NONE
+        span = max(wa[2], wb[2]) - min(wa[1], wb[1]) + 1
+        extents = [self._window_extent(p) for p in wa[0]]
+        if any(e is None for e in extents) or not _injective(
+                [(abs(c), e) for c, e in zip(wa[0].values(), extents)] + [(1, span)]):
+            return _NONE
+        return frozenset().union(*(self.depends(self._window_sources[p]) for p in wa[0])) - ANY
+
+    def _window_extent(self, p: tuple) -> int | None:
+        v = self._window_sources[p]
+        if p[0] == "counter":
+            return self._counter_extent(v)
+        t = v.type
+        return t.extent if isinstance(t, RangeType) else None  # (begins and ids lie below)
+
     def _window(self, v: Value) -> tuple[dict[tuple, int], int, int] | None:
         op = v.owner
-        if op is None:
+        if op is None:  # a counted loop's counter, where programs' windows are apart
+            if v in self.tr.counters and self.depends(v) and self._disjoint_windows(v):
+                self._window_sources[("counter", id(v))] = v
+                return {("counter", id(v)): 1}, 0, 0
             return None
         xs = op.operands
         if op.name == "const":
             c = op.attrs["value"]
             return ({}, c, c) if isinstance(c, int) and not isinstance(c, bool) else None
-        if op.name == "arange":
-            n = self._lanes(v)[("arange", id(v))]
+        if op.name == "arange":  # its lanes (as a store's mask bounds them)
+            (lanes,) = self._lanes(v)
+            n = self._extents[lanes]
             return {}, op.attrs["start"], op.attrs["start"] + n - 1
         if op.name in ("tile.begin", "tile.id") and xs[0] in self.axes:
+            self._window_sources[(op.name, id(xs[0]))] = xs[0]
             return {(op.name, id(xs[0])): 1}, 0, 0
         if op.name in ("broadcast", "expand_dims", "reshape") or \
                 op.name == "cast" and _widens(xs[0], v):
