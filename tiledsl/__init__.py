@@ -183,6 +183,12 @@ from tiledsl.frontend.values import TileValue as TileValue
 from tiledsl.version import __version__  # noqa: E402,F401
 
 
+from tiledsl.frontend import td_names as _td_names  # noqa: E402
+
+_td_names.FUNCTIONS.update({n: v for n, v in list(globals().items())
+                            if callable(v) and not n.startswith("_") and not isinstance(v, type)})
+
+
 def __getattr__(name: str) -> object:
     """Triton's names with no tiledsl counterpart: an AttributeError that says what to write."""
     from tiledsl.lang.triton_names import MISSING

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from types import FrameType, ModuleType
 from typing import Any
 
+from tiledsl.frontend.td_names import FUNCTIONS
 from tiledsl.errors import Loc, is_internal
 
 # td's elementwise math, as the README lists it (tests check that each exists)
@@ -111,8 +112,7 @@ def message(name: str) -> str:
 def hint(name: str) -> str:
     """`td.<f>` where tiledsl has the function a Triton call names (`libdevice.asin`,
     `tl.math.exp2`), else the list of the math functions."""
-    import tiledsl
     last = name.rsplit(".", 1)[-1]
-    if hasattr(tiledsl, last) and callable(getattr(tiledsl, last)):
+    if last in FUNCTIONS:
         return f"write td.{last}(...): it lowers to the Triton function on that backend"
     return HINT

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tiledsl.errors import TraceError
+from tiledsl.frontend.td_names import FUNCTIONS
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, as_dtype, binary, cast, to_value
 
@@ -62,16 +63,14 @@ def _float(x: Any, dtype: Any) -> tuple[TileValue, Any]:
 
 
 def _exp(v: TileValue) -> TileValue:
-    import tiledsl
-    return tiledsl.exp(v)
+    return FUNCTIONS["exp"](v)
 
 
 def _log(v: TileValue) -> TileValue:
-    import tiledsl
-    return tiledsl.log(v)
+    return FUNCTIONS["log"](v)
 
 
-# torch's name -> the td function (by name in tiledsl, looked up at the call)
+# torch's name -> the td function's name (`td_names.FUNCTIONS`, looked up at the call)
 _SAME = ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
          "tan", "tanh", "sigmoid", "abs", "erf", "floor", "ceil", "trunc", "maximum", "minimum",
          "where", "sum", "mean", "amax", "amin", "clamp", "matmul", "addmm", "relu", "silu",
@@ -85,10 +84,9 @@ CALLS: dict[str, str] = {name: name for name in _SAME} | {"clip": "clamp", "mm":
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
                     kwargs: dict | None = None) -> Any:
     """torch's protocol: `torch.<name>(...)` with a tile value among its arguments."""
-    import tiledsl
     name = getattr(func, "__name__", "")
     target = CALLS.get(name)
-    fn = getattr(tiledsl, target, None) if target is not None else None
+    fn = FUNCTIONS.get(target) if target is not None else None
     if fn is None:
         module = getattr(func, "__module__", None) or "torch"
         current().fail(TraceError, f"{module}.{name} has no tiledsl counterpart on tile values",
