@@ -21,7 +21,7 @@ from tiledsl.errors import ShapeError, TraceError
 from tiledsl.ir.ops import reshape_groups
 from tiledsl.ir import views
 from tiledsl.ir.slices import Slice, normalize, to_attr
-from tiledsl.ir.types import Dim, TensorType
+from tiledsl.ir.types import Dim
 from tiledsl.frontend.block_sizes import BlockSize, shape_dim
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current

@@ -34,7 +34,7 @@ from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (re
 from lowering.backends.triton import block_rules as _block_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES, PREPARE_RULES
-from lowering.backends.triton.widen import mma_min, narrow, next_pow2, padded, widen
+from lowering.backends.triton.widen import mma_min, narrow, padded, widen
 from lowering.backends.triton.workarounds import breaks_thread_locality
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_stop
