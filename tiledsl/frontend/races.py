@@ -15,7 +15,7 @@ and before any config is chosen, so every backend rejects the kernel the same wa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
@@ -25,6 +25,17 @@ from tiledsl.ir.views import in_root, root
 from tiledsl.frontend.separation import ANY, Programs
 from tiledsl.frontend.static_args import need_static_in
 from tiledsl.frontend.tracer import Tracer
+
+
+def _waits(tr: Tracer, later: Loc | None, again: Callable[[Loc | None], None]) -> bool:
+    """Inside a counted loop, a check that fails waits to run `again` once the loop's body is
+    traced, with its steps known (loops.py `_inductions`), at the access's line `later` (the
+    innermost loop's, then each enclosing one's). Whether it waits."""
+    if not tr.deferred:
+        return False
+    where = later or user_loc()
+    tr.deferred[-1].append(lambda: again(where))
+    return True
 
 
 def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
@@ -52,9 +63,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     # with the int arguments of the indices and the mask as constants, trace again
     need_static_in([*indices, *([mask] if mask is not None else [])], tr.int_params)
     names = ", ".join(f"'{a.hint}'" for a in racing)
-    if ANY <= deps and tr.deferred:  # wait for the loop's steps (loops.py)
-        where = later or user_loc()
-        tr.deferred[-1].append(lambda: check_store(tr, tensor, indices, value, mask, where))
+    if ANY <= deps and _waits(tr, later, lambda where: check_store(tr, tensor, indices, value,
+                                                                    mask, where)):
         return
     if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
         need_static_in([amount for first, amount, _, _ in tr.inductions.values()],
@@ -263,10 +273,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         elif _apart_views(progs, (tensor.value, new), (op.operands[0], op.operands[1:-1], op)):
             continue
         _static_retry(tr, indices, mask, op)
-        if tr.deferred:  # inside a counted loop: once its steps are known
-            where = later or user_loc()
-            tr.deferred[-1].append(lambda: check_overlap(tr, tensor, indices, attrs, atomic,
-                                                         mask, where))
+        if _waits(tr, later, lambda where: check_overlap(tr, tensor, indices, attrs, atomic,
+                                                         mask, where)):
             return
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
@@ -384,10 +392,8 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         elif _apart_views(progs, (tensor.value, this), (op.operands[0], theirs, op)):
             continue
         _static_retry(tr, indices, mask, op)
-        if tr.deferred:  # inside a counted loop: once its steps are known
-            where = later or user_loc()
-            tr.deferred[-1].append(lambda: check_read_write(tr, tensor, indices, attrs, writing,
-                                                            mask, where))
+        if _waits(tr, later, lambda where: check_read_write(tr, tensor, indices, attrs, writing,
+                                                            mask, where)):
             return
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
