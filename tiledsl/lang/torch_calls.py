@@ -10,7 +10,7 @@ write. Nothing here imports torch: a kernel that never calls it never loads it.
 
 `td.softmax`, `td.log_softmax`, `td.bmm` and `td.baddbmm` are defined here too, for the kernels
 that spell them with `td.`: a softmax over `dim` in float32 for 16-bit floats, returned in the
-input's dtype (or `dtype=`), as torch's.
+input's dtype (or `dtype=`), as torch's (`_stacklevel` is what `torch.nn.functional` passes on).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, as_dtype, binary, cast, to_value
 
 
-def softmax(x: Any, dim: int = -1, dtype: Any = None, **_legacy: Any) -> TileValue:
+def softmax(x: Any, dim: int = -1, dtype: Any = None, _stacklevel: int = 3) -> TileValue:
     """`torch.softmax(x, dim)`: `exp(x - max) / sum(exp(x - max))` along `dim`."""
     current("td.softmax()")
     v, out = _float(x, dtype)
@@ -31,7 +31,7 @@ def softmax(x: Any, dim: int = -1, dtype: Any = None, **_legacy: Any) -> TileVal
     return cast(e / e.sum(dim, True), out)
 
 
-def log_softmax(x: Any, dim: int = -1, dtype: Any = None, **_legacy: Any) -> TileValue:
+def log_softmax(x: Any, dim: int = -1, dtype: Any = None, _stacklevel: int = 3) -> TileValue:
     """`torch.log_softmax(x, dim)`: `x - max - log(sum(exp(x - max)))` along `dim`."""
     current("td.log_softmax()")
     v, out = _float(x, dtype)
