@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from support import gpu_backend, run_on
 
 import tiledsl as td
 
@@ -100,11 +101,11 @@ def shifted_by(x, b, k):
     return out
 
 
-@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
 def test_zero_d_arrays_are_scalar_arguments(backend: str) -> None:
     """torch passes a scalar parameter as a 0-d tensor (Liger's poly_norm bias): a 0-d array is
     a runtime scalar of its dtype, whose value the Triton launch passes (it passed the array,
     which Triton took for a pointer)."""
     x = np.arange(5, dtype=np.float32)
-    out = shifted_by.run(x, np.array(0.25, np.float32), np.array(3, np.int64), backend=backend)
+    out = run_on(shifted_by, (x, np.array(0.25, np.float32), np.array(3, np.int64)), backend)
     np.testing.assert_array_equal(out, x * 3 + 0.25)

@@ -133,14 +133,16 @@ def fp8_short_k(a, b):
     return out
 
 
-def test_fp8_dots_take_k_of_at_least_32() -> None:
+@pytest.mark.parametrize("backend", ["triton-interpret", gpu_backend()])
+def test_fp8_dots_take_k_of_at_least_32(backend: str) -> None:
     """sm_90's fp8 wgmma needs K >= 32: a K of 16 is widened with zero lanes (its Triton
     compile failed), and a K loop's block starts at 32."""
     pytest.importorskip("triton")
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((40, 16)).astype(E4M3), rng.standard_normal((16, 24)).astype(E4M3)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    td.testing.assert_close(fp8_short_k.run(a, b, backend="triton-interpret"), ref, np.float32)
+    td.testing.assert_close(run_on(fp8_short_k, (a, b), backend), ref, np.float32,
+                            factor=FP8_WGMMA if backend == "triton-gpu" else 1.0)
     (report,) = fp8_short_k.compile(a, b, arch="sm_90")
     assert report.problem is None
     space = fp8_matmul.config_space(a, b, backend="triton-interpret")

@@ -11,12 +11,12 @@ import pytest
 
 import tiledsl as td
 from helion_grpo import grpo_loss_backward, grpo_loss_forward
-from support import under_configs
+from support import gpu_backend, on_cuda, under_configs
 from tiledsl.errors import ArgumentError, BackendError, ShapeError, TraceError
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
 
-BACKENDS = ["numpy", "triton-interpret", "spatial"]
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
 T, BETA, EPS_LOW, EPS_HIGH = 0.9, 0.04, 0.2, 0.4
 
 
@@ -114,7 +114,12 @@ def test_views_by_indexing_read_and_write_the_tensor(backend: str) -> None:
         np.testing.assert_array_equal(out, x[1:, 1::2].T * 2)
         np.testing.assert_array_equal(got, tail)
     y = x.copy()
-    fill_column.run(y, 0.5, backend=backend)
+    if backend == "triton-gpu":  # in place on the device, then back
+        y_gpu = on_cuda(y)
+        fill_column.run(y_gpu, 0.5, backend="triton")
+        y = y_gpu.cpu().numpy()
+    else:
+        fill_column.run(y, 0.5, backend=backend)
     assert (y[:, 0] == 0.5).all() and (y[:, 1:] == x[:, 1:]).all()
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import under_configs
+from support import gpu_backend, run_on, under_configs
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
 
-BACKENDS = ["numpy", "triton-interpret"]
+BACKENDS = ["numpy", "triton-interpret", gpu_backend()]
 
 
 @td.tile_kernel
@@ -57,7 +57,7 @@ def test_loops_to_loaded_bounds(backend: str) -> None:
     x = rng.standard_normal((6, 11)).astype(np.float32)
     x[x < -0.5] = 0
     lens = np.array([0, 1, 11, 4, 7, 2], np.int32)  # an empty row, a full one
-    value, count = jagged_horner.run(lens, x, backend=backend)
+    value, count = run_on(jagged_horner, (lens, x), backend)
     expected_value, expected_count = _horner(lens, x)
     np.testing.assert_allclose(value, expected_value, rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(count, expected_count)
@@ -229,12 +229,18 @@ def blockwise_row_sums(x, block: td.constexpr):
     return out
 
 
-def test_td_range_with_a_step_over_ints_is_a_loop() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_td_range_with_a_step_over_ints_is_a_loop(backend: str) -> None:
     """Over ints with a step other than 1 it is a counted loop too, not unrolled (it unrolled
-    125 times at 2000 columns in blocks of 16)."""
-    x = np.random.default_rng(4).standard_normal((3, 203)).astype(np.float32)
+    125 times at 2000 columns in blocks of 16). With `num_stages=` (the softmax tutorial's
+    row loop) it is a `tl.range` that Triton pipelines."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 203)).astype(np.float32)
     src = blockwise_row_sums.source(x, 16, target="triton")
     assert re.search(r"for i in range\(\w+, \w+, 16\):", src) and "while" not in src
-    for backend in BACKENDS:
-        td.testing.assert_close(blockwise_row_sums.run(x, 16, backend=backend),
-                                x.astype(np.float64).sum(1), np.float32)
+    td.testing.assert_close(run_on(blockwise_row_sums, (x, 16), backend),
+                            x.astype(np.float64).sum(1), np.float32)
+    rows = rng.standard_normal((37, 100)).astype(np.float32)
+    e = np.exp(rows - rows.max(1, keepdims=True))
+    td.testing.assert_close(run_on(persistent_softmax, (rows, 4, 128), backend),
+                            e / e.sum(1, keepdims=True), np.float32)

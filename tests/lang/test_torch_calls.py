@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import gpu_backend, run_on
 
 import tiledsl as td
 
 torch = pytest.importorskip("torch")
-BACKENDS = ["numpy", "triton-interpret"]
+BACKENDS = ["numpy", "triton-interpret", gpu_backend()]
 
 
 @td.tile_kernel
@@ -43,12 +44,12 @@ def test_torch_functions_on_tiles(backend: str) -> None:
     rng = np.random.default_rng(16)
     x = rng.standard_normal((37, 19)).astype(np.float16)
     e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
-    td.testing.assert_close(softmax.run(x, backend=backend), e / e.sum(1, keepdims=True),
+    td.testing.assert_close(run_on(softmax, (x,), backend), e / e.sum(1, keepdims=True),
                             np.float16)
     q, k, v = (rng.standard_normal((2, 16, 16)).astype(np.float32) for _ in range(3))
     s = q.astype(np.float64) @ k.transpose(0, 2, 1)
     p = np.exp(s - s.max(-1, keepdims=True))
-    td.testing.assert_close(attention_step.run(q, k, v, backend=backend),
+    td.testing.assert_close(run_on(attention_step, (q, k, v), backend),
                             (p @ v) / p.sum(-1, keepdims=True), np.float32)
 
 

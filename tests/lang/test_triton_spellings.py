@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import gpu_backend, run_on
 
 import tiledsl as td
 
-BACKENDS = ["numpy", "triton-interpret"]
+BACKENDS = ["numpy", "triton-interpret", gpu_backend()]
 MODE_DOUBLE = td.constexpr(1)  # as Liger writes `_CASTING_MODE_LLAMA = tl.constexpr(0)`
 SCALE = td.constexpr(0.5)
 
@@ -47,7 +48,7 @@ def _expected(x: np.ndarray, mode: int, group: int) -> tuple[np.ndarray, np.ndar
 @pytest.mark.parametrize("mode", [0, 1])
 def test_ported_spellings_compute_as_written(backend: str, mode: int) -> None:
     x = np.random.default_rng(0).standard_normal((7, 13)).astype(np.float32)
-    out, kept = spellings.run(x, mode, 3, backend=backend)
+    out, kept = run_on(spellings, (x, mode, 3), backend)
     expected, mean = _expected(x, mode, 3)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(kept, mean, rtol=1e-5, atol=1e-6)
@@ -138,7 +139,7 @@ def triton_names(x, block: td.constexpr):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_triton_hints_and_shape_names(backend: str) -> None:
     x = np.random.default_rng(6).standard_normal((5, 8)).astype(np.float32)
-    out, ranked = triton_names.run(x, 8, backend=backend)
+    out, ranked = run_on(triton_names, (x, 8), backend)
     np.testing.assert_array_equal(out, 2 * x.T)
     np.testing.assert_array_equal(ranked, np.argsort(x, axis=1, kind="stable"))
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import under_configs
+from support import gpu_backend, run_on, under_configs
 
-BACKENDS = ["numpy", "triton-interpret"]
+BACKENDS = ["numpy", "triton-interpret", gpu_backend()]
 
 
 @td.tile_kernel
@@ -74,7 +74,7 @@ def test_a_binary_search_per_program(backend: str) -> None:
     offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 5, size=9))]).astype(np.int32)
     rows = rng.integers(0, offsets[-1], size=23).astype(np.int32)
     expected = np.searchsorted(offsets, rows, side="right") - 1
-    np.testing.assert_array_equal(segment_of.run(offsets, rows, backend=backend), expected)
+    np.testing.assert_array_equal(run_on(segment_of, (offsets, rows), backend), expected)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
