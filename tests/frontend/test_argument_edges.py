@@ -109,3 +109,14 @@ def test_zero_d_arrays_are_scalar_arguments(backend: str) -> None:
     x = np.arange(5, dtype=np.float32)
     out = run_on(shifted_by, (x, np.array(0.25, np.float32), np.array(3, np.int64)), backend)
     np.testing.assert_array_equal(out, x * 3 + 0.25)
+
+
+def test_a_zero_d_device_tensor_is_a_scalar_argument() -> None:
+    """A 0-d torch CUDA tensor or CuPy array is a scalar too (the first GPU run of the test
+    above found it traced as a tensor: "tensor 'k' must be indexed")."""
+    class DeviceScalar:  # what the specs read of a CUDA array: its interface, shape and dtype
+        __cuda_array_interface__: dict = {}
+        shape: tuple = ()
+        dtype = np.dtype(np.int64)
+
+    assert shifted_by.specs.of("k", DeviceScalar()) == ("scalar", "i64", False)

@@ -84,6 +84,8 @@ class ArgSpecs:
             if 0 in v.shape:
                 raise ArgumentError(f"argument '{name}' has an empty dimension (shape {v.shape})",
                                     kernel=self.name)
+            if not v.shape:  # a 0-d device tensor, torch's scalar parameter: its value
+                return ("scalar", d.short, False)
             return ("tensor", tuple(int(s) for s in v.shape), d.short)
         raise ArgumentError(f"argument '{name}' is a {type(v).__module__}.{type(v).__qualname__}; "
                             "pass a NumPy array or a number", kernel=self.name)
