@@ -15,6 +15,7 @@ from lowering.passes.fold import FoldConstantsPass
 from lowering.passes.loads_first import LoadsFirstPass
 from lowering.passes.ragged import MaskRaggedEdgesPass
 from lowering.passes.reciprocal import HoistReciprocalsPass
+from lowering.passes.unroll_counted import UnrollCountedPass
 from tiledsl.ir.core import Function
 from tiledsl.ir.verify import verify
 
@@ -46,7 +47,11 @@ class Pipeline:
 TRITON: tuple[Pass, ...] = (FoldExpScalesPass(), RescaleCarriedPass(), HoistReciprocalsPass(),
                             LoadsFirstPass()) + CANONICALIZE
 
-PASSES: dict[str, Pass] = {p.name: p for p in DEFAULT + TRITON}
+# The spatial backend's: its mapper plans every trip before the run, so counted loops with
+# constant bounds are unrolled (the others it refuses).
+SPATIAL: tuple[Pass, ...] = (UnrollCountedPass(),) + CANONICALIZE
+
+PASSES: dict[str, Pass] = {p.name: p for p in DEFAULT + TRITON + SPATIAL}
 
 
 def lower(fn: Function) -> Function:
@@ -57,5 +62,12 @@ def lower(fn: Function) -> Function:
 def lower_for_triton(fn: Function) -> Function:
     """A copy of lowered `fn` after the Triton backend's passes."""
     out = Pipeline(TRITON)(fn.clone())
+    verify(out)
+    return out
+
+
+def lower_for_spatial(fn: Function) -> Function:
+    """A copy of lowered `fn` after the spatial backend's passes."""
+    out = Pipeline(SPATIAL)(fn.clone())
     verify(out)
     return out

@@ -244,3 +244,43 @@ def test_td_range_with_a_step_over_ints_is_a_loop(backend: str) -> None:
     e = np.exp(rows - rows.max(1, keepdims=True))
     td.testing.assert_close(run_on(persistent_softmax, (rows, 4, 128), backend),
                             e / e.sum(1, keepdims=True), np.float32)
+
+
+@td.tile_kernel
+def band_sums(x, block: td.constexpr):
+    """Counted loops in counted loops, over a shape: each pair of rows summed in blocks of
+    columns, with the running total of the pairs before it."""
+    m, n = x.shape
+    out = td.empty((m // 2,), td.float32)
+    for _ in td.grid(1):
+        total = td.zeros((), td.float32)
+        for r in td.range(0, m - 1, 2):
+            acc = td.zeros((block,), td.float32)
+            for c in td.range(0, n, block):
+                cols = c + td.arange(0, block)
+                for k in td.range(r, r + 2):  # bounds from the outer counter: constants too
+                    acc += td.load(x, [k, cols], mask=cols < n)
+            total += td.sum(acc)
+            out[r // 2] = total
+    return out
+
+
+def test_spatial_unrolls_counted_loops_with_constant_bounds() -> None:
+    """The spatial mapper plans every trip before the run: a counted loop with constant bounds
+    is unrolled for it (lowering/passes/unroll_counted.py), nested ones too; the others, and
+    one too long to unroll, are errors that say which."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 203)).astype(np.float32)
+    for _, out in under_configs(blockwise_row_sums, (x, 16), "spatial", samples=1):
+        td.testing.assert_close(out, x.astype(np.float64).sum(1), np.float32)
+    y = rng.standard_normal((7, 45)).astype(np.float32)
+    pairs = y[:6].astype(np.float64).reshape(3, 2, 45).sum((1, 2))
+    for backend in ("numpy", "spatial"):
+        td.testing.assert_close(band_sums.run(y, 16, backend=backend), np.cumsum(pairs),
+                                np.float32)
+    assert "while" not in print_ir(band_sums.traced(y, 16).for_backend("spatial"))
+    wide = rng.standard_normal((2, 8200)).astype(np.float32)
+    with pytest.raises(td.BackendError, match=r"this one's 4100 trips are more than it unrolls"):
+        blockwise_row_sums.run(wide, 2, backend="spatial")
+    with pytest.raises(td.BackendError, match=r"cannot map a `while` loop on a runtime value"):
+        persistent_softmax.run(x, 4, 256, backend="spatial")

@@ -113,13 +113,16 @@ def _clone_value(v: Value, vmap: dict[Value, Value]) -> Value:
 
 def clone_block(block: Block, vmap: dict[Value, Value]) -> Block:
     args = [_clone_value(a, vmap) for a in block.args]
-    ops = []
-    for op in block.ops:
-        operands = [vmap.get(o, o) for o in op.operands]
-        regions = [clone_block(r, vmap) for r in op.regions]
-        results = [_clone_value(r, vmap) for r in op.results]
-        ops.append(Op(op.name, operands, results, dict(op.attrs), regions, op.loc))
-    return Block(args, ops)
+    return Block(args, [clone_op(op, vmap) for op in block.ops])
+
+
+def clone_op(op: Op, vmap: dict[Value, Value]) -> Op:
+    """A copy of `op` and its regions reading `vmap[v]` for each value `v` it maps (the
+    copies' own results are added to it)."""
+    operands = [vmap.get(o, o) for o in op.operands]
+    regions = [clone_block(r, vmap) for r in op.regions]
+    results = [_clone_value(r, vmap) for r in op.results]
+    return Op(op.name, operands, results, dict(op.attrs), regions, op.loc)
 
 
 def use_counts(block: Block) -> dict[Value, int]:

@@ -20,6 +20,7 @@ from lowering.backends.spatial.engine import (Program, SimReport, check_trace_pa
                                               simulator_module)
 from lowering.backends.spatial.functional import execute
 from lowering.backends.spatial.mapper import SCHEMA_VERSION, Mapping, grids
+from lowering.pipeline import lower_for_spatial
 from tiledsl.runtime import registry
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import BackendError
@@ -152,6 +153,11 @@ class SpatialBackend:
         check_allocations(fn)  # before the mapper places every tile of a huge output
         return spatial_space.extend(space, fn, preset(DEFAULT_ARCH if arch is None else arch),
                                     pick_default)
+
+    def lower(self, fn: Function) -> Function:
+        """The backend's own passes (lowering.pipeline.SPATIAL: counted loops with constant
+        bounds unrolled) on a copy of `fn`."""
+        return lower_for_spatial(fn)
 
     def pick_default(self, space: ConfigSpace) -> ConfigSpace:
         """The default of a space whose td.register_tunable knobs change the trace: the

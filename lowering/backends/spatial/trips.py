@@ -40,14 +40,16 @@ over DRAM channels or links. An `if` whose condition reads them runs both sides 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from lowering.backends.spatial.data_values import DataValues, Unknowable
+from lowering.passes.unroll_counted import UnrollCountedPass
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import (Block, Function, Op, Value, loop_first, loop_ranges, loop_start,
                              loop_stop)
+from tiledsl.ir.counted import counted_loop, int_const, users
 from tiledsl.ir.types import UNBOUNDED, RangeType, TileType
 
 LEVELS = 4  # how many lengths the guessed rows take (`guessed_lengths`)
@@ -103,11 +105,7 @@ class Stops:
             if op.name == "load" and varying:
                 self.varying[op] = varying
             if op.name == "while":
-                raise BackendError(
-                    "backend 'spatial' cannot map a `while` loop on a runtime value: the mapper "
-                    "plans each program's trips before the run", kernel=self.fn.name, loc=op.loc,
-                    hint="loop over a bounded td.tile() range and skip the trips past the end "
-                         "with an `if` (or `continue`)")
+                self._refuse_while(op)
             if op.name == "if":  # its side per program: known if its condition is (`condition`)
                 self._depends(op, op.operands[0], "condition")
             first = loop_first(op) if op.name == "for" else None
@@ -134,6 +132,25 @@ class Stops:
                 inner = varying | axes
             for region in op.regions:
                 self._scan(region, inner)
+
+    def _refuse_while(self, op: Op) -> NoReturn:
+        """A `while` left after the backend's passes: on a runtime condition, or a counted
+        loop too long to unroll (lowering/passes/unroll_counted.py)."""
+        loop = counted_loop(op, users(op.regions[0]))
+        lo = None if loop is None else int_const(op.operands[1 + loop.k])
+        hi = None if loop is None else int_const(loop.stop)
+        if loop is not None and lo is not None and hi is not None:
+            trips = len(range(lo, hi, loop.step))
+            raise BackendError(
+                f"backend 'spatial' maps a counted loop by unrolling it, and this one's {trips} "
+                f"trips are more than it unrolls (at most {UnrollCountedPass.max_trips} trips, "
+                f"{UnrollCountedPass.max_ops} ops in all)", kernel=self.fn.name, loc=op.loc,
+                hint="take larger steps, or loop over a td.tile() range")
+        raise BackendError(
+            "backend 'spatial' cannot map a `while` loop on a runtime value: the mapper "
+            "plans each program's trips before the run", kernel=self.fn.name, loc=op.loc,
+            hint="loop over a bounded td.tile() range and skip the trips past the end "
+                 "with an `if` (or `continue`)")
 
     def block(self, r: Value) -> int:
         rt = r.type

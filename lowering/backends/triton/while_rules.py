@@ -9,9 +9,8 @@ author writes a loop on a runtime condition (Triton's `scf.while`):
 The condition of the first trip is computed before the loop, the next one at the end of each
 trip (the op's region yields it first); the carried values keep one name throughout.
 
-A counted loop, `range(lo, hi, step)` over runtime bounds (frontend/loops.py `_counted`: a
-carried counter that only steps by a positive constant, tested against a bound from outside
-the loop, its final value unused), is a `for` instead, as its author wrote it in Triton:
+A counted loop, `range(lo, hi, step)` over runtime bounds (tiledsl/ir/counted.py, its final
+value unused), is a `for` instead, as its author wrote it in Triton:
 
     total = tmp_2
     for c in range(0, lens_tile):
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 from lowering.backends.triton.oprules import emit_rule, prepare_rule
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Op, Value
+from tiledsl.ir.counted import counted_loop
 
 if TYPE_CHECKING:
     from lowering.backends.triton.emit import KernelEmitter
@@ -61,35 +61,11 @@ def _assign(em: KernelEmitter, names: list[str], values: list[str], indent: int)
 
 def _counted(em: KernelEmitter, op: Op) -> tuple[int, Value, int] | None:
     """(the counter's position among the carried values, the bound, the step) of a counted
-    `while` (see the module's docstring), else None."""
-    region = op.regions[0]
-    yielded = region.ops[-1].operands
-    test, inside = yielded[0].owner, set(region.ops)
-    if test is None or test.name != "lt" or test not in inside:
+    `while` whose counter's final value nothing reads (a `for` does not give it), else None."""
+    loop = counted_loop(op, em.uses)
+    if loop is None or em.uses.get(op.results[loop.k]):
         return None
-    step_op, stop = test.operands[0].owner, test.operands[1]
-    if step_op is None or step_op.name != "add" or step_op not in inside or \
-            stop.owner in inside or stop in region.args:
-        return None
-    counter, amount = step_op.operands
-    k = next((i for i, a in enumerate(region.args) if a is counter), None)
-    step = amount.owner.attrs.get("value") if amount.owner is not None and \
-        amount.owner.name == "const" else None
-    if k is None or yielded[1 + k] is not step_op.result or not isinstance(step, int) or \
-            isinstance(step, bool) or step < 1 or em.uses.get(op.results[k]):
-        return None
-    first = op.operands[0].owner
-    if first is not None and first.name == "const":  # folded: constant bounds, as `for` tests
-        lo, hi = _const(op.operands[1 + k]), _const(stop)
-        if lo is None or hi is None or bool(first.attrs["value"]) != (lo < hi):
-            return None
-    elif first is None or first.name != "lt" or first.operands[0] is not op.operands[1 + k] \
-            or first.operands[1] is not stop:
-        return None
-    if any(u not in (test, region.ops[-1]) for u in em.uses.get(step_op.result, [])) or \
-            any(u is not region.ops[-1] for u in em.uses.get(test.result, [])):
-        return None
-    return k, stop, step
+    return loop.k, loop.stop, loop.step
 
 
 @prepare_rule("while")
@@ -131,12 +107,3 @@ def _for(em: KernelEmitter, op: Op, k: int, stop: Value, step: int, indent: int)
             indent + 1)
     if len(em.lines) == start:
         em.emit(indent + 1, "pass")
-
-
-def _const(v: Value) -> int | None:
-    """An int constant, through casts."""
-    while v.owner is not None and v.owner.name == "cast":
-        v = v.owner.operands[0]
-    op = v.owner
-    return op.attrs["value"] if op is not None and op.name == "const" and \
-        isinstance(op.attrs["value"], int) and not isinstance(op.attrs["value"], bool) else None

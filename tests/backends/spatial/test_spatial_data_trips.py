@@ -118,7 +118,9 @@ def test_a_persistent_loop_maps_each_tile_once_in_both_timings() -> None:
     want = kernel.run(*args, backend="numpy", config=config)
     for timing in ("dataflow", "static"):
         got = kernel.run(*args, backend="spatial", arch=arch(timing), config=config)
-        np.testing.assert_array_equal(got, want)
+        # not bit for bit: each PE's programs are one batched matmul, and OpenBLAS may sum a
+        # batch of another size in another order (an AMD EPYC's kernels do: 1 ulp apart)
+        td.testing.assert_close(got, want, np.float32)
         report = kernel.simulate(*args, arch=arch(timing), config=config)
         assert report.macs == dims["m"] * dims["k"] * dims["n"]
 
