@@ -87,6 +87,7 @@ from tiledsl.lang.language import tanh as tanh
 from tiledsl.lang.language import tile as tile
 from tiledsl.lang.language import where as where
 from tiledsl.lang.language import zeros as zeros
+from tiledsl.lang.language import ones as ones
 from tiledsl.lang.bits import bitcast as bitcast
 from tiledsl.lang.helion_names import cumprod as cumprod
 from tiledsl.lang.helion_names import specialize as specialize
@@ -166,8 +167,11 @@ from tiledsl.lang.views import split as split
 from tiledsl.lang.views import stack as stack
 from tiledsl.lang.torch_calls import baddbmm as baddbmm
 from tiledsl.lang.torch_calls import bmm as bmm
+from tiledsl.lang.torch_calls import gelu as gelu
+from tiledsl.lang.torch_calls import leaky_relu as leaky_relu
 from tiledsl.lang.torch_calls import log_softmax as log_softmax
 from tiledsl.lang.torch_calls import softmax as softmax
+from tiledsl.lang.torch_calls import softplus as softplus
 from tiledsl.lang.triton_names import debug_barrier as debug_barrier
 from tiledsl.lang.triton_names import expand_dims as expand_dims
 from tiledsl.lang.triton_names import max_constancy as max_constancy
@@ -187,6 +191,8 @@ from tiledsl.frontend import td_names as _td_names  # noqa: E402
 
 _td_names.FUNCTIONS.update({n: v for n, v in list(globals().items())
                             if callable(v) and not n.startswith("_") and not isinstance(v, type)})
+
+from tiledsl.lang.triton_names import math as math  # noqa: E402  (tl.math's names)
 
 
 def __getattr__(name: str) -> object:

@@ -26,9 +26,25 @@ class Loc:
 
 
 def is_internal(filename: str) -> bool:
-    """True for frames inside tiledsl itself (and generated helper code)."""
+    """True for frames inside tiledsl itself (and generated helper code), or inside torch's
+    Python code, through which a kernel's `torch.nn.functional.relu(v)` reaches tiledsl."""
     path = os.path.abspath(filename)
-    return path.startswith(_PACKAGE_DIRS) or filename.startswith("<")
+    return path.startswith(_PACKAGE_DIRS + _torch_dir()) or filename.startswith("<")
+
+
+def _torch_dir() -> tuple[str, ...]:
+    """torch's package directory, once torch is imported (tiledsl never imports it for this)."""
+    global _TORCH_DIR
+    if _TORCH_DIR is None:
+        torch = sys.modules.get("torch")
+        file = getattr(torch, "__file__", None) if torch is not None else None
+        if file is None:
+            return ()
+        _TORCH_DIR = (os.path.dirname(os.path.abspath(file)) + os.sep,)
+    return _TORCH_DIR
+
+
+_TORCH_DIR: tuple[str, ...] | None = None
 
 
 def user_loc(depth: int = 1) -> Loc | None:

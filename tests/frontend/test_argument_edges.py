@@ -120,3 +120,10 @@ def test_a_zero_d_device_tensor_is_a_scalar_argument() -> None:
         dtype = np.dtype(np.int64)
 
     assert shifted_by.specs.of("k", DeviceScalar()) == ("scalar", "i64", False)
+
+
+def test_run_on_a_torch_cpu_tensor_says_what_takes_it() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(td.ArgumentError, match="argument 'x' is a torch.Tensor") as e:
+        shifted_by.run(torch.ones(3), 0.5, 2, backend="numpy")
+    assert "k(*args) takes torch" in e.value.hint and "np.from_dlpack(t)" in e.value.hint

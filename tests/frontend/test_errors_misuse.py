@@ -173,13 +173,21 @@ def test_store_tile_on_wrong_dimension() -> None:
 
 
 @td.tile_kernel
-def helion_tile_from_zero(x, lens):  # Helion: hl.tile(begin, end) with a loaded end
+def helion_tile_from_zero(x, lens):  # Helion: hl.tile(0, end) with a loaded end
     m, n = x.shape
     out = td.zeros((m, n), dtype=x.dtype)
     for i in td.grid(m):
-        for t in td.tile(0, lens[i]):  # <- here
+        for t in td.tile(0, lens[i]):
             out[i, t] = x[i, t]
     return out
+
+
+def test_helion_tile_from_zero_is_a_loop_to_its_end() -> None:
+    """A size of 0 is no 2-D tile: `td.tile(0, end)` is Helion's `hl.tile(0, end)`."""
+    x, lens = f32(3, 10), np.array([0, 4, 10])
+    want = np.where(np.arange(10)[None] < lens[:, None], x, 0)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(helion_tile_from_zero.run(x, lens, backend=backend), want)
 
 
 @td.tile_kernel
@@ -202,10 +210,9 @@ def helion_tile_static(x):  # Helion: hl.tile(2, n); a valid 2-D tile until inde
     return out
 
 
-@pytest.mark.parametrize("kernel, cls", [(helion_tile_from_zero, td.ShapeError),
-                                         (helion_tile_from_loaded, td.TraceError),
+@pytest.mark.parametrize("kernel, cls", [(helion_tile_from_loaded, td.TraceError),
                                          (helion_tile_static, td.TraceError)],
-                         ids=["from_zero", "from_loaded", "static"])
+                         ids=["from_loaded", "static"])
 def test_helion_tile_begin_end_says_start_and_stop(kernel: td.TileKernel,
                                                    cls: type[td.TileDSLError]) -> None:
     """`td.tile(a, b)` is a 2-D tile: written as Helion's `hl.tile(begin, end)`, the error
@@ -606,6 +613,22 @@ def test_whole_tensor_math_in_host_code_says_to_load_first() -> None:
     err = trace_error(td.TraceError, wrap_in_host_code, np.zeros(8, np.int64), f32(8))
     assert "in host code a tensor is memory, not a value" in msg(err)
     assert "inside the tile loop" in err.hint
+
+
+@td.tile_kernel
+def pointer_bump(X_ptr, n_cols: td.constexpr):
+    out = td.empty((X_ptr.shape[0],), td.float32)
+    for row in td.grid(X_ptr.shape[0]):
+        X_ptr += row * n_cols  # <- here
+        out[row] = td.sum(td.load(X_ptr, td.arange(0, n_cols)))
+    return out
+
+
+def test_a_pointer_bump_says_to_keep_the_offset() -> None:
+    """Liger's `X_ptr += row * X_row_stride`: a tensor is not a pointer to move."""
+    err = trace_error(td.TraceError, pointer_bump, f32(3, 4), 4)
+    assert "a tensor is not a pointer to move" in msg(err)
+    assert "off = row * stride" in err.hint and "td.load(X_ptr, off + cols" in err.hint
 
 
 @pytest.mark.parametrize("kernel", UNINDEXED)

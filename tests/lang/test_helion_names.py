@@ -86,13 +86,16 @@ def test_torch_statistics_and_new_tensors(backend: str) -> None:
 @td.tile_kernel
 def block_sums(x):
     """Helion's rms_norm_bwd: `hl.tile(mb_cta.begin, mb_cta.end)` walks the rows of the
-    enclosing tile (tiledsl's `td.tile(t.end, start=t.begin)`)."""
+    enclosing tile (tiledsl's `td.tile(t.end, start=t.begin)`), and `hl.tile(0, t.end)` the
+    rows up to its end."""
     m, n = x.shape
     out = td.zeros((m,), td.float32)
     for mb_cta in td.tile(m):
         acc = td.zeros((n,), td.float32)
         for mb in td.tile(mb_cta.begin, mb_cta.end):
             acc += td.sum(x[mb, :], axis=0)
+        for tk in td.tile(0, mb_cta.end, block_size=None):  # hl.tile(0, end): [0, end)
+            acc += td.sum(x[tk, :], axis=0) * 0.5 ** 10
         out[mb_cta] = td.zeros((mb_cta,), td.float32) + td.sum(acc)
     return out
 
@@ -102,5 +105,6 @@ def test_a_tile_over_an_enclosing_tiles_span(backend: str) -> None:
     x = np.random.default_rng(12).standard_normal((21, 5)).astype(np.float32)
     for config, out in under_configs(block_sums, (x,), backend, samples=1):
         b = config.block_sizes[0]
-        sums = [x[i:i + b].astype(np.float64).sum() for i in range(0, 21, b)]
+        sums = [x[i:i + b].astype(np.float64).sum() + x[:i + b].astype(np.float64).sum() / 1024
+                for i in range(0, 21, b)]
         td.testing.assert_close(out, np.repeat(sums, b)[:21], np.float32)

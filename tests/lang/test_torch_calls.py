@@ -4,6 +4,8 @@ torch dtypes and `device=x.device`."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from support import gpu_backend, run_on
@@ -64,3 +66,92 @@ def test_a_torch_function_without_a_counterpart_names_the_call() -> None:
     with pytest.raises(td.TraceError, match="torch.lgamma has no tiledsl counterpart") as e:
         gamma(np.ones(4, np.float32))
     assert "out[t] = torch.lgamma(x[t])" in str(e.value)
+
+
+@td.tile_kernel
+def torch_host(x, y):
+    """Host code as Helion writes it: torch's factories and dtype rules on the kernel's
+    tensors, sizes one by one; torch's activations and tensor methods on tiles."""
+    T, N = x.shape
+    mixed = torch.zeros(T, N, dtype=torch.promote_types(x.dtype, y.dtype), device=x.device)
+    acts = torch.empty(5, T, N, dtype=torch.float32)
+    counts = torch.full((T,), 3)
+    ones = torch.ones(T, N, dtype=x.dtype)
+    for tm, tn in td.tile(T, N):
+        v = x[tm, tn]
+        mixed[tm, tn] = v + y[tm, tn] + torch.zeros_like(v, dtype=torch.float32)
+        acts[0, tm, tn] = torch.nn.functional.silu(v) + v.sigmoid()
+        acts[1, tm, tn] = torch.nn.functional.gelu(v) + td.gelu(v, approximate="tanh")
+        acts[2, tm, tn] = torch.nn.functional.leaky_relu(v, 0.2) + torch.nn.functional.softplus(v)
+        acts[3, tm, tn] = torch.clamp(v, min=0.0) + v.clamp(max=0.5) + v.abs().sqrt()
+        acts[4, tm, tn] = td.math.fma(v, v, v.exp())
+        ones[tm, tn] = ones[tm, tn] * 2
+    for t in td.tile(T):
+        counts[t] = counts[t] + 1
+    return mixed, acts, counts, ones
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_torch_factories_in_host_code_and_activations(backend: str) -> None:
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((37, 19)).astype(np.float16)
+    y = rng.standard_normal((37, 19)).astype(np.float32)
+    mixed, acts, counts, ones = run_on(torch_host, (x, y), backend)
+    v = x.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    tanh_gelu = 0.5 * v * (1 + np.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))
+    assert mixed.dtype == np.float32 and counts.dtype == np.int64 and ones.dtype == np.float16
+    td.testing.assert_close(mixed, v + y, np.float32)
+    td.testing.assert_close(acts, np.stack([
+        v / (1 + np.exp(-v)) + 1 / (1 + np.exp(-v)),
+        0.5 * v * (1 + erf(v / np.sqrt(2))) + tanh_gelu,
+        np.where(v > 0, v, 0.2 * v) + np.log1p(np.exp(v)),
+        np.maximum(v, 0) + np.minimum(v, 0.5) + np.sqrt(np.abs(v)),
+        v * v + np.exp(v)]), np.float16)
+    np.testing.assert_array_equal(counts, 4)
+    np.testing.assert_array_equal(ones, 2)
+
+
+@td.tile_kernel
+def torch_matmul_acc(a, b):
+    """Helion's jagged_dense_bmm: an accumulator of the inputs' dtype and torch.matmul, which
+    returns that dtype (td.dot and `@` return float32 for 16-bit inputs)."""
+    out = td.empty((a.shape[0], b.shape[1]), torch.promote_types(a.dtype, b.dtype))
+    for tm, tn in td.tile(a.shape[0], b.shape[1]):
+        acc = td.zeros((tm, tn), dtype=a.dtype)
+        for tk in td.tile(a.shape[1]):
+            acc = acc + torch.matmul(a[tm, tk], b[tk, tn])
+        out[tm, tn] = acc
+    return out
+
+
+def test_torch_matmul_returns_torch_s_dtype() -> None:
+    rng = np.random.default_rng(18)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((37, 45), (45, 29)))
+    out = torch_matmul_acc(a, b)
+    assert out.dtype == np.float16
+    td.testing.assert_close(out, a.astype(np.float64) @ b, np.float16, factor=4.0)
+
+
+def test_torch_calls_that_do_not_fit_name_the_call() -> None:
+    @td.tile_kernel
+    def in_place(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = torch.nn.functional.relu(x[t], inplace=True)
+        return out
+
+    @td.tile_kernel
+    def bad_factory(x):
+        out = torch.empty(x.shape, dtype=x.dtype, strides=(1,))
+        for t in td.tile(x.shape[0]):
+            out[t] = x[t]
+        return out
+
+    x = np.ones(4, np.float32)
+    with pytest.raises(td.TraceError, match=r"relu\(\.\.\., inplace=True\) has no meaning") as e:
+        in_place(x)
+    assert "torch.nn.functional.relu(x[t], inplace=True)" in str(e.value)
+    with pytest.raises(td.TraceError, match=r"torch.empty\(\): .*strides") as e:
+        bad_factory(x)
+    assert "out = torch.empty(x.shape, dtype=x.dtype, strides=(1,))" in str(e.value)

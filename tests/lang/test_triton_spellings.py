@@ -154,6 +154,9 @@ def test_triton_names_without_a_counterpart_say_what_to_write() -> None:
         by_program_id(np.ones(4, np.float32))
     with pytest.raises(td.TraceError, match="td.static_assert failed: one block holds a row"):
         triton_names(np.ones((2, 8), np.float32), 16)
+    assert td.math.fma is td.fma and td.math.exp2 is td.exp2  # tl.math's names
+    with pytest.raises(AttributeError, match="td.math has no 'umulhi'"):
+        td.math.umulhi
 
 
 @td.tile_kernel

@@ -136,13 +136,17 @@ def test_stack_and_friends(backend: str) -> None:
 def expanded(a, b):
     """torch's expand and expand_as on tiles: axes of 1 grow, -1 keeps one, new axes lead."""
     m, n = a.shape
-    out = td.empty((m, 3), dtype=a.dtype)
+    out = td.empty((m, 4), dtype=a.dtype)
     for tm in td.tile(m):
         row = a[tm, :]
         col = b[tm].unsqueeze(1)  # (tm, 1): each sum below counts n copies
         out[tm, 0] = td.sum(col.expand_as(row), axis=1)
         out[tm, 1] = td.sum(col.expand(-1, n), axis=1)
         out[tm, 2] = td.sum(col.expand(1, tm, n), axis=2).squeeze(0)
+        bm, bn = row.size()  # Helion's moe_matmul_ogs: `.view(bm, 1).expand(bm, bn)`
+        valid = (b[tm] > 0).squeeze(0)  # torch: squeezing an axis not of size 1 keeps it
+        kept = td.where(valid.view(bm, 1).expand(bm, bn), row * 0 + col, 0.0)
+        out[tm, 3] = td.sum(kept, axis=1)
     return out
 
 
@@ -151,7 +155,8 @@ def test_expand_and_expand_as(backend: str) -> None:
     rng = np.random.default_rng(4)
     a = rng.standard_normal((37, 5)).astype(np.float32)
     b = rng.standard_normal(37).astype(np.float32)
-    ref = np.repeat(b[:, None] * 5.0, 3, axis=1)
+    ref = np.repeat(b[:, None] * 5.0, 4, axis=1)
+    ref[:, 3] *= b > 0
     for config, out in under_configs(expanded, (a, b), backend, samples=1):
         td.testing.assert_close(out, ref, np.float32)
 

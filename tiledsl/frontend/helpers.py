@@ -27,6 +27,7 @@ from types import FunctionType
 from typing import Any, Callable
 
 from tiledsl.errors import TraceError
+from tiledsl.frontend.td_names import substitute
 from tiledsl.frontend.tracer import current
 
 LIBRARIES = frozenset({"tiledsl", "lowering", "autotune", "numpy", "triton", "torch", "cupy",
@@ -47,7 +48,7 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     if fn is min or fn is max:
         return _MIN_MAX[fn]
     if type(fn) is not FunctionType:
-        return fn
+        return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     try:
         return _CACHE[fn]
     except KeyError:

@@ -1,6 +1,6 @@
 """The functions of the `td.` namespace by name, filled in by tiledsl/__init__.py once it has
 imported them, for the modules that map another library's name to tiledsl's
-(lang/torch_calls.py, frontend/foreign_calls.py) without importing the package they are part
+(lang/torch_calls.py, frontend/foreign_calls.py, frontend/helpers.py) without importing the package they are part
 of."""
 
 from __future__ import annotations
@@ -8,3 +8,17 @@ from __future__ import annotations
 from typing import Any, Callable
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+# Maps from another library's callables to what a kernel calls instead, or None (the first
+# that answers wins): lang/torch_calls.py's `host_call` (torch.empty(m, n, dtype=x.dtype)).
+SUBSTITUTES: list[Callable[[Any], Callable[..., Any] | None]] = []
+
+
+def substitute(fn: Any) -> Any:
+    """What a kernel calls for `fn(...)` where `fn` is not a Python function: a td function in
+    its place (SUBSTITUTES), else `fn`."""
+    for lookup in SUBSTITUTES:
+        found = lookup(fn)
+        if found is not None:
+            return found
+    return fn

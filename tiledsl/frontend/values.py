@@ -366,7 +366,21 @@ class Tensor:
     def _no_math(self, *_: Any) -> Any:
         no_math(self, f"{self.name}[tm, tk]")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
+    def _bump(self, other: Any) -> Any:
+        """`x_ptr += row * stride`, Triton's pointer bump: say to keep the offset instead."""
+        scalar = isinstance(other, (int, np.integer)) and not isinstance(other, bool) or \
+            isinstance(other, TileValue) and other.shape == () and other.dtype.is_int
+        if scalar and current().depth != "host":
+            current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing "
+                           "with it: a tensor is not a pointer to move",
+                           hint=f"a Triton pointer bump (`{self.name} += row * stride`) is an "
+                                f"offset here: keep it in an int (`off = row * stride`) and "
+                                f"index with it, td.load({self.name}, off + cols, mask=...), "
+                                f"or index by row: {self.name}[row, cols]")
+        self._no_math()
+
+    __add__ = __radd__ = __sub__ = _bump
+    __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
     __rmatmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_math
     __mod__ = __rmod__ = __pow__ = __rpow__ = __and__ = __rand__ = __or__ = __ror__ = _no_math
     __xor__ = __rxor__ = __neg__ = __pos__ = __abs__ = __invert__ = __bool__ = _no_math

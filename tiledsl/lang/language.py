@@ -138,6 +138,10 @@ def tile(*sizes: int | TileValue,
     if len(sizes) == 2 and not seq and start is None and stop is None and \
             _begin_end(*sizes):  # Helion's `hl.tile(t.begin, t.end)`: that tile's span
         return tile(sizes[1], block_size=block_size, start=sizes[0])
+    if len(sizes) == 2 and not seq and start is None and stop is None and \
+            type(sizes[0]) in (int, np.int32, np.int64) and sizes[0] == 0 and \
+            not isinstance(block_size, (tuple, list)):  # Helion's `hl.tile(0, n)`: `[0, n)`
+        return tile(sizes[1], block_size=block_size)  # (a size of 0 is no tile loop)
     runtime = [v for v in (*sizes, stop, start) if isinstance(v, TileValue)]
     for v in (*sizes, block_size) if tr.depth == "host" else (block_size,):
         need_static(v)  # int arguments as the grid's sizes or as a block size
@@ -315,13 +319,33 @@ def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
     return Tensor(v, tensor_name(user_loc(), what))
 
 
-def empty(shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A new output tensor in global memory (outside the tile loops). `device=` (torch's) is
-    accepted: outputs live on the inputs' device."""
+def _shape_and_dtype(shape: Any, more: tuple, dtype: Any, what: str) -> tuple[Any, Any]:
+    """(shape, dtype) of `td.zeros(shape, dtype)` (Triton's order) or of torch's
+    `td.zeros(m, n, dtype=...)`: sizes after the first make the shape, unless the one thing
+    after it is a dtype."""
+    if not more:
+        return shape, dtype
+    if len(more) == 1 and (isinstance(more[0], str) or not isinstance(
+            more[0], (int, np.integer, TileValue, BlockSize)) and dtypes.from_any(more[0])):
+        if dtype is not None:
+            current().fail(TraceError, f"{what}() got its dtype twice: {more[0]!r} and "
+                           f"dtype={dtype!r}")
+        return shape, more[0]
+    if isinstance(shape, (tuple, list)):
+        current().fail(TraceError, f"{what}(): a shape is a tuple or its sizes one by one, "
+                       f"got {shape!r} and then {more!r}")
+    return (shape, *more), dtype
+
+
+def empty(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A new output tensor in global memory (outside the tile loops): `td.empty((m, n),
+    dtype)` or torch's `td.empty(m, n, dtype=...)`. `device=` (torch's) is accepted: outputs
+    live on the inputs' device."""
     tr = current("td.empty()")
     if tr.depth != "host":
         tr.fail(TraceError, "td.empty() allocates a tensor and cannot be used inside a tile loop",
                 hint="use td.zeros(...) or td.full(...) for a tile")
+    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.empty")
     return _new_tensor(shape, _dtype_arg(dtype, "td.empty"), "empty", None)
 
 
@@ -341,10 +365,20 @@ def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full", devic
     return TileValue(filled.value)  # of its dtype (strong), even when filled with a number
 
 
-def zeros(shape: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
-    """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside."""
+def zeros(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
+    """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside.
+    The sizes may come one by one, as torch's (`td.zeros(m, n, dtype=...)`)."""
     current("td.zeros()")
+    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.zeros")
     return full(shape, 0, _dtype_arg(dtype, "td.zeros"), what="zeros")
+
+
+def ones(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
+    """torch's `ones`: a tile (or, outside the tile loops, a tensor) of ones, float32 unless
+    `dtype`."""
+    current("td.ones()")
+    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.ones")
+    return full(shape, 1, _dtype_arg(dtype, "td.ones"), what="ones")
 
 
 @numpy_scalar_result

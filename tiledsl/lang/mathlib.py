@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl import dtypes
-from tiledsl.errors import DTypeError
+from tiledsl.errors import DTypeError, TraceError
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, binary, cast, coerce, common_dtype, to_value, unary
@@ -135,10 +135,20 @@ def fma(x: Any, y: Any, z: Any) -> TileValue:
 
 
 @numpy_scalar_result
-def clamp(x: Any, lo: Any, hi: Any) -> TileValue:
-    """x limited to [lo, hi], elementwise (`np.clip`): `td.minimum(td.maximum(x, lo), hi)`."""
-    current("td.clamp()")
-    return binary("minimum", binary("maximum", x, lo), hi)
+def clamp(x: Any, lo: Any = None, hi: Any = None, **bounds: Any) -> TileValue:
+    """x limited to [lo, hi], elementwise (`np.clip`): `td.minimum(td.maximum(x, lo), hi)`.
+    Either bound may be left out, and torch's keywords name them (`torch.clamp(v, min=0)`)."""
+    tr = current("td.clamp()")
+    unknown = set(bounds) - {"min", "max"}
+    if unknown:
+        tr.fail(TraceError, f"td.clamp() got unexpected keywords {sorted(unknown)}",
+                hint="td.clamp(x, lo, hi), or torch's min= and max=")
+    lo = bounds.get("min", lo)
+    hi = bounds.get("max", hi)
+    if lo is None and hi is None:
+        tr.fail(TraceError, "td.clamp() needs a lower bound, an upper bound or both")
+    out = x if lo is None else binary("maximum", x, lo)
+    return out if hi is None else binary("minimum", out, hi)
 
 
 __all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "clamp",

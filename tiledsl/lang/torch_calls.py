@@ -15,10 +15,11 @@ input's dtype (or `dtype=`), as torch's (`_stacklevel` is what `torch.nn.functio
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from tiledsl.errors import TraceError
-from tiledsl.frontend.td_names import FUNCTIONS
+from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, as_dtype, binary, cast, to_value
 
@@ -56,6 +57,36 @@ def baddbmm(acc: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1) -> TileV
     return out if c.weak else cast(out, c.dtype)
 
 
+def gelu(x: Any, approximate: str = "none") -> TileValue:
+    """`torch.nn.functional.gelu`: `x * Phi(x)` by erf, or with `approximate="tanh"` by the
+    tanh form; in float32 for 16-bit floats, returned in the input's dtype."""
+    tr = current("td.gelu()")
+    v, out = _float(x, None)
+    if approximate == "none":
+        phi = 1.0 + FUNCTIONS["erf"](v * 0.7071067811865476)
+    elif approximate == "tanh":
+        phi = 1.0 + FUNCTIONS["tanh"](0.7978845608028654 * (v + 0.044715 * v * v * v))
+    else:
+        tr.fail(TraceError, f"td.gelu: approximate={approximate!r}; expected 'none' or 'tanh'")
+    return cast(0.5 * v * phi, out)
+
+
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> TileValue:
+    """`torch.nn.functional.leaky_relu`: `x` where positive, else `negative_slope * x`."""
+    current("td.leaky_relu()")
+    v = to_value(x)
+    return FUNCTIONS["where"](v > 0, v, cast(v * negative_slope, v.dtype))
+
+
+def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> TileValue:
+    """`torch.nn.functional.softplus`: `log(1 + exp(beta * x)) / beta`, and `x` itself where
+    `beta * x > threshold`; in float32 for 16-bit floats, returned in the input's dtype."""
+    current("td.softplus()")
+    v, out = _float(x, None)
+    soft = FUNCTIONS["log1p"](_exp(v * beta)) * (1.0 / beta)
+    return cast(FUNCTIONS["where"](v * beta > threshold, v, soft), out)
+
+
 def _float(x: Any, dtype: Any) -> tuple[TileValue, Any]:
     v = to_value(x)
     out = v.dtype if dtype is None else as_dtype(dtype, "softmax")
@@ -77,23 +108,108 @@ _SAME = ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt
          "cumsum", "cumprod", "argmax", "argmin", "sort", "argsort", "topk", "var_mean", "var",
          "std", "softmax", "log_softmax", "bmm", "baddbmm", "zeros_like", "ones_like",
          "full_like", "empty_like", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh",
-         "acosh", "atanh", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "pow")
+         "acosh", "atanh", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "pow",
+         "gelu", "leaky_relu", "softplus")
 CALLS: dict[str, str] = {name: name for name in _SAME} | {"clip": "clamp", "mm": "matmul"}
+
+
+# torch's products of 16-bit floats are 16-bit (td.dot's are float32): torch.matmul(a, b) on
+# tiles is `td.dot` cast to the inputs' type, as torch computes it
+_TORCH_DTYPE = frozenset({"matmul", "mm", "bmm"})
+# keywords of torch's that mean nothing in a kernel, at the values that change nothing
+_IGNORED = {"inplace": False, "out": None, "requires_grad": False, "pin_memory": False}
+_ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on the inputs'
+# torch's functions that host code calls with no tile value to dispatch on:
+# `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
+HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+              "full_like", "promote_types")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
                     kwargs: dict | None = None) -> Any:
     """torch's protocol: `torch.<name>(...)` with a tile value among its arguments."""
     name = getattr(func, "__name__", "")
+    module = getattr(func, "__module__", None) or "torch"
     target = CALLS.get(name)
     fn = FUNCTIONS.get(target) if target is not None else None
     if fn is None:
-        module = getattr(func, "__module__", None) or "torch"
         current().fail(TraceError, f"{module}.{name} has no tiledsl counterpart on tile values",
                        hint="the torch functions a kernel may call on tiles are "
                             + ", ".join(f"torch.{n}" for n in sorted(CALLS))
                             + "; or write the td. function")
-    return fn(*args, **(kwargs or {}))
+    out = _call(f"{module}.{name}", fn, args, kwargs or {})
+    if name in _TORCH_DTYPE:
+        inputs = [to_value(a).dtype for a in args[:2]]
+        if all(d.is_float for d in inputs) and out.dtype != (common := max(inputs, key=_bits)):
+            out = cast(out, common)
+    return out
 
 
+def _bits(d: Any) -> int:
+    return int(d.bits)
+
+
+def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)` less torch's keywords that change nothing here; a call that does
+    not fit `fn` is a TraceError at the user's line naming `what`."""
+    kept = {}
+    for k, v in kwargs.items():
+        if k in _ANY_VALUE or (k in _IGNORED and v == _IGNORED[k]):
+            continue
+        if k in _IGNORED:
+            current().fail(TraceError, f"{what}(..., {k}={v!r}) has no meaning in a kernel",
+                           hint=f"leave out {k}=: a kernel writes its results to the tensors "
+                                "it stores into")
+        kept[k] = v
+    try:
+        return fn(*args, **kept)
+    except TypeError as e:  # torch's signature where td's differs: say which call
+        current().fail(TraceError, f"{what}(): {e}", hint=f"the td function it stands for: "
+                       f"td.{fn.__name__}{_signature(fn)}")
+
+
+def _signature(fn: Callable[..., Any]) -> str:
+    import inspect
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def host_call(fn: Any) -> Callable[..., Any] | None:
+    """The td function a kernel calls for torch's `fn` in HOST_CALLS (torch's factories take
+    no tile value, so its protocol never sees them), else None."""
+    name = getattr(fn, "__name__", None)
+    if name not in HOST_CALLS or getattr(fn, "__module__", None) != "torch":
+        return None
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(torch, name, None) is not fn:
+        return None
+    td_fn = FUNCTIONS[name]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if name == "full" and kwargs.get("dtype") is None and len(args) == 2 and \
+                isinstance(args[1], (bool, int)):  # torch.full((n,), 3) is int64, (n,), True bool
+            kwargs["dtype"] = "bool" if isinstance(args[1], bool) else "int64"
+        return _call(f"torch.{name}", td_fn, args, kwargs)
+    return call
+
+
+def _method(name: str) -> Callable[..., Any]:
+    """torch's `v.exp()`, `v.sigmoid()`, ...: `td.<name>(v, ...)`."""
+    def method(self: TileValue, *args: Any, **kwargs: Any) -> Any:
+        return _call(f"Tensor.{name}", FUNCTIONS[name], (self, *args), kwargs)
+    method.__name__ = name
+    method.__doc__ = f"`td.{name}(v, ...)`, as torch's `Tensor.{name}`."
+    return method
+
+
+# torch's math methods of tensors, on tile values (F.sigmoid calls `input.sigmoid()`)
+METHODS = ("exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
+           "tanh", "sigmoid", "abs", "erf", "floor", "ceil", "trunc", "relu", "clamp", "pow",
+           "isnan", "isinf", "isfinite")
 TileValue.__torch_function__ = classmethod(_torch_function)  # type: ignore[attr-defined]
+for _name in METHODS:
+    if not hasattr(TileValue, _name):
+        setattr(TileValue, _name, _method(_name))
+SUBSTITUTES.append(host_call)

@@ -5,6 +5,9 @@ returns its value unchanged), `td.debug_barrier()` (tiledsl places the barriers 
 stores need itself: lowering/backends/triton/barriers.py), `td.static_assert`, `td.trans`,
 `td.expand_dims` and `td.ravel`; on tiles and tensors, torch's `v.t()`. None adds an op.
 
+`td.math.fma(a, b, c)` is Triton's `tl.math.fma`: `td.math` holds td's functions under the
+names `tl.math` gives them.
+
 `tl.program_id` and `tl.num_programs` have no counterpart: a tiledsl kernel names its programs
 with a grid loop (`for pid in td.grid(n)`), and the error for `td.program_id` says so.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import ShapeError, TraceError
+from tiledsl.frontend.td_names import FUNCTIONS
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
 from tiledsl.lang.views import flatten, permute, unsqueeze
@@ -100,3 +104,25 @@ def t(x: Any) -> Any:
 
 TileValue.t = t  # type: ignore[attr-defined]
 Tensor.t = t  # type: ignore[attr-defined]
+
+
+class _Math:
+    """`td.math`, Triton's `tl.math`: td's functions of the same names (FUNCTIONS, filled by
+    tiledsl/__init__.py)."""
+
+    NAMES = ("abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2",
+             "rsqrt", "sin", "sqrt", "cdiv")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.NAMES:
+            return FUNCTIONS[name]
+        raise AttributeError(
+            f"td.math has no {name!r}: it holds Triton's tl.math functions that tiledsl has ("
+            + ", ".join(self.NAMES) + "); td's other math functions are td.<name> (td.tanh, "
+            "td.log1p, ...), and division is `/`")
+
+    def __dir__(self) -> list[str]:
+        return list(self.NAMES)
+
+
+math = _Math()

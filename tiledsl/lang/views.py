@@ -148,13 +148,17 @@ def expand(x: Any, *shape: Any) -> TileValue:
     for i, s in enumerate(dims):
         if isinstance(s, Tile):
             new.append(s.range.block)
+        elif isinstance(s, BlockSize):  # td.register_block_size's symbol
+            new.append(shape_dim(s))
+        elif isinstance(s, str) and s in tr.symbols:  # an entry of a tile value's `.size()`
+            new.append(s)
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s == -1 and i >= lead:
             new.append(v.shape[i - lead])
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             new.append(int(s))
         else:
-            tr.fail(ShapeError, f"expand: shape entries are tiles, positive ints or -1 (keep), "
-                    f"got {s!r}")
+            tr.fail(ShapeError, f"expand: shape entries are tiles, a tile value's .shape "
+                    f"entries, positive ints or -1 (keep), got {s!r}")
     return _expand_to(v, tuple(new))
 
 
@@ -175,13 +179,11 @@ def _expand_to(v: TileValue, new: tuple[Dim, ...]) -> TileValue:
 
 
 def squeeze(x: Any, axis: Any = None) -> TileValue:
-    """Without axes of 1 (`axis` names one; None drops all)."""
+    """Without axes of 1 (`axis` names one; None drops all). As torch's, an axis of another
+    size stays: a block-size axis is never dropped (Helion's `v.squeeze(0)` on a `[tile]`)."""
     v = to_value(x)
     axes = [i for i, d in enumerate(v.shape) if d == 1] if axis is None else \
-        [_axis(axis, v.ndim, "squeeze")]
-    if any(v.shape[a] != 1 for a in axes):
-        current().fail(ShapeError, f"squeeze: axis {axis} has size "
-                       f"{current().describe_dim(v.shape[axes[0]])}, not 1")
+        [a for a in [_axis(axis, v.ndim, "squeeze")] if v.shape[a] == 1]
     return _reshape_to(v, tuple(d for i, d in enumerate(v.shape) if i not in axes))
 
 

@@ -88,7 +88,11 @@ class ArgSpecs:
                 return ("scalar", d.short, False)
             return ("tensor", tuple(int(s) for s in v.shape), d.short)
         raise ArgumentError(f"argument '{name}' is a {type(v).__module__}.{type(v).__qualname__}; "
-                            "pass a NumPy array or a number", kernel=self.name)
+                            "pass a NumPy array or a number", kernel=self.name,
+                            hint="k(*args) takes torch, JAX and CuPy arrays as they are; "
+                                 "k.run(..., backend=) takes NumPy arrays on the CPU "
+                                 "(np.from_dlpack(t)) and GPU arrays on 'triton'"
+                            if hasattr(v, "__dlpack__") else None)
 
     def _special(self, name: str, v: Any) -> ArgSpec | None:
         """The spec of a compile-time argument or a list of arrays; None for any other."""
