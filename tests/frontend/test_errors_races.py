@@ -767,3 +767,62 @@ def test_windows_count_every_lane() -> None:
     np.testing.assert_array_equal(y.reshape(6, 8)[:5, 4:], x.reshape(6, 8)[:5, :4])
     with pytest.raises(td.TraceError, match="may write elements that the load at line"):
         shift_within_rows(x.copy(), 8, 6)
+
+
+@td.tile_kernel
+def column_tiles(a, c, stride, n_cols, shift, BLOCK: td.constexpr):
+    """Liger's swiglu over a 2-D grid of (row, column tile): a flat index `row * stride +
+    cols`, each tile masked to `cols < n_cols`."""
+    for row, col_tile in td.grid(a.shape[0] // stride, td.cdiv(n_cols, BLOCK)):
+        cols = shift + col_tile * BLOCK + td.arange(0, BLOCK)
+        mask = cols < n_cols
+        at = row * stride + cols - shift
+        td.store(c, [at], td.load(a, [at], mask=mask) * 2.0, mask=mask)
+
+
+def test_a_mask_bounds_a_column_tile_s_flat_index() -> None:
+    """The mask keeps `cols` below n_cols, so a ragged row's last tile does not reach the next
+    row (separation.py `_bounded`): apart at n_cols = 129 in tiles of 32 (five tiles span
+    160). Shifted down by a constant, the same bound lets it reach the next row: a race."""
+    a = np.random.default_rng(5).standard_normal(5 * 129).astype(np.float32)
+    for backend in BACKENDS:
+        c = np.zeros_like(a)
+        column_tiles.run(a, c, 129, 129, 0, 32, backend=backend)
+        np.testing.assert_array_equal(c, 2 * a)
+    with pytest.raises(td.TraceError, match="the same elements"):
+        column_tiles(a, np.zeros_like(a), 129, 129, -40, 32)  # cols in [-40, 129): 169 a row
+
+
+@td.tile_kernel
+def guarded_heads(x, D: td.constexpr, heads: td.constexpr, grid_h: td.constexpr,
+                  limit: td.constexpr):
+    """Liger's llama4 rope: a grid over the larger of two head counts, each head's update
+    guarded by `if h < heads`, in place, rows of heads * D."""
+    for r, h in td.grid(x.shape[0] // (heads * D), grid_h):
+        if h < limit:
+            at = r * (heads * D) + h * D + td.arange(0, D)
+            td.store(x, [at], td.load(x, [at]) * 2.0)
+
+
+@td.tile_kernel
+def early_heads(x, D: td.constexpr, heads: td.constexpr, grid_h: td.constexpr,
+                limit: td.constexpr):
+    """The same after `if h >= heads: return`."""
+    for r, h in td.grid(x.shape[0] // (heads * D), grid_h):
+        if h >= limit:
+            return
+        at = r * (heads * D) + h * D + td.arange(0, D)
+        td.store(x, [at], td.load(x, [at]) * 2.0)
+
+
+def test_an_if_on_a_grid_index_bounds_its_programs() -> None:
+    """Without the guard, heads 3 and 4 of row r would write row r + 1's heads 0 and 1; the
+    `if` keeps h below 3 (separation.py `_guard`), as does an early return. A guard one too
+    loose races."""
+    x = np.random.default_rng(6).standard_normal(4 * 3 * 16).astype(np.float32)
+    for kernel in (guarded_heads, early_heads):
+        y = x.copy()
+        kernel(y, 16, 3, 5, 3)
+        np.testing.assert_array_equal(y, 2 * x)
+        with pytest.raises(td.TraceError, match="the same elements|reads in another program"):
+            kernel(x.copy(), 16, 3, 5, 4)  # head 3 is row r + 1's head 0

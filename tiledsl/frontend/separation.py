@@ -70,8 +70,15 @@ class Programs:
         self._computed: dict[tuple, Any] = {}  # a computed position -> its value per program
         self._numeric = False  # whether `affine` may make computed positions (`_by_program`)
         self._lane_bounds: dict[tuple, int] = {}  # an arange's key -> lanes a mask keeps
+        self._sum_bounds: dict[tuple, int] = {}  # a sum's key -> the bound a mask keeps it below
+        self._parts: dict[tuple, set[tuple]] = {}  # a bounded sum's position -> its positions
         self._mesh_made: Any = _UNSET  # `_mesh`, built on first use
         self._window_sources: dict[tuple, Value] = {}  # a `_window` position -> its value
+        self._guards: dict[tuple, int] = {}  # a position -> the bound an enclosing `if` keeps
+        for parent, child in zip(tr.blocks, tr.blocks[1:]):  # it below (`_guard`)
+            op = parent.ops[-1] if parent.ops else None
+            if op is not None and op.name == "if":  # its first branch, or the second where
+                self._guard(op.operands[0], op.regions[1] is child)  # the test fails
 
     def varying(self) -> list[Value]:
         """The grid dimensions along which more than one program may run under some config."""
@@ -239,10 +246,62 @@ class Programs:
             return None
         if op.name in ("add", "sub", "tile.shift"):
             a, b = self.affine(xs[0]), self.affine(xs[1])
-            if a is None or b is None or set(a) & set(b):  # a position met twice: its lanes
-                return None                                # may not line up; give up
+            if a is None or b is None or self._within(a) & self._within(b):  # a position met
+                return None                             # twice: its lanes may not line up
             sign = -1 if op.name == "sub" else 1
-            return {**a, **{x: sign * c for x, c in b.items()}}
+            return self._bounded({**a, **{x: sign * c for x, c in b.items()}}, v)
+        return None
+
+    def _bounded(self, form: dict[tuple, int], v: Value) -> dict[tuple, int]:
+        """`form`, or where the access's mask keeps `v` below a bound (`bound_lanes`: Liger's
+        column tiles, `cols = t * B + td.arange(0, B)` masked to `cols < n`), `v` as one
+        position over [0, bound): the positions' values map to distinct sums from 0 up (all
+        coefficients positive, injective), and the mask drops those past the bound, so the
+        last tile of a row does not reach the next row's first elements."""
+        bound = self._sum_bounds.get(self.key(v))
+        terms = [(c, self._extents[x]) for x, c in form.items()]
+        if bound is None or not form or any(c <= 0 for c in form.values()) or \
+                not _injective(terms):
+            return form
+        constant = self._constant_part(v)
+        if constant is None:
+            return form
+        x = ("sum", id(v))
+        self._extents[x] = max(1, min(bound - constant, sum(c * (e - 1) for c, e in terms) + 1))
+        self._sources[x] = v
+        self._parts[x] = self._within(form)
+        return {x: 1}
+
+    def _within(self, form: dict[tuple, int]) -> set[tuple]:
+        """The positions of `form`, those of its bounded sums (`_bounded`) too."""
+        out: set[tuple] = set()
+        for x in form:
+            out |= self._parts.get(x, {x})
+        return out
+
+    def _constant_part(self, v: Value) -> int | None:
+        """The constant that `v` adds to its affine form, where `v` is positions times
+        constants and constants, summed; None where it holds anything else (a runtime `k` in
+        `k + t * B + lanes` could move the sum below 0)."""
+        op = v.owner
+        if op is None:
+            return 0 if self.affine(v) else None
+        if op.name in ("tile.index", "tile.begin", "tile.id"):
+            return 0
+        if op.name == "arange":
+            return int(op.attrs["start"])
+        if op.name == "const":
+            return _const(v) if _int_const(v) else None
+        if op.name in ("broadcast", "expand_dims", "reshape", "cast"):
+            return self._constant_part(op.operands[0])
+        if op.name == "mul":
+            for x, c in (op.operands, op.operands[::-1]):
+                if _int_const(c) and (part := self._constant_part(x)) is not None:
+                    return part * _const(c)
+            return None
+        if op.name in ("add", "sub"):
+            a, b = (self._constant_part(x) for x in op.operands)
+            return None if a is None or b is None else a - b if op.name == "sub" else a + b
         return None
 
     def _counter_extent(self, v: Value) -> int:
@@ -358,8 +417,39 @@ class Programs:
     def _position(self, kind: str, r: Value) -> dict[tuple, int]:
         x = (kind, id(r))
         self._extents[x] = self._counter_extent(r) if kind == "counter" else r.type.extent  # type: ignore[union-attr]
+        if x in self._guards:  # the programs past the guard's bound do not get here
+            self._extents[x] = max(1, min(self._extents[x], self._guards[x]))
         self._sources[x] = r
         return {x: 1}
+
+    def _guard(self, cond: Value, failed: bool = False) -> None:
+        """Bounds an enclosing `if` keeps grid positions below: `if h < n_heads:` over
+        `td.grid(..., grid_h)` (Liger's rope, whose grid covers the larger of two head
+        counts), `and`ed conditions each; where the test failed (`failed`: the second branch,
+        as after `if h >= n_heads: return`), its negation."""
+        op = cond.owner
+        if op is None:
+            return
+        if op.name == "not":  # an early exit's `if not (h >= n): <the rest>` (exits.py)
+            self._guard(op.operands[0], not failed)
+            return
+        if op.name == ("or" if failed else "and"):
+            for o in op.operands:
+                self._guard(o, failed)
+            return
+        a, b = op.operands if len(op.operands) == 2 else (None, None)
+        name = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}.get(op.name, "") if failed \
+            else op.name
+        if name in ("gt", "ge"):  # `c > h`: `h < c`
+            a, b = b, a
+            name = "lt" if name == "gt" else "le"
+        if a is None or b is None or name not in ("lt", "le") or \
+                not _int_const(b) or a.owner is None or \
+                a.owner.name not in ("tile.begin", "tile.id") or a.owner.operands[0] not in self.axes:
+            return
+        x = (a.owner.name[5:], id(a.owner.operands[0]))
+        bound = _const(b) + (name == "le")
+        self._guards[x] = min(self._guards.get(x, bound), bound)
 
     # ---- program swizzles, evaluated per program ------------------------------------------
     def _by_program(self, v: Value) -> dict[tuple, int] | None:
@@ -470,11 +560,16 @@ class Programs:
             lanes, limit = _splatted(op.operands[0]), _const(op.operands[1])
             lanes, offset = _offset(lanes)  # `off + td.arange(0, B) < n` (a column chunk)
             lanes = _splatted(lanes)
-            if lanes.owner is not None and lanes.owner.name == "arange" and \
-                    isinstance(limit, int) and not isinstance(limit, bool):
+            if not isinstance(limit, int) or isinstance(limit, bool):
+                return
+            if lanes.owner is not None and lanes.owner.name == "arange":
                 keep = limit - offset - lanes.owner.attrs["start"] + (op.name == "le")
                 key = self.key(lanes)
                 self._lane_bounds[key] = min(self._lane_bounds.get(key, keep), max(keep, 1))
+            elif lanes.owner is not None and lanes.owner.name == "add":
+                keep = limit - offset + (op.name == "le")  # `c * t + td.arange(0, B) < n`
+                key = self.key(lanes)
+                self._sum_bounds[key] = min(self._sum_bounds.get(key, keep), max(keep, 1))
 
     # ---- program windows --------------------------------------------------------------------
     def window(self, v: Value) -> tuple[tuple, int, int, int] | None:
