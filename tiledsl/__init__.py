@@ -12,7 +12,7 @@
 
 from tiledsl.lang import host_stores as _host_stores  # noqa: F401 (host `x[...] = v`)
 from tiledsl.lang import host_reductions as _host_reductions  # noqa: F401 (host `x.sum(0)`)
-from tiledsl.lang import philox
+from tiledsl.lang import philox as philox
 from tiledsl import testing as testing
 from tiledsl.interop.aot import LoadedKernel as LoadedKernel
 from tiledsl.lang.atomics import atomic_add as atomic_add

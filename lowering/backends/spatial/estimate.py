@@ -127,7 +127,6 @@ def program_work(m: Mapping, g: tuple[int, ...], burst: int,
             if isinstance(s, Loop):
                 bounds = (cover or {}).get(s.range)
                 its = m.stops.iterations(s.range, g, bounds)  # all, or this program's
-                n = len(its)
                 for it, k, predicated in _kinds(m, s.range, g, its, bounds):
                     walk(s.body, count * k, {**iters, s.range: it}, off or predicated)
                 continue

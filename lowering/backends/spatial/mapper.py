@@ -36,7 +36,7 @@ from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
-from tiledsl.ir.ops import FLOAT_UNARY, ISOLATED, RANDOM, VIEW, has_trait
+from tiledsl.ir.ops import FLOAT_UNARY, RANDOM, VIEW, has_trait
 from tiledsl.ir.views import offset_of, root, strides_of
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of

@@ -17,7 +17,6 @@ without multicast and an upper bound with it.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
