@@ -14,7 +14,7 @@ import importlib.util
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
