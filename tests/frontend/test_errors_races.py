@@ -826,3 +826,29 @@ def test_an_if_on_a_grid_index_bounds_its_programs() -> None:
         np.testing.assert_array_equal(y, 2 * x)
         with pytest.raises(td.TraceError, match="the same elements|reads in another program"):
             kernel(x.copy(), 16, 3, 5, 4)  # head 3 is row r + 1's head 0
+
+
+@td.tile_kernel
+def interleaved_pairs(x, D: td.constexpr, S, H: td.constexpr, fold: td.constexpr):
+    """Liger's llama4 rope in place: (re, im) pairs at `base + 2d` and `base + 2d + 1`, its row
+    rebuilt from the program as `(pid // S) * S + pid % S` (fold 1), or every two programs
+    given one row (fold 2: a race)."""
+    for pid, h in td.grid(x.shape[0] // (H * D), H):
+        row = (pid // S) * S + pid % S if fold == 1 else (pid // 2) * 2
+        base = row * (H * D) + h * D
+        d = td.arange(0, D // 2)
+        re = td.load(x, [base + d * 2])
+        im = td.load(x, [base + d * 2 + 1])
+        td.store(x, [base + d * 2], re * 2.0)
+        td.store(x, [base + d * 2 + 1], im * 3.0)
+
+
+def test_a_row_rebuilt_by_divmod_keeps_interleaved_accesses_apart() -> None:
+    """Each program's positions `pid // S`, `pid % S` and `h` (evaluated in every program:
+    separation.py `_computed_window`) are its own, so its windows [base, base + D) are too."""
+    x = np.random.default_rng(7).standard_normal(6 * 3 * 16).astype(np.float32)
+    y = x.copy()
+    interleaved_pairs(y, 16, 3, 3, 1)
+    np.testing.assert_array_equal(y, x * np.tile([2.0, 3.0], x.size // 2).astype(np.float32))
+    with pytest.raises(td.TraceError, match="the same elements|in another program"):
+        interleaved_pairs(x.copy(), 16, 3, 3, 2)

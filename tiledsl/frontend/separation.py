@@ -599,10 +599,52 @@ class Programs:
         if any(e is None for e in extents) or not _injective(
                 [(abs(c), e) for c, e in zip(wa[0].values(), extents)] + [(1, span)]):
             return _NONE
-        return frozenset().union(*(self.depends(self._window_sources[p]) for p in wa[0])) - ANY
+        axes = frozenset().union(*(self.depends(self._window_sources[p]) for p in wa[0])) - ANY
+        if any(p[0] == "computed" for p in wa[0]) and \
+                not self._distinct_windows(list(wa[0]), axes):
+            return _NONE
+        return axes
+
+    def _computed_window(self, v: Value) -> tuple[dict[tuple, int], int, int] | None:
+        """A scalar computed from the program's indices with `//`, `%`, min or max (Liger's
+        rope rebuilds its row as `(pid // S) * S + pid % S`) as a position of its own, its
+        values evaluated in every program (`_program_values`)."""
+        values = self._program_values(v)
+        if values is None or not values.size or values.min() < 0:
+            return None
+        x = ("computed", id(v))
+        self._window_sources[x] = v
+        self._computed[x] = values.ravel()
+        self._extents[x] = int(values.max()) + 1
+        return {x: 1}, 0, 0
+
+    def _distinct_windows(self, positions: list[tuple], axes: frozenset) -> bool:
+        """Whether programs that differ along `axes` get different values of `positions`
+        (a computed position may repeat a value where a grid index would not)."""
+        mesh = self._mesh()
+        if mesh is None:
+            return False
+        first = np.ones(mesh.shape[1:], bool)  # one program along the other axes
+        for i, a in enumerate(self.axes):
+            if a not in axes:
+                first &= mesh[i] == 0
+        keep = first.ravel()
+        columns = []
+        for p in positions:
+            source = self._window_sources[p]
+            if p in self._computed:
+                columns.append(self._computed[p][keep])
+            elif source in self.axes:
+                columns.append(mesh[self.axes.index(source)].ravel()[keep])
+            else:
+                return False
+        rows = np.stack(columns, axis=1)
+        return len(np.unique(rows, axis=0)) == len(rows)
 
     def _window_extent(self, p: tuple) -> int | None:
         v = self._window_sources[p]
+        if p[0] == "computed":
+            return self._extents[p]
         if p[0] == "counter":
             return self._counter_extent(v)
         t = v.type
@@ -629,6 +671,8 @@ class Programs:
         if op.name in ("broadcast", "expand_dims", "reshape") or \
                 op.name == "cast" and _widens(xs[0], v):
             return self._window(xs[0])
+        if op.name in ("floordiv", "mod", "minimum", "maximum") and _scalar(v):
+            return self._computed_window(v)
         parts = [self._window(x) for x in xs]
         if any(p is None for p in parts):
             return None
