@@ -94,6 +94,13 @@ class TileDSLError(Exception):
         return self
 
 
+    def with_note(self, note: str) -> TileDSLError:
+        """The error with `note` added to its hint (re-formats the message)."""
+        self.hint = f"{self.hint}; {note}" if self.hint else note
+        self.args = (self._format(),)
+        return self
+
+
 class TraceError(TileDSLError):
     """The kernel body does something the DSL does not allow."""
 

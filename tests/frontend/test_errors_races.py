@@ -10,6 +10,7 @@ import pytest
 
 import tiledsl as td
 from error_checks import add, arg_error, f32, marker_line, msg, scale, trace_error
+from support import gpu_backend, on_cuda
 from tiledsl.interop.arrays import share_memory
 
 BACKENDS = ["numpy", "spatial", "triton-interpret"]
@@ -269,7 +270,9 @@ def test_an_argument_written_in_place_may_not_share_memory_with_another(backend:
     assert "arguments 'out' and 'x' share memory" in msg(err)
     assert "pass a copy of 'x'" in msg(err)
     np.testing.assert_array_equal(buf, np.arange(9))  # checked before anything ran
-    arg_error(td.ArgumentError, shift_add.run, buf, buf, backend=backend)
+    same = buf.copy()  # one array passed twice is one tensor: `out[t] = out[t] + 1`, in place
+    shift_add.run(same, same, backend=backend)
+    np.testing.assert_array_equal(same, buf + 1)
     # the check is made on every call: the same shapes with disjoint arrays then run
     before = buf.copy()
     shift_add.run(buf[:4], buf[4:8], backend=backend)
@@ -277,6 +280,51 @@ def test_an_argument_written_in_place_may_not_share_memory_with_another(backend:
     even, odd = buf[::2].copy(), buf[1::2]  # interleaved views share no element
     shift_add.run(buf[::2][:4], odd, backend=backend)
     np.testing.assert_array_equal(odd, even[:4] + 1)
+
+
+@td.tile_kernel
+def scaled_rows(dY, dX, n_cols, BLOCK: td.constexpr, shift: td.constexpr):
+    """Liger's in-place backward: dX is dY (`in_place=True`), each program reading its row
+    and writing it back; with `shift`, the row below, which another program writes."""
+    for r in td.grid(dY.shape[0] // n_cols - shift):
+        cols = td.arange(0, BLOCK)
+        mask = cols < n_cols
+        v = td.load(dY, [(r + shift) * n_cols + cols], mask=mask, other=0.0)
+        td.store(dX, [r * n_cols + cols], v * 2.0, mask=mask)
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, gpu_backend()])
+def test_one_array_passed_twice_is_one_tensor(backend: str) -> None:
+    """dX is dY: traced as one tensor (arg_specs.py "alias"), so the race check sees each
+    program read and write its own row in place. A read of another program's row is a race,
+    whose error says the two names are one array."""
+    g = np.random.default_rng(8).standard_normal(37 * 45).astype(np.float32)
+    if backend == "triton-gpu":
+        buf = on_cuda(g)
+        for _ in range(2):  # the second call takes the fast path, keyed with the alias
+            scaled_rows(buf, buf, 45, 64, 0)
+        got = buf.cpu().numpy()
+        np.testing.assert_array_equal(got, 4 * g)
+        other = on_cuda(np.zeros_like(g))
+        scaled_rows(on_cuda(g), other, 45, 64, 0)  # then distinct arrays of that layout
+        np.testing.assert_array_equal(other.cpu().numpy(), 2 * g)
+        return
+    buf = g.copy()
+    scaled_rows.run(buf, buf, 45, 64, 0, backend=backend)
+    np.testing.assert_array_equal(buf, 2 * g)
+    if backend == "numpy" and (torch := pytest.importorskip("torch")):  # two DLPack views
+        t = torch.from_numpy(g.copy())
+        scaled_rows(t, t, 45, 64, 0)
+        np.testing.assert_array_equal(t.numpy(), 2 * g)
+    with pytest.raises(td.TraceError, match="in another program") as e:
+        scaled_rows.run(buf, buf, 45, 64, 1, backend=backend)
+    assert "in this call 'dX' is 'dY' (one array passed twice)" in e.value.hint
+
+
+def test_a_package_is_made_for_distinct_arrays(tmp_path) -> None:
+    g = np.ones(4 * 45, np.float32)
+    with pytest.raises(td.ArgumentError, match="arguments 'dY' and 'dX' are one array"):
+        scaled_rows.export(tmp_path / "pkg", g, g, 45, 64, 0)
 
 
 def test_read_only_arguments_may_share_memory() -> None:

@@ -54,6 +54,12 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
             config: Config | None) -> Path:
     values = kernel.bind(args, kwargs)
     spec = kernel.arg_spec(values)
+    names = list(kernel.signature.parameters)
+    for j, s in enumerate(spec):
+        if s[0] == "alias":  # a package takes each of its arrays: one passed twice is not one
+            raise ArgumentError(f"arguments '{names[s[1]]}' and '{names[j]}' are one array: a "
+                                "package is made for distinct arrays", kernel=kernel.name,
+                                hint=f"export with a separate array for '{names[j]}'")
     space = kernel.space(spec, "triton")
     kernel.runner.check_no_overlap(kernel.specs.flat(spec, values), spec)  # its layout is the package's
     chosen, source = choose_config(kernel, values, spec, space, config)

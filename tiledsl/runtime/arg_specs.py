@@ -1,10 +1,12 @@
 """A kernel's argument specs: the signature a trace is cached under, one entry per argument.
 
 An entry is ("tensor", shape, dtype short), ("scalar", dtype short, weak), ("const", Static: a
-compile-time value), ("closure", Static, captured array specs: a function capturing arrays) or
-("list", "list" | "tuple", element specs): see static_args.py. `flat` turns the call's values
-into the IR's arguments (lists spliced in, compile-time values left out); `flat_names` names
-them as errors do.
+compile-time value), ("closure", Static, captured array specs: a function capturing arrays),
+("list", "list" | "tuple", element specs): see static_args.py, or ("alias", i): the array
+argument i again (`same_array`: Liger's in-place backward passes one gradient as both dY and
+dX), traced as that one tensor, so the race check sees a program read and write it in place.
+`flat` turns the call's values into the IR's arguments (lists spliced in, compile-time values
+and aliases left out); `flat_names` names them as errors do.
 """
 
 from __future__ import annotations
@@ -48,7 +50,13 @@ class ArgSpecs:
 
     def all_of(self, values: list[Any]) -> tuple[ArgSpec, ...]:
         """The spec of each argument, with the compile-time parameters known so far."""
-        return tuple(self.of(n, v) for n, v in zip(self.signature.parameters, values))
+        specs = [self.of(n, v) for n, v in zip(self.signature.parameters, values)]
+        tensors = [i for i, s in enumerate(specs) if s[0] == "tensor"]
+        for k, j in enumerate(tensors):
+            first = next((i for i in tensors[:k] if same_array(values[i], values[j])), None)
+            if first is not None:
+                specs[j] = ("alias", first)
+        return tuple(specs)
 
     def of(self, name: str, v: Any) -> ArgSpec:
         if type(v) is np.ndarray and v.ndim and name not in self.static:  # the common case
@@ -142,7 +150,7 @@ class ArgSpecs:
                 out.extend(v)
             elif s[0] == "closure":
                 out += [a for _, _, a in static_args.captured_arrays(v)]
-            elif s[0] != "const":
+            elif s[0] not in ("const", "alias"):
                 out.append(v)
         return out
 
@@ -154,9 +162,20 @@ class ArgSpecs:
                 out += [f"{name}[{i}]" for i in range(len(s[2]))]
             elif s[0] == "closure":
                 out += [f"{name}.{var}" for _, var, _ in s[2]]
-            elif s[0] != "const":
+            elif s[0] not in ("const", "alias"):
                 out.append(name)
         return out
+
+
+def same_array(a: Any, b: Any) -> bool:
+    """Whether two arguments are one array: the same object, or NumPy arrays of the same
+    memory, shape, strides and dtype (torch's CPU tensors reach the NumPy backend as fresh
+    DLPack views)."""
+    if a is b:
+        return True
+    return type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and \
+        a.strides == b.strides and a.dtype == b.dtype and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
 def is_gpu_array(v: Any) -> bool:

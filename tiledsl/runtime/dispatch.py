@@ -33,18 +33,20 @@ def key(values: list[Any]) -> tuple | None:
     tensor = tensor_type()
     if tensor is None:
         return None
-    parts, tensors = [], 0
+    parts, tensors = [], []
     for v in values:
         kind = type(v)
         if kind is tensor:
             if not v.is_cuda:
                 return None
             parts.append((v.dtype, v.shape, v.stride(), v.device, v.requires_grad, v.is_neg()))
-            tensors += 1
+            tensors.append(id(v))
         elif kind is float or kind is bool or (kind is int and INT64[0] <= v < INT64[1]):
             parts.append(kind)
         else:
             return None
+    if len(set(tensors)) < len(tensors):  # one tensor passed twice: an aliased trace
+        parts.append(("alias", tuple(tensors.index(t) for t in tensors)))
     return tuple(parts) if tensors else None
 
 

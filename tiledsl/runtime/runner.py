@@ -52,7 +52,7 @@ class Runner:
         spec = self.k.arg_spec(values)
         if any(s[0] == "list" for s in spec):
             return  # (dispatch.key never takes lists)
-        runtime = [i for i, s in enumerate(spec) if s[0] != "const"]
+        runtime = [i for i, s in enumerate(spec) if s[0] not in ("const", "alias")]
         flat = self.k.specs.flat(spec, values)
         impl, _, chosen, t, narrowed, written = self.k.caches.plans[
             plan_key(flat, spec, "triton", None)]

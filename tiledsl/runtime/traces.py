@@ -139,6 +139,9 @@ class Traces:
             elif s[0] == "const":
                 proxies.append(const_scalars.as_seen(s[1].value))
                 continue
+            elif s[0] == "alias":  # the array of argument s[1] again: that one tensor, under
+                proxies.append(Tensor(proxies[s[1]].value, name))  # this parameter's name
+                continue
             elif s[0] == "list":
                 items = [Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]), _element_hint(name, j, names))
                          for j, e in enumerate(s[2])]
@@ -168,6 +171,11 @@ class Traces:
                 tracer.emit("return", [t.value for t in outputs],
                             loc=Loc(self.file, self.def_line()))
             except TileDSLError as e:
+                aliases = [f"'{names[j]}' is '{names[s[1]]}'" for j, s in enumerate(spec)
+                           if s[0] == "alias"]
+                if aliases:  # the race check sees one tensor where the code names two
+                    e = e.with_note("in this call " + ", ".join(aliases) + " (one array "
+                                    "passed twice)")
                 raise e.with_context(kernel=self.name) from None
             except Exception as e:  # the user's own Python error while tracing
                 frames = foreign_calls.traceback_frames(e)
