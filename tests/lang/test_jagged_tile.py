@@ -65,6 +65,72 @@ def test_helion_jagged_mean_as_written(backend: str) -> None:
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6, err_msg=str(config))
 
 
+@td.tile_kernel
+def jagged_stats(x, offsets, w, centre: float):
+    """Helion's jagged_layer_norm reduces values computed from the loads over the jagged
+    axis, `((v - mean) ** 2).sum(1)`, and jagged attention contracts over it (`p @ v`): the
+    lanes past each row's length must not count, whatever they compute."""
+    B = offsets.shape[0] - 1
+    sq = td.empty((B,), dtype=td.float32)
+    top = td.empty((B,), dtype=td.float32)
+    prod = td.empty((B, w.shape[1]), dtype=td.float32)
+    for tb in td.tile(B):
+        starts = offsets[tb]
+        lens = offsets[tb.index + 1] - starts
+        s = td.zeros([tb], dtype=td.float32)
+        m = td.full([tb], float("-inf"), dtype=td.float32)
+        acc = td.zeros((tb, w.shape[1]), td.float32)
+        for tk in td.jagged_tile(lens):
+            v = td.load(x, [starts[:, None] + tk.index[None, :]])
+            s = s + ((v - centre) * (v - centre)).sum(dim=1)
+            m = td.maximum(m, (1.0 - v).amax(dim=1))
+            acc += (v + 1.0) @ td.load(w, [tk.index[:, None], td.arange(0, w.shape[1])[None, :]],
+                                       mask=tk.index[:, None] < w.shape[0])
+        sq[tb] = s
+        top[tb] = m
+        prod[tb, :] = acc
+    return sq, top, prod
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reductions_and_dots_over_a_jagged_axis_count_each_row_s_lanes(backend: str) -> None:
+    """Sampled configs hold several rows in a tile (the default's row block is 1 on NumPy),
+    so the shorter rows have lanes up to the longest: they used to count (NaN, or 1 each)."""
+    offsets = np.array([0, 3, 5, 9, 10, 30, 47, 47], dtype=np.int64)
+    x = np.random.default_rng(9).standard_normal(47).astype(np.float32)
+    w = np.random.default_rng(10).standard_normal((20, 16)).astype(np.float32)
+    rows = [x[s:e].astype(np.float64) for s, e in zip(offsets[:-1], offsets[1:])]
+    want_sq = [((r - 0.5) ** 2).sum() for r in rows]
+    want_top = [(1 - r).max() if r.size else -np.inf for r in rows]
+    want_prod = np.stack([(r + 1) @ w[:r.size] for r in rows])
+    for config, (sq, top, prod) in under_configs(jagged_stats, (x, offsets, w, 0.5), backend,
+                                                 samples=3):
+        td.testing.assert_close(sq, np.array(want_sq), np.float32)
+        np.testing.assert_array_equal(np.isinf(top), np.isinf(want_top))
+        td.testing.assert_close(top[:-1], np.array(want_top[:-1]), np.float32)
+        td.testing.assert_close(prod, want_prod, np.float32)
+
+
+def test_a_mean_over_a_jagged_axis_is_each_row_s_mean() -> None:
+    @td.tile_kernel
+    def row_means(x, offsets):
+        B = offsets.shape[0] - 1
+        out = td.empty((B,), dtype=td.float32)
+        for tb in td.tile(B):
+            starts = offsets[tb]
+            lens = offsets[tb.index + 1] - starts
+            for tk in td.jagged_tile(lens, block_size=32):  # one tile holds each whole row
+                out[tb] = (td.load(x, [starts[:, None] + tk.index[None, :]]) * 2.0).mean(dim=1)
+        return out
+
+    offsets = np.array([0, 3, 5, 9, 10, 30], dtype=np.int64)
+    x = np.random.default_rng(11).standard_normal(30).astype(np.float32)
+    want = [2 * x[s:e].astype(np.float64).mean() for s, e in zip(offsets[:-1], offsets[1:])]
+    for backend in BACKENDS:
+        for config, out in under_configs(row_means, (x, offsets), backend, samples=2):
+            td.testing.assert_close(out, np.array(want), np.float32)
+
+
 def test_compiles_for_sm90() -> None:
     pytest.importorskip("triton")
     (report,) = jagged_mean.compile(*_inputs(), arch="sm_90")

@@ -25,7 +25,7 @@ from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
-from tiledsl.frontend.jagged import jagged_mask
+from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, broadcast_to, cast, common_dtype, need_static, to_value,
@@ -232,6 +232,7 @@ def _handle(tr: Tracer, rng: TileRange, r: Value, name: str) -> Any:
     if rng.jagged is not None:  # its rows' lanes past their lengths: masked (jagged.py)
         tr.jagged[r] = rng.jagged
         tr.access_mask = jagged_mask
+        tr.jagged_rows = jagged_rows
     return Tile(r, name)
 
 

@@ -37,6 +37,7 @@ class Tracer:
         # per open counted loop, race checks waiting for its carried values' steps (races.py)
         self.deferred: list[list[Any]] = []
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
+        self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
 
     @property
     def depth(self) -> str:

@@ -872,6 +872,13 @@ def dot(a: Any, b: Any) -> TileValue:
     if a.dtype != b.dtype:
         tr.fail(DTypeError, f"'@' operand dtypes differ: {a.dtype} @ {b.dtype}",
                 hint="cast one side with .astype(...)")
+    if tr.jagged:  # contracted along a td.jagged_tile's axis: each row's own lanes (jagged.py)
+        for side, axis in ((0, a.ndim - 1), (1, b.ndim - 2)):
+            x = (a, b)[side]
+            rows = tr.jagged_rows(tr, x.value, axis)
+            if rows is not None:
+                masked = where(rows, x, constant(0, x.dtype))
+                a, b = (masked, b) if side == 0 else (a, masked)
     return TileValue(tr.emit("dot", [a.value, b.value])[0])
 
 
@@ -913,9 +920,29 @@ def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:
         v = cast(v, dtypes.int8)  # the first True (False), as NumPy
     out = v
     for a in sorted(set(norm), reverse=True):
+        rows = tr.jagged_rows(tr, out.value, a) if tr.jagged else None
+        if rows is not None:  # a td.jagged_tile's axis: each row's own lanes (jagged.py)
+            out = _jagged_reduce(kind, out, a, bool(keepdims), rows)
+            continue
         attrs = {"kind": kind, "axis": a, "keepdims": bool(keepdims)}
         out = TileValue(tr.emit("reduce", [out.value], attrs)[0], v.weak)
     return out
+
+
+def _jagged_reduce(kind: str, v: TileValue, axis: int, keepdims: bool, rows: TileValue
+                   ) -> TileValue:
+    """`kind` along `axis` over the lanes `rows` keeps: the others hold its identity; a mean
+    divides the rows' sums by their counts of lanes."""
+    tr = current()
+    attrs = {"kind": "sum" if kind == "mean" else kind, "axis": axis, "keepdims": keepdims}
+    fill = 0 if kind == "mean" else dtypes.identity(kind, v.dtype)
+    kept = where(rows, v, constant(fill, v.dtype))
+    out = TileValue(tr.emit("reduce", [kept.value], attrs)[0], v.weak)
+    if kind != "mean":
+        return out
+    counts = TileValue(tr.emit("reduce", [cast(rows, out.dtype).value],
+                               dict(attrs, kind="sum"))[0])
+    return out / counts
 
 
 def cumsum(x: Any, axis: Any) -> TileValue:
