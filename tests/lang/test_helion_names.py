@@ -108,3 +108,47 @@ def test_a_tile_over_an_enclosing_tiles_span(backend: str) -> None:
         sums = [x[i:i + b].astype(np.float64).sum() + x[:i + b].astype(np.float64).sum() / 1024
                 for i in range(0, 21, b)]
         td.testing.assert_close(out, np.repeat(sums, b)[:21], np.float32)
+
+
+@td.tile_kernel
+def causal_rowsum(x, use_id: bool):
+    """Helion's mamba2_chunk_scan: `hl.tile((tile_m.id + 1) * block_m, block_size=block_k)`
+    with `block_k = hl.register_block_size(32, 32)`, a block size free of any one dimension."""
+    n = x.shape[0]
+    bm = td.register_block_size(n)
+    bk = td.register_block_size(32, 32)
+    out = td.empty((n,), dtype=x.dtype)
+    for tm in td.tile(n, block_size=bm):
+        acc = td.zeros([tm], dtype=td.float32)
+        stop = (tm.id + 1) * bm if use_id else tm.end
+        for tk in td.tile(stop, block_size=bk):
+            acc += td.where(tm.index[:, None] >= tk.index[None, :], x[tm, tk], 0.0).sum(axis=1)
+        out[tm] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_two_argument_block_size_cuts_tiles_of_any_size(backend: str) -> None:
+    x = np.random.default_rng(14).standard_normal((45, 45)).astype(np.float32)
+    want = np.array([x[i, :i + 1].astype(np.float64).sum() for i in range(45)])
+    for use_id in (True, False):  # a stop of no static bound, and one of 45
+        for config, out in under_configs(causal_rowsum, (x, use_id), backend, samples=2):
+            td.testing.assert_close(out, want, np.float32)
+
+
+def test_a_dimension_s_block_size_on_a_runtime_stop_says_so() -> None:
+    @td.tile_kernel
+    def tied(x):
+        n = x.shape[0]
+        bk = td.register_block_size(n)
+        out = td.empty((n,), dtype=x.dtype)
+        for tm in td.tile(n):
+            acc = td.zeros([tm], dtype=td.float32)
+            for tk in td.tile((tm.id + 1) * 16, block_size=bk):
+                acc += td.sum(x[tm, tk], axis=1)
+            out[tm] = acc
+        return out
+
+    with pytest.raises(td.TraceError, match="not a runtime size with no static bound") as e:
+        tied(np.ones((20, 20), np.float32))
+    assert "2147483647" not in str(e.value) and "register_block_size(lo, hi)" in e.value.hint

@@ -28,6 +28,7 @@ from tiledsl.errors import Loc, TraceError, user_loc
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import PowerOfTwo
+from tiledsl.ir.types import UNBOUNDED
 
 DEFAULT_BLOCK = 64  # a block symbol's default: the largest choice up to this
 
@@ -39,6 +40,7 @@ class BlockSize:
     symbol: str
     extent: int
     loc: Loc | None
+    free: bool = False  # Helion's `register_block_size(lo, hi)`: for tiles of any size
 
     def __repr__(self) -> str:
         return f"BlockSize({self.symbol} over {self.extent})"
@@ -128,7 +130,8 @@ def _bounded(lo: int, hi: int) -> BlockSize:
                 f"got {lo!r}")
     if lo > hi:
         tr.fail(TraceError, f"td.register_block_size(min, max): min={lo} is above max={hi}")
-    return register_block_size(hi, min=int(lo), max=int(hi) if _pow2(hi) else None)
+    bs = register_block_size(hi, min=int(lo), max=int(hi) if _pow2(hi) else None)
+    return BlockSize(bs.symbol, bs.extent, bs.loc, free=True)
 
 
 def tile_block(bs: BlockSize, size: int) -> str:
@@ -138,11 +141,21 @@ def tile_block(bs: BlockSize, size: int) -> str:
         tr.fail(TraceError, "td.tile(): block_size= is a block size registered by another kernel")
     _not_open(bs, f"td.tile({size}, block_size=...)", "give the inner loop a block size of its "
               "own (td.tile(n) or another td.register_block_size)")
+    if size != bs.extent and bs.free:  # Helion's `(lo, hi)` form cuts tiles of any size: a
+        sym = tr.symbols[bs.symbol]     # symbol of this size, within the same bounds
+        key = ("free", bs.symbol, size)
+        if key not in tr.sites:
+            tr.sites[key] = tr.new_symbol(size, bs.loc, low=sym.low, high=sym.high)
+            tr.labels[tr.sites[key]] = tr.labels.get(bs.symbol, bs.symbol)
+        return tr.sites[key]
     if size != bs.extent:
         where = f" (line {bs.loc.line})" if bs.loc else ""
-        tr.fail(TraceError, f"td.tile({size}, block_size=...): the block size was registered "
-                f"for a dimension of {bs.extent}{where}, not {size}",
-                hint=f"register one per dimension size: td.register_block_size({size})")
+        what = "a runtime size with no static bound" if size == UNBOUNDED else size
+        tr.fail(TraceError, f"td.tile(..., block_size=...): the block size was registered "
+                f"for a dimension of {bs.extent}{where}, not {what}",
+                hint=f"register one per dimension size: td.register_block_size({size})"
+                if size != UNBOUNDED else "register one with Helion's two-argument form, "
+                "td.register_block_size(lo, hi), which cuts tiles of any size")
     return bs.symbol
 
 
