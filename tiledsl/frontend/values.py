@@ -235,7 +235,8 @@ class Tile:
                                         hint=f"{self.label}_block")[0])
 
     def __repr__(self) -> str:
-        return f"Tile({self.label} over {self.extent})"
+        over = "a runtime size" if self.extent == UNBOUNDED else self.extent
+        return f"Tile({self.label} over {over})"
 
     def _no_math(self, *_: Any) -> Any:
         current().fail(TraceError, f"tile '{self.label}' is not a value",
