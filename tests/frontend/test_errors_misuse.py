@@ -632,6 +632,24 @@ def test_a_pointer_bump_says_to_keep_the_offset() -> None:
     assert "off = row * stride" in err.hint and "td.load(X_ptr, off + cols" in err.hint
 
 
+@td.tile_kernel
+def flat_offsets(X, store: td.constexpr):
+    for r in td.grid(X.shape[0]):
+        cols = td.arange(0, 16)
+        if store:
+            td.store(X, r * X.shape[1] + cols, td.zeros((16,)), mask=cols < X.shape[1])  # <- st
+        else:
+            td.load(X, r * X.shape[1] + cols, mask=cols < X.shape[1])  # <- ld
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_a_flat_offset_into_a_2d_tensor_says_to_view_it_flat(store: bool) -> None:
+    """Liger's `X_ptr + row * stride + cols` ported onto the 2-D X: one index takes rows."""
+    err = trace_error(td.ShapeError, flat_offsets, f32(3, 10), store,
+                      marker="# <- st" if store else "# <- ld")
+    assert "a Triton pointer offset is flat: index X.view(-1) with it" in err.hint
+
+
 @pytest.mark.parametrize("kernel", UNINDEXED)
 def test_arithmetic_on_unindexed_tensor(kernel: td.TileKernel) -> None:
     args = (f32(8, 6), f32(6, 5)) if kernel is matmul_unindexed else (f32(8),)

@@ -105,6 +105,30 @@ def test_both_branches_and_short_circuit_conditions(backend: str) -> None:
 
 
 @td.tile_kernel
+def token_accuracy(x, y, width: td.constexpr):
+    """Liger's cross entropy: `1.0 if argmax_idx == y else 0.0` on runtime scalars, a
+    conditional expression choosing tiles on a scalar argument, and one on a Python value."""
+    n = x.shape[0]
+    hits = td.empty((n,), td.float32)
+    picked = td.empty((n, x.shape[1]), x.dtype)
+    for r in td.grid(n):
+        cols = td.arange(0, width)
+        v = td.load(x, [r, cols], mask=cols < x.shape[1], other=float("-inf"))
+        hits[r] = 1.0 if td.argmax(v, axis=0) == td.load(y, [r]) else 0.0
+        picked[r, :] = x[r, :] * 2 if td.load(y, [r]) > 2 else x[r, :] - 1 if width > 8 else x[r, :]
+    return hits, picked
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_conditional_expression_on_a_runtime_scalar(backend: str) -> None:
+    x = np.random.default_rng(12).standard_normal((9, 13)).astype(np.float32)
+    y = np.array([x[i].argmax() if i % 3 else 5 for i in range(9)], np.int64)
+    hits, picked = token_accuracy.run(x, y, 16, backend=backend)
+    np.testing.assert_array_equal(hits, (x.argmax(1) == y).astype(np.float32))
+    np.testing.assert_array_equal(picked, np.where(y[:, None] > 2, x * 2, x - 1))
+
+
+@td.tile_kernel
 def sum_big_tiles(x, threshold):
     """Row sums over the column tiles whose max passes `threshold` (an `if` inside a loop,
     rebinding the loop's carried value)."""

@@ -167,6 +167,17 @@ def loop_test(value: Any, line: int) -> Any:
     return value
 
 
+def choose(cond: Any, then: Callable[[], Any], orelse: Callable[[], Any], line: int) -> Any:
+    """`then() if cond else orelse()`, a conditional expression: on a runtime scalar an `if`
+    whose branches each compute their side (Triton's `a if c else b`: Liger's cross entropy
+    counts a correct token as `1.0 if argmax_idx == y else 0.0`)."""
+    if not isinstance(cond, TileValue):
+        return then() if cond else orelse()
+    out = branch(cond, lambda env: {"choice": then()}, lambda env: {"choice": orelse()}, {},
+                 ("choice",), line)
+    return out["choice"]
+
+
 def both(first: Any, second: Callable[[], Any], line: int) -> Any:
     """`first and second()` in an `if` condition; on a runtime scalar, `second` is evaluated
     only where `first` holds (an `if` op)."""

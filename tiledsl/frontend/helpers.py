@@ -93,7 +93,8 @@ def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
         return None
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
-            isinstance(n, (ast.For, ast.If, ast.While, ast.Call)) for n in ast.walk(fdef)):
+            isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp))
+            for n in ast.walk(fdef)):
         return None  # (its calls too: `min(n - t, 8)`, or a helper with loops of its own)
     try:
         new = rewrite(fn, source, kernel=False)

@@ -195,6 +195,14 @@ class _LoopRewriter(ast.NodeTransformer):
             node.func = ast.fix_missing_locations(ast.copy_location(call, func))
         return node
 
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        """`a if c else b` -> `_td_rt.choose(c, lambda: a, lambda: b, line)`: Python's on a
+        Python `c`, an `if` op on a runtime one (tiledsl.frontend.branches)."""
+        self.generic_visit(node)
+        empty = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+        sides = [ast.copy_location(ast.Lambda(empty, e), e) for e in (node.body, node.orelse)]
+        return _rt("choose", [node.test, *sides, ast.Constant(node.lineno)], node)
+
     def visit_Return(self, node: ast.Return) -> ast.AST:
         """`return X` -> `return _td_rt.result(X, line)`: outputs are checked at that line."""
         self.generic_visit(node)

@@ -338,7 +338,8 @@ class Tensor:
         from tiledsl.ir.ops import indexed_shape
         shape = indexed_shape(self.type, [o.type for o in operands], full,
                               sliced.get("slices", ()))
-        v = written_value(self, shape, value, "storing", "cannot store")
+        v = written_value(self, shape, value, "storing", "cannot store",
+                          _flat_hint(self, len(operands)))
         checked = None if mask is None else to_value(mask).value  # (the races' checks)
         check_store(tr, self.name, operands, v.value, checked)
         attrs = ({"full": full} if full else {}) | sliced
@@ -582,8 +583,19 @@ def _access_mask(tr: Tracer, t: Tensor, operands: list[Value], full: tuple[int, 
                 hint="compare to make one, e.g. mask=tk.index[None, :] < lens[:, None]")
     if m.ndim > len(shape) or broadcast_dims([m.shape, shape]) != shape:
         tr.fail(ShapeError, f"a mask of shape {tr.describe_shape(m.shape)} does not broadcast to "
-                f"'{t.name}[...]' of shape {tr.describe_shape(shape)}")
+                f"'{t.name}[...]' of shape {tr.describe_shape(shape)}",
+                hint=_flat_hint(t, len(operands)))
     return broadcast_to(m, shape).value
+
+
+def _flat_hint(t: Tensor, indices: int) -> str | None:
+    """For an access with fewer indices than `t` has dimensions: a port of Triton's flat
+    pointer offsets (`x_ptr + row * stride + cols` on an N-D tensor)."""
+    if indices >= t.ndim:
+        return None
+    return (f"{indices} index of {t.ndim} dimensions takes the others whole; a Triton pointer "
+            f"offset is flat: index {t.name}.view(-1) with it, or index each dimension "
+            f"({t.name}[row, cols])")
 
 
 def _other(tr: Tracer, t: Tensor, other: Any) -> bool | int | float:
