@@ -70,18 +70,31 @@ class TileKernel:
         range) makes its parameter compile-time, and the spec is made again."""
         self._reads.sync(self)  # a global it reads changed: the traces of its value
         spec = self.specs.all_of(values)
-        if spec in self.caches.traces:  # traced already (as `specialized` returns it)
+        if spec in self.caches.traces and not any(s[0] == "alias" for s in spec):
+            return spec  # traced already (as `specialized` returns it)
+        return self.specialized(lambda: self._written_aliases(self.specs.all_of(values)))
+
+    def _written_aliases(self, spec: tuple[ArgSpec, ...]) -> tuple[ArgSpec, ...]:
+        """`spec` with its aliases (one array passed as two arguments) kept where the kernel
+        writes one of the two, else as the separate arguments they read (arg_specs.py)."""
+        if not any(s[0] == "alias" for s in spec):
             return spec
-        return self.specialized(lambda: self.specs.all_of(values))
+        plain = tuple(spec[s[1]] if s[0] == "alias" else s for s in spec)
+        written = set(self.traces.written(plain))
+        names = list(self.signature.parameters)
+        if any(s[0] == "alias" and {names[j], names[s[1]]} & written
+               for j, s in enumerate(spec)):
+            return spec
+        return plain
 
     def specialized(self, make: Callable[[], tuple[ArgSpec, ...]]) -> tuple[ArgSpec, ...]:
         """`make()`, made again while tracing it finds int parameters that must be static."""
         while True:
-            spec = make()
-            if spec in self.caches.traces or not any(
-                    s[0] == "scalar" and dtypes.BY_SHORT[s[1]].is_int for s in spec):
-                return spec
             try:
+                spec = make()  # (which may trace: `_written_aliases`)
+                if spec in self.caches.traces or not any(
+                        s[0] == "scalar" and dtypes.BY_SHORT[s[1]].is_int for s in spec):
+                    return spec
                 self.traces.get(spec)
             except static_args.StaticNeeded as e:
                 self.specs.static |= e.params  # (each round adds one: the loop ends)
