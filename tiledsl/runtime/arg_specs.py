@@ -174,8 +174,9 @@ def same_array(a: Any, b: Any) -> bool:
     if a is b:
         return True
     return type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and \
-        a.strides == b.strides and a.dtype == b.dtype and \
-        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        a.strides == b.strides and a.dtype == b.dtype and np.may_share_memory(a, b) and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]  # (on every
+    # call: the cheap tests first; the address only of arrays that may share memory)
 
 
 def is_gpu_array(v: Any) -> bool:
