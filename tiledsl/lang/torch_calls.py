@@ -15,6 +15,7 @@ input's dtype (or `dtype=`), as torch's (`_stacklevel` is what `torch.nn.functio
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any, Callable
 
@@ -140,13 +141,10 @@ def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple
     out = _call(f"{module}.{name}", fn, args, kwargs or {})
     if name in _TORCH_DTYPE:
         inputs = [to_value(a).dtype for a in args[:2]]
-        if all(d.is_float for d in inputs) and out.dtype != (common := max(inputs, key=_bits)):
+        common = max(inputs, key=lambda d: d.bits)
+        if all(d.is_float for d in inputs) and out.dtype != common:
             out = cast(out, common)
     return out
-
-
-def _bits(d: Any) -> int:
-    return int(d.bits)
 
 
 def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -169,7 +167,6 @@ def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
 
 def _signature(fn: Callable[..., Any]) -> str:
-    import inspect
     try:
         return str(inspect.signature(fn))
     except (TypeError, ValueError):
