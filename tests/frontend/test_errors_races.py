@@ -901,3 +901,20 @@ def test_a_row_rebuilt_by_divmod_keeps_interleaved_accesses_apart() -> None:
     np.testing.assert_array_equal(y, x * np.tile([2.0, 3.0], x.size // 2).astype(np.float32))
     with pytest.raises(td.TraceError, match="the same elements|in another program"):
         interleaved_pairs(x.copy(), 16, 3, 3, 2)
+
+
+@td.tile_kernel
+def load_outside_the_guard(x, D: td.constexpr, heads: td.constexpr, grid_h: td.constexpr):
+    """The load runs in every program, the store only under `if h < heads`: program (r, 3)
+    reads row r + 1's head 0, which program (r + 1, 0) writes."""
+    for r, h in td.grid(x.shape[0] // (heads * D), grid_h):
+        at = r * (heads * D) + h * D + td.arange(0, D)
+        v = td.load(x, [at], mask=at < x.shape[0])
+        if h < heads:
+            td.store(x, [at], v * 2.0)
+
+
+def test_a_guard_bounds_only_the_accesses_under_it() -> None:
+    x = np.random.default_rng(15).standard_normal(4 * 3 * 16).astype(np.float32)
+    with pytest.raises(td.TraceError, match="reads in another program"):
+        load_outside_the_guard(x, 16, 3, 5)

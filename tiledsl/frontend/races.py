@@ -204,16 +204,22 @@ def _alike(tr: Tracer, progs: Programs, old: Op) -> bool:
     return alike(_path(tr.blocks[1], old) or []) and alike(_open_path(tr))
 
 
-def _under_masks(tr: Tracer, shared: Programs, mine: Value | None, theirs: Value | None
-                 ) -> Programs:
+def _under_masks(tr: Tracer, shared: Programs, mine: Value | None, theirs: Value | None,
+                 guards: set | None = None) -> Programs:
     """The analysis for two accesses: `shared`, or where both are under one mask of `td.arange`
     lanes below constants, an analysis that counts those lanes only (`bound_lanes`)."""
     if mine is None or theirs is None or \
             shared.key(_unbroadcast(mine)) != shared.key(_unbroadcast(theirs)):
         return shared
-    progs = Programs(tr)
+    progs = Programs(tr, guards)
     progs.bound_lanes(mine)
     return progs
+
+
+def _shared_ifs(tr: Tracer, op: Op) -> set:
+    """The branches of `if`s that hold both the access being traced and `op`: only their
+    conditions bound both (`Programs._guard`)."""
+    return set(_open_path(tr)) & set(_path(tr.blocks[1], op) or [])
 
 
 def _unbroadcast(v: Value) -> Value:
@@ -222,9 +228,9 @@ def _unbroadcast(v: Value) -> Value:
     return v
 
 
-def _masked(tr: Tracer, mask: Value | None) -> Programs:
+def _masked(tr: Tracer, mask: Value | None, guards: set | None = None) -> Programs:
     """An analysis whose `td.arange` lanes are those `mask` keeps (`Programs.bound_lanes`)."""
-    progs = Programs(tr)
+    progs = Programs(tr, guards)
     if mask is not None:
         progs.bound_lanes(mask)
     return progs
@@ -255,17 +261,20 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         return
     shape = tensor.type.shape
     base = root(tensor.value)
-    shared = Programs(tr)
-    mine = _access(shared, shape, indices, attrs)
     for op in walk(tr.blocks[1]):
         if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
                 (atomic and op.name == "atomic"):
             continue
-        progs = _under_masks(tr, shared, mask, _mask_of(op) if op.name == "store" else None)
+        guards = _shared_ifs(tr, op)
+        shared = Programs(tr, guards)
+        mine = _access(shared, shape, indices, attrs)
+        progs = _under_masks(tr, shared, mask, _mask_of(op) if op.name == "store" else None,
+                             guards)
         new = mine if progs is shared else _access(progs, shape, indices, attrs)
         if op.operands[0] is tensor.value:
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
-            lanes = (_masked(tr, mask), _masked(tr, _mask_of(op) if op.name == "store" else None))
+            lanes = (_masked(tr, mask, guards),
+                     _masked(tr, _mask_of(op) if op.name == "store" else None, guards))
             if _own_elements(progs, new, old) or _own_windows(progs, new, old, lanes) \
                     or [k for k, _, _ in old] == [k for k, _, _ in new] and _alike(tr, progs, op) \
                     or any(_never_meet(progs, a, b) for a, b in zip(old, new)):
@@ -377,15 +386,16 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
     if not ops:
         return
-    shared = Programs(tr)
-    mine = _access(shared, tensor.type.shape, indices, attrs)
     for op in ops:
-        progs = _under_masks(tr, shared, mask, _mask_of(op))
+        guards = _shared_ifs(tr, op)
+        shared = Programs(tr, guards)
+        mine = _access(shared, tensor.type.shape, indices, attrs)
+        progs = _under_masks(tr, shared, mask, _mask_of(op), guards)
         this = mine if progs is shared else _access(progs, tensor.type.shape, indices, attrs)
         theirs = op.operands[1:] if writing else op.operands[1:-1]
         if op.operands[0] is tensor.value:
             that = _access(progs, tensor.type.shape, theirs, op.attrs)
-            lanes = (_masked(tr, mask), _masked(tr, _mask_of(op)))  # (this, that)
+            lanes = (_masked(tr, mask, guards), _masked(tr, _mask_of(op), guards))  # (this, that)
             if _apart(progs, *((this, that, lanes) if writing
                                else (that, this, (lanes[1], lanes[0])))):
                 continue

@@ -53,7 +53,7 @@ _TRUSTED = ("load", "atomic")  # values read from memory: an index tile's values
 class Programs:
     """The grid being traced (`tr.blocks[1]`): its dimensions and the analyses over them."""
 
-    def __init__(self, tr: Tracer) -> None:
+    def __init__(self, tr: Tracer, guards: set | None = None) -> None:
         self.tr = tr
         self.axes = [a for a in tr.blocks[1].args if isinstance(a.type, RangeType)]
         # The op owning each open block: appended to its parent before its body is traced.
@@ -75,10 +75,11 @@ class Programs:
         self._mesh_made: Any = _UNSET  # `_mesh`, built on first use
         self._window_sources: dict[tuple, Value] = {}  # a `_window` position -> its value
         self._guards: dict[tuple, int] = {}  # a position -> the bound an enclosing `if` keeps
-        for parent, child in zip(tr.blocks, tr.blocks[1:]):  # it below (`_guard`)
-            op = parent.ops[-1] if parent.ops else None
-            if op is not None and op.name == "if":  # its first branch, or the second where
-                self._guard(op.operands[0], op.regions[1] is child)  # the test fails
+        for parent, child in zip(tr.blocks[1:], tr.blocks[2:]):  # it below (`_guard`): each
+            op = parent.ops[-1]  # open `if`, or (`guards`) those that hold another access too
+            side = 0 if op.regions and op.regions[0] is child else 1
+            if op.name == "if" and (guards is None or (op, side) in guards):
+                self._guard(op.operands[0], side == 1)  # (the second branch: the test failed)
 
     def varying(self) -> list[Value]:
         """The grid dimensions along which more than one program may run under some config."""
