@@ -918,3 +918,25 @@ def test_a_guard_bounds_only_the_accesses_under_it() -> None:
     x = np.random.default_rng(15).standard_normal(4 * 3 * 16).astype(np.float32)
     with pytest.raises(td.TraceError, match="reads in another program"):
         load_outside_the_guard(x, 16, 3, 5)
+
+
+@td.tile_kernel
+def bump_label(X, Y, BLOCK: td.constexpr):
+    """Liger's cross entropy through a flat pointer: each program reads its row's label column
+    `row * n + y`, y loaded, and rewrites its row."""
+    n_rows, n_cols = X.shape
+    X_flat = X.view(-1)
+    for row in td.grid(n_rows):
+        off = row * n_cols
+        x_y = td.load(X_flat, off + td.load(Y, row))
+        for i in range(0, n_cols, BLOCK):
+            cols = i + td.arange(0, BLOCK)
+            v = td.load(X_flat, off + cols, mask=cols < n_cols)
+            td.store(X_flat, off + cols, v - x_y, mask=cols < n_cols)
+
+
+def test_a_loaded_column_of_a_flat_view_says_to_index_by_row() -> None:
+    X = np.random.default_rng(16).standard_normal((5, 37)).astype(np.float32)
+    with pytest.raises(td.TraceError, match="may write elements that the load") as e:
+        bump_label(X.copy(), np.array([1, 0, 36, 4, 9], np.int64), 16)
+    assert "index the tensor by row, x[row, y], whose dimension bounds y" in e.value.hint

@@ -409,10 +409,14 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \
                f"this load of '{tensor.name}' may read elements that the store at {line} writes"
+        loaded = [v for v in [*indices, *theirs] if shared.loaded(v)]
+        flat = "; a column loaded from memory (`x_flat[row * n + y]`) may be any element to " \
+            "the check: index the tensor by row, x[row, y], whose dimension bounds y" \
+            if loaded and len(indices) < len(root(tensor.value).type.shape) else ""
         tr.fail(TraceError,
                 f"{what} in another program of the grid: its programs run in parallel and in "
                 "any order, so the load would see the old or the new values", loc=later,
                 hint="read and write the same elements in each program (x[tm, tn] = x[tm, tn] "
                      "* 2), write the result to a separate output, or split the kernel into two "
                      "grids (one that writes, then one that reads); atomics (td.atomic_add) "
-                     "combine values across programs")
+                     "combine values across programs" + flat)
