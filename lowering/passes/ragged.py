@@ -100,7 +100,7 @@ class MaskRaggedEdgesPass:
                                self._mask(b, r - 2, 0, scope, out, op)]
             elif (op.name == "sort" or op.name == "scan" and (
                     op.attrs["reverse"] or self._started(op.operands[0], op.attrs["axis"], scope)
-                    is not None)) and not op.attrs.get("masked"):
+                    is not None)) and not op.attrs.get("edges_masked"):
                 self._lanes_in_range(op, scope, out)
             elif op.name in ("load", "store", "atomic") and gathers(op):
                 self._index_lanes(op, scope, out)
@@ -177,7 +177,13 @@ class MaskRaggedEdgesPass:
         true = emit(out, "const", [], TileType((), dtypes.bool_), op, {"value": True})
         start = emit(out, "broadcast", [true], t.with_dtype(dtypes.bool_), op)
         ok = self._mask(start, op.attrs["axis"], False, scope, out, op, lanes_of=x)
-        if ok is not start:  # (else every lane is in range, and DCE drops the two ops)
+        op.attrs["edges_masked"] = True
+        if ok is start:  # every lane is in range, and DCE drops the two ops
+            return
+        if op.attrs.get("masked"):  # the frontend's: a jagged tile's rows (frontend/jagged.py)
+            ok = emit(out, "and", [op.operands[-1], ok], ok.type, op)  # type: ignore[arg-type]
+            op.operands[-1] = ok
+        else:
             op.attrs["masked"] = True
             op.operands.append(ok)
 

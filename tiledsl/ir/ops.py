@@ -435,7 +435,8 @@ for _n in RANDOM_OPS:
 
 def _along(ts: Sequence[Type], attrs: dict, name: str, n: int) -> TileType:
     """The common type of the first `n` operands of a scan or sort, and its axis checked; a
-    `masked` op has one more operand: which lanes are in range (ragged.py adds it)."""
+    `masked` op has one more operand: which lanes are in range (ragged.py adds it, and
+    lang/scans.py for a jagged tile's rows)."""
     if len(ts) != n + bool(attrs.get("masked")) or n < 1:
         raise IRError(f"{name}: {len(ts)} operands for {n} tiles")
     t = tile(ts[0], f"{name} operand")

@@ -12,7 +12,8 @@ lane order (-0.0 and 0.0 are equal); descending is the exact reverse order, but 
 stay in lane order (NaN first). Out-of-range lanes (past a ragged edge, padding, before a
 runtime start) never come before in-range ones; `td.topk` over fewer than k in-range lanes
 returns position -1 and -inf (the dtype's minimum; +inf and maximum with `largest=False`) for
-the missing ones.
+the missing ones. Along a `td.jagged_tile`'s axis, the lanes past each row's own length are out
+of range too (a reversed scan skips them; a sort puts them last).
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ def associative_scan(x: Any, axis: Any = None, combine_fn: Any = None, reverse: 
         outs = [_combined(tr, o, t) for o, t in zip(outs, scalars)]
         tr.emit("yield", [o.value for o in outs])
     _check_combine(tr, region)
-    results = tr.emit("scan", [v.value for v in xs], {"axis": a, "reverse": bool(reverse),
-                                                       "n": len(xs)})
+    attrs = {"axis": a, "reverse": bool(reverse), "n": len(xs)}
+    rows = _jagged_rows(tr, xs, a) if reverse else None  # forward: they come after a row's
+    results = tr.emit("scan", [v.value for v in xs] + ([rows] if rows else []),
+                      {**attrs, "masked": True} if rows else attrs)
     op = tr.blocks[-1].ops[-1]
     op.regions.append(region)
     values = [TileValue(r) for r in results]
@@ -129,7 +132,19 @@ def _sort(name: str, x: Any, axis: Any, descending: bool, k: int | None,
             tr.fail(ShapeError, f"td.topk: k={k} exceeds the {n} lanes of axis {a}")
     attrs = {"axis": a, "descending": bool(descending), "k": None if k is None else int(k),
              "positions": positions}
-    return tr.emit("sort", [v.value], attrs)
+    rows = _jagged_rows(tr, [v], a)
+    return tr.emit("sort", [v.value] + ([rows] if rows else []),
+                   {**attrs, "masked": True} if rows else attrs)
+
+
+def _jagged_rows(tr: Tracer, xs: list[TileValue], axis: int) -> Value | None:
+    """The lanes in range along `axis` when it is a `td.jagged_tile`'s (frontend/jagged.py):
+    lanes past each row's own length act as out of range, as past a ragged edge."""
+    for x in xs if tr.jagged else ():
+        rows = tr.jagged_rows(tr, x.value, axis)
+        if rows is not None:
+            return broadcast_to(rows, x.shape).value
+    return None
 
 
 def sort(x: Any, axis: int = -1, descending: bool = False, *, dim: int | None = None
