@@ -26,7 +26,7 @@ from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
-from tiledsl.frontend.tracer import Tracer, current
+from tiledsl.frontend.tracer import Tracer, active, current
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, broadcast_to, cast, common_dtype, need_static, to_value,
 )
@@ -122,9 +122,21 @@ def tiled(iterable: Any) -> bool:
     return isinstance(iterable, TileRange)
 
 
+def targets(n: int | None) -> None:
+    """Called as a rewritten `for` statement starts, before its iterable is evaluated: its
+    target binds `n` names (None: not plain names). `td.tile(begin, end)` with one name and a
+    runtime `begin` is Helion's `hl.tile(begin, end)`, a loop from begin to end; with two it
+    is a 2-D tile (tiledsl/lang/language.py)."""
+    tr = active()
+    if tr is not None:
+        tr.loop_targets = n
+
+
 def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
          labels: tuple[str, ...] | None, line: int,
          read_after: dict[str, int] | None = None) -> dict:
+    if (tr := active()) is not None:
+        tr.loop_targets = None  # read by a td.tile of the iterable, or by none
     if isinstance(iterable, Counted):
         return _counted(iterable, body, env, assigned, line, labels)
     if not isinstance(iterable, TileRange):

@@ -10,9 +10,11 @@ import ast
 from tiledsl.errors import Loc
 from tiledsl.ir.types import UNBOUNDED
 
-HELION_TILE = ("td.tile(a, b) is a 2-D tile (a by b); Helion's hl.tile(begin, end) is "
-               "td.tile(n, start=begin, stop=end), with n a static bound of end "
-               "(td.tile(end, start=begin) when end is an int, td.tile(end) when begin is 0)")
+HELION_TILE = ("td.tile(a, b) is a 2-D tile (a by b), except with one loop variable and a "
+               "runtime a (Helion's `for t in hl.tile(begin, end)`); Helion's "
+               "hl.tile(begin, end) is td.tile(n, start=begin, stop=end), with n a static "
+               "bound of end (td.tile(end, start=begin) when end is an int, td.tile(end) when "
+               "begin is 0)")
 
 RANGE = ("range() takes runtime bounds only as the iterable of a `for` statement in the "
          "kernel (`for i in range(lo, hi)`: each program loops to its own bound); elsewhere "

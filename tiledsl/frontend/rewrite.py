@@ -319,7 +319,12 @@ class _LoopRewriter(ast.NodeTransformer):
                       f"_td_rt.capture(locals(), {names!r}), {names!r}, {labels!r}, {node.lineno}, "
                       f"{read_after!r})", node)[0]
         assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
-        call.value.args[0] = node.iter
+        # (_td_rt.targets(n), ITER)[1]: td.tile sees how many names the target binds
+        announce = ast.Tuple([_rt("targets", [ast.Constant(len(labels) if labels else None)],
+                                  node.iter), node.iter], ast.Load())
+        call.value.args[0] = ast.copy_location(
+            ast.Subscript(ast.copy_location(announce, node.iter), ast.Constant(1), ast.Load()),
+            node.iter)
         rebind = _stmts("".join(f"if {n!r} in _td_env_{k}: {n} = _td_env_{k}[{n!r}]\n"
                                 for n in names), node) if names else []
         return [ast.fix_missing_locations(func), call, *rebind]

@@ -38,6 +38,9 @@ class Tracer:
         self.deferred: list[list[Any]] = []
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
+        # how many names the target of the `for` statement whose iterable is being evaluated
+        # binds (loops.targets), for td.tile to read once: Helion's `hl.tile(begin, end)`
+        self.loop_targets: int | None = None
 
     @property
     def depth(self) -> str:

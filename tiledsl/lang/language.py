@@ -135,8 +135,12 @@ def tile(*sizes: int | TileValue,
     """
     tr = current("td.tile()")
     sizes, seq = _unpack(sizes)
+    names, tr.loop_targets = tr.loop_targets, None  # how many the `for` target binds
     if len(sizes) == 2 and not seq and start is None and stop is None and \
-            _begin_end(*sizes):  # Helion's `hl.tile(t.begin, t.end)`: that tile's span
+            (_begin_end(*sizes) or names == 1 and isinstance(sizes[0], TileValue)
+             and not isinstance(block_size, (tuple, list))):
+        # Helion's `hl.tile(t.begin, t.end)`, that tile's span, or `for t in hl.tile(begin,
+        # end)` from a runtime begin (one loop variable: a 2-D tile binds two)
         return tile(sizes[1], block_size=block_size, start=sizes[0])
     if len(sizes) == 2 and not seq and start is None and stop is None and \
             type(sizes[0]) in (int, np.int32, np.int64) and sizes[0] == 0 and \
