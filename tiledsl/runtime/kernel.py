@@ -22,7 +22,7 @@ from tiledsl.frontend import reads, static_args
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.runtime.arg_specs import ArgSpec, ArgSpecs
 from tiledsl.runtime.caches import Caches
-from tiledsl.errors import Loc, TileDSLError, TraceError
+from tiledsl.errors import ConfigError, Loc, TileDSLError, TraceError, user_loc
 from tiledsl.ir.printer import print_ir
 from tiledsl.runtime.runner import Runner, tuned_config
 from tiledsl.runtime.spaces import space_for
@@ -46,6 +46,7 @@ class TileKernel:
         self.traces = Traces(fn, self.name, self.file, self.signature, lambda: self.caches,
                              self.specs.flat_names)
         self.runner = Runner(self)
+        self.pinned: Config | None = None  # @td.tile_kernel(config=...): every call's config
         if self.name == "<lambda>":
             raise TraceError("@td.tile_kernel needs a function written with `def`, got a lambda",
                              kernel=self.name, loc=Loc(self.file, fn.__code__.co_firstlineno))
@@ -285,7 +286,10 @@ class TileKernel:
 
     def tuned_config(self, values: list[Any], spec: tuple, backend: str, arch: Any,
                      space: ConfigSpace) -> Config | None:
-        """The tuned config the result cache holds for these arguments (runner.tuned_config)."""
+        """The tuned config the result cache holds for these arguments (runner.tuned_config);
+        None when the kernel pins its config (the space's default then)."""
+        if self.pinned is not None:
+            return None
         return tuned_config(self, values, spec, backend, arch, space)
 
     def autotune(self, *args: Any, backend: str = "spatial", **options: Any) -> Any:
@@ -293,6 +297,11 @@ class TileKernel:
         `k.run` from then on. Options: arch, trials, timeout, strategy, storage, study_name,
         seed, check, progress, finalists, rounds (see autotune.tuner.tune). Returns a
         TuneResult."""
+        if self.pinned is not None:
+            raise ConfigError(f"kernel '{self.name}' pins its config ({self.pinned}), so calls "
+                              "would not use a tuned one", kernel=self.name,
+                              hint="leave config= out of @td.tile_kernel(...) to tune it; "
+                                   "k.run(..., config=...) tries one config")
         return registry.service("tuner").tune(self, list(args), backend=backend, **options)
 
     def simulate(self, *args: Any, arch: Any = None, config: Config | None = None,
@@ -341,6 +350,36 @@ class TileKernel:
 _NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs on NumPy as is
 
 
-def tile_kernel(fn: FunctionType) -> TileKernel:
-    """Make a tile kernel of a Python function (see the README for the language)."""
-    return TileKernel(fn)
+# Helion's `@helion.kernel(...)` options tiledsl takes (`static_shapes`: tiledsl always traces
+# per shape, Helion's default), and what the others are in tiledsl
+OPTIONS = ("config", "static_shapes")
+
+
+def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = None,
+                static_shapes: bool = True, **unknown: Any) -> Any:
+    """Make a tile kernel of a Python function (see the README for the language).
+
+    Also a decorator factory, as Helion's `@helion.kernel(...)`: `@td.tile_kernel()`, and
+    `@td.tile_kernel(config=td.Config(...))`, which pins the config every call and backend
+    runs unless the call gives one (over a tuned one; the knobs a backend lacks, such as
+    warps on NumPy, are dropped there). `static_shapes=True` is what tiledsl does anyway (it
+    traces and compiles per shape); `False` is accepted and changes nothing."""
+    where = Loc(inspect.getsourcefile(fn) or "", fn.__code__.co_firstlineno) \
+        if inspect.isfunction(fn) else user_loc()
+    if unknown:
+        name = sorted(unknown)[0]
+        raise TraceError(f"@td.tile_kernel got an unknown option {name!r}", loc=where,
+                         hint=f"it takes {', '.join(OPTIONS)}; tune with k.autotune(...) and "
+                              "check results with td.testing.assert_close")
+    if config is not None and not isinstance(config, Config):
+        raise TraceError(f"@td.tile_kernel(config=...) takes a td.Config, got "
+                         f"{type(config).__name__}", loc=where,
+                         hint="td.Config(block_sizes=[64, 64], num_warps=4)")
+    if not isinstance(static_shapes, bool):
+        raise TraceError(f"@td.tile_kernel(static_shapes=...) takes True or False, got "
+                         f"{static_shapes!r}", loc=where)
+    if fn is None:
+        return lambda f: tile_kernel(f, config=config, static_shapes=static_shapes)
+    kernel = TileKernel(fn)
+    kernel.pinned = config
+    return kernel

@@ -10,9 +10,9 @@ from tiledsl.runtime import registry
 from tiledsl.frontend import tunables
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.frontend.block_sizes import bounded_choices, default_block
-from tiledsl.runtime.config import ConfigSpace, Param
+from tiledsl.runtime.config import Config, ConfigSpace, Param
 from tiledsl.ir.types import UNBOUNDED
-from tiledsl.errors import TileDSLError
+from tiledsl.errors import ConfigError, TileDSLError
 from tiledsl.runtime.runner import arch_key
 from tiledsl.runtime.traces import Traced
 
@@ -49,8 +49,29 @@ def space_for(k: TileKernel, spec: tuple[ArgSpec, ...], backend: str | None,
             pick = getattr(registry.backend(backend), "pick_default", None)
             if pick is not None:  # over every knob value's trace (the default trace's own
                 space = pick(space)  # search saw only its knob value's estimate)
+        if k.pinned is not None and backend is not None:
+            space = _pinned(k, space)
         k.caches.spaces[key] = space
     return k.caches.spaces[key]
+
+
+def _pinned(k: TileKernel, space: ConfigSpace) -> ConfigSpace:
+    """`space` with the kernel's pinned config (`@td.tile_kernel(config=...)`) as its default,
+    less the knobs this backend has not (warps and stages on NumPy)."""
+    c = k.pinned
+    assert c is not None
+    known = {p.name for p in space.params}
+    knobs = {n: v for n, v in (("num_warps", c.num_warps), ("num_stages", c.num_stages),
+                               *c.knobs) if v is not None and n in known}
+    try:
+        config = space.validate(Config(c.block_sizes, **knobs))
+    except ConfigError as e:
+        raise ConfigError(f"@td.tile_kernel(config=...): {e.message}", kernel=k.name,
+                          hint="give one block size per tile loop, each one of its choices "
+                               "(k.config_space(*args, backend=...) lists them)") from None
+    for name, value in space.values(config).items():
+        space = space.with_default(name, value)
+    return space
 
 
 def _extended(k: TileKernel, space: ConfigSpace, t: Traced, backend: str | None,

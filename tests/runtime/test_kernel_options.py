@@ -1,0 +1,55 @@
+"""`@td.tile_kernel(...)` with options, as Helion's `@helion.kernel(config=..., static_shapes=...)`
+decorates every example: a pinned config, the called form, and clear errors for the rest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+
+
+def _scale(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * 3.0
+    return out
+
+
+X = np.random.default_rng(0).standard_normal(37).astype(np.float32)
+
+
+def test_the_called_forms_make_the_same_kernel() -> None:
+    for make in (td.tile_kernel(), td.tile_kernel(static_shapes=True),
+                 td.tile_kernel(static_shapes=False)):
+        np.testing.assert_array_equal(make(_scale)(X), X * 3.0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_pinned_config_is_every_call_s_config(backend: str) -> None:
+    k = td.tile_kernel(config=td.Config(block_sizes=[16], num_warps=2))(_scale)
+    default = k.config_space(X, backend=backend).default()
+    assert default.block_sizes == (16,)  # (the space's own default is 64)
+    assert default.num_warps == (2 if backend != "numpy" else None)  # NumPy has no warps
+    np.testing.assert_array_equal(k.run(X, backend=backend), X * 3.0)
+    if backend != "numpy":
+        assert "block_sizes=(16,), num_warps=2" in k.source(X, target="triton")
+    with pytest.raises(td.ConfigError, match="pins its config"):
+        k.autotune(X, backend=backend)
+
+
+@pytest.mark.parametrize("options, cls, words", [
+    ({"autotune_effort": "none"}, td.TraceError, "unknown option 'autotune_effort'"),
+    ({"config": {"block_sizes": [16]}}, td.TraceError, "takes a td.Config"),
+    ({"static_shapes": "yes"}, td.TraceError, "True or False"),
+], ids=["unknown", "dict-config", "static-shapes"])
+def test_bad_options_say_what_they_take(options: dict, cls: type, words: str) -> None:
+    with pytest.raises(cls, match=words):
+        td.tile_kernel(**options)(_scale)
+
+
+def test_a_pinned_config_that_does_not_fit_names_the_kernel_s_tiles() -> None:
+    k = td.tile_kernel(config=td.Config([16, 16]))(_scale)
+    with pytest.raises(td.ConfigError, match="2 block sizes given") as e:
+        k(X)
+    assert "tile 't' over 37" in str(e.value) and "kernel '_scale'" in str(e.value)
