@@ -10,7 +10,7 @@ import pytest
 
 import tiledsl as td
 from error_checks import add, arg_error, f32, marker_line, msg, scale, trace_error
-from support import gpu_backend, on_cuda
+from support import gpu_backend, on_cuda, under_configs
 from tiledsl.interop.arrays import share_memory
 
 BACKENDS = ["numpy", "spatial", "triton-interpret"]
@@ -940,3 +940,26 @@ def test_a_loaded_column_of_a_flat_view_says_to_index_by_row() -> None:
     with pytest.raises(td.TraceError, match="may write elements that the load") as e:
         bump_label(X.copy(), np.array([1, 0, 36, 4, 9], np.int64), 16)
     assert "index the tensor by row, x[row, y], whose dimension bounds y" in e.value.hint
+
+
+@td.tile_kernel
+def tuned_blocks(x, stride: td.constexpr):
+    """Liger's autotuned BLOCK_N as a registered block size the host code reads: each program
+    stores `pid * B + td.arange(0, B)` (apart when the stride is B, not when it is less)."""
+    (n,) = x.shape
+    out = td.empty_like(x)
+    B = td.register_block_size(n)
+    for pid in td.grid(td.cdiv(n, B)):
+        offs = pid * (B if stride == 0 else stride) + td.arange(0, B)
+        td.store(out, [offs], 2.0 * td.load(x, [offs], mask=offs < n), mask=offs < n)
+    return out
+
+
+def test_a_read_block_size_is_its_trace_s_value_in_the_race_check() -> None:
+    """The default config's trace took B as the largest it may be (1024): refused over n=600."""
+    x = np.random.default_rng(17).standard_normal(600).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        for config, out in under_configs(tuned_blocks, (x, 0), backend, samples=2):
+            np.testing.assert_array_equal(out, 2 * x, err_msg=str(config))
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        tuned_blocks(x, 16)

@@ -750,7 +750,9 @@ class Programs:
         if isinstance(d, int):
             return d
         if d in self.tr.symbols:
-            value = self.tr.knobs.get(f"block_sizes[{list(self.tr.symbols).index(d)}]")
+            name = f"block_sizes[{list(self.tr.symbols).index(d)}]"
+            knob = self.tr.tunables.get(name)  # read: this trace is its value's (the default's)
+            value = self.tr.knobs.get(name, None if knob is None else knob.initial)
             return int(value) if isinstance(value, int) else None
         return None
 
