@@ -89,6 +89,7 @@ from tiledsl.lang.language import where as where
 from tiledsl.lang.language import zeros as zeros
 from tiledsl.lang.language import ones as ones
 from tiledsl.lang.bits import bitcast as bitcast
+from tiledsl.lang.helion_names import barrier as barrier
 from tiledsl.lang.helion_names import cumprod as cumprod
 from tiledsl.lang.helion_names import specialize as specialize
 from tiledsl.lang.helion_names import static_range as static_range
@@ -153,6 +154,7 @@ from tiledsl.frontend.static_args import constexpr as constexpr
 from tiledsl.interop.torch_op import torch_op as torch_op
 from tiledsl.frontend.tunables import Choice as Choice
 from tiledsl.frontend.tunables import PowerOfTwo as PowerOfTwo
+from tiledsl.frontend.tunables import PowerOfTwo as PowerOfTwoFragment  # Helion's name
 from tiledsl.frontend.tunables import cdiv as cdiv
 from tiledsl.frontend.tunables import next_power_of_2 as next_power_of_2
 from tiledsl.frontend.tunables import register_tunable as register_tunable
@@ -172,6 +174,7 @@ from tiledsl.lang.torch_calls import leaky_relu as leaky_relu
 from tiledsl.lang.torch_calls import log_softmax as log_softmax
 from tiledsl.lang.torch_calls import softmax as softmax
 from tiledsl.lang.torch_calls import softplus as softplus
+from tiledsl.lang.triton_names import cast as cast
 from tiledsl.lang.triton_names import debug_barrier as debug_barrier
 from tiledsl.lang.triton_names import expand_dims as expand_dims
 from tiledsl.lang.triton_names import max_constancy as max_constancy
@@ -200,4 +203,8 @@ def __getattr__(name: str) -> object:
     from tiledsl.lang.triton_names import MISSING
     if name in MISSING:
         raise AttributeError(f"tiledsl has no td.{name} (Triton's tl.{name}): {MISSING[name]}")
-    raise AttributeError(f"module 'tiledsl' has no attribute {name!r}")
+    import difflib
+    close = difflib.get_close_matches(name, [n for n in globals() if not n.startswith("_")], 3)
+    raise AttributeError(f"module 'tiledsl' has no attribute {name!r}"
+                         + (f"; did you mean {', '.join('td.' + c for c in close)}?" if close
+                            else " (the README's language section lists what it has)"))

@@ -66,6 +66,12 @@ class DType:
     def __repr__(self) -> str:
         return f"td.{self.name}"
 
+    @property
+    def element_ty(self) -> DType:
+        """Triton's `ptr.dtype.element_ty` (a pointer's element type): a tensor's dtype is
+        already its elements', so `x.dtype.element_ty` is `x.dtype`."""
+        return self
+
     def __str__(self) -> str:
         return self.name
 

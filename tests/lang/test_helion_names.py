@@ -152,3 +152,48 @@ def test_a_dimension_s_block_size_on_a_runtime_stop_says_so() -> None:
     with pytest.raises(td.TraceError, match="not a runtime size with no static bound") as e:
         tied(np.ones((20, 20), np.float32))
     assert "2147483647" not in str(e.value) and "register_block_size(lo, hi)" in e.value.hint
+
+
+@td.tile_kernel
+def two_phases(x, w):
+    """Helion's split_k_barrier: `hl.barrier()` between two grids (they run in order), and
+    `w.contiguous().view(-1)` (gather_gemv) on an argument."""
+    (n,) = x.shape
+    tmp = td.zeros(x.shape, dtype=x.dtype)
+    out = td.empty(x.shape, dtype=x.dtype)
+    w_flat = w.contiguous().view(-1)
+    for t in td.tile(n):
+        tmp[t] = x[t] * 2.0
+    td.barrier()
+    for t in td.tile(n):
+        out[t] = tmp[t] + w_flat[t]
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_barrier_between_grids_and_contiguous_arguments(backend: str) -> None:
+    x = np.random.default_rng(18).standard_normal(37).astype(np.float32)
+    w = np.random.default_rng(19).standard_normal((37, 1)).astype(np.float32)
+    for config, out in under_configs(two_phases, (x, w), backend, samples=1):
+        td.testing.assert_close(out, 2.0 * x + w[:, 0], np.float32)
+    assert td.PowerOfTwoFragment(16, 64, 32).choices == (16, 32, 64)  # helion.autotuner's
+
+
+def test_a_barrier_in_a_grid_and_a_view_s_copy_say_what_to_write() -> None:
+    @td.tile_kernel
+    def in_grid(x):
+        for t in td.tile(x.shape[0]):
+            td.barrier()
+            x[t] = x[t] + 1.0
+
+    @td.tile_kernel
+    def copied_view(x):
+        y = x.T.contiguous()
+        for t in td.tile(x.shape[0]):
+            x[t, :] = y[:, t].T
+
+    with pytest.raises(td.TraceError, match="inside a grid") as e:
+        in_grid(np.ones(4, np.float32))
+    assert "grids of one kernel run one after the other" in e.value.hint
+    with pytest.raises(td.TraceError, match="is a view, and tiledsl does not copy"):
+        copied_view(np.ones((4, 4), np.float32))

@@ -133,15 +133,21 @@ def triton_names(x, block: td.constexpr):
         td.debug_barrier()
     for tm, tn in td.tile(m, n):
         out[tn, tm] = td.trans(x[tm, tn]) + x[tm, tn].t()
-    return out, ranked
+    squashed = td.empty((m, n), x.dtype)
+    for tm, tn in td.tile(m, n):  # tl.cast, ptr.dtype.element_ty, libdevice's tanh
+        v = td.cast(td.math.tanh(x[tm, tn]), td.float16)
+        squashed[tm, tn] = td.cast(v, squashed.dtype.element_ty) + td.cast(
+            td.cast(v, td.int16, bitcast=True) & 0, td.float32)
+    return out, ranked, squashed
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_triton_hints_and_shape_names(backend: str) -> None:
     x = np.random.default_rng(6).standard_normal((5, 8)).astype(np.float32)
-    out, ranked = run_on(triton_names, (x, 8), backend)
+    out, ranked, squashed = run_on(triton_names, (x, 8), backend)
     np.testing.assert_array_equal(out, 2 * x.T)
     np.testing.assert_array_equal(ranked, np.argsort(x, axis=1, kind="stable"))
+    td.testing.assert_close(squashed, np.tanh(x.astype(np.float64)), np.float16)
 
 
 def test_triton_names_without_a_counterpart_say_what_to_write() -> None:
@@ -157,6 +163,16 @@ def test_triton_names_without_a_counterpart_say_what_to_write() -> None:
     assert td.math.fma is td.fma and td.math.exp2 is td.exp2  # tl.math's names
     with pytest.raises(AttributeError, match="td.math has no 'umulhi'"):
         td.math.umulhi
+    assert td.math.tanh is td.tanh  # libdevice's names too
+    with pytest.raises(AttributeError, match=r"did you mean td\.barrier"):
+        td.barier
+    with pytest.raises(td.TraceError, match="round to nearest even"):
+        run_on(td.tile_kernel(_cast_rtz), (np.ones(3, np.float32),), "numpy")
+
+
+def _cast_rtz(x):
+    for t in td.tile(x.shape[0]):
+        x[t] = td.cast(x[t], td.float16, fp_downcast_rounding="rtz")
 
 
 @td.tile_kernel

@@ -18,6 +18,18 @@ from tiledsl.frontend.values import Tile, TileValue, binary, cast, need_static, 
 from tiledsl.lang.scans import associative_scan
 
 
+def barrier() -> None:
+    """Helion's `hl.barrier()` between two grids of one kernel: the grids already run one after
+    the other (each is a launch, in order), so there is nothing to wait for. Inside a grid,
+    where Helion's persistent kernels sync every program, it is an error."""
+    tr = current("td.barrier()")
+    if tr.depth != "host":
+        tr.fail(TraceError, "td.barrier() is called inside a grid: the programs of one grid "
+                "run in any order and cannot wait for each other",
+                hint="end the grid there and start another: grids of one kernel run one after "
+                     "the other, so the second sees all the first wrote")
+
+
 def specialize(v: Any) -> Any:
     """Helion's `hl.specialize`: a size (or a tuple of them) as a Python int, known while the
     kernel traces. Shapes are ints already; an int argument passed here makes the kernel trace

@@ -16,9 +16,10 @@ from typing import Any, Self
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
-from tiledsl.errors import DTypeError, ShapeError, user_loc
+from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import current
+from tiledsl.ir.views import VIEW_OPS
 from tiledsl.frontend.values import (
     Tensor,
     TileValue,
@@ -217,6 +218,20 @@ for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
                       ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
                       ("int", dtypes.int32), ("long", dtypes.int64), ("bool", dtypes.bool_)):
     setattr(TileValue, _name, _converter(_dtype))
+def _contiguous(self: Tensor) -> Tensor:
+    """`x.contiguous()` (torch) on an argument or an allocation: `x` itself. A kernel takes its
+    arguments in any layout; a later `view` of one that its layout cannot give is an error
+    when the kernel runs. A view (`x.T`) would need a copy: an error that says so."""
+    tr = current("x.contiguous()")
+    if self.value.owner is not None and self.value.owner.name in VIEW_OPS:
+        tr.fail(TraceError, f"'{self.name}'.contiguous(): '{self.name}' is a view, and tiledsl "
+                "does not copy tensors behind the kernel's back",
+                hint="index the view directly (views address their root's memory), or write "
+                     "the copy as a grid of its own into a td.empty tensor")
+    return self
+
+
+Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
 

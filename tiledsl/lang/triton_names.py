@@ -6,7 +6,7 @@ stores need itself: lowering/backends/triton/barriers.py), `td.static_assert`, `
 `td.expand_dims` and `td.ravel`; on tiles and tensors, torch's `v.t()`. None adds an op.
 
 `td.math.fma(a, b, c)` is Triton's `tl.math.fma`: `td.math` holds td's functions under the
-names `tl.math` gives them.
+names `tl.math` and libdevice give them (`td.math.tanh`). `td.cast(x, dtype)` is `tl.cast`.
 
 `tl.program_id` and `tl.num_programs` have no counterpart: a tiledsl kernel names its programs
 with a grid loop (`for pid in td.grid(n)`), and the error for `td.program_id` says so.
@@ -54,6 +54,20 @@ def max_contiguous(x: Any, values: Any) -> TileValue:
 def max_constancy(x: Any, values: Any) -> TileValue:
     """`tl.max_constancy`: `x` unchanged (see `multiple_of`)."""
     return _hint(x, values, "max_constancy")
+
+
+def cast(x: Any, dtype: Any, fp_downcast_rounding: str | None = None,
+         bitcast: bool = False) -> TileValue:
+    """`tl.cast(x, dtype)`: `x.to(dtype)` (the IEEE round to nearest even, Triton's default);
+    with `bitcast=True`, `td.bitcast(x, dtype)`."""
+    tr = current("td.cast()")
+    if fp_downcast_rounding not in (None, "rtne"):
+        tr.fail(TraceError, f"td.cast: fp_downcast_rounding={fp_downcast_rounding!r} is not "
+                "supported; casts round to nearest even ('rtne')")
+    if bitcast:
+        from tiledsl.lang.bits import bitcast as reinterpret
+        return reinterpret(x, dtype)
+    return to_value(x).to(dtype)
 
 
 def debug_barrier() -> None:
@@ -114,12 +128,12 @@ class _Math:
              "rsqrt", "sin", "sqrt", "cdiv")
 
     def __getattr__(self, name: str) -> Any:
-        if name in self.NAMES:
+        if name in self.NAMES or name in FUNCTIONS:  # and libdevice's (tanh, log1p, pow, ...)
             return FUNCTIONS[name]
         raise AttributeError(
             f"td.math has no {name!r}: it holds Triton's tl.math functions that tiledsl has ("
-            + ", ".join(self.NAMES) + "); td's other math functions are td.<name> (td.tanh, "
-            "td.log1p, ...), and division is `/`")
+            + ", ".join(self.NAMES) + ") and td's other math functions (td.tanh, td.log1p, "
+            "...); division is `/`")
 
     def __dir__(self) -> list[str]:
         return list(self.NAMES)
