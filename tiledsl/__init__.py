@@ -154,7 +154,7 @@ from tiledsl.frontend.static_args import constexpr as constexpr
 from tiledsl.interop.torch_op import torch_op as torch_op
 from tiledsl.frontend.tunables import Choice as Choice
 from tiledsl.frontend.tunables import PowerOfTwo as PowerOfTwo
-from tiledsl.frontend.tunables import PowerOfTwo as PowerOfTwoFragment  # Helion's name
+PowerOfTwoFragment = PowerOfTwo  # helion.autotuner's name
 from tiledsl.frontend.tunables import cdiv as cdiv
 from tiledsl.frontend.tunables import next_power_of_2 as next_power_of_2
 from tiledsl.frontend.tunables import register_tunable as register_tunable
