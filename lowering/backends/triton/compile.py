@@ -193,6 +193,21 @@ def _cached(folder: Path, name: str) -> Compiled | None:
     return Compiled(**data)
 
 
+def _not_interpreted_stdlib() -> None:
+    """Triton's own `@jit` library (tl.sum, tl.zeros_like, ...) is interpreter code for good
+    when TRITON_INTERPRET=1 was set as triton.language was imported, and a compile that calls
+    it fails: a BackendError that names the variable, not Triton's crash inside."""
+    from triton.language import standard
+    from triton.runtime.jit import JITFunction
+    if not isinstance(standard.sum, JITFunction):
+        raise BackendError(
+            "Triton was imported with TRITON_INTERPRET=1 set, so its library functions (tl.sum, "
+            "tl.zeros_like, ...) are interpreter code, and no kernel that calls them can "
+            "compile for a GPU in this process",
+            hint="unset TRITON_INTERPRET: tiledsl's backend 'triton-interpret' runs Triton's "
+                 "interpreter without it, and compiles still work in the same process")
+
+
 def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
     """PTX and cubin of kernel `k` of `module` for `arch` (sm_80, sm_90, ...), from the cache."""
     if arch not in ARCHS:
@@ -221,6 +236,7 @@ def compile_kernel(module: Module, k: GeneratedKernel, arch: str) -> Compiled:
         ck = triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs),
                             target=GPUTarget("cuda", ARCHS[arch], 32), options=options)
     except Exception as e:  # Triton's compiler errors carry its own source excerpt
+        _not_interpreted_stdlib()
         raise BackendError(f"Triton failed to compile {k.name} for {arch}: {e}") from e
     seconds = time.perf_counter() - start
     ptx, cubin = ck.asm["ptx"].encode(), ck.asm["cubin"]

@@ -88,7 +88,10 @@ class TritonBackend:
             if not (is_cupy(a) or (is_torch(a) and a.is_cuda)):
                 raise BackendError(f"backend 'triton' runs on GPU arrays (CuPy or torch CUDA); "
                                    f"argument '{v.hint}' is a {type(a).__module__}."
-                                   f"{type(a).__qualname__}")
+                                   f"{type(a).__qualname__}",
+                                   hint="on the CPU, backend='triton-interpret' runs the "
+                                        "generated Triton code in Triton's interpreter "
+                                        "(no TRITON_INTERPRET needed)")
         torch = gpu_torch()
         cupy_in = any(is_cupy(a) for _, a in tensors)
         if cupy_in and not all(is_cupy(a) for _, a in tensors):

@@ -174,6 +174,26 @@ def test_unknown_arch_is_a_clear_error() -> None:
     assert info.value.kernel == "softmax"
 
 
+def test_a_process_that_imported_triton_interpreted_says_so_when_a_compile_fails(
+        tmp_path: Path) -> None:
+    """TRITON_INTERPRET=1 at import makes tl.sum interpreter code for good: compiling softmax
+    then crashed inside Triton ('incompatible function arguments')."""
+    import subprocess
+    import sys
+    code = ("import numpy as np, tiledsl as td\nfrom support import example, kernel_of\n"
+            "args = example('softmax').make_inputs(np.random.default_rng(0))\n"
+            "try:\n    kernel_of('softmax').compile(*args, arch='sm_90')\n"
+            "except td.BackendError as e:\n    print(e)\n")
+    env = dict(os.environ, TRITON_INTERPRET="1", TILEDSL_CACHE_DIR=str(tmp_path),
+               TRITON_CACHE_DIR=str(tmp_path / "triton"),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]),
+                                           str(Path(__file__).parents[2] / "tests")]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert "imported with TRITON_INTERPRET=1" in out.stdout, out.stdout + out.stderr
+    assert "unset TRITON_INTERPRET" in out.stdout
+
+
 def test_config_space_prunes_what_cannot_compile() -> None:
     mod = example("matmul")
     args = mod.make_inputs(np.random.default_rng(0), {"m": 512, "k": 512, "n": 512}, np.float16)

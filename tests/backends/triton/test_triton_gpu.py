@@ -20,6 +20,7 @@ def test_numpy_arrays_on_the_gpu_backend_are_a_clear_error() -> None:
     with pytest.raises(td.BackendError, match="runs on GPU arrays") as info:
         kernel_of("softmax").run(*args, backend="triton")
     assert info.value.kernel is None or info.value.kernel == "softmax"
+    assert "backend='triton-interpret'" in info.value.hint
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the message given when there is no GPU")
