@@ -19,7 +19,7 @@ import inspect
 import sys
 from typing import Any, Callable
 
-from tiledsl.errors import TraceError
+from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import TileValue, as_dtype, binary, cast, to_value
@@ -162,6 +162,8 @@ def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     try:
         return fn(*args, **kept)
     except TypeError as e:  # torch's signature where td's differs: say which call
+        if isinstance(e, TileDSLError):  # td's own error (a DTypeError) already says it
+            raise
         current().fail(TraceError, f"{what}(): {e}", hint=f"the td function it stands for: "
                        f"td.{fn.__name__}{_signature(fn)}")
 
