@@ -205,3 +205,23 @@ def test_a_long_unrolled_range_warns() -> None:
         for rolled in (1, 2):
             np.testing.assert_allclose(k_loop(a, b, rolled), unrolled, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(unrolled, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+@td.tile_kernel
+def scaled_rows(X, Alpha):
+    """Liger's `alpha = tl.load(alpha_ptr)`: a scalar pointer's element."""
+    out = td.empty_like(X)
+    for r in td.grid(X.shape[0]):
+        out[r, :] = X[r, :] * td.load(Alpha).to(td.float32)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_load_with_no_index_reads_a_one_element_tensor(backend: str) -> None:
+    x = np.random.default_rng(20).standard_normal((5, 7)).astype(np.float32)
+    out = run_on(scaled_rows, (x, np.array([0.5], np.float32)), backend)
+    np.testing.assert_array_equal(out, x * 0.5)
+    if backend == "numpy":
+        with pytest.raises(td.TraceError, match=r"with no index reads one element") as e:
+            scaled_rows(x, np.array([0.5, 2.0], np.float32))
+        assert "td.load(Alpha, [i])" in e.value.hint

@@ -375,10 +375,10 @@ class Tensor:
         if scalar and current().depth != "host":
             current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing "
                            "with it: a tensor is not a pointer to move",
-                           hint=f"a Triton pointer bump (`{self.name} += row * stride`) is an "
-                                f"offset here: keep it in an int (`off = row * stride`) and "
-                                f"index with it, td.load({self.name}, off + cols, mask=...), "
-                                f"or index by row: {self.name}[row, cols]")
+                           hint="Triton's pointer arithmetic (`ptr + offs`, `ptr += row * "
+                                "stride`) is an offset here: keep it in an int (`off = row * "
+                                f"stride`) and index with it, td.load({self.name}, off + cols, "
+                                f"mask=...), or index by row: {self.name}[row, cols]")
         self._no_math()
 
     __add__ = __radd__ = __sub__ = _bump

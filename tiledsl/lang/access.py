@@ -50,6 +50,17 @@ def _index(idx: Any) -> Any:
     return tuple(idx) if isinstance(idx, list) else idx
 
 
+def _scalar_pointer(t: Tensor) -> tuple[int, ...]:
+    """Triton's `tl.load(ptr)` with no offsets reads the one element a scalar pointer points
+    at: `td.load(alpha)` of a tensor of one element reads it (a scalar)."""
+    if any(d != 1 for d in t.shape):
+        current().fail(TraceError, f"td.load({t.name}) with no index reads one element, but "
+                       f"'{t.name}' has shape {t.shape}",
+                       hint=f"give the index: td.load({t.name}, [i]) (Triton's "
+                            f"tl.load({t.name}_ptr + i))")
+    return (0,) * len(t.shape)
+
+
 def _mask(what: str, mask: Any, extra_mask: Any) -> Any:
     if mask is not None and extra_mask is not None:
         current().fail(TraceError, f"{what}: give mask= or extra_mask= (Helion's name), not both")
@@ -73,6 +84,8 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
     t = _tensor("td.load()", x)
     m = _mask("td.load()", mask, extra_mask)
     hints = _hints("td.load()", eviction_policy, cache_modifier)
+    if index is None:
+        index = _scalar_pointer(t)
     if m is None:
         return t.load(_index(index), hints=hints)
     return t.load(_index(index), m, 0 if other is _DEFAULT else other, hints=hints)
