@@ -337,3 +337,24 @@ def test_bad_strided_loops_are_clear_errors(kernel: td.TileKernel, args: tuple,
     assert "[p::P]" in (info.value.hint or "")
 
 
+
+
+@td.tile_kernel
+def first_blocks(V, n_blocks, MAX_BLOCKS: td.constexpr):
+    """Liger's attn_res backward: `for i in tl.static_range(MAX_BLOCKS): if i < n_blocks:`
+    stores `dV[i, ...]`, whose constant i may lie past V's blocks where the branch never runs."""
+    out = td.zeros_like(V)
+    for tok in td.grid(V.shape[1]):
+        for i in td.static_range(0, MAX_BLOCKS):
+            if i < n_blocks:
+                out[i, tok, :] = 2.0 * V[i, tok, :]
+    return out
+
+
+def test_a_constant_index_past_the_tensor_under_a_runtime_if_is_checked_when_it_runs() -> None:
+    V = np.random.default_rng(21).standard_normal((5, 7, 9)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(first_blocks.run(V, 3, 8, backend=backend)[:3], 2 * V[:3])
+        np.testing.assert_array_equal(first_blocks.run(V, 5, 8, backend=backend), 2 * V)
+    with pytest.raises(td.OutOfBoundsError, match="index 5 is out of bounds for dimension 0"):
+        first_blocks.run(V, 6, 8, backend="numpy")  # the branch runs for i = 5

@@ -460,6 +460,11 @@ def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
             full.append(d)
         elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
             i = int(it) + (extent if it < 0 else 0)
+            if not 0 <= i < extent and "if" in tr.depths:  # (Liger's `for i in static_range(
+                # MAX): if i < n: dV[i, ...]`): out of range only if the branch runs, which the
+                # backends check then, as for a runtime scalar
+                operands.append(constant(i, dtypes.index_dtype(max(extent, i + 1))).value)
+                continue
             if not 0 <= i < extent:
                 tr.fail(ShapeError, f"index {int(it)} is out of range for dimension {d} of "
                         f"'{t.name}' (size {extent})")
