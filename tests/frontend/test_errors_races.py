@@ -963,3 +963,87 @@ def test_a_read_block_size_is_its_trace_s_value_in_the_race_check() -> None:
             np.testing.assert_array_equal(out, 2 * x, err_msg=str(config))
     with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
         tuned_blocks(x, 16)
+
+
+@td.tile_kernel
+def flat_heads(X, sb, sh, sm, BM: td.constexpr):
+    """Liger's fused_neighborhood_attention stores through a flat view of (B, H, S, D) at
+    `(bh // H) * sb + (bh % H) * sh + rows * sm + cols`, the strides int arguments."""
+    B, H, S, D = X.shape
+    Y = td.empty_like(X)
+    Xf, Yf = X.view(-1), Y.view(-1)
+    for bh, tm in td.grid(B * H, td.cdiv(S, BM)):
+        rows = tm * BM + td.arange(0, BM)
+        cols = td.arange(0, 32)
+        mask = (rows[:, None] < S) & (cols[None, :] < D)
+        offs = (bh // H) * sb + (bh % H) * sh + rows[:, None] * sm + cols[None, :]
+        td.store(Yf, [offs], td.load(Xf, [offs], mask=mask) * 2.0, mask=mask)
+    return Y
+
+
+@td.tile_kernel
+def unrolled_blocks(V, n_tokens, D, NB: td.constexpr):
+    """Liger's attn_res backward: a store unrolled by td.static_range through a flat view."""
+    out = td.empty_like(V)
+    Vf, Of = V.view(-1), out.view(-1)
+    for tok in td.grid(V.shape[1]):
+        cols = td.arange(0, 64)
+        for i in td.static_range(0, NB):
+            off = i * n_tokens * D + tok * D
+            td.store(Of, [off + cols], 2.0 * td.load(Vf, [off + cols], mask=cols < D),
+                     mask=cols < D)
+    return out
+
+
+@td.tile_kernel
+def column_halves(x, overlap: td.constexpr):
+    """Liger's fused_moe up-projection: two stores into column halves of one output, with a
+    grid dimension over column blocks."""
+    m, n = x.shape
+    out = td.empty((m, 2 * n), dtype=x.dtype)
+    left, right = out[:, :n + overlap], out[:, n:]
+    for p, pid_n in td.grid(td.cdiv(m, 16), td.cdiv(n + overlap, 16)):
+        rows = p * 16 + td.arange(0, 16)
+        cols = pid_n * 16 + td.arange(0, 16)
+        v = td.load(x, [rows[:, None], cols[None, :]],
+                    mask=(rows[:, None] < m) & (cols[None, :] < n))
+        td.store(left, [rows[:, None], cols[None, :]], v,
+                 mask=(rows[:, None] < m) & (cols[None, :] < n + overlap))
+        td.store(right, [rows[:, None], cols[None, :]], -v,
+                 mask=(rows[:, None] < m) & (cols[None, :] < n))
+    return out
+
+
+@td.tile_kernel
+def one_role(freq, E: td.constexpr, who: td.constexpr):
+    """Liger's fused_moe prefix sums: the program `pid == E` (here `pid >= who`) runs an
+    unrolled loop of stores that the others skip."""
+    out = td.zeros((E + 1,), dtype=td.int32)
+    for pid in td.grid(E + 2):
+        if pid >= who:
+            for start in td.static_range(0, E, 4):
+                offs = start + td.arange(0, 4)
+                f = td.load(freq, [offs], mask=offs < E, other=0)
+                td.store(out, [offs], td.cumsum(f, 0) - f + pid, mask=offs < E)
+    return out
+
+
+def test_accesses_the_symbolic_check_cannot_follow_are_decided_by_their_elements() -> None:
+    """Each program's elements computed for the trace's shapes (frontend/concrete.py); each
+    kernel's racing variant stays refused."""
+    X = np.random.default_rng(22).standard_normal((2, 3, 37, 24)).astype(np.float32)
+    sb, sh, sm, _ = (s // 4 for s in X.strides)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(flat_heads.run(X, sb, sh, sm, 16, backend=backend), 2 * X)
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        flat_heads(X, sb, sh - 24, sm, 16)  # heads one row apart: they overlap
+    V = np.random.default_rng(23).standard_normal((3, 37, 45)).astype(np.float32)
+    np.testing.assert_array_equal(unrolled_blocks(V, 37, 45, 3), 2 * V)
+    x = np.random.default_rng(24).standard_normal((37, 32)).astype(np.float32)
+    np.testing.assert_array_equal(column_halves(x, 0), np.concatenate([x, -x], 1))
+    with pytest.raises(td.TraceError, match="may write elements that the store"):
+        column_halves(x, 1)  # the left half reaches the right's first column
+    f = np.array([3, 1, 4, 1, 5], np.int32)
+    np.testing.assert_array_equal(one_role(f, 5, 6), [6, 9, 10, 14, 6, 0])
+    with pytest.raises(td.TraceError, match="does not use grid dimension 'pid'"):
+        one_role(f, 5, 5)  # two programs run the stores

@@ -22,6 +22,7 @@ from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
 from tiledsl.ir.views import in_root, root
+from tiledsl.frontend import concrete
 from tiledsl.frontend.separation import ANY, Programs
 from tiledsl.frontend.static_args import need_static_in
 from tiledsl.frontend.tracer import Tracer
@@ -39,7 +40,8 @@ def _waits(tr: Tracer, later: Loc | None, again: Callable[[Loc | None], None]) -
 
 
 def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
-                mask: Value | None = None, later: Loc | None = None) -> None:
+                mask: Value | None = None, later: Loc | None = None,
+                target: Value | None = None, attrs: dict | None = None) -> None:
     """Fail when a store inside the grid races between programs (see the module's docstring):
     its indices must separate every grid dimension (separation.py) the value depends on. A
     `mask` of `td.arange` lanes below constants narrows those lanes (a padded block). Inside
@@ -69,6 +71,9 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
         need_static_in([amount for first, amount, _, _ in tr.inductions.values()],
                        tr.int_params)  # the steps' int arguments as constants, then again
+    if target is not None and later is None and not ANY <= deps and concrete.meet(
+            tr, concrete.Access(target, indices, attrs or {}, mask, _open_path(tr))) is False:
+        return  # each program's elements, computed, are its own (concrete.py)
     if ANY <= deps:
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from a value that a loop "
@@ -285,6 +290,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         if _waits(tr, later, lambda where: check_overlap(tr, tensor, indices, attrs, atomic,
                                                          mask, where)):
             return
+        if later is None and _computed_apart(tr, (tensor.value, indices, attrs, mask), op):
+            continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
@@ -293,6 +300,20 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 "which value lands would not be defined", loc=later,
                 hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "
                      "out[tm, n1:] = b), or combine the values before one store")
+
+
+def _computed_apart(tr: Tracer, mine: tuple[Value, list[Value], dict, Value | None],
+                    op: Op) -> bool:
+    """Whether the access being traced and traced access `op` are apart in every program, by
+    their elements computed for each (concrete.py)."""
+    tensor, indices, attrs, mask = mine
+    theirs = op.operands[0].type
+    n = len(theirs.shape) - len(op.attrs.get("full", ()))  # type: ignore[union-attr]
+    their_mask = op.operands[1 + n] if op.attrs.get("mask") else None
+    a = concrete.Access(tensor, indices, attrs, mask, _open_path(tr))
+    b = concrete.Access(op.operands[0], op.operands[1:1 + n], op.attrs, their_mask,
+                        _path(tr.blocks[1], op) or [])
+    return concrete.meet(tr, a, b) is False
 
 
 # ---- reads of what other programs write -----------------------------------------------------
@@ -405,6 +426,8 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         if _waits(tr, later, lambda where: check_read_write(tr, tensor, indices, attrs, writing,
                                                             mask, where)):
             return
+        if later is None and _computed_apart(tr, (tensor.value, indices, attrs, mask), op):
+            continue
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \

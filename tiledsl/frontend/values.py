@@ -341,8 +341,8 @@ class Tensor:
         v = written_value(self, shape, value, "storing", "cannot store",
                           _flat_hint(self, len(operands)))
         checked = None if mask is None else to_value(mask).value  # (the races' checks)
-        check_store(tr, self.name, operands, v.value, checked)
         attrs = ({"full": full} if full else {}) | sliced
+        check_store(tr, self.name, operands, v.value, checked, target=self.value, attrs=attrs)
         check_overlap(tr, self, operands, attrs, mask=checked)
         check_read_write(tr, self, operands, attrs, writing=True, mask=checked)
         mask = _with_jagged(tr, self, operands, full, sliced, mask)

@@ -1,0 +1,329 @@
+"""The race check's last resort: the elements every program touches, computed (races.py).
+
+Where separation.py cannot show that two accesses of one grid keep apart, and what they depend
+on is known while tracing, this module computes, for every program of the grid, the elements of
+the root tensor each access touches, and compares them. Known while tracing: the grid's
+positions (its blocks fixed: ints, or block sizes the host code read), constants and static
+ints, `td.arange` lanes, and the masks and `if` conditions computed from those with integer
+and bool arithmetic. A tile loop inside the grid contributes all its tiles (one program's
+iterations run in order, so only their union matters; its mask is then left out). A condition
+that cannot be computed counts as taken; an index or a view that cannot be computed (a load, a
+counted loop's counter, a runtime scalar) leaves the pair undecided, and the check refuses it as
+before. Liger's kernels store through flat views at offsets such as `(bh // H) * sb + (bh % H)
+* sh + rows * sm + cols`, unroll stores with `tl.static_range`, or guard a role with `if pid ==
+E`: exact for the trace's shapes, which the kernel is traced for.
+
+At most 2**22 (program, element) pairs per access are computed; past that, undecided.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tiledsl.frontend.separation import Programs
+from tiledsl.frontend.tracer import Tracer
+from tiledsl.ir.core import Op, Value
+from tiledsl.ir.ops import BINARY, COMPARE, indexed_shape
+from tiledsl.ir.slices import Slice, slices_of
+from tiledsl.ir.types import RangeType, TensorType, TileType
+from tiledsl.ir.views import offset_of, root, strides_of
+
+LIMIT = 1 << 22
+_NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
+          "mod": np.mod, "minimum": np.minimum, "maximum": np.maximum, "and": np.bitwise_and,
+          "or": np.bitwise_or, "xor": np.bitwise_xor, "eq": np.equal, "ne": np.not_equal,
+          "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+assert set(_NUMPY) <= set(BINARY) | set(COMPARE)
+
+
+@dataclass(frozen=True)
+class Access:
+    """A load, store or atomic: the tensor (a view or a root), its index operands and attrs
+    (`full`, `slices`), its mask, and the (op, region) pairs that hold it below the grid."""
+
+    tensor: Value
+    indices: list[Value]
+    attrs: dict
+    mask: Value | None
+    path: list[tuple[Op, int]]
+
+
+def meet(tr: Tracer, a: Access, b: Access | None = None) -> bool | None:
+    """Whether two programs touch one element, through `a` in one and `b` in the other (through
+    `a` in both, where `b` is None); None where undecided."""
+    ev = _Evaluator(tr)
+    if ev.counts is None:
+        return None
+    ea = ev.elements(a)
+    eb = ea if b is None else ev.elements(b)
+    if ea is None or eb is None:
+        return None
+    lo_a, hi_a, elems_a = _spans(*ea)
+    if b is None:
+        return bool(np.any(lo_a != hi_a))
+    lo_b, hi_b, elems_b = _spans(*eb)
+    _, ia, ib = np.intersect1d(elems_a, elems_b, assume_unique=True, return_indices=True)
+    one = (lo_a[ia] == hi_a[ia]) & (lo_b[ib] == hi_b[ib]) & (lo_a[ia] == lo_b[ib])
+    return not bool(np.all(one))
+
+
+def _spans(elems: Any, progs: Any) -> tuple[Any, Any, Any]:
+    """Per distinct element, the lowest and highest program touching it, and the elements."""
+    order = np.lexsort((progs, elems))
+    elems, progs = elems[order], progs[order]
+    starts = np.flatnonzero(np.r_[True, elems[1:] != elems[:-1]]) if elems.size else \
+        np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], elems.size] - 1
+    return progs[starts], progs[ends], elems[starts]
+
+
+class _Evaluator:
+    """Values over every program of the grid: int64 or bool arrays of shape `counts + tile
+    shape` (or broadcastable to it: 1 along the grid dimensions a value does not vary with)."""
+
+    def __init__(self, tr: Tracer) -> None:
+        self.progs = Programs(tr)
+        self.axes = self.progs.axes
+        counts = []
+        for a in self.axes:
+            block = self.progs._block(a)
+            if block is None:
+                self.counts = None
+                return
+            counts.append(-(-a.type.extent // block))  # type: ignore[union-attr]
+        self.counts: tuple[int, ...] | None = tuple(counts)
+        self.mesh = np.indices(self.counts, dtype=np.int64)
+        self.memo: dict[int, Any] = {}
+
+    @property
+    def rank(self) -> int:
+        return len(self.axes)
+
+    def elements(self, acc: Access) -> tuple[Any, Any] | None:
+        """(root element, program) of every pair `acc` touches, or None where undecided."""
+        assert self.counts is not None
+        t = acc.tensor.type
+        assert isinstance(t, TensorType)
+        base = root(acc.tensor).type
+        assert isinstance(base, TensorType)
+        contiguous = [math.prod(base.shape[d + 1:]) for d in range(len(base.shape))]
+        strides = strides_of(acc.tensor, contiguous)
+        full = acc.attrs.get("full", ())
+        try:
+            shape = indexed_shape(t, [i.type for i in acc.indices], full,
+                                  acc.attrs.get("slices", ()))
+        except Exception:  # noqa: BLE001 - the tracer has checked it; undecided otherwise
+            return None
+        layout_axes = _axes(t, acc.indices, full, len(shape))
+        if strides is None or layout_axes is None:
+            return None
+        fixed = [self._dim(d) for d in shape]
+        it = iter(acc.indices)
+        for d, extent in enumerate(t.shape):  # a tile loop's axis holds all its tiles' lanes
+            v = None if d in full else next(it)
+            if v is not None and isinstance(v.type, RangeType) and v not in self.axes:
+                fixed[layout_axes[d][0]] = min(extent, v.type.extent)
+        if any(d is None for d in fixed) or \
+                math.prod(self.counts) * math.prod(fixed) > LIMIT:  # type: ignore[arg-type]
+            return None
+        lanes = tuple(fixed)  # type: ignore[arg-type]
+        placed = self._placed(acc, t, lanes, layout_axes)
+        if placed is None:
+            return None
+        positions, valid, union = placed
+        flat = np.int64(offset_of(acc.tensor, contiguous))
+        for pos, stride in zip(positions, strides):
+            flat = flat + pos * stride
+        if acc.mask is not None and not union:
+            m = self.value(acc.mask)
+            if m is not None:
+                valid = valid & self._lift(m, len(lanes))
+        for op, region in acc.path:
+            if op.name == "if":
+                c = self.value(op.operands[0])
+                if c is not None:
+                    taken = c.astype(bool) if region == 0 else ~c.astype(bool)
+                    valid = valid & self._lift(taken, len(lanes))
+        full_shape = self.counts + lanes
+        flat = np.broadcast_to(flat, full_shape)
+        valid = np.broadcast_to(valid, full_shape)
+        program = np.broadcast_to(np.arange(math.prod(self.counts)).reshape(
+            self.counts + (1,) * len(lanes)), full_shape)
+        return flat[valid], program[valid]
+
+    def _placed(self, acc: Access, t: TensorType, lanes: tuple[int, ...],
+                layout_axes: tuple[tuple[int, ...], ...]
+                ) -> tuple[list[Any], Any, bool] | None:
+        """Per tensor dimension, its positions placed on the access's lanes; the lanes in
+        range; whether a tile loop's union replaced some axis (its mask is then left out)."""
+        full = acc.attrs.get("full", ())
+        sliced = slices_of(acc.attrs)
+        it = iter(acc.indices)
+        positions, valid, union = [], np.bool_(True), False
+        for d, extent in enumerate(t.shape):
+            axes = layout_axes[d]
+            if d in full:
+                part = sliced.get(d, Slice(0, extent, 1))
+                positions.append(self._along(np.asarray(part.indices(), np.int64), axes[0],
+                                             len(lanes)))
+                continue
+            v = next(it)
+            if isinstance(v.type, RangeType):
+                got = self._range(v, axes[0], len(lanes), extent)
+                if got is None:
+                    return None
+                pos, ok, whole = got
+                positions.append(pos)
+                valid = valid & ok
+                union |= whole
+                continue
+            x = self.value(v)
+            if x is None:
+                return None
+            rank = len(v.type.shape)  # type: ignore[union-attr]
+            positions.append(self._onto(x, rank, axes, len(lanes)))
+        return positions, valid, union
+
+    def _range(self, r: Value, axis: int, rank: int, extent: int) -> tuple[Any, Any, bool] | None:
+        """A tile's positions on `axis`: a grid tile's lanes in each program, or the union of a
+        tile loop's (all of its extent, whatever its block)."""
+        rt = r.type
+        assert isinstance(rt, RangeType)
+        if rt.shifted:
+            return None
+        if r in self.axes:
+            block = self.progs._block(r)
+            assert block is not None
+            coords = self.mesh[self.axes.index(r)] * block
+            lanes = np.arange(block, dtype=np.int64)
+            pos = self._lift(coords, rank) + self._along(lanes, axis, rank)
+            return pos, pos < min(extent, rt.extent), False
+        pos = np.arange(min(extent, rt.extent), dtype=np.int64)
+        return self._along(pos, axis, rank), np.bool_(True), True
+
+    def _dim(self, d: Any) -> int | None:
+        return self.progs._fixed_dim(d)
+
+    def _lift(self, x: Any, rank: int) -> Any:
+        """A value of the grid's dimensions (a scalar per program), with `rank` lane axes."""
+        x = np.asarray(x)
+        return x.reshape(x.shape + (1,) * (self.rank + rank - x.ndim))
+
+    def _along(self, lanes: Any, axis: int, rank: int) -> Any:
+        """1-D `lanes` on lane axis `axis` of `rank`, the same in every program."""
+        shape = [1] * (self.rank + rank)
+        shape[self.rank + axis] = lanes.size
+        return lanes.reshape(shape)
+
+    def _onto(self, x: Any, own: int, axes: tuple[int, ...], rank: int) -> Any:
+        """A value with `own` lane axes placed on the access's lane axes `axes` (an index
+        tile's; none for a scalar), broadcast along the others."""
+        x = np.asarray(x)
+        x = x.reshape((1,) * (self.rank + own - x.ndim) + x.shape)
+        shape = list(x.shape[:self.rank]) + [1] * rank
+        for k, a in enumerate(axes[len(axes) - own:] if own else ()):
+            shape[self.rank + a] = x.shape[self.rank + k]
+        return x.reshape(shape)
+
+    def value(self, v: Value) -> Any:
+        """`v` over every program, or None where it cannot be computed while tracing."""
+        hit = self.memo.get(id(v), _UNSET)
+        if hit is _UNSET:
+            self.memo[id(v)] = None
+            hit = self.memo[id(v)] = self._value(v)
+        return hit
+
+    def _value(self, v: Value) -> Any:
+        op = v.owner
+        t = v.type
+        if op is None or op.regions or not isinstance(t, TileType) or \
+                not (t.dtype.is_int or t.dtype.is_bool):
+            return None
+        if op.name == "const":
+            return np.asarray(op.attrs["value"])
+        if op.name == "arange":
+            n = self._dim(t.shape[0])
+            return None if n is None else \
+                self._along(np.arange(n, dtype=np.int64) + op.attrs["start"], 0, 1)
+        if op.name in ("tile.begin", "tile.id", "tile.index", "tile.size"):
+            return self._tile(op)
+        args = [self.value(o) for o in op.operands]
+        if any(a is None for a in args):
+            return None
+        if op.name == "cast":
+            return args[0].astype(bool if t.dtype.is_bool else np.int64)
+        if op.name in ("broadcast", "reshape"):
+            shape = [self._dim(d) for d in t.shape]
+            if any(d is None for d in shape):
+                return None
+            x = args[0]
+            own = len(op.operands[0].type.shape)  # type: ignore[union-attr]
+            x = x.reshape((1,) * (self.rank + own - x.ndim) + x.shape)
+            lead = x.shape[:self.rank]
+            if op.name == "reshape":
+                return np.broadcast_to(x, lead + x.shape[self.rank:]).reshape(
+                    lead + tuple(shape))  # type: ignore[operator]
+            x = x.reshape(lead + (1,) * (len(shape) - own) + x.shape[self.rank:])
+            return np.broadcast_to(x, lead + tuple(shape))  # type: ignore[operator]
+        if op.name == "expand_dims":
+            own = len(op.operands[0].type.shape)  # type: ignore[union-attr]
+            x = args[0].reshape((1,) * (self.rank + own - args[0].ndim) + args[0].shape)
+            return np.expand_dims(x, self.rank + op.attrs["axis"])
+        if op.name == "neg":
+            return -args[0]
+        if op.name == "not":
+            return ~args[0]
+        if op.name == "where":
+            return np.where(*args)
+        if op.name in _NUMPY and len(args) == 2:
+            if op.name in ("floordiv", "mod") and np.any(np.asarray(args[1]) == 0):
+                return None
+            return _NUMPY[op.name](*self._aligned(args, op))
+        return None
+
+    def _aligned(self, args: list[Any], op: Op) -> list[Any]:
+        """Binary operands with their grid axes first, lane axes after (a scalar has none)."""
+        out = []
+        for a, o in zip(args, op.operands):
+            own = len(o.type.shape)  # type: ignore[union-attr]
+            a = np.asarray(a)
+            out.append(a.reshape((1,) * (self.rank + own - a.ndim) + a.shape))
+        rank = max(len(o.type.shape) for o in op.operands)  # type: ignore[union-attr]
+        return [a.reshape(a.shape[:self.rank] + (1,) * (self.rank + rank - a.ndim)
+                          + a.shape[self.rank:]) for a in out]
+
+    def _tile(self, op: Op) -> Any:
+        """A grid tile's begin, id, size or lanes in each program (other tiles: None)."""
+        r = op.operands[0]
+        if r not in self.axes:
+            return None
+        rt = r.type
+        assert isinstance(rt, RangeType)
+        block = self.progs._block(r)
+        assert block is not None
+        coords = self.mesh[self.axes.index(r)]
+        begin = coords * block
+        if op.name == "tile.id":
+            return coords
+        if op.name == "tile.begin":
+            return begin
+        if op.name == "tile.size":
+            return np.minimum(block, rt.extent - begin)
+        return self._lift(begin, 1) + self._along(np.arange(block, dtype=np.int64), 0, 1)
+
+
+def _axes(t: TensorType, indices: list[Value], full: tuple, rank: int
+          ) -> tuple[tuple[int, ...], ...] | None:
+    from tiledsl.ir.gathers import layout
+    try:
+        out = layout(t, [i.type for i in indices], full).axes
+    except Exception:  # noqa: BLE001 - the tracer has checked the access
+        return None
+    return out if all(a < rank for axes in out for a in axes) else None
+
+
+_UNSET = object()
