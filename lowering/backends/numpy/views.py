@@ -43,7 +43,8 @@ def _tensor_reshape(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     except AttributeError:
         name = op.operands[0].hint or "a tensor"
         raise ArgumentError(
-            f"'{name}' (shape {xs[0].shape}, strides {xs[0].strides}) cannot be viewed as shape "
+            f"'{name}' (shape {xs[0].shape}, strides "
+            f"{tuple(s // xs[0].itemsize for s in xs[0].strides)}) cannot be viewed as shape "
             f"{t.shape} without a copy", kernel=ex.fn.name, loc=op.loc,
             hint="pass a contiguous array (np.ascontiguousarray), or index it as it is laid "
                  "out") from None
