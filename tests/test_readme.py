@@ -133,9 +133,9 @@ def test_quickstart_leads_the_readme() -> None:
     command, which test_autotuning_commands_run runs."""
     lines = [ln.split("#")[0].strip() for ln in blocks_of("bash", "")[0].strip().splitlines()]
     assert lines == ['pip install -e ".[dev]" && tiledsl tune examples/matmul.py --quick',
-                     'pip install -e ".[dev]" && python -m pytest']
+                     'pip install -e ".[dev]" && python -m pytest -n auto']
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'pip install -e ".[dev]"' in ci and "python -m pytest" in ci
+    assert 'pip install -e ".[dev]"' in ci and "\npython -m pytest -n auto\n" in ci
     assert blocks_of("bash", "Autotuning")[0].startswith("tiledsl tune examples/matmul.py --quick ")
 
 
