@@ -1047,3 +1047,26 @@ def test_accesses_the_symbolic_check_cannot_follow_are_decided_by_their_elements
     np.testing.assert_array_equal(one_role(f, 5, 6), [6, 9, 10, 14, 6, 0])
     with pytest.raises(td.TraceError, match="does not use grid dimension 'pid'"):
         one_role(f, 5, 5)  # two programs run the stores
+
+
+@td.tile_kernel
+def persistent_rows(X, P: td.constexpr, step: td.constexpr):
+    """Liger's dyt: a grid over (column block, worker), each worker taking rows `range(worker,
+    M, P)` through a flat view, the columns masked to the row."""
+    M, N = X.shape
+    Y = td.empty_like(X)
+    Xf, Yf = X.view(-1), Y.view(-1)
+    for pid0, worker in td.grid(td.cdiv(N, 16), P):
+        col = pid0 * 16 + td.arange(0, 16)
+        for row in range(worker, M, step):
+            x = td.load(Xf, [row * N + col], mask=col < N)
+            td.store(Yf, [row * N + col], 2.0 * x, mask=col < N)
+    return Y
+
+
+def test_a_counted_loop_s_trips_are_computed_too() -> None:
+    X = np.random.default_rng(25).standard_normal((37, 45)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(persistent_rows.run(X, 4, 4, backend=backend), 2 * X)
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        persistent_rows(X, 4, 3)  # worker 3's rows 3, 6, ... are worker 0's too

@@ -55,11 +55,8 @@ class Access:
 def meet(tr: Tracer, a: Access, b: Access | None = None) -> bool | None:
     """Whether two programs touch one element, through `a` in one and `b` in the other (through
     `a` in both, where `b` is None); None where undecided."""
-    ev = _Evaluator(tr)
-    if ev.counts is None:
-        return None
-    ea = ev.elements(a)
-    eb = ea if b is None else ev.elements(b)
+    ea = _elements(tr, a)
+    eb = ea if b is None else _elements(tr, b)
     if ea is None or eb is None:
         return None
     lo_a, hi_a, elems_a = _spans(*ea)
@@ -69,6 +66,20 @@ def meet(tr: Tracer, a: Access, b: Access | None = None) -> bool | None:
     _, ia, ib = np.intersect1d(elems_a, elems_b, assume_unique=True, return_indices=True)
     one = (lo_a[ia] == hi_a[ia]) & (lo_b[ib] == hi_b[ib]) & (lo_a[ia] == lo_b[ib])
     return not bool(np.all(one))
+
+
+def _elements(tr: Tracer, acc: Access) -> tuple[Any, Any] | None:
+    """(root element, program) of every pair `acc` touches, over the trips of the counted
+    loops that hold it too; None where undecided."""
+    grid = _Evaluator(tr)
+    if grid.counts is None:
+        return None
+    loops = []
+    for op, _ in acc.path:
+        if op.name == "while":
+            loops += grid.counters(tr, op)
+    ev = _Evaluator(tr, loops) if loops else grid
+    return None if ev.counts is None else ev.elements(acc)
 
 
 def _spans(elems: Any, progs: Any) -> tuple[Any, Any, Any]:
@@ -85,9 +96,10 @@ class _Evaluator:
     """Values over every program of the grid: int64 or bool arrays of shape `counts + tile
     shape` (or broadcastable to it: 1 along the grid dimensions a value does not vary with)."""
 
-    def __init__(self, tr: Tracer) -> None:
+    def __init__(self, tr: Tracer, loops: list[_Counter] | tuple = ()) -> None:
         self.progs = Programs(tr)
         self.axes = self.progs.axes
+        self.loops = {c.value: (i, c) for i, c in enumerate(loops)}
         counts = []
         for a in self.axes:
             block = self.progs._block(a)
@@ -96,12 +108,30 @@ class _Evaluator:
                 return
             counts.append(-(-a.type.extent // block))  # type: ignore[union-attr]
         self.counts: tuple[int, ...] | None = tuple(counts)
-        self.mesh = np.indices(self.counts, dtype=np.int64)
+        # the grid's dimensions, then each counted loop's trips (one program's, in order)
+        self.dims = self.counts + tuple(c.trips for c in loops)
+        self.mesh = np.indices(self.dims, dtype=np.int64)
         self.memo: dict[int, Any] = {}
 
     @property
     def rank(self) -> int:
-        return len(self.axes)
+        return len(self.dims)
+
+    def counters(self, tr: Tracer, op: Op) -> list[_Counter]:
+        """The counters of `while` loop `op` over `range(start, stop, step)` (loops.py records
+        them in `Tracer.counters`): `start` and `stop` computed in every program."""
+        out = []
+        for arg in op.regions[0].args:
+            if arg not in tr.counters or arg not in tr.counter_steps:
+                continue
+            start, stop = (self.value(v) for v in tr.counters[arg])
+            step = tr.counter_steps[arg]
+            if start is None or stop is None or step <= 0:
+                continue
+            trips = int(np.max(-(-(np.asarray(stop) - start) // step), initial=0))
+            if 0 < trips <= LIMIT:
+                out.append(_Counter(arg, start, step, stop, trips))
+        return out
 
     def elements(self, acc: Access) -> tuple[Any, Any] | None:
         """(root element, program) of every pair `acc` touches, or None where undecided."""
@@ -131,6 +161,8 @@ class _Evaluator:
                 math.prod(self.counts) * math.prod(fixed) > LIMIT:  # type: ignore[arg-type]
             return None
         lanes = tuple(fixed)  # type: ignore[arg-type]
+        if math.prod(self.dims) * math.prod(lanes) > LIMIT:
+            return None
         placed = self._placed(acc, t, lanes, layout_axes)
         if placed is None:
             return None
@@ -142,17 +174,20 @@ class _Evaluator:
             m = self.value(acc.mask)
             if m is not None:
                 valid = valid & self._lift(m, len(lanes))
+        for j, (_, counter) in enumerate(self.loops.values()):  # the trips each program runs
+            valid = valid & self._lift(self._counter(counter, j) < self._grid(counter.stop),
+                                       len(lanes))
         for op, region in acc.path:
             if op.name == "if":
                 c = self.value(op.operands[0])
                 if c is not None:
                     taken = c.astype(bool) if region == 0 else ~c.astype(bool)
                     valid = valid & self._lift(taken, len(lanes))
-        full_shape = self.counts + lanes
+        full_shape = self.dims + lanes
         flat = np.broadcast_to(flat, full_shape)
         valid = np.broadcast_to(valid, full_shape)
         program = np.broadcast_to(np.arange(math.prod(self.counts)).reshape(
-            self.counts + (1,) * len(lanes)), full_shape)
+            self.counts + (1,) * (len(self.loops) + len(lanes))), full_shape)
         return flat[valid], program[valid]
 
     def _placed(self, acc: Access, t: TensorType, lanes: tuple[int, ...],
@@ -205,6 +240,18 @@ class _Evaluator:
         pos = np.arange(min(extent, rt.extent), dtype=np.int64)
         return self._along(pos, axis, rank), np.bool_(True), True
 
+    def _grid(self, x: Any) -> Any:
+        """A value over the grid's programs alone, with this mesh's loop dimensions."""
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return x
+        return x.reshape(x.shape + (1,) * len(self.loops))
+
+    def _counter(self, c: _Counter, j: int) -> Any:
+        """Loop `c`'s counter at each of its trips, in each program."""
+        assert self.counts is not None
+        return self._grid(c.first) + c.step * self.mesh[len(self.counts) + j]
+
     def _dim(self, d: Any) -> int | None:
         return self.progs._fixed_dim(d)
 
@@ -240,6 +287,9 @@ class _Evaluator:
     def _value(self, v: Value) -> Any:
         op = v.owner
         t = v.type
+        if op is None and v in self.loops:
+            j, counter = self.loops[v]
+            return self._counter(counter, j)
         if op is None or op.regions or not isinstance(t, TileType) or \
                 not (t.dtype.is_int or t.dtype.is_bool):
             return None
@@ -314,6 +364,18 @@ class _Evaluator:
         if op.name == "tile.size":
             return np.minimum(block, rt.extent - begin)
         return self._lift(begin, 1) + self._along(np.arange(block, dtype=np.int64), 0, 1)
+
+
+@dataclass(frozen=True)
+class _Counter:
+    """A counted loop's counter over `range(first, stop, step)`: `first` and `stop` in every
+    program (over the grid's dimensions), at most `trips` trips."""
+
+    value: Value
+    first: Any
+    step: int
+    stop: Any
+    trips: int
 
 
 def _axes(t: TensorType, indices: list[Value], full: tuple, rank: int

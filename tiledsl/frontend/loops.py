@@ -442,6 +442,7 @@ def _while_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
     counted = counter is not None and counter.step > 0
     if counted:  # its values lie in [start, stop)
         tr.counters[args[carried.index(counter.name)]] = (counter.start, counter.stop)
+        tr.counter_steps[args[carried.index(counter.name)]] = counter.step
         tr.deferred.append([])
     try:
         with tr.region(region, "loop"):

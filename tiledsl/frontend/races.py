@@ -41,7 +41,8 @@ def _waits(tr: Tracer, later: Loc | None, again: Callable[[Loc | None], None]) -
 
 def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 mask: Value | None = None, later: Loc | None = None,
-                target: Value | None = None, attrs: dict | None = None) -> None:
+                target: Value | None = None, attrs: dict | None = None,
+                path: list | None = None) -> None:
     """Fail when a store inside the grid races between programs (see the module's docstring):
     its indices must separate every grid dimension (separation.py) the value depends on. A
     `mask` of `td.arange` lanes below constants narrows those lanes (a padded block). Inside
@@ -50,6 +51,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     (`Tracer.inductions`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
+    path = _open_path(tr) if path is None else path  # (the store's, when checked later)
     progs = Programs(tr)
     if mask is not None:
         progs.bound_lanes(mask)
@@ -65,14 +67,14 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     # with the int arguments of the indices and the mask as constants, trace again
     need_static_in([*indices, *([mask] if mask is not None else [])], tr.int_params)
     names = ", ".join(f"'{a.hint}'" for a in racing)
-    if ANY <= deps and _waits(tr, later, lambda where: check_store(tr, tensor, indices, value,
-                                                                    mask, where)):
+    if ANY <= deps and _waits(tr, later, lambda where: check_store(
+            tr, tensor, indices, value, mask, where, target, attrs, path)):
         return
     if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
         need_static_in([amount for first, amount, _, _ in tr.inductions.values()],
                        tr.int_params)  # the steps' int arguments as constants, then again
-    if target is not None and later is None and not ANY <= deps and concrete.meet(
-            tr, concrete.Access(target, indices, attrs or {}, mask, _open_path(tr))) is False:
+    if target is not None and concrete.meet(
+            tr, concrete.Access(target, indices, attrs or {}, mask, path)) is False:
         return  # each program's elements, computed, are its own (concrete.py)
     if ANY <= deps:
         tr.fail(TraceError,
@@ -256,14 +258,15 @@ def _static_retry(tr: Tracer, indices: list[Value], mask: Value | None, op: Op) 
 
 
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
-                  atomic: bool = False, mask: Value | None = None, later: Loc | None = None
-                  ) -> None:
+                  atomic: bool = False, mask: Value | None = None, later: Loc | None = None,
+                  path: list | None = None) -> None:
     """Fail when this store to `tensor` and an earlier store of the same grid may write the same
     element in two programs (see above). Atomics (`atomic`) combine with each other in any
     order, but not with a store. Inside a counted loop, checked again later, as
     `check_read_write`."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
+    path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     shape = tensor.type.shape
     base = root(tensor.value)
     for op in walk(tr.blocks[1]):
@@ -288,9 +291,9 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             continue
         _static_retry(tr, indices, mask, op)
         if _waits(tr, later, lambda where: check_overlap(tr, tensor, indices, attrs, atomic,
-                                                         mask, where)):
+                                                         mask, where, path)):
             return
-        if later is None and _computed_apart(tr, (tensor.value, indices, attrs, mask), op):
+        if _computed_apart(tr, (tensor.value, indices, attrs, mask, path), op):
             continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
@@ -302,15 +305,16 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                      "out[tm, n1:] = b), or combine the values before one store")
 
 
-def _computed_apart(tr: Tracer, mine: tuple[Value, list[Value], dict, Value | None],
+def _computed_apart(tr: Tracer, mine: tuple[Value, list[Value], dict, Value | None, list],
                     op: Op) -> bool:
-    """Whether the access being traced and traced access `op` are apart in every program, by
-    their elements computed for each (concrete.py)."""
-    tensor, indices, attrs, mask = mine
+    """Whether the access being traced (its tensor, indices, attrs, mask and path) and traced
+    access `op` are apart in every program, by their elements computed for each
+    (concrete.py)."""
+    tensor, indices, attrs, mask, path = mine
     theirs = op.operands[0].type
     n = len(theirs.shape) - len(op.attrs.get("full", ()))  # type: ignore[union-attr]
     their_mask = op.operands[1 + n] if op.attrs.get("mask") else None
-    a = concrete.Access(tensor, indices, attrs, mask, _open_path(tr))
+    a = concrete.Access(tensor, indices, attrs, mask, path)
     b = concrete.Access(op.operands[0], op.operands[1:1 + n], op.attrs, their_mask,
                         _path(tr.blocks[1], op) or [])
     return concrete.meet(tr, a, b) is False
@@ -394,8 +398,8 @@ def _moved(entry: tuple, start: int, step: int) -> tuple:
 
 
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
-                     writing: bool, mask: Value | None = None, later: Loc | None = None
-                     ) -> None:
+                     writing: bool, mask: Value | None = None, later: Loc | None = None,
+                     path: list | None = None) -> None:
     """Fail when this load of `tensor` (or store to it, `writing`) and a store (or load) traced
     earlier in the same grid may touch an element in two different programs (see above). Two
     accesses under one `mask` of `td.arange` lanes below constants count those lanes only.
@@ -403,6 +407,7 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     the loop's body is traced, with its carried values' steps known (`Tracer.inductions`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
+    path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     base, other = root(tensor.value), "load" if writing else "store"
     ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
     if not ops:
@@ -424,9 +429,9 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             continue
         _static_retry(tr, indices, mask, op)
         if _waits(tr, later, lambda where: check_read_write(tr, tensor, indices, attrs, writing,
-                                                            mask, where)):
+                                                            mask, where, path)):
             return
-        if later is None and _computed_apart(tr, (tensor.value, indices, attrs, mask), op):
+        if _computed_apart(tr, (tensor.value, indices, attrs, mask, path), op):
             continue
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \

@@ -31,6 +31,7 @@ class Tracer:
         self.jagged: dict[Value, Any] = {}  # td.jagged_tile's ranges -> their lengths (jagged.py)
         # counted loops' counters (loops.py `Counter`) -> (start, stop): values in [start, stop)
         self.counters: dict[Value, tuple[Value, Value]] = {}
+        self.counter_steps: dict[Value, int] = {}  # and their steps (positive ints)
         # values a counted loop carries and steps by a fixed amount each trip (a pointer bump),
         # -> (their first value, their step, the loop's counter, its step): `_inductions`
         self.inductions: dict[Value, tuple[Value, Value, Value, int]] = {}
