@@ -328,7 +328,7 @@ class _Evaluator:
         if op.name == "not":
             return ~args[0]
         if op.name == "where":
-            return np.where(*args)
+            return np.where(*self._aligned(args, op))
         if op.name in _NUMPY and len(args) == 2:
             if op.name in ("floordiv", "mod") and np.any(np.asarray(args[1]) == 0):
                 return None
