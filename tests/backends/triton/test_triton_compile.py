@@ -187,7 +187,8 @@ def test_a_process_that_imported_triton_interpreted_says_so_when_a_compile_fails
     env = dict(os.environ, TRITON_INTERPRET="1", TILEDSL_CACHE_DIR=str(tmp_path),
                TRITON_CACHE_DIR=str(tmp_path / "triton"),
                PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]),
-                                           str(Path(__file__).parents[2] / "tests")]))
+                                           str(Path(__file__).parents[2] / "tests"),
+                                           os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=300)
     assert "imported with TRITON_INTERPRET=1" in out.stdout, out.stdout + out.stderr
