@@ -44,24 +44,6 @@ def while_with_break(x):
 
 
 @td.tile_kernel
-def and_on_tiles(x):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        mask = (x[t] > 0) and (x[t] < 1)  # <- here
-        out[t] = td.where(mask, x[t], 0.0)
-    return out
-
-
-@td.tile_kernel
-def or_on_tiles(x):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        mask = (x[t] > 0) or (x[t] < -1)  # <- here
-        out[t] = td.where(mask, x[t], 0.0)
-    return out
-
-
-@td.tile_kernel
 def not_on_tile(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
@@ -88,8 +70,9 @@ def assert_on_tile(x):
     return out
 
 
-@pytest.mark.parametrize("kernel", [if_on_tile, and_on_tiles, or_on_tiles,
-                                    not_on_tile, chained_comparison, assert_on_tile],
+# (`and` / `or` of bool tiles are Triton's elementwise logical ops: tests/lang/test_control_flow.py)
+@pytest.mark.parametrize("kernel", [if_on_tile, not_on_tile, chained_comparison,
+                                    assert_on_tile],
                          ids=lambda k: k.name)
 def test_control_flow_on_tile(kernel: td.TileKernel) -> None:
     err = trace_error(td.ControlFlowError, kernel, f32(8))

@@ -234,3 +234,20 @@ def test_an_isolated_tune_ships_a_lambda_to_its_child(tmp_path, monkeypatch) -> 
     r = tune(scaled, [x, True, _times(3.0), 2], backend="numpy", trials=2, isolate=True,
              storage=f"sqlite:///{tmp_path}/s.db", rounds=1, use_cache=False)
     assert r.best_value is not None and r.best_value > 0
+
+
+@td.tile_kernel
+def moved_last(x, dim):
+    """FlagGems' dim_compress: the host code's comprehension compares an int argument."""
+    order = [i for i in range(x.ndim) if i != dim] + [dim]
+    y = x.permute(*order)
+    out = td.empty(y.shape, dtype=x.dtype)
+    for a, b in td.tile(y.shape[0], y.shape[1]):
+        out[a, b] = y[a, b]
+    return out
+
+
+def test_an_int_argument_taken_for_a_python_bool_becomes_compile_time() -> None:
+    x = np.random.default_rng(26).standard_normal((3, 5)).astype(np.float32)
+    np.testing.assert_array_equal(moved_last(x, 0), x.T)
+    np.testing.assert_array_equal(moved_last(x, 1), x)  # a trace of its own

@@ -358,3 +358,38 @@ def test_a_constant_index_past_the_tensor_under_a_runtime_if_is_checked_when_it_
         np.testing.assert_array_equal(first_blocks.run(V, 5, 8, backend=backend), 2 * V)
     with pytest.raises(td.OutOfBoundsError, match="index 5 is out of bounds for dimension 0"):
         first_blocks.run(V, 6, 8, backend="numpy")  # the branch runs for i = 5
+
+
+@td.tile_kernel
+def doubled_in_range(x, B: td.constexpr):
+    """Triton's `mask = offs < n and offs >= 0` (FlagGems): `and` of bool tiles is
+    elementwise."""
+    n = x.shape[0]
+    out = td.zeros_like(x)
+    for pid in td.grid(td.cdiv(n, B)):
+        offs = pid * B + td.arange(0, B)
+        mask = offs < n and offs >= 0
+        keep = (offs % 3 == 0) or not_first(offs)
+        td.store(out, [offs], td.where(keep, td.load(x, [offs], mask=mask) * 2, 0.0), mask=mask)
+    return out
+
+
+def not_first(offs):
+    return offs > 7 and offs < 11
+
+
+def test_and_or_of_bool_tiles_outside_an_if_are_elementwise() -> None:
+    x = np.random.default_rng(27).standard_normal(37).astype(np.float32)
+    i = np.arange(37)
+    want = np.where((i % 3 == 0) | ((i > 7) & (i < 11)), 2 * x, 0)
+    for backend in BACKENDS:
+        np.testing.assert_array_equal(doubled_in_range.run(x, 16, backend=backend), want)
+
+    @td.tile_kernel
+    def of_floats(x):
+        for t in td.tile(x.shape[0]):
+            x[t] = x[t] and x[t] + 1.0
+
+    with pytest.raises(td.ControlFlowError, match="takes two bool tiles") as e:
+        of_floats(x.copy())
+    assert "`&` / `|`" in e.value.hint

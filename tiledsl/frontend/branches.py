@@ -193,6 +193,22 @@ def either(first: Any, second: Callable[[], Any], line: int) -> Any:
     return _short(first, second, True, line)
 
 
+def logical(first: Any, second: Callable[[], Any], line: int, when: bool) -> Any:
+    """`first and second()` (`when` False) or `first or second()` (True) outside an `if` test.
+    On bool tiles it is Triton's `logical_and` / `logical_or`, elementwise, both sides
+    evaluated (`mask = offs < n and offs >= 0`); on a runtime scalar it short-circuits, as in
+    a test; on Python values it is Python's."""
+    if not isinstance(first, TileValue) or first.shape == ():
+        return (either if when else both)(first, second, line)
+    rest = second()
+    if isinstance(rest, TileValue) and first.dtype.is_bool and rest.dtype.is_bool:
+        return binary("or" if when else "and", first, rest)
+    tr = current()
+    tr.fail(ControlFlowError, f"`{'or' if when else 'and'}` of a tile: Triton's logical "
+            f"{'or' if when else 'and'} takes two bool tiles", loc=Loc(tr.file, line),
+            hint="compare to make bool tiles (`a < n and b >= 0`), or write `&` / `|`")
+
+
 def negate(value: Any, line: int) -> Any:
     """`not value` in an `if` condition."""
     if not isinstance(value, TileValue):

@@ -80,7 +80,8 @@ def _stdlib(file: str) -> bool:
 
 
 def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
-    """`fn` with its loops and branches rewritten, or None when it needs no rewrite."""
+    """`fn` with its loops, branches and `and`/`or` rewritten, or None when it needs no
+    rewrite."""
     code = fn.__code__
     if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR or hasattr(fn, "__wrapped__") \
             or (fn.__module__ or "").partition(".")[0] in LIBRARIES \
@@ -93,7 +94,7 @@ def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
         return None
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
-            isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp))
+            isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp, ast.BoolOp))
             for n in ast.walk(fdef)):
         return None  # (its calls too: `min(n - t, 8)`, or a helper with loops of its own)
     try:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
-    both, branch, choose, either, loop_test, negate, truth,
+    both, branch, choose, either, logical, loop_test, negate, truth,
 )
 from tiledsl.frontend.branches import condition
 from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc, warn

@@ -217,13 +217,26 @@ class _LoopRewriter(ast.NodeTransformer):
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         return node
 
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        """`a and b` outside an `if` or `while` test -> `_td_rt.logical(a, lambda: b, line,
+        False)`: Triton's elementwise logical and on bool tiles (tiledsl.frontend.branches)."""
+        self.generic_visit(node)
+        out = node.values[-1]
+        empty = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+        for value in reversed(node.values[:-1]):
+            later = ast.copy_location(ast.Lambda(empty, out), out)
+            out = _rt("logical", [value, later, ast.Constant(node.lineno),
+                                  ast.Constant(isinstance(node.op, ast.Or))], node)
+        return out
+
     def visit_If(self, node: ast.If) -> Any:
         """`if` -> a call of `_td_rt.branch` with each branch a function of the names it
         assigns (as loop bodies are), so a runtime condition can trace both."""
+        if not getattr(node, exits.STATIC, False):  # (its test's own `and`, `or` and `not`)
+            node.test = _Condition().visit(node.test)
         self.generic_visit(node)
         if getattr(node, exits.STATIC, False):  # choosing a folded loop (exits.py)
             return node
-        node.test = _Condition().visit(node.test)
         if _escapes(node.body) or _escapes(node.orelse):
             node.test = _rt("truth", [node.test, ast.Constant(node.lineno)], node)
             return node
@@ -255,6 +268,7 @@ class _LoopRewriter(ast.NodeTransformer):
         the body, run by `_td_rt.while_loop` (a Python loop, or a `while` op on a runtime `c`).
         A loop with break/continue/return or an else clause stays a `while` statement whose
         condition `_td_rt.loop_test` refuses to be a runtime value."""
+        node.test = _Condition().visit(node.test)  # (its own `and`, `or` and `not`)
         self.generic_visit(node)
         if node.orelse or _escapes(node.body):
             node.test = _rt("loop_test", [node.test, ast.Constant(node.lineno)], node)
@@ -273,7 +287,7 @@ class _LoopRewriter(ast.NodeTransformer):
         assert isinstance(test, ast.FunctionDef) and isinstance(body, ast.FunctionDef)
         returned = test.body[-1]
         assert isinstance(returned, ast.Return)
-        returned.value = _Condition().visit(node.test)
+        returned.value = node.test
         body.body = body.body[:-1] + node.body + body.body[-1:]
         call = _stmts(f"_td_env_{k} = _td_rt.while_loop(_td_test_{k}, _td_wbody_{k}, "
                       f"_td_rt.capture(locals(), {names!r}), {names!r}, {node.lineno})", node)

@@ -47,6 +47,8 @@ from tiledsl.ir.core import Value
 
 HOST_INT_OPS = ("add", "sub", "mul", "floordiv", "mod", "neg", "abs", "maximum", "minimum",
                 "cast")
+# and what makes a Python bool of them (`i != dim` in a comprehension of the host code)
+TRUTH_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not")
 
 
 class constexpr:  # noqa: N801 - spelled as Triton's tl.constexpr and Helion's hl.constexpr
@@ -257,14 +259,14 @@ def annotated_constexpr(annotation: Any) -> bool:
     return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "constexpr"
 
 
-def need_static(v: Value, int_params: dict[Value, str]) -> None:
+def need_static(v: Value, int_params: dict[Value, str], truth: bool = False) -> None:
     """Raise StaticNeeded if `v` (the IR value of a traced value the body uses where a static
-    int is needed) is computed from int arguments and constants alone; otherwise return (the
-    caller fails)."""
+    int is needed, or with `truth` a Python bool: `i != dim`) is computed from int arguments
+    and constants alone; otherwise return (the caller fails)."""
     if not int_params:
         return
     found: set[str] = set()
-    if _int_leaves(v, int_params, found) and found:
+    if _int_leaves(v, int_params, found, truth) and found:
         raise StaticNeeded(frozenset(found))
 
 
@@ -288,7 +290,8 @@ def need_static_in(values: list[Value], int_params: dict[Value, str]) -> None:
         raise StaticNeeded(frozenset(found))
 
 
-def _int_leaves(v: Value, int_params: dict[Value, str], found: set[str]) -> bool:
+def _int_leaves(v: Value, int_params: dict[Value, str], found: set[str],
+                truth: bool = False) -> bool:
     if v in int_params:
         found.add(int_params[v])
         return True
@@ -297,8 +300,9 @@ def _int_leaves(v: Value, int_params: dict[Value, str], found: set[str]) -> bool
         return False
     if op.name == "const":
         return True
-    return op.name in HOST_INT_OPS and \
-        all(_int_leaves(o, int_params, found) for o in op.operands)
+    ops = HOST_INT_OPS + (TRUTH_OPS if truth else ())
+    return op.name in ops and \
+        all(_int_leaves(o, int_params, found, truth) for o in op.operands)
 
 
 def map_arrays(values: list[Any], f: Callable[[Any], Any]) -> list[Any]:

@@ -70,6 +70,8 @@ class TileValue:
 
     # Python control flow cannot see traced values.
     def __bool__(self) -> bool:
+        if self.shape == ():  # computed from int arguments alone (`i != dim`): made static
+            check_static(self.value, current().int_params, truth=True)
         hint = "use td.where(cond, x, y) to select elementwise"
         if self.shape == ():  # an `if` statement on a scalar branches (tiledsl/frontend/branches.py)
             hint = ("to skip work, branch on it with an `if` statement in the kernel (not "
