@@ -155,3 +155,29 @@ def test_none_in_a_tensor_index_adds_an_axis(backend: str) -> None:
     w = np.random.default_rng(11).standard_normal(3).astype(np.float32)
     want = x * w[None, :] + w[None, :] + x[:, None, 0]
     td.testing.assert_close(weighted_rows.run(x, w, backend=backend), want, np.float32)
+
+
+@td.tile_kernel
+def batched_rows(x, idx, B: td.constexpr):
+    """FlagGems' kron: `tl.load(map_ptr + offset, mask=is_valid)` reads a scalar only where
+    the program is valid (its index may lie past the tensor elsewhere), and a tile's mask is
+    and-ed with a scalar comparison of the program's batch."""
+    m, n = x.shape
+    out = td.zeros_like(x)
+    for pid in td.grid(2 * td.cdiv(m, B)):
+        batch = pid // td.cdiv(m, B)
+        rows = (pid % td.cdiv(m, B)) * B + td.arange(0, B)
+        cols = td.arange(0, 64)
+        shift = td.load(idx, [pid], mask=pid < idx.shape[0])
+        mask = (rows[:, None] < m) & (cols[None, :] < n) & (batch < 1)
+        td.store(out, [rows[:, None], cols[None, :]],
+                 td.load(x, [rows[:, None], cols[None, :]], mask=mask) + shift, mask=mask)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial"])
+def test_a_masked_scalar_load_and_a_scalar_in_a_tile_mask(backend: str) -> None:
+    x = np.random.default_rng(28).standard_normal((37, 45)).astype(np.float32)
+    idx = np.array([1.0, 2.0, 3.0], np.float32)  # programs 3.. read nothing (masked off)
+    want = x.astype(np.float64) + np.repeat([1.0, 2.0, 3.0], 16)[:37, None]
+    td.testing.assert_close(batched_rows.run(x, idx, 16, backend=backend), want, np.float32)

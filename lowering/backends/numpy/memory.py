@@ -242,6 +242,7 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
     idxs, valid = [], mask
     pos = 0
     tiles: list[tuple[int, np.ndarray]] = []  # index tiles, checked once validity is known
+    scalars: list[tuple[int, np.ndarray]] = []  # scalar indices, likewise
     for d, (n, idx) in enumerate(zip(shape, indices)):
         if axes is not None and axes[d]:
             pos = axes[d][0]
@@ -279,16 +280,25 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
             g = [1] * rank
             g[idx.axis] = n
             ix = np.arange(n).reshape(tuple(g) + (1,) * ntile)
-        else:
+        else:  # a scalar: checked once the others' validity is known, as index tiles are
             ix = np.asarray(idx).reshape(idx.shape + (1,) * ntile)
-            bad = (ix < 0) | (ix >= n)
-            if active is not None:
-                bad = bad & active
-            if bad.any():  # a tile's lanes may be out of range, a scalar index may not
-                raise OutOfRange(d, int(ix[bad].flat[0]), n)
+            scalars.append((d, ix))
+            idxs.append(ix)
+            continue
         ok = (ix >= 0) & (ix < n)
         valid = ok if valid is None else valid & ok
         idxs.append(np.clip(ix, 0, n - 1))
+    for d, ix in scalars:  # a tile's lanes may be out of range; a scalar only where masked off
+        bad = (ix < 0) | (ix >= shape[d])
+        if valid is not None:
+            bad = bad & valid
+        if active is not None:
+            bad = bad & active
+        if bad.any():
+            raise OutOfRange(d, int(np.broadcast_to(ix, bad.shape)[bad].flat[0]), shape[d])
+        ok = (ix >= 0) & (ix < shape[d])
+        valid = ok if valid is None else valid & ok
+        idxs[d] = np.clip(ix, 0, shape[d] - 1)
     for d, ix in tiles:
         bad = (ix < 0) | (ix >= shape[d])
         if valid is not None:

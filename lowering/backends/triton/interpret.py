@@ -103,6 +103,19 @@ def _language_objects() -> list[Any]:
     return mods + classes
 
 
+def _int1(compare: Any) -> Any:
+    """The interpreter's comparison `compare`, its result typed int1 as Triton types it: the
+    interpreter (3.6 and 3.9) typed it as its operands, so a scalar comparison broadcast into a
+    mask (`tile_mask & (batch_id < n)`) held int32 data ('mask has unsupported dtype')."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    def int1(self: Any, lhs: Any, rhs: Any) -> Any:
+        out = compare(self, lhs, rhs)
+        return TensorHandle(np.asarray(out.data).astype(bool), tl.int1)
+    return int1
+
+
 def _restore(snapshot: list[tuple[Any, dict]]) -> None:
     """Put back every attribute the interpreter replaced (names it added stay: its cached,
     rewritten functions refer to them, and compiled code never does)."""
@@ -176,7 +189,8 @@ def interpreted_stdlib() -> Iterator[None]:
     would break later GPU compiles in the same process: everything it changes is restored.
     Meanwhile its float32 -> bfloat16 conversion rounds to nearest even (`_cast_to_nearest`),
     triton 3.6's gets the `get_bf16` it lacks for bfloat16 constants (`tl.where(m, x,
-    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, int arguments typed int64 are
+    float("inf"))` on a bfloat16 x), as triton 3.9 defines it, comparisons are typed int1
+    (`_int1`), int arguments typed int64 are
     held as int64, `~` of an unsigned int works on triton 3.6 too (`_all_ones`), and
     libdevice's functions are NumPy's (interpret_libdevice.py)."""
     import triton.language as tl
@@ -224,9 +238,15 @@ def interpreted_stdlib() -> Iterator[None]:
     add_bf16 = not hasattr(builder, "get_bf16")
     if add_bf16:
         builder.get_bf16 = lambda self, v: self.create_fp_trunc(self.get_fp32(v), tl.bfloat16)
+    compares = {n: vars(builder)[n] for n in vars(builder)
+                if n.startswith(("create_icmp", "create_fcmp"))}
+    for name, compare in compares.items():
+        setattr(builder, name, _int1(compare))
     try:
         yield
     finally:
+        for name, compare in compares.items():
+            setattr(builder, name, compare)
         JITFunction.__call__ = original  # type: ignore[method-assign]
         interpreter._patch_lang_tensor = patch_tensor
         interpreter._implicit_cvt = implicit_cvt
