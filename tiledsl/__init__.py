@@ -155,6 +155,7 @@ from tiledsl.interop.torch_op import torch_op as torch_op
 from tiledsl.frontend.tunables import Choice as Choice
 from tiledsl.frontend.tunables import PowerOfTwo as PowerOfTwo
 PowerOfTwoFragment = PowerOfTwo  # helion.autotuner's name
+int1 = bool_  # Triton's tl.int1
 from tiledsl.frontend.tunables import cdiv as cdiv
 from tiledsl.frontend.tunables import next_power_of_2 as next_power_of_2
 from tiledsl.frontend.tunables import register_tunable as register_tunable

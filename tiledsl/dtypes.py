@@ -96,6 +96,17 @@ ALL: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int3
                          uint8, uint16, uint32, uint64, bool_, float8_e4m3fn, float8_e5m2)
 BY_SHORT: dict[str, DType] = {d.short: d for d in ALL}
 
+# Triton's dtype predicates, `x.dtype.is_floating()`, `x.dtype.is_fp16()`, ..., as methods
+# (td's own `is_float` and `is_int` are properties)
+_TRITON_NAMES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+                 "bool": "int1", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+for _d in ALL:
+    _name = _TRITON_NAMES.get(_d.name, _d.name)
+    setattr(DType, f"is_{_name}", lambda self, _s=_d.short: self.short == _s)
+DType.is_floating = lambda self: self.kind == "f"  # type: ignore[attr-defined]
+DType.is_int_signed = lambda self: self.kind == "i"  # type: ignore[attr-defined]
+DType.is_int_unsigned = lambda self: self.kind == "u"  # type: ignore[attr-defined]
+
 _TO_NUMPY: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
     "bf16": np.dtype(ml_dtypes.bfloat16),

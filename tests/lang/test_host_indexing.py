@@ -16,6 +16,8 @@ from tiledsl.errors import ArgumentError, BackendError, ShapeError, TraceError
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
 
+torch = pytest.importorskip("torch")
+
 BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
 T, BETA, EPS_LOW, EPS_HIGH = 0.9, 0.04, 0.2, 0.4
 
@@ -329,3 +331,31 @@ def test_host_reductions_and_casts_of_tensors(backend: str) -> None:
         td.testing.assert_close(top, partial.max(1), np.float32)
         td.testing.assert_close(mean, np.array([x.astype(np.float64).mean()]), np.float32)
         td.testing.assert_close(low, partial.min(0, keepdims=True), np.float32)
+
+
+@td.tile_kernel
+def host_views_of_torch(x, mask):
+    """torch's host-code spellings of FlagGems' wrappers: `flatten(start, end)`, `ravel`,
+    `view_as`, `torch.sum(x, dim)`, and `mask.sum()` of bools (an int64 count)."""
+    flat = x.flatten(1, 2)
+    out = td.empty(flat.shape, dtype=x.dtype)
+    for tm, tn in td.tile(*flat.shape):
+        out[tm, tn] = flat[tm, tn] * 2.0
+    return out.view_as(x), torch.sum(x.ravel().view_as(x), 0), mask.sum()
+
+
+def test_host_views_spelled_as_torch_and_a_count_of_bools() -> None:
+    x = np.random.default_rng(30).standard_normal((3, 4, 5)).astype(np.float32)
+    mask = np.random.default_rng(31).random(37) < 0.5
+    for backend in ("numpy", "triton-interpret"):
+        doubled, summed, count = host_views_of_torch.run(x, mask, backend=backend)
+        np.testing.assert_array_equal(doubled, 2 * x)
+        td.testing.assert_close(summed, x.astype(np.float64).sum(0), np.float32)
+        assert count.dtype == np.int64 and count[0] == mask.sum()
+
+    @td.tile_kernel
+    def diagonal(x):
+        return torch.diagonal(x, 0, 0, 1)
+
+    with pytest.raises(td.TraceError, match="torch.diagonal has no tiledsl counterpart"):
+        diagonal(np.ones((4, 4), np.float32))

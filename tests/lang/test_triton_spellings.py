@@ -225,3 +225,32 @@ def test_a_load_with_no_index_reads_a_one_element_tensor(backend: str) -> None:
         with pytest.raises(td.TraceError, match=r"with no index reads one element") as e:
             scaled_rows(x, np.array([0.5, 2.0], np.float32))
         assert "td.load(Alpha, [i])" in e.value.hint
+
+
+@td.tile_kernel
+def flag_gems_spellings(x, counts):
+    """FlagGems' argmax, count_nonzero and isin: `tl.max(..., return_indices=True)`,
+    `inp.type.element_ty`, dtype predicates, `tl.int1` and `tl.atomic_add(ptr, v)`."""
+    m, n = x.shape
+    top = td.empty((m,), dtype=x.type.element_ty)
+    where = td.empty((m,), dtype=td.int32)
+    for r in td.grid(m):
+        v = x[r, :]
+        if x.dtype.is_floating() and not x.dtype.is_fp16():
+            best, at = td.max(v, axis=0, return_indices=True)
+        else:
+            best, at = td.min(v, axis=0, return_indices=True)
+        top[r] = best
+        where[r] = at
+        td.atomic_add(counts, td.sum((v > 0).to(td.int1).to(td.int32), axis=0))
+    return top, where
+
+
+def test_flag_gems_spellings() -> None:
+    x = np.random.default_rng(29).standard_normal((5, 37)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        counts = np.zeros(1, np.int32)
+        top, where = flag_gems_spellings.run(x, counts, backend=backend)
+        np.testing.assert_array_equal(top, x.max(1))
+        np.testing.assert_array_equal(where, x.argmax(1))
+        assert counts[0] == (x > 0).sum()

@@ -21,6 +21,11 @@ class TensorType:
     def __str__(self) -> str:
         return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.dtype.short + ">"
 
+    @property
+    def element_ty(self) -> DType:
+        """Triton's `ptr.type.element_ty`: the tensor's dtype."""
+        return self.dtype
+
 
 @dataclass(frozen=True)
 class TileType:

@@ -75,9 +75,14 @@ def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: A
     return TileValue(tr.emit("atomic", [t.value, *operands, *vs], attrs, hint=f"old_{kind}")[0])
 
 
-def atomic_add(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
-               scope: str = "gpu") -> TileValue:
-    """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values."""
+def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
+               sem: str = "relaxed", scope: str = "gpu") -> TileValue:
+    """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values.
+    `td.atomic_add(x, v)` adds to a one-element tensor's element (Triton's
+    `tl.atomic_add(count_ptr, v)`)."""
+    if value is None and isinstance(x, Tensor):
+        from tiledsl.lang.access import _scalar_pointer
+        index, value = list(_scalar_pointer(x)), index
     return _atomic("atomic_add", "add", x, index, [value], mask, sem, scope)
 
 

@@ -55,6 +55,8 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
                 f"{t.ndim}, got {dim!r}", hint="reduce one dimension per call")
     d = int(dim) % t.ndim
     accumulate = dtypes.float32 if t.dtype.short in ("f16", "bf16") else t.dtype
+    if kind in ("sum", "prod") and (t.dtype.is_bool or t.dtype.is_int and t.dtype.bits < 64):
+        accumulate = dtypes.uint64 if t.dtype.kind == "u" else dtypes.int64  # as torch's
     result = accumulate if dtype is None else as_dtype(dtype, f"{t.name}.{kind}")
     if kind == "mean" and not result.is_float:
         tr.fail(TraceError, f"{t.name}.mean(): the mean of a {t.dtype} tensor",

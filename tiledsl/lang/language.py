@@ -435,9 +435,15 @@ def minimum(x: Any, y: Any) -> TileValue:
 
 
 def _reduction(kind: str, doc: str) -> Any:
-    def fn(x: Any, axis: Any = None, keepdims: bool = False, **torch: Any) -> TileValue:
+    def fn(x: Any, axis: Any = None, keepdims: bool = False, **torch: Any) -> Any:
         current(f"td.{kind}()")  # torch's dim= / keepdim= too (torch.sum(x, dim=1))
-        return reduce(kind, x, *torch_axis(f"td.{kind}", axis, keepdims, torch))
+        indices = kind in ("max", "min") and torch.pop("return_indices", False)
+        torch.pop("return_indices_tie_break_left", None)  # (the first lane wins: argmax's)
+        axis, keep = torch_axis(f"td.{kind}", axis, keepdims, torch)
+        out = reduce(kind, x, axis, keep)
+        if indices:  # Triton's tl.max(x, axis, return_indices=True): (values, positions)
+            return out, reduce("arg" + kind, x, axis, keep)
+        return out
     fn.__name__ = fn.__qualname__ = kind
     fn.__doc__ = doc
     return fn
@@ -445,8 +451,10 @@ def _reduction(kind: str, doc: str) -> Any:
 
 sum = _reduction("sum", "Sum over `axis` (all if None); 16-bit floats accumulate and return "  # noqa: A001
                  "float32.")
-max = _reduction("max", "Maximum over `axis` (all if None).")  # noqa: A001
-min = _reduction("min", "Minimum over `axis` (all if None).")  # noqa: A001
+max = _reduction("max", "Maximum over `axis` (all if None); with Triton's "  # noqa: A001
+                 "`return_indices=True`, (maximum, its first position).")
+min = _reduction("min", "Minimum over `axis` (all if None); with Triton's "  # noqa: A001
+                 "`return_indices=True`, (minimum, its first position).")
 mean = _reduction("mean", "Mean over the elements in range (a partial tile divides by its true "
                   "size).")
 argmax = _reduction("argmax", "The position of the maximum along one `axis`, as int32: the "

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import TileValue, as_dtype, binary, cast, to_value
+from tiledsl.frontend.values import Tensor, TileValue, as_dtype, binary, cast, to_value
 
 
 def softmax(x: Any, dim: int = -1, dtype: Any = None, _stacklevel: int = 3) -> TileValue:
@@ -207,7 +207,21 @@ def _method(name: str) -> Callable[..., Any]:
 METHODS = ("exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
            "tanh", "sigmoid", "abs", "erf", "floor", "ceil", "trunc", "relu", "clamp", "pow",
            "isnan", "isinf", "isfinite")
+def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
+                     kwargs: dict | None = None) -> Any:
+    """torch's protocol for a kernel's tensors (host code's `torch.sum(x, 0)`,
+    `torch.reshape(x, ...)`): the tensor's method of that name, where it has one."""
+    name = getattr(func, "__name__", "")
+    if args and isinstance(args[0], Tensor) and callable(getattr(args[0], name, None)):
+        return getattr(args[0], name)(*args[1:], **(kwargs or {}))
+    current().fail(TraceError, f"torch.{name} has no tiledsl counterpart on the kernel's "
+                   "tensors", hint="host code may view (reshape, permute, x[:, 1:]), reduce "
+                   "(x.sum(dim), x.amax(dim)) and allocate tensors (torch.empty, torch.zeros); "
+                   "anything else is written as a grid over the tensor's tiles")
+
+
 TileValue.__torch_function__ = classmethod(_torch_function)  # type: ignore[attr-defined]
+Tensor.__torch_function__ = classmethod(_tensor_function)  # type: ignore[attr-defined]
 for _name in METHODS:
     if not hasattr(TileValue, _name):
         setattr(TileValue, _name, _method(_name))

@@ -314,8 +314,19 @@ def tensor_squeeze(t: Tensor, axis: Any = None) -> Tensor:
     return tensor_reshape(t, shape, what="squeeze")
 
 
-def tensor_flatten(t: Tensor) -> Tensor:
-    return tensor_reshape(t, t.size, what="flatten")
+def tensor_flatten(t: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """torch's `x.flatten(start_dim, end_dim)`: those dimensions merged into one."""
+    if (start_dim, end_dim) == (0, -1):
+        return tensor_reshape(t, t.size, what="flatten")
+    a = _axis(start_dim, t.ndim, f"{t.name}.flatten")
+    b = _axis(end_dim, t.ndim, f"{t.name}.flatten")
+    merged = math.prod(t.shape[a:b + 1])
+    return tensor_reshape(t, t.shape[:a] + (merged,) + t.shape[b + 1:], what="flatten")
+
+
+def tensor_view_as(t: Tensor, other: Any) -> Tensor:
+    """torch's `x.view_as(y)`: `x.view(y.shape)`."""
+    return tensor_reshape(t, tuple(other.shape), what="view_as")
 
 
 def tensor_index(t: Tensor, idx: Any) -> Tensor:
@@ -417,6 +428,7 @@ for _cls, _methods in [
                      "expand_as": expand_as, "squeeze": squeeze, "flatten": flatten}),
         (Tensor, {"reshape": tensor_reshape, "view": tensor_view, "permute": tensor_permute,
                   "transpose": tensor_transpose, "unsqueeze": tensor_unsqueeze,
-                  "squeeze": tensor_squeeze, "flatten": tensor_flatten})]:
+                  "squeeze": tensor_squeeze, "flatten": tensor_flatten,
+                  "ravel": tensor_flatten, "view_as": tensor_view_as})]:
     for _name, _method in _methods.items():
         setattr(_cls, _name, _method)
