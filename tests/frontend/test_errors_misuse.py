@@ -625,10 +625,39 @@ def pointer_bump(X_ptr, n_cols: td.constexpr):
 
 
 def test_a_pointer_bump_says_to_keep_the_offset() -> None:
-    """Liger's `X_ptr += row * X_row_stride`: a tensor is not a pointer to move."""
+    """Liger's `X_ptr += row * X_row_stride`: a tensor is not a pointer to move; nor by a tile
+    (FlagGems' isin, `out_ptr += rows`)."""
     err = trace_error(td.TraceError, pointer_bump, f32(3, 4), 4)
     assert "a tensor is not a pointer to move" in msg(err)
     assert "off = row * stride" in err.hint and "td.load(X_ptr, off + cols" in err.hint
+    err = trace_error(td.TraceError, tile_bump, f32(37))
+    assert "a tensor is not a pointer to move" in msg(err)
+
+
+@td.tile_kernel
+def tile_bump(x):
+    out = td.zeros_like(x)
+    for pid in td.grid(3):
+        rows = pid * 16 + td.arange(0, 16)
+        out_ptr = out
+        out_ptr += rows  # <- here
+        td.store(out_ptr, [0], td.load(x, [rows], mask=rows < 37), mask=rows < 37)
+    return out
+
+
+@td.tile_kernel
+def optional_weight(x, w):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * (2.0 if w else 1.0)  # <- here
+    return out
+
+
+def test_a_tensor_s_truth_says_to_test_for_none() -> None:
+    """Triton's `if weight_ptr:` (FlagGems' batch_norm) asks whether an argument was given."""
+    err = trace_error(td.TraceError, optional_weight, f32(8), f32(8))
+    assert "tensor 'w' has no truth value" in msg(err)
+    assert "`if w is not None:`" in err.hint
 
 
 @td.tile_kernel

@@ -251,3 +251,21 @@ def test_an_int_argument_taken_for_a_python_bool_becomes_compile_time() -> None:
     x = np.random.default_rng(26).standard_normal((3, 5)).astype(np.float32)
     np.testing.assert_array_equal(moved_last(x, 0), x.T)
     np.testing.assert_array_equal(moved_last(x, 1), x)  # a trace of its own
+
+
+@td.tile_kernel
+def divided(x, divisor):
+    """FlagGems' avg_pool2d checks its arguments in host code: `if divisor == 0: raise`."""
+    if divisor == 0:
+        raise ValueError("divisor must be nonzero")
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] / divisor
+    return out
+
+
+def test_an_if_on_an_int_argument_in_host_code_makes_it_compile_time() -> None:
+    x = np.random.default_rng(32).standard_normal(37).astype(np.float32)
+    td.testing.assert_close(divided(x, 4), x / 4.0, np.float32)
+    with pytest.raises(td.TraceError, match="ValueError: divisor must be nonzero"):
+        divided(x, 0)

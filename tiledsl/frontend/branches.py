@@ -26,7 +26,7 @@ from tiledsl import dtypes
 from tiledsl.errors import ControlFlowError, Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value
 from tiledsl.ir.ops import broadcastable
-from tiledsl.frontend import foreign_calls
+from tiledsl.frontend import foreign_calls, static_args
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import TileValue, binary, broadcast_to, cast, constant, to_value, unary
 
@@ -67,7 +67,8 @@ def condition(tr: Tracer, cond: TileValue, loc: Loc, what: str = "if") -> TileVa
                 "each lane would take its own branch", loc=loc,
                 hint="select per lane with td.where(cond, x, y); an `if` takes a scalar "
                      "(e.g. td.sum(...) > 0, a loaded length, a scalar argument)")
-    if tr.depth == "host":
+    if tr.depth == "host":  # an int argument's test (`if divisor == 0: raise`): made static
+        static_args.need_static(cond.value, tr.int_params, truth=True)
         article = "an" if what == "if" else "a"
         tr.fail(ControlFlowError, f"{article} `{what}` on a runtime value outside the tile loops",
                 loc=loc, hint=f"put the `{what}` inside the grid loop, where each program "

@@ -368,13 +368,21 @@ class Tensor:
                             f"... {self.name}[t] ...")
 
     def _no_math(self, *_: Any) -> Any:
-        no_math(self, f"{self.name}[tm, tk]")
+        tiles = ", ".join(("tm", "tn", "tk", "tl")[:max(1, min(self.ndim, 4))])
+        no_math(self, f"{self.name}[{tiles}]")
+
+    def __bool__(self) -> bool:
+        """Triton's `if weight_ptr:` asks whether an optional argument was given."""
+        current().fail(TraceError, f"tensor '{self.name}' has no truth value",
+                       hint=f"Triton's `if {self.name}:` tests whether an optional argument "
+                            f"was passed: write `if {self.name} is not None:` (known when "
+                            "tracing; the kernel is traced for each case)")
 
     def _bump(self, other: Any) -> Any:
         """`x_ptr += row * stride`, Triton's pointer bump: say to keep the offset instead."""
-        scalar = isinstance(other, (int, np.integer)) and not isinstance(other, bool) or \
-            isinstance(other, TileValue) and other.shape == () and other.dtype.is_int
-        if scalar and current().depth != "host":
+        offsets = isinstance(other, (int, np.integer)) and not isinstance(other, bool) or \
+            isinstance(other, TileValue) and other.dtype.is_int
+        if offsets and current().depth != "host":
             current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing "
                            "with it: a tensor is not a pointer to move",
                            hint="Triton's pointer arithmetic (`ptr + offs`, `ptr += row * "
@@ -387,7 +395,7 @@ class Tensor:
     __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
     __rmatmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_math
     __mod__ = __rmod__ = __pow__ = __rpow__ = __and__ = __rand__ = __or__ = __ror__ = _no_math
-    __xor__ = __rxor__ = __neg__ = __pos__ = __abs__ = __invert__ = __bool__ = _no_math
+    __xor__ = __rxor__ = __neg__ = __pos__ = __abs__ = __invert__ = _no_math
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_math  # type: ignore[assignment]
     __hash__ = object.__hash__
 
