@@ -827,3 +827,21 @@ def test_a_bad_tile_shape_entry_names_the_function_called() -> None:
     err = trace_error(td.ShapeError, zeros_of_a_float, f32(9))
     assert msg(err).startswith("td.zeros: shape entries must be tiles, a tile value's .shape"), \
         msg(err)
+
+
+@td.tile_kernel
+def int32_count(x):
+    out = td.empty((1,), dtype=td.int32)
+    for p in td.grid(1):
+        acc = td.zeros((), dtype=td.int32)
+        for t in td.tile(x.shape[0]):  # <- here
+            acc += td.sum(x[t], axis=0)
+        out[p] = acc
+    return out
+
+
+def test_a_carried_int32_widened_by_a_sum_says_why() -> None:
+    """FlagGems' masked_select carries `tl.sum` of int32 in int32; td.sum gives int64."""
+    err = trace_error(td.TraceError, int32_count, np.ones(37, np.int32))
+    assert "loop-carried 'acc' is int32() before the loop but int64()" in msg(err)
+    assert "td.sum of a narrower int or bool is int64" in err.hint

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tiledsl import dtypes
 from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, choose, either, logical, loop_test, negate, truth,
 )
@@ -311,7 +312,10 @@ def _widen(tr: Tracer, loc: Loc | None, name: str, init: TileValue, res: TileVal
             f"before the loop but {res.dtype}{tr.describe_shape(res.shape)} after an "
             f"iteration{where}", loc=loc,
             hint="give it its final dtype and shape before the loop, e.g. "
-                 "td.zeros((tm, tn), dtype=td.float32), or cast with .astype(...)")
+                 "td.zeros((tm, tn), dtype=td.float32), or cast with .astype(...)"
+                 + ("; td.sum of a narrower int or bool is int64 (NumPy's rule; Triton's "
+                    "tl.sum keeps int32)" if init.dtype.is_int and res.dtype == dtypes.int64
+                    else ""))
 
 
 def _promoted_at(v: Value, dtype: Any) -> Loc | None:
