@@ -30,7 +30,7 @@ from tiledsl.ir.core import Op, Value
 from tiledsl.ir.ops import BINARY, COMPARE, indexed_shape
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
-from tiledsl.ir.views import offset_of, root, strides_of
+from tiledsl.ir.views import in_root, offset_of, root, strides_of
 
 LIMIT = 1 << 22
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
@@ -59,18 +59,37 @@ def meet(tr: Tracer, a: Access, b: Access | None = None) -> bool | None:
     eb = ea if b is None else _elements(tr, b)
     if ea is None or eb is None:
         return None
-    lo_a, hi_a, elems_a = _spans(*ea)
+    if ea[2] is not None or eb[2] is not None:  # some dimension's index unknown: compare the
+        common = _known(a, ea) & _known(b if b is not None else a, eb)  # others, in the root
+        if not common:
+            return None
+        ea = _elements(tr, a, common)
+        eb = ea if b is None else _elements(tr, b, common)
+        if ea is None or eb is None:
+            return None
+    lo_a, hi_a, elems_a = _spans(ea[0], ea[1])
     if b is None:
         return bool(np.any(lo_a != hi_a))
-    lo_b, hi_b, elems_b = _spans(*eb)
+    lo_b, hi_b, elems_b = _spans(eb[0], eb[1])
     _, ia, ib = np.intersect1d(elems_a, elems_b, assume_unique=True, return_indices=True)
     one = (lo_a[ia] == hi_a[ia]) & (lo_b[ib] == hi_b[ib]) & (lo_a[ia] == lo_b[ib])
     return not bool(np.all(one))
 
 
-def _elements(tr: Tracer, acc: Access) -> tuple[Any, Any] | None:
-    """(root element, program) of every pair `acc` touches, over the trips of the counted
-    loops that hold it too; None where undecided."""
+def _known(acc: Access, got: tuple[Any, Any, frozenset | None]) -> frozenset:
+    """The root dimensions whose positions `_elements` computed for `acc` (all, where none
+    was unknown)."""
+    base = root(acc.tensor).type
+    assert isinstance(base, TensorType)
+    return got[2] if got[2] is not None else frozenset(range(len(base.shape)))
+
+
+def _elements(tr: Tracer, acc: Access, dims: frozenset | None = None
+              ) -> tuple[Any, Any, frozenset | None] | None:
+    """(root element, program, None) of every pair `acc` touches, over the trips of the
+    counted loops that hold it too; where some dimension's index cannot be computed, or
+    `dims` asks, the element's position along the root dimensions `dims` (or those known),
+    and those dimensions; None where undecided."""
     grid = _Evaluator(tr)
     if grid.counts is None:
         return None
@@ -79,7 +98,7 @@ def _elements(tr: Tracer, acc: Access) -> tuple[Any, Any] | None:
         if op.name == "while":
             loops += grid.counters(tr, op)
     ev = _Evaluator(tr, loops) if loops else grid
-    return None if ev.counts is None else ev.elements(acc)
+    return None if ev.counts is None else ev.elements(acc, dims)
 
 
 def _spans(elems: Any, progs: Any) -> tuple[Any, Any, Any]:
@@ -133,8 +152,11 @@ class _Evaluator:
                 out.append(_Counter(arg, start, step, stop, trips))
         return out
 
-    def elements(self, acc: Access) -> tuple[Any, Any] | None:
-        """(root element, program) of every pair `acc` touches, or None where undecided."""
+    def elements(self, acc: Access, dims: frozenset | None = None
+                 ) -> tuple[Any, Any, frozenset | None] | None:
+        """(root element, program, None) of every pair `acc` touches; with an unknown index
+        or `dims`, positions along some root dimensions only (`_elements`); None where
+        undecided."""
         assert self.counts is not None
         t = acc.tensor.type
         assert isinstance(t, TensorType)
@@ -167,11 +189,23 @@ class _Evaluator:
         if placed is None:
             return None
         positions, valid, union = placed
-        flat = np.int64(offset_of(acc.tensor, contiguous))
-        for pos, stride in zip(positions, strides):
-            flat = flat + pos * stride
+        known = frozenset(d for d, p in enumerate(positions) if p is not None)
+        partial = dims is not None or len(known) < len(positions)
+        if not partial:
+            flat = np.int64(offset_of(acc.tensor, contiguous))
+            for pos, stride in zip(positions, strides):
+                flat = flat + pos * stride
+        else:  # along the root's own dimensions: the tensor is the root or slices of it
+            maps = in_root(acc.tensor)
+            use = known if dims is None else dims
+            if maps is None or not use <= known:
+                return None
+            flat = np.int64(0)
+            for d in sorted(use):
+                start, step = maps[d]
+                flat = flat + (start + step * positions[d]) * contiguous[d]
         if acc.mask is not None and not union:
-            m = self.value(acc.mask)
+            m = self._mask(acc.mask)
             if m is not None:
                 valid = valid & self._lift(m, len(lanes))
         for j, (_, counter) in enumerate(self.loops.values()):  # the trips each program runs
@@ -188,7 +222,23 @@ class _Evaluator:
         valid = np.broadcast_to(valid, full_shape)
         program = np.broadcast_to(np.arange(math.prod(self.counts)).reshape(
             self.counts + (1,) * (len(self.loops) + len(lanes))), full_shape)
-        return flat[valid], program[valid]
+        return flat[valid], program[valid], (known if dims is None else dims) if partial \
+            else None
+
+    def _mask(self, v: Value) -> Any:
+        """Mask `v`, or where part of an `and` cannot be computed, the rest (it keeps as
+        many lanes or more: a superset of the elements); None where nothing can be."""
+        op = v.owner
+        if op is not None and op.name == "and" and v.type.dtype.is_bool:  # type: ignore[union-attr]
+            parts = [self._mask(o) for o in op.operands]
+            known = [p for p in self._aligned_or_none(parts, op) if p is not None]
+            return None if not known else known[0] if len(known) == 1 else known[0] & known[1]
+        return self.value(v)
+
+    def _aligned_or_none(self, parts: list[Any], op: Op) -> list[Any]:
+        if all(p is not None for p in parts):
+            return self._aligned(parts, op)
+        return parts
 
     def _placed(self, acc: Access, t: TensorType, lanes: tuple[int, ...],
                 layout_axes: tuple[tuple[int, ...], ...]
@@ -217,8 +267,9 @@ class _Evaluator:
                 union |= whole
                 continue
             x = self.value(v)
-            if x is None:
-                return None
+            if x is None:  # (unknown: the pair is compared along the other dimensions)
+                positions.append(None)
+                continue
             rank = len(v.type.shape)  # type: ignore[union-attr]
             positions.append(self._onto(x, rank, axes, len(lanes)))
         return positions, valid, union
