@@ -996,14 +996,15 @@ def unrolled_blocks(V, n_tokens, D, NB: td.constexpr):
 
 
 @td.tile_kernel
-def column_halves(x, overlap: td.constexpr):
+def column_halves(x, starts, overlap: td.constexpr, loaded: td.constexpr):
     """Liger's fused_moe up-projection: two stores into column halves of one output, with a
-    grid dimension over column blocks."""
+    grid dimension over column blocks; its rows the grid's, or loaded (a token block's start:
+    the column dimension alone keeps the stores apart)."""
     m, n = x.shape
     out = td.empty((m, 2 * n), dtype=x.dtype)
     left, right = out[:, :n + overlap], out[:, n:]
     for p, pid_n in td.grid(td.cdiv(m, 16), td.cdiv(n + overlap, 16)):
-        rows = p * 16 + td.arange(0, 16)
+        rows = (td.load(starts, [p]) if loaded else p * 16) + td.arange(0, 16)
         cols = pid_n * 16 + td.arange(0, 16)
         v = td.load(x, [rows[:, None], cols[None, :]],
                     mask=(rows[:, None] < m) & (cols[None, :] < n))
@@ -1040,9 +1041,12 @@ def test_accesses_the_symbolic_check_cannot_follow_are_decided_by_their_elements
     V = np.random.default_rng(23).standard_normal((3, 37, 45)).astype(np.float32)
     np.testing.assert_array_equal(unrolled_blocks(V, 37, 45, 3), 2 * V)
     x = np.random.default_rng(24).standard_normal((37, 32)).astype(np.float32)
-    np.testing.assert_array_equal(column_halves(x, 0), np.concatenate([x, -x], 1))
-    with pytest.raises(td.TraceError, match="may write elements that the store"):
-        column_halves(x, 1)  # the left half reaches the right's first column
+    starts = np.arange(0, 37, 16, dtype=np.int32)
+    for loaded in (False, True):
+        np.testing.assert_array_equal(column_halves(x, starts, 0, loaded),
+                                      np.concatenate([x, -x], 1))
+        with pytest.raises(td.TraceError, match="may write elements that the store"):
+            column_halves(x, starts, 1, loaded)  # the left half reaches the right's column 0
     f = np.array([3, 1, 4, 1, 5], np.int32)
     np.testing.assert_array_equal(one_role(f, 5, 6), [6, 9, 10, 14, 6, 0])
     with pytest.raises(td.TraceError, match="does not use grid dimension 'pid'"):
@@ -1070,30 +1074,3 @@ def test_a_counted_loop_s_trips_are_computed_too() -> None:
         np.testing.assert_array_equal(persistent_rows.run(X, 4, 4, backend=backend), 2 * X)
     with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
         persistent_rows(X, 4, 3)  # worker 3's rows 3, 6, ... are worker 0's too
-
-
-@td.tile_kernel
-def loaded_row_halves(x, starts, overlap: td.constexpr):
-    """fused_moe's up-projection with its rows loaded (a token block's start): the column
-    dimension alone keeps the two stores apart."""
-    m, n = x.shape
-    out = td.empty((m, 2 * n), dtype=x.dtype)
-    left, right = out[:, :n + overlap], out[:, n:]
-    for p, pid_n in td.grid(starts.shape[0], td.cdiv(n + overlap, 16)):
-        rows = td.load(starts, [p]) + td.arange(0, 16)
-        cols = pid_n * 16 + td.arange(0, 16)
-        v = td.load(x, [rows[:, None], cols[None, :]],
-                    mask=(rows[:, None] < m) & (cols[None, :] < n))
-        td.store(left, [rows[:, None], cols[None, :]], v,
-                 mask=(rows[:, None] < m) & (cols[None, :] < n + overlap))
-        td.store(right, [rows[:, None], cols[None, :]], -v,
-                 mask=(rows[:, None] < m) & (cols[None, :] < n))
-    return out
-
-
-def test_accesses_apart_along_the_dimensions_the_check_can_compute() -> None:
-    x = np.random.default_rng(33).standard_normal((37, 32)).astype(np.float32)
-    starts = np.arange(0, 37, 16, dtype=np.int32)
-    np.testing.assert_array_equal(loaded_row_halves(x, starts, 0), np.concatenate([x, -x], 1))
-    with pytest.raises(td.TraceError, match="may write elements that the store"):
-        loaded_row_halves(x, starts, 1)

@@ -229,16 +229,12 @@ class _Evaluator:
         """Mask `v`, or where part of an `and` cannot be computed, the rest (it keeps as
         many lanes or more: a superset of the elements); None where nothing can be."""
         op = v.owner
-        if op is not None and op.name == "and" and v.type.dtype.is_bool:  # type: ignore[union-attr]
-            parts = [self._mask(o) for o in op.operands]
-            known = [p for p in self._aligned_or_none(parts, op) if p is not None]
-            return None if not known else known[0] if len(known) == 1 else known[0] & known[1]
-        return self.value(v)
-
-    def _aligned_or_none(self, parts: list[Any], op: Op) -> list[Any]:
+        if op is None or op.name != "and" or not v.type.dtype.is_bool:  # type: ignore[union-attr]
+            return self.value(v)
+        parts = [self._mask(o) for o in op.operands]
         if all(p is not None for p in parts):
-            return self._aligned(parts, op)
-        return parts
+            return np.logical_and(*self._aligned(parts, op))
+        return next((p for p in parts if p is not None), None)
 
     def _placed(self, acc: Access, t: TensorType, lanes: tuple[int, ...],
                 layout_axes: tuple[tuple[int, ...], ...]

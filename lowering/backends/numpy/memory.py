@@ -289,26 +289,27 @@ def _index_arrays(shape: tuple[int, ...], indices: list[Index], rank: int, ntile
         valid = ok if valid is None else valid & ok
         idxs.append(np.clip(ix, 0, n - 1))
     for d, ix in scalars:  # a tile's lanes may be out of range; a scalar only where masked off
-        bad = (ix < 0) | (ix >= shape[d])
-        if valid is not None:
-            bad = bad & valid
-        if active is not None:
-            bad = bad & active
-        if bad.any():
-            raise OutOfRange(d, int(np.broadcast_to(ix, bad.shape)[bad].flat[0]), shape[d])
+        _in_range(d, ix, shape[d], valid, active)
         ok = (ix >= 0) & (ix < shape[d])
         valid = ok if valid is None else valid & ok
         idxs[d] = np.clip(ix, 0, shape[d] - 1)
     for d, ix in tiles:
-        bad = (ix < 0) | (ix >= shape[d])
-        if valid is not None:
-            bad = bad & valid
-        if active is not None:
-            bad = bad & active
-        if bad.any():
-            raise OutOfRange(d, int(np.broadcast_to(ix, bad.shape)[bad].flat[0]), shape[d])
+        _in_range(d, ix, shape[d], valid, active)
         idxs[d] = np.clip(ix, 0, shape[d] - 1)
     return idxs, valid
+
+
+def _in_range(d: int, ix: np.ndarray, n: int, valid: np.ndarray | None,
+              active: np.ndarray | None) -> None:
+    """OutOfRange for an index of dimension `d` (of `n`) outside it where its element is valid
+    and its program active."""
+    bad = (ix < 0) | (ix >= n)
+    if valid is not None:
+        bad = bad & valid
+    if active is not None:
+        bad = bad & active
+    if bad.any():
+        raise OutOfRange(d, int(np.broadcast_to(ix, bad.shape)[bad].flat[0]), n)
 
 
 def _padded(arr: np.ndarray, indices: list[Index], fill: object,
