@@ -50,7 +50,7 @@ def _index(idx: Any) -> Any:
     return tuple(idx) if isinstance(idx, list) else idx
 
 
-def _scalar_pointer(t: Tensor) -> tuple[int, ...]:
+def scalar_pointer(t: Tensor) -> tuple[int, ...]:
     """Triton's `tl.load(ptr)` with no offsets reads the one element a scalar pointer points
     at: `td.load(alpha)` of a tensor of one element reads it (a scalar)."""
     if any(d != 1 for d in t.shape):
@@ -85,7 +85,7 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
     m = _mask("td.load()", mask, extra_mask)
     hints = _hints("td.load()", eviction_policy, cache_modifier)
     if index is None:
-        index = _scalar_pointer(t)
+        index = scalar_pointer(t)
     if m is None:
         return t.load(_index(index), hints=hints)
     return t.load(_index(index), m, 0 if other is _DEFAULT else other, hints=hints)

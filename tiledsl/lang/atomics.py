@@ -23,6 +23,7 @@ from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, _access_mask, _indices, written_value
+from tiledsl.lang.access import scalar_pointer
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
 SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`
@@ -81,8 +82,7 @@ def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
     `td.atomic_add(x, v)` adds to a one-element tensor's element (Triton's
     `tl.atomic_add(count_ptr, v)`)."""
     if value is None and isinstance(x, Tensor):
-        from tiledsl.lang.access import _scalar_pointer
-        index, value = list(_scalar_pointer(x)), index
+        index, value = list(scalar_pointer(x)), index
     return _atomic("atomic_add", "add", x, index, [value], mask, sem, scope)
 
 

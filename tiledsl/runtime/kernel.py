@@ -33,7 +33,7 @@ from tiledsl.runtime.traces import Traced, Traces
 class TileKernel:
     """A tile kernel: call it on NumPy arrays, or use `run`, `config_space`, `source`."""
 
-    def __init__(self, fn: FunctionType) -> None:
+    def __init__(self, fn: FunctionType, config: Config | None = None) -> None:
         if not inspect.isfunction(fn):
             raise TraceError(f"@td.tile_kernel decorates a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -46,7 +46,7 @@ class TileKernel:
         self.traces = Traces(fn, self.name, self.file, self.signature, lambda: self.caches,
                              self.specs.flat_names)
         self.runner = Runner(self)
-        self.pinned: Config | None = None  # @td.tile_kernel(config=...): every call's config
+        self.pinned = config  # @td.tile_kernel(config=...): every call's config
         if self.name == "<lambda>":
             raise TraceError("@td.tile_kernel needs a function written with `def`, got a lambda",
                              kernel=self.name, loc=Loc(self.file, fn.__code__.co_firstlineno))
@@ -351,7 +351,7 @@ _NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs o
 
 
 # Helion's `@helion.kernel(...)` options tiledsl takes (`static_shapes`: tiledsl always traces
-# per shape, Helion's default), and what the others are in tiledsl
+# per shape, Helion's default); any other is an error that lists these
 OPTIONS = ("config", "static_shapes")
 
 
@@ -380,6 +380,4 @@ def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = No
                          f"{static_shapes!r}", loc=where)
     if fn is None:
         return lambda f: tile_kernel(f, config=config, static_shapes=static_shapes)
-    kernel = TileKernel(fn)
-    kernel.pinned = config
-    return kernel
+    return TileKernel(fn, config)
