@@ -58,6 +58,7 @@ from tiledsl.errors import TraceError as TraceError
 from tiledsl.runtime.kernel import TileKernel as TileKernel
 from tiledsl.lang.scans import argsort as argsort
 from tiledsl.lang.scans import associative_scan as associative_scan
+from tiledsl.lang.scans import reduce as reduce
 from tiledsl.lang.scans import sort as sort
 from tiledsl.lang.scans import topk as topk
 from tiledsl.runtime.kernel import tile_kernel as tile_kernel
@@ -163,6 +164,8 @@ from tiledsl.frontend.block_sizes import register_block_size as register_block_s
 from tiledsl.lang.arange import arange as arange
 from tiledsl.lang.ranges import range as range  # noqa: A004
 from tiledsl.lang.jagged import jagged_tile as jagged_tile
+from tiledsl.lang.views import broadcast as broadcast
+from tiledsl.lang.views import broadcast_to as broadcast_to
 from tiledsl.lang.views import join as join
 from tiledsl.lang.views import permute as permute
 from tiledsl.lang.views import reshape as reshape

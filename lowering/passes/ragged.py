@@ -8,8 +8,9 @@ pass neutralizes the out-of-range part of the mixed axis:
 - `reduce` kind "mean": becomes a masked sum divided by the number of in-range elements;
 - `cumsum` along an axis: mask that axis with 0 (lanes before a runtime start come first);
 - `dot`: mask the contraction axis of both operands with 0.
-- `sort`, and a `scan` whose out-of-range lanes can come first in its order (reversed, or
-  after a runtime start): a bool operand says which lanes are in range (tiledsl/lang/scans.py).
+- `sort`, `fold`, and a `scan` whose out-of-range lanes can come first in its order (reversed,
+  or after a runtime start): a bool operand says which lanes are in range
+  (tiledsl/lang/scans.py).
 
 A mask of a `load` becomes the load's `other` fill value instead of a separate op. Axes cut by a
 block symbol are masked (whether the edge is really ragged depends on the config, which backends
@@ -98,7 +99,7 @@ class MaskRaggedEdgesPass:
                 r = a.type.rank  # type: ignore[union-attr]
                 op.operands = [self._mask(a, r - 1, 0, scope, out, op),
                                self._mask(b, r - 2, 0, scope, out, op)]
-            elif (op.name == "sort" or op.name == "scan" and (
+            elif (op.name in ("sort", "fold") or op.name == "scan" and (
                     op.attrs["reverse"] or self._started(op.operands[0], op.attrs["axis"], scope)
                     is not None)) and not op.attrs.get("edges_masked"):
                 self._lanes_in_range(op, scope, out)
@@ -170,7 +171,8 @@ class MaskRaggedEdgesPass:
             op.operands[op.operands.index(mask)] = valid
 
     def _lanes_in_range(self, op: Op, scope: _Scope, out: list[Op]) -> None:
-        """Give a sort or scan the lanes of its axis that are in range, as a bool operand."""
+        """Give a sort, fold or scan the lanes of its axis that are in range, as a bool
+        operand."""
         x = op.operands[0]
         t = x.type
         assert isinstance(t, TileType)

@@ -132,7 +132,9 @@ def triton_names(x, block: td.constexpr):
         ranked[r, :] = td.argsort(row, dim=0)
         td.debug_barrier()
     for tm, tn in td.tile(m, n):
-        out[tn, tm] = td.trans(x[tm, tn]) + x[tm, tn].t()
+        xt, nought = td.broadcast(td.trans(x[tm, tn]), td.zeros((1, 1), x.dtype))
+        out[tn, tm] = xt + x[tm, tn].t() + nought * td.broadcast_to(td.ones((1, tm), x.dtype),
+                                                                      xt.shape)
     squashed = td.empty((m, n), x.dtype)
     for tm, tn in td.tile(m, n):  # tl.cast, ptr.dtype.element_ty, libdevice's tanh
         v = td.cast(td.math.tanh(x[tm, tn]), td.float16)

@@ -462,6 +462,21 @@ def _scan(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[
     return [tile(t, "scan operand") for t in ts[:n]]
 
 
+@_def("fold", regions=1, traits=(MIXES_LANES, ISOLATED), axes=_reduce_axes)
+def _fold(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A reduction of `n` tiles along `axis` by the combine function in its region (as a
+    scan's), `keepdims` as `reduce`'s: tl.reduce. Lanes out of range (the `masked` operand)
+    take no part; a row with none in range gives `empty` (one Python scalar per tile)."""
+    n, axis = attrs["n"], attrs["axis"]
+    t = _along(ts, attrs, "fold", n)
+    if len(attrs["empty"]) != n:
+        raise IRError(f"fold: {len(attrs['empty'])} empty-row values for {n} tiles")
+    shape = t.shape[:axis] + ((1,) if attrs["keepdims"] else ()) + t.shape[axis + 1:]
+    for u in ts[:n]:
+        storage_only(tile(u, "fold operand").dtype, "reduce")
+    return [TileType(shape, tile(u, "fold operand").dtype) for u in ts[:n]]
+
+
 def _sort_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
     return {a: a for a in range(src.rank) if a != attrs["axis"] or attrs.get("k") is None}
 

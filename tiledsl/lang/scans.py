@@ -1,11 +1,13 @@
-"""Scans and sorts along one axis of a tile: `td.associative_scan`, `td.sort`, `td.argsort` and
-`td.topk` (the IR ops `scan` and `sort`, tiledsl/ir/ops.py).
+"""Scans, folds and sorts along one axis of a tile: `td.associative_scan`, `td.reduce`,
+`td.sort`, `td.argsort` and `td.topk` (the IR ops `scan`, `fold` and `sort`, tiledsl/ir/ops.py).
 
 A scan's combine function is a Python function of scalar tile values, traced once into the
 scan op's region (on Triton, a `@triton.jit` function of the generated module, as
 `tl.associative_scan` takes). The NumPy backend scans lane by lane from the first (the last,
 with `reverse=True`); Triton combines in a tree, so a float combine that is not exactly
-associative (a sum) may differ in the last bits.
+associative (a sum) may differ in the last bits. A fold (`td.reduce`, `tl.reduce`) combines a
+row's lanes as a scan's last lane does, and Triton in its own tree order; lanes out of range
+take no part in either (on Triton a flag rides along, as in a masked scan).
 
 A sort orders the lanes as NumPy's stable sort does: NaN after every number, equal values in
 lane order (-0.0 and 0.0 are equal); descending is the exact reverse order, but equal values
@@ -22,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from tiledsl import dtypes
+from tiledsl.dtypes import DType
 from tiledsl.errors import ShapeError, TraceError
-from tiledsl.ir.core import Block, Value
+from tiledsl.ir.core import Block, Value, clone_block
 from tiledsl.ir.ops import ELEMENTWISE, has_trait
 from tiledsl.ir.types import TileType
 from tiledsl.frontend.tracer import Tracer, current
@@ -50,34 +54,10 @@ def associative_scan(x: Any, axis: Any = None, combine_fn: Any = None, reverse: 
     Helion's order, `td.associative_scan(combine_fn, x, dim)` (`dim=` a keyword or third), is
     the same scan."""
     tr = current("td.associative_scan()")
-    if callable(x) and not isinstance(x, (TileValue, tuple, list)):  # Helion's argument order
-        x, axis, combine_fn = axis, combine_fn, x
-    if dim is not None:
-        if axis is not None:
-            tr.fail(TraceError, "td.associative_scan: give the axis once (axis or dim=)")
-        axis = dim
-    single = not isinstance(x, (tuple, list))
-    xs = [to_value(v) for v in ([x] if single else x)]
-    if not xs:
-        tr.fail(TraceError, "td.associative_scan needs at least one tile")
-    shape = broadcast_shapes(tr, [v.shape for v in xs])
-    xs = [broadcast_to(v, shape) for v in xs]
-    a = _axis(tr, "td.associative_scan", axis, len(shape))
-    if not callable(combine_fn):
-        tr.fail(TraceError, f"td.associative_scan: combine_fn must be a function, got "
-                f"{combine_fn!r:.60}", hint="def combine(a, b): return a + b")
-    scalars = [TileType((), v.dtype) for v in xs]
-    region = Block([Value(t, n) for n, t in zip("ab", scalars * 2)] if len(xs) == 1 else
-                   [Value(t, f"{s}{i}") for s in "ab" for i, t in enumerate(scalars)])
-    with tr.region(region, "combine"):
-        out = combine_fn(*(TileValue(v) for v in region.args))
-        outs = [out] if single and not isinstance(out, (tuple, list)) else list(out)
-        if len(outs) != len(xs):
-            tr.fail(TraceError, f"td.associative_scan: combine_fn returned {len(outs)} values "
-                    f"for {len(xs)} tiles", hint="return one combined value per tile scanned")
-        outs = [_combined(tr, o, t) for o, t in zip(outs, scalars)]
-        tr.emit("yield", [o.value for o in outs])
-    _check_combine(tr, region)
+    xs, single, axis, combine_fn = _operands(tr, "td.associative_scan", x, axis, combine_fn,
+                                             dim)
+    a = _axis(tr, "td.associative_scan", axis, xs[0].ndim)
+    region = _combine_region(tr, "td.associative_scan", xs, combine_fn, single)
     attrs = {"axis": a, "reverse": bool(reverse), "n": len(xs)}
     rows = _jagged_rows(tr, xs, a) if reverse else None  # forward: they come after a row's
     results = tr.emit("scan", [v.value for v in xs] + ([rows] if rows else []),
@@ -88,27 +68,119 @@ def associative_scan(x: Any, axis: Any = None, combine_fn: Any = None, reverse: 
     return values[0] if single else tuple(values)
 
 
-def _combined(tr: Tracer, out: Any, t: TileType) -> TileValue:
+def reduce(x: Any, axis: Any = None, combine_fn: Any = None, keep_dims: bool = False, *,
+           dim: int | None = None, other: Any = 0) -> Any:
+    """`x` (a tile, or a tuple of tiles of one shape) reduced along `axis` (all axes with None)
+    by `combine_fn(a..., b...)`, as `tl.reduce`. The combine must be associative and
+    commutative (Triton combines lanes in its own tree order, NumPy from the first lane).
+    Out-of-range lanes take no part; a row with none in range gives `other` (one per tile).
+
+    Helion's `td.reduce(combine_fn, x, dim=None, other=0, keep_dims=False)` is the same."""
+    tr = current("td.reduce()")
+    if callable(x) and not isinstance(x, (TileValue, tuple, list)):  # Helion's order
+        x, axis, combine_fn = axis, combine_fn, x
+        if not isinstance(keep_dims, bool):  # its fourth is other=
+            other, keep_dims = keep_dims, False
+    xs, single, axis, combine_fn = _operands(tr, "td.reduce", x, axis, combine_fn, dim)
+    others = list(other) if isinstance(other, (tuple, list)) else [other] * len(xs)
+    if len(others) != len(xs):
+        tr.fail(TraceError, f"td.reduce: {len(others)} other= values for {len(xs)} tiles",
+                hint="other=0, or one number per tile: what a row with no lane in range gives")
+    empty = [_number(tr, o, v.dtype) for o, v in zip(others, xs)]
+    rank = xs[0].ndim
+    axes = range(rank - 1, -1, -1) if axis is None else [_axis(tr, "td.reduce", axis, rank)]
+    region = _combine_region(tr, "td.reduce", xs, combine_fn, single)
+    for a in axes:  # the last axis first: the lanes in row-major order
+        rows = _jagged_rows(tr, xs, a)
+        attrs = {"axis": a, "keepdims": bool(keep_dims), "n": len(xs),
+                 "empty": empty}
+        results = tr.emit("fold", [v.value for v in xs] + ([rows] if rows else []),
+                          {**attrs, "masked": True} if rows else attrs)
+        tr.blocks[-1].ops[-1].regions.append(region if a == axes[0] else clone_block(region, {}))
+        xs = [TileValue(r) for r in results]
+    return xs[0] if single else tuple(xs)
+
+
+def _number(tr: Tracer, value: Any, dtype: DType) -> Any:
+    """`value` (td.reduce's other=) as a Python number of `dtype`'s kind, checked to fit."""
+    if not isinstance(value, (int, float, bool, np.number)):
+        tr.fail(TraceError, f"td.reduce: other= must be a number, got {value!r:.60}",
+                hint="other=0: what a row with no lane in range gives")
+    if dtype.is_float:
+        return float(value)
+    if dtype.is_bool:
+        return bool(value)
+    info = np.iinfo(dtype.np)
+    if not (np.isfinite(float(value)) and float(value) == int(value) and
+            info.min <= int(value) <= info.max):
+        tr.fail(TraceError, f"td.reduce: other={value!r} does not fit a {dtype} tile",
+                hint="give one other= per tile: other=(float('-inf'), 0)")
+    return int(value)
+
+
+def _operands(tr: Tracer, what: str, x: Any, axis: Any, combine_fn: Any, dim: Any
+              ) -> tuple[list[TileValue], bool, Any, Any]:
+    """A scan's or fold's tiles (broadcast to one shape), whether one was given bare, its axis
+    and combine function, from Triton's argument order or Helion's (the function first)."""
+    if callable(x) and not isinstance(x, (TileValue, tuple, list)):  # Helion's argument order
+        x, axis, combine_fn = axis, combine_fn, x
+    if dim is not None:
+        if axis is not None:
+            tr.fail(TraceError, f"{what}: give the axis once (axis or dim=)")
+        axis = dim
+    single = not isinstance(x, (tuple, list))
+    xs = [to_value(v) for v in ([x] if single else x)]
+    if not xs:
+        tr.fail(TraceError, f"{what} needs at least one tile")
+    shape = broadcast_shapes(tr, [v.shape for v in xs])
+    if not shape:
+        tr.fail(ShapeError, f"{what} needs a tile, got a scalar")
+    return [broadcast_to(v, shape) for v in xs], single, axis, combine_fn
+
+
+def _combine_region(tr: Tracer, what: str, xs: list[TileValue], combine_fn: Any,
+                    single: bool) -> Block:
+    """`combine_fn` traced on scalars of the tiles' dtypes into a region (two arguments per
+    tile: the running values, then the lane's), checked to compute with its arguments only."""
+    if not callable(combine_fn):
+        tr.fail(TraceError, f"{what}: combine_fn must be a function, got {combine_fn!r:.60}",
+                hint="def combine(a, b): return a + b")
+    scalars = [TileType((), v.dtype) for v in xs]
+    region = Block([Value(t, n) for n, t in zip("ab", scalars * 2)] if len(xs) == 1 else
+                   [Value(t, f"{s}{i}") for s in "ab" for i, t in enumerate(scalars)])
+    with tr.region(region, "combine"):
+        out = combine_fn(*(TileValue(v) for v in region.args))
+        outs = [out] if single and not isinstance(out, (tuple, list)) else list(out)
+        if len(outs) != len(xs):
+            tr.fail(TraceError, f"{what}: combine_fn returned {len(outs)} values for "
+                    f"{len(xs)} tiles", hint="return one combined value per tile")
+        outs = [_combined(tr, what, o, t) for o, t in zip(outs, scalars)]
+        tr.emit("yield", [o.value for o in outs])
+    _check_combine(tr, what, region)
+    return region
+
+
+def _combined(tr: Tracer, what: str, out: Any, t: TileType) -> TileValue:
     v = to_value(out)
     if v.shape != ():
-        tr.fail(ShapeError, "td.associative_scan: combine_fn must return scalars (it combines "
-                "one lane at a time)", hint="compute with its arguments only")
+        tr.fail(ShapeError, f"{what}: combine_fn must return scalars (it combines one lane at "
+                "a time)", hint="compute with its arguments only")
     if v.dtype != t.dtype and not v.weak:
-        tr.fail(TraceError, f"td.associative_scan: combine_fn returned {v.dtype} for a "
+        tr.fail(TraceError, f"{what}: combine_fn returned {v.dtype} for a "
                 f"{t.dtype} tile", hint=f"cast the result: (...).astype(td.{t.dtype})")
     return cast(v, t.dtype)
 
 
-def _check_combine(tr: Tracer, region: Block) -> None:
+def _check_combine(tr: Tracer, what: str, region: Block) -> None:
     for op in region.ops[:-1]:
         if not (has_trait(op.name, ELEMENTWISE) or op.name in _COMBINE_OPS):
-            tr.fail(TraceError, f"td.associative_scan: combine_fn may only compute with its "
-                    f"scalar arguments, but it uses '{op.name}'", loc=op.loc,
+            tr.fail(TraceError, f"{what}: combine_fn may only compute with its scalar "
+                    f"arguments, but it uses '{op.name}'", loc=op.loc,
                     hint="loads, loops, reductions and branches belong outside combine_fn; "
                          "use td.where to select")
         for o in op.operands:
             if o.owner not in region.ops and o not in region.args:
-                tr.fail(TraceError, "td.associative_scan: combine_fn uses a value from "
+                tr.fail(TraceError, f"{what}: combine_fn uses a value from "
                         "outside it (a tile or a scalar of the kernel)", loc=op.loc,
                         hint="pass what it needs as another scanned tile, or a Python constant")
 
@@ -179,4 +251,4 @@ def _dim(axis: int, dim: int | None) -> int:
     return dim
 
 
-__all__ = ["argsort", "associative_scan", "sort", "topk"]
+__all__ = ["argsort", "associative_scan", "reduce", "sort", "topk"]

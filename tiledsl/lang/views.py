@@ -26,8 +26,9 @@ from tiledsl.frontend.block_sizes import BlockSize, shape_dim
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import (
-    Tensor, Tile, TileValue, broadcast_to, need_static, to_value,
+    Tensor, Tile, TileValue, broadcast_shapes, need_static, to_value,
 )
+from tiledsl.frontend.values import broadcast_to as broadcast_to_shape
 
 
 def _shape_args(shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -140,7 +141,24 @@ def unsqueeze(x: Any, axis: Any) -> TileValue:
 def expand(x: Any, *shape: Any) -> TileValue:
     """The tile broadcast to `shape` (torch's `expand`): entries are tiles, ints, or -1 to keep
     a dimension; axes of 1 grow and new axes lead."""
-    tr = current("expand")
+    return _expand(x, shape, "expand")
+
+
+def broadcast_to(x: Any, *shape: Any) -> TileValue:
+    """Triton's `tl.broadcast_to(x, shape)`: `expand`'s rule."""
+    return _expand(x, shape, "broadcast_to")
+
+
+def broadcast(a: Any, b: Any) -> tuple[TileValue, TileValue]:
+    """Triton's `tl.broadcast(a, b)`: both broadcast to their common shape."""
+    tr = current("broadcast")
+    u, v = to_value(a), to_value(b)
+    shape = broadcast_shapes(tr, [u.shape, v.shape])
+    return broadcast_to_shape(u, shape), broadcast_to_shape(v, shape)
+
+
+def _expand(x: Any, shape: tuple[Any, ...], what: str) -> TileValue:
+    tr = current(what)
     v = to_value(x)
     dims = _shape_args(shape)
     lead = len(dims) - v.ndim
@@ -157,7 +175,7 @@ def expand(x: Any, *shape: Any) -> TileValue:
         elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             new.append(int(s))
         else:
-            tr.fail(ShapeError, f"expand: shape entries are tiles, a tile value's .shape "
+            tr.fail(ShapeError, f"{what}: shape entries are tiles, a tile value's .shape "
                     f"entries, positive ints or -1 (keep), got {s!r}")
     return _expand_to(v, tuple(new))
 
@@ -175,7 +193,7 @@ def _expand_to(v: TileValue, new: tuple[Dim, ...]) -> TileValue:
         tr.fail(ShapeError, f"cannot expand a tile of shape {tr.describe_shape(v.shape)} to "
                 f"{tr.describe_shape(new)}", hint="only axes of 1 grow (and new axes lead), as "
                 "torch's expand")
-    return broadcast_to(v, new)
+    return broadcast_to_shape(v, new)
 
 
 def squeeze(x: Any, axis: Any = None) -> TileValue:

@@ -1,9 +1,10 @@
-"""NumPy rules of `scan` and `sort` (tiledsl/lang/scans.py defines what they mean).
+"""NumPy rules of `scan`, `fold` and `sort` (tiledsl/lang/scans.py defines what they mean).
 
 A scan runs its combine region lane by lane along the axis, on every other lane (and every grid
 program) at once: the region's scalar ops run on arrays, with the executor's prefix rank set to
 their full rank. With the `masked` operand, an out-of-range lane leaves the running value as it
 is (the combine's identity), so lanes that come first in scan order cannot change the result.
+A fold is a forward scan's last lane.
 
 A sort orders integer keys that sort as NumPy sorts the values (`sort_key`), with the lanes
 out of range after all others, by a stable `np.lexsort`.
@@ -34,18 +35,18 @@ def _whole_rank(ex: Executor, rank: int) -> Iterator[None]:
         ex.rank = outer
 
 
-@rule("scan")
-def _scan(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+def _running(ex: Executor, op: Op, xs: list[Any], reverse: bool
+             ) -> Iterator[tuple[int, list[np.ndarray], np.ndarray | None]]:
+    """The running values of a scan along the op's axis: (lane, values, whether any lane so far
+    was in range) after each lane, in scan order."""
     n, axis = op.attrs["n"], ex.rank + op.attrs["axis"]
     region = op.regions[0]
     arrays = np.broadcast_arrays(*[np.asarray(x) for x in xs])
     values, valid = arrays[:n], (arrays[n] if op.attrs.get("masked") else None)
     lanes = values[0].shape[axis]
-    order = range(lanes - 1, -1, -1) if op.attrs["reverse"] else range(lanes)
-    outs = [np.empty_like(v) for v in values]
     acc: list[Any] = []
     acc_valid = None
-    for i in order:
+    for i in range(lanes - 1, -1, -1) if reverse else range(lanes):
         cur = [np.take(v, i, axis=axis) for v in values]
         cur_valid = None if valid is None else np.take(valid, i, axis=axis)
         if not acc:
@@ -61,10 +62,35 @@ def _scan(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
                        for c, a, b in zip(new, acc, cur)]
                 acc_valid = acc_valid | cur_valid
             acc = new
+        yield i, acc, acc_valid
+
+
+@rule("scan")
+def _scan(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    axis = ex.rank + op.attrs["axis"]
+    shape = np.broadcast_shapes(*[np.shape(x) for x in xs])
+    outs = [np.empty(shape, np.asarray(x).dtype) for x in xs[:op.attrs["n"]]]
+    for i, acc, _ in _running(ex, op, xs, op.attrs["reverse"]):
         for o, a in zip(outs, acc):
             index = [slice(None)] * o.ndim
             index[axis] = i
             o[tuple(index)] = a
+    return outs
+
+
+@rule("fold")
+def _fold(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    """The last running values of a forward scan; rows with no lane in range give `empty`."""
+    acc: list[np.ndarray] = []
+    valid = None
+    for _, acc, valid in _running(ex, op, xs, False):
+        pass
+    outs = [np.asarray(a) for a in acc]
+    if valid is not None:
+        outs = [np.where(valid, a, np.asarray(e).astype(a.dtype))
+                for a, e in zip(outs, op.attrs["empty"])]
+    if op.attrs["keepdims"]:
+        outs = [np.expand_dims(a, ex.rank + op.attrs["axis"]) for a in outs]
     return outs
 
 

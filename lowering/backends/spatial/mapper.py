@@ -143,9 +143,9 @@ def _free(op: Op) -> bool:
 
 
 def _passes(op: Op, block: Callable[[Dim], int]) -> int:
-    """Vector passes over its result an op takes: a scan's combine ops at every step of a
-    lane-by-lane scan, a sort's compare-exchange stages (a bitonic network), else one."""
-    if op.name == "scan":
+    """Vector passes over its result an op takes: a scan's or fold's combine ops at every step
+    of a lane-by-lane scan, a sort's compare-exchange stages (a bitonic network), else one."""
+    if op.name in ("scan", "fold"):
         return max(1, len(op.regions[0].ops) - 1)
     if op.name == "sort":
         t = op.operands[0].type

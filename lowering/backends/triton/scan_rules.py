@@ -1,8 +1,9 @@
-"""Triton rules of `scan` and `sort` (tiledsl/lang/scans.py defines what they mean).
+"""Triton rules of `scan`, `fold` and `sort` (tiledsl/lang/scans.py defines what they mean).
 
-A scan is `tl.associative_scan` with its combine region written as a `@triton.jit` function of
-the module. Where some lanes are out of range (the `masked` operand), a flag rides along: an
-out-of-range lane acts as the combine's identity.
+A scan is `tl.associative_scan`, a fold `tl.reduce`, with the combine region written as a
+`@triton.jit` function of the module. Where some lanes are out of range (the `masked` operand),
+a flag rides along: an out-of-range lane acts as the combine's identity, and a fold's row whose
+flag stays 0 takes the op's `empty` value.
 
 A sort is `tl.sort` (a bitonic sort, along the last axis: others are permuted there and back)
 of one int64 per lane that packs, from the top: whether the lane is out of range, a key that
@@ -74,6 +75,28 @@ def _scan(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
         em.names[r] = name
     targets = ", ".join(names + (["_"] if masked else []))
     em.emit(indent, f"{targets} = tl.associative_scan({src}, {op.attrs['axis']}, {fn}{reverse})")
+
+
+@emit_rule("fold")
+def _fold(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    n, masked = op.attrs["n"], bool(op.attrs.get("masked"))
+    fn = _combine_function(em, op, masked)
+    t = op.operands[0].type
+    assert isinstance(t, TileType)
+    inputs = args[:n] + ([f"tl.broadcast_to({args[n]}.to(tl.int32), {em.shape(t)})"]
+                         if masked else [])
+    src = inputs[0] if len(inputs) == 1 else f"({', '.join(inputs)},)"
+    keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
+    names = [em.namer.fresh(r.hint or "fold") for r in op.results]
+    flag = em.namer.fresh("any_valid") if masked else None
+    targets = ", ".join(names + ([flag] if flag else []))
+    em.emit(indent, f"{targets} = tl.reduce({src}, {op.attrs['axis']}, {fn}{keep})")
+    for r, name, empty in zip(op.results, names, op.attrs["empty"]):
+        if flag:  # a row with no lane in range
+            dtype = r.type.dtype  # type: ignore[union-attr]
+            em.emit(indent, f"{name} = tl.where({flag} != 0, {name}, "
+                            f"{literal(empty)}).to({tl_dtype(dtype)})")
+        em.names[r] = name
 
 
 def _key_bits(op: Op, t: TileType) -> int:
