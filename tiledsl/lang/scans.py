@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import ShapeError, TraceError
 from tiledsl.ir.core import Block, Value, clone_block
