@@ -316,3 +316,23 @@ def test_a_runtime_value_fills_masked_lanes(backend: str) -> None:
             for r in td.grid(x.shape[0]):
                 x[r, :] = td.load(x, [r, td.arange(0, 8)], mask=td.arange(0, 8) < 5, other="0")
         bad_other(x)
+
+
+@td.tile_kernel
+def last_of_cumsum(x, out, B: td.constexpr):
+    """FlagGems' unique: `tl.store(ptr + tl.zeros_like(i0), cumsum, mask=i0 == B - 1)` writes
+    one lane of a tile to element 0, and every lane reads element p."""
+    for p in td.grid(out.shape[0]):
+        i0 = td.arange(0, B)
+        c = td.cumsum(td.load(x, [i0], mask=i0 < x.shape[0], other=0))
+        td.store(out, [p + td.zeros_like(i0)], c + td.load(x, [p + i0 * 0]), mask=i0 == B - 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_index_tile_of_one_value_addresses_every_lane(backend: str) -> None:
+    """Written as a scalar in Triton, such an index used to leave a scalar pointer beside a
+    tile value: a crash inside Triton."""
+    x = _rng().integers(1, 9, 37).astype(np.int64)
+    out = np.zeros(2, np.int64)
+    run = last_of_cumsum.run(x, out, 64, backend=backend)
+    assert run is None and list(out) == [x.sum() + x[0], x.sum() + x[1]]

@@ -335,18 +335,19 @@ class KernelEmitter(LoopEmission):
             mask = " & ".join(conds)
         return ptr, mask
 
-    @staticmethod
-    def spans(op: Op, axes: tuple[tuple[int, ...], ...]) -> bool:
+    def spans(self, op: Op, axes: tuple[tuple[int, ...], ...]) -> bool:
         """Whether a gather's pointer terms reach every axis of its tile (index tiles with
-        axes of 1 may leave one to the mask alone)."""
+        axes of 1 may leave one to the mask alone, and one written as a scalar, such as
+        `td.zeros_like(i)`, leaves all of its axes)."""
         lay = op_layout(op)
         indices = iter(access_parts(op)[0])
         full = op.attrs.get("full", ())
         covered: set[int] = set()
         for d, where in enumerate(axes):
-            idx_t = None if d in full else next(indices).type
-            if isinstance(idx_t, TileType):
-                covered |= {a for a, n in zip(where, idx_t.shape) if n != 1}
+            idx = None if d in full else next(indices)
+            if idx is not None and isinstance(idx.type, TileType):
+                if not self.scalar_written(idx):
+                    covered |= {a for a, n in zip(where, idx.type.shape) if n != 1}
             else:
                 covered |= set(where)
         return all(a in covered or n == 1 for a, n in enumerate(lay.shape))
