@@ -50,6 +50,7 @@ from tiledsl.errors import ControlFlowError as ControlFlowError
 from tiledsl.errors import DTypeError as DTypeError
 from tiledsl.errors import IRError as IRError
 from tiledsl.errors import OutOfBoundsError as OutOfBoundsError
+from tiledsl.errors import DeviceAssertionError as DeviceAssertionError
 from tiledsl.errors import RaceError as RaceError
 from tiledsl.errors import ShapeError as ShapeError
 from tiledsl.errors import TileDSLError as TileDSLError
@@ -59,6 +60,7 @@ from tiledsl.runtime.kernel import TileKernel as TileKernel
 from tiledsl.lang.scans import argsort as argsort
 from tiledsl.lang.scans import associative_scan as associative_scan
 from tiledsl.lang.scans import reduce as reduce
+from tiledsl.lang.asserts import device_assert as device_assert
 from tiledsl.lang.scans import sort as sort
 from tiledsl.lang.scans import topk as topk
 from tiledsl.runtime.kernel import tile_kernel as tile_kernel

@@ -127,6 +127,12 @@ class OutOfBoundsError(TileDSLError, IndexError):
     masks it (reads are undefined, writes are dropped), as Triton and CUDA do."""
 
 
+class DeviceAssertionError(TileDSLError, AssertionError):
+    """A `td.device_assert` (or an `assert` on a tile value) found a lane in range where its
+    condition is false. The NumPy and spatial backends check every one; compiled Triton code
+    checks them as Triton's `tl.device_assert` does: only when compiled with TRITON_DEBUG=1."""
+
+
 class RaceError(TileDSLError, RuntimeError):
     """Equal indices of a scatter (an index tile's lanes, or two programs') write different
     values to one element: no GPU defines which write wins. The NumPy and spatial backends check

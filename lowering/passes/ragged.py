@@ -8,6 +8,7 @@ pass neutralizes the out-of-range part of the mixed axis:
 - `reduce` kind "mean": becomes a masked sum divided by the number of in-range elements;
 - `cumsum` along an axis: mask that axis with 0 (lanes before a runtime start come first);
 - `dot`: mask the contraction axis of both operands with 0.
+- `assert`: every axis masked with true;
 - `sort`, `fold`, and a `scan` whose out-of-range lanes can come first in its order (reversed,
   or after a runtime start): a bool operand says which lanes are in range
   (tiledsl/lang/scans.py).
@@ -103,6 +104,10 @@ class MaskRaggedEdgesPass:
                     op.attrs["reverse"] or self._started(op.operands[0], op.attrs["axis"], scope)
                     is not None)) and not op.attrs.get("edges_masked"):
                 self._lanes_in_range(op, scope, out)
+            elif op.name == "assert":  # lanes out of range hold
+                t = op.operands[0].type
+                for a in range(t.rank):  # type: ignore[union-attr]
+                    op.operands[0] = self._mask(op.operands[0], a, True, scope, out, op)
             elif op.name in ("load", "store", "atomic") and gathers(op):
                 self._index_lanes(op, scope, out)
             elif has_trait(op.name, VIEW):

@@ -20,6 +20,7 @@ from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
     both, branch, choose, either, logical, loop_test, negate, truth,
 )
 from tiledsl.frontend.branches import condition
+from tiledsl.lang.asserts import check  # noqa: F401 (for rewrite)
 from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc, warn
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable

@@ -229,6 +229,16 @@ class _LoopRewriter(ast.NodeTransformer):
                                   ast.Constant(isinstance(node.op, ast.Or))], node)
         return out
 
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        """`assert test, msg` -> `_td_rt.check(test, lambda: msg, line)`: a device assertion
+        on a tile value inside a grid, Python's own on anything else (tiledsl/lang/asserts.py)."""
+        self.generic_visit(node)
+        empty = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+        msg = ast.Constant(None) if node.msg is None else \
+            ast.copy_location(ast.Lambda(empty, node.msg), node.msg)
+        call = _rt("check", [node.test, msg, ast.Constant(node.lineno)], node)
+        return ast.copy_location(ast.Expr(call), node)
+
     def visit_If(self, node: ast.If) -> Any:
         """`if` -> a call of `_td_rt.branch` with each branch a function of the names it
         assigns (as loop bodies are), so a runtime condition can trace both."""

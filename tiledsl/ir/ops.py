@@ -635,6 +635,18 @@ def _store(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list
     return []
 
 
+@_def("assert", pure=False, cse=False)
+def _assert(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A runtime check that every lane of a bool tile (or a bool scalar) holds; `msg` says
+    what failed (tl.device_assert). Out-of-range lanes are set to true before it (ragged.py)."""
+    _arity(ts, 1, "assert")
+    if tile(ts[0], "assert condition").dtype != dtypes.bool_:
+        raise DTypeError(f"assert: the condition must be bool, got {ts[0]}")
+    if not isinstance(attrs.get("msg"), str):
+        raise IRError("assert: msg must be a string")
+    return []
+
+
 ATOMICS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
 BITWISE_ATOMICS = ("and", "or", "xor")  # integer tensors only, as Triton's
 ATOMIC_DTYPES = ("i32", "i64", "f32", "f64")  # what every backend's atomics take (Triton's)

@@ -28,6 +28,7 @@ from lowering.backends.triton import while_rules as _while_rules  # noqa: F401 (
 from lowering.backends.triton import atomic_rules as _atomic_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import random_rules as _random_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import scan_rules as _scan_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import assert_rules as _assert_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
