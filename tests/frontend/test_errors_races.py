@@ -663,6 +663,29 @@ def test_int_arguments_of_racing_indices_are_traced_as_constants() -> None:
 
 
 @td.tile_kernel
+def strided_blocks(x, stride):
+    """FlagGems' mv: a registered block size that host code reads sizes the grid, and the
+    indices use a runtime int: each of the block's values traces with it as a constant."""
+    n = x.shape[0]
+    out = td.empty((n,), dtype=x.dtype)
+    b = td.register_block_size(n)
+    for pid in td.grid(td.cdiv(n, b)):
+        offs = pid * b + td.arange(0, b)
+        td.store(out, [offs * stride], td.load(x, [offs * stride], mask=offs < n) * 2.0,
+                 mask=offs < n)
+    return out
+
+
+def test_a_grid_sized_by_a_read_block_size_specializes_its_int_arguments() -> None:
+    """It leaked the tracer's internal StaticNeeded out of k.run (the default config's check
+    traces another block size than the default trace)."""
+    x = np.random.default_rng(2).standard_normal(37).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        for config, out in under_configs(strided_blocks, (x, 1), backend):
+            np.testing.assert_array_equal(out, 2 * x, err_msg=str(config))
+
+
+@td.tile_kernel
 def rows_per_program(x, programs: td.constexpr, rows: td.constexpr, reach: td.constexpr):
     """Liger's backward kernels: program p doubles rows [p * rows, min(p * rows + reach, n)) in
     place, in a `range` over runtime bounds."""

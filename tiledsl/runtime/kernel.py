@@ -96,13 +96,28 @@ class TileKernel:
                 if spec in self.caches.traces or not any(
                         s[0] == "scalar" and dtypes.BY_SHORT[s[1]].is_int for s in spec):
                     return spec
-                self.traces.get(spec)
+                self._trace_knob_values(spec)
             except static_args.StaticNeeded as e:
                 self.specs.static |= e.params  # (each round adds one: the loop ends)
                 self.caches.plans.clear()
                 self.caches.fast.clear()
                 continue
             return spec
+
+    def _trace_knob_values(self, spec: tuple[ArgSpec, ...]) -> None:
+        """Trace `spec`, and again with each value of each registered knob (the others at
+        their defaults): a value may use an int argument where only a static one will do (the
+        race check, with a block size that host code reads)."""
+        t = self.traces.get(spec)
+        defaults = {n: f.initial for n, f in t.tunables.items()}
+        for name, fragment in sorted(t.tunables.items()):
+            for value in fragment.choices:
+                if value != fragment.initial:
+                    knobs = tuple(sorted({**defaults, name: value}.items()))
+                    try:
+                        self.traces.get(spec, knobs)
+                    except TileDSLError:  # the config space says so, with the config
+                        pass
 
     def ir_values(self, *args: Any, **kwargs: Any) -> list[Any]:
         """The values a backend receives for this call (see `_flat`)."""
