@@ -101,6 +101,25 @@ def test_the_counter_has_the_bounds_dtype() -> None:
     assert ": i64" not in ir
 
 
+@td.tile_kernel
+def ramp(x, s):
+    """FlagGems' bicubic upsampling: a counter to a bound computed from a float, used in float
+    arithmetic (Triton's interpreter counts in Python ints, which have no `.to`)."""
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        acc = td.zeros((t,), dtype=td.float32)
+        for i in range(0, (s + 0.5).to(td.int32), 1):
+            acc += x[t] * (i + 0.5)
+        out[t] = acc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_counter_used_as_a_float(backend: str) -> None:
+    x = np.random.default_rng(4).standard_normal(37).astype(np.float32)
+    td.testing.assert_close(run_on(ramp, (x, 2.7), backend), x * 4.5, np.float32)
+
+
 def test_errors() -> None:
     @td.tile_kernel
     def breaks(lens, x):

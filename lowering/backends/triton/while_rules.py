@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lowering.backends.triton.oprules import emit_rule, prepare_rule
+from lowering.backends.triton.casts import tl_dtype
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.core import Op, Value
 from tiledsl.ir.counted import counted_loop
@@ -101,6 +102,9 @@ def _for(em: KernelEmitter, op: Op, k: int, stop: Value, step: int, indent: int)
     loop = f"tl.range({', '.join(bounds + tuning)})" if tuning else f"range({', '.join(bounds)})"
     em.emit(indent, f"for {counter} in {loop}:")
     start = len(em.lines)
+    if em.interpret:  # Triton's interpreter counts in Python ints, which have no .to()
+        dtype = region.args[k].type.dtype  # type: ignore[union-attr]
+        em.emit(indent + 1, f"{counter} = tl.full([], {counter}, {tl_dtype(dtype)})")
     em.block(region, indent + 1)
     yielded = region.ops[-1].operands
     _assign(em, list(names.values()), [em.full_value(yielded[1 + i]) for i in carried],
