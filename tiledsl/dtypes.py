@@ -9,6 +9,17 @@ import ml_dtypes
 import numpy as np
 
 
+class _Truth(int):
+    """A bool that can also be called: td's properties `d.is_int`, `d.is_bool` and `d.is_fp8`
+    are Triton's methods `d.is_int()`, ... too."""
+
+    def __call__(self) -> bool:
+        return bool(self)
+
+    def __repr__(self) -> str:
+        return repr(bool(self))
+
+
 @dataclass(frozen=True)
 class DType:
     """An element type. `name` is the public name, `short` the IR spelling (f32, bf16, i1...)."""
@@ -35,7 +46,7 @@ class DType:
     @property
     def is_int(self) -> bool:
         """Signed or unsigned."""
-        return self.kind in "iu"
+        return _Truth(self.kind in "iu")
 
     @property
     def is_unsigned(self) -> bool:
@@ -43,12 +54,12 @@ class DType:
 
     @property
     def is_bool(self) -> bool:
-        return self.kind == "b"
+        return _Truth(self.kind == "b")
 
     @property
     def is_fp8(self) -> bool:
         """A storage type (fp8.py): loads, stores, casts and `@` take it; arithmetic does not."""
-        return self.kind == "f" and self.bits == 8
+        return _Truth(self.kind == "f" and self.bits == 8)
 
     def __eq__(self, other: object) -> bool:
         """Equal to the same td dtype, and (as NumPy's dtypes are) to its NumPy dtype, type or

@@ -269,3 +269,22 @@ def test_an_if_on_an_int_argument_in_host_code_makes_it_compile_time() -> None:
     td.testing.assert_close(divided(x, 4), x / 4.0, np.float32)
     with pytest.raises(td.TraceError, match="ValueError: divisor must be nonzero"):
         divided(x, 0)
+
+
+@td.tile_kernel
+def first_rows(x, m):
+    """FlagGems' triu: `td.register_block_size(M)` of an int argument specializes it, as a
+    size does."""
+    out = td.zeros_like(x)
+    bm = td.register_block_size(m)
+    part, into = x[:m, :], out[:m, :]
+    for t in td.tile(m, block_size=bm):
+        into[t, :] = part[t, :] * 2
+    return out
+
+
+def test_a_block_size_registered_for_an_int_argument_specializes_it() -> None:
+    x = np.random.default_rng(5).standard_normal((37, 5)).astype(np.float32)
+    for m in (30, 37):
+        want = np.where(np.arange(37)[:, None] < m, 2 * x, 0)
+        np.testing.assert_array_equal(first_rows(x, m), want)

@@ -362,14 +362,14 @@ def test_a_constant_index_past_the_tensor_under_a_runtime_if_is_checked_when_it_
 
 @td.tile_kernel
 def doubled_in_range(x, B: td.constexpr):
-    """Triton's `mask = offs < n and offs >= 0` (FlagGems): `and` of bool tiles is
-    elementwise."""
+    """Triton's `mask = offs < n and offs >= 0` (FlagGems): `and`, `or` and `not` of bool
+    tiles are elementwise."""
     n = x.shape[0]
     out = td.zeros_like(x)
     for pid in td.grid(td.cdiv(n, B)):
         offs = pid * B + td.arange(0, B)
         mask = offs < n and offs >= 0
-        keep = (offs % 3 == 0) or not_first(offs)
+        keep = (not (offs % 3 != 0)) or not_first(offs)
         td.store(out, [offs], td.where(keep, td.load(x, [offs], mask=mask) * 2, 0.0), mask=mask)
     return out
 

@@ -64,7 +64,7 @@ def one_block_dot(a, b):
     out = td.empty((a.shape[0], b.shape[1]), dtype=td.float32)
     for i in td.grid(1):
         acc = td.zeros((a.shape[0], b.shape[1]), dtype=td.float32)
-        acc = td.dot(a[:, :], b[:, :], acc=acc)  # no loop: the zeros stay a scalar
+        acc = td.dot(a[:, :], b[:, :], acc=acc, allow_tf32=False)  # no loop: acc's a scalar
         out[:, :] = acc
     return out
 
@@ -77,6 +77,7 @@ def test_a_dot_into_zeros_outside_a_loop() -> None:
     out = one_block_dot.run(a, b, backend="triton-interpret")
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     assert one_block_dot.compile(a, b, arch="sm_90")[0].registers > 0
+    assert 'input_precision="ieee"' in one_block_dot.source(a, b, target="triton")
 
 
 def test_constexpr_computes_as_its_value() -> None:
@@ -211,34 +212,40 @@ def test_a_long_unrolled_range_warns() -> None:
 
 @td.tile_kernel
 def scaled_rows(X, Alpha):
-    """Liger's `alpha = tl.load(alpha_ptr)`: a scalar pointer's element."""
+    """Liger's `alpha = tl.load(alpha_ptr)`: a scalar pointer's element; FlagGems' trace
+    writes one with `tl.store(out_ptr, v)`."""
     out = td.empty_like(X)
+    total = td.empty((1,), dtype=td.float32)
     for r in td.grid(X.shape[0]):
         out[r, :] = X[r, :] * td.load(Alpha).to(td.float32)
-    return out
+    for _ in td.grid(1):
+        td.store(total, td.sum(X[0, :]))
+    return out, total
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_load_with_no_index_reads_a_one_element_tensor(backend: str) -> None:
+def test_a_load_or_store_with_no_index_reaches_a_one_element_tensor(backend: str) -> None:
     x = np.random.default_rng(20).standard_normal((5, 7)).astype(np.float32)
-    out = run_on(scaled_rows, (x, np.array([0.5], np.float32)), backend)
+    out, total = run_on(scaled_rows, (x, np.array([0.5], np.float32)), backend)
     np.testing.assert_array_equal(out, x * 0.5)
+    td.testing.assert_close(total, x[:1].sum(1), np.float32)
     if backend == "numpy":
-        with pytest.raises(td.TraceError, match=r"with no index reads one element") as e:
+        with pytest.raises(td.TraceError, match=r"with no index reaches one element") as e:
             scaled_rows(x, np.array([0.5, 2.0], np.float32))
-        assert "td.load(Alpha, [i])" in e.value.hint
+        assert "td.load(Alpha, [i], ...)" in e.value.hint
 
 
 @td.tile_kernel
 def flag_gems_spellings(x, counts):
     """FlagGems' argmax, count_nonzero and isin: `tl.max(..., return_indices=True)`,
-    `inp.type.element_ty`, dtype predicates, `tl.int1` and `tl.atomic_add(ptr, v)`."""
+    `inp.type.element_ty`, dtype predicates (`is_int()` a method, as td's `is_int` is a
+    property), `tl.int1` and `tl.atomic_add(ptr, v)`."""
     m, n = x.shape
     top = td.empty((m,), dtype=x.type.element_ty)
     where = td.empty((m,), dtype=td.int32)
     for r in td.grid(m):
         v = x[r, :]
-        if x.dtype.is_floating() and not x.dtype.is_fp16():
+        if x.dtype.is_floating() and not x.dtype.is_fp16() and not x.dtype.is_int():
             best, at = td.max(v, axis=0, return_indices=True)
         else:
             best, at = td.min(v, axis=0, return_indices=True)

@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from tiledsl.errors import Loc, TraceError, user_loc
+from tiledsl.frontend.static_args import need_static
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import PowerOfTwo
+from tiledsl.ir.core import Value
 from tiledsl.ir.types import UNBOUNDED
 
 DEFAULT_BLOCK = 64  # a block symbol's default: the largest choice up to this
@@ -103,9 +105,13 @@ def register_block_size(n: int, upper: int | None = None, /, *, min: int | None 
     if tr.depth != "host":
         tr.fail(TraceError, "td.register_block_size() is called inside a tile loop",
                 hint="register block sizes before the loops, where the kernel allocates outputs")
+    if hasattr(n, "value") and isinstance(n.value, Value):  # an int argument: compile-time
+        need_static(n.value, tr.int_params)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
         tr.fail(TraceError, f"td.register_block_size(n): n is the size of the dimension the block "
-                f"cuts, a positive int, got {n!r}")
+                f"cuts, a positive int, got {n!r}",
+                hint="a size computed at run time: pass it as a compile-time argument "
+                     "(td.constexpr), or register the block for the largest size it takes")
     for what, v in (("min", min), ("max", max)):
         if v is not None and not _pow2(v):
             tr.fail(TraceError, f"td.register_block_size(): {what}= must be a power of two, "

@@ -210,6 +210,14 @@ def logical(first: Any, second: Callable[[], Any], line: int, when: bool) -> Any
             hint="compare to make bool tiles (`a < n and b >= 0`), or write `&` / `|`")
 
 
+def logical_not(value: Any, line: int) -> Any:
+    """`not value` outside an `if` or `while` test: on a tile, Triton's elementwise logical
+    not (`mask=(not if_pad) and cond`); on a runtime scalar or a Python value, as in a test."""
+    if isinstance(value, TileValue) and value.shape != ():
+        return unary("not", value if value.dtype.is_bool else binary("ne", value, 0))
+    return negate(value, line)
+
+
 def negate(value: Any, line: int) -> Any:
     """`not value` in an `if` condition."""
     if not isinstance(value, TileValue):

@@ -17,7 +17,7 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
-    both, branch, choose, either, logical, loop_test, negate, truth,
+    both, branch, choose, either, logical, logical_not, loop_test, negate, truth,
 )
 from tiledsl.frontend.branches import condition
 from tiledsl.lang.asserts import check  # noqa: F401 (for rewrite)

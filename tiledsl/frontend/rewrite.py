@@ -239,6 +239,14 @@ class _LoopRewriter(ast.NodeTransformer):
         call = _rt("check", [node.test, msg, ast.Constant(node.lineno)], node)
         return ast.copy_location(ast.Expr(call), node)
 
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        """`not x` outside an `if` or `while` test -> `_td_rt.logical_not(x, line)`: Triton's
+        elementwise not on a tile (tiledsl.frontend.branches)."""
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _rt("logical_not", [node.operand, ast.Constant(node.lineno)], node)
+        return node
+
     def visit_If(self, node: ast.If) -> Any:
         """`if` -> a call of `_td_rt.branch` with each branch a function of the names it
         assigns (as loop bodies are), so a runtime condition can trace both."""

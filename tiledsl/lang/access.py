@@ -50,14 +50,15 @@ def _index(idx: Any) -> Any:
     return tuple(idx) if isinstance(idx, list) else idx
 
 
-def scalar_pointer(t: Tensor) -> tuple[int, ...]:
+def scalar_pointer(t: Tensor, what: str = "td.load") -> tuple[int, ...]:
     """Triton's `tl.load(ptr)` with no offsets reads the one element a scalar pointer points
-    at: `td.load(alpha)` of a tensor of one element reads it (a scalar)."""
+    at: `td.load(alpha)` of a tensor of one element reads it (a scalar), and `td.store(out, v)`
+    writes it."""
     if any(d != 1 for d in t.shape):
-        current().fail(TraceError, f"td.load({t.name}) with no index reads one element, but "
+        current().fail(TraceError, f"{what}({t.name}) with no index reaches one element, but "
                        f"'{t.name}' has shape {t.shape}",
-                       hint=f"give the index: td.load({t.name}, [i]) (Triton's "
-                            f"tl.load({t.name}_ptr + i))")
+                       hint=f"give the index: {what}({t.name}, [i], ...) (Triton's "
+                            f"{what.replace('td.', 'tl.')}({t.name}_ptr + i, ...))")
     return (0,) * len(t.shape)
 
 
@@ -91,10 +92,14 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
     return t.load(_index(index), m, 0 if other is _DEFAULT else other, hints=hints)
 
 
-def store(x: Any, index: Any, value: Any, mask: Any = None, *, extra_mask: Any = None,
-          eviction_policy: str = "", cache_modifier: str = "") -> None:
-    """`x[index] = value` where `mask` holds; see the module's docstring."""
+def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
+          extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "") -> None:
+    """`x[index] = value` where `mask` holds; see the module's docstring. `td.store(x, v)`
+    writes the one element of a one-element tensor (Triton's `tl.store(ptr, v)`)."""
     current("td.store()")
-    _tensor("td.store()", x).store(_index(index), value, _mask("td.store()", mask, extra_mask),
-                                   hints=_hints("td.store()", eviction_policy, cache_modifier))
+    t = _tensor("td.store()", x)
+    if value is _DEFAULT:
+        index, value = scalar_pointer(t, "td.store"), index
+    t.store(_index(index), value, _mask("td.store()", mask, extra_mask),
+            hints=_hints("td.store()", eviction_policy, cache_modifier))
 

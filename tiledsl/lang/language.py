@@ -392,11 +392,20 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
     return _where(cond, x, y)
 
 
-def dot(a: Any, b: Any, acc: Any = None, out_dtype: Any = None) -> TileValue:
+def dot(a: Any, b: Any, acc: Any = None, out_dtype: Any = None, *,
+        input_precision: str | None = None, allow_tf32: bool | None = None,
+        max_num_imprecise_acc: int | None = None) -> TileValue:
     """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32. With
     `acc` (Triton's `tl.dot(a, b, acc)`), `acc + a @ b` in acc's dtype; `out_dtype` (Helion's
-    `hl.dot`) casts the result."""
-    current("td.dot()")
+    `hl.dot`) casts the result. Triton's `input_precision=`, `allow_tf32=` and
+    `max_num_imprecise_acc=` are taken and change nothing: float32 products are IEEE float32
+    (NumPy's) on every backend."""
+    tr = current("td.dot()")
+    if input_precision not in (None, "ieee", "tf32", "tf32x3", "bf16x3", "bf16x6") or \
+            allow_tf32 not in (None, True, False):
+        tr.fail(TraceError, f"td.dot: input_precision={input_precision!r}, "
+                f"allow_tf32={allow_tf32!r} are not Triton's",
+                hint="input_precision='ieee' (float32 products are IEEE float32 here anyway)")
     out = _dot(a, b) if acc is None else addmm(acc, a, b)
     return out if out_dtype is None else cast(out, _dtype_arg(out_dtype, "td.dot"))
 
