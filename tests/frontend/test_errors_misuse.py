@@ -44,15 +44,6 @@ def while_with_break(x):
 
 
 @td.tile_kernel
-def not_on_tile(x):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        mask = not (x[t] > 0)  # <- here
-        out[t] = td.where(mask, x[t], 0.0)
-    return out
-
-
-@td.tile_kernel
 def chained_comparison(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
@@ -61,19 +52,10 @@ def chained_comparison(x):
     return out
 
 
-@td.tile_kernel
-def assert_on_tile(x):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        assert td.min(x[t]) > -100.0  # <- here
-        out[t] = x[t]
-    return out
-
-
-# (`and` / `or` of bool tiles are Triton's elementwise logical ops: tests/lang/test_control_flow.py)
-@pytest.mark.parametrize("kernel", [if_on_tile, not_on_tile, chained_comparison,
-                                    assert_on_tile],
-                         ids=lambda k: k.name)
+# (`and`, `or` and `not` of bool tiles are Triton's elementwise logical ops:
+# tests/lang/test_control_flow.py; `assert` on a tile is a device assertion:
+# tests/lang/test_device_assert.py)
+@pytest.mark.parametrize("kernel", [if_on_tile, chained_comparison], ids=lambda k: k.name)
 def test_control_flow_on_tile(kernel: td.TileKernel) -> None:
     err = trace_error(td.ControlFlowError, kernel, f32(8))
     assert "td.where" in msg(err)
@@ -619,19 +601,19 @@ def test_whole_tensor_math_in_host_code_says_to_load_first() -> None:
 def pointer_bump(X_ptr, n_cols: td.constexpr):
     out = td.empty((X_ptr.shape[0],), td.float32)
     for row in td.grid(X_ptr.shape[0]):
-        X_ptr += row * n_cols  # <- here
-        out[row] = td.sum(td.load(X_ptr, td.arange(0, n_cols)))
+        X_ptr += row * n_cols
+        out[row] = td.sum(td.load(X_ptr, td.arange(0, n_cols)))  # <- here
     return out
 
 
-def test_a_pointer_bump_says_to_keep_the_offset() -> None:
-    """Liger's `X_ptr += row * X_row_stride`: a tensor is not a pointer to move; nor by a tile
-    (FlagGems' isin, `out_ptr += rows`)."""
-    err = trace_error(td.TraceError, pointer_bump, f32(3, 4), 4)
-    assert "a tensor is not a pointer to move" in msg(err)
-    assert "off = row * stride" in err.hint and "td.load(X_ptr, off + cols" in err.hint
-    err = trace_error(td.TraceError, tile_bump, f32(37))
-    assert "a tensor is not a pointer to move" in msg(err)
+def test_a_pointer_given_an_index_says_it_holds_its_offsets() -> None:
+    """Liger's `X_ptr += row * X_row_stride` is a pointer (tests/lang/test_pointers.py); a
+    port that then indexes it as a tensor, or gives a store through a tile-bumped pointer
+    (FlagGems' isin, `out_ptr += rows`) an index, is told the pointer holds its offsets."""
+    for kernel, args in ((pointer_bump, (f32(3, 4), 4)), (tile_bump, (f32(37),))):
+        err = trace_error(td.TraceError, kernel, *args)
+        assert "takes a bool mask where" in msg(err) and "holds its offsets" in msg(err)
+        assert "x + offsets" in err.hint
 
 
 @td.tile_kernel
@@ -640,8 +622,8 @@ def tile_bump(x):
     for pid in td.grid(3):
         rows = pid * 16 + td.arange(0, 16)
         out_ptr = out
-        out_ptr += rows  # <- here
-        td.store(out_ptr, [0], td.load(x, [rows], mask=rows < 37), mask=rows < 37)
+        out_ptr += rows
+        td.store(out_ptr, [0], td.load(x, [rows], mask=rows < 37), mask=rows < 37)  # <- here
     return out
 
 

@@ -28,6 +28,7 @@ from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
+from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import Tracer, active, current
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, broadcast_to, cast, common_dtype, need_static, to_value,
@@ -35,6 +36,7 @@ from tiledsl.frontend.values import (
 
 Body = Callable[[Any, dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+_CARRIED = (TileValue, Pointer) + _NUMBER  # what a loop carries across its trips
 UNBOUNDED_BLOCK = 256  # the largest block the tuner tries for a loop with no static bound
 UNROLL_WARN = 16  # trips of a Python range inside the grid past which its unrolling warns
 
@@ -275,6 +277,28 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
     return {}
 
 
+def _init(v: Any) -> TileValue:
+    """What a loop carries for a value bound before it: a pointer's offset (pointers.py)."""
+    return v.offset if isinstance(v, Pointer) else to_value(v)
+
+
+def _as_before(before: Any, v: Value, weak: bool) -> Any:
+    """The carried IR value `v` seen as the value bound before the loop was (a pointer)."""
+    offset = TileValue(v, weak)
+    return Pointer(before.base, offset) if isinstance(before, Pointer) else offset
+
+
+def _carried_value(tr: Tracer, name: str, before: Any, after: Any) -> TileValue:
+    """What the body leaves in a carried name, as the loop carries it."""
+    if not isinstance(before, Pointer):
+        return to_value(after)
+    if not isinstance(after, Pointer) or after.base.value is not before.base.value:
+        tr.fail(TraceError, f"'{name}', a pointer into '{before.base.name}' before the loop, is "
+                f"{after!r} after a trip", hint="a carried pointer moves by offsets within its "
+                "tensor: name a pointer into another tensor differently")
+    return after.offset
+
+
 class _Mismatch(Exception):
     def __init__(self, name: str, result: TileValue) -> None:
         self.name = name
@@ -283,8 +307,8 @@ class _Mismatch(Exception):
 
 def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
          names: tuple[str, ...]) -> dict:
-    carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
-    inits = {n: to_value(env[n]) for n in carried}
+    carried = [n for n in assigned if n in env and isinstance(env[n], _CARRIED)]
+    inits = {n: _init(env[n]) for n in carried}
     for _attempt in range(len(carried) + 1):
         block, symbols = tr.blocks[-1], len(tr.symbols)
         start = len(block.ops)
@@ -299,7 +323,7 @@ def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str,
         if n in env and n not in inits and out.get(n) is not env[n]:
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a tile loop",
                     loc=rng.loc, hint="only tile values and numbers can be carried across iterations")
-    return {n: TileValue(v, inits[n].weak) for n, v in zip(carried, results)}
+    return {n: _as_before(env[n], v, inits[n].weak) for n, v in zip(carried, results)}
 
 
 def _widen(tr: Tracer, loc: Loc | None, name: str, init: TileValue, res: TileValue) -> TileValue:
@@ -368,11 +392,12 @@ def _nest(tr: Tracer, rng: TileRange, body: Body, env: dict, carried: list[str],
             else:
                 handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]
                 inner = dict(env)
-                inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
+                inner.update({n: _as_before(env[n], a, inits[n].weak)
+                              for n, a in zip(carried, args)})
                 out = body(_item(handles, rng.seq), inner)
                 yielded = []
                 for n, a in zip(carried, args):
-                    v = to_value(out.get(n, inner[n]))
+                    v = _carried_value(tr, n, env[n], out.get(n, inner[n]))
                     if v.type != a.type:
                         raise _Mismatch(n, v)
                     yielded.append(v.value)
@@ -411,8 +436,8 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
               ) -> dict:
     """The `while` op of a loop whose condition `cond` is a runtime value (see `while_loop`)."""
     go = _go(tr, cond, loc)
-    carried = [n for n in assigned if n in env and isinstance(env[n], (TileValue,) + _NUMBER)]
-    inits = {n: to_value(env[n]) for n in carried}
+    carried = [n for n in assigned if n in env and isinstance(env[n], _CARRIED)]
+    inits = {n: _init(env[n]) for n in carried}
     for _attempt in range(len(carried) + 1):
         block, symbols = tr.blocks[-1], len(tr.symbols)
         start = len(block.ops)
@@ -429,7 +454,7 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
                     "loop on a runtime value", loc=loc,
                     hint="only tile values and numbers can be carried across its trips")
     out = dict(env)
-    out.update({n: TileValue(v, inits[n].weak) for n, v in zip(carried, results)})
+    out.update({n: _as_before(env[n], v, inits[n].weak) for n, v in zip(carried, results)})
     return out
 
 
@@ -471,12 +496,12 @@ def _trace_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
                 ) -> dict:
     """The region's ops: the body on the carried arguments, then the condition and the yield."""
     inner = dict(env)
-    inner.update({n: TileValue(a, inits[n].weak) for n, a in zip(carried, args)})
+    inner.update({n: _as_before(env[n], a, inits[n].weak) for n, a in zip(carried, args)})
     out = body(inner)
     after = {**inner, **out}
     yielded = []
     for n, a in zip(carried, args):
-        v = to_value(after[n])
+        v = _carried_value(tr, n, env[n], after[n])
         if v.type != a.type:
             raise _Mismatch(n, v)
         yielded.append(v.value)

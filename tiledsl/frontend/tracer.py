@@ -42,6 +42,8 @@ class Tracer:
         # how many names the target of the `for` statement whose iterable is being evaluated
         # binds (loops.targets), for td.tile to read once: Helion's `hl.tile(begin, end)`
         self.loop_targets: int | None = None
+        # tensors' flat views for Triton's pointers, per host block (frontend/pointers.py)
+        self.flat_views: dict[tuple[Value, int], Any] = {}
 
     @property
     def depth(self) -> str:

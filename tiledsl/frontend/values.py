@@ -378,20 +378,25 @@ class Tensor:
                             f"was passed: write `if {self.name} is not None:` (known when "
                             "tracing; the kernel is traced for each case)")
 
-    def _bump(self, other: Any) -> Any:
-        """`x_ptr += row * stride`, Triton's pointer bump: say to keep the offset instead."""
+    def _bump(self, other: Any, sign: str = "+") -> Any:
+        """`x_ptr + offs` inside a grid: Triton's pointer into x's elements (pointers.py)."""
         offsets = isinstance(other, (int, np.integer)) and not isinstance(other, bool) or \
             isinstance(other, TileValue) and other.dtype.is_int
         if offsets and current().depth != "host":
-            current().fail(TraceError, f"tensor '{self.name}' must be indexed before computing "
-                           "with it: a tensor is not a pointer to move",
-                           hint="Triton's pointer arithmetic (`ptr + offs`, `ptr += row * "
-                                "stride`) is an offset here: keep it in an int (`off = row * "
-                                f"stride`) and index with it, td.load({self.name}, off + cols, "
-                                f"mask=...), or index by row: {self.name}[row, cols]")
+            from tiledsl.frontend.pointers import pointer  # (pointers build on this module)
+            return pointer(self, other, sign)
+        if offsets:
+            current().fail(TraceError, f"tensor '{self.name}' + an offset in host code: Triton's "
+                           "pointer arithmetic belongs inside the grid",
+                           hint=f"for pid in td.grid(n): v = td.load({self.name} + pid * stride "
+                                "+ cols, mask=...)")
         self._no_math()
 
-    __add__ = __radd__ = __sub__ = _bump
+    def _drop(self, other: Any) -> Any:
+        return self._bump(other, "-")
+
+    __add__ = __radd__ = _bump
+    __sub__ = _drop
     __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
     __rmatmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_math
     __mod__ = __rmod__ = __pow__ = __rpow__ = __and__ = __rand__ = __or__ = __ror__ = _no_math

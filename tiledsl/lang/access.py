@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import TraceError
+from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import active, current
-from tiledsl.frontend.values import Tensor
+from tiledsl.frontend.values import Tensor, TileValue
 
 _DEFAULT = object()
 EVICTION = ("", "evict_first", "evict_last")
@@ -62,6 +63,26 @@ def scalar_pointer(t: Tensor, what: str = "td.load") -> tuple[int, ...]:
     return (0,) * len(t.shape)
 
 
+def _not_an_index(what: str, mask: Any) -> None:
+    """A pointer's access takes a bool mask where a tensor's takes its index: say so for an
+    index given to a pointer (code that kept both the pointer and the index)."""
+    if isinstance(mask, (list, tuple)) or isinstance(mask, TileValue) and not mask.dtype.is_bool:
+        current().fail(TraceError, f"{what}(pointer, ...) takes a bool mask where {what}(tensor, "
+                       "index, ...) takes an index: the pointer holds its offsets already",
+                       hint=f"{what}(x + offsets, ..., mask=m), or {what}(x, [offsets], ...)")
+
+
+def _pointer_mask(index: Any, mask: Any, other: Any) -> tuple[Any, Any]:
+    """The mask and fill of `td.load(pointer, mask, other)`: the pointer takes the place of
+    the tensor and its index, so a positional mask and fill come one place earlier."""
+    if index is None:  # (given by keyword, or not at all)
+        return mask, other
+    _not_an_index("td.load", index)
+    if mask is not None and other is not _DEFAULT:
+        current().fail(TraceError, "td.load(pointer, mask, other): the fill is given twice")
+    return index, (other if mask is None else mask)
+
+
 def _mask(what: str, mask: Any, extra_mask: Any) -> Any:
     if mask is not None and extra_mask is not None:
         current().fail(TraceError, f"{what}: give mask= or extra_mask= (Helion's name), not both")
@@ -82,6 +103,8 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
     if active() is None and not isinstance(x, Tensor):
         from tiledsl.interop.aot import load as load_package
         return load_package(x)
+    if isinstance(x, Pointer):  # Triton's tl.load(pointer, mask, other)
+        x, index, mask, other = x.base, [x.offset], *_pointer_mask(index, mask, other)
     t = _tensor("td.load()", x)
     m = _mask("td.load()", mask, extra_mask)
     hints = _hints("td.load()", eviction_policy, cache_modifier)
@@ -97,6 +120,12 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
     """`x[index] = value` where `mask` holds; see the module's docstring. `td.store(x, v)`
     writes the one element of a one-element tensor (Triton's `tl.store(ptr, v)`)."""
     current("td.store()")
+    if isinstance(x, Pointer):  # Triton's tl.store(pointer, value, mask)
+        if value is not _DEFAULT:
+            _not_an_index("td.store", value)
+        if value is not _DEFAULT and mask is not None:
+            current().fail(TraceError, "td.store(pointer, value, mask): the mask is given twice")
+        x, index, value, mask = x.base, [x.offset], index, (mask if value is _DEFAULT else value)
     t = _tensor("td.store()", x)
     if value is _DEFAULT:
         index, value = scalar_pointer(t, "td.store"), index

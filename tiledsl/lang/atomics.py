@@ -16,10 +16,12 @@ NumPy backend).
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 from tiledsl.errors import DTypeError, TraceError
 from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
+from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, _access_mask, _indices, written_value
@@ -27,6 +29,17 @@ from tiledsl.lang.access import scalar_pointer
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
 SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`
+
+
+def _pointer_form(fn: Callable[..., TileValue]) -> Callable[..., TileValue]:
+    """Triton's form, `tl.atomic_add(pointer, value, mask)`: the pointer is the tensor and
+    its index (tiledsl/frontend/pointers.py)."""
+    @functools.wraps(fn)
+    def call(x: Any, *args: Any, **kwargs: Any) -> TileValue:
+        if isinstance(x, Pointer):
+            return fn(x.base, [x.offset], *args, **kwargs)
+        return fn(x, *args, **kwargs)
+    return call
 
 
 def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
@@ -76,6 +89,7 @@ def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: A
     return TileValue(tr.emit("atomic", [t.value, *operands, *vs], attrs, hint=f"old_{kind}")[0])
 
 
+@_pointer_form
 def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
                sem: str = "relaxed", scope: str = "gpu") -> TileValue:
     """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values.
@@ -86,42 +100,49 @@ def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
     return _atomic("atomic_add", "add", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_and(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
                scope: str = "gpu") -> TileValue:
     """`x[index] &= value` atomically (int tensors); returns the old values."""
     return _atomic("atomic_and", "and", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_or(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
               scope: str = "gpu") -> TileValue:
     """`x[index] |= value` atomically (int tensors); returns the old values."""
     return _atomic("atomic_or", "or", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_xor(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
                scope: str = "gpu") -> TileValue:
     """`x[index] ^= value` atomically (int tensors); returns the old values."""
     return _atomic("atomic_xor", "xor", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_max(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
                scope: str = "gpu") -> TileValue:
     """`x[index] = maximum(x[index], value)` atomically; returns the old values."""
     return _atomic("atomic_max", "max", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_min(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
                scope: str = "gpu") -> TileValue:
     """`x[index] = minimum(x[index], value)` atomically; returns the old values."""
     return _atomic("atomic_min", "min", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_xchg(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
                 scope: str = "gpu") -> TileValue:
     """Write `value` to `x[index]` atomically; returns the old values."""
     return _atomic("atomic_xchg", "xchg", x, index, [value], mask, sem, scope)
 
 
+@_pointer_form
 def atomic_cas(x: Any, index: Any, expected: Any, value: Any, mask: Any = None, *,
                sem: str = "relaxed", scope: str = "gpu") -> TileValue:
     """Where `x[index]` equals `expected`, write `value`, atomically; returns the old values

@@ -1,0 +1,134 @@
+"""Triton's pointer arithmetic (tiledsl/frontend/pointers.py): `x + offsets` in a grid points
+into x's flat view; td.load, td.store and the atomics take a pointer as tl.load takes one; a
+loop carries pointer bumps. Triton's own tutorial GEMM and FlagGems-style row kernels, as they
+are written, against NumPy on ragged shapes on every backend; and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import gpu_backend, run_on
+
+import tiledsl as td
+
+BACKENDS = ["numpy", "triton-interpret", "spatial", gpu_backend()]
+
+
+@td.tile_kernel
+def softmax_rows(x, out, n_cols, BLOCK: td.constexpr):
+    """FlagGems' row kernels: a row pointer, then `row + cols`; Triton's positional load
+    (pointer, mask, other) and store (pointer, value, mask)."""
+    for pid in td.grid(x.shape[0]):
+        row = x + pid * n_cols
+        cols = td.arange(0, BLOCK)
+        v = td.load(row + cols, cols < n_cols, -float("inf"))
+        e = td.exp(v - td.max(v, axis=0))
+        out_ptr = out + pid * n_cols
+        out_ptr += 0
+        td.store(out_ptr + cols, (e / td.sum(e, axis=0)).to(out_ptr.dtype.element_ty),
+                 cols < n_cols)
+
+
+@td.tile_kernel
+def matmul(a, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+           BM: td.constexpr, BN: td.constexpr, BK: td.constexpr):
+    """Triton's tutorial GEMM (03-matrix-multiplication), its pointers bumped each K trip."""
+    for pid_m, pid_n in td.grid(td.cdiv(M, BM), td.cdiv(N, BN)):
+        offs_am = pid_m * BM + td.arange(0, BM)
+        offs_bn = pid_n * BN + td.arange(0, BN)
+        offs_k = td.arange(0, BK)
+        a_ptrs = a + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        acc = td.zeros((BM, BN), dtype=td.float32)
+        for k in td.range(0, td.cdiv(K, BK)):
+            av = td.load(a_ptrs, mask=(offs_am[:, None] < M) & (offs_k[None, :] < K - k * BK),
+                         other=0.0)
+            bv = td.load(b_ptrs, mask=(offs_k[:, None] < K - k * BK) & (offs_bn[None, :] < N),
+                         other=0.0)
+            acc = td.dot(av, bv, acc)
+            a_ptrs += BK * stride_ak
+            b_ptrs += BK * stride_bk
+        c_ptrs = c + stride_cm * offs_am[:, None] + stride_cn * offs_bn[None, :]
+        td.store(c_ptrs, acc, mask=(offs_am[:, None] < M) & (offs_bn[None, :] < N))
+
+
+@td.tile_kernel
+def histogram(x, hist, n, BLOCK: td.constexpr):
+    """An atomic through a pointer tile: tl.atomic_add(hist_ptr + bins, 1, mask=m)."""
+    for pid in td.grid(td.cdiv(n, BLOCK)):
+        offs = pid * BLOCK + td.arange(0, BLOCK)
+        bins = td.load(x + offs, mask=offs < n, other=0)
+        td.atomic_add(hist + bins, 1, mask=offs < n)
+
+
+def _gemm_args(rng: np.random.Generator) -> tuple:
+    m, n, k = 37, 29, 45
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    return a, b, np.zeros((m, n), np.float32), m, n, k, k, 1, n, 1, n, 1, 16, 16, 16
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pointer_kernels_as_triton_writes_them(backend: str) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((7, 45)).astype(np.float32)
+    out = np.zeros_like(x)
+    run_on(softmax_rows, (x, out, 45, 64), backend)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    td.testing.assert_close(out, e / e.sum(1, keepdims=True), np.float32)
+    args = _gemm_args(rng)
+    run_on(matmul, args, backend)
+    td.testing.assert_close(args[2], args[0].astype(np.float64) @ args[1], np.float32)
+    bins = rng.integers(0, 10, 300).astype(np.int32)
+    hist = np.zeros(10, np.int32)
+    run_on(histogram, (bins, hist, 300, 64), backend)
+    np.testing.assert_array_equal(hist, np.bincount(bins, minlength=10))
+
+
+def test_the_gemm_compiles_to_a_loop_of_pointer_loads_for_sm90() -> None:
+    pytest.importorskip("triton")
+    args = _gemm_args(np.random.default_rng(8))
+    src = matmul.source(*args, target="triton")
+    assert "tl.load(a_ptr + a_ptrs" in src and "tl.dot(" in src
+    (report,) = matmul.compile(*args, arch="sm_90")
+    assert report.spill_bytes == 0
+
+
+def test_pointer_misuse_is_a_clear_error() -> None:
+    @td.tile_kernel
+    def scaled_pointer(x):
+        for pid in td.grid(1):
+            td.store((x + 0) * 2, 1.0)
+
+    @td.tile_kernel
+    def float_offset(x):
+        for pid in td.grid(1):
+            td.store((x + 1) + 0.5, 1.0)
+
+    @td.tile_kernel
+    def moved_to_another(x, y):
+        for pid in td.grid(1):
+            p = x + 0
+            for k in td.range(0, x.shape[0]):
+                td.store(p, 1.0)
+                p = y + k
+
+    @td.tile_kernel
+    def past_the_end(x):
+        for pid in td.grid(1):
+            td.store(x + 3 + td.arange(0, 4), 1.0)
+
+    x = np.zeros(5, np.float32)
+    with pytest.raises(td.TraceError, match="takes \\+ and - of integer offsets"):
+        scaled_pointer(x)
+    with pytest.raises(td.TraceError, match="moves by integer offsets"):
+        float_offset(x)
+    with pytest.raises(td.TraceError, match="a pointer into 'x' before the loop"):
+        moved_to_another(x, x.copy())
+    with pytest.raises(td.OutOfBoundsError, match="index 5 is out of bounds"):
+        past_the_end(x)
+    rng = np.random.default_rng(9)
+    args = list(_gemm_args(rng))
+    args[1] = np.asfortranarray(args[1])  # the flat view needs row-major memory
+    with pytest.raises(td.ArgumentError, match="cannot be viewed as shape"):
+        matmul(*args)

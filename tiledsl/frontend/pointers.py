@@ -1,0 +1,135 @@
+"""Triton's pointer arithmetic on a kernel's tensors: inside a grid, `x + offsets` (and
+`x_ptr += k`) is a `Pointer`, the elements of `x` in row-major order (its flat view,
+`x.view(-1)`) at those offsets, and `td.load`, `td.store` and the atomics take it as Triton's
+`tl.load(ptr, mask, other)` takes a pointer (tiledsl/lang/access.py, atomics.py).
+
+A pointer indexes the flat view, so what it reaches is checked as any index is: a lane past the
+tensor's last element is out of bounds (an OutOfBoundsError on NumPy, masked on Triton). The
+flat view needs a row-major tensor, as `x.view(-1)` does: an argument laid out otherwise is an
+error when the kernel runs, never a read of the wrong elements. Strides the host passes (FlagGems'
+`x.stride(0)`) are the row-major ones there.
+
+A loop carries a pointer as its offset (tiledsl/frontend/loops.py); `+` and `-` of integer
+offsets, `p[:, None]` and `p - q` (of one tensor: the offset between them) are what it takes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl.dtypes import DType
+from tiledsl.errors import ControlFlowError, TraceError
+from tiledsl.frontend.tracer import Tracer, current
+from tiledsl.frontend.values import Tensor, TileValue, to_value
+from tiledsl.lang.views import tensor_reshape
+
+
+class PointerType:
+    """A pointer's `dtype` and `type`: Triton's `ptr.dtype.element_ty` is the tensor's dtype."""
+
+    __slots__ = ("element_ty",)
+
+    def __init__(self, element_ty: DType) -> None:
+        self.element_ty = element_ty
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty}>"
+
+
+class Pointer:
+    """`base` (a tensor) at element `offset` (an int scalar or tile) of its flat view."""
+
+    __slots__ = ("base", "offset")
+
+    def __init__(self, base: Tensor, offset: TileValue) -> None:
+        self.base = base
+        self.offset = offset
+
+    @property
+    def dtype(self) -> PointerType:
+        return PointerType(self.base.dtype)
+
+    type = dtype
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        return self.offset.shape
+
+    def __repr__(self) -> str:
+        return f"Pointer({self.base.name} + {self.offset!r})"
+
+    def __add__(self, other: Any) -> Pointer:
+        return Pointer(self.base, self.offset + _offsets(other, "+"))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        if isinstance(other, Pointer):
+            if other.base.value is not self.base.value:
+                current().fail(TraceError, f"the difference of pointers into "
+                               f"'{self.base.name}' and '{other.base.name}'",
+                               hint="subtract pointers into one tensor (an offset between them)")
+            return self.offset - other.offset
+        return Pointer(self.base, self.offset - _offsets(other, "-"))
+
+    def __getitem__(self, index: Any) -> Pointer:
+        return Pointer(self.base, self.offset[index])
+
+    def __bool__(self) -> bool:
+        current().fail(ControlFlowError, f"a pointer into '{self.base.name}' has no truth value",
+                       hint="Triton's `if ptr:` asks whether an optional argument was given: "
+                            "test the argument itself with `is not None`")
+
+    def _other(self, *_: Any) -> Any:
+        current().fail(TraceError, f"a pointer into '{self.base.name}' takes + and - of integer "
+                       "offsets only", hint="compute with the offsets, then add them: "
+                       f"{self.base.name} + (row * stride + cols)")
+
+    __mul__ = __rmul__ = __truediv__ = __floordiv__ = __mod__ = __matmul__ = _other
+    __and__ = __or__ = __xor__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = _other
+    __rsub__ = __pow__ = __lshift__ = __rshift__ = __invert__ = _other
+    __hash__ = object.__hash__
+
+
+def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
+    """`t + offsets` (or `t - offsets`) in a grid: a pointer into `t`'s flat view."""
+    tr = current()
+    off = _offsets(offsets, sign)
+    return Pointer(_flat(tr, t), off if sign == "+" else 0 - off)
+
+
+def _offsets(v: Any, sign: str) -> TileValue:
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) or \
+            isinstance(v, TileValue) and v.dtype.is_int:
+        return to_value(v)
+    current().fail(TraceError, f"pointer {sign} {type(v).__name__}: a pointer moves by integer "
+                   "offsets (elements)", hint="offsets are ints or int tiles: "
+                   "x + (pid * stride + td.arange(0, BLOCK))")
+
+
+def _flat(tr: Tracer, t: Tensor) -> Tensor:
+    """`t`'s flat view, made in the host code around the grid (before it), once per tensor."""
+    if t.ndim == 1:
+        return t
+    at = max(i for i, d in enumerate(tr.depths) if d == "host")
+    host = tr.blocks[at]
+    key = (t.value, id(host))
+    if key in tr.flat_views:
+        return tr.flat_views[key]
+    blocks, depths = tr.blocks, tr.depths
+    tr.blocks, tr.depths = blocks[:at + 1], depths[:at + 1]
+    start = len(host.ops)  # the last is the grid (or loop) being traced: the view goes before
+    try:
+        flat = tensor_reshape(t, -1, what="view")
+    finally:
+        tr.blocks, tr.depths = blocks, depths
+    made = host.ops[start:]
+    del host.ops[start:]
+    host.ops[start - 1:start - 1] = made
+    tr.flat_views[key] = flat
+    return flat
