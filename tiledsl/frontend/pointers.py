@@ -103,9 +103,30 @@ def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
     return Pointer(_flat(tr, t), off if sign == "+" else 0 - off)
 
 
+def _is_offset(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) or \
+        isinstance(v, TileValue) and v.dtype.is_int
+
+
+def _plus(t: Tensor, other: Any) -> Any:
+    """`Tensor.__add__`: a pointer in a grid; elsewhere, or of no offset, the tensor's error."""
+    if _is_offset(other) and current().depth != "host":
+        return pointer(t, other)
+    return t._bump(other)
+
+
+def _minus(t: Tensor, other: Any) -> Any:
+    if _is_offset(other) and current().depth != "host":
+        return pointer(t, other, "-")
+    return t._bump(other)
+
+
+Tensor.__add__ = Tensor.__radd__ = _plus  # type: ignore[method-assign,assignment]
+Tensor.__sub__ = _minus  # type: ignore[method-assign,assignment]
+
+
 def _offsets(v: Any, sign: str) -> TileValue:
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) or \
-            isinstance(v, TileValue) and v.dtype.is_int:
+    if _is_offset(v):
         return to_value(v)
     current().fail(TraceError, f"pointer {sign} {type(v).__name__}: a pointer moves by integer "
                    "offsets (elements)", hint="offsets are ints or int tiles: "

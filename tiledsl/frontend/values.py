@@ -378,13 +378,11 @@ class Tensor:
                             f"was passed: write `if {self.name} is not None:` (known when "
                             "tracing; the kernel is traced for each case)")
 
-    def _bump(self, other: Any, sign: str = "+") -> Any:
-        """`x_ptr + offs` inside a grid: Triton's pointer into x's elements (pointers.py)."""
+    def _bump(self, other: Any) -> Any:
+        """`x_ptr + offs` outside a grid (inside one it is Triton's pointer: pointers.py sets
+        `__add__` and `__sub__` to make one there)."""
         offsets = isinstance(other, (int, np.integer)) and not isinstance(other, bool) or \
             isinstance(other, TileValue) and other.dtype.is_int
-        if offsets and current().depth != "host":
-            from tiledsl.frontend.pointers import pointer  # (pointers build on this module)
-            return pointer(self, other, sign)
         if offsets:
             current().fail(TraceError, f"tensor '{self.name}' + an offset in host code: Triton's "
                            "pointer arithmetic belongs inside the grid",
@@ -392,11 +390,7 @@ class Tensor:
                                 "+ cols, mask=...)")
         self._no_math()
 
-    def _drop(self, other: Any) -> Any:
-        return self._bump(other, "-")
-
-    __add__ = __radd__ = _bump
-    __sub__ = _drop
+    __add__ = __radd__ = __sub__ = _bump
     __rsub__ = __mul__ = __rmul__ = __matmul__ = _no_math
     __rmatmul__ = __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_math
     __mod__ = __rmod__ = __pow__ = __rpow__ = __and__ = __rand__ = __or__ = __ror__ = _no_math
