@@ -278,3 +278,22 @@ def test_an_int_argument_as_a_view_size_is_traced_as_a_static_int() -> None:
     for groups in (2, 3):
         td.testing.assert_close(group_means(x, groups),
                                 x.astype(np.float64).reshape(2, groups, -1).mean(-1), np.float32)
+
+
+@td.tile_kernel
+def grown_by_zeros(out, sums):
+    """FlagGems' bitonic sort grows a tile with `v + zeros(shape)` (a stand-in for
+    tl.broadcast_to): Triton writes the zeros as `0`, so `v + 0` kept v's shape, which a
+    reshape (a crash inside Triton) or a reduction (a wrong sum) cannot take."""
+    for _ in td.grid(1):
+        flip = td.arange(0, 2)[None, :, None] + td.zeros((4, 2, 2), dtype=td.int32)
+        td.store(out, [td.arange(0, 16)], td.reshape(flip, (16,)))
+        sums[:] = td.sum(td.arange(0, 4)[None, :] + td.zeros((8, 4), dtype=td.int32), axis=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_tile_grown_by_a_broadcast_keeps_its_shape(backend: str) -> None:
+    out, sums = np.zeros(16, np.int32), np.zeros(4, np.int32)
+    grown_by_zeros.run(out, sums, backend=backend)
+    np.testing.assert_array_equal(out, np.tile(np.repeat([0, 1], 2), 4))
+    np.testing.assert_array_equal(sums, 8 * np.arange(4))

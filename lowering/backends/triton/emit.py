@@ -199,6 +199,18 @@ class KernelEmitter(LoopEmission):
             return self.value(v)
         return f"tl.zeros({self.shape(t)}, {tl_dtype(t.dtype)}) + {self.value(v)}"
 
+    def written_shape(self, v: Value) -> tuple:
+        """The shape of `v`'s expression as written: a broadcast that only feeds elementwise
+        ops is written as its operand (`broadcast`), and scalars as scalars."""
+        t = v.type
+        if not isinstance(t, TileType) or self.scalar_written(v):
+            return ()
+        op = v.owner
+        if op is not None and op.name == "broadcast" and op not in self.skipped and \
+                self.only_implicit_uses(v):
+            return self.written_shape(op.operands[0])
+        return t.shape
+
     def scalar_written(self, v: Value) -> bool:
         """Whether tile `v`'s expression is a scalar: an aliased broadcast of a scalar, or an
         elementwise op of such values and scalars."""
@@ -604,7 +616,25 @@ class KernelEmitter(LoopEmission):
                 expr = f"{fn}({args[0]}, {args[1]})"
         if upcast and not rt.dtype.is_bool:
             expr = f"({expr}).to({tl_dtype(rt.dtype)})"
-        self.assign(op, expr, indent)
+        self.assign(op, self.widened(op, expr), indent)
+
+    def widened(self, op: Op, expr: str) -> str:
+        """`expr`, an elementwise op's, at the op's own shape where no operand as written has
+        it (the others broadcasts written as scalars): `v[None, :, None] + td.zeros((4, 2, 2))`
+        is `v + 0` in Triton, of v's shape, which a reshape, a reduction or a store of its own
+        shape cannot take. A scalar-written result whose uses all broadcast stays a scalar."""
+        rt = op.result.type
+        assert isinstance(rt, TileType)
+        written = [self.written_shape(o) for o in op.operands]
+        if rt.rank == 0 or _broadcast_shape(written) == rt.shape:
+            return expr
+        if self.scalar_written(op.result) and self.only_implicit_uses(op.result):
+            return expr
+        if all(w == () for w in written):  # (Python numbers, or scalar tensors)
+            return f"tl.full({self.shape(rt)}, False, tl.int1) | ({expr})" \
+                if rt.dtype.is_bool else f"tl.zeros({self.shape(rt)}, {tl_dtype(rt.dtype)}) + " \
+                f"({expr})"
+        return f"tl.broadcast_to({expr}, {self.shape(rt)})"
 
     def dot(self, op: Op, args: list[str], indent: int) -> None:
         a, b = (o.type for o in op.operands)
@@ -787,6 +817,17 @@ def _hints(op: Op) -> str:
     """An access's cache hints (td.load's `eviction_policy=`, `cache_modifier=`) as keywords."""
     return "".join(f", {k}={op.attrs[k]!r}" for k in ("cache_modifier", "eviction_policy")
                    if op.attrs.get(k))
+
+
+def _broadcast_shape(shapes: list[tuple]) -> tuple:
+    """The shape Triton broadcasts expressions of `shapes` to (NumPy's rule)."""
+    rank = max(len(s) for s in shapes)
+    out = [1] * rank
+    for s in shapes:
+        for i, d in enumerate(s, rank - len(s)):
+            if d != 1:
+                out[i] = d
+    return tuple(out)
 
 
 def _default_name(op: Op) -> str:

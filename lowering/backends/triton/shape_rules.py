@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 @emit_rule("where")
 def _where(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
-    em.assign(op, f"tl.where({args[0]}, {args[1]}, {args[2]})", indent)
+    em.assign(op, em.widened(op, f"tl.where({args[0]}, {args[1]}, {args[2]})"), indent)
 
 
 @emit_rule("expand_dims")
