@@ -686,6 +686,26 @@ def test_a_grid_sized_by_a_read_block_size_specializes_its_int_arguments() -> No
 
 
 @td.tile_kernel
+def deep_index(v, block: td.constexpr):
+    """An index whose expression is a deep DAG (FlagGems' bitonic argsort feeds its store one):
+    as a tree it has 3**40 nodes, which the race check walked (a hang) before it memoized."""
+    for pid in td.grid(td.cdiv(v.shape[0], block)):
+        lanes = td.arange(0, block)
+        idx = lanes
+        for _ in td.static_range(40):
+            idx = idx + idx - idx
+        rows = pid * block + idx
+        td.store(v, [rows], td.load(v, [pid * block + lanes], mask=rows < v.shape[0]) * 2,
+                 mask=rows < v.shape[0])
+
+
+def test_the_race_check_of_a_deep_index_ends() -> None:
+    x = np.arange(45, dtype=np.float32)
+    deep_index(x, 16)
+    np.testing.assert_array_equal(x, 2 * np.arange(45))
+
+
+@td.tile_kernel
 def rows_per_program(x, programs: td.constexpr, rows: td.constexpr, reach: td.constexpr):
     """Liger's backward kernels: program p doubles rows [p * rows, min(p * rows + reach, n)) in
     place, in a `range` over runtime bounds."""

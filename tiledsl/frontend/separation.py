@@ -63,6 +63,7 @@ class Programs:
         self._value_deps: dict[int, frozenset] = {}
         self._sep: dict[int, frozenset] = {}
         self._keys: dict[int, tuple] = {}
+        self._nodes: dict[tuple, int] = {}  # `_node`'s numbers
         self._loaded: dict[int, bool] = {}
         self._fixed: dict[int, bool] = {}  # _invariant's answers
         self._extents: dict[tuple, int] = {}  # a position variable (affine) -> its extent
@@ -74,6 +75,9 @@ class Programs:
         self._parts: dict[tuple, set[tuple]] = {}  # a bounded sum's position -> its positions
         self._mesh_made: Any = _UNSET  # `_mesh`, built on first use
         self._window_sources: dict[tuple, Value] = {}  # a `_window` position -> its value
+        self._affines: dict[tuple, Any] = {}  # `affine`'s answers, and
+        self._windows: dict[int, Any] = {}  # `_window`'s answers (an index is a DAG: a sort
+        # network's is exponential as a tree); cleared when a mask bounds lanes anew
         self._guards: dict[tuple, int] = {}  # a position -> the bound an enclosing `if` keeps
         for parent, child in zip(tr.blocks[1:], tr.blocks[2:]):  # it below (`_guard`): each
             op = parent.ops[-1]  # open `if`, or (`guards`) those that hold another access too
@@ -203,6 +207,13 @@ class Programs:
             self._numeric = False
 
     def affine(self, v: Value) -> dict[tuple, int] | None:
+        key = (id(v), self._numeric)
+        if key not in self._affines:  # (a copy: callers may change the form they get)
+            self._affines[key] = self._affine(v)
+        got = self._affines[key]
+        return None if got is None else dict(got)
+
+    def _affine(self, v: Value) -> dict[tuple, int] | None:
         form = self._affine_form(v)
         if form is None and self._numeric and _scalar(v):
             return self._by_program(v)
@@ -567,10 +578,14 @@ class Programs:
                 keep = limit - offset - lanes.owner.attrs["start"] + (op.name == "le")
                 key = self.key(lanes)
                 self._lane_bounds[key] = min(self._lane_bounds.get(key, keep), max(keep, 1))
+                self._windows.clear()
+                self._affines.clear()
             elif lanes.owner is not None and lanes.owner.name == "add":
                 keep = limit - offset + (op.name == "le")  # `c * t + td.arange(0, B) < n`
                 key = self.key(lanes)
                 self._sum_bounds[key] = min(self._sum_bounds.get(key, keep), max(keep, 1))
+                self._windows.clear()
+                self._affines.clear()
 
     # ---- program windows --------------------------------------------------------------------
     def window(self, v: Value) -> tuple[tuple, int, int, int] | None:
@@ -652,6 +667,12 @@ class Programs:
         return t.extent if isinstance(t, RangeType) else None  # (begins and ids lie below)
 
     def _window(self, v: Value) -> tuple[dict[tuple, int], int, int] | None:
+        key = id(v)
+        if key not in self._windows:
+            self._windows[key] = self._window_of(v)
+        return self._windows[key]
+
+    def _window_of(self, v: Value) -> tuple[dict[tuple, int], int, int] | None:
         op = v.owner
         if op is None:  # a counted loop's counter, where programs' windows are apart
             if v in self.tr.counters and self.depends(v) and self._disjoint_windows(v):
@@ -674,10 +695,14 @@ class Programs:
             return self._window(xs[0])
         if op.name in ("floordiv", "mod", "minimum", "maximum") and _scalar(v):
             return self._computed_window(v)
-        parts = [self._window(x) for x in xs]
-        if any(p is None for p in parts):
+        if op.name not in ("add", "sub", "mul") or len(xs) != 2:
             return None
-        if op.name in ("add", "sub") and len(parts) == 2:
+        parts = []
+        for x in xs:
+            if (part := self._window(x)) is None:
+                return None
+            parts.append(part)
+        if op.name in ("add", "sub"):
             (fa, la, ha), (fb, lb, hb) = parts  # type: ignore[misc]
             sign = 1 if op.name == "add" else -1
             form = dict(fa)
@@ -685,7 +710,7 @@ class Programs:
                 form[k] = form.get(k, 0) + sign * c
             return ({k: c for k, c in form.items() if c}, la + (lb if sign > 0 else -hb),
                     ha + (hb if sign > 0 else -lb))
-        if op.name == "mul" and len(parts) == 2:
+        if op.name == "mul":
             for (f, lo, hi), (g, k, k2) in (parts, parts[::-1]):  # type: ignore[misc]
                 if not g and k == k2:  # times a constant
                     ends = sorted((lo * k, hi * k))
@@ -782,11 +807,17 @@ class Programs:
             return ("const", op.attrs["value"])
         if op.name == "load":  # the same access reads the same values in one program
             from tiledsl.ir.views import root
-            return ("load", id(root(op.operands[0])), _attrs(op.attrs),
-                    tuple(self.key(o) for o in op.operands[1:]))
+            return self._node(("load", id(root(op.operands[0])), _attrs(op.attrs),
+                               tuple(self.key(o) for o in op.operands[1:])))
         if op.name == "arange":  # its length is in its type
             return ("arange", _attrs(op.attrs), str(v.type))
-        return (op.name, _attrs(op.attrs), tuple(self.key(o) for o in op.operands))
+        return self._node((op.name, _attrs(op.attrs), tuple(self.key(o) for o in op.operands)))
+
+    def _node(self, structure: tuple) -> tuple:
+        """A computed value's key: one number per structure (whose operands are keys of their
+        own), so a key hashes in constant time however deep its expression (a sort network's
+        index is a DAG that a nested tuple would unfold into a tree)."""
+        return ("node", self._nodes.setdefault(structure, len(self._nodes)))
 
 
 _EVALUATED = ("const", "tile.begin", "tile.id", "cast", "broadcast", "expand_dims", "reshape",
