@@ -114,6 +114,24 @@ def ramp(x, s):
     return out
 
 
+@td.tile_kernel
+def halvings(x, out):
+    """FlagGems' multinomial binds `_` to a tile (`rv, _, _, _ = uniform(...)`), then loops
+    `for _ in range(steps)` to a runtime bound: the name is the counter's in the loop."""
+    for r in td.grid(x.shape[0]):
+        v, _ = td.split(td.join(x[r, :], x[r, :]))
+        for _ in range(td.load(out, [r]).to(td.int32)):
+            v = v * 0.5
+        out[r] = td.sum(v)
+
+
+def test_a_loop_name_bound_before_to_another_value() -> None:
+    x = np.ones((3, 4), np.float32)
+    out = np.array([1, 2, 3], np.float32)
+    halvings(x, out)
+    np.testing.assert_array_equal(out, 4 * 0.5 ** np.array([1, 2, 3]))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_counter_used_as_a_float(backend: str) -> None:
     x = np.random.default_rng(4).standard_normal(37).astype(np.float32)

@@ -198,6 +198,8 @@ def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line
     start, stop = to_value(it.start), to_value(it.stop)
     dtype, _ = common_dtype([start, stop])
     env = {**env, counter: TileValue(cast(start, dtype).value)}  # typed, not a weak number
+    for name in labels or ():  # the loop's own name is the counter's, not a carried value,
+        env.pop(name, None)  # whatever it held before (`rv, _, _, _ = ...`, `for _ in ...`)
 
     def step(e: dict) -> dict:
         return {**body(e[counter], e), counter: e[counter] + it.step}
