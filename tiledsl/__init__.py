@@ -153,6 +153,7 @@ from tiledsl.lang.random import randint as randint
 from tiledsl.lang.random import randint4x as randint4x
 from tiledsl.lang.random import randn as randn
 from tiledsl.lang.random import randn4x as randn4x
+from tiledsl.lang.random import uint_to_uniform_float as uint_to_uniform_float
 from tiledsl.frontend.static_args import constexpr as constexpr
 from tiledsl.interop.torch_op import torch_op as torch_op
 from tiledsl.frontend.tunables import Choice as Choice

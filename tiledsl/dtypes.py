@@ -78,6 +78,11 @@ class DType:
         return f"td.{self.name}"
 
     @property
+    def primitive_bitwidth(self) -> int:
+        """Triton's name for the width in bits."""
+        return self.bits
+
+    @property
     def element_ty(self) -> DType:
         """Triton's `ptr.dtype.element_ty` (a pointer's element type): a tensor's dtype is
         already its elements', so `x.dtype.element_ty` is `x.dtype`."""

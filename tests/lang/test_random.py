@@ -229,3 +229,22 @@ def test_outside_a_kernel_points_to_the_host_functions() -> None:
         td.randn(0, np.arange(3))
     with pytest.raises(td.ArgumentError, match="offsets are integers"):
         td.philox.randn(0, np.arange(3.0))
+
+
+@td.tile_kernel
+def rand_two_ways(seed, n: td.constexpr):
+    """FlagGems' dropout converts `randint` words itself with `tl.uint_to_uniform_float`, the
+    function `tl.rand` applies: the two agree bit for bit."""
+    a = td.empty((n,), td.float32)
+    b = td.empty((n,), td.float32)
+    for t in td.tile(n):
+        a[t] = td.rand(seed, t.index)
+        b[t] = td.uint_to_uniform_float(td.randint(seed, t.index))
+    return a, b
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_uint_to_uniform_float_is_what_rand_applies(backend: str) -> None:
+    a, b = run_on(rand_two_ways, (1234, 300), backend)
+    np.testing.assert_array_equal(a, b)
+    assert 0.0 <= a.min() and a.max() < 1.0

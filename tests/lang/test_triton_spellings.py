@@ -263,3 +263,28 @@ def test_flag_gems_spellings() -> None:
         np.testing.assert_array_equal(top, x.max(1))
         np.testing.assert_array_equal(where, x.argmax(1))
         assert counts[0] == (x > 0).sum()
+
+
+_MAX_INT8_VAL = td.constexpr(127)  # a module's constant, as FlagGems and Liger write them
+
+
+@td.tile_kernel
+def bit_spellings(x, out, BLOCK: td.constexpr):
+    """FlagGems' bitonic sort and dropout: `x.to(dtype, bitcast=True)`, `x.numel`,
+    `dtype.primitive_bitwidth`, `tl.where` on an int condition, a module constexpr as other=."""
+    for _ in td.grid(1):
+        cols = td.arange(0, BLOCK)
+        v = td.load(x, [cols], mask=cols < x.shape[0], other=_MAX_INT8_VAL)
+        bits = v.to(td.uint8, bitcast=True)
+        td.static_assert(v.numel == BLOCK and v.numel() == BLOCK)
+        td.static_assert(v.dtype.primitive_bitwidth == 8)
+        td.store(out, [cols], td.where(bits & 1, v, 0))
+
+
+def test_bit_spellings() -> None:
+    x = np.arange(-3, 3, dtype=np.int8)
+    for backend in ("numpy", "triton-interpret"):
+        out = np.zeros(8, np.int8)
+        bit_spellings.run(x, out, 8, backend=backend)
+        full = np.concatenate([x, [127, 127]]).astype(np.int8)
+        np.testing.assert_array_equal(out, np.where(full.view(np.uint8) & 1, full, 0))

@@ -7,6 +7,7 @@ at `dtypes.promote`.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NoReturn, Sequence
 
 import numpy as np
@@ -35,6 +36,13 @@ def _reduction(kind: str) -> Any:
         return reduce(kind, self, *torch_axis(kind, axis, keepdims, torch))
     method.__name__ = method.__qualname__ = kind
     return method
+
+
+class _Count(int):
+    """An int that can also be called: Triton's `x.numel` and torch's `x.numel()`."""
+
+    def __call__(self) -> int:
+        return int(self)
 
 
 class TileValue:
@@ -168,8 +176,17 @@ class TileValue:
         return TileValue(cast(self, as_dtype(dtype, "astype")).value)
 
     def to(self, dtype: Any) -> TileValue:
-        """`astype`, spelled as torch (and Helion) write it."""
+        """`astype`, spelled as torch (and Helion) write it (lang/bits.py adds Triton's
+        `bitcast=True`)."""
         return TileValue(cast(self, as_dtype(dtype, "to")).value)
+
+    @property
+    def numel(self) -> int:
+        """Triton's `x.numel` (and torch's `x.numel()`): the tile's element count."""
+        if not all(isinstance(d, int) for d in self.shape):
+            current().fail(TraceError, "x.numel of a tile whose block size the config chooses",
+                           hint="give the tile a block_size=, or use t.block_size")
+        return _Count(math.prod(self.shape))  # type: ignore[arg-type]
 
     # NumPy's `axis=`/`keepdims=`, or torch's `dim=`/`keepdim=` (Helion's `x.sum(dim=1)`)
     sum = _reduction("sum")
@@ -615,6 +632,8 @@ def _flat_hint(t: Tensor, indices: int) -> str | None:
 def _other(tr: Tracer, t: Tensor, other: Any) -> bool | int | float:
     """A masked load's fill value: a Python number the tensor's dtype holds (a runtime value
     is a select after the load: `Tensor.load`)."""
+    if isinstance(other, constexpr):  # a module's `_MAX_INT8_VAL = tl.constexpr(127)`
+        other = other.value
     if not isinstance(other, (bool, int, float, np.number)):
         tr.fail(TraceError, f"td.load: other= is a number or a scalar or tile value, got "
                 f"{type(other).__name__}",
@@ -991,9 +1010,11 @@ def cumsum(x: Any, axis: Any) -> TileValue:
 
 def where(cond: Any, x: Any, y: Any) -> TileValue:
     c = to_value(cond)
+    if c.dtype.is_int:  # Triton's: a nonzero int is true
+        c = binary("ne", c, 0)
     if not c.dtype.is_bool:
-        current().fail(DTypeError, f"td.where: the condition must be bool, got {c.dtype}",
-                       hint="compare to make a mask, e.g. td.where(x > 0, x, 0.0)")
+        current().fail(DTypeError, f"td.where: the condition must be bool (or an int), got "
+                       f"{c.dtype}", hint="compare to make a mask, e.g. td.where(x > 0, x, 0.0)")
     tvs = [to_value(x), to_value(y)]
     dtype, weak = common_dtype(tvs)
     dtype = _python_ints_in_range("where", tvs, dtype)

@@ -29,3 +29,12 @@ def bitcast(x: Any, dtype: Any) -> TileValue:
     if d == v.dtype:
         return v
     return TileValue(tr.emit("bitcast", [v.value], types=[v.type.with_dtype(d)])[0])
+
+
+def _to(x: TileValue, dtype: Any, bitcast: bool = False) -> TileValue:
+    """`x.to(dtype)`, and Triton's `x.to(dtype, bitcast=True)`, which is `td.bitcast`."""
+    return _bitcast(x, dtype) if bitcast else _astype(x, dtype)
+
+
+_bitcast, _astype = bitcast, TileValue.to
+TileValue.to = _to  # type: ignore[method-assign,assignment]

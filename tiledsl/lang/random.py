@@ -19,7 +19,8 @@ import numpy as np
 
 from tiledsl.errors import DTypeError, TraceError, user_loc
 from tiledsl.frontend.tracer import Tracer, active, current
-from tiledsl.frontend.values import TileValue, to_value
+from tiledsl.frontend.values import TileValue, to_value, where
+from tiledsl.lang import bits as _bits  # noqa: F401 (x.to(dtype, bitcast=True))
 
 _HOST_HINT = "on the host, td.philox.{name}(seed, offsets) gives the numbers td.{name} draws"
 
@@ -87,3 +88,19 @@ def randint4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
     """Four words of random bits per offset, as int32 (Philox's whole output, the cheapest way
     to draw many numbers): Triton's `tl.randint4x`."""
     return tuple(_random("randint4x", seed, offsets))
+
+
+def uint_to_uniform_float(x: Any) -> TileValue:
+    """Triton's `tl.uint_to_uniform_float`: 32- or 64-bit random ints (as `td.randint`
+    gives) to float32 in [0, 1), as Triton computes it: the bits read as signed, negative ones
+    folded onto the non-negative (`-x - 1`), times the largest scale that keeps the maximum
+    below 1."""
+    tr = current("td.uint_to_uniform_float()")
+    v = to_value(x)
+    if not v.dtype.is_int or v.dtype.bits not in (32, 64) or v.weak:
+        tr.fail(DTypeError, f"td.uint_to_uniform_float takes 32- or 64-bit int tiles, got "
+                f"{'a Python int' if v.weak else v.dtype}", hint="td.randint(seed, offsets)")
+    signed = v.to(f"int{v.dtype.bits}", bitcast=True)
+    scale = 4.6566127342e-10 if v.dtype.bits == 32 else 1.0842020432385337e-19
+    folded = where(signed < 0, -signed - 1, signed)
+    return folded.astype("float32") * np.float32(scale)
