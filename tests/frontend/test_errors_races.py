@@ -706,6 +706,29 @@ def test_the_race_check_of_a_deep_index_ends() -> None:
 
 
 @td.tile_kernel
+def polar(a, th, shift: td.constexpr):
+    """FlagGems' polar stores through `out0, out1 = output[..., 0], output[..., 1]`: int
+    indices that drop a dimension keep the views apart; with `shift`, out1 is column 0 from
+    row 1 on, which the next program writes through out0."""
+    n = a.shape[0] - shift
+    output = td.zeros((*a.shape, 2), dtype=a.dtype)
+    out0, out1, r, phi = output[:n, 0], output[shift:, 1 - shift], a[:n], th[:n]
+    for t in td.tile(n):
+        out0[t] = r[t] * td.cos(phi[t])
+        out1[t] = r[t] * td.sin(phi[t])
+    return output
+
+
+def test_views_that_an_int_index_keeps_apart() -> None:
+    a, th = np.random.default_rng(3).random((2, 37)).astype(np.float32)
+    out = polar(a, th, 0)
+    td.testing.assert_close(out[:, 0], a * np.cos(th), np.float32)
+    td.testing.assert_close(out[:, 1], a * np.sin(th), np.float32)
+    with pytest.raises(td.TraceError, match="may write elements that the store at line"):
+        polar(a, th, 1)
+
+
+@td.tile_kernel
 def rows_per_program(x, programs: td.constexpr, rows: td.constexpr, reach: td.constexpr):
     """Liger's backward kernels: program p doubles rows [p * rows, min(p * rows + reach, n)) in
     place, in a `range` over runtime bounds."""

@@ -21,7 +21,7 @@ from tiledsl.errors import Loc, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
-from tiledsl.ir.views import in_root, root
+from tiledsl.ir.views import root, root_coords
 from tiledsl.frontend import concrete
 from tiledsl.frontend.separation import ANY, Programs
 from tiledsl.frontend.static_args import need_static_in
@@ -381,12 +381,14 @@ def _apart_views(progs: Programs, mine: tuple[Value, list], theirs: tuple[Value,
 
 
 def _in_root(v: Value, access: list) -> list | None:
-    """`access` through tensor `v` in the coordinates of its root (`views.in_root`). A dimension
-    a slice moves keeps its reach, moved; its value is dropped (it indexes other coordinates)."""
-    maps = in_root(v)
-    if maps is None:
+    """`access` through tensor `v` in the coordinates of its root (`views.root_coords`). A
+    dimension a slice moves keeps its reach, moved; its value is dropped (it indexes other
+    coordinates). A dimension an int index dropped is that constant (`out[..., 1]`)."""
+    coords = root_coords(v)
+    if coords is None:
         return None
-    return [e if (a, k) == (0, 1) else _moved(e, a, k) for e, (a, k) in zip(access, maps)]
+    return [(("const", a), Slice(a, 1, 1), None) if d is None else
+            access[d] if (a, k) == (0, 1) else _moved(access[d], a, k) for d, a, k in coords]
 
 
 def _moved(entry: tuple, start: int, step: int) -> tuple:

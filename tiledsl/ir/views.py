@@ -113,6 +113,31 @@ def offset_of(v: Value, root_strides: Sequence[int]) -> int:
     return base + sum(p.start * inner[d] for d, p in slices_of(v.owner.attrs).items())
 
 
+def root_coords(v: Value) -> list[tuple[int | None, int, int]] | None:
+    """Per dimension of tensor `v`'s root, how an index of `v` reaches it: `(d, start, step)`,
+    the root's index `start + step * i` for index `i` of `v`'s dimension `d`, or `(None, start,
+    0)` where `v` has no dimension for it (an int index dropped it: `out[..., 1]`). Through
+    slices and reshapes that only drop or add dimensions of 1; None through any other view."""
+    coords: list[tuple[int | None, int, int]] = \
+        [(d, 0, 1) for d in range(len(v.type.shape))]  # type: ignore[union-attr]
+    while v.owner is not None and v.owner.name in VIEW_OPS:
+        op, src = v.owner, v.owner.operands[0]
+        if op.name == "tensor.slice":
+            parts = slices_of(op.attrs)
+            coords = [(d, p.start + p.step * a, p.step * k) if (p := parts.get(i)) else (d, a, k)
+                      for i, (d, a, k) in enumerate(coords)]
+        elif op.name == "tensor.reshape":
+            shape, before = v.type.shape, src.type.shape  # type: ignore[union-attr]
+            if [n for n in shape if n != 1] != [n for n in before if n != 1]:
+                return None
+            kept = iter(c for c, n in zip(coords, shape) if n != 1)
+            coords = [next(kept) if n != 1 else (None, 0, 0) for n in before]
+        else:
+            return None
+        v = src
+    return [(d, a, k) if d is not None else (None, a, 0) for d, a, k in coords]
+
+
 def in_root(v: Value) -> list[tuple[int, int]] | None:
     """Per dimension, the (start, step) that take tensor `v`'s index i to its root's, start +
     step * i, where `v` is the root or slices of it (`x[:, 1:]`, `x[::2][1:]`); None through
