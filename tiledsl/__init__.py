@@ -188,6 +188,7 @@ from tiledsl.lang.triton_names import max_constancy as max_constancy
 from tiledsl.lang.triton_names import max_contiguous as max_contiguous
 from tiledsl.lang.triton_names import multiple_of as multiple_of
 from tiledsl.lang.triton_names import ravel as ravel
+from tiledsl.lang.triton_names import num_programs as num_programs
 from tiledsl.lang.triton_names import static_assert as static_assert
 from tiledsl.lang.triton_names import trans as trans
 from tiledsl.frontend.values import Tensor as Tensor

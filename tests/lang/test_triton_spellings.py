@@ -288,3 +288,29 @@ def test_bit_spellings() -> None:
         bit_spellings.run(x, out, 8, backend=backend)
         full = np.concatenate([x, [127, 127]]).astype(np.int8)
         np.testing.assert_array_equal(out, np.where(full.view(np.uint8) & 1, full, 0))
+
+
+@td.tile_kernel
+def strided_rows(x, programs: td.constexpr):
+    """FlagGems' and Liger's persistent row loops: `for row in range(pid, n_rows,
+    tl.num_programs(0))`."""
+    for pid in td.grid(programs):
+        for row in range(pid, x.shape[0], td.num_programs(0)):
+            x[row, :] = x[row, :] * 2.0
+
+
+def test_num_programs_is_the_grid_s_size() -> None:
+    x = np.random.default_rng(31).standard_normal((13, 7)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        y = x.copy()
+        strided_rows.run(y, 4, backend=backend)
+        np.testing.assert_array_equal(y, 2 * x)
+
+    @td.tile_kernel
+    def outside(x):
+        n = td.num_programs(0)
+        for t in td.tile(n):
+            x[t] = 0.0
+
+    with pytest.raises(td.TraceError, match="td.num_programs\\(\\) is called outside a grid"):
+        outside(x)

@@ -8,8 +8,9 @@ stores need itself: lowering/backends/triton/barriers.py), `td.static_assert`, `
 `td.math.fma(a, b, c)` is Triton's `tl.math.fma`: `td.math` holds td's functions under the
 names `tl.math` and libdevice give them (`td.math.tanh`). `td.cast(x, dtype)` is `tl.cast`.
 
-`tl.program_id` and `tl.num_programs` have no counterpart: a tiledsl kernel names its programs
-with a grid loop (`for pid in td.grid(n)`), and the error for `td.program_id` says so.
+`tl.program_id` has no counterpart: a tiledsl kernel names its programs with a grid loop
+(`for pid in td.grid(n)`), and the error for `td.program_id` says so. `td.num_programs(axis)`
+inside the grid is its size along that axis.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tiledsl.errors import ShapeError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
+from tiledsl.ir.types import RangeType
 from tiledsl.lang.views import flatten, permute, unsqueeze
 
 # Triton's names a module-level lookup answers with where tiledsl says it (tiledsl/__init__.py)
@@ -27,8 +29,6 @@ MISSING = {
     "program_id": "a tiledsl kernel names its programs with a grid loop: `for pid in "
                   "td.grid(n_programs): ...` (pid is tl.program_id(0); td.grid(m, n) gives two "
                   "axes), or `for t in td.tile(n): ...` over tiles",
-    "num_programs": "the grid's size is what `td.grid(n)` or `td.tile(n)` is given: use that "
-                    "value (a shape or an int)",
     "make_block_ptr": "index the tensor with tiles (`x[tm, tk]`); the Triton backend makes TMA "
                       "descriptors where the config asks for them",
     "device_print": "run the kernel on the NumPy backend (`k.run(..., backend=\"numpy\")`) and "
@@ -75,6 +75,24 @@ def debug_barrier() -> None:
     Triton, tiledsl puts a barrier between a store and a later access of the same elements by
     other threads of the program (barriers.py)."""
     current("td.debug_barrier()")
+
+
+def num_programs(axis: int = 0) -> int:
+    """`tl.num_programs(axis)` inside a grid: how many programs the enclosing grid runs along
+    `axis` (a Python int: grid sizes are known when the kernel traces)."""
+    tr = current("td.num_programs()")
+    if tr.depth == "host" or len(tr.depths) < 2 or tr.depths[1] != "grid":
+        tr.fail(TraceError, "td.num_programs() is called outside a grid",
+                hint="call it inside `for pid in td.grid(n): ...`; outside, the size is n")
+    ranges = [a.type for a in tr.blocks[1].args if isinstance(a.type, RangeType)]
+    if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis < len(ranges):
+        tr.fail(TraceError, f"td.num_programs({axis!r}): the grid has {len(ranges)} axes")
+    r = ranges[axis]
+    if not isinstance(r.block, int):
+        tr.fail(TraceError, f"td.num_programs({axis}): a grid of tiles whose block size the "
+                "config chooses", hint="register the block size (bs = "
+                "td.register_block_size(n)) and count with td.cdiv(n, bs)")
+    return -(-r.extent // r.block)
 
 
 def static_assert(cond: Any, msg: str = "") -> None:
