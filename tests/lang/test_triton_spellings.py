@@ -291,20 +291,26 @@ def test_bit_spellings() -> None:
 
 
 @td.tile_kernel
-def strided_rows(x, programs: td.constexpr):
-    """FlagGems' and Liger's persistent row loops: `for row in range(pid, n_rows,
-    tl.num_programs(0))`."""
+def strided_rows(x, programs: td.constexpr, BLOCK: td.constexpr, short: td.constexpr = 0):
+    """FlagGems' and Liger's persistent row loops, a row's lanes masked: `for row in
+    range(pid, n_rows, tl.num_programs(0))` (a step `short` of the grid lets programs meet).
+    The race check saw the mask as an index when it looked again after the loop."""
+    n_rows, n_cols = x.shape
     for pid in td.grid(programs):
-        for row in range(pid, x.shape[0], td.num_programs(0)):
-            x[row, :] = x[row, :] * 2.0
+        for row in range(pid, n_rows, td.num_programs(0) - short):
+            cols = td.arange(0, BLOCK)
+            v = td.load(x, [row, cols], mask=cols < n_cols)
+            td.store(x, [row, cols], v * 2.0, mask=cols < n_cols)
 
 
 def test_num_programs_is_the_grid_s_size() -> None:
     x = np.random.default_rng(31).standard_normal((13, 7)).astype(np.float32)
     for backend in ("numpy", "triton-interpret"):
         y = x.copy()
-        strided_rows.run(y, 4, backend=backend)
+        strided_rows.run(y, 4, 8, backend=backend)
         np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(td.TraceError, match="in another program of the grid"):
+        strided_rows(x.copy(), 4, 8, 1)
 
     @td.tile_kernel
     def outside(x):

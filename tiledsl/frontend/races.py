@@ -51,6 +51,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     (`Tracer.inductions`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
+    indices = list(indices)  # (a check that waits keeps them: the caller appends the mask)
     path = _open_path(tr) if path is None else path  # (the store's, when checked later)
     progs = Programs(tr)
     if mask is not None:
@@ -266,6 +267,7 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     `check_read_write`."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
+    indices = list(indices)  # (a check that waits keeps them: the caller appends the mask)
     path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     shape = tensor.type.shape
     base = root(tensor.value)
@@ -409,6 +411,7 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     the loop's body is traced, with its carried values' steps known (`Tracer.inductions`)."""
     if len(tr.depths) < 2 or tr.depths[1] != "grid":
         return
+    indices = list(indices)  # (a check that waits keeps them: the caller appends the mask)
     path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     base, other = root(tensor.value), "load" if writing else "store"
     ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
