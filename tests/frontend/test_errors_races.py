@@ -729,6 +729,29 @@ def test_views_that_an_int_index_keeps_apart() -> None:
 
 
 @td.tile_kernel
+def last_writes(x, out, k, block: td.constexpr, first: td.constexpr = 0):
+    """FlagGems' radix sort: `if last_block and portion_id < n - 1:` stores from the last
+    program only (an `and` in an `if` test is an `if` of its own); with `first`, from the
+    first too, which the `and` does not keep apart."""
+    n = x.shape[0]
+    for pid in td.grid(td.cdiv(n, block)):
+        offs = pid * block + td.arange(0, block)
+        acc = td.sum(td.load(x, [offs], mask=offs < n))
+        last_block = (pid == td.cdiv(n, block) - 1) | (pid < first)
+        if last_block and k < 1:
+            td.store(out, [0], acc)
+
+
+def test_an_and_in_an_if_test_keeps_its_programs() -> None:
+    x = np.arange(1, 38, dtype=np.int32)
+    out = np.zeros(1, np.int64)
+    last_writes(x, out, 0, 8)
+    assert out[0] == x[32:].sum()
+    with pytest.raises(td.TraceError, match="does not use grid dimension 'pid'"):
+        last_writes(x, out, 0, 8, 1)
+
+
+@td.tile_kernel
 def rows_per_program(x, programs: td.constexpr, rows: td.constexpr, reach: td.constexpr):
     """Liger's backward kernels: program p doubles rows [p * rows, min(p * rows + reach, n)) in
     place, in a `range` over runtime bounds."""

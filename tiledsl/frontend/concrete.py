@@ -26,7 +26,7 @@ import numpy as np
 
 from tiledsl.frontend.separation import Programs
 from tiledsl.frontend.tracer import Tracer
-from tiledsl.ir.core import Op, Value
+from tiledsl.ir.core import Block, Op, Value
 from tiledsl.ir.ops import BINARY, COMPARE, indexed_shape
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
@@ -109,6 +109,14 @@ def _spans(elems: Any, progs: Any) -> tuple[Any, Any, Any]:
         np.zeros(0, np.int64)
     ends = np.r_[starts[1:], elems.size] - 1
     return progs[starts], progs[ends], elems[starts]
+
+
+def _yields_false(region: Block) -> bool:
+    """Whether an `if` branch only yields the constant False."""
+    y = region.ops[-1] if region.ops else None
+    return y is not None and y.name == "yield" and len(y.operands) == 1 and \
+        y.operands[0].owner is not None and y.operands[0].owner.name == "const" and \
+        y.operands[0].owner.attrs["value"] is False
 
 
 class _Evaluator:
@@ -212,8 +220,8 @@ class _Evaluator:
             valid = valid & self._lift(self._counter(counter, j) < self._grid(counter.stop),
                                        len(lanes))
         for op, region in acc.path:
-            if op.name == "if":
-                c = self.value(op.operands[0])
+            if op.name == "if":  # (the branch taken: a superset of the programs that take it)
+                c = self._mask(op.operands[0]) if region == 0 else self.value(op.operands[0])
                 if c is not None:
                     taken = c.astype(bool) if region == 0 else ~c.astype(bool)
                     valid = valid & self._lift(taken, len(lanes))
@@ -227,8 +235,17 @@ class _Evaluator:
 
     def _mask(self, v: Value) -> Any:
         """Mask `v`, or where part of an `and` cannot be computed, the rest (it keeps as
-        many lanes or more: a superset of the elements); None where nothing can be."""
+        many lanes or more: a superset of the elements); None where nothing can be. An `and`
+        in an `if` test is an `if` whose second branch yields False (branches.py `_short`)."""
         op = v.owner
+        if op is not None and op.name == "if" and len(op.results) == 1 and \
+                _yields_false(op.regions[1]):
+            parts = [self.value(op.operands[0]), self._mask(op.regions[0].ops[-1].operands[0])]
+            known = [np.asarray(p) for p in parts if p is not None]
+            if not known:
+                return None
+            both = [x.reshape((1,) * (self.rank - x.ndim) + x.shape) for x in known]
+            return np.logical_and.reduce(np.broadcast_arrays(*both))
         if op is None or op.name != "and" or not v.type.dtype.is_bool:  # type: ignore[union-attr]
             return self.value(v)
         parts = [self._mask(o) for o in op.operands]
@@ -337,6 +354,8 @@ class _Evaluator:
         if op is None and v in self.loops:
             j, counter = self.loops[v]
             return self._counter(counter, j)
+        if op is not None and op.name == "if" and isinstance(t, TileType) and t.rank == 0:
+            return self._chosen(op, op.results.index(v))
         if op is None or op.regions or not isinstance(t, TileType) or \
                 not (t.dtype.is_int or t.dtype.is_bool):
             return None
@@ -381,6 +400,17 @@ class _Evaluator:
                 return None
             return _NUMPY[op.name](*self._aligned(args, op))
         return None
+
+    def _chosen(self, op: Op, k: int) -> Any:
+        """Scalar result `k` of an `if` whose branches only yield values computed here (the
+        `and` of a runtime test, `if last and k < 1:`, is such an `if`: branches.py)."""
+        sides = [self.value(r.ops[-1].operands[k]) if r.ops and r.ops[-1].name == "yield"
+                 else None for r in op.regions]
+        cond = self.value(op.operands[0])
+        if cond is None or any(x is None for x in sides):
+            return None
+        grid = [np.asarray(x) for x in (cond, *sides)]
+        return np.where(*(x.reshape((1,) * (self.rank - x.ndim) + x.shape) for x in grid))
 
     def _aligned(self, args: list[Any], op: Op) -> list[Any]:
         """Binary operands with their grid axes first, lane axes after (a scalar has none)."""
