@@ -233,6 +233,9 @@ def test_a_load_or_store_with_no_index_reaches_a_one_element_tensor(backend: str
         with pytest.raises(td.TraceError, match=r"with no index reaches one element") as e:
             scaled_rows(x, np.array([0.5, 2.0], np.float32))
         assert "td.load(Alpha, [i], ...)" in e.value.hint
+        with pytest.raises(td.TraceError, match="takes a tensor argument") as e:
+            scaled_rows(x, np.float32(0.5))  # FlagGems' torch.empty(()) output: a scalar
+        assert "0-d array argument" in e.value.hint
 
 
 @td.tile_kernel

@@ -38,6 +38,11 @@ class TileType:
     def rank(self) -> int:
         return len(self.shape)
 
+    @property
+    def element_ty(self) -> DType:
+        """Triton's `x.type.element_ty`: the dtype of the elements."""
+        return self.dtype
+
     def with_dtype(self, dtype: DType) -> TileType:
         return TileType(self.shape, dtype)
 

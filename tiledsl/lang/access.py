@@ -91,8 +91,12 @@ def _mask(what: str, mask: Any, extra_mask: Any) -> Any:
 
 def _tensor(what: str, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
+        hint = "e.g. td.load(x, [tm, tn], mask=m, other=0)"
+        if isinstance(x, TileValue) and x.shape == ():
+            hint = ("a 0-d array argument (torch.empty(())) is a runtime scalar, not memory: "
+                    "pass one of shape (1,) and write it with td.store(out, v)")
         current().fail(TraceError, f"{what} takes a tensor argument or allocation, got "
-                       f"{type(x).__name__}", hint="e.g. td.load(x, [tm, tn], mask=m, other=0)")
+                       f"{type(x).__name__}", hint=hint)
     return x
 
 
