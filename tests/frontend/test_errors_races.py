@@ -752,6 +752,31 @@ def test_an_and_in_an_if_test_keeps_its_programs() -> None:
 
 
 @td.tile_kernel
+def grid_stride_copy(x, out, nc, hw: td.constexpr, p: td.constexpr, b: td.constexpr,
+                     bump: td.constexpr):
+    """FlagGems' upsample_nearest2d: programs (pid, nc0) stride over the planes, their offset
+    carried and bumped by `p * hw` each trip (a constant the loop broadcasts to the tile);
+    a bump other than the stride's lets programs meet (with values of their own: `+ nc0 *
+    0.0`, as equal values would be one write)."""
+    xs, os = x.view(-1), out.view(-1)
+    for pid, nc0 in td.grid(td.cdiv(hw, b), p):
+        idx = pid * b + td.arange(0, b)
+        off = nc0 * hw + idx
+        for _ in range(nc0, nc, p):
+            td.store(os, [off], td.load(xs, [off], mask=idx < hw) + nc0 * 0.0, mask=idx < hw)
+            off += bump * hw
+
+
+def test_a_grid_stride_loop_with_a_bumped_offset() -> None:
+    x = np.random.default_rng(5).standard_normal((6, 45)).astype(np.float32)
+    out = np.zeros_like(x)
+    grid_stride_copy(x, out, 6, 45, 4, 16, 4)
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
+        grid_stride_copy(x, out, 6, 45, 4, 16, 3)
+
+
+@td.tile_kernel
 def rows_per_program(x, programs: td.constexpr, rows: td.constexpr, reach: td.constexpr):
     """Liger's backward kernels: program p doubles rows [p * rows, min(p * rows + reach, n)) in
     place, in a `range` over runtime bounds."""

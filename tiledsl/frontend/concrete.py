@@ -354,6 +354,8 @@ class _Evaluator:
         if op is None and v in self.loops:
             j, counter = self.loops[v]
             return self._counter(counter, j)
+        if op is None and v in self.progs.tr.inductions:
+            return self._induction(v)
         if op is not None and op.name == "if" and isinstance(t, TileType) and t.rank == 0:
             return self._chosen(op, op.results.index(v))
         if op is None or op.regions or not isinstance(t, TileType) or \
@@ -400,6 +402,23 @@ class _Evaluator:
                 return None
             return _NUMPY[op.name](*self._aligned(args, op))
         return None
+
+    def _induction(self, v: Value) -> Any:
+        """A value a counted loop carries and steps by a fixed amount each trip (a pointer
+        bump, `off += P * HW`: `Tracer.inductions`): its first value plus the amount times the
+        trip, in each program."""
+        first, amount, counter, _ = self.progs.tr.inductions[v]
+        if counter not in self.loops:
+            return None
+        a, d = self.value(first), self.value(amount)
+        if a is None or d is None:
+            return None
+        own = len(v.type.shape)  # type: ignore[union-attr]
+        j, _ = self.loops[counter]
+        trip = self.mesh[len(self.counts) + j]  # type: ignore[arg-type]
+        lifted = [np.asarray(x) for x in (a, d)]
+        a, d = (x.reshape((1,) * (self.rank + own - x.ndim) + x.shape) for x in lifted)
+        return a + d * trip.reshape(trip.shape + (1,) * own)
 
     def _chosen(self, op: Op, k: int) -> Any:
         """Scalar result `k` of an `if` whose branches only yield values computed here (the

@@ -530,12 +530,11 @@ def _inductions(tr: Tracer, region: Block, firsts: list[Value], counter: Value,
 
 
 def _fixed(v: Value, inside: set[int]) -> bool:
-    """Whether `v` is the same on every trip: made before the loop, or a constant (cast)."""
-    while v.owner is not None and v.owner.name == "cast":
+    """Whether `v` is the same on every trip: made before the loop, or a constant (cast, or
+    broadcast to a tile: `offs += 180`)."""
+    while v.owner is not None and v.owner.name in ("cast", "broadcast"):
         v = v.owner.operands[0]
     return id(v) not in inside or (v.owner is not None and v.owner.name == "const")
-
-
 
 
 def _go(tr: Tracer, cond: TileValue, loc: Loc) -> TileValue:

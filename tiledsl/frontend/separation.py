@@ -166,7 +166,7 @@ class Programs:
         deps = self.depends(v)
         if not deps or ANY <= deps:
             return _NONE
-        if v.owner is None:  # a grid or loop range
+        if v.owner is None and v not in self.tr.inductions:  # a grid or loop range
             return deps if self._disjoint_windows(v) else _NONE
         if self.loaded(v):  # a scatter's indices
             return deps
