@@ -28,6 +28,10 @@ def _welford(mean_x, count_x, m_x, mean_y, count_y, m_y):  # FlagGems' var_mean.
     return mean, count, m
 
 
+def _both(a, b):  # FlagGems' all.reduce_all: `and` in a combine function is elementwise
+    return a and b
+
+
 def _argmax_pair(va, ia, vb, ib):  # the larger value; on ties the first position
     take = (va > vb) | ((va == vb) & (ia < ib))
     return td.where(take, va, vb), td.where(take, ia, ib)
@@ -50,7 +54,7 @@ def folds(x):
             var[tm, :] = m2 / count
             lanes = td.broadcast_to(tn.index[None, :], row.shape)
             _, best[tm] = td.reduce((row, lanes), 1, _argmax_pair)
-            every[tm] = td.reduce(lambda a, b: a & b, row > -2.0, dim=1)  # Helion's order
+            every[tm] = td.reduce(_both, row > -2.0, dim=1)  # Helion's order
     for tn in td.tile(n, block_size=64):  # every axis at once
         total[:] = td.reduce(x[0:2, tn], None, lambda a, b: a + b, keep_dims=True).reshape(1)
     return prod, var, best, every, total

@@ -230,9 +230,8 @@ def test_a_load_or_store_with_no_index_reaches_a_one_element_tensor(backend: str
     np.testing.assert_array_equal(out, x * 0.5)
     td.testing.assert_close(total, x[:1].sum(1), np.float32)
     if backend == "numpy":
-        with pytest.raises(td.TraceError, match=r"with no index reaches one element") as e:
-            scaled_rows(x, np.array([0.5, 2.0], np.float32))
-        assert "td.load(Alpha, [i], ...)" in e.value.hint
+        out, _ = scaled_rows(x, np.array([0.5, 2.0], np.float32))  # a pointer's first
+        np.testing.assert_array_equal(out, x * 0.5)
         with pytest.raises(td.TraceError, match="takes a tensor argument") as e:
             scaled_rows(x, np.float32(0.5))  # FlagGems' torch.empty(()) output: a scalar
         assert "0-d array argument" in e.value.hint

@@ -198,8 +198,11 @@ def logical(first: Any, second: Callable[[], Any], line: int, when: bool) -> Any
     """`first and second()` (`when` False) or `first or second()` (True) outside an `if` test.
     On bool tiles it is Triton's `logical_and` / `logical_or`, elementwise, both sides
     evaluated (`mask = offs < n and offs >= 0`); on a runtime scalar it short-circuits, as in
-    a test; on Python values it is Python's."""
-    if not isinstance(first, TileValue) or first.shape == ():
+    a test, but in a scan's or fold's combine function (which has no branches) it is
+    elementwise too (FlagGems' `def reduce_all(a, b): return a and b`); on Python values it is
+    Python's."""
+    combine = isinstance(first, TileValue) and current().depth == "combine"  # (no branches)
+    if not isinstance(first, TileValue) or first.shape == () and not combine:
         return (either if when else both)(first, second, line)
     rest = second()
     if isinstance(rest, TileValue) and first.dtype.is_bool and rest.dtype.is_bool:
@@ -213,7 +216,7 @@ def logical(first: Any, second: Callable[[], Any], line: int, when: bool) -> Any
 def logical_not(value: Any, line: int) -> Any:
     """`not value` outside an `if` or `while` test: on a tile, Triton's elementwise logical
     not (`mask=(not if_pad) and cond`); on a runtime scalar or a Python value, as in a test."""
-    if isinstance(value, TileValue) and value.shape != ():
+    if isinstance(value, TileValue) and (value.shape != () or current().depth == "combine"):
         return unary("not", value if value.dtype.is_bool else binary("ne", value, 0))
     return negate(value, line)
 

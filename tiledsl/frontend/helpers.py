@@ -80,8 +80,8 @@ def _stdlib(file: str) -> bool:
 
 
 def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
-    """`fn` with its loops, branches and `and`/`or` rewritten, or None when it needs no
-    rewrite."""
+    """`fn` with its loops, branches, `and`/`or`/`not` and asserts rewritten, or None when it
+    needs no rewrite."""
     code = fn.__code__
     if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR or hasattr(fn, "__wrapped__") \
             or (fn.__module__ or "").partition(".")[0] in LIBRARIES \
@@ -94,7 +94,8 @@ def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
         return None
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
-            isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp, ast.BoolOp))
+            isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp, ast.BoolOp,
+                           ast.Assert)) or isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)
             for n in ast.walk(fdef)):
         return None  # (its calls too: `min(n - t, 8)`, or a helper with loops of its own)
     try:

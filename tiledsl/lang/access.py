@@ -52,15 +52,18 @@ def _index(idx: Any) -> Any:
 
 
 def scalar_pointer(t: Tensor, what: str = "td.load") -> tuple[int, ...]:
-    """Triton's `tl.load(ptr)` with no offsets reads the one element a scalar pointer points
-    at: `td.load(alpha)` of a tensor of one element reads it (a scalar), and `td.store(out, v)`
-    writes it."""
-    if any(d != 1 for d in t.shape):
-        current().fail(TraceError, f"{what}({t.name}) with no index reaches one element, but "
-                       f"'{t.name}' has shape {t.shape}",
-                       hint=f"give the index: {what}({t.name}, [i], ...) (Triton's "
-                            f"{what.replace('td.', 'tl.')}({t.name}_ptr + i, ...))")
+    """Triton's `tl.load(ptr)` with no offsets reads the element a pointer points at, a
+    tensor's first: `td.load(alpha)` reads element 0 (Liger's `tl.load(alpha_ptr)`), and
+    `td.store(out, v)` and `td.atomic_add(out, v)` write it (FlagGems' `out_ptr`)."""
     return (0,) * len(t.shape)
+
+
+def zero_d_hint(x: Any) -> str | None:
+    """What to say where a runtime scalar stands for memory: a 0-d array argument."""
+    if isinstance(x, TileValue) and x.shape == ():
+        return ("a 0-d array argument (torch.empty(())) is a runtime scalar, not memory: pass "
+                "one of shape (1,) and write it with td.store(out, v)")
+    return None
 
 
 def _not_an_index(what: str, mask: Any) -> None:
@@ -91,10 +94,7 @@ def _mask(what: str, mask: Any, extra_mask: Any) -> Any:
 
 def _tensor(what: str, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
-        hint = "e.g. td.load(x, [tm, tn], mask=m, other=0)"
-        if isinstance(x, TileValue) and x.shape == ():
-            hint = ("a 0-d array argument (torch.empty(())) is a runtime scalar, not memory: "
-                    "pass one of shape (1,) and write it with td.store(out, v)")
+        hint = zero_d_hint(x) or "e.g. td.load(x, [tm, tn], mask=m, other=0)"
         current().fail(TraceError, f"{what} takes a tensor argument or allocation, got "
                        f"{type(x).__name__}", hint=hint)
     return x

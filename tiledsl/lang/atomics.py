@@ -25,7 +25,7 @@ from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, _access_mask, _indices, written_value
-from tiledsl.lang.access import scalar_pointer
+from tiledsl.lang.access import scalar_pointer, zero_d_hint
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
 SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`
@@ -46,7 +46,7 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
     tr = current(f"td.{what}()")
     if not isinstance(x, Tensor):
         tr.fail(TraceError, f"td.{what}() takes a tensor argument or allocation, got "
-                f"{type(x).__name__}", hint=f"e.g. td.{what}(out, [tm, tn], v)")
+                f"{type(x).__name__}", hint=zero_d_hint(x) or f"e.g. td.{what}(out, [tm, tn], v)")
     if tr.depth == "host":
         tr.fail(TraceError, f"td.{what}() is used outside the tile loops",
                 hint="atomics combine the values of grid programs: call them inside the grid")

@@ -29,6 +29,7 @@ from tiledsl.errors import ShapeError, TraceError
 from tiledsl.ir.core import Block, Value, clone_block
 from tiledsl.ir.ops import ELEMENTWISE, has_trait
 from tiledsl.ir.types import TileType
+from tiledsl.frontend.rewrite import _helper as helper
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import TileValue, broadcast_shapes, broadcast_to, cast, to_value
 
@@ -144,6 +145,7 @@ def _combine_region(tr: Tracer, what: str, xs: list[TileValue], combine_fn: Any,
     if not callable(combine_fn):
         tr.fail(TraceError, f"{what}: combine_fn must be a function, got {combine_fn!r:.60}",
                 hint="def combine(a, b): return a + b")
+    combine_fn = helper(combine_fn)  # its `and`, `or` and `not` elementwise, as a kernel's
     scalars = [TileType((), v.dtype) for v in xs]
     region = Block([Value(t, n) for n, t in zip("ab", scalars * 2)] if len(xs) == 1 else
                    [Value(t, f"{s}{i}") for s in "ab" for i, t in enumerate(scalars)])
