@@ -132,3 +132,29 @@ def test_pointer_misuse_is_a_clear_error() -> None:
     args[1] = np.asfortranarray(args[1])  # the flat view needs row-major memory
     with pytest.raises(td.ArgumentError, match="cannot be viewed as shape"):
         matmul(*args)
+
+
+@td.tile_kernel
+def embedding_backward(grad_in, grad_out, indices, padding_idx, N: td.constexpr):
+    """FlagGems' embedding backward: the weight gradient's pointer moves inside an `if` on a
+    runtime scalar (from the tensor itself, its first element, on the other side)."""
+    for pid in td.grid(indices.shape[0]):
+        cols = td.arange(0, 64)
+        row_idx = td.load(indices + pid)
+        if row_idx != padding_idx:
+            grad_in += row_idx * N
+            g = td.load(grad_out + pid * N + cols, cols < N, other=0.0)
+            td.atomic_add(grad_in + cols, g, mask=cols < N)
+
+
+def test_a_pointer_moved_in_a_branch() -> None:
+    idx = np.array([1, 2, 1, 0], np.int64)
+    g = np.random.default_rng(10).standard_normal((4, 45)).astype(np.float32)
+    want = np.zeros((3, 45))
+    for i, r in enumerate(idx):
+        if r != 2:
+            want[r] += g[i]
+    for backend in ("numpy", "triton-interpret"):
+        grad = np.zeros((3, 45), np.float32)
+        embedding_backward.run(grad, g, idx, 2, 45, backend=backend)
+        td.testing.assert_close(grad, want, np.float32)

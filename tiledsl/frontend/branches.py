@@ -25,10 +25,14 @@ import numpy as np
 from tiledsl import dtypes
 from tiledsl.errors import ControlFlowError, Loc, TraceError
 from tiledsl.ir.core import Block, Op, Value
+from tiledsl.ir.views import root
 from tiledsl.ir.ops import broadcastable
 from tiledsl.frontend import foreign_calls, static_args
+from tiledsl.frontend.pointers import Pointer, pointer
 from tiledsl.frontend.tracer import Tracer, current
-from tiledsl.frontend.values import TileValue, binary, broadcast_to, cast, constant, to_value, unary
+from tiledsl.frontend.values import (
+    Tensor, TileValue, binary, broadcast_to, cast, constant, to_value, unary,
+)
 
 Branch = Callable[[dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
@@ -83,6 +87,7 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
            loc: Loc) -> dict:
     """Make the names the branches rebind the results of `op` (each region ends in a yield)."""
     names, sides = [], []
+    bases: dict[str, Any] = {}  # names of pointers, their tensors (pointers.py)
     for n in assigned:
         if n.startswith("_td_"):
             continue
@@ -92,6 +97,14 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
             continue  # unchanged, or one object bound in both
         if any(v is _MISSING for v in values):
             continue  # bound in one branch only: not defined after the `if`
+        moved = [v for v in values if isinstance(v, Pointer)]  # a pointer moved in a branch
+        if moved and all(isinstance(v, Pointer) and v.base.value is moved[0].base.value or
+                         isinstance(v, Tensor) and root(v.value) is root(moved[0].base.value)
+                         for v in values):  # (the tensor itself: its first element)
+            bases[n] = moved[0].base
+            names.append(n)
+            sides.append(values)
+            continue
         if not all(isinstance(v, (TileValue, *_NUMBER)) for v in values):
             kinds = " / ".join(type(v).__name__ for v in values)
             tr.fail(TraceError, f"'{n}' ({kinds}) is rebound in an `if` on a runtime value",
@@ -102,7 +115,7 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
     yielded: list[list[TileValue]] = [[], []]
     for i, region in enumerate(op.regions):
         with tr.region(region, "if"):
-            yielded[i] = [to_value(values[i]) for values in sides]
+            yielded[i] = [to_value(_offset(values[i])) for values in sides]
     for k, n in enumerate(names):
         _unify(tr, op, n, [yielded[0][k], yielded[1][k]], yielded, k, loc)
     for i, region in enumerate(op.regions):
@@ -111,8 +124,16 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
     op.results = [Value(yielded[0][k].type, n) for k, n in enumerate(names)]
     for r in op.results:
         r.owner = op
-    return {n: TileValue(r, yielded[0][k].weak and yielded[1][k].weak)
-            for k, (n, r) in enumerate(zip(names, op.results))}
+    out = {n: TileValue(r, yielded[0][k].weak and yielded[1][k].weak)
+           for k, (n, r) in enumerate(zip(names, op.results))}
+    return {n: Pointer(bases[n], v) if n in bases else v for n, v in out.items()}
+
+
+def _offset(v: Any) -> Any:
+    """What an `if` yields for a value: a pointer's offset (a tensor's own: 0)."""
+    if isinstance(v, Pointer):
+        return v.offset
+    return pointer(v, 0).offset if isinstance(v, Tensor) else v
 
 
 def _unify(tr: Tracer, op: Op, name: str, pair: list[TileValue],
