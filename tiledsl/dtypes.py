@@ -20,6 +20,9 @@ class _Truth(int):
         return repr(bool(self))
 
 
+_TRUTH = {False: _Truth(0), True: _Truth(1)}  # (no object made per call: tracing asks often)
+
+
 @dataclass(frozen=True)
 class DType:
     """An element type. `name` is the public name, `short` the IR spelling (f32, bf16, i1...)."""
@@ -46,7 +49,7 @@ class DType:
     @property
     def is_int(self) -> bool:
         """Signed or unsigned."""
-        return _Truth(self.kind in "iu")
+        return _TRUTH[self.kind in "iu"]
 
     @property
     def is_unsigned(self) -> bool:
@@ -54,12 +57,12 @@ class DType:
 
     @property
     def is_bool(self) -> bool:
-        return _Truth(self.kind == "b")
+        return _TRUTH[self.kind == "b"]
 
     @property
     def is_fp8(self) -> bool:
         """A storage type (fp8.py): loads, stores, casts and `@` take it; arithmetic does not."""
-        return _Truth(self.kind == "f" and self.bits == 8)
+        return _TRUTH[self.kind == "f" and self.bits == 8]
 
     def __eq__(self, other: object) -> bool:
         """Equal to the same td dtype, and (as NumPy's dtypes are) to its NumPy dtype, type or

@@ -59,8 +59,9 @@ def _combine_function(em: KernelEmitter, op: Op, masked: bool) -> str:
     return name
 
 
-@emit_rule("scan")
-def _scan(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+def _operands(em: KernelEmitter, op: Op, args: list[str]) -> tuple[str, str, bool]:
+    """A scan's or fold's combine function, its input (a tile or a tuple, with the in-range
+    flags last where some lanes are out of range) and whether it is masked."""
     n, masked = op.attrs["n"], bool(op.attrs.get("masked"))
     fn = _combine_function(em, op, masked)
     t = op.operands[0].type
@@ -68,7 +69,12 @@ def _scan(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     # (the in-range lanes may be held as a mask of fewer axes, which tl.where would broadcast)
     inputs = args[:n] + ([f"tl.broadcast_to({args[n]}.to(tl.int32), {em.shape(t)})"]
                          if masked else [])
-    src = inputs[0] if len(inputs) == 1 else f"({', '.join(inputs)},)"
+    return fn, inputs[0] if len(inputs) == 1 else f"({', '.join(inputs)},)", masked
+
+
+@emit_rule("scan")
+def _scan(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    fn, src, masked = _operands(em, op, args)
     reverse = ", reverse=True" if op.attrs["reverse"] else ""
     names = [em.namer.fresh(r.hint or "scan") for r in op.results]
     for r, name in zip(op.results, names):
@@ -79,13 +85,7 @@ def _scan(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
 
 @emit_rule("fold")
 def _fold(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
-    n, masked = op.attrs["n"], bool(op.attrs.get("masked"))
-    fn = _combine_function(em, op, masked)
-    t = op.operands[0].type
-    assert isinstance(t, TileType)
-    inputs = args[:n] + ([f"tl.broadcast_to({args[n]}.to(tl.int32), {em.shape(t)})"]
-                         if masked else [])
-    src = inputs[0] if len(inputs) == 1 else f"({', '.join(inputs)},)"
+    fn, src, masked = _operands(em, op, args)
     keep = ", keep_dims=True" if op.attrs["keepdims"] else ""
     names = [em.namer.fresh(r.hint or "fold") for r in op.results]
     flag = em.namer.fresh("any_valid") if masked else None
