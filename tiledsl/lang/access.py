@@ -51,7 +51,7 @@ def _index(idx: Any) -> Any:
     return tuple(idx) if isinstance(idx, list) else idx
 
 
-def scalar_pointer(t: Tensor, what: str = "td.load") -> tuple[int, ...]:
+def scalar_pointer(t: Tensor) -> tuple[int, ...]:
     """Triton's `tl.load(ptr)` with no offsets reads the element a pointer points at, a
     tensor's first: `td.load(alpha)` reads element 0 (Liger's `tl.load(alpha_ptr)`), and
     `td.store(out, v)` and `td.atomic_add(out, v)` write it (FlagGems' `out_ptr`)."""
@@ -122,7 +122,7 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
 def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
           extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "") -> None:
     """`x[index] = value` where `mask` holds; see the module's docstring. `td.store(x, v)`
-    writes the one element of a one-element tensor (Triton's `tl.store(ptr, v)`)."""
+    writes x's first element (Triton's `tl.store(ptr, v)`)."""
     current("td.store()")
     if isinstance(x, Pointer):  # Triton's tl.store(pointer, value, mask)
         if value is not _DEFAULT:
@@ -132,7 +132,7 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
         x, index, value, mask = x.base, [x.offset], index, (mask if value is _DEFAULT else value)
     t = _tensor("td.store()", x)
     if value is _DEFAULT:
-        index, value = scalar_pointer(t, "td.store"), index
+        index, value = scalar_pointer(t), index
     t.store(_index(index), value, _mask("td.store()", mask, extra_mask),
             hints=_hints("td.store()", eviction_policy, cache_modifier))
 

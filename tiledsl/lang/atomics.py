@@ -94,8 +94,7 @@ def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: A
 def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
                sem: str = "relaxed", scope: str = "gpu") -> TileValue:
     """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values.
-    `td.atomic_add(x, v)` adds to a one-element tensor's element (Triton's
-    `tl.atomic_add(count_ptr, v)`)."""
+    `td.atomic_add(x, v)` adds to x's first element (Triton's `tl.atomic_add(count_ptr, v)`)."""
     if value is None and isinstance(x, Tensor):
         index, value = list(scalar_pointer(x)), index
     return _atomic("atomic_add", "add", x, index, [value], mask, sem, scope)
