@@ -123,11 +123,16 @@ def on_cuda(value: Any) -> Any:
 
 def run_on(kernel: Any, args: tuple, backend: str, **kw: Any) -> Any:
     """`kernel.run(*args, backend=backend)`; on "triton-gpu", with the arrays as CUDA tensors
-    and the results back as NumPy arrays."""
+    and the results back as NumPy arrays, and what the kernel wrote into its array arguments
+    copied back into them (kernels that write in place, as Triton's do)."""
     if backend != "triton-gpu":
         return kernel.run(*args, backend=backend, **kw)
     from lowering.backends.triton.interpret import to_numpy
-    out = kernel.run(*on_cuda(args), backend="triton", **kw)
+    on_device = on_cuda(args)
+    out = kernel.run(*on_device, backend="triton", **kw)
+    for a, t in zip(args, on_device):
+        if isinstance(a, np.ndarray) and a.flags.writeable:
+            a[...] = to_numpy(t.cpu())
     if isinstance(out, tuple):
         return tuple(to_numpy(o.cpu()) for o in out)
     return None if out is None else to_numpy(out.cpu())
