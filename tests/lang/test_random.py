@@ -248,3 +248,93 @@ def test_uint_to_uniform_float_is_what_rand_applies(backend: str) -> None:
     a, b = run_on(rand_two_ways, (1234, 300), backend)
     np.testing.assert_array_equal(a, b)
     assert 0.0 <= a.min() and a.max() < 1.0
+
+
+@td.tile_kernel
+def dropout_philox(x, y, keep, n, p, seed, offset, BLOCK: td.constexpr,
+                   N_ROUNDS: td.constexpr):
+    """FlagGems' dropout as written: `tl.philox` on a 64-bit offset split into two uint32
+    counter words (a scalar high word beside a tile), four uniforms a lane, four blocks a
+    program; N_ROUNDS != 10 is Philox's `n_rounds=`."""
+    for pid in td.grid(td.cdiv(n, BLOCK * 4)):
+        seed = seed.to(td.int64)
+        offset = offset.to(td.int64)
+        c0 = (offset & 0xFFFFFFFF).to(td.uint32)
+        c1 = ((offset >> 32) & 0xFFFFFFFF).to(td.uint32)
+        c0 += pid * BLOCK + td.arange(0, BLOCK)
+        _O = c0 * 0
+        if N_ROUNDS == 10:
+            r = td.philox(seed, c0, c1, _O, _O)
+        else:
+            r = td.philox(seed, c0, c1, _O, _O, n_rounds=N_ROUNDS)
+        for j in td.static_range(4):
+            kept = td.uint_to_uniform_float(r[j]) > p
+            offs = pid * BLOCK * 4 + j * BLOCK + td.arange(0, BLOCK)
+            v = td.load(x + offs, mask=offs < n, other=0.0)
+            td.store(keep + offs, kept, mask=offs < n)
+            td.store(y + offs, v * (1.0 / (1.0 - p)) * kept, mask=offs < n)
+
+
+def _dropout_ref(x: np.ndarray, p: float, seed: int, offset: int, block: int,
+                 rounds: int) -> np.ndarray:
+    pid = np.arange(-(-x.size // (4 * block)))
+    c0 = np.uint32(offset & 0xFFFFFFFF) + (pid[:, None] * block + np.arange(block)).astype(
+        np.uint32)
+    words = td.philox(seed, c0, offset >> 32, 0, 0, n_rounds=rounds)
+    u = np.stack([td.philox.uniform(w) for w in words], axis=1)  # (program, word, lane)
+    return (u > p).reshape(-1)[:x.size]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tl_philox_as_flaggems_calls_it(backend: str) -> None:
+    """Every backend draws the host's words (and the triton-interpret run compares them with
+    Triton's own `tl.philox`, which the generated code calls), bit for bit, at a ragged n, a
+    negative seed and an offset past 2**32, under the default and sampled configs."""
+    x = np.random.default_rng(1).standard_normal(1001).astype(np.float32)
+    for rounds in (10, 7):
+        y, keep = np.zeros_like(x), np.zeros(x.size, bool)
+        args = (x, y, keep, x.size, 0.3, -12345, 2**33 + 77, 64, rounds)
+        for config, _ in under_configs(dropout_philox, args, backend, samples=1):
+            ref = _dropout_ref(x, 0.3, -12345, 2**33 + 77, 64, rounds)
+            np.testing.assert_array_equal(keep, ref)
+            td.testing.assert_close(y, np.where(ref, x.astype(np.float64) / 0.7, 0.0),
+                                    np.float32)
+        assert 0.6 < keep.mean() < 0.8
+
+
+def test_philox_on_the_host_is_randint4x_at_its_counter() -> None:
+    """randint4x(seed, offsets) is philox(seed, low word, high word, 0, 0); fewer rounds draw
+    other words; the generated Triton calls tl.philox with n_rounds only where it is not 10."""
+    offsets = offsets_of("int64")
+    lo, hi = offsets.astype(np.uint32), (offsets >> 32).astype(np.uint32)
+    for seed in SEEDS:
+        words = td.philox(seed, lo, hi, 0, 0)
+        for w, r in zip(words, td.philox.randint4x(seed, offsets)):
+            np.testing.assert_array_equal(w.view(np.int32), r)
+    assert (td.philox(5, lo, hi, 0, 0, n_rounds=7)[0] != td.philox(5, lo, hi, 0, 0)[0]).any()
+    x = np.ones(100, np.float32)
+    args = (x, x.copy(), np.zeros(100, bool), 100, 0.5, 1, 2, 32)
+    calls = [[line for line in dropout_philox.source(*args, rounds, target="triton")
+              .splitlines() if "tl.philox(" in line] for rounds in (10, 7)]
+    assert len(calls[0]) == 1 and calls[0][0].strip().startswith("word, word_1, word_2")
+    assert "n_rounds" not in calls[0][0] and calls[1][0].endswith(", n_rounds=7)")
+    text = dropout_philox.source(*args, 7, target="ir")
+    assert "n_rounds = 7" in text and print_ir(parse_ir(text)) == text
+
+
+@td.tile_kernel
+def float_counter(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.uint_to_uniform_float(td.philox(1, x[t], 0, 0, 0)[0])
+    return out
+
+
+def test_philox_errors_name_the_line() -> None:
+    with pytest.raises(td.DTypeError, match="test_random.py") as e:
+        float_counter(np.ones(5, np.float32))
+    assert "counter c0 must be integers, got float32" in str(e.value) and e.value.hint
+    with pytest.raises(td.ArgumentError, match="n_rounds"):
+        td.philox(1, np.arange(3), 0, 0, 0, n_rounds=-1)
+    with pytest.raises(td.ArgumentError, match="counter c1 = 4294967296"):
+        td.philox(1, np.arange(3), 2**32, 0, 0)

@@ -433,6 +433,22 @@ for _n in RANDOM_OPS:
     _def(_n, traits=(ELEMENTWISE, RANDOM))(_random_rule(_n))
 
 
+@_def("philox", traits=(ELEMENTWISE, RANDOM))
+def _philox(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """Triton's `tl.philox`: (integer scalar seed, four uint32 counter tiles of one shape) ->
+    Philox's four uint32 words, `n_rounds` rounds (attr)."""
+    _arity(ts, 5, "philox")
+    seed = tile(ts[0], "philox seed")
+    if seed.shape != () or not seed.dtype.is_int:
+        raise DTypeError(f"philox: the seed must be an integer scalar, got {seed}")
+    counter = _same(ts[1:], "philox")
+    if counter.dtype != dtypes.uint32:
+        raise DTypeError(f"philox: the counters are uint32, got {counter.dtype}")
+    if not isinstance(attrs.get("n_rounds"), int) or attrs["n_rounds"] < 0:
+        raise IRError(f"philox: n_rounds is a non-negative int, got {attrs.get('n_rounds')!r}")
+    return [counter] * 4
+
+
 def _along(ts: Sequence[Type], attrs: dict, name: str, n: int) -> TileType:
     """The common type of the first `n` operands of a scan or sort, and its axis checked; a
     `masked` op has one more operand: which lanes are in range (ragged.py adds it, and

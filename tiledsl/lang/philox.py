@@ -14,6 +14,8 @@ reads them as Triton does).
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,7 @@ def _umulhi(a: np.uint32, b: np.ndarray) -> np.ndarray:
     return ((np.uint64(a) * b.astype(np.uint64)) >> np.uint64(32)).astype(np.uint32)
 
 
-def _key(seed: Any) -> tuple[np.ndarray, np.ndarray]:
+def key(seed: Any) -> tuple[np.ndarray, np.ndarray]:
     """The key words of a seed: its low and high 32 bits once it is an int64 (Triton casts a
     seed to uint64, sign-extending a signed one)."""
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
@@ -49,7 +51,21 @@ def _key(seed: Any) -> tuple[np.ndarray, np.ndarray]:
     return (s & np.uint64(0xFFFFFFFF)).astype(np.uint32), (s >> np.uint64(32)).astype(np.uint32)
 
 
-def words(seed: Any, offsets: Any) -> Words:
+def rounds(k0: Any, k1: Any, c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray,
+           n_rounds: int = N_ROUNDS) -> Words:
+    """`n_rounds` rounds of Philox on the uint32 counter (c0, c1, c2, c3) and key (k0, k1), as
+    Triton's `philox_impl`; the four words broadcast to one shape."""
+    with np.errstate(over="ignore"):
+        for _ in range(n_rounds):
+            c0, c1, c2, c3 = (_umulhi(_ROUND_B, c2) ^ c1 ^ k0, _ROUND_B * c2,
+                              _umulhi(_ROUND_A, c0) ^ c3 ^ k1, _ROUND_A * c0)
+            k0, k1 = k0 + _KEY_A, k1 + _KEY_B
+    shape = np.broadcast_shapes(*(np.shape(c) for c in (c0, c1, c2, c3, k0)))
+    c0, c1, c2, c3 = (np.ascontiguousarray(np.broadcast_to(c, shape)) for c in (c0, c1, c2, c3))
+    return c0, c1, c2, c3
+
+
+def words(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> Words:
     """Four blocks of random uint32, as `tl.randint4x(seed, offsets)`: offsets of any integer
     dtype (64-bit ones feed their high word into the counter; narrower ones are sign-extended
     to 32 bits, as Triton casts them)."""
@@ -59,16 +75,34 @@ def words(seed: Any, offsets: Any) -> Words:
                             hint="number the draws with integers, e.g. np.arange(n)")
     c0 = o.astype(np.uint32)  # modular, as Triton's cast to uint32
     c1 = (o >> 32).astype(np.uint32) if o.dtype.itemsize == 8 else np.zeros_like(c0)
-    c2 = c3 = np.zeros_like(c0)
-    k0, k1 = _key(seed)
-    with np.errstate(over="ignore"):
-        for _ in range(N_ROUNDS):
-            c0, c1, c2, c3 = (_umulhi(_ROUND_B, c2) ^ c1 ^ k0, _ROUND_B * c2,
-                              _umulhi(_ROUND_A, c0) ^ c3 ^ k1, _ROUND_A * c0)
-            k0, k1 = k0 + _KEY_A, k1 + _KEY_B
-    shape = np.broadcast_shapes(c0.shape, k0.shape)
-    c0, c1, c2, c3 = (np.ascontiguousarray(np.broadcast_to(c, shape)) for c in (c0, c1, c2, c3))
-    return c0, c1, c2, c3
+    zero = np.zeros_like(c0)
+    return rounds(*key(seed), c0, c1, zero, zero, n_rounds)
+
+
+def _counter(c: Any, i: int) -> np.ndarray:
+    """A counter word as Triton's `philox` takes it: its low 32 bits as uint32 (a Python int
+    in int32's or uint32's range; see tiledsl.lang.random.philox_words for wider ints)."""
+    if isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)):
+        if not -2**31 <= int(c) < 2**32:
+            raise ArgumentError(f"td.philox: counter c{i} = {c} is not a 32-bit integer")
+        return np.asarray(int(c) % 2**32, dtype=np.uint32)
+    a = np.asarray(c)
+    if a.dtype.kind not in "iu":
+        raise ArgumentError(f"td.philox: counter c{i} must be integers, got {a.dtype}",
+                            hint="cast it: c.astype(np.uint32)")
+    return a.view(np.uint32) if a.dtype.itemsize == 4 else a.astype(np.uint32)
+
+
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any,
+           n_rounds: int = N_ROUNDS) -> Words:
+    """Triton's `tl.philox(seed, c0, c1, c2, c3, n_rounds)` on the host: the four uint32 words
+    of Philox 4x32 keyed by the seed, at the counters (c0, c1, c2, c3; their low 32 bits),
+    which broadcast.
+    Inside a kernel, `td.philox(...)` draws the same words on every backend."""
+    if not isinstance(n_rounds, (int, np.integer)) or n_rounds < 0:
+        raise ArgumentError(f"td.philox: n_rounds is a non-negative int, got {n_rounds!r}")
+    cs = [_counter(c, i) for i, c in enumerate((c0, c1, c2, c3))]
+    return rounds(*key(seed), *cs, int(n_rounds))
 
 
 def uniform(x: np.ndarray) -> np.ndarray:
@@ -119,3 +153,20 @@ def randn4x(seed: Any, offsets: Any) -> tuple[np.ndarray, ...]:
 def randint4x(seed: Any, offsets: Any) -> tuple[np.ndarray, ...]:
     """`tl.randint4x(seed, offsets)`: the four words, as int32 (see `randint`)."""
     return tuple(w.view(np.int32) for w in words(seed, offsets))
+
+
+class _Module(ModuleType):
+    """`td.philox` is this module (the host functions: `td.philox.rand(seed, offsets)`) and,
+    called, Triton's `tl.philox`: inside a kernel it traces (tiledsl/lang/random.py), on the
+    host it computes the words with NumPy."""
+
+    def __call__(self, seed: Any, c0: Any, c1: Any, c2: Any, c3: Any,
+                 n_rounds: int = N_ROUNDS) -> Any:
+        from tiledsl.frontend.tracer import active
+        if active() is not None:
+            from tiledsl.lang.random import philox_words
+            return philox_words(seed, c0, c1, c2, c3, n_rounds)
+        return philox(seed, c0, c1, c2, c3, n_rounds)
+
+
+sys.modules[__name__].__class__ = _Module

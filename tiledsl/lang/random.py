@@ -19,7 +19,9 @@ import numpy as np
 
 from tiledsl.errors import DTypeError, TraceError, user_loc
 from tiledsl.frontend.tracer import Tracer, active, current
-from tiledsl.frontend.values import TileValue, to_value, where
+from tiledsl import dtypes
+from tiledsl.frontend.values import TileValue, broadcast_shapes, broadcast_to, constant, \
+    to_value, where
 from tiledsl.lang import bits as _bits  # noqa: F401 (x.to(dtype, bitcast=True))
 
 _HOST_HINT = "on the host, td.philox.{name}(seed, offsets) gives the numbers td.{name} draws"
@@ -104,3 +106,38 @@ def uint_to_uniform_float(x: Any) -> TileValue:
     scale = 4.6566127342e-10 if v.dtype.bits == 32 else 1.0842020432385337e-19
     folded = where(signed < 0, -signed - 1, signed)
     return folded.astype("float32") * np.float32(scale)
+
+
+def _counter(tr: Tracer, c: Any, i: int) -> TileValue:
+    """A counter word as `tl.philox` takes it: a 32-bit int, its bits read as uint32."""
+    if isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) and \
+            -2**31 <= int(c) < 2**32:
+        return constant(int(c) % 2**32, dtypes.uint32)
+    v = to_value(c)
+    if not v.dtype.is_int or v.weak:
+        tr.fail(DTypeError, f"td.philox: counter c{i} must be integers, got "
+                f"{'a Python int past 32 bits' if v.weak else v.dtype}",
+                hint="cast it, as FlagGems does: (offset & 0xFFFFFFFF).to(td.uint32)")
+    if v.dtype.bits == 32:
+        return v.to(dtypes.uint32, bitcast=True)
+    return v.to(dtypes.uint32)  # modulo 2**32: uint32 + int32 is int64 here, uint32 in Triton
+
+
+def philox_words(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any,
+                 n_rounds: int = 10) -> tuple[TileValue, ...]:
+    """Triton's `tl.philox(seed, c0, c1, c2, c3, n_rounds)` inside a kernel (`td.philox(...)`):
+    the four uint32 words of Philox 4x32 keyed by the seed, at the counters, which broadcast to
+    one shape. A counter's low 32 bits count: a uint32 plus an int32 is an int64 in tiledsl
+    (NumPy's rule) where Triton wraps it in uint32, and both give the same words; Triton's
+    64-bit Philox (uint64 counters) is not supported. `td.philox(...)` on the host computes
+    the same words."""
+    tr = current("td.philox()")
+    s = _seed(tr, "philox", seed)
+    if not isinstance(n_rounds, (int, np.integer)) or isinstance(n_rounds, bool) or n_rounds < 0:
+        tr.fail(DTypeError, f"td.philox: n_rounds is a non-negative int, got {n_rounds!r}")
+    cs = [_counter(tr, c, i) for i, c in enumerate((c0, c1, c2, c3))]
+    shape = broadcast_shapes(tr, [c.shape for c in cs])
+    cs = [broadcast_to(c, shape) for c in cs]
+    results = tr.emit("philox", [s.value, *(c.value for c in cs)], {"n_rounds": int(n_rounds)},
+                      hint="word")
+    return tuple(TileValue(r) for r in results)

@@ -28,3 +28,12 @@ def _random(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 
 for _name in RANDOM_OPS:
     rule(_name)(_random)
+
+
+@rule("philox")
+def _philox(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    seed, *counters = (np.asarray(x) for x in xs)
+    t = op.operands[1].type
+    assert isinstance(t, TileType)
+    seed = seed.reshape(seed.shape + (1,) * t.rank)
+    return list(philox.rounds(*philox.key(seed), *counters, op.attrs["n_rounds"]))

@@ -13,9 +13,10 @@ if TYPE_CHECKING:
     from lowering.backends.triton.emit import KernelEmitter
 
 
-@emit_rule(*RANDOM_OPS)
+@emit_rule(*RANDOM_OPS, "philox")
 def _random(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
-    call = f"tl.{op.name}({args[0]}, {args[1]})"
+    rounds = op.attrs.get("n_rounds", 10)
+    call = f"tl.{op.name}({', '.join(args)}{'' if rounds == 10 else f', n_rounds={rounds}'})"
     if len(op.results) == 1:
         em.assign(op, call if op.name != "randint" else f"{call}.to(tl.int32, bitcast=True)",
                   indent)
