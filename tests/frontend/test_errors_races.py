@@ -1188,3 +1188,43 @@ def test_a_counted_loop_s_trips_are_computed_too() -> None:
         np.testing.assert_array_equal(persistent_rows.run(X, 4, 4, backend=backend), 2 * X)
     with pytest.raises(td.TraceError, match="can give two of its programs the same elements"):
         persistent_rows(X, 4, 3)  # worker 3's rows 3, 6, ... are worker 0's too
+
+
+@td.tile_kernel
+def cat_slots(a, b, out, BLOCK: td.constexpr, racing: td.constexpr):
+    """FlagGems' cat: one program row per input slot; the third is a placeholder of size 0,
+    so its index divides by 0 where its mask keeps no lane (`racing`: the placeholder writes
+    one element in every program)."""
+    post, size_out = a.shape[2], out.shape[1]
+
+    def body(pid_x, x, dim_size_in, dim_offset, total):
+        idx = pid_x * BLOCK + td.arange(0, BLOCK)
+        mask = idx < total
+        pre_idx = idx // (dim_size_in * post)
+        dim_idx = (idx // post) % dim_size_in
+        out_idx = pre_idx * size_out * post + (dim_idx + dim_offset) * post + idx % post
+        td.store(out + out_idx, td.load(x + idx, mask=mask), mask=mask)
+
+    for pid_x, pid_y in td.grid(td.cdiv(max(a.numel(), b.numel()), BLOCK), 3):
+        if pid_y == 0:
+            body(pid_x, a, a.shape[1], 0, a.numel())
+        elif pid_y == 1:
+            body(pid_x, b, b.shape[1], a.shape[1], b.numel())
+        elif racing:
+            td.store(out + 0, 1.0)
+        else:
+            body(pid_x, a, 0, 0, 0)
+            td.store(out + td.arange(0, BLOCK), td.zeros((BLOCK,), td.float32),
+                     mask=td.arange(0, BLOCK) < 0)
+
+
+def test_a_store_that_keeps_no_lane_writes_nothing() -> None:
+    """A mask false in every program's lanes (FlagGems' placeholder slots) touches nothing:
+    the check once crashed on it (an empty element list), and refused its `// 0` index."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((3, n, 7)).astype(np.float32) for n in (5, 4))
+    out = np.zeros((3, 9, 7), np.float32)
+    cat_slots(a, b, out, 64, False)
+    np.testing.assert_array_equal(out, np.concatenate([a, b], axis=1))
+    with pytest.raises(td.TraceError, match="the same elements|writes too"):
+        cat_slots(a, b, out, 64, True)

@@ -178,3 +178,24 @@ def test_td_s_own_error_inside_a_torch_call_is_said_once() -> None:
         addmm_after_matmul(g, b, a)
     assert str(e.value).count("in kernel") == 1, str(e.value)
     assert "torch.matmul and torch.mm keep torch's 16-bit dtype" in e.value.hint
+
+
+@td.tile_kernel
+def eye(n, m=None, *, dtype=None, layout=torch.strided, device=None, pin_memory=None):
+    """FlagGems' torch.eye: no tensor argument, keyword-only parameters, a torch dtype as a
+    compile-time argument, torch.empty's layout= and pin_memory=None."""
+    if dtype is None:
+        dtype = torch.get_default_dtype()
+    m = n if m is None else m
+    out = torch.empty((n, m), dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
+    for tm, tn in td.tile(n, m):
+        out[tm, tn] = (tm.index[:, None] == tn.index[None, :]).to(dtype)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_factory_with_keyword_only_torch_arguments(backend: str) -> None:
+    half = run_on(eye, (37, 45), backend, dtype=torch.float16)
+    assert half.dtype == np.float16 and (half == np.eye(37, 45)).all()
+    square = run_on(eye, (5,), backend)
+    assert square.dtype == np.float32 and (square == np.eye(5)).all()

@@ -107,7 +107,7 @@ def _spans(elems: Any, progs: Any) -> tuple[Any, Any, Any]:
     elems, progs = elems[order], progs[order]
     starts = np.flatnonzero(np.r_[True, elems[1:] != elems[:-1]]) if elems.size else \
         np.zeros(0, np.int64)
-    ends = np.r_[starts[1:], elems.size] - 1
+    ends = np.r_[starts[1:], elems.size][:starts.size] - 1
     return progs[starts], progs[ends], elems[starts]
 
 
@@ -166,6 +166,8 @@ class _Evaluator:
         or `dims`, positions along some root dimensions only (`_elements`); None where
         undecided."""
         assert self.counts is not None
+        if self._touches_nothing(acc):  # a mask false in every lane, a branch no program takes
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), None
         t = acc.tensor.type
         assert isinstance(t, TensorType)
         base = root(acc.tensor).type
@@ -232,6 +234,18 @@ class _Evaluator:
             self.counts + (1,) * (len(self.loops) + len(lanes))), full_shape)
         return flat[valid], program[valid], (known if dims is None else dims) if partial \
             else None
+
+    def _touches_nothing(self, acc: Access) -> bool:
+        """Whether the access's mask is false in every lane of every program, or one of the
+        branches around it is taken by no program (FlagGems' placeholder slots: sizes 0, so
+        the index divides by 0 where no lane is in range)."""
+        tests = [self._mask(acc.mask)] if acc.mask is not None else []
+        for op, region in acc.path:
+            if op.name == "if":
+                c = self._mask(op.operands[0]) if region == 0 else self.value(op.operands[0])
+                tests.append(None if c is None else c.astype(bool) if region == 0 else
+                             ~c.astype(bool))
+        return any(t is not None and not np.any(t) for t in tests)
 
     def _mask(self, v: Value) -> Any:
         """Mask `v`, or where part of an `and` cannot be computed, the rest (it keeps as

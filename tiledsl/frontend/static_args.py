@@ -134,10 +134,21 @@ def is_constant(v: Any) -> bool:
     it is a runtime scalar unless the body needs it static)."""
     if isinstance(v, constexpr) or v is None or isinstance(v, (bool, str, bytes, DType, np.dtype)):
         return True
+    if _is_torch_constant(v):
+        return True
     if isinstance(v, (tuple, list)):
         return all(is_constant(x) or (isinstance(x, (int, float)) and not isinstance(x, np.generic))
                    for x in v)
     return callable(v) and not _is_array(v)
+
+
+def _is_torch_constant(v: Any) -> bool:
+    """torch's dtype, layout, device and memory format objects (`eye(n, dtype=torch.float16,
+    layout=torch.strided)`), without importing torch."""
+    return type(v).__module__ == "torch" and type(v).__name__ in _TORCH_CONSTANTS
+
+
+_TORCH_CONSTANTS = frozenset({"dtype", "layout", "device", "memory_format"})
 
 
 def _is_array(v: Any) -> bool:
@@ -164,6 +175,8 @@ def _key(v: Any, seen: set[int]) -> Hashable:
         return ("np.dtype", v.str)
     if isinstance(v, np.generic):
         return ("np", v.dtype.str, v.item())
+    if _is_torch_constant(v):
+        return ("torch", type(v).__name__, str(v))
     if isinstance(v, FunctionType) and id(v) not in seen:
         seen = seen | {id(v)}
         cells = tuple(_LIFTED if _is_array(c) else c for c in
@@ -235,6 +248,8 @@ def _text(v: Any, seen: set[int]) -> str:
         return f"td.{v.name}"
     if isinstance(v, np.dtype):
         return f"np.dtype({v.str!r})"
+    if _is_torch_constant(v):
+        return str(v)  # torch.float16, torch.strided
     if isinstance(v, FunctionType) and id(v) not in seen:
         seen = seen | {id(v)}
         digest = hashlib.sha256(marshal.dumps(v.__code__)).hexdigest()[:12]

@@ -118,7 +118,8 @@ CALLS: dict[str, str] = {name: name for name in _SAME} | {"clip": "clamp", "mm":
 # tiles is `td.dot` cast to the inputs' type, as torch computes it
 _TORCH_DTYPE = frozenset({"matmul", "mm", "bmm"})
 # keywords of torch's that mean nothing in a kernel, at the values that change nothing
-_IGNORED = {"inplace": False, "out": None, "requires_grad": False, "pin_memory": False}
+_IGNORED = {"inplace": (False,), "out": (None,), "requires_grad": (False,),
+            "pin_memory": (False, None)}
 _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on the inputs'
 # torch's functions that host code calls with no tile value to dispatch on:
 # `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
@@ -152,7 +153,7 @@ def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     not fit `fn` is a TraceError at the user's line naming `what`."""
     kept = {}
     for k, v in kwargs.items():
-        if k in _ANY_VALUE or (k in _IGNORED and v == _IGNORED[k]):
+        if k in _ANY_VALUE or (k in _IGNORED and any(v is a for a in _IGNORED[k])):
             continue
         if k in _IGNORED:
             current().fail(TraceError, f"{what}(..., {k}={v!r}) has no meaning in a kernel",

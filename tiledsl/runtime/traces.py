@@ -166,7 +166,8 @@ class Traces:
             values.append(v)
         with tracing(tracer):
             try:
-                result = self.body(*proxies)
+                result = self.body(*_positional(self.signature, proxies),
+                                   **_keyword_only(self.signature, proxies))
                 outputs, returns = _outputs(result)
                 tracer.emit("return", [t.value for t in outputs],
                             loc=Loc(self.file, self.def_line()))
@@ -249,3 +250,14 @@ def _user_frame(e: BaseException) -> Loc | None:
         if not is_internal(frame.filename) and frame.lineno is not None:
             loc = Loc(frame.filename, frame.lineno)
     return loc
+
+
+def _positional(sig: inspect.Signature, proxies: list[Any]) -> list[Any]:
+    return [p for p, param in zip(proxies, sig.parameters.values())
+            if param.kind != inspect.Parameter.KEYWORD_ONLY]
+
+
+def _keyword_only(sig: inspect.Signature, proxies: list[Any]) -> dict[str, Any]:
+    """`def eye(n, *, dtype=None)`: the parameters after `*`, passed by name."""
+    return {name: p for p, (name, param) in zip(proxies, sig.parameters.items())
+            if param.kind == inspect.Parameter.KEYWORD_ONLY}

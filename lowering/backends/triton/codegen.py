@@ -266,8 +266,8 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
     names = Namer()
     names.used |= {k.name for k in kernels} | {"empty", "full", "wrap"}
     arg_names = {a: names.fresh(a.hint) for a in fn.args}
-    lines = [f"def launch({', '.join(arg_names.values())}, *, empty, full, num_sms=132, "
-             "wrap=None):",
+    params = ", ".join([*arg_names.values(), "*, empty, full, num_sms=132, wrap=None"])
+    lines = [f"def launch({params}):",
              f'    """Run {fn.name} on tensors Triton can take (torch, or objects with data_ptr).'
              '\n\n    `empty(shape, dtype)` and `full(shape, value, dtype)` allocate outputs on the '
              'inputs\' device;\n    persistent kernels launch `num_sms` programs at most; '
