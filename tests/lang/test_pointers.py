@@ -158,3 +158,30 @@ def test_a_pointer_moved_in_a_branch() -> None:
         grad = np.zeros((3, 45), np.float32)
         embedding_backward.run(grad, g, idx, 2, 45, backend=backend)
         td.testing.assert_close(grad, want, np.float32)
+
+
+@td.tile_kernel
+def neighbours(x, out, hist, n):
+    """Scalar accesses whose offset may leave the tensor, under a user's mask stricter than the
+    bounds (FlagGems' cumsum loads the previous block's total with `mask=pid > 0`): the
+    generated code once kept only the bounds and dropped the mask."""
+    for pid in td.grid(n):
+        left = td.load(x + pid - 1, mask=pid > 1, other=0.0)
+        right = td.load(x + pid + 1, mask=pid < n - 3, other=0.0)
+        td.store(out + pid + 1, left + right, mask=pid < n - 3)
+        td.atomic_add(hist + pid - 1, 1, mask=pid > 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scalar_access_keeps_its_mask_beside_the_bounds(backend: str) -> None:
+    n = 9
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32) + 2
+    out, hist = np.zeros(n, np.float32), np.zeros(n, np.int32)
+    run_on(neighbours, (x, out, hist, n), backend)
+    pid = np.arange(n)
+    left = np.where(pid > 1, np.r_[0, x[:-1]], 0)
+    right = np.where(pid < n - 3, np.r_[x[1:], 0], 0)
+    expected = np.zeros(n)
+    expected[1:][pid[:-1] < n - 3] = (left + right)[:-1][pid[:-1] < n - 3]
+    td.testing.assert_close(out, expected, np.float32)
+    np.testing.assert_array_equal(hist, (np.arange(n) >= 2) & (np.arange(n) < n - 1))

@@ -340,12 +340,13 @@ class KernelEmitter(LoopEmission):
         if extra is not None:
             masks.append(self.value(extra))
         mask = " & ".join(masks) if masks else None
-        if conds and block_offs is not None:
+        if conds:
             # A scalar condition selects the tile's mask (`block & scalar` fails in Triton's
-            # interpreter: "mask has unsupported dtype"; a select compiles the same).
-            mask = f"tl.where({' & '.join(conds)}, {mask or f'{block_offs} >= 0'}, False)"
-        elif conds:
-            mask = " & ".join(conds)
+            # interpreter: "mask has unsupported dtype"; a select compiles the same), or the
+            # user's mask of a scalar access (`td.load(x + pid - 1, mask=pid > 0)`).
+            cond = " & ".join(conds)
+            kept = mask or (f"{block_offs} >= 0" if block_offs is not None else None)
+            mask = f"tl.where({cond}, {kept}, False)" if kept else cond
         return ptr, mask
 
     def spans(self, op: Op, axes: tuple[tuple[int, ...], ...]) -> bool:
