@@ -91,6 +91,17 @@ class DType:
         already its elements', so `x.dtype.element_ty` is `x.dtype`."""
         return self
 
+    @property
+    def value(self) -> DType:
+        """The dtype itself: Triton's `dtype.value` unwraps a `tl.constexpr` holding a dtype
+        (FlagGems' `get_dtype_max(dtype)`), and a tiledsl dtype is never wrapped."""
+        return self
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (torch's and NumPy's `dtype.itemsize`)."""
+        return max(1, self.bits // 8)
+
     def __str__(self) -> str:
         return self.name
 

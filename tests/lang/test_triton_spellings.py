@@ -322,3 +322,37 @@ def test_num_programs_is_the_grid_s_size() -> None:
 
     with pytest.raises(td.TraceError, match="td.num_programs\\(\\) is called outside a grid"):
         outside(x)
+
+
+def get_dtype_min(dtype):
+    """FlagGems' utils: `dtype.value` unwraps a constexpr dtype."""
+    dtype_ = dtype.value
+    return -3.4e38 if dtype_.is_floating() else -2**31
+
+
+@td.tile_kernel
+def amax_rows(inp, dim: td.constexpr, BLOCK: td.constexpr):
+    """FlagGems' amax over `dim` of a 3-D tensor, its pointer strides from `x.stride()` (those
+    of a host view of the input too), `keep_dims=` and `out.squeeze(dim=...)`."""
+    view = inp.transpose(dim, 2)  # the reduced dimension last, as dim_compress moves it
+    s = view.stride()
+    a, b, n = view.shape
+    out = td.empty((a, b, 1) if dim == 2 else (a, 1, b), dtype=inp.dtype)
+    assert inp.dim() == 3 and inp.is_contiguous() and view.is_contiguous() == (dim == 2)
+    assert inp.element_size() == inp.itemsize == inp.dtype.itemsize == 4
+    flat = out.squeeze(dim=(2, 1) if dim == 2 else 1)
+    for i, j in td.grid(a, b):
+        cols = td.arange(0, BLOCK)
+        v = td.load(inp + i * s[0] + j * s[1] + cols * s[2], mask=cols < n,
+                    other=get_dtype_min(inp.dtype))
+        m = td.max(v[None, :], axis=1, keep_dims=True)
+        td.store(flat + i * flat.stride(0) + j * flat.stride(1) + td.arange(0, 1)[:, None], m)
+    return out
+
+
+def test_flag_gems_host_strides_and_squeeze() -> None:
+    x = np.random.default_rng(37).standard_normal((4, 5, 6)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        for dim in (1, 2):
+            out = amax_rows.run(x, dim, 8, backend=backend)
+            np.testing.assert_array_equal(out, x.max(axis=dim, keepdims=True))

@@ -933,13 +933,15 @@ def dot(a: Any, b: Any) -> TileValue:
 
 
 def torch_axis(what: str, axis: Any, keepdims: bool, torch: dict[str, Any]) -> tuple[Any, bool]:
-    """(axis, keepdims) from NumPy's names or torch's `dim=` / `keepdim=`."""
-    unknown = set(torch) - {"dim", "keepdim"}
+    """(axis, keepdims) from NumPy's names, torch's `dim=` / `keepdim=` or Triton's
+    `keep_dims=`."""
+    unknown = set(torch) - {"dim", "keepdim", "keep_dims"}
     if unknown or ("dim" in torch and axis is not None):
         current().fail(TraceError, f"{what}() got an unexpected keyword argument "
                        f"{sorted(unknown)[0] if unknown else 'dim'!r}",
-                       hint="the axis is axis= (NumPy) or dim= (torch), and keepdims= or keepdim=")
-    return torch.get("dim", axis), torch.get("keepdim", keepdims)
+                       hint="the axis is axis= (NumPy) or dim= (torch), and keepdims=, "
+                            "keepdim= or keep_dims=")
+    return torch.get("dim", axis), torch.get("keepdim", torch.get("keep_dims", keepdims))
 
 
 def reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TileValue:

@@ -19,7 +19,8 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import current
-from tiledsl.ir.views import VIEW_OPS
+from tiledsl.ir.types import TensorType
+from tiledsl.ir.views import VIEW_OPS, root, strides_of
 from tiledsl.frontend.values import (
     Tensor,
     TileValue,
@@ -231,7 +232,38 @@ def _contiguous(self: Tensor) -> Tensor:
     return self
 
 
+def _stride(self: Tensor, dim: Any = None) -> Any:
+    """`x.stride()` / `x.stride(d)` (torch): the strides in elements that pointer arithmetic
+    (`x + offsets`) and `x.view(-1)` address, those of row-major memory; through host views,
+    as torch gives them (`x.T.stride()` is `(1, m)` for an (m, n) argument x). An argument
+    that is not row-major is an ArgumentError when the kernel runs such an access."""
+    tr = current("x.stride()")
+    base = root(self.value).type
+    assert isinstance(base, TensorType)
+    strides = strides_of(self.value, [prod(base.shape[d + 1:]) for d in range(len(base.shape))])
+    if strides is None:
+        tr.fail(ShapeError, f"'{self.name}'.stride(): '{self.name}' is a reshape that no "
+                "strides describe")
+    if dim is None:
+        return tuple(strides)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -self.ndim <= dim < self.ndim:
+        tr.fail(ShapeError, f"'{self.name}'.stride({dim!r}): not a dimension of a "
+                f"{self.ndim}-D tensor")
+    return strides[dim]
+
+
+def _is_contiguous(self: Tensor) -> bool:
+    """`x.is_contiguous()` (torch): whether `x.stride()` is row-major (an argument is; a host
+    view may not be)."""
+    return self.stride() == tuple(prod(self.shape[d + 1:]) for d in range(self.ndim))
+
+
 Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
+Tensor.stride = _stride  # type: ignore[attr-defined]
+Tensor.is_contiguous = _is_contiguous  # type: ignore[attr-defined]
+Tensor.dim = lambda self: self.ndim  # type: ignore[attr-defined]
+Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defined]
+Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
 

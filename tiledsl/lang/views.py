@@ -196,12 +196,23 @@ def _expand_to(v: TileValue, new: tuple[Dim, ...]) -> TileValue:
     return broadcast_to_shape(v, new)
 
 
-def squeeze(x: Any, axis: Any = None) -> TileValue:
-    """Without axes of 1 (`axis` names one; None drops all). As torch's, an axis of another
-    size stays: a block-size axis is never dropped (Helion's `v.squeeze(0)` on a `[tile]`)."""
+def _squeezed(shape: tuple, axis: Any, dim: Any, what: str) -> set[int]:
+    """The axes of 1 that torch's `squeeze(dim)` drops: `dim` an axis or a tuple of axes
+    (torch 2), or None for all; an axis of another size stays, as in torch."""
+    if axis is not None and dim is not None:
+        current().fail(TraceError, f"{what}: give the axis once, as axis= or dim=")
+    axis = dim if axis is None else axis
+    named = range(len(shape)) if axis is None else \
+        [_axis(a, len(shape), what) for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+    return {a for a in named if shape[a] == 1}
+
+
+def squeeze(x: Any, axis: Any = None, *, dim: Any = None) -> TileValue:
+    """Without axes of 1 (`axis` names one or a tuple; None drops all). As torch's, an axis of
+    another size stays: a block-size axis is never dropped (Helion's `v.squeeze(0)` on a
+    `[tile]`)."""
     v = to_value(x)
-    axes = [i for i, d in enumerate(v.shape) if d == 1] if axis is None else \
-        [a for a in [_axis(axis, v.ndim, "squeeze")] if v.shape[a] == 1]
+    axes = _squeezed(v.shape, axis, dim, "squeeze")
     return _reshape_to(v, tuple(d for i, d in enumerate(v.shape) if i not in axes))
 
 
@@ -322,12 +333,11 @@ def tensor_unsqueeze(t: Tensor, axis: Any) -> Tensor:
     return tensor_reshape(t, t.shape[:at] + (1,) + t.shape[at:], what="unsqueeze")
 
 
-def tensor_squeeze(t: Tensor, axis: Any = None) -> Tensor:
-    axes = [i for i, d in enumerate(t.shape) if d == 1] if axis is None else \
-        [_axis(axis, t.ndim, f"{t.name}.squeeze")]
-    if any(t.shape[a] != 1 for a in axes):
-        current().fail(ShapeError, f"{t.name}.squeeze: dimension {axes[0]} has size "
-                       f"{t.shape[axes[0]]}, not 1")
+def tensor_squeeze(t: Tensor, axis: Any = None, *, dim: Any = None) -> Tensor:
+    """torch's `x.squeeze(dim)` in host code: a view without those dimensions of 1."""
+    axes = _squeezed(t.shape, axis, dim, f"{t.name}.squeeze")
+    if not axes:
+        return t
     shape = tuple(d for i, d in enumerate(t.shape) if i not in axes) or (1,)
     return tensor_reshape(t, shape, what="squeeze")
 
