@@ -135,6 +135,7 @@ from tiledsl.lang.mathlib import floor as floor
 from tiledsl.lang.mathlib import fma as fma
 from tiledsl.lang.mathlib import fmod as fmod
 from tiledsl.lang.mathlib import hypot as hypot
+from tiledsl.lang.mathlib import isfinite as isfinite
 from tiledsl.lang.mathlib import isinf as isinf
 from tiledsl.lang.mathlib import isnan as isnan
 from tiledsl.lang.mathlib import log10 as log10
@@ -154,12 +155,14 @@ from tiledsl.lang.random import randint4x as randint4x
 from tiledsl.lang.random import randn as randn
 from tiledsl.lang.random import randn4x as randn4x
 from tiledsl.lang.random import uint_to_uniform_float as uint_to_uniform_float
+from tiledsl.lang.random import pair_uniform_to_normal as pair_uniform_to_normal
 from tiledsl.frontend.static_args import constexpr as constexpr
 from tiledsl.interop.torch_op import torch_op as torch_op
 from tiledsl.frontend.tunables import Choice as Choice
 from tiledsl.frontend.tunables import PowerOfTwo as PowerOfTwo
 PowerOfTwoFragment = PowerOfTwo  # helion.autotuner's name
 int1 = bool_  # Triton's tl.int1
+float8e4nv, float8e5 = float8_e4m3fn, float8_e5m2  # Triton's names of the fp8 dtypes
 from tiledsl.frontend.tunables import cdiv as cdiv
 from tiledsl.frontend.tunables import next_power_of_2 as next_power_of_2
 from tiledsl.frontend.tunables import register_tunable as register_tunable
@@ -186,6 +189,7 @@ from tiledsl.lang.triton_names import debug_barrier as debug_barrier
 from tiledsl.lang.triton_names import expand_dims as expand_dims
 from tiledsl.lang.triton_names import max_constancy as max_constancy
 from tiledsl.lang.triton_names import max_contiguous as max_contiguous
+from tiledsl.lang.triton_names import fdiv as fdiv
 from tiledsl.lang.triton_names import multiple_of as multiple_of
 from tiledsl.lang.triton_names import ravel as ravel
 from tiledsl.lang.triton_names import num_programs as num_programs

@@ -298,13 +298,13 @@ def carried_changes_shape(a):
 
 
 @td.tile_kernel
-def carried_becomes_float64(x):  # Triton's `tl.where(mask, 0, -1.0e6)` is float32; NumPy's not
+def carried_becomes_float64(x):  # a NumPy float64 is typed (a Python float would be weak)
     m, n = x.shape
     out = td.empty((m,), dtype=td.float32)
     for tm in td.tile(m):
         mx = td.full((tm,), -float("inf"), dtype=td.float32)
         for tn in td.tile(n):  # <- here
-            s = x[tm, tn] + td.where(tn.index[None, :] <= tm.index[:, None], 0, -1.0e6)
+            s = x[tm, tn] + td.where(tn.index[None, :] <= tm.index[:, None], 0, np.float64(-1e6))
             mx = td.maximum(mx, td.max(s, 1))
         out[tm] = mx
     return out

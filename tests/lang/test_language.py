@@ -149,14 +149,19 @@ def mixed(x, h):
         out[tm, tn] = x[tm, tn] + v.astype(td.float32)
     for tm in td.tile(m):
         sums[tm] = td.sum(h[tm, :], axis=1)  # float16 sums accumulate and return float32
+    for tm, tn in td.tile(m, n):  # a select of two numbers stays weak: float16 here
+        masked = h[tm, tn] + td.where(x[tm, tn] > 0.5, 0, -1.0e4)
+        td.static_assert(masked.dtype == td.float16 and td.where(True, 1, 2).dtype == td.int64)
+        out[tm, tn] = out[tm, tn] + masked.astype(td.float32)
     return out, sums
 
 
 def test_weak_numbers_and_16_bit_accumulation() -> None:
     x, h = rand(13, 70), rand(13, 70, dtype=np.float16)
     assert "mul %" in mixed.source(x, h) and ": tile<B0xB1xf16>" in mixed.source(x, h)
-    out, sums = mixed.run(x, h, config=td.Config((4, 32, 8)))
-    assert_close(out, x.astype(np.float64) + 2.0 * h.astype(np.float64), np.float32)
+    out, sums = mixed.run(x, h, config=td.Config((4, 32, 8, 4, 16)))
+    masked = h.astype(np.float64) + np.where(x > 0.5, 0, -1.0e4)
+    assert_close(out, x.astype(np.float64) + 2.0 * h.astype(np.float64) + masked, np.float16)
     assert sums.dtype == np.float32
     assert_close(sums, h.astype(np.float64).sum(1), np.float32)
 

@@ -356,3 +356,40 @@ def test_flag_gems_host_strides_and_squeeze() -> None:
         for dim in (1, 2):
             out = amax_rows.run(x, dim, 8, backend=backend)
             np.testing.assert_array_equal(out, x.max(axis=dim, keepdims=True))
+
+
+@td.tile_kernel
+def flag_gems_math_names(seed, n: td.constexpr, BLOCK: td.constexpr):
+    """FlagGems' randn, isclose and silu spellings: tl.pair_uniform_to_normal on
+    uint_to_uniform_float words, libdevice's finitef, tl.fdiv and tl.math.div_rn,
+    tl.range(..., step=) and tl.static_range(n, step=)."""
+    z = td.empty((2, n), td.float32)
+    f = td.empty((n,), td.bool_)
+    q = td.empty((n,), td.float32)
+    for _ in td.grid(1):
+        offs = td.arange(0, BLOCK)
+        w = td.randint4x(seed, offs)
+        a, b = td.pair_uniform_to_normal(td.uint_to_uniform_float(w[0]),
+                                         td.uint_to_uniform_float(w[1]))
+        td.store(z + offs, a, mask=offs < n)
+        td.store(z + n + offs, b, mask=offs < n)
+        v = td.where(offs % 3 == 0, float("inf"), offs.to(td.float32))
+        td.store(f + offs, td.math.finitef(v) & td.isfinite(v), mask=offs < n)
+        acc = td.zeros((BLOCK,), td.float32)
+        for _j in td.range(0, BLOCK, step=BLOCK // 2):
+            acc += td.fdiv(offs, 4)
+        for _j in td.static_range(4, step=2):
+            acc += td.math.div_rn(offs.to(td.float32), 2.0)
+        td.store(q + offs, acc, mask=offs < n)
+    return z, f, q
+
+
+def test_flag_gems_math_names() -> None:
+    normals = np.stack(td.philox.normal(*(td.philox.uniform(w) for w in
+                                          td.philox.words(5, np.arange(37))[:2])))
+    for backend in ("numpy", "triton-interpret"):
+        z, f, q = flag_gems_math_names.run(5, 37, 64, backend=backend)
+        np.testing.assert_allclose(z, normals, rtol=1e-6, atol=1e-6)  # td.randn's, on the CPU
+        np.testing.assert_array_equal(f, np.arange(37) % 3 != 0)
+        np.testing.assert_array_equal(q, np.arange(37) * 1.5)
+    assert td.float8e5 is td.float8_e5m2 and td.float8e4nv is td.float8_e4m3fn

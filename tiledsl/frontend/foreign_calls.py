@@ -20,8 +20,8 @@ from tiledsl.errors import Loc, is_internal
 # td's elementwise math, as the README lists it (tests check that each exists)
 MATH = ("abs", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "tanh",
         "sigmoid", "erf", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
-        "pow", "floor", "ceil", "round", "trunc", "fma", "isnan", "isinf", "sign", "clamp",
-        "asinh", "acosh", "atanh", "log10", "cbrt", "hypot", "copysign", "fmod",
+        "pow", "floor", "ceil", "round", "trunc", "fma", "isnan", "isinf", "isfinite", "sign",
+        "clamp", "asinh", "acosh", "atanh", "log10", "cbrt", "hypot", "copysign", "fmod",
         "maximum", "minimum", "where", "relu", "silu")
 HINT = ("tiledsl's math functions are " + ", ".join(f"td.{n}" for n in MATH)
         + " (each lowers to tl.* or libdevice on Triton); compose others from them")

@@ -51,7 +51,7 @@ def static_range(begin_or_end: Any, end: Any = None, step: Any = 1) -> tuple[int
     kernel traces, over specialized ints (a tuple: a long unrolled `range` warns, this says
     the unrolling is meant)."""
     current("td.static_range()")
-    bounds = (begin_or_end,) if end is None else (begin_or_end, end, step)
+    bounds = (0, begin_or_end, step) if end is None else (begin_or_end, end, step)
     return tuple(range(*(specialize(b) for b in bounds)))
 
 

@@ -14,7 +14,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import UNBOUNDED, Dim, TensorType
-from tiledsl.frontend.numpy_scalars import numpy_scalar_result
+from tiledsl.frontend.numpy_scalars import numpy_scalar_result, strong
 from tiledsl.frontend.porting_hints import HELION_TILE
 from tiledsl.frontend.sites import Site, call_site
 from tiledsl.frontend.symdims import SymDim
@@ -385,11 +385,15 @@ def ones(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tenso
     return full(shape, 1, _dtype_arg(dtype, "td.ones"), what="ones")
 
 
-@numpy_scalar_result
 def where(cond: Any, x: Any, y: Any) -> TileValue:
-    """Elementwise select: x where cond is true, else y (broadcast like NumPy)."""
+    """Elementwise select: x where cond is true, else y (broadcast like NumPy). Of a mask and
+    two Python numbers, the result is as weak as the numbers (JAX's rule, and Triton's and
+    torch's outcome): `qk + td.where(mask, 0, -1.0e6)` keeps qk's float32, where NumPy's
+    `np.where` would make it float64. Of numbers only, it is a typed scalar, as NumPy's."""
     current("td.where()")
-    return _where(cond, x, y)
+    out = _where(cond, x, y)
+    numbers = not isinstance(cond, TileValue) or cond.weak
+    return strong(out) if out.weak and numbers else out
 
 
 def dot(a: Any, b: Any, acc: Any = None, out_dtype: Any = None, *,

@@ -86,6 +86,13 @@ isnan = _float_test("isnan")
 isinf = _float_test("isinf")
 
 
+def isfinite(x: Any) -> TileValue:
+    """Elementwise `np.isfinite` (torch's `isfinite`, libdevice's `finitef` and `isfinited`):
+    neither NaN nor infinite, a bool tile."""
+    current("td.isfinite()")
+    return ~(isnan(x) | isinf(x))
+
+
 @numpy_scalar_result
 def sign(x: Any) -> TileValue:
     """-1, 0 or 1 by the sign of x, in x's dtype (`np.sign`: NaN stays NaN, -0.0 gives 0.0)."""
@@ -152,5 +159,6 @@ def clamp(x: Any, lo: Any = None, hi: Any = None, **bounds: Any) -> TileValue:
 
 
 __all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "clamp",
-           "copysign", "cos", "cosh", "expm1", "floor", "fma", "fmod", "hypot", "isinf", "isnan",
+           "copysign", "cos", "cosh", "expm1", "floor", "fma", "fmod", "hypot", "isfinite", "isinf",
+           "isnan",
            "log10", "log1p", "log2", "pow", "round", "sign", "sin", "sinh", "tan", "trunc"]

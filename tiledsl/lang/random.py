@@ -141,3 +141,19 @@ def philox_words(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any,
     results = tr.emit("philox", [s.value, *(c.value for c in cs)], {"n_rounds": int(n_rounds)},
                       hint="word")
     return tuple(TileValue(r) for r in results)
+
+
+def pair_uniform_to_normal(u1: Any, u2: Any) -> tuple[TileValue, TileValue]:
+    """Triton's `tl.pair_uniform_to_normal`: two standard normals from two uniforms in [0, 1)
+    (Box-Muller, in float32, the first uniform kept at 1e-7 or more), what `td.randn` applies
+    to its first two words."""
+    from tiledsl.frontend.td_names import FUNCTIONS as fn
+    tr = current("td.pair_uniform_to_normal()")
+    a, b = to_value(u1), to_value(u2)
+    if not (a.dtype == b.dtype == dtypes.float32):
+        tr.fail(DTypeError, f"td.pair_uniform_to_normal takes two float32 tiles, got "
+                f"{a.dtype} and {b.dtype}", hint="td.uint_to_uniform_float(word) gives them")
+    a = fn["maximum"](np.float32(1.0e-7), a)
+    th = np.float32(6.283185307179586) * b
+    r = fn["sqrt"](np.float32(-2.0) * fn["log"](a))
+    return r * fn["cos"](th), r * fn["sin"](th)

@@ -39,6 +39,10 @@ def range(*args: Any, **tuning: Any) -> Any:  # noqa: A001 (mirrors tl.range)
     """`td.range([lo,] hi[, step])`: a loop over lo, lo + step, ... below hi (see the module's
     docstring)."""
     tr = current("td.range()")
+    if "step" in tuning:  # Triton's `tl.range(lo, hi, step=BLOCK)`
+        step = tuning.pop("step")
+        args = (0, *args, step) if len(args) == 1 else (*args[:2], step) if len(args) == 2 \
+            else (*args, step)  # three positional and step=: range()'s own error
     unknown = sorted(set(tuning) - set(_TUNING))
     if unknown:
         tr.fail(TraceError, f"td.range() got an unexpected keyword argument {unknown[0]!r}",

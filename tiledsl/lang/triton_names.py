@@ -46,6 +46,13 @@ def multiple_of(x: Any, values: Any) -> TileValue:
     return _hint(x, values, "multiple_of")
 
 
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> TileValue:
+    """Triton's `tl.fdiv(x, y)` (and `tl.math.div_rn`): `x / y`, correctly rounded on every
+    backend (Triton's own `ieee_rounding=False` may round the last bit differently)."""
+    current("td.fdiv()")
+    return to_value(x) / y
+
+
 def max_contiguous(x: Any, values: Any) -> TileValue:
     """`tl.max_contiguous`: `x` unchanged (see `multiple_of`)."""
     return _hint(x, values, "max_contiguous")
@@ -145,9 +152,15 @@ class _Math:
     NAMES = ("abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2",
              "rsqrt", "sin", "sqrt", "cdiv")
 
+    # libdevice's and tl.math's other names for td's functions
+    ALIASES = {"finitef": "isfinite", "isfinited": "isfinite", "div_rn": "fdiv",
+               "isnanf": "isnan", "isinff": "isinf", "isnand": "isnan", "isinfd": "isinf"}
+
     def __getattr__(self, name: str) -> Any:
         if name in self.NAMES or name in FUNCTIONS:  # and libdevice's (tanh, log1p, pow, ...)
             return FUNCTIONS[name]
+        if name in self.ALIASES:
+            return FUNCTIONS[self.ALIASES[name]]
         raise AttributeError(
             f"td.math has no {name!r}: it holds Triton's tl.math functions that tiledsl has ("
             + ", ".join(self.NAMES) + ") and td's other math functions (td.tanh, td.log1p, "
