@@ -1228,3 +1228,31 @@ def test_a_store_that_keeps_no_lane_writes_nothing() -> None:
     np.testing.assert_array_equal(out, np.concatenate([a, b], axis=1))
     with pytest.raises(td.TraceError, match="the same elements|writes too"):
         cat_slots(a, b, out, 64, True)
+
+
+@td.tile_kernel
+def recomputed_rows(x, BLOCK: td.constexpr, moved: td.constexpr):
+    """FlagGems' flash attention recomputes `row_idx = row_start + tl.arange(0, BLOCK_M)` in
+    its key loops: a carried value every trip leaves as it was, so the store after the loop
+    indexes by the value from before it (`moved`: the loop changes it, which the check does
+    not follow)."""
+    n = x.shape[0]
+    out = td.zeros_like(x)
+    for pid in td.grid(td.cdiv(n, BLOCK)):
+        row_idx = pid * BLOCK + td.arange(0, BLOCK)
+        acc = td.zeros((BLOCK,), dtype=td.float32)
+        for _ in td.range(0, 3):
+            row_idx = pid * BLOCK + td.arange(0, BLOCK)
+            if moved:
+                row_idx = row_idx // 2
+            acc += td.load(x + row_idx, mask=row_idx < n, other=0.0)
+        td.store(out + row_idx, acc, mask=row_idx < n)
+    return out
+
+
+def test_a_value_a_loop_recomputes_unchanged_is_the_value_before_it() -> None:
+    x = np.arange(37, dtype=np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(recomputed_rows.run(x, 16, 0, backend=backend), 3 * x)
+    with pytest.raises(td.TraceError, match="a loop carries"):
+        recomputed_rows(x, 16, 1)

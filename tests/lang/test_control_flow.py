@@ -223,11 +223,13 @@ def branches_disagree(x):
 
 @td.tile_kernel
 def branch_rebinds_a_tensor(x, y):
+    """A name a branch binds to a tile and the other to a tensor (two tensors are a choice:
+    tests/lang/test_chosen_tensors.py)."""
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
         src = x
         if td.sum(x[t]) > 0:
-            src = y
+            src = y[t]
         out[t] = src[t]
     return out
 
@@ -247,7 +249,7 @@ def break_in_a_branch(x):
     (if_on_a_tile, "an `if` on a tile of shape (t,)", "td.where"),
     (branches_disagree, "'y' is float32() where the `if` condition holds but float32(t,)",
      "one dtype and shape"),
-    (branch_rebinds_a_tensor, "'src' (Tensor / Tensor) is rebound", "before the `if`"),
+    (branch_rebinds_a_tensor, "'src' (TileValue / Tensor) is rebound", "before the `if`"),
     (break_in_a_branch, "cannot contain return, break or continue", "move them out"),
 ], ids=["tile", "types", "tensor", "break"])
 def test_bad_branches_are_clear_errors_at_the_if_line(kernel: td.TileKernel, words: str,

@@ -28,6 +28,7 @@ from tiledsl.ir.core import Block, Op, Value
 from tiledsl.ir.views import root
 from tiledsl.ir.ops import broadcastable
 from tiledsl.frontend import foreign_calls, static_args
+from tiledsl.frontend.choices import Choice, options_of
 from tiledsl.frontend.pointers import Pointer, pointer
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import (
@@ -88,12 +89,16 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
     """Make the names the branches rebind the results of `op` (each region ends in a yield)."""
     names, sides = [], []
     bases: dict[str, Any] = {}  # names of pointers, their tensors (pointers.py)
+    same: dict[str, Any] = {}  # names both branches bind to one object (`p = b` in each)
+    chosen: dict[str, list[tuple[str, Any]]] = {}  # names bound to other tensors (choices.py)
     for n in assigned:
         if n.startswith("_td_"):
             continue
         before = env.get(n, _MISSING)
         values = [out.get(n, before) for out in outs]
         if values[0] is values[1]:
+            if values[0] is not before:
+                same[n] = values[0]
             continue  # unchanged, or one object bound in both
         if any(v is _MISSING for v in values):
             continue  # bound in one branch only: not defined after the `if`
@@ -104,6 +109,9 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
             bases[n] = moved[0].base
             names.append(n)
             sides.append(values)
+            continue
+        if all(options_of(v) is not None for v in values):  # tensors chosen by the test
+            chosen[n] = _choice_parts(n, values, names, sides)
             continue
         if not all(isinstance(v, (TileValue, *_NUMBER)) for v in values):
             kinds = " / ".join(type(v).__name__ for v in values)
@@ -126,7 +134,29 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
         r.owner = op
     out = {n: TileValue(r, yielded[0][k].weak and yielded[1][k].weak)
            for k, (n, r) in enumerate(zip(names, op.results))}
-    return {n: Pointer(bases[n], v) if n in bases else v for n, v in out.items()}
+    merged = {n: Pointer(bases[n], v) if n in bases else v for n, v in out.items()}
+    for n, parts in chosen.items():  # each option: its condition, its pointer's offset
+        merged[n] = Choice([(merged.pop(key + "?"), Pointer(p.base, merged.pop(key + "+"))
+                             if isinstance(p, Pointer) else p) for key, p in parts])
+    return same | merged
+
+
+def _choice_parts(n: str, values: list[Any], names: list[str], sides: list[list[Any]]
+                  ) -> list[tuple[str, Any]]:
+    """The options of a name the branches bind to different tensors: the `if` yields each
+    option's condition (False on the other branch) and its pointer's offset, under names of
+    their own (`key?`, `key+`)."""
+    parts = []
+    for i, v in enumerate(values):
+        for c, p in options_of(v) or ():
+            key = f"{n}#{len(parts)}"
+            names.append(key + "?")
+            sides.append([True if c is None else c, False][::1 - 2 * i])
+            if isinstance(p, Pointer):
+                names.append(key + "+")
+                sides.append([p.offset, 0][::1 - 2 * i])
+            parts.append((key, p))
+    return parts
 
 
 def _offset(v: Any) -> Any:

@@ -69,9 +69,11 @@ def triton_call(frame: FrameType, lineno: int) -> str | None:
 
 def triton_call_in(frames: Iterable[tuple[FrameType, int]], whole: bool = False
                    ) -> tuple[str, Loc] | None:
-    """The first Triton call on a line of the user's code among `frames` ((frame, line),
-    innermost first), and where it is; with `whole` (a None met, which a libdevice call may
-    have returned lines before), on any line of the innermost user frame's code too."""
+    """A Triton call on the line of the innermost frame of the user's code among `frames`
+    ((frame, line), innermost first), and where it is; with `whole` (a None met, which a
+    libdevice call may have returned lines before), on any line of that frame's code. Outer
+    frames are not searched: host code may call `triton.cdiv` on the line of the grid loop
+    whose body failed for another reason."""
     for f, lineno in frames:
         name = f.f_code.co_filename
         if is_internal(name) or f"{os.sep}triton{os.sep}" in name:
@@ -82,7 +84,7 @@ def triton_call_in(frames: Iterable[tuple[FrameType, int]], whole: bool = False
         for n in lines:
             if (call := triton_call(f, n)) is not None:
                 return call, Loc(name, n)
-        whole = False
+        return None
     return None
 
 

@@ -24,6 +24,7 @@ from tiledsl.lang.asserts import check  # noqa: F401 (for rewrite)
 from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc, warn
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
+from tiledsl.ir.same import same_value
 from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
@@ -325,7 +326,19 @@ def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str,
         if n in env and n not in inits and out.get(n) is not env[n]:
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a tile loop",
                     loc=rng.loc, hint="only tile values and numbers can be carried across iterations")
-    return {n: _as_before(env[n], v, inits[n].weak) for n, v in zip(carried, results)}
+    kept = _unchanged(tr.blocks[-1].ops[-1], carried, inits, 0)
+    return {n: env[n] if n in kept else _as_before(env[n], v, inits[n].weak)
+            for n, v in zip(carried, results)}
+
+
+def _unchanged(loop: Op, carried: list[str], inits: dict[str, TileValue], skip: int
+               ) -> set[str]:
+    """The carried names whose every trip leaves them the value they had before the loop
+    (ir/same.py): after the loop they are that value, which the race check can follow."""
+    end = loop.regions[0].ops[-1] if loop.regions and loop.regions[0].ops else None
+    if end is None or end.name != "yield":
+        return set()
+    return {n for n, y in zip(carried, end.operands[skip:]) if same_value(y, inits[n].value)}
 
 
 def _widen(tr: Tracer, loc: Loc | None, name: str, init: TileValue, res: TileValue) -> TileValue:
@@ -455,8 +468,10 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a `while` "
                     "loop on a runtime value", loc=loc,
                     hint="only tile values and numbers can be carried across its trips")
+    kept = _unchanged(tr.blocks[-1].ops[-1], carried, inits, 1)
     out = dict(env)
-    out.update({n: _as_before(env[n], v, inits[n].weak) for n, v in zip(carried, results)})
+    out.update({n: env[n] if n in kept else _as_before(env[n], v, inits[n].weak)
+                for n, v in zip(carried, results)})
     return out
 
 

@@ -301,6 +301,10 @@ def need_static_in(values: list[Value], int_params: dict[Value, str]) -> None:
             found.add(int_params[v])
         elif v.owner is not None:
             todo.extend(v.owner.operands)
+            if v.owner.name == "if":  # and what its branches yield for it
+                k = v.owner.results.index(v)
+                todo.extend(r.ops[-1].operands[k] for r in v.owner.regions
+                            if r.ops and r.ops[-1].name == "yield")
     if found:
         raise StaticNeeded(frozenset(found))
 

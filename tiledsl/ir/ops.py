@@ -310,8 +310,13 @@ def _reshape_axes(attrs: dict, src: TileType, dst: TileType) -> dict[int, int]:
     """Axes a reshape keeps whole (a group of one axis on each side); merged or split ones are
     consumed."""
     groups = reshape_groups(src.shape, tuple(attrs["shape"])) or []
-    return {x[0]: y[0] for x, y in groups if len(x) == 1 and len(y) == 1 and
-            src.shape[x[0]] == dst.shape[y[0]]}
+    kept = {}
+    for x, y in groups:  # axes of 1 added or dropped move the others whole: (1, 1, m, n) -> (m, n)
+        xs = [i for i in x if src.shape[i] != 1]
+        ys = [j for j in y if dst.shape[j] != 1]
+        if [src.shape[i] for i in xs] == [dst.shape[j] for j in ys]:
+            kept.update(zip(xs, ys))
+    return kept
 
 
 @_def("reshape", traits=(VIEW,), axes=_reshape_axes)

@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import TraceError
+from tiledsl.frontend import choices
+from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import active, current
 from tiledsl.frontend.values import Tensor, TileValue
@@ -107,6 +109,11 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
     if active() is None and not isinstance(x, Tensor):
         from tiledsl.interop.aot import load as load_package
         return load_package(x)
+    if isinstance(x, Choice):  # a tensor an `if` chose: one load per option (choices.py)
+        m, fill = _pointer_mask(index, _mask("td.load()", mask, extra_mask), other)
+        return choices.load(x, m, fill, lambda p, mm, oo: load(
+            p, mask=mm, other=oo, eviction_policy=eviction_policy,
+            cache_modifier=cache_modifier))
     if isinstance(x, Pointer):  # Triton's tl.load(pointer, mask, other)
         x, index, mask, other = x.base, [x.offset], *_pointer_mask(index, mask, other)
     t = _tensor("td.load()", x)
@@ -124,6 +131,13 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
     """`x[index] = value` where `mask` holds; see the module's docstring. `td.store(x, v)`
     writes x's first element (Triton's `tl.store(ptr, v)`)."""
     current("td.store()")
+    if isinstance(x, Choice):  # a tensor an `if` chose: one store per option (choices.py)
+        if value is not _DEFAULT and mask is not None:
+            current().fail(TraceError, "td.store(pointer, value, mask): the mask is given twice")
+        m = _mask("td.store()", mask if value is _DEFAULT else value, extra_mask)
+        choices.store(x, index, m, lambda p, v, mm: store(
+            p, v, mask=mm, eviction_policy=eviction_policy, cache_modifier=cache_modifier))
+        return
     if isinstance(x, Pointer):  # Triton's tl.store(pointer, value, mask)
         if value is not _DEFAULT:
             _not_an_index("td.store", value)

@@ -98,11 +98,12 @@ def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
     if target == t.dtype:
         return t
     out = empty(t.shape, target)
+    src, dst = (t, out) if t.shape else (t.reshape(1), out.reshape(1))  # a 0-d: its element
 
     def body(tiles: Any, env: dict) -> dict:
-        out[tiles] = cast(t[tiles], target)
+        dst[tiles] = cast(src[tiles], target)
         return {}
-    loop(tile(*t.shape), body, {}, (), None, _line())
+    loop(tile(*src.shape), body, {}, (), None, _line())
     return out
 
 

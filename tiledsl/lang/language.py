@@ -14,6 +14,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
 from tiledsl.ir.bounds import interval
 from tiledsl.ir.types import UNBOUNDED, Dim, TensorType
+from tiledsl.frontend.choices import choose as choose_tensor, options_of
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result, strong
 from tiledsl.frontend.porting_hints import HELION_TILE
 from tiledsl.frontend.sites import Site, call_site
@@ -390,7 +391,14 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
     two Python numbers, the result is as weak as the numbers (JAX's rule, and Triton's and
     torch's outcome): `qk + td.where(mask, 0, -1.0e6)` keeps qk's float32, where NumPy's
     `np.where` would make it float64. Of numbers only, it is a typed scalar, as NumPy's."""
-    current("td.where()")
+    tr = current("td.where()")
+    if options_of(x) is not None or options_of(y) is not None:  # a tensor chosen per program
+        c = to_value(cond)
+        if c.shape != () or options_of(x) is None or options_of(y) is None:
+            tr.fail(TraceError, "td.where(cond, x_ptr, y_ptr) chooses between tensors (or "
+                    "pointers) by a scalar condition", hint="select values, not tensors, per "
+                    "lane: td.where(mask, td.load(x_ptr + offs), td.load(y_ptr + offs))")
+        return choose_tensor(c if c.dtype.is_bool else c != 0, x, y)
     out = _where(cond, x, y)
     numbers = not isinstance(cond, TileValue) or cond.weak
     return strong(out) if out.weak and numbers else out
