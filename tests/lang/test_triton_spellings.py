@@ -393,3 +393,39 @@ def test_flag_gems_math_names() -> None:
         np.testing.assert_array_equal(f, np.arange(37) % 3 != 0)
         np.testing.assert_array_equal(q, np.arange(37) * 1.5)
     assert td.float8e5 is td.float8_e5m2 and td.float8e4nv is td.float8_e4m3fn
+
+
+def test_a_triton_call_on_the_grid_line_does_not_hide_the_body_s_error() -> None:
+    """Host code may call triton.cdiv on the grid's line; an error in the body is its own
+    (it was reported as "triton.cdiv is a Triton function" at the grid line)."""
+    triton = pytest.importorskip("triton")
+
+    @td.tile_kernel
+    def block_pointers(x, BLOCK: td.constexpr):
+        out = td.zeros_like(x)
+        for pid in td.grid(triton.cdiv(x.shape[0], BLOCK)):
+            p = td.make_block_ptr(base=x, shape=x.shape, strides=(1,), offsets=(pid * BLOCK,),
+                                  block_shape=(BLOCK,), order=(0,))
+            td.store(out + pid * BLOCK + td.arange(0, BLOCK), td.load(p))
+        return out
+
+    with pytest.raises(td.TraceError, match="no td.make_block_ptr") as e:
+        block_pointers(np.ones(37, np.float32), 16)
+    assert e.value.loc.source_line().startswith("p = td.make_block_ptr")
+    assert "pointer with a mask" in str(e.value) or "move a pointer" in str(e.value)
+
+
+@td.tile_kernel
+def zero_d_cast(x):
+    """FlagGems' dot: `out = torch.empty([])`, then `out.to(x.dtype)` in host code."""
+    out = td.empty([], dtype=td.float32)
+    for _ in td.grid(1):
+        td.store(out, td.sum(td.load(x + td.arange(0, 8)).to(td.float32)))
+    return out.to(x.dtype)
+
+
+def test_a_zero_d_host_cast() -> None:
+    x = np.arange(8, dtype=np.float16)
+    for backend in ("numpy", "triton-interpret"):
+        out = zero_d_cast.run(x, backend=backend)
+        assert out.shape == () and out.dtype == np.float16 and out == 28

@@ -297,3 +297,23 @@ def test_a_tile_grown_by_a_broadcast_keeps_its_shape(backend: str) -> None:
     grown_by_zeros.run(out, sums, backend=backend)
     np.testing.assert_array_equal(out, np.tile(np.repeat([0, 1], 2), 4))
     np.testing.assert_array_equal(sums, 8 * np.arange(4))
+
+
+@td.tile_kernel
+def unit_axes_dropped(x):
+    """Helion's flex attention broadcasts its masks to (1, 1, tm, tn); a reshape back that
+    only drops axes of 1 keeps a cut tile's lanes apart (it was refused as a merge)."""
+    m, n = x.shape
+    out = td.empty_like(x)
+    for tm in td.tile(m, block_size=16):
+        for tn in td.tile(n, block_size=16):
+            s = x[tm, tn]
+            keep = tm.index[:, None] >= tn.index[None, None, None, :]
+            out[tm, tn] = td.where(keep, s, 0.0).reshape(s.shape)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reshape_of_axes_of_one_keeps_ragged_lanes(backend: str) -> None:
+    x = np.random.default_rng(0).standard_normal((45, 37)).astype(np.float32)
+    np.testing.assert_array_equal(unit_axes_dropped.run(x, backend=backend), np.tril(x))
