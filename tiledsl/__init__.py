@@ -109,9 +109,12 @@ from tiledsl.lang.like import zeros_like as zeros_like
 from tiledsl.lang.torch_names import addmm as addmm
 from tiledsl.lang.torch_names import amax as amax
 from tiledsl.lang.torch_names import amin as amin
+from tiledsl.lang.torch_names import finfo as finfo
+from tiledsl.lang.torch_names import iinfo as iinfo
 from tiledsl.lang.torch_names import matmul as matmul
 from tiledsl.lang.torch_names import promote_types as promote_types
 from tiledsl.lang.torch_names import register_reduction_dim as register_reduction_dim
+from tiledsl.lang.torch_names import result_type as result_type
 from tiledsl.lang.torch_names import relu as relu
 from tiledsl.lang.torch_names import silu as silu
 from tiledsl.lang.torch_names import std as std

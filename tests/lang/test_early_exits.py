@@ -135,3 +135,39 @@ def test_loops_over_python_values_keep_python_exits() -> None:
     x = np.random.default_rng(2).standard_normal(10).astype(np.float32)
     np.testing.assert_allclose(python_loop_exits(x, 1, 1), x + 5, rtol=1e-6)  # 0 + 2 + 3
     np.testing.assert_array_equal(python_loop_exits(x, 1, 3), np.zeros(10))  # `other`
+
+
+@td.tile_kernel
+def scaled_rows(alpha, x, n_valid):
+    """Liger's mhc sinkhorn: `if pid >= N: return`, then a tensor's name rebound to the value
+    loaded from it. The rest of the program is the `if`'s other branch, so the name is never
+    used where the branches disagree on what it is."""
+    n = x.shape[0]
+    out = td.zeros((n,), dtype=td.float32)
+    for pid in td.grid(n):
+        if pid >= n_valid:
+            return
+        alpha = td.load(alpha)
+        td.store(out + pid, td.load(x + pid) * alpha)
+    return out
+
+
+@td.tile_kernel
+def rebound_then_used(alpha, x):
+    n = x.shape[0]
+    out = td.zeros((n,), dtype=td.float32)
+    for pid in td.grid(n):
+        if td.load(x + pid) > 0:
+            alpha = td.load(alpha)
+        td.store(out + pid, td.load(alpha))  # a tensor or a value, by program
+    return out
+
+
+def test_a_name_rebound_after_an_early_return() -> None:
+    x = np.arange(5, dtype=np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        out = scaled_rows.run(np.array([2.0], np.float32), x, 3, backend=backend)
+        np.testing.assert_array_equal(out, [0, 2, 4, 0, 0])
+    with pytest.raises(td.TraceError, match="'alpha' \\(TileValue / Tensor\\) is rebound") as e:
+        rebound_then_used(np.array([2.0], np.float32), x)
+    assert e.value.loc.source_line().startswith("if td.load(x + pid) > 0")

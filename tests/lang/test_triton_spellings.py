@@ -429,3 +429,31 @@ def test_a_zero_d_host_cast() -> None:
     for backend in ("numpy", "triton-interpret"):
         out = zero_d_cast.run(x, backend=backend)
         assert out.shape == () and out.dtype == np.float16 and out == 28
+
+
+@td.tile_kernel
+def flag_gems_host_idioms(x, dim, rtol, atol, start, end):
+    """FlagGems' wrappers, now host code: `isinstance(dim, int)` of an int argument,
+    `float(end) - float(start)`, `(rtol == 0) and (atol == 0)` on arguments, and
+    torch.finfo / torch.result_type on the kernel's dtypes (a td dtype to torch's names)."""
+    if isinstance(dim, int):
+        dim = [dim]
+    dim = [d % x.ndim for d in dim]
+    zero_tol = (rtol == 0) and (atol == 0)
+    span = float(end) - float(start)
+    big = td.finfo(x.dtype).max
+    out = td.empty(x.shape, dtype=td.result_type(x, 1.0))
+    for tm in td.tile(x.shape[0]):
+        v = x[tm, :]
+        out[tm, :] = td.where(zero_tol, v, td.minimum(v * span, big)) + dim[0]
+    return out
+
+
+def test_flag_gems_host_idioms() -> None:
+    x = np.random.default_rng(41).standard_normal((5, 6)).astype(np.float16)
+    for backend in ("numpy", "triton-interpret"):
+        same = flag_gems_host_idioms.run(x, -1, 0.0, 0.0, 1, 3, backend=backend)
+        np.testing.assert_array_equal(same, x + 1)
+        scaled = flag_gems_host_idioms.run(x, 0, 0.1, 0.0, 1.0, 3.5, backend=backend)
+        td.testing.assert_close(scaled, x.astype(np.float64) * 2.5, np.float16)
+    assert td.iinfo(td.int8).max == 127 and td.finfo(td.bfloat16).bits == 16

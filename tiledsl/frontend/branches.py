@@ -32,7 +32,7 @@ from tiledsl.frontend.choices import Choice, options_of
 from tiledsl.frontend.pointers import Pointer, pointer
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import (
-    Tensor, TileValue, binary, broadcast_to, cast, constant, to_value, unary,
+    Tensor, TileValue, Unmerged, binary, broadcast_to, cast, constant, to_value, unary,
 )
 
 Branch = Callable[[dict], dict]
@@ -115,9 +115,11 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
             continue
         if not all(isinstance(v, (TileValue, *_NUMBER)) for v in values):
             kinds = " / ".join(type(v).__name__ for v in values)
-            tr.fail(TraceError, f"'{n}' ({kinds}) is rebound in an `if` on a runtime value",
-                    loc=loc, hint="only tile values and numbers can differ between the "
-                                  "branches; choose tensors and tiles before the `if`")
+            same[n] = Unmerged(TraceError(
+                f"'{n}' ({kinds}) is rebound in an `if` on a runtime value, and used after "
+                "it", kernel=tr.kernel, loc=loc, hint="only tile values and numbers can differ "
+                "between the branches; choose tensors and tiles before the `if`"))
+            continue
         names.append(n)
         sides.append(values)
     yielded: list[list[TileValue]] = [[], []]
@@ -249,10 +251,11 @@ def logical(first: Any, second: Callable[[], Any], line: int, when: bool) -> Any
     """`first and second()` (`when` False) or `first or second()` (True) outside an `if` test.
     On bool tiles it is Triton's `logical_and` / `logical_or`, elementwise, both sides
     evaluated (`mask = offs < n and offs >= 0`); on a runtime scalar it short-circuits, as in
-    a test, but in a scan's or fold's combine function (which has no branches) it is
-    elementwise too (FlagGems' `def reduce_all(a, b): return a and b`); on Python values it is
+    a test, but in a scan's or fold's combine function and in host code (which have no
+    branches) it is elementwise too (FlagGems' `def reduce_all(a, b): return a and b`, its
+    isclose's `zero_tol = (rtol == 0) and (atol == 0)` on arguments); on Python values it is
     Python's."""
-    combine = isinstance(first, TileValue) and current().depth == "combine"  # (no branches)
+    combine = isinstance(first, TileValue) and current().depth in ("combine", "host")
     if not isinstance(first, TileValue) or first.shape == () and not combine:
         return (either if when else both)(first, second, line)
     rest = second()

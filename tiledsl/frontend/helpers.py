@@ -26,6 +26,7 @@ import weakref
 from types import FunctionType
 from typing import Any, Callable
 
+from tiledsl import dtypes
 from tiledsl.errors import TraceError
 from tiledsl.frontend.td_names import substitute
 from tiledsl.frontend.tracer import current
@@ -47,6 +48,10 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     builtins `min` and `max` take runtime values too, as in Triton)."""
     if fn is min or fn is max:
         return _MIN_MAX[fn]
+    if fn is float:
+        return _float
+    if fn is isinstance:
+        return _isinstance
     if type(fn) is not FunctionType:
         return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     try:
@@ -71,6 +76,30 @@ def _elementwise(builtin: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 _MIN_MAX = {min: _elementwise(min, "minimum"), max: _elementwise(max, "maximum")}
+
+
+def _isinstance(obj: Any, classes: Any) -> bool:
+    """`isinstance(n, int)` of an int argument (FlagGems' `if isinstance(dim, int): dim =
+    [dim]`): the kernel traces again with it as a Python int, whose answer it then is; a
+    float argument is a float. Else the builtin."""
+    from tiledsl.frontend.values import TileValue, need_static
+    if isinstance(obj, TileValue) and obj.weak and obj.shape == ():
+        wanted = classes if isinstance(classes, tuple) else (classes,)
+        if obj.dtype.is_int and any(c in (int, float, complex) for c in wanted):
+            need_static(obj)  # an int argument: traced again as a Python int
+        if obj.dtype.is_float and float in wanted:
+            return True
+    return isinstance(obj, classes)
+
+
+def _float(x: Any = 0.0) -> Any:
+    """`float(x)` of a runtime scalar (FlagGems' linspace: `float(end) - float(start)` on its
+    arguments): the value as a float, weak as a Python float is; else the builtin."""
+    from tiledsl.frontend.values import TileValue, cast
+    if isinstance(x, TileValue) and x.shape == ():
+        v = x if x.dtype.is_float else cast(x, dtypes.float64)
+        return TileValue(v.value, weak=True)
+    return float(x)
 
 
 def _stdlib(file: str) -> bool:

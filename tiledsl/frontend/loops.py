@@ -32,7 +32,7 @@ from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import Tracer, active, current
 from tiledsl.frontend.values import (
-    Tensor, Tile, TileValue, broadcast_to, cast, common_dtype, need_static, to_value,
+    Tensor, Tile, TileValue, Unmerged, broadcast_to, cast, common_dtype, need_static, to_value,
 )
 
 Body = Callable[[Any, dict], dict]
@@ -324,6 +324,8 @@ def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str,
             inits[m.name] = _widen(tr, rng.loc, m.name, inits[m.name], m.result)
     for n in assigned:  # names bound to non-values may not change inside the loop
         if n in env and n not in inits and out.get(n) is not env[n]:
+            if isinstance(out.get(n), Unmerged):
+                out[n].fail()
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a tile loop",
                     loc=rng.loc, hint="only tile values and numbers can be carried across iterations")
     kept = _unchanged(tr.blocks[-1].ops[-1], carried, inits, 0)
@@ -465,6 +467,8 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
             inits[m.name] = _widen(tr, loc, m.name, inits[m.name], m.result)
     for n in assigned:  # names bound to non-values may not change inside the loop
         if n in env and n not in inits and out.get(n) is not env[n]:
+            if isinstance(out.get(n), Unmerged):
+                out[n].fail()
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a `while` "
                     "loop on a runtime value", loc=loc,
                     hint="only tile values and numbers can be carried across its trips")

@@ -14,7 +14,9 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
-from tiledsl.errors import ControlFlowError, DTypeError, ShapeError, TraceError, user_loc
+from tiledsl.errors import (
+    ControlFlowError, DTypeError, ShapeError, TileDSLError, TraceError, user_loc,
+)
 from tiledsl.ir.core import Value
 from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, MATH_BINARY, broadcastable
@@ -43,6 +45,30 @@ class _Count(int):
 
     def __call__(self) -> int:
         return int(self)
+
+
+class Unmerged:
+    """A name the branches of an `if` on a runtime value bind to values of different kinds (a
+    tensor in one, a tile in the other): the error is raised where the name is used after the
+    `if`. After an early exit (`if pid >= n: return`, then `alpha = td.load(alpha_ptr)`) the
+    rest of the program is the other branch, and the name is never used."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: TileDSLError) -> None:
+        self.error = error
+
+    def fail(self, *_: Any, **__: Any) -> NoReturn:
+        raise self.error
+
+    def __getattr__(self, name: str) -> Any:
+        raise self.error
+
+    __getitem__ = __setitem__ = __call__ = __bool__ = __iter__ = __len__ = fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = fail
+    __floordiv__ = __mod__ = __pow__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = fail
+    __and__ = __or__ = __xor__ = __invert__ = __lshift__ = __rshift__ = __matmul__ = fail
+    __hash__ = object.__hash__
 
 
 class TileValue:
@@ -99,7 +125,12 @@ class TileValue:
                        hint=porting_hints.RANGE if porting_hints.calls_range(user_loc()) else None)
 
     __int__ = __index__
-    __float__ = __index__  # type: ignore[assignment]
+
+    def __float__(self) -> float:
+        current().fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
+                       "be used as a Python float", hint="compute with it as it is (float(x) "
+                       "of a runtime scalar in the kernel's own code is that scalar), or make "
+                       "the argument compile-time (x: td.constexpr)")
 
     def __len__(self) -> int:
         current().fail(TraceError, "len() of a tile value is not known at trace time")
@@ -680,6 +711,8 @@ def to_value(v: Any) -> TileValue:
     """A TileValue from a tile value or a number (Python numbers are weak, NumPy scalars not)."""
     if isinstance(v, TileValue):
         return v
+    if isinstance(v, Unmerged):
+        v.fail()
     if isinstance(v, (np.generic,)) and dtypes.from_any(v.dtype) is not None:
         return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
     if isinstance(v, (bool, int, float)):

@@ -26,7 +26,7 @@ from tiledsl.frontend import choices
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import active, current
-from tiledsl.frontend.values import Tensor, TileValue
+from tiledsl.frontend.values import Tensor, TileValue, Unmerged
 
 _DEFAULT = object()
 EVICTION = ("", "evict_first", "evict_last")
@@ -95,6 +95,8 @@ def _mask(what: str, mask: Any, extra_mask: Any) -> Any:
 
 
 def _tensor(what: str, x: Any) -> Tensor:
+    if isinstance(x, Unmerged):  # a tensor in one branch of an `if`, not in the other
+        x.fail()
     if not isinstance(x, Tensor):
         hint = zero_d_hint(x) or "e.g. td.load(x, [tm, tn], mask=m, other=0)"
         current().fail(TraceError, f"{what} takes a tensor argument or allocation, got "

@@ -24,7 +24,7 @@ from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, TileValue, _access_mask, _indices, written_value
+from tiledsl.frontend.values import Tensor, TileValue, Unmerged, _access_mask, _indices, written_value
 from tiledsl.lang.access import scalar_pointer, zero_d_hint
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
@@ -44,6 +44,8 @@ def _pointer_form(fn: Callable[..., TileValue]) -> Callable[..., TileValue]:
 
 def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
     tr = current(f"td.{what}()")
+    if isinstance(x, Unmerged):  # a tensor in one branch of an `if`, not in the other
+        x.fail()
     if not isinstance(x, Tensor):
         tr.fail(TraceError, f"td.{what}() takes a tensor argument or allocation, got "
                 f"{type(x).__name__}", hint=zero_d_hint(x) or f"e.g. td.{what}(out, [tm, tn], v)")

@@ -124,7 +124,7 @@ _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on
 # torch's functions that host code calls with no tile value to dispatch on:
 # `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
 HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
-              "full_like", "promote_types")
+              "full_like", "promote_types", "result_type", "finfo", "iinfo")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),

@@ -14,6 +14,9 @@ from __future__ import annotations
 from math import prod
 from typing import Any, Self
 
+import ml_dtypes
+import numpy as np
+
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
@@ -184,6 +187,36 @@ def std(x: Any, dim: Any = None, *, correction: int = 1, keepdim: bool = False,
     return unary("sqrt", var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
 
 
+def result_type(a: Any, b: Any) -> DType:
+    """`torch.result_type(a, b)` of tensors, tile values and numbers: the dtype they compute in
+    (a Python number is weak: an int tensor with a float is float32, as torch's default)."""
+    typed = [dtypes.from_any(x.dtype) for x in (a, b) if hasattr(x, "dtype")]
+    numbers = [x for x in (a, b) if not hasattr(x, "dtype")]
+    if not typed:
+        return dtypes.float32 if any(isinstance(x, float) for x in numbers) else dtypes.int64
+    out = typed[0] if len(typed) == 1 else promote_types(*typed)
+    if any(isinstance(x, float) for x in numbers) and not out.is_float:
+        return dtypes.float32
+    return out
+
+
+def finfo(dtype: Any) -> Any:
+    """`torch.finfo(dtype)` (and Triton ports' `td.finfo`) of a td, torch or NumPy float dtype:
+    NumPy's `finfo` (max, min, eps, tiny), a Python value while the kernel traces."""
+    d = dtypes.from_any(dtype)
+    if d is None or not d.is_float:
+        raise DTypeError(f"td.finfo: {dtype!r} is not a float dtype", loc=user_loc())
+    return ml_dtypes.finfo(d.np)
+
+
+def iinfo(dtype: Any) -> Any:
+    """`torch.iinfo(dtype)` of an integer dtype: NumPy's `iinfo` (max, min, bits)."""
+    d = dtypes.from_any(dtype)
+    if d is None or not d.is_int:
+        raise DTypeError(f"td.iinfo: {dtype!r} is not an integer dtype", loc=user_loc())
+    return np.iinfo(d.np)
+
+
 def register_reduction_dim(size: Any) -> Any:
     """Helion's `hl.register_reduction_dim(n)`: a dimension a tile takes whole, here `n` itself
     (a tile over it is `:` or a shape entry, as `td.zeros((tm, n))`)."""
@@ -267,5 +300,5 @@ Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[att
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
 
-__all__ = ["addmm", "amax", "amin", "matmul", "promote_types", "register_reduction_dim", "relu",
-           "silu", "std", "var", "var_mean"]
+__all__ = ["addmm", "amax", "amin", "finfo", "iinfo", "matmul", "promote_types",
+           "register_reduction_dim", "relu", "result_type", "silu", "std", "var", "var_mean"]
