@@ -185,3 +185,28 @@ def test_a_scalar_access_keeps_its_mask_beside_the_bounds(backend: str) -> None:
     expected[1:][pid[:-1] < n - 3] = (left + right)[:-1][pid[:-1] < n - 3]
     td.testing.assert_close(out, expected, np.float32)
     np.testing.assert_array_equal(hist, (np.arange(n) >= 2) & (np.arange(n) < n - 1))
+
+
+@td.tile_kernel
+def column_and_transpose(a, out_col, out_t, BLOCK: td.constexpr):
+    """Pointers into host views, with the strides read off them (FlagGems' wrappers pass
+    `x.stride(0)` of whatever view they hold): a column `a[:, 3]` and a transpose `a.T`
+    address their root's memory from their first element, as Triton's `data_ptr()` does."""
+    col, t = a[:, 3], a.T
+    (sc,), (s0, s1) = col.stride(), t.stride()
+    for pid in td.grid(t.shape[0]):
+        rows = td.arange(0, BLOCK)
+        m = rows < t.shape[1]
+        td.store(out_t + pid * t.shape[1] + rows, td.load(t + pid * s0 + rows * s1, mask=m),
+                 mask=m)
+        if pid == 0:
+            td.store(out_col + rows, td.load(col + rows * sc, mask=m), mask=m)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pointers_into_views_take_the_views_strides(backend: str) -> None:
+    a = np.random.default_rng(5).standard_normal((13, 6)).astype(np.float32)
+    out_col, out_t = np.zeros(13, np.float32), np.zeros((6, 13), np.float32)
+    run_on(column_and_transpose, (a, out_col, out_t, 16), backend)
+    np.testing.assert_array_equal(out_col, a[:, 3])
+    np.testing.assert_array_equal(out_t, a.T)

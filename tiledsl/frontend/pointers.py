@@ -7,7 +7,8 @@ A pointer indexes the flat view, so what it reaches is checked as any index is: 
 tensor's last element is out of bounds (an OutOfBoundsError on NumPy, masked on Triton). The
 flat view needs a row-major tensor, as `x.view(-1)` does: an argument laid out otherwise is an
 error when the kernel runs, never a read of the wrong elements. Strides the host passes (FlagGems'
-`x.stride(0)`) are the row-major ones there.
+`x.stride(0)`) are the row-major ones there. A host view's pointer is its root's memory from
+the view's first element (`pointer`), which the view's own strides (`x.T.stride()`) address.
 
 A loop carries a pointer as its offset (tiledsl/frontend/loops.py); `+` and `-` of integer
 offsets, `p[:, None]` and `p - q` (of one tensor: the offset between them) are what it takes.
@@ -15,6 +16,7 @@ offsets, `p[:, None]` and `p - q` (of one tensor: the offset between them) are w
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import ControlFlowError, TraceError
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
+from tiledsl.ir.views import offset_of, root
 from tiledsl.lang.views import tensor_reshape
 
 
@@ -97,10 +100,20 @@ class Pointer:
 
 
 def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
-    """`t + offsets` (or `t - offsets`) in a grid: a pointer into `t`'s flat view."""
+    """`t + offsets` (or `t - offsets`) in a grid: a pointer into `t`'s flat view. A view's
+    pointer is its root's memory from the view's first element, as Triton's `view.data_ptr()`
+    is: with the strides host code reads off the view (`x.T.stride()`, `x[:, 1:].stride()`)
+    it reaches the view's elements, whatever their layout."""
     tr = current()
     off = _offsets(offsets, sign)
-    return Pointer(_flat(tr, t), off if sign == "+" else 0 - off)
+    off = off if sign == "+" else 0 - off
+    base = root(t.value)
+    if base is not t.value:
+        shape = base.type.shape  # type: ignore[union-attr]
+        start = offset_of(t.value, [math.prod(shape[d + 1:]) for d in range(len(shape))])
+        t = Tensor(base, base.hint or t.name)
+        off = off + start if start else off
+    return Pointer(_flat(tr, t), off)
 
 
 def _is_offset(v: Any) -> bool:
