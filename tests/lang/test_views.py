@@ -317,3 +317,57 @@ def unit_axes_dropped(x):
 def test_a_reshape_of_axes_of_one_keeps_ragged_lanes(backend: str) -> None:
     x = np.random.default_rng(0).standard_normal((45, 37)).astype(np.float32)
     np.testing.assert_array_equal(unit_axes_dropped.run(x, backend=backend), np.tril(x))
+
+
+@td.tile_kernel
+def expanded(row, col, n):
+    """Host code's broadcast views (torch's `expand`, `broadcast_to`, `expand_as`, Triton's
+    `td.broadcast_to` of a tensor): stride-0 dimensions, read by tiles and by pointers with the
+    strides read off the view (FlagGems' addr and addmv)."""
+    b = row.expand(n, -1)
+    c = td.broadcast_to(col, (col.shape[0], row.shape[1]))
+    d = col.expand_as(c)
+    s0, s1 = c.stride()
+    out = td.empty((n, row.shape[1]), dtype=row.dtype)
+    both = td.empty((col.shape[0], row.shape[1]), dtype=row.dtype)
+    for tm, tn in td.tile(n, row.shape[1]):
+        out[tm, tn] = b[tm, tn] * 2
+    for pid in td.grid(col.shape[0]):
+        cols = td.arange(0, 64)
+        m = cols < row.shape[1]
+        v = td.load(c + pid * s0 + cols * s1, mask=m) + td.load(d + pid * s0 + cols * s1, mask=m)
+        td.store(both + pid * row.shape[1] + cols, v, mask=m)
+    return out, both
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_broadcast_views_in_host_code(backend: str) -> None:
+    rng = np.random.default_rng(21)
+    row, col = rng.standard_normal((1, 45)).astype(np.float32), \
+        rng.standard_normal((37, 1)).astype(np.float32)
+    out, both = expanded.run(row, col, 29, backend=backend)
+    np.testing.assert_array_equal(out, 2 * np.broadcast_to(row, (29, 45)))
+    np.testing.assert_array_equal(both, 2 * np.broadcast_to(col, (37, 45)))
+    text = expanded.source(row, col, 29, target="ir")
+    assert "tensor.expand" in text and print_ir(parse_ir(text)) == text
+
+
+@td.tile_kernel
+def store_into_expanded(row, n):
+    b = row.expand(n, -1)
+    for tm, tn in td.tile(n, row.shape[1]):
+        b[tm, tn] = td.zeros((tm, tn), dtype=row.dtype)
+
+
+def test_a_store_into_a_broadcast_view_is_refused() -> None:
+    with pytest.raises(TraceError, match="an expanded view repeats the elements") as e:
+        store_into_expanded(np.ones((1, 8), np.float32), 4)
+    assert "b[tm, tn] = " in str(e.value)
+    with pytest.raises(ShapeError, match="expands its dimensions of 1"):
+        td.tile_kernel(_bad_expand)(np.ones((2, 8), np.float32))
+
+
+def _bad_expand(x):
+    y = x.expand(4, 8)
+    for t in td.tile(4):
+        y[t, 0] = 0.0

@@ -47,6 +47,18 @@ class _Count(int):
         return int(self)
 
 
+def read_only(tr: Tracer, t: Tensor, doing: str) -> None:
+    """Fail where `t` is an expanded view (`x.expand(...)`): its elements repeat, so a write
+    through it would write one memory element from several lanes (torch refuses it too)."""
+    v = t.value
+    while v.owner is not None and v.owner.name.startswith("tensor.") and v.owner.operands:
+        if v.owner.name == "tensor.expand":
+            tr.fail(TraceError, f"cannot {doing} '{t.name}': an expanded view repeats the "
+                    "elements of its tensor, so several lanes would write one element",
+                    hint="write into the tensor itself, or into a td.empty of the full shape")
+        v = v.owner.operands[0]
+
+
 class Unmerged:
     """A name the branches of an `if` on a runtime value bind to values of different kinds (a
     tensor in one, a tile in the other): the error is raised where the name is used after the
@@ -384,6 +396,7 @@ class Tensor:
         """`self[idx] = value`, and with `mask` (td.store) only where it holds (`hints`: as
         `load`'s)."""
         tr = current()
+        read_only(tr, self, "store into")
         operands, full, sliced = _indices(tr, self, idx)
         from tiledsl.ir.ops import indexed_shape
         shape = indexed_shape(self.type, [o.type for o in operands], full,

@@ -730,6 +730,20 @@ def _tensor_permute(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None
     return [TensorType(tuple(t.shape[p] for p in perm), t.dtype)]
 
 
+@_def("tensor.expand", traits=(VIEW,))
+def _tensor_expand(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A tensor broadcast to `shape` (torch's `expand`): its dimensions of 1, and new leading
+    ones, repeat its elements (stride 0; no copy, and nothing may be stored through it)."""
+    _arity(ts, 1, "tensor.expand")
+    t = _tensor(ts[0], "tensor.expand operand")
+    shape = tuple(attrs["shape"])
+    lead = len(shape) - len(t.shape)
+    if lead < 0 or any(n not in (1, m) for n, m in zip(t.shape, shape[lead:])) or \
+            not all(isinstance(d, int) and d >= 1 for d in shape):
+        raise ShapeError(f"cannot expand {t} to shape {shape}")
+    return [TensorType(shape, t.dtype)]
+
+
 @_def("tensor.slice", traits=(VIEW,))
 def _tensor_slice(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     """Part of a tensor, `x[:, :-1, ::2]` in host code: its `slices` (ir/slices.py) pick

@@ -1,6 +1,7 @@
-"""Views of tensors: `tensor.reshape`, `tensor.permute` and `tensor.slice` values share their
-root tensor's memory (an argument or an allocation) and address it with strides derived from
-the root's, from an element offset (a slice's start) that is 0 for the others.
+"""Views of tensors: `tensor.reshape`, `tensor.permute`, `tensor.slice` and `tensor.expand`
+values share their root tensor's memory (an argument or an allocation) and address it with
+strides derived from the root's (an expanded dimension's is 0), from an element offset (a
+slice's start) that is 0 for the others.
 
 Every backend asks here: the NumPy backend views arrays, the Triton backend computes pointer
 strides and the launcher's views, the spatial mapper its DMA strides.
@@ -15,7 +16,7 @@ from tiledsl.ir.ops import WRITES, has_trait
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import TensorType
 
-VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice")
+VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice", "tensor.expand")
 
 
 def root(v: Value) -> Value:
@@ -93,6 +94,10 @@ def view_strides(name: str, attrs: dict, shape: Sequence[int], strides: Sequence
     """The strides of view op `name` (`attrs`) of a tensor laid out as (shape, strides)."""
     if name == "tensor.permute":
         return tuple(strides[p] for p in attrs["perm"])
+    if name == "tensor.expand":  # repeated elements: stride 0
+        lead = len(new_shape) - len(shape)
+        return (0,) * lead + tuple(s if n == m else 0 for n, m, s in
+                                   zip(shape, new_shape[lead:], strides))
     if name == "tensor.slice":
         parts = slices_of(attrs)
         return tuple(s * parts[d].step if d in parts else s for d, s in enumerate(strides))

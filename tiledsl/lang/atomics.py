@@ -24,7 +24,7 @@ from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, TileValue, Unmerged, _access_mask, _indices, written_value
+from tiledsl.frontend.values import Tensor, TileValue, Unmerged, _access_mask, read_only, _indices, written_value
 from tiledsl.lang.access import scalar_pointer, zero_d_hint
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
@@ -49,6 +49,7 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
     if not isinstance(x, Tensor):
         tr.fail(TraceError, f"td.{what}() takes a tensor argument or allocation, got "
                 f"{type(x).__name__}", hint=zero_d_hint(x) or f"e.g. td.{what}(out, [tm, tn], v)")
+    read_only(tr, x, f"td.{what}() into")
     if tr.depth == "host":
         tr.fail(TraceError, f"td.{what}() is used outside the tile loops",
                 hint="atomics combine the values of grid programs: call them inside the grid")

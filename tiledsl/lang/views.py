@@ -144,8 +144,11 @@ def expand(x: Any, *shape: Any) -> TileValue:
     return _expand(x, shape, "expand")
 
 
-def broadcast_to(x: Any, *shape: Any) -> TileValue:
-    """Triton's `tl.broadcast_to(x, shape)`: `expand`'s rule."""
+def broadcast_to(x: Any, *shape: Any) -> Any:
+    """Triton's `tl.broadcast_to(x, shape)`: `expand`'s rule; of a tensor in host code, its
+    read-only expanded view (`tensor_expand`)."""
+    if isinstance(x, Tensor):
+        return tensor_expand(x, *shape)
     return _expand(x, shape, "broadcast_to")
 
 
@@ -324,6 +327,34 @@ def tensor_permute(t: Tensor, *dims: Any) -> Tensor:
     return _tensor_view(t, "tensor.permute", {"perm": perm}, f"{t.name}.permute{perm}")
 
 
+def tensor_expand(t: Tensor, *sizes: Any) -> Tensor:
+    """torch's `x.expand(*sizes)` (and `x.broadcast_to(shape)`, `torch.broadcast_to`) in host
+    code: a view whose dimensions of 1 repeat (stride 0), -1 keeping a size; read-only."""
+    _host(t, f"{t.name}.expand")
+    tr = current()
+    dims = list(_shape_args(sizes))
+    lead = len(dims) - t.ndim
+    if lead < 0:
+        tr.fail(ShapeError, f"{t.name}.expand{tuple(dims)}: fewer dimensions than the tensor's "
+                f"{t.ndim}")
+    for s in dims:
+        need_static(s)
+    shape = tuple(t.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(dims))
+    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1 for s in shape) \
+            or any(n not in (1, m) for n, m in zip(t.shape, shape[lead:])):
+        tr.fail(ShapeError, f"{t.name}.expand{tuple(dims)}: a tensor of shape {t.shape} "
+                "expands its dimensions of 1 (and new leading ones) only")
+    if shape == tuple(t.shape):
+        return t
+    return _tensor_view(t, "tensor.expand", {"shape": tuple(int(s) for s in shape)},
+                        f"{t.name}.expand{shape}")
+
+
+def tensor_expand_as(t: Tensor, other: Any) -> Tensor:
+    """torch's `x.expand_as(y)`: `x.expand(y.shape)`."""
+    return tensor_expand(t, tuple(other.shape))
+
+
 def tensor_transpose(t: Tensor, a: Any = 0, b: Any = 1) -> Tensor:
     return tensor_permute(t, _swap(t.ndim, a, b, f"{t.name}.transpose"))
 
@@ -457,6 +488,7 @@ for _cls, _methods in [
         (Tensor, {"reshape": tensor_reshape, "view": tensor_view, "permute": tensor_permute,
                   "transpose": tensor_transpose, "unsqueeze": tensor_unsqueeze,
                   "squeeze": tensor_squeeze, "flatten": tensor_flatten,
-                  "ravel": tensor_flatten, "view_as": tensor_view_as})]:
+                  "ravel": tensor_flatten, "view_as": tensor_view_as, "expand": tensor_expand,
+                  "broadcast_to": tensor_expand, "expand_as": tensor_expand_as})]:
     for _name, _method in _methods.items():
         setattr(_cls, _name, _method)

@@ -62,3 +62,9 @@ def _tensor_slice(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("tensor.permute")
 def _tensor_permute(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [np.transpose(xs[0], op.attrs["perm"])]
+
+
+@rule("tensor.expand")
+def _tensor_expand(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [np.broadcast_to(xs[0], tuple(op.attrs["shape"]))]  # read-only: the frontend stores
+    # nothing through it

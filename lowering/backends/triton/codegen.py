@@ -126,6 +126,8 @@ def _host_view(op: Op) -> str:
     """The launcher's spelling of a view op on torch tensors (and CuPy arrays)."""
     if op.name == "tensor.permute":
         return f".permute{tuple(op.attrs['perm'])}"
+    if op.name == "tensor.expand":
+        return f".expand{tuple(op.attrs['shape'])}"
     if op.name == "tensor.slice":
         parts = slices_of(op.attrs)
         t = op.operands[0].type
