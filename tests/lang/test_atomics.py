@@ -63,7 +63,7 @@ def column_bits(x):
     lanes of one tile meeting at one element (an index tile of column numbers)."""
     m, n = x.shape
     some = td.zeros((n,), dtype=x.dtype)
-    every = td.full((n,), -1, dtype=x.dtype)
+    every = td.full((n,), td.iinfo(x.dtype).max if x.dtype.is_int_unsigned() else -1, x.dtype)
     parity = td.zeros((n,), dtype=x.dtype)
     for tm, tn in td.tile(m, n):
         v = x[tm, tn]
@@ -90,14 +90,17 @@ def test_column_stats_on_every_backend(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_bitwise_atomics(backend: str) -> None:
-    x = np.random.default_rng(5).integers(0, 1 << 20, (45, 11)).astype(np.int32)
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_bitwise_atomics(backend: str, dtype: type) -> None:
+    """On signed and unsigned words (radix sort's flags are uint32)."""
+    x = np.random.default_rng(5).integers(0, 1 << 20, (45, 11)).astype(dtype)
+    x[0] |= np.array(1 << 31).astype(dtype)  # the sign bit of an int32
     for config in _configs(column_bits, (x,), backend):
         some, every, parity = run_on(column_bits, (x,), backend, config=config)
         assert (some == np.bitwise_or.reduce(x, axis=0)).all(), config
         assert (every == np.bitwise_and.reduce(x, axis=0)).all(), config
         assert (parity == np.bitwise_xor.reduce(x, axis=0)).all(), config
-    with pytest.raises(td.DTypeError, match="bitwise atomics take int32 and int64"):
+    with pytest.raises(td.DTypeError, match="bitwise atomics take integer tensors"):
         column_bits(x.astype(np.float32))
 
 

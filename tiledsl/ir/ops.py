@@ -670,7 +670,7 @@ def _assert(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
 
 ATOMICS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
 BITWISE_ATOMICS = ("and", "or", "xor")  # integer tensors only, as Triton's
-ATOMIC_DTYPES = ("i32", "i64", "f32", "f64")  # what every backend's atomics take (Triton's)
+ATOMIC_DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")  # what every backend's atomics take (Triton's)
 
 
 def atomic_values(kind: str) -> int:
@@ -694,10 +694,10 @@ def _atomic(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     _access_mask(ts[:len(ts) - n], attrs, shape)
     if tensor.dtype.short not in ATOMIC_DTYPES:
         raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: atomics take int32, int64, "
-                         "float32 and float64 tensors")
+                         "uint32, uint64, float32 and float64 tensors")
     if kind in BITWISE_ATOMICS and not tensor.dtype.is_int:
-        raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: bitwise atomics take int32 "
-                         "and int64 tensors")
+        raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: bitwise atomics take "
+                         "integer tensors")
     for v in ts[len(ts) - n:]:
         if tile(v, "atomic value") != TileType(shape, tensor.dtype):
             raise IRError(f"atomic {kind} of {v} into a region of type "

@@ -55,12 +55,13 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
                 hint="atomics combine the values of grid programs: call them inside the grid")
     if x.dtype.short not in ATOMIC_DTYPES:
         tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: atomics take "
-                "int32, int64, float32 and float64 tensors (the dtypes Triton's take on every GPU; "
-                "its float16 and bfloat16 adds need sm_70 and sm_90)",
+                "int32, int64, uint32, uint64, float32 and float64 tensors (the dtypes "
+                "Triton's take on every GPU; its float16 and bfloat16 adds need sm_70 and "
+                "sm_90)",
                 hint="accumulate into a float32 (or int32) tensor and cast it afterwards")
     if what.removeprefix("atomic_") in BITWISE_ATOMICS and not x.dtype.is_int:
         tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: bitwise atomics take "
-                "int32 and int64 tensors (as Triton's)")
+                "integer tensors (as Triton's)")
     if sem not in SEMANTICS:
         tr.fail(TraceError, f"td.{what}(): sem={sem!r} is not one of {list(SEMANTICS)}")
     if scope not in SCOPES:
