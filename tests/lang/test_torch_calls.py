@@ -199,3 +199,24 @@ def test_a_factory_with_keyword_only_torch_arguments(backend: str) -> None:
     assert half.dtype == np.float16 and (half == np.eye(37, 45)).all()
     square = run_on(eye, (5,), backend)
     assert square.dtype == np.float32 and (square == np.eye(5)).all()
+
+
+@td.tile_kernel
+def interleave(x):
+    """Helion's int4 GEMM interleaves with `torch.stack([lo, hi], dim=1)` (td.stack's dim=)."""
+    n = x.shape[0]
+    out = td.empty((n, 2), dtype=x.dtype)
+    twice = td.empty((2, n), dtype=x.dtype)
+    for t in td.tile(n):
+        v = x[t]
+        out[t, :] = torch.stack([v, v * 2], dim=1)
+        twice[:, t] = td.stack([v, v * 2], dim=0)
+    return out, twice
+
+
+def test_torch_stack_on_tiles() -> None:
+    x = np.random.default_rng(23).standard_normal(37).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        out, twice = interleave.run(x, backend=backend)
+        np.testing.assert_array_equal(out, np.stack([x, 2 * x], axis=1))
+        np.testing.assert_array_equal(twice, np.stack([x, 2 * x]))

@@ -110,7 +110,7 @@ _SAME = ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt
          "std", "softmax", "log_softmax", "bmm", "baddbmm", "zeros_like", "ones_like",
          "full_like", "empty_like", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh",
          "acosh", "atanh", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "pow",
-         "gelu", "leaky_relu", "softplus")
+         "gelu", "leaky_relu", "softplus", "stack")
 CALLS: dict[str, str] = {name: name for name in _SAME} | {"clip": "clamp", "mm": "matmul"}
 
 

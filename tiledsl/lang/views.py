@@ -255,9 +255,11 @@ def split(x: Any) -> tuple[TileValue, TileValue]:
     return TileValue(lo, v.weak), TileValue(hi, v.weak)
 
 
-def stack(values: Sequence[Any], axis: int = 0) -> TileValue:
-    """Two tiles stacked along a new `axis` (a join and a permute): torch's `stack`."""
+def stack(values: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> TileValue:
+    """Two tiles stacked along a new `axis` (torch's `dim=`; a join and a permute): torch's
+    `stack`."""
     tr = current("td.stack()")
+    axis = axis if dim is None else dim
     if not isinstance(values, (list, tuple)) or len(values) != 2:
         tr.fail(ShapeError, f"td.stack takes two tiles, got "
                 f"{len(values) if isinstance(values, (list, tuple)) else type(values).__name__}",
