@@ -8,7 +8,7 @@ import pytest
 
 import tiledsl as td
 from lowering.backends.spatial.arch import PRESETS, Arch
-from support import example, fresh
+from support import example, fresh, under_configs
 
 BACKENDS = ["numpy", "triton-interpret", "spatial"]
 
@@ -174,19 +174,26 @@ def _error(kernel, *args) -> td.TileDSLError:
     return e.value
 
 
-def test_a_block_size_used_for_another_extent_names_the_line() -> None:
-    @td.tile_kernel
-    def other(x):
-        m, n = x.shape
-        bs = td.register_block_size(m)
-        out = td.empty((m, n), dtype=x.dtype)
-        for tn in td.tile(n):
-            for tm in td.tile(n, block_size=bs):
-                out[tm, tn] = x[tm, tn]
-        return out
-    e = _error(other, np.zeros((8, 5), np.float32))
-    assert isinstance(e, td.TraceError) and "registered for a dimension of 8" in str(e)
-    assert "for tm in td.tile(n, block_size=bs)" in str(e) and "register_block_size(5)" in str(e)
+@td.tile_kernel
+def bounded_rows(x):
+    """Helion's one-argument `hl.register_block_size(min(256, m))` is the largest block: a
+    loop over another size cuts with a block of its own, up to it (flex attention)."""
+    m, n = x.shape
+    bs = td.register_block_size(16)
+    out = td.empty((m, n), dtype=x.dtype)
+    for tm in td.tile(m, block_size=bs):
+        out[tm, :] = x[tm, :] * 2
+    return out
+
+
+def test_a_one_argument_block_size_bounds_tiles_of_another_size() -> None:
+    x = np.random.default_rng(4).standard_normal((45, 7)).astype(np.float32)
+    space = bounded_rows.config_space(x)
+    blocks = {c.block_sizes[0] for c in space.sample(16, seed=1)} | {space.default().block_sizes[0]}
+    assert max(blocks) <= 16 and len(blocks) > 1
+    for backend in ("numpy", "triton-interpret"):
+        for config, out in under_configs(bounded_rows, (x,), backend):
+            np.testing.assert_array_equal(out, 2 * x)
 
 
 @pytest.mark.parametrize(("body", "message"), [

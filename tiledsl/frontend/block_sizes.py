@@ -147,20 +147,23 @@ def tile_block(bs: BlockSize, size: int) -> str:
         tr.fail(TraceError, "td.tile(): block_size= is a block size registered by another kernel")
     _not_open(bs, f"td.tile({size}, block_size=...)", "give the inner loop a block size of its "
               "own (td.tile(n) or another td.register_block_size)")
-    if size != bs.extent and bs.free:  # Helion's `(lo, hi)` form cuts tiles of any size: a
-        sym = tr.symbols[bs.symbol]     # symbol of this size, within the same bounds
+    if size != bs.extent and (bs.free or size != UNBOUNDED):
+        # Helion's `(lo, hi)` form cuts tiles of any size, and its one-argument form is the
+        # largest block (`hl.register_block_size(min(256, m))`): a symbol of this size, within
+        # the same bounds (a loop of another size than the registered one shares them, not
+        # the value)
+        sym = tr.symbols[bs.symbol]
         key = ("free", bs.symbol, size)
         if key not in tr.sites:
-            tr.sites[key] = tr.new_symbol(size, bs.loc, low=sym.low, high=sym.high)
+            high = sym.high if bs.free else sym.high or next_pow2(int(bs.extent))
+            tr.sites[key] = tr.new_symbol(size, bs.loc, low=sym.low, high=high)
             tr.labels[tr.sites[key]] = tr.labels.get(bs.symbol, bs.symbol)
         return tr.sites[key]
     if size != bs.extent:
         where = f" (line {bs.loc.line})" if bs.loc else ""
-        what = "a runtime size with no static bound" if size == UNBOUNDED else size
         tr.fail(TraceError, f"td.tile(..., block_size=...): the block size was registered "
-                f"for a dimension of {bs.extent}{where}, not {what}",
-                hint=f"register one per dimension size: td.register_block_size({size})"
-                if size != UNBOUNDED else "register one with Helion's two-argument form, "
+                f"for a dimension of {bs.extent}{where}, not a runtime size with no static "
+                "bound", hint="register one with Helion's two-argument form, "
                 "td.register_block_size(lo, hi), which cuts tiles of any size")
     return bs.symbol
 
@@ -205,3 +208,7 @@ def _not_open(bs: BlockSize, what: str, hint: str) -> None:
                 tr.fail(TraceError, f"{what} uses the registered block size of the enclosing loop "
                         f"over '{a.hint}' inside that loop",
                         hint=hint)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (max(n, 1) - 1).bit_length()
