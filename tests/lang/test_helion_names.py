@@ -197,3 +197,25 @@ def test_a_barrier_in_a_grid_and_a_view_s_copy_say_what_to_write() -> None:
     assert "grids of one kernel run one after the other" in e.value.hint
     with pytest.raises(td.TraceError, match="is a view, and tiledsl does not copy"):
         copied_view(np.ones((4, 4), np.float32))
+
+
+@td.tile_kernel
+def flex_spellings(x):
+    """Helion's flex attention: `tile.begin + hl.arange(tile.block_size)` (the tile's indices),
+    `tile.block_size` as a shape entry, and `v.new_full([], n)` on a tile value."""
+    m, n = x.shape
+    out = td.empty_like(x)
+    for tile_m in td.tile(m):
+        rows = tile_m.begin + td.arange(tile_m.block_size)
+        v = x[tile_m, :]
+        acc = td.zeros([tile_m.block_size, n], dtype=td.float32)
+        out[tile_m, :] = v + rows[:, None].to(td.float32) + acc + v.new_full([], 3) + \
+            v.new_ones(v.shape)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_helion_tile_block_size_spellings(backend: str) -> None:
+    x = np.random.default_rng(43).standard_normal((45, 7)).astype(np.float32)
+    for config, out in under_configs(flex_spellings, (x,), backend):
+        td.testing.assert_close(out, x + np.arange(45)[:, None] + 4.0, np.float32)

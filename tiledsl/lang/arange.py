@@ -62,6 +62,9 @@ def arange(start_or_end: Any, end: Any = None, *, dtype: Any = None) -> TileValu
     if tr.depth == "host":
         tr.fail(TraceError, "td.arange() makes a tile, so it is called inside a tile loop",
                 hint="for an index array on the host, use np.arange")
+    lanes = _tile_lanes(start_or_end if end is None else end)
+    if lanes is not None and (end is None or start_or_end == 0):
+        return lanes if dtype is None else lanes.to(as_dtype(dtype, "td.arange"))
     start = 0 if end is None else _int(start_or_end, "start")
     dim = _length(start, start_or_end if end is None else end)
     d = dtypes.int32 if dtype is None else as_dtype(dtype, "td.arange")
@@ -72,3 +75,15 @@ def arange(start_or_end: Any, end: Any = None, *, dtype: Any = None) -> TileValu
         tr.fail(ShapeError, f"td.arange({start}, {start + dim}) does not fit in {d}")
     out = tr.emit("arange", [], {"start": start}, [TileType((dim,), d)], hint="arange")
     return TileValue(out[0])
+
+
+def _tile_lanes(v: Any) -> TileValue | None:
+    """Helion's `hl.arange(tile.block_size)` inside that tile's loop: the tile's lanes, 0 up
+    to its block size (`tile.index - tile.begin`); None for any other length."""
+    owner = v.value.owner if isinstance(v, TileValue) else None
+    if owner is None or owner.name != "tile.block_size":
+        return None
+    tr = current()
+    r = owner.operands[0]
+    index = TileValue(tr.emit("tile.index", [r], hint="lanes")[0])
+    return index - TileValue(tr.emit("tile.begin", [r])[0])

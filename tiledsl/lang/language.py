@@ -284,6 +284,9 @@ def _tile_shape(shape: Any, what: str) -> tuple[Dim, ...]:
             out.append(s if isinstance(s, SymDim) else int(s))
         elif isinstance(s, str) and s in tr.symbols:  # an entry of a tile value's `.shape`
             out.append(s)
+        elif isinstance(s, TileValue) and s.value.owner is not None and \
+                s.value.owner.name == "tile.block_size":  # Helion's `tile.block_size`
+            out.append(s.value.owner.operands[0].type.block)  # type: ignore[union-attr]
         else:
             need_static(s)
             tr.fail(ShapeError, f"{what}: shape entries must be tiles, a tile value's .shape "

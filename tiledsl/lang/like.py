@@ -63,22 +63,27 @@ _PLACEMENT = frozenset({"device", "layout", "pin_memory", "requires_grad", "memo
 
 
 def _new(what: str, value: Any) -> Any:
-    def method(self: Tensor, *size: Any, dtype: Any = None, **placement: Any) -> Tensor:
-        tr = current(f"{self.name}.{what}()")
+    def method(self: Tensor | TileValue, *size: Any, dtype: Any = None,
+               **placement: Any) -> Any:
+        name = getattr(self, "name", "v")
+        tr = current(f"{name}.{what}()")
         unknown = sorted(set(placement) - _PLACEMENT)
         if unknown:
-            tr.fail(TraceError, f"{self.name}.{what}() got an unexpected keyword argument "
+            tr.fail(TraceError, f"{name}.{what}() got an unexpected keyword argument "
                     f"{unknown[0]!r}")
         shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
         d = self.dtype if dtype is None else dtype
+        if value is None and isinstance(self, TileValue):  # a tile's new_empty: zeros
+            return full(shape, 0, d, what=what)
         return empty(shape, d) if value is None else full(shape, value, d, what=what)
     method.__name__ = method.__qualname__ = what
-    method.__doc__ = f"torch's `x.{what}(shape)`: a new tensor of x's dtype (`dtype=` another)."
+    method.__doc__ = (f"torch's `x.{what}(shape)`: a new tensor (of a tile value: a new tile) "
+                      "of x's dtype (`dtype=` another).")
     return method
 
 
-def _new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,
-              **placement: Any) -> Tensor:
+def _new_full(self: Tensor | TileValue, size: Any, fill_value: Any, *, dtype: Any = None,
+              **placement: Any) -> Any:
     """torch's `x.new_full(shape, fill_value)`."""
     return _new("new_full", fill_value)(self, size, dtype=dtype, **placement)
 
@@ -99,3 +104,7 @@ Tensor.new_ones = _new("new_ones", 1)  # type: ignore[attr-defined]
 Tensor.new_full = _new_full  # type: ignore[attr-defined]
 
 __all__ = ["empty_like", "full_like", "ones_like", "zeros_like"]
+TileValue.new_empty = _new("new_empty", None)  # type: ignore[attr-defined]
+TileValue.new_zeros = _new("new_zeros", 0)  # type: ignore[attr-defined]
+TileValue.new_ones = _new("new_ones", 1)  # type: ignore[attr-defined]
+TileValue.new_full = _new_full  # type: ignore[attr-defined]
