@@ -11,8 +11,8 @@ and `td.where(i == 0, x_ptr0, x_ptr1)` does the same. Triton's pointer is then a
 a tiledsl access names its tensor, so the name holds a `Choice`: each tensor (or pointer into
 it) with the condition under which it was chosen, the conditions exclusive. An access through
 it is one access per option, masked by its condition: a load selects the option's values, a
-store writes under its condition only (atomics take one tensor). A program whose condition picks one tensor
-touches that tensor alone, which the race check sees in the masks.
+store writes under its condition only (atomics take one tensor). A program whose condition
+picks one tensor touches that tensor alone, which the race check sees in the masks.
 """
 
 from __future__ import annotations

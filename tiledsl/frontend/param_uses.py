@@ -26,11 +26,11 @@ _TENSOR_FIRST = {"load", "store", "empty_like", "zeros_like", "ones_like", "full
 # td functions whose every argument is a value (a tensor argument would be a TraceError)
 _NUMBER_ARGS = {"abs", "acos", "asin", "atan", "atan2", "cdiv", "ceil", "clamp", "cos", "cosh",
                 "empty", "erf", "exp", "exp2", "expm1", "floor", "fma", "full", "isinf",
-                "isnan", "log", "log1p", "log2", "maximum", "minimum", "philox", "pow", "rand", "rand4x",
-                "randint", "randint4x", "randn", "randn4x", "relu", "round", "rsqrt", "sigmoid",
-                "sign", "silu", "sin", "sinh", "sqrt", "tan", "tanh", "tile", "trunc", "where",
-                "zeros", "asinh", "acosh", "atanh", "log10", "cbrt", "hypot", "copysign",
-                "fmod", "arange"}
+                "isnan", "log", "log1p", "log2", "maximum", "minimum", "philox", "pow", "rand",
+                "rand4x", "randint", "randint4x", "randn", "randn4x", "relu", "round",
+                "rsqrt", "sigmoid", "sign", "silu", "sin", "sinh", "sqrt", "tan", "tanh", "tile",
+                "trunc", "zeros", "asinh", "acosh", "atanh", "log10", "cbrt", "hypot",
+                "copysign", "fmod", "arange"}  # (not `where`: it chooses between tensors too)
 _IDENTITY = (ast.Is, ast.IsNot, ast.In, ast.NotIn)  # `bias is None` says nothing
 
 

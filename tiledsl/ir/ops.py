@@ -670,7 +670,8 @@ def _assert(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
 
 ATOMICS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
 BITWISE_ATOMICS = ("and", "or", "xor")  # integer tensors only, as Triton's
-ATOMIC_DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")  # what every backend's atomics take (Triton's)
+# what every backend's atomics take (Triton's)
+ATOMIC_DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 
 
 def atomic_values(kind: str) -> int:

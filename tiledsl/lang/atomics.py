@@ -24,7 +24,9 @@ from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, TileValue, Unmerged, _access_mask, read_only, _indices, written_value
+from tiledsl.frontend.values import (
+    Tensor, TileValue, Unmerged, _access_mask, _indices, read_only, written_value,
+)
 from tiledsl.lang.access import scalar_pointer, zero_d_hint
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
