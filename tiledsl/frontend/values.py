@@ -22,6 +22,7 @@ from tiledsl.ir.gathers import broadcast_dims, is_index_tile
 from tiledsl.ir.ops import ARG_REDUCTIONS, MATH_BINARY, broadcastable
 from tiledsl.ir.types import UNBOUNDED, Dim, RangeType, TensorType, TileType
 from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
+from tiledsl.ir.views import VIEW_OPS
 from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
@@ -51,7 +52,7 @@ def read_only(tr: Tracer, t: Tensor, doing: str) -> None:
     """Fail where `t` is an expanded view (`x.expand(...)`): its elements repeat, so a write
     through it would write one memory element from several lanes (torch refuses it too)."""
     v = t.value
-    while v.owner is not None and v.owner.name.startswith("tensor.") and v.owner.operands:
+    while v.owner is not None and v.owner.name in VIEW_OPS:
         if v.owner.name == "tensor.expand":
             tr.fail(TraceError, f"cannot {doing} '{t.name}': an expanded view repeats the "
                     "elements of its tensor, so several lanes would write one element",
