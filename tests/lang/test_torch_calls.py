@@ -220,3 +220,25 @@ def test_torch_stack_on_tiles() -> None:
         out, twice = interleave.run(x, backend=backend)
         np.testing.assert_array_equal(out, np.stack([x, 2 * x], axis=1))
         np.testing.assert_array_equal(twice, np.stack([x, 2 * x]))
+
+
+@td.tile_kernel
+def host_copies(x, v):
+    """FlagGems' wrappers: `x.T.clone()` (a copy grid), `.contiguous()` of a view laid out
+    row-major (itself), `torch.fill(out, v)` and `.fill_(v)`, torch's flags."""
+    c = x.T.clone()
+    r = x.reshape(1, -1).contiguous()
+    out = torch.empty(x.shape, dtype=x.dtype)
+    torch.fill(out, v)
+    z = torch.empty((3,), dtype=x.dtype).fill_(2.0)
+    assert not x.is_quantized and not x.is_complex() and not x.is_conj()
+    return c, r, out, z
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_host_copies_and_fills(backend: str) -> None:
+    x = np.random.default_rng(47).standard_normal((5, 7)).astype(np.float32)
+    c, r, out, z = run_on(host_copies, (x, 1.5), backend)
+    np.testing.assert_array_equal(c, x.T)
+    np.testing.assert_array_equal(r, x.reshape(1, -1))
+    assert (out == 1.5).all() and (z == 2.0).all()

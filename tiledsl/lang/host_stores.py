@@ -17,7 +17,7 @@ from tiledsl.errors import ShapeError, TraceError, user_loc
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
-from tiledsl.lang.language import tile
+from tiledsl.lang.language import empty, tile
 from tiledsl.lang.views import tensor_index
 
 
@@ -45,3 +45,25 @@ def tensor_assign(t: Tensor, idx: Any, value: Any) -> None:
 
 
 Tensor.host_store = tensor_assign
+
+
+def tensor_fill(t: Tensor, value: Any) -> Tensor:
+    """torch's `x.fill_(v)` and `torch.fill(x, v)` in host code: `x[...] = v`; returns x."""
+    tensor_assign(t, Ellipsis, value)
+    return t
+
+
+def tensor_clone(t: Tensor) -> Tensor:
+    """torch's `x.clone()` in host code: a grid that copies x into a new tensor."""
+    current(f"{t.name}.clone()")
+    out = empty(t.shape, t.dtype)
+    tensor_assign(out, Ellipsis, t)
+    return out
+
+
+Tensor.fill_ = tensor_fill  # type: ignore[attr-defined]
+Tensor.fill = tensor_fill  # type: ignore[attr-defined] (torch.fill reaches it)
+Tensor.clone = tensor_clone  # type: ignore[attr-defined]
+Tensor.is_quantized = False  # type: ignore[attr-defined] (torch's flags of a kernel's tensors)
+Tensor.is_complex = lambda self: False  # type: ignore[attr-defined]
+Tensor.is_conj = lambda self: False  # type: ignore[attr-defined]

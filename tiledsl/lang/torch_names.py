@@ -253,15 +253,17 @@ for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
                       ("int", dtypes.int32), ("long", dtypes.int64), ("bool", dtypes.bool_)):
     setattr(TileValue, _name, _converter(_dtype))
 def _contiguous(self: Tensor) -> Tensor:
-    """`x.contiguous()` (torch) on an argument or an allocation: `x` itself. A kernel takes its
-    arguments in any layout; a later `view` of one that its layout cannot give is an error
-    when the kernel runs. A view (`x.T`) would need a copy: an error that says so."""
+    """`x.contiguous()` (torch) on an argument or an allocation, or on a view laid out as its
+    own row-major memory: `x` itself. A kernel takes its arguments in any layout; a later
+    `view` of one that its layout cannot give is an error when the kernel runs. Another view
+    (`x.T`) would need a copy: an error that says so (`x.clone()` is one)."""
     tr = current("x.contiguous()")
-    if self.value.owner is not None and self.value.owner.name in VIEW_OPS:
+    if self.value.owner is not None and self.value.owner.name in VIEW_OPS and \
+            not _is_contiguous(self):  # a view laid out as its own row-major memory: itself
         tr.fail(TraceError, f"'{self.name}'.contiguous(): '{self.name}' is a view, and tiledsl "
                 "does not copy tensors behind the kernel's back",
-                hint="index the view directly (views address their root's memory), or write "
-                     "the copy as a grid of its own into a td.empty tensor")
+                hint="index the view directly (views address their root's memory), or copy "
+                     "it with x.clone() (a grid of its own)")
     return self
 
 
