@@ -264,12 +264,29 @@ def rebinds_its_argument(x, eps: float):
     return out
 
 
+@td.tile_kernel
+def batches(x):
+    """FlagGems' cat wrapper merged with its kernel: a host `while` over batches binds `n`
+    before each grid that rebinds it, so no value of the grid's `n` is read after it."""
+    out = td.zeros_like(x)
+    i = 0
+    while i < 2:
+        n = x.shape[0]
+        for p in td.grid(n):
+            n = x[p] * 2.0
+            out[p] = out[p] + n + i
+        i += 1
+    return out
+
+
 @pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
 def test_a_name_rebound_in_a_grid_is_each_programs_local(backend: str) -> None:
     x = rand(7, 13)
     x64 = x.astype(np.float64)
     expected = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 0.5)
     assert_close(rebinds_its_argument.run(x, 0.5, backend=backend), expected, np.float32)
+    v = np.arange(1, 6, dtype=np.float32)
+    np.testing.assert_array_equal(batches.run(v, backend=backend), 4 * v + 1)
 
 
 @td.tile_kernel

@@ -8,9 +8,9 @@ body binds that may be read after it, each with the line of its first binding in
 
 "May be read after" is a backward liveness over the statement lists around the loop: a simple
 statement kills the names it binds and reads the names it loads; a compound statement (`if`,
-loops, `with`, `try`) reads every name it loads and kills none. A loop's body also reads what
-the whole enclosing loop loads (its next iteration runs after), and any name a nested function
-or lambda of the kernel loads may be read at any time.
+loops, `with`, `try`) reads every name it loads and kills none. At the end of a loop's body
+the names its next iteration reads before binding them are live too (a fixed point over the
+body), and any name a nested function or lambda of the kernel loads may be read at any time.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
     live = set(live_out)
     for stmt in reversed(stmts):
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            inner = live | _loads(stmt) | closures  # the next iteration reads what the loop does
+            inner = _loop_live(stmt, live, closures, out)
             _block(stmt.body, inner, closures, out)
             _block(stmt.orelse, live, closures, out)
             if isinstance(stmt, ast.For):
@@ -61,6 +61,24 @@ def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
         else:
             live = (live - set(_first_stores([stmt]))) | _loads(stmt)
     return live
+
+
+def _loop_live(stmt: ast.For | ast.AsyncFor | ast.While, live: set[str], closures: set[str],
+               out: dict[int, dict[str, int]]) -> set[str]:
+    """The names live at the end of a loop's body: those live after the loop, and those the
+    next iteration reads before it binds them (its test, then its body after its target), to
+    a fixed point. A name the body binds before it reads it again (the host wrapper's
+    `dim_size_in = ...` ahead of the kernel's) is not live there."""
+    head = _loads(stmt.test) if isinstance(stmt, ast.While) else set()
+    bound = set() if isinstance(stmt, ast.While) else set(_first_stores([stmt.target]))
+    inner = live | head | closures
+    for _ in range(len(_loads(stmt)) + 2):  # each pass adds names, from a finite set
+        start = _block(stmt.body, inner, closures, out)
+        grown = inner | (start - bound)
+        if grown == inner:
+            break
+        inner = grown
+    return inner
 
 
 def _loads(node: ast.AST) -> set[str]:
