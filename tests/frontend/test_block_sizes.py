@@ -238,3 +238,31 @@ def test_a_block_size_inside_a_loop_it_cuts_is_an_error() -> None:
         return out
     e = _error(nested, np.zeros(8, np.float32))
     assert "enclosing loop over 't'" in str(e) and "acc = td.zeros((t, bs)" in str(e)
+
+
+@td.tile_kernel
+def block_sums(x, starts, bm: int, two: td.constexpr):
+    """Helion's flex attention: a block size registered as `min(256, bm)` of an int argument
+    (one argument: the largest block; or `(16, ...)`), cutting a loop whose bounds it loads."""
+    n = x.shape[0]
+    bs = td.register_block_size(16, min(256, bm)) if two else \
+        td.register_block_size(min(256, bm))
+    out = td.zeros((starts.shape[0],), dtype=td.float32)
+    for (t,) in td.tile([starts.shape[0]], block_size=[1]):
+        s = starts[t.begin]
+        e = td.minimum(s + bm, s.new_full([], n))
+        acc = td.zeros([], dtype=td.float32)
+        for tn in td.tile(s, e, block_size=bs):
+            acc += td.sum(x[tn])
+        out[t] = acc[None]
+    return out
+
+
+@pytest.mark.parametrize("two", [False, True])
+def test_a_registered_block_cuts_a_loop_of_runtime_bounds(two: bool) -> None:
+    x = np.random.default_rng(8).standard_normal(45).astype(np.float32)
+    starts = np.array([0, 16, 32], np.int32)
+    ref = np.array([x[i:i + 16].astype(np.float64).sum() for i in starts])
+    for backend in ("numpy", "triton-interpret"):
+        td.testing.assert_close(block_sums.run(x, starts, 16, two, backend=backend), ref,
+                                np.float32)

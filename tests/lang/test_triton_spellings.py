@@ -457,3 +457,34 @@ def test_flag_gems_host_idioms() -> None:
         scaled = flag_gems_host_idioms.run(x, 0, 0.1, 0.0, 1.0, 3.5, backend=backend)
         td.testing.assert_close(scaled, x.astype(np.float64) * 2.5, np.float16)
     assert td.iinfo(td.int8).max == 127 and td.finfo(td.bfloat16).bits == 16
+
+
+@td.constexpr
+def accum_type(dt):
+    """FlagGems' `@tl.constexpr def get_scan_accum_type(...)`: a helper run while tracing."""
+    return td.float32 if (dt.is_fp16() or dt.is_bf16()) else dt
+
+
+@td.tile_kernel
+def flash_prologue(x, is_causal, wl, wr, BLOCK: td.constexpr):
+    """FlagGems' flash_api prologue on int arguments, `and` of a runtime test and a Python
+    comparison; a constexpr-decorated helper in the grid."""
+    if is_causal:
+        wr = 0
+    is_causal = wl < 0 and wr == 0
+    out = td.empty(x.shape, dtype=td.float32)
+    for pid in td.grid(td.cdiv(x.shape[0], BLOCK)):
+        offs = pid * BLOCK + td.arange(0, BLOCK)
+        acc_dtype: td.constexpr = accum_type(x.type.element_ty)
+        v = td.load(x + offs, mask=offs < x.shape[0]).to(acc_dtype)
+        td.store(out + offs, v + td.where(is_causal, 1.0, 0.0), mask=offs < x.shape[0])
+    return out
+
+
+def test_flag_gems_prologue_and_constexpr_helpers() -> None:
+    x = np.arange(37, dtype=np.float16)
+    for backend in ("numpy", "triton-interpret"):
+        for causal, wl, wr, plus in ((True, -1, -1, 1), (False, -1, -1, 0), (True, 3, 2, 0)):
+            out = flash_prologue.run(x, causal, wl, wr, 16, backend=backend)
+            assert out.dtype == np.float32
+            np.testing.assert_array_equal(out, x.astype(np.float32) + plus)

@@ -30,7 +30,6 @@ from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import PowerOfTwo
 from tiledsl.ir.core import Value
-from tiledsl.ir.types import UNBOUNDED
 
 DEFAULT_BLOCK = 64  # a block symbol's default: the largest choice up to this
 
@@ -127,6 +126,9 @@ def register_block_size(n: int, upper: int | None = None, /, *, min: int | None 
 def _bounded(lo: int, hi: int) -> BlockSize:
     """Helion's `hl.register_block_size(min, max)`: `max` may be a dimension's size."""
     tr = current("td.register_block_size()")
+    for v in (lo, hi):
+        if hasattr(v, "value") and isinstance(v.value, Value):  # an int argument: compile-time
+            need_static(v.value, tr.int_params)
     for what, v in (("min", lo), ("max", hi)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
             tr.fail(TraceError, f"td.register_block_size(min, max): {what} must be a positive "
@@ -147,7 +149,7 @@ def tile_block(bs: BlockSize, size: int) -> str:
         tr.fail(TraceError, "td.tile(): block_size= is a block size registered by another kernel")
     _not_open(bs, f"td.tile({size}, block_size=...)", "give the inner loop a block size of its "
               "own (td.tile(n) or another td.register_block_size)")
-    if size != bs.extent and (bs.free or size != UNBOUNDED):
+    if size != bs.extent:
         # Helion's `(lo, hi)` form cuts tiles of any size, and its one-argument form is the
         # largest block (`hl.register_block_size(min(256, m))`): a symbol of this size, within
         # the same bounds (a loop of another size than the registered one shares them, not
@@ -159,12 +161,6 @@ def tile_block(bs: BlockSize, size: int) -> str:
             tr.sites[key] = tr.new_symbol(size, bs.loc, low=sym.low, high=high)
             tr.labels[tr.sites[key]] = tr.labels.get(bs.symbol, bs.symbol)
         return tr.sites[key]
-    if size != bs.extent:
-        where = f" (line {bs.loc.line})" if bs.loc else ""
-        tr.fail(TraceError, f"td.tile(..., block_size=...): the block size was registered "
-                f"for a dimension of {bs.extent}{where}, not a runtime size with no static "
-                "bound", hint="register one with Helion's two-argument form, "
-                "td.register_block_size(lo, hi), which cuts tiles of any size")
     return bs.symbol
 
 

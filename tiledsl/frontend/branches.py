@@ -259,6 +259,8 @@ def logical(first: Any, second: Callable[[], Any], line: int, when: bool) -> Any
     if not isinstance(first, TileValue) or first.shape == () and not combine:
         return (either if when else both)(first, second, line)
     rest = second()
+    if isinstance(rest, (bool, np.bool_)):  # `window_size_left < 0 and right == 0` in host
+        rest = to_value(bool(rest))         # code, the right side a Python comparison
     if isinstance(rest, TileValue) and first.dtype.is_bool and rest.dtype.is_bool:
         return binary("or" if when else "and", first, rest)
     tr = current()

@@ -72,6 +72,13 @@ class constexpr:  # noqa: N801 - spelled as Triton's tl.constexpr and Helion's h
     def __bool__(self) -> bool:
         return bool(self.value)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """`@tl.constexpr` on a helper function (FlagGems' `get_scan_accum_type`): it runs
+        while the kernel traces, as a Python call."""
+        if not callable(self.value):
+            raise TypeError(f"'{type(self.value).__name__}' object is not callable")
+        return self.value(*args, **kwargs)
+
     def __index__(self) -> int:
         return operator.index(self.value)
 
