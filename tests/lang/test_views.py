@@ -320,7 +320,7 @@ def test_a_reshape_of_axes_of_one_keeps_ragged_lanes(backend: str) -> None:
 
 
 @td.tile_kernel
-def expanded(row, col, n):
+def host_broadcasts(row, col, n):
     """Host code's broadcast views (torch's `expand`, `broadcast_to`, `expand_as`, Triton's
     `td.broadcast_to` of a tensor): stride-0 dimensions, read by tiles and by pointers with the
     strides read off the view (FlagGems' addr and addmv)."""
@@ -345,10 +345,10 @@ def test_broadcast_views_in_host_code(backend: str) -> None:
     rng = np.random.default_rng(21)
     row, col = rng.standard_normal((1, 45)).astype(np.float32), \
         rng.standard_normal((37, 1)).astype(np.float32)
-    out, both = expanded.run(row, col, 29, backend=backend)
+    out, both = host_broadcasts.run(row, col, 29, backend=backend)
     np.testing.assert_array_equal(out, 2 * np.broadcast_to(row, (29, 45)))
     np.testing.assert_array_equal(both, 2 * np.broadcast_to(col, (37, 45)))
-    text = expanded.source(row, col, 29, target="ir")
+    text = host_broadcasts.source(row, col, 29, target="ir")
     assert "tensor.expand" in text and print_ir(parse_ir(text)) == text
 
 
