@@ -345,3 +345,27 @@ def test_an_arch_attach_given_as_a_list_is_the_tuple() -> None:
     assert arch.dram[0].attach == channel.attach and isinstance(arch.dram[0].attach, tuple)
     x, y = f32(8), f32(8)
     assert add.simulate(x, y, arch=arch).cycles == add.simulate(x, y, arch=base).cycles
+
+
+@td.tile_kernel
+def floats_into_ints(out):
+    for t in td.tile(out.shape[0]):
+        out[t] = td.where(t.index % 2 == 0, 1.0, 0.0)  # <- here
+
+
+@td.tile_kernel
+def float_of_int_argument(x, k):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * float(k)
+    return out
+
+
+def test_python_floats_into_an_int_tensor_and_float_of_an_argument() -> None:
+    """A select of two Python floats is weak: the error says so, and that Triton would
+    truncate; float() of a runtime scalar in the kernel's code is that scalar."""
+    err = trace_error(td.DTypeError, floats_into_ints, np.zeros(8, np.int32))
+    assert "storing a tile of Python floats into int32 tensor" in msg(err)
+    assert "td.where(c, 1, 0)" in (err.hint or "")
+    x = f32(8)
+    np.testing.assert_allclose(float_of_int_argument(x, 3), x * 3.0)

@@ -469,8 +469,11 @@ def written_value(t: Tensor, shape: tuple[Dim, ...], value: Any, doing: str, ref
     tr = current()
     v = to_value(value)
     if v.dtype.is_float and not t.dtype.is_float:
-        tr.fail(DTypeError, f"{doing} a {v.dtype} tile into {t.dtype} tensor '{t.name}'",
-                hint="cast explicitly with .astype(...) if truncation is intended")
+        what = "a tile of Python floats" if v.weak else f"a {v.dtype} tile"
+        tr.fail(DTypeError, f"{doing} {what} into {t.dtype} tensor '{t.name}'",
+                hint="cast explicitly with .astype(...) if truncation is intended"
+                + (" (Triton's tl.store would truncate silently), or write ints: "
+                   "td.where(c, 1, 0)" if v.weak else ""))
     if not broadcastable(v.shape, shape) and len(v.shape) <= len(shape):
         v = _expand_to_rank(tr, v, len(shape))
     if not broadcastable(v.shape, shape):
