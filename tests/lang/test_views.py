@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import example, under_configs
+from support import example, gpu_backend, run_on, under_configs
 from tiledsl.errors import ArgumentError, BackendError, ShapeError, TraceError
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
@@ -340,12 +340,12 @@ def host_broadcasts(row, col, n):
     return out, both
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [*BACKENDS, gpu_backend()])
 def test_broadcast_views_in_host_code(backend: str) -> None:
     rng = np.random.default_rng(21)
     row, col = rng.standard_normal((1, 45)).astype(np.float32), \
         rng.standard_normal((37, 1)).astype(np.float32)
-    out, both = host_broadcasts.run(row, col, 29, backend=backend)
+    out, both = run_on(host_broadcasts, (row, col, 29), backend)
     np.testing.assert_array_equal(out, 2 * np.broadcast_to(row, (29, 45)))
     np.testing.assert_array_equal(both, 2 * np.broadcast_to(col, (37, 45)))
     text = host_broadcasts.source(row, col, 29, target="ir")
