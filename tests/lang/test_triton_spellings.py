@@ -341,12 +341,13 @@ def amax_rows(inp, dim: td.constexpr, BLOCK: td.constexpr):
     assert inp.dim() == 3 and inp.is_contiguous() and view.is_contiguous() == (dim == 2)
     assert inp.element_size() == inp.itemsize == inp.dtype.itemsize == 4
     flat = out.squeeze(dim=(2, 1) if dim == 2 else 1)
+    row_stride = flat.stride(0).to(td.int64)  # FlagGems' `x.stride(0).to(tl.int64)`
     for i, j in td.grid(a, b):
         cols = td.arange(0, BLOCK)
         v = td.load(inp + i * s[0] + j * s[1] + cols * s[2], mask=cols < n,
                     other=get_dtype_min(inp.dtype))
         m = td.max(v[None, :], axis=1, keep_dims=True)
-        td.store(flat + i * flat.stride(0) + j * flat.stride(1) + td.arange(0, 1)[:, None], m)
+        td.store(flat + i * row_stride + j * flat.stride(1) + td.arange(0, 1)[:, None], m)
     return out
 
 

@@ -27,8 +27,10 @@ from tiledsl.ir.views import VIEW_OPS, root, strides_of
 from tiledsl.frontend.values import (
     Tensor,
     TileValue,
+    as_dtype,
     binary,
     cast,
+    constant,
     dot,
     to_value,
     unary,
@@ -267,6 +269,18 @@ def _contiguous(self: Tensor) -> Tensor:
     return self
 
 
+class Stride(int):
+    """A stride host code reads (`x.stride(0)`): an int that also casts as a kernel argument
+    does (`row_stride.to(tl.int64)` in a FlagGems kernel merged with its wrapper)."""
+
+    def to(self, dtype: Any) -> TileValue:
+        return constant(int(self), as_dtype(dtype, "stride.to"))
+
+
+def _host_int(s: Any) -> Any:
+    return Stride(s) if type(s) is int else s  # (a SymDim keeps its expression)
+
+
 def _stride(self: Tensor, dim: Any = None) -> Any:
     """`x.stride()` / `x.stride(d)` (torch): the strides in elements that pointer arithmetic
     (`x + offsets`) and `x.view(-1)` address, those of row-major memory; through host views,
@@ -280,11 +294,11 @@ def _stride(self: Tensor, dim: Any = None) -> Any:
         tr.fail(ShapeError, f"'{self.name}'.stride(): '{self.name}' is a reshape that no "
                 "strides describe")
     if dim is None:
-        return tuple(strides)
+        return tuple(_host_int(s) for s in strides)
     if isinstance(dim, bool) or not isinstance(dim, int) or not -self.ndim <= dim < self.ndim:
         tr.fail(ShapeError, f"'{self.name}'.stride({dim!r}): not a dimension of a "
                 f"{self.ndim}-D tensor")
-    return strides[dim]
+    return _host_int(strides[dim])
 
 
 def _is_contiguous(self: Tensor) -> bool:
