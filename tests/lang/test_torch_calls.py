@@ -242,3 +242,26 @@ def test_host_copies_and_fills(backend: str) -> None:
     np.testing.assert_array_equal(c, x.T)
     np.testing.assert_array_equal(r, x.reshape(1, -1))
     assert (out == 1.5).all() and (z == 2.0).all()
+
+
+@td.tile_kernel
+def vstack_rows2(a, b, c):
+    """FlagGems' vstack wrapper: `torch.atleast_2d(tensors)` of a list (views of 1-D inputs)
+    and of a 2-D tensor (itself); td.atleast_1d / atleast_3d as torch's."""
+    a2, b2 = torch.atleast_2d([a, b])
+    assert torch.atleast_2d(c) is c and td.atleast_3d(a).shape == (1, a.shape[0], 1)
+    out = td.empty((2 + c.shape[0], a.shape[0]), dtype=a.dtype)
+    for tn in td.tile(a.shape[0]):
+        out[0:1, tn] = a2[0:1, tn]
+        out[1:2, tn] = b2[0:1, tn]
+        out[2:, tn] = c[:, tn]
+    return out
+
+
+def test_torch_atleast_views() -> None:
+    rng = np.random.default_rng(53)
+    a, b = (rng.standard_normal(9).astype(np.float32) for _ in range(2))
+    c = rng.standard_normal((3, 9)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(vstack_rows2.run(a, b, c, backend=backend),
+                                      np.vstack([a, b, c]))

@@ -124,7 +124,8 @@ _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on
 # torch's functions that host code calls with no tile value to dispatch on:
 # `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
 HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
-              "full_like", "promote_types", "result_type", "finfo", "iinfo")
+              "full_like", "promote_types", "result_type", "finfo", "iinfo", "atleast_1d",
+              "atleast_2d", "atleast_3d")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
@@ -215,6 +216,8 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     name = getattr(func, "__name__", "")
     if args and isinstance(args[0], Tensor) and callable(getattr(args[0], name, None)):
         return getattr(args[0], name)(*args[1:], **(kwargs or {}))
+    if name in HOST_CALLS and name in FUNCTIONS:  # `torch.atleast_2d([a, b])` of a list
+        return _call(f"torch.{name}", FUNCTIONS[name], args, kwargs or {})
     current().fail(TraceError, f"torch.{name} has no tiledsl counterpart on the kernel's "
                    "tensors", hint="host code may view (reshape, permute, x[:, 1:]), reduce "
                    "(x.sum(dim), x.amax(dim)) and allocate tensors (torch.empty, torch.zeros); "

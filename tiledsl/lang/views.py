@@ -357,6 +357,31 @@ def tensor_expand_as(t: Tensor, other: Any) -> Tensor:
     return tensor_expand(t, tuple(other.shape))
 
 
+def _atleast(rank: int) -> Any:
+    def fn(*tensors: Any) -> Any:
+        """torch's `atleast_{rank}d` in host code: views with leading (and, from 1-D to 3-D,
+        trailing) dimensions of 1; of a list or tuple, a tuple of them."""
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            return tuple(fn(t) for t in tensors[0])
+        if len(tensors) > 1:
+            return tuple(fn(t) for t in tensors)
+        t = tensors[0]
+        if not isinstance(t, Tensor):
+            current().fail(TraceError, f"td.atleast_{rank}d takes tensors, got "
+                           f"{type(t).__name__}")
+        shape = tuple(t.shape)
+        if len(shape) >= rank:
+            return t
+        new = {1: (1,), 2: (1, *shape) if shape else (1, 1),
+               3: (1, *shape, 1) if len(shape) == 1 else (1, *shape) if shape else (1, 1, 1)}
+        return tensor_reshape(t, new[rank], what=f"atleast_{rank}d")
+    fn.__name__ = fn.__qualname__ = f"atleast_{rank}d"
+    return fn
+
+
+atleast_1d, atleast_2d, atleast_3d = _atleast(1), _atleast(2), _atleast(3)
+
+
 def tensor_transpose(t: Tensor, a: Any = 0, b: Any = 1) -> Tensor:
     return tensor_permute(t, _swap(t.ndim, a, b, f"{t.name}.transpose"))
 
