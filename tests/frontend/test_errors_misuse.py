@@ -80,10 +80,11 @@ def if_on_runtime_scalar(x, alpha):
 
 
 def test_control_flow_on_a_host_scalar_says_where_the_if_goes() -> None:
-    """An `if` on a scalar argument outside the tile loops: each program must decide inside
-    the grid; the hint says so and does not send the user to td.where (an `if` on a scalar
-    inside the loops skips work: tests/lang/test_control_flow.py)."""
-    err = trace_error(td.ControlFlowError, if_on_runtime_scalar, f32(8), 2.0)
+    """An `if` on a runtime scalar argument (a NumPy scalar: a Python int or float is traced
+    as a constant instead, tests/frontend/test_static_args.py) outside the tile loops: each
+    program must decide inside the grid; the hint says so and does not send the user to
+    td.where (an `if` on a scalar inside the loops skips work: tests/lang/test_control_flow.py)."""
+    err = trace_error(td.ControlFlowError, if_on_runtime_scalar, f32(8), np.float32(2.0))
     assert "outside the tile loops" in msg(err) and "inside the grid loop" in msg(err)
     assert "td.where" not in msg(err)
 

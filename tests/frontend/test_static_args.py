@@ -288,3 +288,32 @@ def test_a_block_size_registered_for_an_int_argument_specializes_it() -> None:
     for m in (30, 37):
         want = np.where(np.arange(37)[:, None] < m, 2 * x, 0)
         np.testing.assert_array_equal(first_rows(x, m), want)
+
+
+@td.tile_kernel
+def soft_capped(x, softcap, rtol):
+    """FlagGems' flash wrapper and isclose's checks: a host-code `if` on Python float
+    arguments (`if softcap > 0.0:`, `if rtol < 0: raise`) traces the kernel with them as
+    constants; in arithmetic alone a float stays a runtime argument."""
+    if rtol < 0:
+        raise ValueError("rtol must be >= 0")
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        v = x[t] * (1.0 + rtol)
+        if softcap > 0.0:
+            v = softcap * td.tanh(v / softcap)
+        out[t] = v
+    return out
+
+
+def test_a_host_if_on_a_float_argument_specializes_it() -> None:
+    x = f32(40)
+    soft_capped.caches.traces.clear()
+    for backend in BACKENDS[:2]:
+        for cap in (0.0, 2.0):
+            out = soft_capped.run(x, cap, 0.5, backend=backend)
+            want = x * 1.5 if cap == 0 else cap * np.tanh(x * 1.5 / cap)
+            np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    assert "rtol" in soft_capped.specs.static  # the host-level `if` tests it
+    with pytest.raises(td.TraceError, match="rtol must be >= 0"):
+        soft_capped(x, 0.0, -1.0)

@@ -73,7 +73,7 @@ def condition(tr: Tracer, cond: TileValue, loc: Loc, what: str = "if") -> TileVa
                 hint="select per lane with td.where(cond, x, y); an `if` takes a scalar "
                      "(e.g. td.sum(...) > 0, a loaded length, a scalar argument)")
     if tr.depth == "host":  # an int argument's test (`if divisor == 0: raise`): made static
-        static_args.need_static(cond.value, tr.int_params, truth=True)
+        static_args.need_static(cond.value, tr.int_params | tr.float_params, truth=True)
         article = "an" if what == "if" else "a"
         tr.fail(ControlFlowError, f"{article} `{what}` on a runtime value outside the tile loops",
                 loc=loc, hint=f"put the `{what}` inside the grid loop, where each program "

@@ -25,6 +25,8 @@ class Tracer:
         self.symbols: dict[str, Symbol] = {}
         self.labels: dict[str, str] = {}  # block symbol -> the user's loop variable name
         self.int_params: dict[Value, str] = {}  # runtime int arguments -> their names
+        # Python float arguments -> their names: an `if` in host code specializes on them
+        self.float_params: dict[Value, str] = {}
         self.sites: dict[tuple, str] = {}  # (call site, size position, extent) -> block symbol
         self.tunables: dict[str, Any] = {}  # td.register_tunable: knob name -> its choices
         self.knobs: dict[str, Any] = {}  # the knob values this trace is for (tunables.py)

@@ -89,12 +89,12 @@ class TileKernel:
         return plain
 
     def specialized(self, make: Callable[[], tuple[ArgSpec, ...]]) -> tuple[ArgSpec, ...]:
-        """`make()`, made again while tracing it finds int parameters that must be static."""
+        """`make()`, made again while tracing it finds int parameters (or, in a host-code
+        `if`, Python float ones) that must be static."""
         while True:
             try:
                 spec = make()  # (which may trace: `_written_aliases`)
-                if spec in self.caches.traces or not any(
-                        s[0] == "scalar" and dtypes.BY_SHORT[s[1]].is_int for s in spec):
+                if spec in self.caches.traces or not any(_may_specialize(s) for s in spec):
                     return spec
                 self._trace_knob_values(spec)
             except static_args.StaticNeeded as e:
@@ -396,3 +396,10 @@ def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = No
     if fn is None:
         return lambda f: tile_kernel(f, config=config, static_shapes=static_shapes)
     return TileKernel(fn, config)
+
+
+def _may_specialize(s: ArgSpec) -> bool:
+    """A runtime int argument, or a Python float one (static where a host-code `if` tests
+    it): tracing may make it compile-time."""
+    return s[0] == "scalar" and (dtypes.BY_SHORT[s[1]].is_int or
+                                 bool(s[2]) and dtypes.BY_SHORT[s[1]].is_float)

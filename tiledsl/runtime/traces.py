@@ -163,6 +163,8 @@ class Traces:
                 proxies.append(TileValue(v, weak=s[2]))
                 if v.type.dtype.is_int:
                     tracer.int_params[v] = name
+                elif s[2] and v.type.dtype.is_float:  # a Python float argument
+                    tracer.float_params[v] = name
             values.append(v)
         with tracing(tracer):
             try:
