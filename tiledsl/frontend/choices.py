@@ -60,24 +60,19 @@ class Choice:
         """`p[:, None]` of chosen pointers; `src[t]` of chosen tensors: a load per option."""
         if all(isinstance(p, Pointer) for _, p in self.options):
             return Choice([(c, p[index]) for c, p in self.options])
-        self.dtype  # noqa: B018 (one dtype, or the error that says so)
-        out: TileValue | None = None
-        for c, p in self._tensors():
-            v = p.load(index) if c is None else p.load(index, c, 0)
-            out = v if out is None or c is None else where(c, v, out)
-        return out
+        self._tensors()
+        return load(self, None, 0, lambda p, m, _: p.load(index) if m is None else
+                    p.load(index, m, 0))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """`out[t] = v` into a chosen tensor: a store per option, under its condition."""
-        self.dtype  # noqa: B018
-        for c, p in self._tensors():
-            p.store(index, value) if c is None else p.store(index, value, c)
+        self._tensors()
+        store(self, value, None, lambda p, v, m: p.store(index, v, m))
 
-    def _tensors(self) -> list[Option]:
+    def _tensors(self) -> None:
         if not all(isinstance(p, Tensor) for _, p in self.options):
             current().fail(TraceError, "indexing a choice of tensors and pointers",
                            hint="choose tensors alone, or pointers alone")
-        return self.options
 
     def __repr__(self) -> str:
         return "Choice(" + ", ".join(repr(p) for _, p in self.options) + ")"
