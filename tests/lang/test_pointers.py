@@ -53,6 +53,16 @@ def matmul(a, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_
 
 
 @td.tile_kernel
+def scaled_rows(q, out, n_cols, lim: td.constexpr):
+    """Rows read through `q.stride()` (vLLM's `q_ptr + row * stride_qbs`), `lim` lanes each."""
+    s0, s1 = q.stride()
+    for row in td.grid(q.shape[0]):
+        cols = td.arange(0, 64)
+        x = td.load(q + row * s0 + cols * s1, mask=cols < lim, other=0.0)
+        td.store(out + row * n_cols + cols, x * 2.0, mask=cols < n_cols)
+
+
+@td.tile_kernel
 def histogram(x, hist, n, BLOCK: td.constexpr):
     """An atomic through a pointer tile: tl.atomic_add(hist_ptr + bins, 1, mask=m)."""
     for pid in td.grid(td.cdiv(n, BLOCK)):
@@ -129,9 +139,39 @@ def test_pointer_misuse_is_a_clear_error() -> None:
         past_the_end(x)
     rng = np.random.default_rng(9)
     args = list(_gemm_args(rng))
-    args[1] = np.asfortranarray(args[1])  # the flat view needs row-major memory
+    args[1] = args[1][::-1]  # negative strides: no memory a pointer could walk
     with pytest.raises(td.ArgumentError, match="cannot be viewed as shape"):
         matmul(*args)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pointers_into_arguments_laid_out_otherwise(backend: str) -> None:
+    """A column-major `b` with its own strides, and vLLM's `q` sliced from a fused qkv: the
+    pointers walk the argument's memory, as Triton's do."""
+    rng = np.random.default_rng(10)
+    a, b, c, m, n, k, *rest = _gemm_args(rng)
+    bf = np.asfortranarray(b)
+    rest[2:4] = bf.strides[0] // 4, bf.strides[1] // 4  # (1, k)
+    qkv = rng.standard_normal((37, 3 * 45)).astype(np.float32)
+    out = np.zeros((37, 45), np.float32)
+    if backend == "spatial":  # which lays every argument out contiguously in DRAM
+        with pytest.raises(td.BackendError, match="other than row-major"):
+            matmul.run(a, bf, c, m, n, k, *rest, backend=backend)
+        return
+    run_on(matmul, (a, bf, c, m, n, k, *rest), backend)
+    td.testing.assert_close(c, a.astype(np.float64) @ b, np.float32)
+    if backend == "triton-gpu":  # sliced on the device (a copy to it would be contiguous)
+        from support import on_cuda
+        from lowering.backends.triton.interpret import to_numpy
+        q, dev_out = on_cuda(qkv)[:, 45:90], on_cuda(out)
+        scaled_rows.run(q, dev_out, 45, 45, backend="triton")
+        out = to_numpy(dev_out.cpu())
+    else:
+        scaled_rows.run(qkv[:, 45:90], out, 45, 45, backend=backend)
+    np.testing.assert_array_equal(out, 2 * qkv[:, 45:90])
+    if backend == "numpy":  # lanes past a row's 45 reach k's memory: refused, not read
+        with pytest.raises(td.OutOfBoundsError, match="offset 45 lies between the elements"):
+            scaled_rows.run(qkv[:, 45:90], out, 45, 50, backend=backend)
 
 
 @td.tile_kernel
@@ -210,3 +250,46 @@ def test_pointers_into_views_take_the_views_strides(backend: str) -> None:
     run_on(column_and_transpose, (a, out_col, out_t, 16), backend)
     np.testing.assert_array_equal(out_col, a[:, 3])
     np.testing.assert_array_equal(out_t, a.T)
+
+
+@td.tile_kernel
+def unsloth_rms(X, W, eps: td.constexpr):
+    """Unsloth's _rms_layernorm_forward merged with its wrapper: the kernel's parameters are
+    the wrapper's names, moved along the row in the grid (`Y += row_idx * Y_row_stride`), and
+    after the grid they are the tensors again."""
+    n_rows, n_cols = X.shape
+    Y = td.empty((n_rows, n_cols), X.dtype)
+    r = td.empty(n_rows, td.float32)
+    Y_row_stride, X_row_stride = Y.stride(0), X.stride(0)
+    for row_idx in td.grid(n_rows):
+        col_offsets = td.arange(0, 256)
+        mask = col_offsets < n_cols
+        Y += row_idx * Y_row_stride
+        X += row_idx * X_row_stride
+        r += row_idx
+        X_row = td.load(X + col_offsets, mask=mask, other=0).to(td.float32)
+        W_row = td.load(W + col_offsets, mask=mask, other=0)
+        inv_var = td.math.rsqrt(td.sum(X_row * X_row, axis=0) / n_cols + eps)
+        td.store(r, inv_var)
+        td.store(Y + col_offsets, (X_row * inv_var).to(W_row.dtype) * W_row, mask=mask)
+    return Y, r
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_tensor_moved_along_in_a_grid_is_the_tensor_after_it(backend: str) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((21, 129)).astype(np.float32)
+    w = rng.standard_normal(129).astype(np.float32)
+    y, r = unsloth_rms.run(x, w, 1e-6, backend=backend)
+    inv = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(1) + 1e-6)
+    td.testing.assert_close(r, inv, np.float32)
+    td.testing.assert_close(y, x * inv[:, None] * w, np.float32)
+
+    @td.tile_kernel
+    def rebound_to_a_value(x):
+        for i in td.grid(x.shape[0]):
+            x = td.load(x + i)  # no longer a pointer into x: its value cannot flow out
+        return x
+
+    with pytest.raises(td.TraceError, match="rebound inside it and read after it"):
+        rebound_to_a_value(x[0])

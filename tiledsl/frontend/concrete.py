@@ -124,6 +124,7 @@ class _Evaluator:
     shape` (or broadcastable to it: 1 along the grid dimensions a value does not vary with)."""
 
     def __init__(self, tr: Tracer, loops: list[_Counter] | tuple = ()) -> None:
+        self.tr = tr
         self.progs = Programs(tr)
         self.axes = self.progs.axes
         self.loops = {c.value: (i, c) for i, c in enumerate(loops)}
@@ -172,7 +173,7 @@ class _Evaluator:
         assert isinstance(t, TensorType)
         base = root(acc.tensor).type
         assert isinstance(base, TensorType)
-        contiguous = [math.prod(base.shape[d + 1:]) for d in range(len(base.shape))]
+        contiguous = self.tr.strides(root(acc.tensor))  # (an argument's layout: its own)
         strides = strides_of(acc.tensor, contiguous)
         full = acc.attrs.get("full", ())
         try:

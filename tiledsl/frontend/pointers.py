@@ -4,11 +4,13 @@
 `tl.load(ptr, mask, other)` takes a pointer (tiledsl/lang/access.py, atomics.py).
 
 A pointer indexes the flat view, so what it reaches is checked as any index is: a lane past the
-tensor's last element is out of bounds (an OutOfBoundsError on NumPy, masked on Triton). The
-flat view needs a row-major tensor, as `x.view(-1)` does: an argument laid out otherwise is an
-error when the kernel runs, never a read of the wrong elements. Strides the host passes (FlagGems'
-`x.stride(0)`) are the row-major ones there. A host view's pointer is its root's memory from
-the view's first element (`pointer`), which the view's own strides (`x.T.stride()`) address.
+tensor's last element is out of bounds (an OutOfBoundsError on NumPy, masked on Triton). An
+argument laid out other than row-major (vLLM's `q` sliced from a fused qkv, a transpose) is seen
+as its memory instead (`tensor.memory`, its first element to its last), as Triton sees it: the
+trace is for that layout (runtime/arg_specs.py), so the strides host code reads (`q.stride(0)`)
+are its own, and the NumPy backend refuses a lane that lands between its elements. A host
+view's pointer is its root's memory from the view's first element (`pointer`), which the view's
+own strides (`x.T.stride()`) address.
 
 A loop carries a pointer as its offset (tiledsl/frontend/loops.py); `+` and `-` of integer
 offsets, `p[:, None]` and `p - q` (of one tensor: the offset between them) are what it takes.
@@ -16,7 +18,6 @@ offsets, `p[:, None]` and `p - q` (of one tensor: the offset between them) are w
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -109,8 +110,7 @@ def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
     off = off if sign == "+" else 0 - off
     base = root(t.value)
     if base is not t.value:
-        shape = base.type.shape  # type: ignore[union-attr]
-        start = offset_of(t.value, [math.prod(shape[d + 1:]) for d in range(len(shape))])
+        start = offset_of(t.value, tr.strides(base))
         t = Tensor(base, base.hint or t.name)
         off = off + start if start else off
     return Pointer(_flat(tr, t), off)
@@ -147,8 +147,9 @@ def _offsets(v: Any, sign: str) -> TileValue:
 
 
 def _flat(tr: Tracer, t: Tensor) -> Tensor:
-    """`t`'s flat view, made in the host code around the grid (before it), once per tensor."""
-    if t.ndim == 1:
+    """`t`'s flat view, made in the host code around the grid (before it), once per tensor:
+    an argument laid out other than row-major is seen as its memory (`tensor.memory`)."""
+    if t.ndim == 1 and t.value not in tr.layouts:
         return t
     at = max(i for i, d in enumerate(tr.depths) if d == "host")
     host = tr.blocks[at]
@@ -159,7 +160,12 @@ def _flat(tr: Tracer, t: Tensor) -> Tensor:
     tr.blocks, tr.depths = blocks[:at + 1], depths[:at + 1]
     start = len(host.ops)  # the last is the grid (or loop) being traced: the view goes before
     try:
-        flat = tensor_reshape(t, -1, what="view")
+        if t.value in tr.layouts:
+            v = tr.emit("tensor.memory", [t.value], {"strides": tr.layouts[t.value]},
+                        hint=t.value.hint)[0]
+            flat = Tensor(v, t.name)
+        else:
+            flat = tensor_reshape(t, -1, what="view")
     finally:
         tr.blocks, tr.depths = blocks, depths
     made = host.ops[start:]

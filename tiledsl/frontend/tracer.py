@@ -9,6 +9,7 @@ from tiledsl.errors import Loc, TileDSLError, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Symbol, Value
 from tiledsl.ir.ops import result_types
 from tiledsl.ir.types import Type
+from tiledsl.ir.views import row_major
 
 _active: list[Tracer] = []
 
@@ -46,6 +47,13 @@ class Tracer:
         self.loop_targets: int | None = None
         # tensors' flat views for Triton's pointers, per host block (frontend/pointers.py)
         self.flat_views: dict[tuple[Value, int], Any] = {}
+        # arguments laid out other than row-major -> their strides (elements): the trace is
+        # for that layout (arg_specs.py), which `x.stride()` and pointers into `x` follow
+        self.layouts: dict[Value, tuple[int, ...]] = {}
+
+    def strides(self, v: Value) -> tuple[int, ...]:
+        """The strides (elements) of root tensor `v`: an argument's layout, else row-major."""
+        return self.layouts.get(v) or row_major(v.type.shape)  # type: ignore[union-attr]
 
     @property
     def depth(self) -> str:

@@ -745,6 +745,21 @@ def _tensor_expand(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None)
     return [TensorType(shape, t.dtype)]
 
 
+@_def("tensor.memory", traits=(VIEW,))
+def _tensor_memory(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """An argument laid out with `strides` (elements, none negative) seen as its memory from
+    its first element to its last: a 1-D tensor whose element i lies i elements on (torch's
+    `x.as_strided((size,), (1,))`). Triton's pointer arithmetic on an argument that is not
+    row-major (a slice of a fused qkv, a transpose) addresses this memory."""
+    _arity(ts, 1, "tensor.memory")
+    t = _tensor(ts[0], "tensor.memory operand")
+    strides = tuple(attrs["strides"])
+    if len(strides) != len(t.shape) or not all(isinstance(s, int) and s >= 0 for s in strides):
+        raise ShapeError(f"tensor.memory: strides {strides} do not lay out {t}")
+    size = 1 + sum((n - 1) * s for n, s in zip(t.shape, strides))
+    return [TensorType((size,), t.dtype)]
+
+
 @_def("tensor.slice", traits=(VIEW,))
 def _tensor_slice(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     """Part of a tensor, `x[:, :-1, ::2]` in host code: its `slices` (ir/slices.py) pick

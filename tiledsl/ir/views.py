@@ -1,7 +1,8 @@
-"""Views of tensors: `tensor.reshape`, `tensor.permute`, `tensor.slice` and `tensor.expand`
-values share their root tensor's memory (an argument or an allocation) and address it with
-strides derived from the root's (an expanded dimension's is 0), from an element offset (a
-slice's start) that is 0 for the others.
+"""Views of tensors: `tensor.reshape`, `tensor.permute`, `tensor.slice`, `tensor.expand` and
+`tensor.memory` values share their root tensor's memory (an argument or an allocation) and
+address it with strides derived from the root's (an expanded dimension's is 0; the memory of
+an argument, element by element, 1), from an element offset (a slice's start) that is 0 for
+the others.
 
 Every backend asks here: the NumPy backend views arrays, the Triton backend computes pointer
 strides and the launcher's views, the spatial mapper its DMA strides.
@@ -9,14 +10,15 @@ strides and the launcher's views, the spatial mapper its DMA strides.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
-from tiledsl.ir.core import Function, Value
+from tiledsl.ir.core import Function, Op, Value
 from tiledsl.ir.ops import WRITES, has_trait
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import TensorType
 
-VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice", "tensor.expand")
+VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice", "tensor.expand", "tensor.memory")
 
 
 def root(v: Value) -> Value:
@@ -24,6 +26,33 @@ def root(v: Value) -> Value:
     while v.owner is not None and v.owner.name in VIEW_OPS:
         v = v.owner.operands[0]
     return v
+
+
+def row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides (in elements) of memory laid out row-major with `shape`."""
+    return tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+
+
+def nested(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether each memory offset names at most one element of (shape, strides): ordered by
+    stride, each dimension's stride steps past all the elements of the smaller ones (a slice
+    or permutation of row-major memory is; a stride of 0 or an overlap is not)."""
+    dims = sorted((s, n) for n, s in zip(shape, strides) if n != 1)
+    reach = 0  # the furthest offset the smaller dimensions reach
+    for s, n in dims:
+        if s <= reach:
+            return False
+        reach += (n - 1) * s
+    return True
+
+
+def view_chain(v: Value) -> list[Op]:
+    """The view ops from tensor `v` back to its root, `v`'s own first."""
+    out = []
+    while v.owner is not None and v.owner.name in VIEW_OPS:
+        out.append(v.owner)
+        v = v.owner.operands[0]
+    return out
 
 
 def written(fn: Function) -> set[Value]:
@@ -98,6 +127,8 @@ def view_strides(name: str, attrs: dict, shape: Sequence[int], strides: Sequence
         lead = len(new_shape) - len(shape)
         return (0,) * lead + tuple(s if n == m else 0 for n, m, s in
                                    zip(shape, new_shape[lead:], strides))
+    if name == "tensor.memory":  # the argument's memory, element by element
+        return (1,)
     if name == "tensor.slice":
         parts = slices_of(attrs)
         return tuple(s * parts[d].step if d in parts else s for d, s in enumerate(strides))

@@ -19,11 +19,10 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
-from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
+from tiledsl.errors import DTypeError, ShapeError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import current
-from tiledsl.ir.types import TensorType
-from tiledsl.ir.views import VIEW_OPS, root, strides_of
+from tiledsl.ir.views import root, row_major, strides_of
 from tiledsl.frontend.values import (
     Tensor,
     TileValue,
@@ -255,18 +254,12 @@ for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
                       ("int", dtypes.int32), ("long", dtypes.int64), ("bool", dtypes.bool_)):
     setattr(TileValue, _name, _converter(_dtype))
 def _contiguous(self: Tensor) -> Tensor:
-    """`x.contiguous()` (torch) on an argument or an allocation, or on a view laid out as its
-    own row-major memory: `x` itself. A kernel takes its arguments in any layout; a later
-    `view` of one that its layout cannot give is an error when the kernel runs. Another view
-    (`x.T`) would need a copy: an error that says so (`x.clone()` is one)."""
-    tr = current("x.contiguous()")
-    if self.value.owner is not None and self.value.owner.name in VIEW_OPS and \
-            not _is_contiguous(self):  # a view laid out as its own row-major memory: itself
-        tr.fail(TraceError, f"'{self.name}'.contiguous(): '{self.name}' is a view, and tiledsl "
-                "does not copy tensors behind the kernel's back",
-                hint="index the view directly (views address their root's memory), or copy "
-                     "it with x.clone() (a grid of its own)")
-    return self
+    """`x.contiguous()` (torch): `x` itself where `x.is_contiguous()` (an allocation, an argument
+    laid out row-major, a view laid out as its own row-major memory), else a copy as torch
+    makes: `x.clone()`, a grid of its own (a FlagGems wrapper's `inp = inp.contiguous()` of a
+    transposed argument, before kernels that assume row-major pointers)."""
+    current("x.contiguous()")
+    return self if _is_contiguous(self) else self.clone()
 
 
 class Stride(int):
@@ -283,13 +276,11 @@ def _host_int(s: Any) -> Any:
 
 def _stride(self: Tensor, dim: Any = None) -> Any:
     """`x.stride()` / `x.stride(d)` (torch): the strides in elements that pointer arithmetic
-    (`x + offsets`) and `x.view(-1)` address, those of row-major memory; through host views,
-    as torch gives them (`x.T.stride()` is `(1, m)` for an (m, n) argument x). An argument
-    that is not row-major is an ArgumentError when the kernel runs such an access."""
+    (`x + offsets`) addresses: an argument's own (the trace is for its layout), an allocation's
+    row-major ones, and through host views as torch gives them (`x.T.stride()` is `(1, m)` for
+    a row-major (m, n) argument x)."""
     tr = current("x.stride()")
-    base = root(self.value).type
-    assert isinstance(base, TensorType)
-    strides = strides_of(self.value, [prod(base.shape[d + 1:]) for d in range(len(base.shape))])
+    strides = strides_of(self.value, tr.strides(root(self.value)))
     if strides is None:
         tr.fail(ShapeError, f"'{self.name}'.stride(): '{self.name}' is a reshape that no "
                 "strides describe")
@@ -302,9 +293,9 @@ def _stride(self: Tensor, dim: Any = None) -> Any:
 
 
 def _is_contiguous(self: Tensor) -> bool:
-    """`x.is_contiguous()` (torch): whether `x.stride()` is row-major (an argument is; a host
-    view may not be)."""
-    return self.stride() == tuple(prod(self.shape[d + 1:]) for d in range(self.ndim))
+    """`x.is_contiguous()` (torch): whether `x.stride()` is row-major, dimensions of 1 aside."""
+    return all(n == 1 or s == r for n, s, r in
+               zip(self.shape, self.stride(), row_major(self.shape)))
 
 
 Tensor.contiguous = _contiguous  # type: ignore[attr-defined]

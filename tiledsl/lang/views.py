@@ -309,14 +309,17 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
     if new == t.shape:
         return t
     base = views.root(t.value)
-    if base.owner is not None:  # an allocation, contiguous: its views are known now (an
+    if base.owner is not None or base in tr.layouts:  # an allocation (row-major) or an
+        # argument whose layout the trace is for: its views are known now (any other
         # argument's layout is known when the kernel runs, where each backend checks it)
-        shape = base.type.shape  # type: ignore[union-attr]
-        laid = views.strides_of(t.value, [math.prod(shape[i + 1:]) for i in range(len(shape))])
+        laid = views.strides_of(t.value, tr.strides(base))
         if laid is None or views.reshape_strides(t.shape, laid, new) is None:
-            tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this permuted "
-                    "tensor would need a copy", hint="view before permuting, or index the "
-                    "permuted tensor as it is")
+            laid_out = f"laid out with strides {tr.layouts[base]}" if base in tr.layouts \
+                else "permuted"
+            tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this tensor "
+                    f"({laid_out}) would need a copy, and views of tensors never copy",
+                    hint="index the tensor as it is, or copy it first: x.contiguous() (or "
+                         "x.clone()) is a grid of its own")
     return _tensor_view(t, "tensor.reshape", {"shape": new}, f"{t.name}.{what}{new}")
 
 

@@ -1,6 +1,7 @@
 """A kernel's argument specs: the signature a trace is cached under, one entry per argument.
 
-An entry is ("tensor", shape, dtype short), ("scalar", dtype short, weak), ("const", Static: a
+An entry is ("tensor", shape, dtype short) (and the strides of an array that is not row-major:
+its trace is for that layout, `layout`), ("scalar", dtype short, weak), ("const", Static: a
 compile-time value), ("closure", Static, captured array specs: a function capturing arrays),
 ("list", "list" | "tuple", element specs): see static_args.py, or ("alias", i): the array
 argument i again (`same_array`: Liger's in-place backward passes one gradient as both dY and
@@ -21,6 +22,7 @@ from tiledsl.frontend import static_args
 from tiledsl.errors import ArgumentError
 from tiledsl.frontend.subclasses import plain_arrays
 from tiledsl.frontend.values import weak_dtype
+from tiledsl.ir.views import row_major
 
 ArgSpec = tuple
 NUMPY_DTYPES = dtypes._FROM_NUMPY
@@ -62,7 +64,7 @@ class ArgSpecs:
         if type(v) is np.ndarray and v.ndim and name not in self.static:  # the common case
             d = NUMPY_DTYPES.get(v.dtype)
             if d is not None and 0 not in v.shape:
-                return ("tensor", v.shape, d.short)
+                return _tensor(v.shape, d.short, v)
         special = self._special(name, v)
         if special is not None:
             return special
@@ -82,7 +84,7 @@ class ArgSpecs:
         if isinstance(v, np.ndarray) and v.ndim > 0:
             d = NUMPY_DTYPES.get(v.dtype)
             if d is not None and 0 not in v.shape:
-                return ("tensor", v.shape, d.short)
+                return _tensor(v.shape, d.short, v)
         if isinstance(v, np.ndarray) or is_gpu_array(v):
             d = dtypes.from_any(str(v.dtype).rsplit(".", 1)[-1])
             if d is None:
@@ -94,7 +96,7 @@ class ArgSpecs:
                                     kernel=self.name)
             if not v.shape:  # a 0-d device tensor, torch's scalar parameter: its value
                 return ("scalar", d.short, False)
-            return ("tensor", tuple(int(s) for s in v.shape), d.short)
+            return _tensor(tuple(int(s) for s in v.shape), d.short, v)
         raise ArgumentError(f"argument '{name}' is a {type(v).__module__}.{type(v).__qualname__}; "
                             "pass a NumPy array or a number", kernel=self.name,
                             hint="k(*args) takes torch, JAX and CuPy arrays as they are; "
@@ -177,6 +179,36 @@ def same_array(a: Any, b: Any) -> bool:
         a.strides == b.strides and a.dtype == b.dtype and np.may_share_memory(a, b) and \
         a.__array_interface__["data"][0] == b.__array_interface__["data"][0]  # (on every
     # call: the cheap tests first; the address only of arrays that may share memory)
+
+
+def _tensor(shape: tuple[int, ...], dtype: str, v: Any) -> ArgSpec:
+    """A tensor's spec: with its strides where it is not row-major (the trace is for its
+    layout)."""
+    strides = layout(v)
+    return ("tensor", shape, dtype) if strides is None else ("tensor", shape, dtype, strides)
+
+
+def layout(v: Any) -> tuple[int, ...] | None:
+    """The strides (elements) of array `v` where it is not row-major: what `x.stride()` answers
+    and pointer arithmetic on `x` addresses (Triton's `x_ptr + row * x.stride(0)`). None where it
+    is row-major, or laid out as no kernel can address it (NumPy's negative strides of `x[::-1]`,
+    strides that are no whole number of elements): those are checked where the kernel runs."""
+    if type(v).__module__.startswith("torch"):
+        if v.is_contiguous():
+            return None
+        strides = tuple(int(s) for s in v.stride())
+        return strides if min(strides) >= 0 else None
+    if isinstance(v, np.ndarray) and v.flags.c_contiguous:  # (the common case, at once)
+        return None
+    raw = getattr(v, "strides", None)  # bytes: NumPy's and CuPy's (None: row-major)
+    size = np.dtype(v.dtype).itemsize
+    if raw is None or any(s < 0 or s % size for s in raw):
+        return None
+    strides = tuple(s // size for s in raw)
+    shape = tuple(int(n) for n in v.shape)
+    if all(n == 1 or s == r for n, s, r in zip(shape, strides, row_major(shape))):
+        return None
+    return strides
 
 
 def is_gpu_array(v: Any) -> bool:

@@ -135,6 +135,8 @@ class Traces:
                 shape = tuple(symdims.SymDim(n, ("dim", i, d)) for d, n in enumerate(s[1])) \
                     if symbolic else s[1]
                 v = Value(TensorType(shape, dtypes.BY_SHORT[s[2]]), name)
+                if len(s) > 3:  # an argument laid out other than row-major
+                    tracer.layouts[v] = s[3]
                 proxies.append(Tensor(v, name))
             elif s[0] == "const":
                 proxies.append(const_scalars.as_seen(s[1].value))
@@ -145,6 +147,7 @@ class Traces:
             elif s[0] == "list":
                 items = [Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]), _element_hint(name, j, names))
                          for j, e in enumerate(s[2])]
+                tracer.layouts |= {v: e[3] for v, e in zip(items, s[2]) if len(e) > 3}
                 values += items
                 elems = [Tensor(v, f"{name}[{j}]") for j, v in enumerate(items)]
                 proxies.append(elems if s[1] == "list" else tuple(elems))
@@ -154,6 +157,8 @@ class Traces:
                 for j, var, e in s[2]:
                     v = Value(TensorType(e[1], dtypes.BY_SHORT[e[2]]),
                               var if var not in names else _element_hint(name, var, names))
+                    if len(e) > 3:
+                        tracer.layouts[v] = e[3]
                     values.append(v)
                     cells[j] = Tensor(v, f"{name}.{var}")
                 proxies.append(static_args.with_cells(s[1].value, cells))

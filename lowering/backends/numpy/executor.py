@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import active_box, compiled, conflicts, memory, prepared
+from lowering.backends.numpy import active_box, arg_memory, compiled, conflicts, memory, prepared
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.whiles import run_while
 from lowering.backends.numpy.dots import grid_dot
@@ -557,10 +557,12 @@ def _access(ex: Executor, op: Op, xs: list[Any], tensor: TensorType
     indices = ex.indices(op, xs, tensor)
     _, _, mask_at, axes, _ = _facts(ex, op)
     mask = None if mask_at is None else xs[mask_at]
-    if axes is None:
-        return indices, None, mask
-    indices = [memory.TileIndex(np.asarray(i), axes[d]) if isinstance(i, np.ndarray) and
-               np.ndim(i) > ex.rank else i for d, i in enumerate(indices)]
+    if axes is not None:
+        indices = [memory.TileIndex(np.asarray(i), axes[d]) if isinstance(i, np.ndarray) and
+                   np.ndim(i) > ex.rank else i for d, i in enumerate(indices)]
+    owner = op.operands[0].owner
+    if owner is not None and owner.name == "tensor.memory":  # pointers into an argument
+        arg_memory.check(ex, op, indices, axes, mask)  # laid out other than row-major
     return indices, axes, mask
 
 

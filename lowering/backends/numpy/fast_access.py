@@ -31,6 +31,9 @@ def _served(op: Op) -> tuple[TensorType, bool] | None:
     tensor = op.operands[0].type
     if not isinstance(tensor, TensorType) or op.attrs.get("mask") or gathers(op):
         return None
+    owner = op.operands[0].owner
+    if owner is not None and owner.name == "tensor.memory":  # the rule checks its lanes
+        return None
     plain = not op.attrs.get("full", ()) and not any(
         v.owner is not None and v.owner.name == "tile.begin" for v in access_parts(op)[0])
     return tensor, plain

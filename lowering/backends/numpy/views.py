@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from lowering.backends.numpy import arg_memory
 from lowering.backends.numpy.executor import Executor, rule
 from tiledsl.errors import ArgumentError
 from tiledsl.ir.core import Op
@@ -68,3 +69,8 @@ def _tensor_permute(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 def _tensor_expand(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [np.broadcast_to(xs[0], tuple(op.attrs["shape"]))]  # read-only: the frontend stores
     # nothing through it
+
+
+@rule("tensor.memory")
+def _tensor_memory(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    return [arg_memory.view(xs[0], op, ex.fn.name)]  # shares the argument's memory

@@ -37,7 +37,7 @@ from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
 from tiledsl.ir.ops import FLOAT_UNARY, RANDOM, VIEW, has_trait
-from tiledsl.ir.views import offset_of, root, strides_of
+from tiledsl.ir.views import offset_of, root, strides_of, view_chain
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
@@ -124,6 +124,13 @@ def _dram_layout(v: Value) -> tuple[int, tuple[int, ...]]:
     t = root(v).type
     assert isinstance(t, TensorType)
     contiguous = tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape)))
+    if any(op.name == "tensor.memory" for op in view_chain(v)):
+        raise BackendError(f"pointer arithmetic on '{root(v).hint}', which the caller laid out "
+                           "other than row-major: the spatial backend lays it out contiguously "
+                           "in DRAM, so the strides the kernel read from it address nothing "
+                           "there", loc=v.owner.loc if v.owner is not None else None,
+                           hint="pass it contiguous (np.ascontiguousarray), or index it with "
+                                "tiles (x[tm, tn]), which every backend lays out for itself")
     out = strides_of(v, contiguous)
     if out is None:  # a view that holds for the argument's own layout (a transposed array)
         shape = v.type.shape  # type: ignore[union-attr]
