@@ -569,7 +569,9 @@ class KernelEmitter(LoopEmission):
         assert isinstance(vt, TileType)
         if desc := self.descriptor(op, op.operands[0], op.operands[1:-1]):
             v = self.value(value)
-            if value.owner is not None and value.owner.name == "broadcast":  # a box-shaped value
+            if (c := _constant(value)) is not None:  # a fill: a Python number has no shape
+                v = f"tl.full({self.shape(vt)}, {literal(c)}, {tl_dtype(vt.dtype)})"
+            elif value.owner is not None and value.owner.name == "broadcast":  # box-shaped
                 v = f"tl.broadcast_to({v}, {self.shape(vt)})"
             if desc[2] is not None:
                 v = f"tl.reshape({v}, {desc[2]})"

@@ -66,3 +66,27 @@ def test_folded_descriptors_run_in_the_interpreter(name: str, dims: dict, blocks
     assert folded in source and (unfolded is None or unfolded in source)
     out = kernel_of(name).run(*fresh(args), backend="triton-interpret", config=config)
     td.testing.assert_close(out, mod.reference(*fresh(args)), np.float16)
+
+
+@td.tile_kernel
+def zero_then_mm(x, w, out):
+    """vLLM's lora_shrink: `output.zero_()` in host code, then a dot: with tma=True the fill
+    stores a Python number through a descriptor."""
+    out.fill_(0)
+    for tm in td.tile(x.shape[0]):
+        out[0, tm, :] = x[tm, :] @ w[:, :]
+
+
+def test_a_fill_through_a_descriptor_stores_a_full_tile() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((37, 32)).astype(np.float16)
+    w = rng.standard_normal((32, 16)).astype(np.float16)
+    out = np.full((1, 37, 16), 7.0, np.float32)
+    config = zero_then_mm.config_space(x, w, out, backend="triton").default()
+    config = td.Config(config.block_sizes, config.num_warps, config.num_stages, tma=True)
+    assert "tl.full(" in zero_then_mm.source(x, w, out, target="triton", config=config)
+    zero_then_mm.run(x, w, out, backend="triton-interpret", config=config)
+    td.testing.assert_close(out[0], x.astype(np.float64) @ w, np.float16)
+    assert zero_then_mm.compile(x, w, out, arch="sm_90", config=config)  # as a GPU would
