@@ -125,11 +125,44 @@ def halvings(x, out):
         out[r] = td.sum(v)
 
 
+@td.tile_kernel
+def prefix_sums(lens, k):
+    """vLLM's prefix_prefill merged with its wrapper: each trip's `k = tl.load(K + ...)` beside
+    the wrapper's tensor `k`, a name no trip reads before binding it and nothing reads after
+    the loop (the loop's own); reading it after the loop carries it, which a tensor cannot."""
+    K, (m, n) = k, k.shape
+    out = td.empty((m,), td.float32)
+    for r in td.grid(m):
+        acc = td.zeros((), td.float32)
+        for i in range(td.load(lens + r)):
+            k = td.load(K + r * n + i)
+            acc += k
+        td.store(out + r, acc)
+    return out
+
+
 def test_a_loop_name_bound_before_to_another_value() -> None:
     x = np.ones((3, 4), np.float32)
     out = np.array([1, 2, 3], np.float32)
     halvings(x, out)
     np.testing.assert_array_equal(out, 4 * 0.5 ** np.array([1, 2, 3]))
+    lens = np.array([3, 0, 5], np.int32)
+    k = np.random.default_rng(5).standard_normal((3, 5)).astype(np.float32)
+    want = [k[r, :n].astype(np.float64).sum() for r, n in enumerate(lens)]
+    for backend in ("numpy", "triton-interpret"):
+        td.testing.assert_close(prefix_sums.run(lens, k, backend=backend), np.array(want),
+                                np.float32)
+
+    @td.tile_kernel
+    def read_after(lens, k):
+        for r in td.grid(k.shape[0]):
+            for i in range(td.load(lens + r)):
+                k = td.load(k + r * k.shape[1] + i)  # the trip reads the tensor k first
+            td.store(lens + r, k.to(td.int32))
+
+    with pytest.raises(td.TraceError, match="'k' \\(a Tensor\\) is rebound inside a `for` "
+                       "loop over a runtime range"):
+        read_after(lens, k)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -7,8 +7,10 @@ module finds, before the loop rewrite, for each `for` statement of the kernel, t
 body binds that may be read after it, each with the line of its first binding in the body.
 
 "May be read after" is a backward liveness over the statement lists around the loop: a simple
-statement kills the names it binds and reads the names it loads; a compound statement (`if`,
-loops, `with`, `try`) reads every name it loads and kills none. At the end of a loop's body
+statement kills the names it binds and reads the names it loads; an `if` reads its test and
+what either branch reads first, a loop its iterable or test, what its body reads first and
+what follows it (it may run no trip), a `with` what its body reads first; any other compound
+statement (`try`, a nested function) reads every name it loads and kills none. At the end of a loop's body
 the names its next iteration reads before binding them are live too (a fixed point over the
 body), and any name a nested function or lambda of the kernel loads may be read at any time.
 """
@@ -22,41 +24,52 @@ _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def read_after(fdef: ast.FunctionDef) -> dict[int, dict[str, int]]:
-    """`id(for node)` -> {name the loop's body binds that may be read after it: the line of the
-    body's first binding of it}, for each `for` statement of `fdef` (not in nested functions)."""
+def read_after(fdef: ast.FunctionDef) -> tuple[dict[int, dict[str, int]], dict[int, set[str]]]:
+    """For each `for` statement of `fdef` (not in nested functions), by `id(for node)`: {name
+    the loop's body binds that may be read after it: the line of the body's first binding of
+    it}; and the names its body binds that no trip reads before binding them and nothing
+    reads after the loop: each trip's own (prefix_prefill's `k = tl.load(...)` beside the
+    wrapper's tensor `k`), which a loop need not carry."""
     closures: set[str] = set()
     for node in ast.walk(fdef):
         if isinstance(node, _NESTED) and node is not fdef:
             closures |= _loads(node)
     out: dict[int, dict[str, int]] = {}
-    _block(fdef.body, closures, closures, out)
-    return out
+    local: dict[int, set[str]] = {}
+    _block(fdef.body, closures, closures, out, local)
+    return out, local
 
 
 def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
-           out: dict[int, dict[str, int]]) -> set[str]:
+           out: dict[int, dict[str, int]], local: dict[int, set[str]]) -> set[str]:
     """The names live before `stmts`, given those live after; records each loop's entry."""
     live = set(live_out)
     for stmt in reversed(stmts):
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            inner = _loop_live(stmt, live, closures, out)
-            _block(stmt.body, inner, closures, out)
-            _block(stmt.orelse, live, closures, out)
+            inner = _loop_live(stmt, live, closures, out, local)
+            start = _block(stmt.body, inner, closures, out, local)
+            after = _block(stmt.orelse, live, closures, out, local)  # (no trip: the else)
             if isinstance(stmt, ast.For):
                 stores = _first_stores([stmt.target, *stmt.body])
                 out[id(stmt)] = {n: line for n, line in stores.items() if n in live}
+                local[id(stmt)] = {n for n in stores if n not in inner}
+                head = _loads(stmt.iter)
+                start = start - set(_first_stores([stmt.target]))
+            else:
+                head = _loads(stmt.test)
+            live = head | start | after
         elif isinstance(stmt, ast.If):
-            _block(stmt.body, live, closures, out)
-            _block(stmt.orelse, live, closures, out)
+            live = _loads(stmt.test) | _block(stmt.body, live, closures, out, local) | \
+                _block(stmt.orelse, live, closures, out, local)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            _block(stmt.body, live, closures, out)
+            live = _loads(stmt) | _block(stmt.body, live, closures, out, local)
         elif isinstance(stmt, ast.Try):
             every = live | _loads(stmt)
             for part in (stmt.body, stmt.orelse, stmt.finalbody,
                          *(h.body for h in stmt.handlers)):
-                _block(part, every, closures, out)
-        if isinstance(stmt, _COMPOUND):
+                _block(part, every, closures, out, local)
+            live = every
+        elif isinstance(stmt, _COMPOUND):
             live |= _loads(stmt)
         else:
             live = (live - set(_first_stores([stmt]))) | _loads(stmt)
@@ -64,7 +77,7 @@ def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
 
 
 def _loop_live(stmt: ast.For | ast.AsyncFor | ast.While, live: set[str], closures: set[str],
-               out: dict[int, dict[str, int]]) -> set[str]:
+               out: dict[int, dict[str, int]], local: dict[int, set[str]]) -> set[str]:
     """The names live at the end of a loop's body: those live after the loop, and those the
     next iteration reads before it binds them (its test, then its body after its target), to
     a fixed point. A name the body binds before it reads it again (the host wrapper's
@@ -73,7 +86,7 @@ def _loop_live(stmt: ast.For | ast.AsyncFor | ast.While, live: set[str], closure
     bound = set() if isinstance(stmt, ast.While) else set(_first_stores([stmt.target]))
     inner = live | head | closures
     for _ in range(len(_loads(stmt)) + 2):  # each pass adds names, from a finite set
-        start = _block(stmt.body, inner, closures, out)
+        start = _block(stmt.body, inner, closures, out, local)
         grown = inner | (start - bound)
         if grown == inner:
             break

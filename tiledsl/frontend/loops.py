@@ -139,11 +139,12 @@ def targets(n: int | None) -> None:
 
 def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
          labels: tuple[str, ...] | None, line: int,
-         read_after: dict[str, int] | None = None) -> dict:
+         read_after: dict[str, int] | None = None, local: tuple[str, ...] = ()) -> dict:
+    """A rewritten `for` statement (rewrite.py); `read_after` and `local` are liveness.py's."""
     if (tr := active()) is not None:
         tr.loop_targets = None  # read by a td.tile of the iterable, or by none
     if isinstance(iterable, Counted):
-        return _counted(iterable, body, env, assigned, line, labels)
+        return _counted(iterable, body, env, assigned, line, labels, frozenset(local))
     if not isinstance(iterable, TileRange):
         if isinstance(iterable, range) and len(iterable) > UNROLL_WARN and \
                 current().depth != "host":
@@ -163,7 +164,7 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
                 loc=iterable.loc, hint="for p in td.grid(P): for t in td.tile(n)[p::P]: ...")
     if tr.depth == "host":
         return _grid(tr, iterable, body, env, assigned, names, read_after)
-    return _for(tr, iterable, body, env, assigned, names)
+    return _for(tr, iterable, body, env, assigned, names, frozenset(local))
 
 
 def range_(*args: Any) -> Any:
@@ -192,7 +193,7 @@ def range_(*args: Any) -> Any:
 
 
 def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line: int,
-             labels: tuple[str, ...] | None = None) -> dict:
+             labels: tuple[str, ...] | None = None, local: frozenset = frozenset()) -> dict:
     """A loop to a runtime bound: `i = start; while i < stop: body(i); i += step` (`>` for a
     negative step), its counter a hidden carried name of the bounds' dtype."""
     counter = f"_td_index{line}"
@@ -209,7 +210,7 @@ def _counted(it: Counted, body: Body, env: dict, assigned: tuple[str, ...], line
         return e[counter] < stop if it.step > 0 else e[counter] > stop
 
     label = labels[0] if labels and len(labels) == 1 else None
-    info = Counter(counter, label, start.value, stop.value, it.step, it.tuning)
+    info = Counter(counter, label, start.value, stop.value, it.step, it.tuning, local)
     out = while_loop(test, step, env, (*assigned, counter), line, info)
     out.pop(counter)
     return out
@@ -228,6 +229,7 @@ class Counter:
     stop: Value
     step: int
     tuning: tuple = ()
+    local: frozenset = frozenset()  # names each trip binds before reading (liveness.py)
 
 
 def _ranges(tr: Tracer, rng: TileRange, names: tuple[str, ...]) -> list[Value]:
@@ -318,7 +320,7 @@ class _Mismatch(Exception):
 
 
 def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
-         names: tuple[str, ...]) -> dict:
+         names: tuple[str, ...], local: frozenset = frozenset()) -> dict:
     carried = [n for n in assigned if n in env and isinstance(env[n], _CARRIED)]
     inits = {n: _init(env[n]) for n in carried}
     for _attempt in range(len(carried) + 1):
@@ -331,9 +333,9 @@ def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str,
             del block.ops[start:]
             tr.rollback_symbols(symbols)
             inits[m.name] = _widen(tr, rng.loc, m.name, inits[m.name], m.result)
-    for n in assigned:  # names bound to non-values may not change inside the loop
-        if n in env and n not in inits and out.get(n) is not env[n]:
-            if isinstance(out.get(n), Unmerged):
+    for n in assigned:  # names bound to non-values may not change inside the loop (unless
+        if n in env and n not in inits and n not in local and out.get(n) is not env[n]:  # one
+            if isinstance(out.get(n), Unmerged):  # trip's own, which is not carried)
                 out[n].fail()
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a tile loop",
                     loc=rng.loc, hint="only tile values and numbers can be carried across iterations")
@@ -474,13 +476,17 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
             del block.ops[start:]
             tr.rollback_symbols(symbols)
             inits[m.name] = _widen(tr, loc, m.name, inits[m.name], m.result)
-    for n in assigned:  # names bound to non-values may not change inside the loop
-        if n in env and n not in inits and out.get(n) is not env[n]:
-            if isinstance(out.get(n), Unmerged):
+    local = counter.local if counter is not None else frozenset()
+    for n in assigned:  # names bound to non-values may not change inside the loop (unless
+        if n in env and n not in inits and n not in local and out.get(n) is not env[n]:  # one
+            if isinstance(out.get(n), Unmerged):  # trip's own, which is not carried)
                 out[n].fail()
-            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside a `while` "
-                    "loop on a runtime value", loc=loc,
-                    hint="only tile values and numbers can be carried across its trips")
+            what = "a `for` loop over a runtime range" if counter is not None else \
+                "a `while` loop on a runtime value"
+            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside {what}, "
+                    "and a trip reads it before binding it, or code after the loop reads it",
+                    loc=loc, hint="only tile values and numbers can be carried across its trips: "
+                                  f"give the loop's value another name than '{n}'")
     kept = _unchanged(tr.blocks[-1].ops[-1], carried, inits, 1)
     out = dict(env)
     out.update({n: env[n] if n in kept else _as_before(env[n], v, inits[n].weak)
