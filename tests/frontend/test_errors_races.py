@@ -858,6 +858,47 @@ def test_offsets_a_loop_steps_are_followed() -> None:
 
 
 @td.tile_kernel
+def varlen_rows(x, cu, out, D: td.constexpr):
+    """vLLM mamba's varlen selective_state_update: program b's rows are [cu[b], cu[b + 1]),
+    its pointers start at the loaded `bos` and step a row each trip."""
+    for pid_b in td.grid(cu.shape[0] - 1):
+        bos = td.load(cu + pid_b).to(td.int64)
+        eos = td.load(cu + pid_b + 1).to(td.int64)
+        offs = td.arange(0, D)
+        x_ptr, out_ptr = x + bos * D, out + bos * D
+        for _ in range(eos - bos):
+            td.store(out_ptr + offs, td.load(x_ptr + offs) * 2.0)
+            x_ptr += D
+            out_ptr += D
+
+
+@td.tile_kernel
+def shared_start(x, cu, out, D: td.constexpr):
+    """The same, every program from the one loaded start: they write the same rows."""
+    for pid_b in td.grid(cu.shape[0] - 1):
+        bos = td.load(cu).to(td.int64)
+        offs = td.arange(0, D)
+        out_ptr = out + bos * D
+        for _ in range(td.load(cu + pid_b + 1).to(td.int64) - bos):
+            td.store(out_ptr + offs, td.load(x + offs) * (pid_b + 1.0))
+            out_ptr += D
+
+
+def test_offsets_a_loop_steps_from_a_loaded_start_are_trusted() -> None:
+    """A start loaded per program is trusted as a scatter's indices are (their contract); a
+    start every program shares is not."""
+    x = np.random.default_rng(3).standard_normal((7, 16)).astype(np.float32)
+    cu = np.array([0, 2, 2, 7], np.int32)
+    for backend in ("numpy", "triton-interpret"):
+        out = np.zeros_like(x)
+        varlen_rows.run(x, cu, out, 16, backend=backend)
+        np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(td.TraceError, match="stepped by a loop from a start that does not "
+                       "tell the programs along grid dimension 'pid_b' apart"):
+        shared_start(x, cu, np.zeros_like(x), 16)
+
+
+@td.tile_kernel
 def retraced_loop_then_if_index(x, lens):
     """A counted loop traced twice (its carried `acc` widens from int to float), then a store
     at an index an `if` yields: the check must not wait on the first attempt's loop."""

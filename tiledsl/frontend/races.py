@@ -85,6 +85,14 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 hint="index with the loop's own counter or tile (for row in range(start, end): "
                      "x[row * stride + cols] = ...), or step the carried offset by a constant "
                      "in a loop over runtime bounds (off += stride)", loc=later)
+    if any(a in deps for a in racing) and _stepped(tr, indices):
+        tr.fail(TraceError,
+                f"the index of this store to '{tensor}' is stepped by a loop from a start that "
+                f"does not tell the programs along grid dimension {names} apart, or whose "
+                "trips reach past it, which can give two of its programs the same elements",
+                hint="start each program at its own elements (off = pid * rows * stride, or a "
+                     "start it loads, as vLLM's varlen `bos = tl.load(cu_seqlens + pid)`), or "
+                     "index with the loop's own counter: x[row * stride + cols]", loc=later)
     if any(a in deps for a in racing):
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from grid dimension {names} "
@@ -103,6 +111,22 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
             hint="index the store with that tile, or make it a nested (sequential) loop and "
                  "combine across it, e.g. `for tm in td.tile(m): acc = ...; for tn in "
                  "td.tile(n): acc += ...`", loc=later)
+
+
+def _stepped(tr: Tracer, indices: list[Value]) -> bool:
+    """Whether an index is computed from a value a loop steps each trip (`off += stride`)."""
+    seen: set[int] = set()
+    todo = list(indices)
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v in tr.inductions:
+            return True
+        if v.owner is not None and not v.owner.regions:
+            todo.extend(v.owner.operands)
+    return False
 
 
 # ---- overlapping stores ---------------------------------------------------------------------

@@ -742,13 +742,20 @@ class Programs:
         return hit
 
     def loaded(self, v: Value) -> bool:
-        """Whether `v` is computed from values read from memory (a scatter's index tile)."""
+        """Whether `v` is computed from values read from memory (a scatter's index tile), or
+        is a value a loop steps from such a value that tells the programs apart (mamba's
+        varlen `out_ptr = out + bos * D`, then `out_ptr += D` each trip: the loaded offsets
+        are the user's contract)."""
         hit = self._loaded.get(id(v))
         if hit is None:
             op = v.owner
             self._loaded[id(v)] = False
-            hit = op is not None and not op.regions and (
-                op.name in _TRUSTED or any(self.loaded(o) for o in op.operands))
+            if v in self.tr.inductions:  # (a start the programs share gives them none)
+                first = self.tr.inductions[v][0]
+                hit = self.loaded(first) and self.depends(v) <= self.depends(first)
+            else:
+                hit = op is not None and not op.regions and (
+                    op.name in _TRUSTED or any(self.loaded(o) for o in op.operands))
             self._loaded[id(v)] = hit
         return hit
 
