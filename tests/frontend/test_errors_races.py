@@ -899,6 +899,38 @@ def test_offsets_a_loop_steps_from_a_loaded_start_are_trusted() -> None:
 
 
 @td.tile_kernel
+def shift_state(cs, idx, shift: td.constexpr, BN: td.constexpr, NP2: td.constexpr):
+    """vLLM's causal_conv1d_update: program (b, pf) reads column 0 of cache line `idx[b]` and
+    writes the line's (feature, token) block, through pointers from the loaded line; with
+    `shift`, it reads the next line's column instead."""
+    L, D, S = cs.shape
+    for b, pf in td.grid(idx.shape[0], td.cdiv(D, BN)):
+        line = td.load(idx + b).to(td.int64)
+        feats = pf * BN + td.arange(0, BN)
+        toks = td.arange(0, NP2)
+        base = cs + line * (D * S) + feats * S
+        col0 = td.load(base + shift * D * S, feats < D, 0.0)
+        ptrs = base[None, :] + toks[:, None]
+        m = (toks < S)[:, None] & (feats < D)[None, :]
+        td.store(ptrs, td.load(ptrs, m, 0.0) + col0[None, :], m)
+
+
+def test_a_cache_line_loaded_per_program_is_its_own() -> None:
+    """A program reads what it writes through one loaded cache line: loaded slots are distinct
+    (their contract, as a scatter's indices). Reading another line stays refused."""
+    cs = np.random.default_rng(4).standard_normal((4, 45, 3)).astype(np.float32)
+    idx = np.array([2, 0], np.int32)
+    want = cs.copy()
+    want[idx] += cs[idx][:, :, :1]
+    for backend in ("numpy", "triton-interpret"):
+        got = cs.copy()
+        shift_state.run(got, idx, 0, 16, 4, backend=backend)
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(td.TraceError, match="may write elements that the load at line"):
+        shift_state(cs.copy(), idx, 1, 16, 4)
+
+
+@td.tile_kernel
 def retraced_loop_then_if_index(x, lens):
     """A counted loop traced twice (its carried `acc` widens from int to float), then a store
     at an index an `if` yields: the check must not wait on the first attempt's loop."""

@@ -52,19 +52,24 @@ class Access:
     path: list[tuple[Op, int]]
 
 
-def meet(tr: Tracer, a: Access, b: Access | None = None) -> bool | None:
+def meet(tr: Tracer, a: Access, b: Access | None = None, slots: bool = False) -> bool | None:
     """Whether two programs touch one element, through `a` in one and `b` in the other (through
-    `a` in both, where `b` is None); None where undecided."""
-    ea = _elements(tr, a)
-    eb = ea if b is None else _elements(tr, b)
-    if ea is None or eb is None:
+    `a` in both, where `b` is None); None where undecided. Two accesses whose indices both
+    read the same scalars from memory (a cache slot, `line = tl.load(idx + b)`) and nothing
+    else undecided are compared again with those scalars as `_Evaluator.slots` takes them."""
+    used: tuple[set, set] | None = (set(), set()) if slots else None
+    ea = _elements(tr, a, None, used and used[0])
+    eb = ea if b is None else _elements(tr, b, None, used and used[1])
+    if (ea is None or eb is None) and b is not None and not slots:
+        return meet(tr, a, b, slots=True)
+    if ea is None or eb is None or used is not None and (used[0] != used[1] or not used[0]):
         return None
     if ea[2] is not None or eb[2] is not None:  # some dimension's index unknown: compare the
         common = _known(a, ea) & _known(b if b is not None else a, eb)  # others, in the root
         if not common:
             return None
-        ea = _elements(tr, a, common)
-        eb = ea if b is None else _elements(tr, b, common)
+        ea = _elements(tr, a, common, used and used[0])
+        eb = ea if b is None else _elements(tr, b, common, used and used[1])
         if ea is None or eb is None:
             return None
     lo_a, hi_a, elems_a = _spans(ea[0], ea[1])
@@ -84,12 +89,13 @@ def _known(acc: Access, got: tuple[Any, Any, frozenset | None]) -> frozenset:
     return got[2] if got[2] is not None else frozenset(range(len(base.shape)))
 
 
-def _elements(tr: Tracer, acc: Access, dims: frozenset | None = None
-              ) -> tuple[Any, Any, frozenset | None] | None:
+def _elements(tr: Tracer, acc: Access, dims: frozenset | None = None,
+              slots: set | None = None) -> tuple[Any, Any, frozenset | None] | None:
     """(root element, program, None) of every pair `acc` touches, over the trips of the
     counted loops that hold it too; where some dimension's index cannot be computed, or
     `dims` asks, the element's position along the root dimensions `dims` (or those known),
-    and those dimensions; None where undecided."""
+    and those dimensions; None where undecided. With `slots`, loaded scalars are slots
+    (`_Evaluator.slots`), and the set collects them."""
     grid = _Evaluator(tr)
     if grid.counts is None:
         return None
@@ -98,6 +104,7 @@ def _elements(tr: Tracer, acc: Access, dims: frozenset | None = None
         if op.name == "while":
             loops += grid.counters(tr, op)
     ev = _Evaluator(tr, loops) if loops else grid
+    ev.slots = slots
     return None if ev.counts is None else ev.elements(acc, dims)
 
 
@@ -140,6 +147,11 @@ class _Evaluator:
         self.dims = self.counts + tuple(c.trips for c in loops)
         self.mesh = np.indices(self.dims, dtype=np.int64)
         self.memo: dict[int, Any] = {}
+        # where a set, an int scalar loaded from one computed address is a slot: a distinct
+        # number per distinct address (equal where the address is), the loaded values' own
+        # contract (cache slots are distinct, as a scatter's indices are); the set collects
+        # the loads so taken
+        self.slots: set | None = None
 
     @property
     def rank(self) -> int:
@@ -355,6 +367,20 @@ class _Evaluator:
             shape[self.rank + a] = x.shape[self.rank + k]
         return x.reshape(shape)
 
+    def _slot(self, v: Value) -> Any:
+        """Loaded scalar `v` as a slot (see `slots`), or None."""
+        op = v.owner
+        assert op is not None
+        if self.slots is None or v.type.shape or op.attrs.get("mask") or \
+                len(op.operands) != 2:  # type: ignore[union-attr]
+            return None
+        at = self.value(op.operands[1])
+        if at is None:
+            return None
+        at = np.asarray(at)
+        self.slots.add(v)
+        return np.unique(at, return_inverse=True)[1].reshape(at.shape).astype(np.int64)
+
     def value(self, v: Value) -> Any:
         """`v` over every program, or None where it cannot be computed while tracing."""
         hit = self.memo.get(id(v), _UNSET)
@@ -384,6 +410,8 @@ class _Evaluator:
                 self._along(np.arange(n, dtype=np.int64) + op.attrs["start"], 0, 1)
         if op.name in ("tile.begin", "tile.id", "tile.index", "tile.size"):
             return self._tile(op)
+        if op.name == "load":
+            return self._slot(v)
         args = [self.value(o) for o in op.operands]
         if any(a is None for a in args):
             return None
