@@ -232,14 +232,15 @@ def test_outside_a_kernel_points_to_the_host_functions() -> None:
 
 
 @td.tile_kernel
-def rand_two_ways(seed, n: td.constexpr):
+def rand_two_ways(seed, n: td.constexpr, rounds: td.constexpr = 10):
     """FlagGems' dropout converts `randint` words itself with `tl.uint_to_uniform_float`, the
-    function `tl.rand` applies: the two agree bit for bit."""
+    function `tl.rand` applies: the two agree bit for bit (also at vLLM's `td.randint(seed,
+    offs, PHILOX_ROUNDS)`)."""
     a = td.empty((n,), td.float32)
     b = td.empty((n,), td.float32)
     for t in td.tile(n):
-        a[t] = td.rand(seed, t.index)
-        b[t] = td.uint_to_uniform_float(td.randint(seed, t.index))
+        a[t] = td.rand(seed, t.index, n_rounds=rounds)
+        b[t] = td.uint_to_uniform_float(td.randint(seed, t.index, rounds))
     return a, b
 
 
@@ -248,6 +249,10 @@ def test_uint_to_uniform_float_is_what_rand_applies(backend: str) -> None:
     a, b = run_on(rand_two_ways, (1234, 300), backend)
     np.testing.assert_array_equal(a, b)
     assert 0.0 <= a.min() and a.max() < 1.0
+    c, d = run_on(rand_two_ways, (1234, 300, 7), backend)  # 7 rounds: other words, the host's
+    np.testing.assert_array_equal(c, d)
+    np.testing.assert_array_equal(c, td.philox.rand(1234, np.arange(300), 7))
+    assert not np.array_equal(a, c)
 
 
 @td.tile_kernel

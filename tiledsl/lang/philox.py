@@ -123,36 +123,36 @@ def normal(u1: np.ndarray, u2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return r * np.cos(th), r * np.sin(th)
 
 
-def randint(seed: Any, offsets: Any) -> np.ndarray:
+def randint(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> np.ndarray:
     """`tl.randint(seed, offsets)`: the first word, as int32 with Triton's uint32 bits."""
-    return words(seed, offsets)[0].view(np.int32)
+    return words(seed, offsets, n_rounds)[0].view(np.int32)
 
 
-def rand(seed: Any, offsets: Any) -> np.ndarray:
+def rand(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> np.ndarray:
     """`tl.rand(seed, offsets)`: float32 uniform in [0, 1)."""
-    return uniform(words(seed, offsets)[0])
+    return uniform(words(seed, offsets, n_rounds)[0])
 
 
-def randn(seed: Any, offsets: Any) -> np.ndarray:
+def randn(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> np.ndarray:
     """`tl.randn(seed, offsets)`: float32 standard normal, from the first two words."""
-    w = words(seed, offsets)
+    w = words(seed, offsets, n_rounds)
     return normal(uniform(w[0]), uniform(w[1]))[0]
 
 
-def rand4x(seed: Any, offsets: Any) -> tuple[np.ndarray, ...]:
+def rand4x(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> tuple[np.ndarray, ...]:
     """`tl.rand4x(seed, offsets)`: four float32 uniforms."""
-    return tuple(uniform(w) for w in words(seed, offsets))
+    return tuple(uniform(w) for w in words(seed, offsets, n_rounds))
 
 
-def randn4x(seed: Any, offsets: Any) -> tuple[np.ndarray, ...]:
+def randn4x(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> tuple[np.ndarray, ...]:
     """`tl.randn4x(seed, offsets)`: four float32 normals, two from each pair of words."""
-    u = rand4x(seed, offsets)
+    u = rand4x(seed, offsets, n_rounds)
     return normal(u[0], u[1]) + normal(u[2], u[3])
 
 
-def randint4x(seed: Any, offsets: Any) -> tuple[np.ndarray, ...]:
+def randint4x(seed: Any, offsets: Any, n_rounds: int = N_ROUNDS) -> tuple[np.ndarray, ...]:
     """`tl.randint4x(seed, offsets)`: the four words, as int32 (see `randint`)."""
-    return tuple(w.view(np.int32) for w in words(seed, offsets))
+    return tuple(w.view(np.int32) for w in words(seed, offsets, n_rounds))
 
 
 class _Module(ModuleType):

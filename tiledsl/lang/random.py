@@ -51,45 +51,55 @@ def _offsets(tr: Tracer, name: str, offsets: Any) -> TileValue:
     return v
 
 
-def _random(name: str, seed: Any, offsets: Any) -> list[TileValue]:
+def _random(name: str, seed: Any, offsets: Any, n_rounds: Any = 10) -> list[TileValue]:
     if active() is None:
         raise TraceError(f"td.{name}() can only be used inside a @td.tile_kernel function",
                          loc=user_loc(), hint=_HOST_HINT.format(name=name))
     tr = current()
     s, o = _seed(tr, name, seed), _offsets(tr, name, offsets)
-    return [TileValue(r) for r in tr.emit(name, [s.value, o.value], hint=name)]
+    attrs = {} if n_rounds == 10 else {"n_rounds": _rounds(tr, name, n_rounds)}
+    return [TileValue(r) for r in tr.emit(name, [s.value, o.value], attrs, hint=name)]
 
 
-def rand(seed: Any, offsets: Any) -> TileValue:
+def _rounds(tr: Tracer, name: str, n_rounds: Any) -> int:
+    """Philox's round count (Triton's `n_rounds=`, a compile-time int; 10 by default)."""
+    n_rounds = getattr(n_rounds, "value", n_rounds)  # (a td.constexpr)
+    if not isinstance(n_rounds, (int, np.integer)) or isinstance(n_rounds, bool) or n_rounds < 0:
+        tr.fail(DTypeError, f"td.{name}: n_rounds is a non-negative int known when tracing, "
+                f"got {n_rounds!r}")
+    return int(n_rounds)
+
+
+def rand(seed: Any, offsets: Any, n_rounds: Any = 10) -> TileValue:
     """Uniform float32 in [0, 1), one per offset: Triton's `tl.rand(seed, offsets)`, bit for
     bit. `seed` is an integer scalar, `offsets` an integer tile (typically `t.index`)."""
-    return _random("rand", seed, offsets)[0]
+    return _random("rand", seed, offsets, n_rounds)[0]
 
 
-def randn(seed: Any, offsets: Any) -> TileValue:
+def randn(seed: Any, offsets: Any, n_rounds: Any = 10) -> TileValue:
     """Standard normal float32, one per offset (Box-Muller): Triton's `tl.randn`."""
-    return _random("randn", seed, offsets)[0]
+    return _random("randn", seed, offsets, n_rounds)[0]
 
 
-def randint(seed: Any, offsets: Any) -> TileValue:
+def randint(seed: Any, offsets: Any, n_rounds: Any = 10) -> TileValue:
     """32 random bits per offset, as int32: the bits of Triton's `tl.randint` (a uint32)."""
-    return _random("randint", seed, offsets)[0]
+    return _random("randint", seed, offsets, n_rounds)[0]
 
 
-def rand4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
+def rand4x(seed: Any, offsets: Any, n_rounds: Any = 10) -> tuple[TileValue, ...]:
     """Four independent uniform tiles per offset: Triton's `tl.rand4x`."""
-    return tuple(_random("rand4x", seed, offsets))
+    return tuple(_random("rand4x", seed, offsets, n_rounds))
 
 
-def randn4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
+def randn4x(seed: Any, offsets: Any, n_rounds: Any = 10) -> tuple[TileValue, ...]:
     """Four independent normal tiles per offset: Triton's `tl.randn4x`."""
-    return tuple(_random("randn4x", seed, offsets))
+    return tuple(_random("randn4x", seed, offsets, n_rounds))
 
 
-def randint4x(seed: Any, offsets: Any) -> tuple[TileValue, ...]:
+def randint4x(seed: Any, offsets: Any, n_rounds: Any = 10) -> tuple[TileValue, ...]:
     """Four words of random bits per offset, as int32 (Philox's whole output, the cheapest way
     to draw many numbers): Triton's `tl.randint4x`."""
-    return tuple(_random("randint4x", seed, offsets))
+    return tuple(_random("randint4x", seed, offsets, n_rounds))
 
 
 def uint_to_uniform_float(x: Any) -> TileValue:

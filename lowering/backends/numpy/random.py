@@ -22,7 +22,7 @@ def _random(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     t = op.operands[1].type
     assert isinstance(t, TileType)
     seed = seed.reshape(seed.shape + (1,) * t.rank)  # one seed per program: over its lanes
-    out = _HOST[op.name](seed, offsets)
+    out = _HOST[op.name](seed, offsets, op.attrs.get("n_rounds", philox.N_ROUNDS))
     return list(out) if isinstance(out, tuple) else [out]
 
 
