@@ -195,3 +195,44 @@ def test_fp8_outputs_have_tolerances() -> None:
         td.testing.assert_close(x.astype(dtype), x)
         with pytest.raises(AssertionError, match="exceeds"):
             td.testing.assert_close((1.5 * x).astype(dtype), x)
+
+
+@td.tile_kernel
+def fp8_cache(key, cache_u8, slots):
+    """vLLM's fp8 KV cache, held as uint8 and viewed as float8 (`key_cache.view(
+    current_platform.fp8_dtype())`): stored through a pointer, read back by tiles."""
+    cache = cache_u8.view(td.float8_e4m3fn)
+    n, d = key.shape
+    for i in td.grid(n):
+        offs = td.arange(0, 64)
+        k = td.load(key + i * d + offs, mask=offs < d)
+        td.store(cache + td.load(slots + i) * d + offs, k.to(td.float8_e4m3fn), mask=offs < d)
+    back = td.empty(key.shape, td.float32)
+    for i in td.grid(n):
+        back[i, :] = cache[slots[i], :].to(td.float32)
+    return back
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_uint8_tensor_viewed_as_fp8(backend: str) -> None:
+    rng = np.random.default_rng(12)
+    key = rng.standard_normal((5, 40)).astype(np.float32)
+    slots = np.array([3, 0, 6, 2, 5], np.int64)
+    cache = np.zeros((8, 40), np.uint8)
+    if backend == "spatial":
+        with pytest.raises(td.BackendError, match="read as another dtype"):
+            fp8_cache.run(key, cache, slots, backend=backend)
+        return
+    back = run_on(fp8_cache, (key, cache, slots), backend)
+    f8 = key.astype(ml_dtypes.float8_e4m3fn)
+    np.testing.assert_array_equal(cache[slots], f8.view(np.uint8))  # the bits, in place
+    np.testing.assert_array_equal(back, f8.astype(np.float32))
+
+    @td.tile_kernel
+    def wider(x):
+        y = x.view(td.float16)
+        for t in td.tile(x.shape[0]):
+            y[t] = y[t] * 2
+
+    with pytest.raises(td.DTypeError, match="a view reads the same elements as another dtype"):
+        wider(cache[0])

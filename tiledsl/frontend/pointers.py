@@ -27,7 +27,7 @@ from tiledsl.errors import ControlFlowError, TraceError
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
 from tiledsl.ir.views import offset_of, root
-from tiledsl.lang.views import tensor_reshape
+from tiledsl.lang.views import tensor_bitcast, tensor_reshape
 
 
 class PointerType:
@@ -109,11 +109,12 @@ def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
     off = _offsets(offsets, sign)
     off = off if sign == "+" else 0 - off
     base = root(t.value)
+    dtype = t.dtype  # (a view may read the root's bits as another dtype: x.view(fp8))
     if base is not t.value:
         start = offset_of(t.value, tr.strides(base))
         t = Tensor(base, base.hint or t.name)
         off = off + start if start else off
-    return Pointer(_flat(tr, t), off)
+    return Pointer(_flat(tr, t, dtype), off)
 
 
 def _is_offset(v: Any) -> bool:
@@ -146,14 +147,16 @@ def _offsets(v: Any, sign: str) -> TileValue:
                    "x + (pid * stride + td.arange(0, BLOCK))")
 
 
-def _flat(tr: Tracer, t: Tensor) -> Tensor:
-    """`t`'s flat view, made in the host code around the grid (before it), once per tensor:
-    an argument laid out other than row-major is seen as its memory (`tensor.memory`)."""
-    if t.ndim == 1 and t.value not in tr.layouts:
+def _flat(tr: Tracer, t: Tensor, dtype: DType | None = None) -> Tensor:
+    """`t`'s flat view, made in the host code around the grid (before it), once per tensor
+    (and `dtype`, which its bits are read as: `tensor.bitcast`): an argument laid out other
+    than row-major is seen as its memory (`tensor.memory`)."""
+    dtype = dtype or t.dtype
+    if t.ndim == 1 and t.value not in tr.layouts and dtype == t.dtype:
         return t
     at = max(i for i, d in enumerate(tr.depths) if d == "host")
     host = tr.blocks[at]
-    key = (t.value, id(host))
+    key = (t.value, id(host), dtype)
     if key in tr.flat_views:
         return tr.flat_views[key]
     blocks, depths = tr.blocks, tr.depths
@@ -166,6 +169,8 @@ def _flat(tr: Tracer, t: Tensor) -> Tensor:
             flat = Tensor(v, t.name)
         else:
             flat = tensor_reshape(t, -1, what="view")
+        if dtype != t.dtype:
+            flat = tensor_bitcast(flat, dtype)
     finally:
         tr.blocks, tr.depths = blocks, depths
     made = host.ops[start:]

@@ -46,7 +46,7 @@ class Tracer:
         # binds (loops.targets), for td.tile to read once: Helion's `hl.tile(begin, end)`
         self.loop_targets: int | None = None
         # tensors' flat views for Triton's pointers, per host block (frontend/pointers.py)
-        self.flat_views: dict[tuple[Value, int], Any] = {}
+        self.flat_views: dict[tuple[Value, int, Any], Any] = {}
         # arguments laid out other than row-major -> their strides (elements): the trace is
         # for that layout (arg_specs.py), which `x.stride()` and pointers into `x` follow
         self.layouts: dict[Value, tuple[int, ...]] = {}

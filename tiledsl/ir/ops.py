@@ -745,6 +745,18 @@ def _tensor_expand(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None)
     return [TensorType(shape, t.dtype)]
 
 
+@_def("tensor.bitcast", traits=(VIEW,))
+def _tensor_bitcast(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """A tensor's bits read as another dtype of the same width (torch's `x.view(dtype)`: vLLM's
+    uint8 KV cache seen as float8); no copy."""
+    _arity(ts, 1, "tensor.bitcast")
+    t = _tensor(ts[0], "tensor.bitcast operand")
+    d = dtypes.BY_SHORT.get(attrs["dtype"])
+    if d is None or d.bits != t.dtype.bits or d.is_bool != t.dtype.is_bool:
+        raise DTypeError(f"tensor.bitcast: {t} cannot be read as {attrs['dtype']}")
+    return [TensorType(t.shape, d)]
+
+
 @_def("tensor.memory", traits=(VIEW,))
 def _tensor_memory(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     """An argument laid out with `strides` (elements, none negative) seen as its memory from

@@ -1,5 +1,5 @@
 """Views of tensors: `tensor.reshape`, `tensor.permute`, `tensor.slice`, `tensor.expand` and
-`tensor.memory` values share their root tensor's memory (an argument or an allocation) and
+`tensor.memory` (and `tensor.bitcast`) values share their root tensor's memory (an argument or an allocation) and
 address it with strides derived from the root's (an expanded dimension's is 0; the memory of
 an argument, element by element, 1), from an element offset (a slice's start) that is 0 for
 the others.
@@ -18,7 +18,8 @@ from tiledsl.ir.ops import WRITES, has_trait
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import TensorType
 
-VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice", "tensor.expand", "tensor.memory")
+VIEW_OPS = ("tensor.reshape", "tensor.permute", "tensor.slice", "tensor.expand", "tensor.memory",
+            "tensor.bitcast")
 
 
 def root(v: Value) -> Value:
@@ -129,6 +130,8 @@ def view_strides(name: str, attrs: dict, shape: Sequence[int], strides: Sequence
                                    zip(shape, new_shape[lead:], strides))
     if name == "tensor.memory":  # the argument's memory, element by element
         return (1,)
+    if name == "tensor.bitcast":  # the same elements, of another dtype as wide
+        return tuple(strides)
     if name == "tensor.slice":
         parts = slices_of(attrs)
         return tuple(s * parts[d].step if d in parts else s for d, s in enumerate(strides))
@@ -168,7 +171,7 @@ def root_coords(v: Value) -> list[tuple[int | None, int, int]] | None:
                 return None
             kept = iter(c for c, n in zip(coords, shape) if n != 1)
             coords = [next(kept) if n != 1 else (None, 0, 0) for n in before]
-        else:
+        elif op.name != "tensor.bitcast":  # (the same elements, read as another dtype)
             return None
         v = src
     return [(d, a, k) if d is not None else (None, a, 0) for d, a, k in coords]
@@ -180,6 +183,9 @@ def in_root(v: Value) -> list[tuple[int, int]] | None:
     any other view, whose dimensions do not correspond to the root's."""
     maps = [(0, 1)] * len(v.type.shape)  # type: ignore[union-attr]
     while v.owner is not None and v.owner.name in VIEW_OPS:
+        if v.owner.name == "tensor.bitcast":  # the same elements, read as another dtype
+            v = v.owner.operands[0]
+            continue
         if v.owner.name != "tensor.slice":
             return None
         parts = slices_of(v.owner.attrs)

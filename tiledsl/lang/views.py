@@ -17,7 +17,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tiledsl.errors import ShapeError, TraceError
+from tiledsl import dtypes
+from tiledsl.dtypes import DType
+from tiledsl.errors import DTypeError, ShapeError, TraceError
 from tiledsl.ir.ops import reshape_groups
 from tiledsl.ir import views
 from tiledsl.ir.slices import Slice, normalize, to_attr
@@ -505,7 +507,26 @@ Tensor.host_index = tensor_index
 
 # ---- the methods --------------------------------------------------------------------------
 def tensor_view(t: Tensor, *shape: Any) -> Tensor:
+    """torch's `x.view(*shape)`, or `x.view(dtype)`: x's bits read as a dtype as wide."""
+    if len(shape) == 1 and dtypes.from_any(shape[0]) is not None and \
+            not isinstance(shape[0], (int, np.integer)):
+        return tensor_bitcast(t, dtypes.from_any(shape[0]))
     return tensor_reshape(t, *shape, what="view")
+
+
+def tensor_bitcast(t: Tensor, dtype: DType) -> Tensor:
+    """`x.view(torch.float8_e4m3fn)` of a uint8 tensor (vLLM's fp8 KV cache): the same memory,
+    read and written as `dtype`, which must be as wide as x's."""
+    _host(t, f"{t.name}.view({dtype})")
+    if dtype == t.dtype:
+        return t
+    if dtype.bits != t.dtype.bits or dtype.is_bool != t.dtype.is_bool:
+        current().fail(DTypeError, f"{t.name}.view({dtype}): a {t.dtype} tensor's elements are "
+                       f"{t.dtype.bits} bits, a {dtype}'s {dtype.bits}: a view reads the same "
+                       "elements as another dtype of their width",
+                       hint="view as a dtype of the same width (uint8 as float8_e4m3fn, int16 "
+                            "as bfloat16), or convert the values with .to(dtype)")
+    return _tensor_view(t, "tensor.bitcast", {"dtype": dtype.short}, f"{t.name}.view({dtype})")
 
 
 # Tile values and tensors have their views as methods too, spelled as torch's (`v.reshape(tm,

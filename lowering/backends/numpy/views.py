@@ -74,3 +74,10 @@ def _tensor_expand(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 @rule("tensor.memory")
 def _tensor_memory(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     return [arg_memory.view(xs[0], op, ex.fn.name)]  # shares the argument's memory
+
+
+@rule("tensor.bitcast")
+def _tensor_bitcast(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    return [xs[0].view(t.dtype.np)]  # the same memory: stores through it reach the original

@@ -124,6 +124,11 @@ def _dram_layout(v: Value) -> tuple[int, tuple[int, ...]]:
     t = root(v).type
     assert isinstance(t, TensorType)
     contiguous = tuple(math.prod(t.shape[i + 1:]) for i in range(len(t.shape)))
+    if any(op.name == "tensor.bitcast" for op in view_chain(v)):
+        raise BackendError(f"'{root(v).hint}' read as another dtype (x.view(dtype)): the "
+                           "spatial backend moves typed tiles, not bits",
+                           loc=v.owner.loc if v.owner is not None else None,
+                           hint="pass the array as that dtype (np.ndarray.view(dtype))")
     if any(op.name == "tensor.memory" for op in view_chain(v)):
         raise BackendError(f"pointer arithmetic on '{root(v).hint}', which the caller laid out "
                            "other than row-major: the spatial backend lays it out contiguously "

@@ -128,6 +128,8 @@ def _host_view(op: Op) -> str:
         return f".permute{tuple(op.attrs['perm'])}"
     if op.name == "tensor.expand":
         return f".expand{tuple(op.attrs['shape'])}"
+    if op.name == "tensor.bitcast":
+        return f".view(__import__('torch').{op.result.type.dtype.name})"  # type: ignore[union-attr]
     if op.name == "tensor.memory":
         return f".as_strided({op.result.type.shape}, (1,))"  # type: ignore[union-attr]
     if op.name == "tensor.slice":

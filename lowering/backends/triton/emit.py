@@ -224,6 +224,15 @@ class KernelEmitter(LoopEmission):
                        for o in op.operands)
         return False
 
+    def typed_param(self, v: Value) -> str:
+        """The pointer to tensor `v`'s root, cast to v's dtype where a view reads its bits as
+        another (`x.view(torch.float8_e4m3fn)`: tensor.bitcast)."""
+        name = self.tensor_param(v)
+        t, r = v.type, root(v).type
+        assert isinstance(t, TensorType) and isinstance(r, TensorType)
+        return name if t.dtype == r.dtype else \
+            f"{name}.to(tl.pointer_type({tl_dtype(t.dtype)}))"
+
     def tensor_param(self, v: Value) -> str:
         v = root(v)  # a view's pointer is its root tensor's (its strides are its own)
         if v not in self.params:
@@ -333,7 +342,7 @@ class KernelEmitter(LoopEmission):
         if offset:
             scalar_at = {0} | {i + 1 for i in scalar_at}
             terms.insert(0, str(offset))
-        ptr = tile_pointer(self.tensor_param(tensor), terms, scalar_at, group_tiles)
+        ptr = tile_pointer(self.typed_param(tensor), terms, scalar_at, group_tiles)
         if axes is not None and not self.spans(op, axes):
             ptr = f"tl.broadcast_to({ptr}, {self.shape(TileType(op_layout(op).shape, t.dtype))})"
         extra = access_parts(op)[1]  # td.load's mask, and an index tile's lanes in range
