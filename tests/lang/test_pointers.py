@@ -293,3 +293,22 @@ def test_a_tensor_moved_along_in_a_grid_is_the_tensor_after_it(backend: str) -> 
 
     with pytest.raises(td.TraceError, match="rebound inside it and read after it"):
         rebound_to_a_value(x[0])
+
+
+def test_a_pointer_past_a_tensor_names_its_shape_and_offset() -> None:
+    """Unsloth's rms backward with a 3-D tensor's stride(0) used for 2-D rows: the offset
+    leaves the tensor, which NumPy says in the tensor's own terms (the GPU reads on)."""
+
+    @td.tile_kernel
+    def row_sums(x3):
+        n_rows = x3.shape[0] * x3.shape[1]
+        out = td.empty((n_rows,), dtype=td.float32)
+        stride = x3.stride(0)  # (x3.stride(1) is a row's)
+        for r in td.grid(n_rows):
+            cols = td.arange(0, 8)
+            td.store(out + r, td.sum(td.load(x3 + r * stride + cols, mask=cols < 5, other=0.0)))
+        return out
+
+    with pytest.raises(td.OutOfBoundsError, match=r"load from 'x3' \(shape \(2, 3, 5\)\) "
+                       r"through its flat view: offset 30 is past its last element \(offset 29\)"):
+        row_sums(np.ones((2, 3, 5), np.float32))

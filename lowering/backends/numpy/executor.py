@@ -693,6 +693,17 @@ class _bounds:
         assert isinstance(e, memory.OutOfRange)
         op = self.op
         what = "load from" if op.name == "load" else "store to"
+        flat = op.operands[0].owner
+        if flat is not None and flat.name == "tensor.reshape" and \
+                len(op.operands[0].type.shape) == 1:  # type: ignore[union-attr]
+            src = flat.operands[0]  # (Triton's pointers address a tensor's flat view)
+            raise OutOfBoundsError(
+                f"{what} '{src.hint or 'a tensor the kernel allocates'}' (shape "
+                f"{src.type.shape}) through its flat view: offset {e.value} is "  # type: ignore[union-attr]
+                f"{'before its first' if e.value < 0 else 'past its last'} element "
+                f"(offset {e.size - 1})", kernel=self.ex.fn.name, loc=op.loc,
+                hint="mask the lanes that leave the tensor (td.load(ptr, mask=offs < n)); "
+                     "on the GPU they would read or write other memory") from None
         raise OutOfBoundsError(
             f"{what} {_tensor_name(op)}: index {e.value} is out of bounds for dimension {e.dim} "
             f"(size {e.size})",
