@@ -713,6 +713,26 @@ def calls_itself(x):
 
 
 @td.tile_kernel
+def doubled(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * 2
+    return out
+
+
+@td.tile_kernel
+def calls_a_kernel_s_function(x):
+    """vLLM's wrappers call each other: a kernel's `.fn` is its body, traced here."""
+    return doubled.fn(doubled.fn(x))
+
+
+def test_a_kernel_s_function_is_a_helper() -> None:
+    x = np.random.default_rng(3).standard_normal(37).astype(np.float32)
+    np.testing.assert_array_equal(calls_a_kernel_s_function(x), 4 * x)
+    assert "calls_itself.fn(...)" in trace_error(td.TraceError, calls_itself, f32(8)).hint
+
+
+@td.tile_kernel
 def hashes_a_tile(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):

@@ -242,8 +242,10 @@ class TileKernel:
         tracer = active()
         if tracer is not None:
             tracer.fail(TraceError, f"kernel '{tracer.kernel}' calls kernel '{self.name}'; "
-                        "kernels cannot call kernels", hint=f"move the shared code of "
-                        f"'{self.name}' into a plain Python function and call that")
+                        "kernels cannot call kernels", hint=f"call its function, "
+                        f"{self.name}.fn(...), which traces its body here as a helper's (its "
+                        "host code and grids become this kernel's), or move the shared code "
+                        "into a plain Python function and call that")
 
     def compile(self, *args: Any, config: Config | None = None, arch: str = "sm_90",
                 **kwargs: Any) -> list[Any]:
