@@ -6,7 +6,10 @@ kernels write it. Triton's float32 `/` (div.full.f32) costs two multiplies per e
 (softmax over 8192 columns, 4 warps: 624 SASS instructions before, 500 after, the hand-written
 kernel 515). A division by a scalar constant becomes a multiply by its reciprocal the same way.
 Float32 tiles only; the result rounds twice (the reciprocal, then the product): within 2 ulp,
-as div.full.f32 is. Run for the Triton backend; the NumPy backend runs the IR as written.
+as div.full.f32 is. A quotient that is quantized (cast to fp8 or an int, through clamps:
+vLLM's per-token fp8 quant `(y / y_s).clamp(...).to(fp8)`) keeps its division, so the two
+backends round it to the same code (the product flipped 3 of 5328 fp8 ties). Run for the
+Triton backend; the NumPy backend runs the IR as written.
 """
 
 from __future__ import annotations
@@ -25,30 +28,47 @@ class HoistReciprocalsPass:
 
     def run(self, fn: Function) -> None:
         defs: dict[Value, Op] = {}
-        _index(fn.body, defs)
-        _block(fn.body, defs)
+        users: dict[Value, list[Op]] = {}
+        _index(fn.body, defs, users)
+        _block(fn.body, defs, users)
 
 
-def _index(block: Block, defs: dict[Value, Op]) -> None:
+def _index(block: Block, defs: dict[Value, Op], users: dict[Value, list[Op]]) -> None:
     for op in block.ops:
         for r in op.results:
             defs[r] = op
+        for o in op.operands:
+            users.setdefault(o, []).append(op)
         for region in op.regions:
-            _index(region, defs)
+            _index(region, defs, users)
 
 
-def _block(block: Block, defs: dict[Value, Op]) -> None:
+def _block(block: Block, defs: dict[Value, Op], users: dict[Value, list[Op]]) -> None:
     ops: list[Op] = []
     for op in block.ops:
         for region in op.regions:
-            _block(region, defs)
-        ops.extend(_rewrite(op, defs) or [op])
+            _block(region, defs, users)
+        ops.extend(_rewrite(op, defs, users) or [op])
     block.ops = ops
 
 
-def _rewrite(op: Op, defs: dict[Value, Op]) -> list[Op] | None:
+_THROUGH = ("maximum", "minimum", "where", "neg", "abs")  # what a quantizer clamps with
+
+
+def _quantized(v: Value, users: dict[Value, list[Op]], depth: int = 4) -> bool:
+    """Whether `v` is cast to fp8 or an int, directly or through clamps."""
+    for op in users.get(v, []):
+        t = op.results[0].type if op.results else None
+        if op.name == "cast" and isinstance(t, TileType) and (t.dtype.is_int or t.dtype.bits <= 8):
+            return True
+        if op.name in _THROUGH and depth and _quantized(op.result, users, depth - 1):
+            return True
+    return False
+
+
+def _rewrite(op: Op, defs: dict[Value, Op], users: dict[Value, list[Op]]) -> list[Op] | None:
     """div(a, broadcast(r)) -> mul(a, broadcast(div(1, r))), the last op taking `op`'s result."""
-    if op.name != "div":
+    if op.name != "div" or _quantized(op.result, users):
         return None
     t = op.result.type
     spread = defs.get(op.operands[1])
