@@ -65,7 +65,10 @@ def result(value: Any, line: int) -> Any:
             name = type(r).__name__
             article = "an" if name[:1].lower() in "aeiou" else "a"
             tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
-                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line))
+                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line),
+                    hint="a returned tuple holds tensors only: leave the None out (vLLM's "
+                         "`return out, None, rstd` is `return out, rstd`) and let the caller "
+                         "put it back" if r is None else None)
     _check_written(tr, items, line)
     return value
 
