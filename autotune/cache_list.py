@@ -26,7 +26,7 @@ class Tuned:
 
     backend: str
     device: str  # a spatial preset's name, a GPU, or the CPU
-    inputs: str  # shapes and dtypes, e.g. "150x300:f32"
+    inputs: str  # shapes and dtypes, e.g. "150x300:f32" ("300x150:f32@(1,300)": transposed)
     config: Config
     value: float
     unit: str
@@ -35,8 +35,9 @@ class Tuned:
 
 def _inputs(spec: list[list[str]]) -> str:
     def one(s: list[str]) -> str:
-        if s and s[0] == "tensor" and len(s) == 3:
-            return "x".join(s[1].strip("(,)").replace(" ", "").split(",")) + f":{s[2]}"
+        if s and s[0] == "tensor" and len(s) in (3, 4):  # (and the strides of another layout)
+            laid = f"@{s[3].replace(' ', '')}" if len(s) == 4 else ""
+            return "x".join(s[1].strip("(,)").replace(" ", "").split(",")) + f":{s[2]}{laid}"
         return ":".join(s)
     return " ".join(one(s) for s in spec)
 

@@ -768,3 +768,16 @@ def test_precompiler_follows_the_latest_hint() -> None:
         assert pre.wait(td.Config((16, 16, 16), 4, 2, group_m=1)) is False  # never submitted
     finally:
         pre.close()
+
+
+@td.tile_kernel
+def _two_args(a, b):
+    for t in td.tile(a.shape[0]):
+        a[t, :] = b[t, :]
+
+
+def test_listed_inputs_name_shapes_dtypes_and_other_layouts() -> None:
+    from autotune.cache_list import _inputs
+    x = np.zeros((150, 300), np.float32)
+    spec = [list(map(str, s)) for s in _two_args.arg_spec([x, x.T])]
+    assert _inputs(spec) == "150x300:f32 300x150:f32@(1,300)"
