@@ -931,6 +931,45 @@ def test_a_cache_line_loaded_per_program_is_its_own() -> None:
 
 
 @td.tile_kernel
+def guarded_shift(cs, cache_indices, batch, has_state, shift: td.constexpr,
+                  BN: td.constexpr, NP2: td.constexpr):
+    """vLLM's causal_conv1d_fwd: the sequence comes from `batch[pid]`, its cache line from
+    `cache_indices[seq]` (loaded twice, as the author does: input and output coordinates), and
+    column 0 is read only `if has_initial_state[seq]` (a runtime test on a loaded flag)."""
+    L, D, S = cs.shape
+    for pid, pf in td.grid(batch.shape[0], td.cdiv(D, BN)):
+        seq = td.load(batch + pid).to(td.int64)
+        line_in = td.load(cache_indices + seq).to(td.int64)
+        feats = pf * BN + td.arange(0, BN)
+        if td.load(has_state + seq).to(td.int1):
+            col0 = td.load(cs + (line_in + shift) * (D * S) + feats * S, feats < D, 0.0)
+        else:
+            col0 = td.zeros((BN,), dtype=td.float32)
+        line_out = td.load(cache_indices + seq).to(td.int64)
+        toks = td.arange(0, NP2)
+        ptrs = (cs + line_out * (D * S) + feats * S)[None, :] + toks[:, None]
+        m = (toks < S)[:, None] & (feats < D)[None, :]
+        td.store(ptrs, td.load(ptrs, m, 0.0) + col0[None, :], m)
+
+
+def test_loaded_lines_through_loaded_sequences_and_guarded_reads() -> None:
+    """A line loaded through a loaded sequence number, loaded twice, read under a test on a
+    loaded flag: the slot stands for its chain of loads; a test is never taken on a slot."""
+    cs = np.random.default_rng(5).standard_normal((4, 45, 3)).astype(np.float32)
+    ci, batch, has = (np.array(v, np.int32) for v in ([2, 0, 3], [1, 0, 2], [1, 0, 1]))
+    want = cs.copy()
+    for seq in batch:
+        if has[seq]:
+            want[ci[seq]] += cs[ci[seq]][:, :1]
+    for backend in ("numpy", "triton-interpret"):
+        got = cs.copy()
+        guarded_shift.run(got, ci, batch, has, 0, 16, 4, backend=backend)
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(td.TraceError, match="may write elements that the load at line"):
+        guarded_shift(cs.copy(), ci, batch, has, 1, 16, 4)  # reads the next line: refused
+
+
+@td.tile_kernel
 def retraced_loop_then_if_index(x, lens):
     """A counted loop traced twice (its carried `acc` widens from int to float), then a store
     at an index an `if` yields: the check must not wait on the first attempt's loop."""

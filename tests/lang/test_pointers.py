@@ -276,7 +276,7 @@ def unsloth_rms(X, W, eps: td.constexpr):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
-def test_a_tensor_moved_along_in_a_grid_is_the_tensor_after_it(backend: str) -> None:
+def test_a_tensor_name_rebound_in_a_grid_is_the_tensor_after_it(backend: str) -> None:
     rng = np.random.default_rng(11)
     x = rng.standard_normal((21, 129)).astype(np.float32)
     w = rng.standard_normal(129).astype(np.float32)
@@ -286,13 +286,30 @@ def test_a_tensor_moved_along_in_a_grid_is_the_tensor_after_it(backend: str) -> 
     td.testing.assert_close(y, x * inv[:, None] * w, np.float32)
 
     @td.tile_kernel
-    def rebound_to_a_value(x):
+    def dequant(x, s):
+        """Unsloth's fp8 weight_dequant inlined: the kernel's local `y = x * s` beside the
+        wrapper's output `y`, which it returns."""
+        y = td.empty_like(x)
+        x_ptr, y_ptr = x, y
+        for pid in td.grid(td.cdiv(x.shape[0], 16)):
+            offs = pid * 16 + td.arange(0, 16)
+            x = td.load(x_ptr + offs, mask=offs < x_ptr.shape[0])
+            y = x * s
+            td.store(y_ptr + offs, y, mask=offs < x_ptr.shape[0])
+        return y
+
+    np.testing.assert_array_equal(dequant.run(x[0], 2.0, backend=backend), 2 * x[0])
+
+    @td.tile_kernel
+    def rebound_number(x):
+        total = 0.0
         for i in td.grid(x.shape[0]):
-            x = td.load(x + i)  # no longer a pointer into x: its value cannot flow out
-        return x
+            total = td.load(x + i)  # a program's value cannot flow out of the grid
+        out = td.full((1,), total, td.float32)
+        return out
 
     with pytest.raises(td.TraceError, match="rebound inside it and read after it"):
-        rebound_to_a_value(x[0])
+        rebound_number(x[0])
 
 
 def test_a_pointer_past_a_tensor_names_its_shape_and_offset() -> None:

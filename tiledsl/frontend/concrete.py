@@ -55,15 +55,16 @@ class Access:
 def meet(tr: Tracer, a: Access, b: Access | None = None, slots: bool = False) -> bool | None:
     """Whether two programs touch one element, through `a` in one and `b` in the other (through
     `a` in both, where `b` is None); None where undecided. Two accesses whose indices both
-    read the same scalars from memory (a cache slot, `line = tl.load(idx + b)`) and nothing
-    else undecided are compared again with those scalars as `_Evaluator.slots` takes them."""
+    read scalars from one tensor (a cache line, `line = tl.load(idx + b)`) are compared again
+    with those scalars as `_Evaluator.slots` takes them."""
     used: tuple[set, set] | None = (set(), set()) if slots else None
     ea = _elements(tr, a, None, used and used[0])
     eb = ea if b is None else _elements(tr, b, None, used and used[1])
     if (ea is None or eb is None) and b is not None and not slots:
         return meet(tr, a, b, slots=True)
-    if ea is None or eb is None or used is not None and (used[0] != used[1] or not used[0]):
-        return None
+    if ea is None or eb is None or used is not None and (used[0] != used[1] or
+                                                          len(used[0]) != 1):
+        return None  # (one slot, read alike: its addresses stand for its values)
     if ea[2] is not None or eb[2] is not None:  # some dimension's index unknown: compare the
         common = _known(a, ea) & _known(b if b is not None else a, eb)  # others, in the root
         if not common:
@@ -147,11 +148,16 @@ class _Evaluator:
         self.dims = self.counts + tuple(c.trips for c in loops)
         self.mesh = np.indices(self.dims, dtype=np.int64)
         self.memo: dict[int, Any] = {}
-        # where a set, an int scalar loaded from one computed address is a slot: a distinct
-        # number per distinct address (equal where the address is), the loaded values' own
-        # contract (cache slots are distinct, as a scatter's indices are); the set collects
-        # the loads so taken
+        # where a set, an int scalar an index loads from a computed address is a slot: the
+        # address itself stands for it (distinct where the addresses are, equal where they
+        # are: the loaded values' contract, as a scatter's indices'); the set collects the
+        # slots the positions stand on. Only indices' positions take slots (`_placed`), through ops that
+        # keep distinct values distinct; masks, tests and loop bounds never do.
         self.slots: set | None = None
+        self._slotting = False
+        self._slot_memo: dict[int, Any] = {}
+        self._slotted: set[int] = set()  # ids of values computed from slots
+        self._keys: dict[int, Any] = {}  # and the slot each stands for: (tensor, inner slot)
 
     @property
     def rank(self) -> int:
@@ -306,7 +312,13 @@ class _Evaluator:
                 valid = valid & ok
                 union |= whole
                 continue
-            x = self.value(v)
+            self._slotting = self.slots is not None  # (positions alone take slots)
+            try:
+                x = self.value(v)
+            finally:
+                self._slotting = False
+            if x is not None and id(v) in self._slotted:  # (one slot chain per position)
+                self.slots.add(self._keys[id(v)])  # type: ignore[union-attr]
             if x is None:  # (unknown: the pair is compared along the other dimensions)
                 positions.append(None)
                 continue
@@ -368,25 +380,50 @@ class _Evaluator:
         return x.reshape(shape)
 
     def _slot(self, v: Value) -> Any:
-        """Loaded scalar `v` as a slot (see `slots`), or None."""
+        """Loaded scalar `v` as a slot (see `slots`): its address, or None."""
         op = v.owner
-        assert op is not None
-        if self.slots is None or v.type.shape or op.attrs.get("mask") or \
-                len(op.operands) != 2:  # type: ignore[union-attr]
+        assert op is not None and self.slots is not None
+        if v.type.shape or op.attrs.get("mask") or len(op.operands) != 2:  # type: ignore[union-attr]
             return None
         at = self.value(op.operands[1])
         if at is None:
             return None
-        at = np.asarray(at)
-        self.slots.add(v)
-        return np.unique(at, return_inverse=True)[1].reshape(at.shape).astype(np.int64)
+        # a slot read at an address another slot gives (vLLM's `idx_seq = tl.load(batch +
+        # pid)`, then `tl.load(cache_indices + idx_seq)`): the two loads' one chain, whose
+        # values the inner address stands for (distinct maps compose into a distinct one)
+        key = (op.operands[0], self._keys.get(id(op.operands[1])))
+        self._slotted.add(id(v))
+        self._keys[id(v)] = key
+        return np.asarray(at, np.int64)
+
+    def _from_slots(self, v: Value) -> Any:
+        """`v` computed from slots where its op keeps distinct values distinct (a slot plus
+        or minus a value, times a nonzero one, cast, broadcast or reshaped); else None."""
+        op = v.owner
+        assert op is not None
+        mine = [id(o) in self._slotted for o in op.operands]
+        if op.name in ("add", "sub") and sum(mine) == 1 or \
+                op.name in ("cast", "broadcast", "reshape", "expand_dims", "neg"):
+            pass
+        elif op.name == "mul" and sum(mine) == 1:
+            other = self.value(op.operands[mine.index(False)])
+            if other is None or np.any(np.asarray(other) == 0):
+                return None
+        else:
+            return None
+        if op.name == "cast" and not v.type.dtype.is_int:  # type: ignore[union-attr]
+            return None
+        self._slotted.add(id(v))
+        self._keys[id(v)] = self._keys.get(id(op.operands[mine.index(True)]))
+        return _UNSET  # (computed as any other op)
 
     def value(self, v: Value) -> Any:
         """`v` over every program, or None where it cannot be computed while tracing."""
-        hit = self.memo.get(id(v), _UNSET)
+        memo = self._slot_memo if self._slotting else self.memo
+        hit = memo.get(id(v), _UNSET)
         if hit is _UNSET:
-            self.memo[id(v)] = None
-            hit = self.memo[id(v)] = self._value(v)
+            memo[id(v)] = None
+            hit = memo[id(v)] = self._value(v)
         return hit
 
     def _value(self, v: Value) -> Any:
@@ -396,9 +433,16 @@ class _Evaluator:
             j, counter = self.loops[v]
             return self._counter(counter, j)
         if op is None and v in self.progs.tr.inductions:
-            return self._induction(v)
+            got = self._induction(v)  # (a start it steps from: its slots, moved)
+            first = id(self.progs.tr.inductions[v][0])
+            if first in self._slotted:
+                self._slotted.add(id(v))
+                self._keys[id(v)] = self._keys.get(first)
+            return got
         if op is not None and op.name == "if" and isinstance(t, TileType) and t.rank == 0:
-            return self._chosen(op, op.results.index(v))
+            got = self._chosen(op, op.results.index(v))
+            return None if got is None or self._slotted & {id(o) for o in op.operands} \
+                else got  # (a test on a slot is no test of the values)
         if op is None or op.regions or not isinstance(t, TileType) or \
                 not (t.dtype.is_int or t.dtype.is_bool):
             return None
@@ -411,9 +455,11 @@ class _Evaluator:
         if op.name in ("tile.begin", "tile.id", "tile.index", "tile.size"):
             return self._tile(op)
         if op.name == "load":
-            return self._slot(v)
+            return self._slot(v) if self._slotting else None
         args = [self.value(o) for o in op.operands]
         if any(a is None for a in args):
+            return None
+        if any(id(o) in self._slotted for o in op.operands) and self._from_slots(v) is None:
             return None
         if op.name == "cast":
             return args[0].astype(bool if t.dtype.is_bool else np.int64)

@@ -268,9 +268,10 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
           names: tuple[str, ...], read_after: dict[str, int] | None) -> dict:
     """A name bound before the loop and rebound in it is a local of each program (as in
     Triton); reading it after the loop (`read_after`: such names, each with the line that
-    rebinds it; None: all, at the loop's line) is an error, since no value flows out. A tensor
-    the grid moves a pointer along (Unsloth's `Y += row_idx * Y_row_stride`, a kernel's
-    parameter in Triton) is the tensor after it."""
+    rebinds it; None: all, at the loop's line) is an error, since no value flows out. A name
+    that held a tensor before the grid is the tensor after it, whatever each program rebinds
+    it to: a Triton kernel's parameter or local beside its wrapper's tensor of that name
+    (Unsloth's `Y += row_idx * Y_row_stride`, fp8 dequant's `y = x * s`, then `return y`)."""
     ranges = _ranges(tr, rng, names)
     block = Block(list(ranges))
     tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))
@@ -279,19 +280,13 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
     for n in assigned:
         if n in env and n in out and out[n] is not env[n] and (read_after is None
                                                                or n in read_after) \
-                and not _bumped(env[n], out[n]):
+                and not isinstance(env[n], Tensor):
             loc = rng.loc if read_after is None else Loc(tr.file, read_after[n])
             tr.fail(TraceError, f"'{n}' is defined before the grid loop, rebound inside it and "
                     "read after it; grid programs run in parallel, so no value can flow out "
                     "of the grid loop", loc=loc,
                     hint=f"use a new name inside the loop, or store '{n}' to a tensor")
     return {}
-
-
-def _bumped(before: Any, after: Any) -> bool:
-    """Whether `after` is a pointer into tensor `before` (`x += offs` of a tensor in a grid)."""
-    return isinstance(before, Tensor) and isinstance(after, Pointer) and \
-        root(after.base.value) is root(before.value)
 
 
 def _init(v: Any) -> TileValue:
