@@ -254,11 +254,32 @@ def test_view_errors_name_the_line() -> None:
     assert "x[tm, :].expand(tm, 2 * n)" in str(e.value)
 
 
-def test_an_argument_that_cannot_be_viewed_is_refused() -> None:
+@td.tile_kernel
+def flat_view(x):
+    flat = x.view(-1)
+    out = td.empty_like(flat)
+    for t in td.tile(flat.shape[0]):
+        out[t] = flat[t] * 2
+    return out
+
+
+@td.tile_kernel
+def flat_copy(x):
+    """Unsloth's rope: `Q.reshape(b * s, h * d)` of a transposed Q copies it, as torch's."""
+    flat = x.reshape(-1)
+    for t in td.tile(flat.shape[0]):
+        flat[t] = flat[t] * 2
+    return flat
+
+
+def test_an_argument_that_cannot_be_viewed_is_refused_or_copied() -> None:
     x = np.arange(35, dtype=np.float32).reshape(5, 7).T  # transposed: no flat view
     with pytest.raises(ShapeError, match=r"strides \(1, 7\)\) would need a copy") as e:
-        negate_in_place(x)  # the trace is for its layout: refused at the line, when traced
-    assert "x.flatten()" in str(e.value) and "x.contiguous()" in e.value.hint
+        flat_view(x)  # the trace is for its layout: refused at the line, when traced
+    assert "x.view" in str(e.value) and "x.contiguous()" in e.value.hint
+    for backend in ("numpy", "triton-interpret"):  # reshape copies (the writes stay in it)
+        np.testing.assert_array_equal(flat_copy.run(x, backend=backend), 2 * x.reshape(-1))
+    np.testing.assert_array_equal(x, np.arange(35, dtype=np.float32).reshape(5, 7).T)
     with pytest.raises(ArgumentError, match="cannot be viewed as shape"):  # a layout no
         negate_in_place(np.arange(35, dtype=np.float32)[::-1].reshape(5, 7)[:, ::-1])  # trace
 

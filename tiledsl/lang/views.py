@@ -287,7 +287,9 @@ def _tensor_view(t: Tensor, name: str, attrs: dict[str, Any], label: str) -> Ten
 
 
 def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
-    """The tensor's elements in row-major order with a new shape, sharing its memory."""
+    """The tensor's elements in row-major order with a new shape, sharing its memory; where
+    its layout gives no such view, `reshape` and `flatten` copy it first (torch's; a copy grid,
+    which stores through the result do not reach t), and `view` is an error."""
     _host(t, f"{t.name}.{what}")
     tr = current()
     dims = list(_shape_args(shape))
@@ -315,6 +317,9 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
         # argument whose layout the trace is for: its views are known now (any other
         # argument's layout is known when the kernel runs, where each backend checks it)
         laid = views.strides_of(t.value, tr.strides(base))
+        if (laid is None or views.reshape_strides(t.shape, laid, new) is None) and \
+                what in ("reshape", "flatten"):  # torch's copy where no view can be
+            return tensor_reshape(t.clone(), *shape, what=what)
         if laid is None or views.reshape_strides(t.shape, laid, new) is None:
             laid_out = f"laid out with strides {tr.layouts[base]}" if base in tr.layouts \
                 else "permuted"
