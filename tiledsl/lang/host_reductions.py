@@ -89,12 +89,20 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
 
 def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
     """torch's `x.to(dtype)` in host code: a grid that copies x into a new tensor of `dtype`
-    (the tensor itself when it has that dtype, as torch returns it). Inside the loops, load a
+    (the tensor itself when it has that dtype, as torch returns it); a device, positional
+    (`x.to(device)`, `x.to("cuda", dtype)`) or not, changes nothing. Inside the loops, load a
     tile first (`x[t].to(dtype)`)."""
     tr = current(f"{t.name}.to()")
     if tr.depth != "host":
         no_math(t, f"{t.name}[tm, :].to(dtype)")
-    target = as_dtype(dtype if dtype is not None else torch.get("dtype"), f"{t.name}.to")
+    if _is_device(dtype):  # `labels.to(device)`, `x.to(device, dtype)`: outputs live there
+        dtype = args[0] if args else None
+    elif isinstance(dtype, Tensor):  # torch's `x.to(other)`: other's dtype
+        dtype = dtype.dtype
+    dtype = dtype if dtype is not None else torch.get("dtype")
+    if dtype is None:
+        return t
+    target = as_dtype(dtype, f"{t.name}.to")
     if target == t.dtype:
         return t
     out = empty(t.shape, target)
@@ -105,6 +113,12 @@ def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
         return {}
     loop(tile(*src.shape), body, {}, (), None, _line())
     return out
+
+
+def _is_device(v: Any) -> bool:
+    """Whether `v` names a device: `x.device`, a torch.device, or "cuda", "cuda:0", "cpu"."""
+    return type(v).__name__ in ("_Device", "device") or \
+        isinstance(v, str) and v.split(":")[0] in ("cuda", "cpu", "xpu", "mps", "meta")
 
 
 def _start(kind: str, dtype: Any) -> Any:
