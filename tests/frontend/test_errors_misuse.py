@@ -416,6 +416,26 @@ def return_a_none(x):
     return out, None  # <- here
 
 
+GROUP = 4
+
+
+@td.tile_kernel
+def shadows_a_global(x):
+    """Unsloth's rope merged with its wrapper: the body's `GROUP = 4` makes the global local."""
+    n_groups = td.cdiv(x.shape[0], GROUP)  # noqa: F823  # <- here
+    out = td.empty((n_groups,), dtype=x.dtype)
+    for pid in td.grid(n_groups):
+        GROUP = 4
+        offs = pid * GROUP + td.arange(0, 4)
+        td.store(out + pid, td.sum(td.load(x + offs, mask=offs < x.shape[0], other=0)))
+    return out
+
+
+def test_a_global_the_kernel_also_binds_is_named() -> None:
+    err = trace_error(td.TraceError, shadows_a_global, f32(10))
+    assert "UnboundLocalError" in msg(err) and "'GROUP' is a global" in err.hint
+
+
 def test_return_not_a_tensor() -> None:
     err = trace_error(td.TraceError, return_int, f32(8))
     assert "returns a int" in msg(err) or "returns an int" in msg(err)

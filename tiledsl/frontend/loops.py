@@ -482,9 +482,12 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
             what = "a `for` loop over a runtime range" if counter is not None else \
                 "a `while` loop on a runtime value"
             tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside {what}, "
-                    "and a trip reads it before binding it, or code after the loop reads it",
-                    loc=loc, hint="only tile values and numbers can be carried across its trips: "
-                                  f"give the loop's value another name than '{n}'")
+                    "and a trip may read it before binding it (a binding under an `if` binds it "
+                    "only where every branch does, whatever the test), or code after the loop "
+                    "reads it", loc=loc,
+                    hint="only tile values and numbers can be carried across its trips: give "
+                         f"the loop's value another name than '{n}', or `del {n}` before the "
+                         "loop where nothing reads the tensor after it")
     kept = _unchanged(tr.blocks[-1].ops[-1], carried, inits, 1)
     out = dict(env)
     out.update({n: env[n] if n in kept else _as_before(env[n], v, inits[n].weak)

@@ -8,6 +8,7 @@ the kernel's `caches` (caches.py), which the kernel switches when a global it re
 from __future__ import annotations
 
 import inspect
+import re
 import traceback
 from dataclasses import dataclass, field
 from types import FunctionType
@@ -191,7 +192,13 @@ class Traces:
                     raise TraceError(foreign_calls.message(call[0]), kernel=self.name,
                                      loc=call[1], hint=foreign_calls.hint(call[0])) from e
                 hint = None
-                if isinstance(e, NameError):
+                found = re.search(r"local variable '(\w+)'", str(e))
+                name = getattr(e, "name", None) or (found.group(1) if found else None)
+                if isinstance(e, UnboundLocalError) and name in self.fn.__globals__:
+                    hint = (f"'{name}' is a global, but the kernel binds it too, so Python makes "
+                            f"it local to the whole kernel (a Triton body merged with its "
+                            f"wrapper: `{name} = ...` inside it): give the local another name")
+                elif isinstance(e, NameError):
                     hint = ("a name bound only inside a tile loop does not exist after it; bind "
                             "it before the loop to carry its value out")
                 raise TraceError(f"{type(e).__name__}: {e}", kernel=self.name,
