@@ -614,16 +614,24 @@ UNINDEXED = [
 
 @td.tile_kernel
 def wrap_in_host_code(idx, x):
-    wrapped = td.where(idx < 0, idx + x.shape[0], idx)  # <- here
+    """Helion's gather_gemv wraps negative indices with torch in its host code: grids."""
+    wrapped = td.where(idx < 0, idx + x.shape[0], idx)
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
         out[t] = x[wrapped[t]]
     return out
 
 
-def test_whole_tensor_math_in_host_code_says_to_load_first() -> None:
-    """Helion's gather_gemv wraps negative indices with torch in its host code."""
-    err = trace_error(td.TraceError, wrap_in_host_code, np.zeros(8, np.int64), f32(8))
+@td.tile_kernel
+def matmul_in_host_code(a, b):
+    return a @ b  # <- here
+
+
+def test_whole_tensor_math_in_host_code() -> None:
+    idx = np.array([0, -1, 3, -8, 2, 5, -3, 7], np.int64)
+    x = np.arange(8, dtype=np.float32) * 1.5
+    np.testing.assert_array_equal(wrap_in_host_code(idx, x), x[idx])
+    err = trace_error(td.TraceError, matmul_in_host_code, f32(4, 4), f32(4, 4))
     assert "in host code a tensor is memory, not a value" in msg(err)
     assert "inside the tile loop" in err.hint
 

@@ -269,3 +269,39 @@ def test_torch_atleast_views() -> None:
     for backend in ("numpy", "triton-interpret"):
         np.testing.assert_array_equal(vstack_rows2.run(a, b, c, backend=backend),
                                       np.vstack([a, b, c]))
+
+
+@td.tile_kernel
+def chunked_ce_tail(logits, labels, losses, bias):
+    """Unsloth's chunked cross entropy after its kernel, as written: torch's whole-tensor math
+    in host code, each op a grid (broadcasting `bias` over rows)."""
+    lse = torch.logsumexp(logits + bias, dim=1)
+    losses += lse
+    losses.masked_fill_(labels == -100, 0)
+    scaled = torch.where(labels >= 0, losses * 2, -losses) / 4.0
+    return lse, scaled, (logits - 1.0).exp().log()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_whole_tensor_math_in_host_code(backend: str) -> None:
+    rng = np.random.default_rng(48)
+    logits = rng.standard_normal((7, 37)).astype(np.float32)
+    bias = rng.standard_normal(37).astype(np.float32)
+    labels = np.array([1, -100, 3, 0, -100, 2, 5], np.int64)
+    losses = rng.standard_normal(7).astype(np.float32)
+    z = logits.astype(np.float64) + bias
+    lse_want = np.log(np.exp(z).sum(1))
+    loss_want = np.where(labels == -100, 0.0, losses + lse_want)
+    got = run_on(chunked_ce_tail, (logits, labels, losses, bias), backend)
+    td.testing.assert_close(losses, loss_want, np.float32)  # (+= and masked_fill_ in place)
+    td.testing.assert_close(got[0], lse_want, np.float32)
+    td.testing.assert_close(got[1], np.where(labels >= 0, loss_want * 2, -loss_want) / 4,
+                            np.float32)
+    td.testing.assert_close(got[2], logits - 1.0, np.float32)
+
+    @td.tile_kernel
+    def mismatched(a, b):
+        return a + b
+
+    with pytest.raises(td.ShapeError, match="do not broadcast"):
+        mismatched(logits, bias[:5])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -389,12 +389,20 @@ def ones(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tenso
     return full(shape, 1, _dtype_arg(dtype, "td.ones"), what="ones")
 
 
+# td.where of tensors in host code (torch's whole-tensor select): host_math.py sets it
+host_where: Callable[[Any, Any, Any], Any] | None = None
+
+
 def where(cond: Any, x: Any, y: Any) -> TileValue:
     """Elementwise select: x where cond is true, else y (broadcast like NumPy). Of a mask and
     two Python numbers, the result is as weak as the numbers (JAX's rule, and Triton's and
     torch's outcome): `qk + td.where(mask, 0, -1.0e6)` keeps qk's float32, where NumPy's
-    `np.where` would make it float64. Of numbers only, it is a typed scalar, as NumPy's."""
+    `np.where` would make it float64. Of numbers only, it is a typed scalar, as NumPy's. Of
+    tensors in host code, a grid that writes a new tensor (`host_where`)."""
     tr = current("td.where()")
+    if tr.depth == "host" and host_where is not None and \
+            any(type(a) is Tensor for a in (cond, x, y)):
+        return host_where(cond, x, y)
     if options_of(x) is not None or options_of(y) is not None:  # a tensor chosen per program
         c = to_value(cond)
         if c.shape != () or options_of(x) is None or options_of(y) is None:

@@ -214,14 +214,17 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     """torch's protocol for a kernel's tensors (host code's `torch.sum(x, 0)`,
     `torch.reshape(x, ...)`): the tensor's method of that name, where it has one."""
     name = getattr(func, "__name__", "")
+    if name == "where" and len(args) == 3:  # torch.where(cond, x, y): td.where's (host_math.py)
+        return FUNCTIONS["where"](*args)
     if args and isinstance(args[0], Tensor) and callable(getattr(args[0], name, None)):
         return getattr(args[0], name)(*args[1:], **(kwargs or {}))
     if name in HOST_CALLS and name in FUNCTIONS:  # `torch.atleast_2d([a, b])` of a list
         return _call(f"torch.{name}", FUNCTIONS[name], args, kwargs or {})
     current().fail(TraceError, f"torch.{name} has no tiledsl counterpart on the kernel's "
                    "tensors", hint="host code may view (reshape, permute, x[:, 1:]), reduce "
-                   "(x.sum(dim), x.amax(dim)) and allocate tensors (torch.empty, torch.zeros); "
-                   "anything else is written as a grid over the tensor's tiles")
+                   "(x.sum(dim), x.amax(dim), torch.logsumexp), compute elementwise (x + y, "
+                   "x.exp(), torch.where, x.masked_fill_) and allocate tensors (torch.empty, "
+                   "torch.zeros); anything else is written as a grid over the tensor's tiles")
 
 
 TileValue.__torch_function__ = classmethod(_torch_function)  # type: ignore[attr-defined]
