@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError, user_loc
-from tiledsl.ir.core import Block, Op, Value, loop_inits, walk
+from tiledsl.ir.core import Block, Op, Value, loop_inits, upstream, walk
 from tiledsl.ir.slices import Slice, slices_of
 from tiledsl.ir.types import RangeType
 from tiledsl.ir.views import root, root_coords
@@ -115,18 +115,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
 
 def _stepped(tr: Tracer, indices: list[Value]) -> bool:
     """Whether an index is computed from a value a loop steps each trip (`off += stride`)."""
-    seen: set[int] = set()
-    todo = list(indices)
-    while todo:
-        v = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        if v in tr.inductions:
-            return True
-        if v.owner is not None and not v.owner.regions:
-            todo.extend(v.owner.operands)
-    return False
+    return any(v in tr.inductions for v in upstream(indices))
 
 
 # ---- overlapping stores ---------------------------------------------------------------------

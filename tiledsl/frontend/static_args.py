@@ -43,7 +43,7 @@ import numpy as np
 
 from tiledsl.frontend import reads
 from tiledsl.dtypes import DType
-from tiledsl.ir.core import Value
+from tiledsl.ir.core import Value, upstream
 
 HOST_INT_OPS = ("add", "sub", "mul", "floordiv", "mod", "neg", "abs", "maximum", "minimum",
                 "cast")
@@ -296,22 +296,7 @@ def need_static_in(values: list[Value], int_params: dict[Value, str]) -> None:
     """Raise StaticNeeded for every int argument that values' expressions read (through any
     op), if any: where a check needs constants in them, the kernel traces again with those
     arguments as Python ints."""
-    found: set[str] = set()
-    seen: set[int] = set()
-    todo = list(values)
-    while todo:
-        v = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        if v in int_params:
-            found.add(int_params[v])
-        elif v.owner is not None:
-            todo.extend(v.owner.operands)
-            if v.owner.name == "if":  # and what its branches yield for it
-                k = v.owner.results.index(v)
-                todo.extend(r.ops[-1].operands[k] for r in v.owner.regions
-                            if r.ops and r.ops[-1].name == "yield")
+    found = {int_params[v] for v in upstream(values) if v in int_params}
     if found:
         raise StaticNeeded(frozenset(found))
 

@@ -97,6 +97,25 @@ class Function:
         return Function(self.name, args, body, dict(self.symbols), self.file)
 
 
+def upstream(values: list[Value]) -> Iterator[Value]:
+    """Each value `values` are computed from, themselves first, once: through the operands of
+    the ops that make them, and for an `if`'s result, what its branches yield for it."""
+    seen: set[int] = set()
+    todo = list(values)
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        yield v
+        if v.owner is not None:
+            todo.extend(v.owner.operands)
+            if v.owner.name == "if":
+                k = v.owner.results.index(v)
+                todo.extend(r.ops[-1].operands[k] for r in v.owner.regions
+                            if r.ops and r.ops[-1].name == "yield")
+
+
 def walk(block: Block) -> Iterator[Op]:
     """Every op in `block`, nested regions included, in program order (pre-order)."""
     for op in block.ops:
