@@ -151,8 +151,8 @@ class _Evaluator:
         # where a set, an int scalar an index loads from a computed address is a slot: the
         # address itself stands for it (distinct where the addresses are, equal where they
         # are: the loaded values' contract, as a scatter's indices'); the set collects the
-        # slots the positions stand on. Only indices' positions take slots (`_placed`), through ops that
-        # keep distinct values distinct; masks, tests and loop bounds never do.
+        # slots the positions stand on. Only indices' positions take slots (`_placed`),
+        # through ops that keep distinct values distinct; masks, tests, loop bounds never do.
         self.slots: set | None = None
         self._slotting = False
         self._slot_memo: dict[int, Any] = {}
@@ -383,7 +383,8 @@ class _Evaluator:
         """Loaded scalar `v` as a slot (see `slots`): its address, or None."""
         op = v.owner
         assert op is not None and self.slots is not None
-        if v.type.shape or op.attrs.get("mask") or len(op.operands) != 2:  # type: ignore[union-attr]
+        shape = v.type.shape  # type: ignore[union-attr]
+        if shape or op.attrs.get("mask") or len(op.operands) != 2:
             return None
         at = self.value(op.operands[1])
         if at is None:

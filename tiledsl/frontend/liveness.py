@@ -10,9 +10,10 @@ body binds that may be read after it, each with the line of its first binding in
 statement kills the names it binds and reads the names it loads; an `if` reads its test and
 what either branch reads first, a loop its iterable or test, what its body reads first and
 what follows it (it may run no trip), a `with` what its body reads first; any other compound
-statement (`try`, a nested function) reads every name it loads and kills none. At the end of a loop's body
-the names its next iteration reads before binding them are live too (a fixed point over the
-body), and any name a nested function or lambda of the kernel loads may be read at any time.
+statement (`try`, a nested function) reads every name it loads and kills none. At the end of
+a loop's body the names its next iteration reads before binding them are live too (a fixed
+point over the body), and any name a nested function or lambda of the kernel loads may be
+read at any time.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Views of tensors: `tensor.reshape`, `tensor.permute`, `tensor.slice`, `tensor.expand` and
-`tensor.memory` (and `tensor.bitcast`) values share their root tensor's memory (an argument or an allocation) and
-address it with strides derived from the root's (an expanded dimension's is 0; the memory of
-an argument, element by element, 1), from an element offset (a slice's start) that is 0 for
-the others.
+"""Views of tensors: `tensor.reshape`, `tensor.permute`, `tensor.slice`, `tensor.expand`,
+`tensor.memory` and `tensor.bitcast` values share their root tensor's memory (an argument or
+an allocation) and address it with strides derived from the root's (an expanded dimension's
+is 0; the memory of an argument, element by element, 1), from an element offset (a slice's
+start) that is 0 for the others.
 
 Every backend asks here: the NumPy backend views arrays, the Triton backend computes pointer
 strides and the launcher's views, the spatial mapper its DMA strides.

@@ -697,9 +697,10 @@ class _bounds:
         if flat is not None and flat.name == "tensor.reshape" and \
                 len(op.operands[0].type.shape) == 1:  # type: ignore[union-attr]
             src = flat.operands[0]  # (Triton's pointers address a tensor's flat view)
+            shape = src.type.shape  # type: ignore[union-attr]
             raise OutOfBoundsError(
                 f"{what} '{src.hint or 'a tensor the kernel allocates'}' (shape "
-                f"{src.type.shape}) through its flat view: offset {e.value} is "  # type: ignore[union-attr]
+                f"{shape}) through its flat view: offset {e.value} is "
                 f"{'before its first' if e.value < 0 else 'past its last'} element "
                 f"(offset {e.size - 1})", kernel=self.ex.fn.name, loc=op.loc,
                 hint="mask the lanes that leave the tensor (td.load(ptr, mask=offs < n)); "
