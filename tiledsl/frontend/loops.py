@@ -479,12 +479,12 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
         if n in env and n not in inits and n not in local and out.get(n) is not env[n]:  # one
             if isinstance(out.get(n), Unmerged):  # trip's own, which is not carried)
                 out[n].fail()
-            what = "a `for` loop over a runtime range" if counter is not None else \
+            what = "a `for` loop over a runtime range, and a trip may read it before binding " \
+                "it (a binding under an `if` binds it only where every branch does, whatever " \
+                "the test), or code after the loop reads it" if counter is not None else \
                 "a `while` loop on a runtime value"
-            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside {what}, "
-                    "and a trip may read it before binding it (a binding under an `if` binds it "
-                    "only where every branch does, whatever the test), or code after the loop "
-                    "reads it", loc=loc,
+            tr.fail(TraceError, f"'{n}' (a {type(env[n]).__name__}) is rebound inside {what}",
+                    loc=loc,
                     hint="only tile values and numbers can be carried across its trips: give "
                          f"the loop's value another name than '{n}', or `del {n}` before the "
                          "loop where nothing reads the tensor after it")
