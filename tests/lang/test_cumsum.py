@@ -106,3 +106,29 @@ def test_a_row_walked_in_column_tiles_compiles_for_the_gpu_on_every_supported_tr
     for config in (td.Config((4, 256), 4, 3), td.Config((64, 64), 4, 3)):
         (report,) = mod.row_cumsum.compile(x, config=config, arch="sm_90")
         assert report.registers > 0
+
+
+
+@td.tile_kernel
+def suffix_sums(x):
+    """fla's chunk_local_cumsum with reverse=True (Triton's tl.cumsum keyword): sums from the
+    last lane of a whole row or column (padded to a power of two on Triton: the padding must add
+    nothing)."""
+    m, n = x.shape
+    rows = td.empty((m, n), dtype=td.float32)
+    cols = td.empty((m, n), dtype=td.float32)
+    for tm in td.tile(m):
+        rows[tm, :] = td.cumsum(x[tm, :], axis=1, reverse=True)
+    for tn in td.tile(n):
+        cols[:, tn] = td.cumsum(x[:, tn], axis=0, reverse=True)
+    return rows, cols
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reversed_prefix_sums(backend: str) -> None:
+    x = data((37, 45), np.float16, seed=3)
+    wide = x.astype(np.float64)
+    for config, (rows, cols) in under_configs(suffix_sums, (x,), backend, samples=2):
+        assert rows.dtype == np.float32  # a sum's dtype: 16-bit floats in float32
+        assert_close(rows, np.cumsum(wide[:, ::-1], axis=1)[:, ::-1], np.float16)
+        assert_close(cols, np.cumsum(wide[::-1], axis=0)[::-1], np.float16)

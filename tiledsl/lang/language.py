@@ -26,6 +26,7 @@ from tiledsl.frontend.values import (
     torch_axis, unary,
 )
 from tiledsl.frontend.values import cumsum as _cumsum
+from tiledsl.lang.scans import associative_scan
 from tiledsl.frontend.values import dot as _dot
 from tiledsl.frontend.values import where as _where
 from tiledsl.lang.torch_names import addmm
@@ -495,12 +496,19 @@ argmax = _reduction("argmax", "The position of the maximum along one `axis`, as 
 argmin = _reduction("argmin", "The position of the minimum along one `axis` (see `argmax`).")
 
 
-def cumsum(x: Any, axis: Any = None, **torch: Any) -> TileValue:
+def cumsum(x: Any, axis: Any = None, reverse: bool = False, **torch: Any) -> TileValue:
     """Inclusive prefix sums along `axis` (required unless the tile is 1-D), in the dtype a sum
     has: 16-bit floats accumulate and return float32, ints and bools int64. Sums start at the
-    tile's first lane; carry the total of earlier tiles yourself (examples/row_cumsum.py)."""
+    tile's first lane; carry the total of earlier tiles yourself (examples/row_cumsum.py).
+    `reverse=True` (Triton's) sums from the last lane: a reversed scan (td.associative_scan)."""
     current("td.cumsum()")
-    return _cumsum(x, torch_axis("td.cumsum", axis, False, torch)[0])
+    axis = torch_axis("td.cumsum", axis, False, torch)[0]
+    if not reverse:
+        return _cumsum(x, axis)
+    v = to_value(x)
+    v = cast(v, dtypes.float32) if v.dtype.is_float and v.dtype.bits < 32 else \
+        v if v.dtype.is_float else cast(v, dtypes.int64)
+    return associative_scan(v, axis, lambda a, b: binary("add", a, b), True)
 
 
 def astype(x: Any, dtype: Any) -> TileValue:
