@@ -263,3 +263,29 @@ def test_negation_flips_the_sign_of_zero(backend: str) -> None:
     x[0, :4] = [0.0, -0.0, np.inf, np.nan]
     for (got,) in runs(negate, (x,), backend):
         assert_same(got, -x)
+
+
+@td.tile_kernel
+def quotients(x, y, s: float):
+    """SGLang's fp8 quant divides fp16 values: `_absmax / fp8_max`, `gate_up / output_s`."""
+    out = td.empty((3,) + x.shape, td.float32)
+    for t in td.tile(x.shape[0]):
+        a, b = x[t], y[t]
+        q = a / b
+        assert q.dtype == td.float32  # Triton's rule: 16-bit `/` computes in float32
+        out[0, t] = q
+        out[1, t] = a / s
+        out[2, t] = a % b
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["f16", "bf16"])
+def test_16_bit_division_is_float32_as_triton_s(backend: str, dtype: type) -> None:
+    rng = np.random.default_rng(30)
+    x, y = (rng.uniform(0.5, 2.0, 45).astype(dtype) for _ in range(2))
+    xs, ys = x.astype(np.float32), y.astype(np.float32)
+    for config, out in under_configs(quotients, (x, y, 448.0), backend, samples=1):
+        np.testing.assert_allclose(out[0], xs / ys, rtol=2e-7)  # one float32 rounding,
+        np.testing.assert_allclose(out[1], xs / np.float32(448.0), rtol=2e-7)  # not a 16-bit
+        np.testing.assert_allclose(out[2], np.fmod(xs, ys), rtol=2e-7, atol=1e-7)  # one

@@ -903,6 +903,8 @@ def binary(name: str, a: Any, b: Any) -> TileValue:
         dtype = dtypes.float64  # exact for every int32 (as NumPy compares): x == 16777217.0
     if name in ("div", "pow") + MATH_BINARY and not dtype.is_float:
         dtype = dtypes.float64 if weak else dtypes.float32  # Python ints: 7 / 2 is a float
+    if name in ("div", "mod") and dtype.is_float and dtype.bits == 16:
+        dtype = dtypes.float32  # Triton's rule: 16-bit `/` and `%` compute and give float32
     if name in ("and", "or", "xor", "shl", "shr") and dtype.is_float:
         current().fail(DTypeError, f"'{_NAMES[name]}' needs integer or bool operands, got {dtype}",
                        hint="td.bitcast(x, td.int32) reads a float's bits as an integer")
