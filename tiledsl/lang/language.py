@@ -26,7 +26,6 @@ from tiledsl.frontend.values import (
     torch_axis, unary,
 )
 from tiledsl.frontend.values import cumsum as _cumsum
-from tiledsl.lang.scans import associative_scan
 from tiledsl.frontend.values import dot as _dot
 from tiledsl.frontend.values import where as _where
 from tiledsl.lang.torch_names import addmm
@@ -392,6 +391,9 @@ def ones(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tenso
 
 # td.where of tensors in host code (torch's whole-tensor select): host_math.py sets it
 host_where: Callable[[Any, Any, Any], Any] | None = None
+# td.associative_scan, for td.cumsum(..., reverse=True): scans.py sets it (it imports the
+# frontend's rewrite, which imports this module's users)
+associative_scan: Callable[..., TileValue] | None = None
 
 
 def where(cond: Any, x: Any, y: Any) -> TileValue:
@@ -508,6 +510,7 @@ def cumsum(x: Any, axis: Any = None, reverse: bool = False, **torch: Any) -> Til
     v = to_value(x)
     v = cast(v, dtypes.float32) if v.dtype.is_float and v.dtype.bits < 32 else \
         v if v.dtype.is_float else cast(v, dtypes.int64)
+    assert associative_scan is not None  # (set when tiledsl is imported)
     return associative_scan(v, axis, lambda a, b: binary("add", a, b), True)
 
 

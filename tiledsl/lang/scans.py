@@ -32,6 +32,7 @@ from tiledsl.ir.types import TileType
 from tiledsl.frontend.rewrite import _helper as helper
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.frontend.values import TileValue, broadcast_shapes, broadcast_to, cast, to_value
+from tiledsl.lang import language
 
 # What a combine function may compute: scalar math, and the constants and casts it needs.
 _COMBINE_OPS = frozenset({"const", "cast", "broadcast"})
@@ -253,3 +254,6 @@ def _dim(axis: int, dim: int | None) -> int:
 
 
 __all__ = ["argsort", "associative_scan", "reduce", "sort", "topk"]
+
+
+language.associative_scan = associative_scan  # td.cumsum(..., reverse=True)
