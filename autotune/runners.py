@@ -23,6 +23,7 @@ from autotune.model import compiled_resources, predict
 from autotune.timing import cuda_times_ms
 from tiledsl.frontend import static_args
 from tiledsl import testing
+from tiledsl.runtime import returns
 from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError, TileDSLError
 from tiledsl.runtime.kernel import TileKernel
@@ -58,13 +59,13 @@ class Runner:
         call = _fresh(self.args)
         out = self.kernel.run(*call, backend=self.backend, config=config,
                               **({} if self.arch is None else {"arch": self.arch}))
-        return _written(call) if out is None else out
+        return _written(call) if out is None else tuple(returns.tensors(out))
 
     def reference(self) -> Any:
         if self._reference is None:
             call = _fresh(self.args)
             out = self.kernel.run(*call, backend="numpy")
-            self._reference = _written(call) if out is None else out
+            self._reference = _written(call) if out is None else tuple(returns.tensors(out))
         return self._reference
 
     def check(self, config: Config) -> str | None:
@@ -167,7 +168,7 @@ class TritonRunner(Runner):
         if out is None:  # written in place: every array argument, as reference() returns them
             return tuple(to_numpy(a.cpu()) for a in static_args.flatten_arrays(call)
                          if self.torch.is_tensor(a))
-        return tuple(to_numpy(o.cpu()) for o in (out if isinstance(out, tuple) else (out,)))
+        return tuple(to_numpy(o.cpu()) for o in returns.tensors(out))
 
     def restore(self) -> None:
         """Put the values the runner was given back into the arguments the kernel writes."""

@@ -133,8 +133,8 @@ def run_on(kernel: Any, args: tuple, backend: str, **kw: Any) -> Any:
     for a, t in zip(args, on_device):
         if isinstance(a, np.ndarray) and a.flags.writeable:
             a[...] = to_numpy(t.cpu())
-    if isinstance(out, tuple):
-        return tuple(to_numpy(o.cpu()) for o in out)
+    if isinstance(out, tuple):  # None: an optional output left out
+        return tuple(None if o is None else to_numpy(o.cpu()) for o in out)
     return None if out is None else to_numpy(out.cpu())
 
 
@@ -185,6 +185,21 @@ def full_attention(q, k, v):
             m_i = m_new
         out[b, tq, :] = acc / l_i[:, None]
     return out
+
+
+@td.tile_kernel
+def scaled_rows(x, scale: float, keep_sums: bool = False):
+    """flash-linear-attention's wrapper shape: an output and an optional final state, None
+    unless asked for (`return o, ht`), which the call returns in its place."""
+    m, n = x.shape
+    o = td.empty_like(x)
+    sums = td.empty((m,), dtype=td.float32) if keep_sums else None
+    for t in td.tile(m):
+        v = x[t, :].astype(td.float32)
+        o[t, :] = (v * scale).astype(x.dtype)
+        if keep_sums:
+            sums[t] = td.sum(v, axis=1)
+    return o, sums
 
 
 def torch_from_numpy(a: Any) -> Any:

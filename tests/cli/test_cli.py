@@ -36,6 +36,21 @@ def test_run_reports_a_wrong_kernel(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "FAIL" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("ref_state, status", [("None", 0), ("x.sum()", 1)])
+def test_run_compares_an_optional_output_left_out(tmp_path: Path, ref_state: str, status: int,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`return out, None`: a reference that leaves it out too passes; one with an array fails."""
+    f = tmp_path / "optional.py"
+    f.write_text(
+        "import numpy as np\nimport tiledsl as td\n\n@td.tile_kernel\ndef double(x):\n"
+        "    out = td.empty_like(x)\n    for t in td.tile(x.shape[0]):\n"
+        "        out[t] = x[t] * 2.0\n    return out, None\n\n"
+        "def make_inputs(rng):\n    return (rng.standard_normal(50).astype(np.float32),)\n\n"
+        f"def reference(x):\n    return 2.0 * x.astype(np.float64), {ref_state}\n")
+    assert main(["run", str(f), "--samples", "1"]) == status
+    assert ("FAIL" in capsys.readouterr().out) == bool(status)
+
+
 def test_show_prints_ir_and_space(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(EXAMPLES / "softmax.py"), "--ir"]) == 0
     assert "kernel @softmax" in capsys.readouterr().out

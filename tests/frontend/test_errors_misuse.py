@@ -408,14 +408,6 @@ def return_int(x):
     return x.shape[0]  # <- here
 
 
-@td.tile_kernel
-def return_a_none(x):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        out[t] = x[t]
-    return out, None  # <- here
-
-
 GROUP = 4
 
 
@@ -439,8 +431,6 @@ def test_a_global_the_kernel_also_binds_is_named() -> None:
 def test_return_not_a_tensor() -> None:
     err = trace_error(td.TraceError, return_int, f32(8))
     assert "returns a int" in msg(err) or "returns an int" in msg(err)
-    err = trace_error(td.TraceError, return_a_none, f32(8))
-    assert "returns a NoneType" in msg(err) and "leave the None out" in err.hint
 
 
 @td.tile_kernel

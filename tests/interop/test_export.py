@@ -23,10 +23,11 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import ROOT, example, fresh, kernel_of
+from support import ROOT, example, fresh, kernel_of, scaled_rows
 from tiledsl.interop import package_check
 from tiledsl.interop.aot import FORMAT_VERSION, LoadedKernel, load, validate_manifest
 from tiledsl.interop.package_check import package_digest
+from tiledsl.runtime.returns import pack
 from tiledsl.cli.commands import main
 from tiledsl.interop.export import TMA_NOTE, export
 
@@ -128,7 +129,7 @@ def run_plan_on_cpu(pkg: Path, args: tuple, sms: int = INTERPRETER_SMS) -> Any:
             jit[(grid,)](*call, **launch["constexprs"])
     outs = tuple(to_numpy(values[o["index"]] if "arg" in o else buffers[o["buffer"]])
                  for o in manifest["outputs"])
-    return None if manifest["returns"] == "none" else outs[0] if len(outs) == 1 else outs
+    return pack(outs, manifest["returns"])
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:
@@ -778,6 +779,25 @@ def test_loaded_kernel_refuses_arguments_that_overlap_one_it_writes(
     acc, before = FakeCupyArray(both[:77]), both[:77].copy()
     k(acc, FakeCupyArray(both[80:]))  # side by side in one allocation: no overlap
     np.testing.assert_array_equal(acc.host, before + both[80:])
+
+
+def test_a_package_returns_an_optional_output_as_none(
+        tmp_path: Path, fake_cupy: types.SimpleNamespace) -> None:
+    """`return o, sums` with sums None (not asked for): the manifest spells the tuple, the
+    loaded kernel returns None in its place, and a manifest whose form needs other outputs
+    than it lists is refused at load."""
+    x = np.random.default_rng(9).standard_normal((19, 24)).astype(np.float32)
+    pkg = export(scaled_rows, tmp_path / "rows", x, 0.5, arch="sm_90")
+    manifest = load(pkg).manifest
+    assert manifest["returns"] == "tuple:tensor,None" and len(manifest["outputs"]) == 1
+    o, sums = load(pkg)(FakeCupyArray(x), 0.5)
+    assert sums is None
+    td.testing.assert_close(o.host, x.astype(np.float64) * 0.5, np.float32)
+    with pytest.raises(td.BackendError, match="returns is 'tuple:tensor,tensor', which needs 2 "
+                                              "outputs, but outputs lists 1"):
+        load(forge(pkg, {**manifest, "returns": "tuple:tensor,tensor"}))
+    with pytest.raises(td.BackendError, match="returns"):
+        load(forge(pkg, {**manifest, "returns": "tuple:tensor,Nothing"}))
 
 
 def test_loaded_kernel_persistent_grids_and_large_shared_memory(

@@ -10,7 +10,7 @@ import pytest
 
 import tiledsl as td
 from support import (ARRAY_ARG_EXAMPLES, SHAPE_FUNCTION_EXAMPLES, example, fresh, plus_k,
-                     torch_from_numpy)
+                     scaled_rows, torch_from_numpy)
 from tiledsl.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -166,6 +166,29 @@ def test_bad_registrations_are_clear_errors() -> None:
         td.torch_op(scaled_copy, name="tdtest::bad", mutates_args=("y",))
     with pytest.raises(td.ArgumentError, match="takes a @td.tile_kernel"):
         td.torch_op(lambda x: x, name="tdtest::lam")  # type: ignore[arg-type]
+
+
+def test_a_none_in_the_returned_tuple_is_not_part_of_the_ops_return() -> None:
+    """A schema holds no optional output: a literal None is left out of the op's return, and
+    a call whose optional output is None where the schema has a tensor is a clear error."""
+    @td.tile_kernel
+    def doubled_and_none(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = x[t] * 2
+        return out, None
+
+    op = td.torch_op(doubled_and_none, name=f"tdtest::doubled_and_none_{next(_ids)}")
+    assert str(op._opoverload._schema).endswith("(Tensor x) -> Tensor")
+    x = torch.randn(45, dtype=torch.float64)
+    torch.testing.assert_close(op(x), x * 2)
+    op = td.torch_op(scaled_rows, name=f"tdtest::scaled_rows_{next(_ids)}")
+    o, sums = op(torch.randn(9, 8).double(), 2.0, True)
+    assert o.shape == (9, 8) and sums.shape == (9,)
+    with pytest.raises(td.ArgumentError, match=r"returned 1 tensors, the op \S+ was registered "
+                                               "with 2") as err:
+        op(torch.randn(9, 8), 2.0, False)
+    assert "no optional outputs" in err.value.hint
 
 
 def test_triton_op_path_runs_numpy_on_cpu_and_passes_opcheck() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import example, kernel_of, plus_k
+from support import example, kernel_of, plus_k, scaled_rows
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -404,6 +404,17 @@ def test_a_second_call_of_a_layout_skips_to_the_launch_and_keeps_the_value_check
         assert fake_gpu.where == 2 and len(add_narrow.caches.fast) == 2
         add_narrow.forget_tuned()
         assert not add_narrow.caches.fast
+
+
+def test_the_fast_path_returns_an_optional_output_as_none(
+        fake_gpu: types.SimpleNamespace) -> None:
+    with FakeTensorMode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = torch.empty(40, 8, device="cuda", dtype=torch.float16)
+        for _ in range(2):  # the slow path, then the fast one
+            o, sums = scaled_rows(x, 0.5)
+            assert o is not None and sums is None
+        assert len(scaled_rows.caches.fast) == 1 and len(fake_gpu.launches) == 2
 
 
 def test_the_fast_paths_key_tells_apart_what_the_slow_path_decides(

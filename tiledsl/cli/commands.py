@@ -73,7 +73,8 @@ def _run_once(k: TileKernel, args: tuple, backend: str, cfg: Config,
         gpu.torch.cuda.synchronize()
         ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
         if out is not None:
-            out = tuple(gpu.get(o, "output") for o in testing.as_tuple(out))
+            out = tuple(None if o is None else gpu.get(o, "output")
+                        for o in testing.as_tuple(out))
         for a, g in zip(static_args.flatten_arrays(list(call_args)),
                         static_args.flatten_arrays(on_gpu)):
             if isinstance(a, np.ndarray):  # what the kernel wrote, back on the host
@@ -89,8 +90,11 @@ def _compare(out: Any, ref: Any) -> tuple[str, bool]:
     """The largest relative error of the outputs against the reference's, and whether every
     output is within its dtype's tolerance."""
     outs, refs = testing.as_tuple(out), testing.as_tuple(ref)
-    errs = [testing.relative_error(o, r) for o, r in zip(outs, refs)]
-    tol = max((testing.tolerance(np.asarray(o).dtype) for o in outs), default=0.0)
+    pairs = [(o, r) for o, r in zip(outs, refs) if o is not None or r is not None]
+    errs = [testing.relative_error(o, r) if o is not None and r is not None else float("inf")
+            for o, r in pairs]  # an optional output None on one side only: wrong
+    tol = max((testing.tolerance(np.asarray(o).dtype) for o, _ in pairs if o is not None),
+              default=0.0)
     ok = len(outs) == len(refs) and all(e <= tol for e in errs)
     return f"{max(errs, default=0.0):.1e}", ok
 

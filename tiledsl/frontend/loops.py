@@ -51,11 +51,13 @@ collect = capture
 
 
 def result(value: Any, line: int) -> Any:
-    """What the kernel returns: tensors (or nothing); anything else is an error at `line`."""
+    """What the kernel returns: tensors (or nothing; a tuple may hold None for an optional
+    output, tiledsl/runtime/returns.py); anything else is an error at `line`."""
     if value is None:
         return None
     tr = current()
     items = list(value) if isinstance(value, (tuple, list)) else [value]
+    items = [r for r in items if r is not None]  # an optional output left out (returns.py)
     for r in items:
         if isinstance(r, TileValue):
             tr.fail(TraceError, "the kernel returns a tile value", loc=Loc(tr.file, line),
@@ -65,10 +67,7 @@ def result(value: Any, line: int) -> Any:
             name = type(r).__name__
             article = "an" if name[:1].lower() in "aeiou" else "a"
             tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
-                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line),
-                    hint="a returned tuple holds tensors only: leave the None out (vLLM's "
-                         "`return out, None, rstd` is `return out, rstd`) and let the caller "
-                         "put it back" if r is None else None)
+                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line))
     _check_written(tr, items, line)
     return value
 

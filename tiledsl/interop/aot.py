@@ -25,6 +25,7 @@ import numpy as np
 
 from tiledsl.interop.arrays import check_overlap
 from tiledsl.errors import ArgumentError, BackendError
+from tiledsl.runtime.returns import pack
 from tiledsl.interop.package_check import (  # noqa: F401 (validate_manifest, schema: this module's API)
     MANIFEST, read_package, schema, validate_manifest)
 
@@ -197,10 +198,7 @@ class LoadedKernel:
                 self._launch(cupy, device, i, launch, arrays, buffers, sms)
         outs = [values[o["index"]] if "arg" in o else buffers[o["buffer"]]
                 for o in self.manifest["outputs"]]
-        returns = self.manifest["returns"]
-        if returns == "none":
-            return None
-        return outs[0] if returns == "single" else tuple(outs)
+        return pack(outs, self.manifest["returns"])
 
     def _device(self, cupy: Any, params: list[dict[str, Any]], arrays: list[Any]) -> int:
         """The one device the tensor arguments live on, checked against the package's arch."""

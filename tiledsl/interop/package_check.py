@@ -36,6 +36,7 @@ from typing import Any
 from tiledsl.interop.cubin import CubinError, cubin_entry, ptx_entry
 from tiledsl.errors import BackendError
 from tiledsl.runtime.paths import UnsafeFile, read_regular_file
+from tiledsl.runtime.returns import outputs_needed
 
 MANIFEST = "manifest.json"
 DIGEST = "package.sha256"
@@ -147,7 +148,7 @@ def check_references(m: dict[str, Any], where: str) -> None:
             t = buffers[o["buffer"]] if "buffer" in o else m["arguments"][o["index"]]
             if (t["shape"], t["dtype"]) != (o["shape"], o["dtype"]):
                 problems.append(f"output {t['name']} is {_type(o)}, but {t['name']} is {_type(t)}")
-    needed = {"none": 0, "single": 1}.get(m["returns"])  # "tuple": any number
+    needed = outputs_needed(m["returns"])  # "tuple": any number
     if needed is not None and len(m["outputs"]) != needed:
         problems.append(f"returns is {m['returns']!r}, which needs {needed} outputs, but "
                         f"outputs lists {len(m['outputs'])}")

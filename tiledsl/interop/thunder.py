@@ -31,6 +31,7 @@ from tiledsl import dtypes
 from tiledsl.errors import ArgumentError, BackendError, TileDSLError
 from tiledsl.ir.types import TensorType
 from tiledsl.runtime.kernel import TileKernel
+from tiledsl.runtime.returns import pack
 
 _REMOVED_NAMED_TENSOR_METHODS = ("align_as", "align_to", "has_names", "refine_names", "rename")
 _executors: dict[str, Any] = {}
@@ -109,7 +110,8 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
 
     def meta(*args: Any) -> Any:
         spec = tuple(spec_of(n, a) for n, a in zip(params, args))
-        fn = kernel.traces.get(spec).ir
+        traced = kernel.traces.get(spec)
+        fn = traced.ir
         device = next(a.device for a in args if isinstance(a, TensorProxy))
         outs = []
         for v in fn.outputs:
@@ -118,7 +120,7 @@ def route(ex: Any, torch_fn: Callable[..., Any], kernel: TileKernel, *,
             torch_dtype = getattr(__import__("torch"), t.dtype.name)
             outs.append(TensorProxy(shape=t.shape, device=device,
                                     dtype=thunder_dtypes.to_dtype(torch_dtype)))
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return pack(outs, traced.returns)
 
     def impl(*args: Any) -> Any:
         return kernel(*args)

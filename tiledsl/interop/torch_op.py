@@ -10,7 +10,9 @@
   computes with it (`ms + eps`): tiledsl/frontend/param_uses.py; one used both ways or neither way is an
   ArgumentError asking for an annotation. A parameter defaulted to a function (an epilogue) is
   refused, as no schema holds one; the return is one `Tensor`, a tuple of them, or nothing, read from the
-  kernel's `return` statements (pass `outputs=N` when they are not literal).
+  kernel's `return` statements (pass `outputs=N` when they are not literal). A schema holds no
+  optional output, so a `None` in the kernel's returned tuple is not part of the op's return:
+  `return o, None` makes an op returning `o` alone (`outputs=` counts the tensors).
 * Fake (meta) implementation: the kernel traced for the fake tensors' shapes and dtypes, with
   no data, so torch.compile sees exact output shapes and dtypes and never breaks the graph.
   Symbolic sizes (dynamic shapes) get symbolic output sizes from the kernel's shape function
@@ -37,7 +39,7 @@ from typing import Any, Sequence
 
 from tiledsl.interop import arrays
 from tiledsl import dtypes
-from tiledsl.runtime import registry
+from tiledsl.runtime import registry, returns
 from tiledsl.errors import ArgumentError, BackendError, Loc, TileDSLWarning
 from tiledsl.ir.types import TensorType
 from tiledsl.runtime.kernel import TileKernel
@@ -216,11 +218,14 @@ class _Op:
             values = [arrays.to_numpy(a, kernel.name, p.name) if isinstance(a, torch.Tensor)
                       else a for p, a in zip(self.params, args)]
             result = kernel.run(*values, backend="numpy")
-        outs = () if result is None else result if isinstance(result, tuple) else (result,)
+        outs = returns.tensors(result)  # a None left out: no schema holds one
         if len(outs) != self.n_out:
-            raise ArgumentError(f"kernel '{kernel.name}' returned {len(outs)} outputs, the op "
+            raise ArgumentError(f"kernel '{kernel.name}' returned {len(outs)} tensors, the op "
                                 f"{self.name} was registered with {self.n_out}; pass outputs=",
-                                kernel=kernel.name)
+                                kernel=kernel.name, hint=None if not isinstance(result, tuple)
+                                or all(r is not None for r in result) else "a None in the returned tuple is "
+                                "not part of the op's return (custom ops have no optional "
+                                "outputs): make the number of tensors the same in every call")
         converted = []
         for out in outs:
             alias = next((a for a, v in zip(args, values) if v is out), None)
@@ -358,11 +363,16 @@ def _count_outputs(kernel: TileKernel) -> int:
             continue
         if isinstance(node, ast.Return):
             v = node.value
-            counts.add(0 if v is None else len(v.elts) if isinstance(v, ast.Tuple) else 1)
+            counts.add(0 if v is None else _tensors_in(v.elts) if isinstance(v, ast.Tuple) else 1)
     if len(counts) > 1:
         raise ArgumentError(f"kernel '{kernel.name}' returns different numbers of outputs; "
                             "pass outputs= to td.torch_op", kernel=kernel.name)
     return counts.pop() if counts else 0
+
+
+def _tensors_in(elements: list[ast.expr]) -> int:
+    """The elements of a returned tuple literal that are not a literal None."""
+    return sum(not (isinstance(e, ast.Constant) and e.value is None) for e in elements)
 
 
 def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) -> tuple:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from tiledsl.interop import arrays
 from tiledsl.errors import TileDSLError
+from tiledsl.runtime.returns import pack
 
 Call = Callable[[list[Any]], Any]
 INT64 = (-2**63, 2**63)
@@ -62,7 +63,5 @@ def fast_call(kernel: str, names: list[str], launch: Call, written: list[int],
             outputs = launch(values)
         except TileDSLError as e:
             raise e.with_context(kernel=kernel) from None
-        if returns == "none":
-            return None
-        return outputs[0] if returns == "single" else tuple(outputs)
+        return pack(outputs, returns)
     return call

@@ -219,8 +219,8 @@ class TileKernel:
         def convert(out: Any) -> Any:
             return originals[id(out)] if id(out) in originals else back(out, like)
         try:
-            if isinstance(result, tuple):
-                return tuple(convert(o) for o in result)
+            if isinstance(result, tuple):  # None: an optional output left out (returns.py)
+                return tuple(None if o is None else convert(o) for o in result)
             return None if result is None else convert(result)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None

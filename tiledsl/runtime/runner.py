@@ -20,6 +20,7 @@ from tiledsl import dtypes
 from tiledsl.frontend import static_args
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.config import Config, ConfigSpace
+from tiledsl.runtime.returns import pack
 from tiledsl.errors import ArgumentError, BackendError, TileDSLError
 from tiledsl.ir.core import Function, Value, walk
 from tiledsl.ir.types import TileType
@@ -113,9 +114,7 @@ class Runner:
                                **({} if arch is None else {"arch": arch}))
         except TileDSLError as e:
             raise e.with_context(kernel=self.k.name) from None
-        if t.returns == "none":
-            return None
-        return outputs[0] if t.returns == "single" else tuple(outputs)
+        return pack(outputs, t.returns)
 
     def refuse_grad_writes(self, values: list[Any], written: list[str]) -> None:
         """A write in place into a torch tensor that requires grad: autograd cannot see it."""

@@ -20,6 +20,7 @@ from tiledsl.frontend import const_scalars, foreign_calls, static_args, symdims
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.caches import Caches
 from tiledsl.runtime.config import Config
+from tiledsl.runtime.returns import form
 from tiledsl.errors import Loc, TileDSLError, TraceError, is_internal
 from tiledsl.ir import views
 from tiledsl.ir.core import Function, Value
@@ -38,7 +39,7 @@ class Traced:
     ir: Function
     lowered: Function
     labels: dict[str, str]  # block symbol -> the user's loop variable name
-    returns: str  # "none", "single" or "tuple"
+    returns: str  # "none", "single", "tuple" or "tuple:tensor,None" (returns.py)
     by_backend: dict[str, Function] = field(default_factory=dict, compare=False)
     tunables: dict[str, Any] = field(default_factory=dict, compare=False)  # tunables.py
 
@@ -176,7 +177,7 @@ class Traces:
             try:
                 result = self.body(*_positional(self.signature, proxies),
                                    **_keyword_only(self.signature, proxies))
-                outputs, returns = _outputs(result)
+                outputs, returns = form(result)  # checked by loops.result
                 tracer.emit("return", [t.value for t in outputs],
                             loc=Loc(self.file, self.def_line()))
             except TileDSLError as e:
@@ -229,15 +230,6 @@ class Traces:
             self.caches().writes[spec] = [n for n, a in zip(self.flat_names(spec), fn.args)
                                   if a in stored]
         return self.caches().writes[spec]
-
-
-def _outputs(result: Any) -> tuple[list[Tensor], str]:
-    """The returned tensors (checked at the `return` line by `loops.result`)."""
-    if result is None:
-        return [], "none"
-    if isinstance(result, (tuple, list)):
-        return list(result), "tuple"
-    return [result], "single"
 
 
 def _element_hint(name: str, i: int | str, params: list[str]) -> str:

@@ -1,0 +1,41 @@
+"""A None in a kernel's returned tuple, an optional output the caller did not ask for
+(flash-linear-attention's `return o, final_state`), comes back as None in its place on every
+backend, and the tuner checks the tensors alone (tiledsl/runtime/returns.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotune.runners import NumpyRunner
+from support import gpu_backend, scaled_rows, under_configs
+from tiledsl.testing import assert_close
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial", gpu_backend()])
+def test_an_optional_output_is_none_in_its_place(backend: str) -> None:
+    x = np.random.default_rng(3).standard_normal((37, 20)).astype(np.float16)
+    want_o, want_sums = x.astype(np.float64) * 0.5, x.astype(np.float64).sum(axis=1)
+    for keep, (config, (o, sums)) in [(False, c) for c in under_configs(
+            scaled_rows, (x, 0.5), backend, samples=1)] + [(True, c) for c in under_configs(
+            scaled_rows, (x, 0.5, True), backend, samples=1)]:
+        assert_close(o, want_o, np.float16)
+        if keep:
+            assert_close(sums, want_sums, np.float32)
+        else:
+            assert sums is None, config
+
+
+def test_the_tuner_checks_the_tensors_an_optional_output_leaves() -> None:
+    x = np.random.default_rng(4).standard_normal((33, 16)).astype(np.float32)
+    for args in ([x, 2.0], [x, 2.0, True]):
+        runner = NumpyRunner(scaled_rows, args)
+        assert len(runner.reference()) == len(args) - 1  # o, and the sums when asked for
+        assert runner.check(scaled_rows.config_space(*args).default()) is None
+
+
+def test_assert_close_takes_an_optional_output_on_both_sides_only() -> None:
+    o = np.arange(5.0)
+    assert_close((o, None), (o, None))
+    with pytest.raises(AssertionError, match="output 1 is None, its reference an array"):
+        assert_close((o, None), (o, o))
