@@ -12,6 +12,7 @@ import tiledsl as td
 from error_checks import add, arg_error, f32, marker_line, msg, scale, trace_error
 from support import gpu_backend, on_cuda, under_configs
 from tiledsl.interop.arrays import share_memory
+from tiledsl.testing import assert_close
 
 BACKENDS = ["numpy", "spatial", "triton-interpret"]
 
@@ -896,6 +897,59 @@ def test_offsets_a_loop_steps_from_a_loaded_start_are_trusted() -> None:
     with pytest.raises(td.TraceError, match="stepped by a loop from a start that does not "
                        "tell the programs along grid dimension 'pid_b' apart"):
         shared_start(x, cu, np.zeros_like(x), 16)
+
+
+@td.tile_kernel
+def recurrent_rows(x, share: bool):
+    """flash-linear-attention's fused_recurrent: program b walks its T rows with pointers it
+    bumps each trip of `td.range(0, T)` over the static T, backwards as with REVERSE=True
+    (`share`: programs 2i and 2i + 1 start at the same row, and write the same rows)."""
+    B, T, D = x.shape
+    o = td.empty_like(x)
+    for b in td.grid(B):
+        start = b // 2 * T * D if share else (b * T + T - 1) * D
+        p_x, p_o = x + start + td.arange(0, D), o + start + td.arange(0, D)
+        h = td.zeros((D,), dtype=td.float32)
+        for _ in td.range(0, T):
+            h = h * 0.5 + td.load(p_x)
+            td.store(p_o, h)
+            p_x -= D if not share else -D
+            p_o -= D if not share else -D
+    return o
+
+
+@td.tile_kernel
+def pinned_rows(x):
+    """Two offsets a loop steps in opposite directions: their sum stays at row b (computed
+    per program, concrete.py; with the signs alike, programs b and b + 2 would meet)."""
+    B, D = x.shape
+    o = td.zeros_like(x)
+    for b in td.grid(B):
+        up, down = b * D, 0
+        for _ in td.range(0, 4):
+            td.store(o + up + down + td.arange(0, D), td.load(x + up + down + td.arange(0, D)))
+            up += D
+            down -= D
+    return o
+
+
+def test_pointers_a_static_td_range_bumps_are_followed() -> None:
+    """td.range over a static bound that bumps pointers is a counted loop, whose steps the
+    race check follows (it was a loop of one-element tiles, and refused, while the same loop
+    over a runtime bound passed)."""
+    x = np.random.default_rng(5).standard_normal((3, 7, 16)).astype(np.float32)
+    want = np.zeros((3, 7, 16))
+    h = np.zeros((3, 16))
+    for t in range(6, -1, -1):
+        h = h * 0.5 + x[:, t].astype(np.float64)
+        want[:, t] = h
+    for backend in ("numpy", "triton-interpret"):
+        assert_close(recurrent_rows.run(x, False, backend=backend), want, np.float32)
+    with pytest.raises(td.TraceError, match="stepped by a loop from a start that does not "
+                       "tell the programs along grid dimension 'b' apart"):
+        recurrent_rows(x, True)
+    rows = x[0]
+    np.testing.assert_array_equal(pinned_rows(rows), rows)
 
 
 @td.tile_kernel

@@ -497,12 +497,13 @@ class _Evaluator:
         """A value a counted loop carries and steps by a fixed amount each trip (a pointer
         bump, `off += P * HW`: `Tracer.inductions`): its first value plus the amount times the
         trip, in each program."""
-        first, amount, counter, _ = self.progs.tr.inductions[v]
+        first, amount, counter, _, sign = self.progs.tr.inductions[v]
         if counter not in self.loops:
             return None
         a, d = self.value(first), self.value(amount)
         if a is None or d is None:
             return None
+        d = sign * np.asarray(d)
         own = len(v.type.shape)  # type: ignore[union-attr]
         j, _ = self.loops[counter]
         trip = self.mesh[len(self.counts) + j]  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.pointers import Pointer
-from tiledsl.frontend.tracer import Tracer, active, current
+from tiledsl.frontend.tracer import Induction, Tracer, active, current
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, Unmerged, broadcast_to, cast, common_dtype, need_static, to_value,
 )
@@ -145,6 +145,9 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     """A rewritten `for` statement (rewrite.py); `read_after` and `local` are liveness.py's."""
     if (tr := active()) is not None:
         tr.loop_targets = None  # read by a td.tile of the iterable, or by none
+    if isinstance(iterable, TileRange) and iterable.counted is not None and \
+            _steps_offsets(env, assigned):
+        iterable = iterable.counted
     if isinstance(iterable, Counted):
         return _counted(iterable, body, env, assigned, line, labels, frozenset(local))
     if not isinstance(iterable, TileRange):
@@ -167,6 +170,14 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     if tr.depth == "host":
         return _grid(tr, iterable, body, env, assigned, names, read_after)
     return _for(tr, iterable, body, env, assigned, names, frozenset(local))
+
+
+def _steps_offsets(env: dict, assigned: tuple[str, ...]) -> bool:
+    """Whether a loop rebinds a pointer or an int value bound before it (`p_o += D`, `off +=
+    stride`: a Triton port's bumps). td.range over ints is then a counted loop, whose carried
+    steps the race check follows (`_inductions`), not a loop of one-element tiles."""
+    return any(isinstance(v := env.get(n), Pointer) or isinstance(v, TileValue) and
+               v.dtype.is_int for n in assigned)
 
 
 def range_(*args: Any) -> Any:
@@ -550,17 +561,19 @@ def _trace_body(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
 def _inductions(tr: Tracer, region: Block, firsts: list[Value], counter: Value,
                 step: int) -> None:
     """Record the values the loop carries that step by a fixed amount each trip (`off +=
-    stride`, the port of a Triton pointer bump): `v = first + amount * trips`, where the
+    stride`, the port of a Triton pointer bump): `v = first ± amount * trips`, where the
     counter is `start + step * trips` (separation.py follows them)."""
     yielded = region.ops[-1].operands[1:]
     inside = {id(r) for op in region.ops for r in op.results}
     for arg, first, nxt in zip(region.args, firsts, yielded):
         op = nxt.owner
-        if arg is counter or op is None or op.name != "add" or arg not in op.operands:
-            continue
+        if arg is counter or op is None or not (op.name == "add" and arg in op.operands or
+                                                op.name == "sub" and op.operands[0] is arg):
+            continue  # `p += amount`, `p = amount + p`, `p -= amount`
         amount = op.operands[1] if op.operands[0] is arg else op.operands[0]
         if _fixed(amount, inside):
-            tr.inductions[arg] = (first, amount, counter, step)
+            tr.inductions[arg] = Induction(first, amount, counter, step,
+                                           -1 if op.name == "sub" else 1)
 
 
 def _fixed(v: Value, inside: set[int]) -> bool:

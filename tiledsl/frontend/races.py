@@ -72,7 +72,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
             tr, tensor, indices, value, mask, where, target, attrs, path)):
         return
     if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
-        need_static_in([amount for first, amount, _, _ in tr.inductions.values()],
+        need_static_in([i.amount for i in tr.inductions.values()],
                        tr.int_params)  # the steps' int arguments as constants, then again
     if target is not None and concrete.meet(
             tr, concrete.Access(target, indices, attrs or {}, mask, path)) is False:

@@ -331,10 +331,11 @@ class Programs:
         stride` beside `for row in range(start, end)`): `first + (c / s) * (counter - start)`,
         the counter's form times `c / s` where `first - (c / s) * start` is the same in every
         program (`off = start * stride`, Liger's pointer bumps)."""
-        first, amount, counter, step = self.tr.inductions[v]
+        first, amount, counter, step, sign = self.tr.inductions[v]
         c = _cast_const(amount)
         if not isinstance(c, int) or isinstance(c, bool) or c % step:
             return None
+        c *= sign
         k = c // step
         form = self.affine(counter)
         start = self.tr.counters[counter][0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator, NamedTuple, NoReturn
 
 from tiledsl.errors import Loc, TileDSLError, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Symbol, Value
@@ -12,6 +12,17 @@ from tiledsl.ir.types import Type
 from tiledsl.ir.views import row_major
 
 _active: list[Tracer] = []
+
+
+class Induction(NamedTuple):
+    """A value a counted loop carries and steps by a fixed amount each trip (a pointer bump):
+    `first + sign * amount * trips`, where the loop's counter is `start + step * trips`."""
+
+    first: Value
+    amount: Value
+    counter: Value
+    step: int  # the counter's
+    sign: int  # 1 for `p += amount`, -1 for `p -= amount`
 
 
 class Tracer:
@@ -36,8 +47,8 @@ class Tracer:
         self.counters: dict[Value, tuple[Value, Value]] = {}
         self.counter_steps: dict[Value, int] = {}  # and their steps (positive ints)
         # values a counted loop carries and steps by a fixed amount each trip (a pointer bump),
-        # -> (their first value, their step, the loop's counter, its step): `_inductions`
-        self.inductions: dict[Value, tuple[Value, Value, Value, int]] = {}
+        # -> how (loops.py `_inductions`)
+        self.inductions: dict[Value, Induction] = {}
         # per open counted loop, race checks waiting for its carried values' steps (races.py)
         self.deferred: list[list[Any]] = []
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None

@@ -47,6 +47,7 @@ class TileRange:
     seq: bool = False  # sizes given as one list/tuple (`td.tile([m, n])`): tiles come as a tuple
     stops: tuple[TileValue | None, ...] = ()  # runtime sizes among several (`td.tile(m_g, n)`)
     jagged: TileValue | None = None  # td.jagged_tile's lengths (frontend/jagged.py)
+    counted: Counted | None = None  # td.range over ints: the loop as a counted one (loops.py)
 
     def __getitem__(self, key: Any) -> TileRange:
         """`td.tile(m, n)[p::P]`: every P-th tile from tile p, the tiles numbered row-major

@@ -3,6 +3,9 @@ tracing (Python's `range` over ints is unrolled; `td.static_range` says so expli
 
 - Over ints from `lo >= 0` with step 1: a sequential loop of one-element tiles (the loop
   form of `td.grid` inside the grid), each trip's index a scalar: one `for` in the Triton code.
+  Where the body steps a pointer or an int offset bound before the loop (`p_o += D`, fla's
+  fused_recurrent), it is a counted loop, as below, whose steps the race check follows
+  (frontend/loops.py).
 - Over a runtime bound: each program runs to its own bound, as `range(lo, hi, step)` does in a
   kernel (a `while` loop, frontend/loops.py).
 - Otherwise (over ints with a step other than 1, or from below 0): a counted loop over
@@ -61,7 +64,8 @@ def range(*args: Any, **tuning: Any) -> Any:  # noqa: A001 (mirrors tl.range)
     start = to_value(int(lo)) if lo else None
     return TileRange((int(hi),), (1,), "grid", user_loc(),
                      stop=to_value(int(hi)) if start is not None else None, start=start,
-                     site=call_site())
+                     site=call_site(), counted=Counted(int(hi), user_loc(), int(lo), 1,
+                                                       _tuning(tuning)))
 
 
 def _tuning(tuning: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
