@@ -657,17 +657,23 @@ def tile_bump(x):
 
 
 @td.tile_kernel
-def optional_weight(x, w):
+def optional_weight(x, w, host_test: bool = False):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
-        out[t] = x[t] * (2.0 if w else 1.0)  # <- here
+        out[t] = x[t] * (2.0 if w else 1.0)
+    if host_test and w:  # <- here
+        pass
     return out
 
 
-def test_a_tensor_s_truth_says_to_test_for_none() -> None:
-    """Triton's `if weight_ptr:` (FlagGems' batch_norm) asks whether an argument was given."""
-    err = trace_error(td.TraceError, optional_weight, f32(8), f32(8))
-    assert "tensor 'w' has no truth value" in msg(err)
+def test_a_tensor_s_truth_asks_whether_it_was_passed_inside_the_grid() -> None:
+    """Triton's `if weight_ptr:` (FlagGems' batch_norm) asks whether an argument was given;
+    in host code, where torch would read the elements, it is an error saying what to write."""
+    x = np.random.default_rng(1).standard_normal(37).astype(np.float32)
+    np.testing.assert_array_equal(optional_weight(x, None), x)
+    np.testing.assert_array_equal(optional_weight(x, x), 2 * x)
+    err = trace_error(td.TraceError, optional_weight, f32(8), f32(8), True)
+    assert "tensor 'w' has no truth value in host code" in msg(err)
     assert "`if w is not None:`" in err.hint
 
 

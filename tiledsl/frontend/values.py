@@ -434,11 +434,16 @@ class Tensor:
         no_math(self, f"{self.name}[{tiles}]")
 
     def __bool__(self) -> bool:
-        """Triton's `if weight_ptr:` asks whether an optional argument was given."""
-        current().fail(TraceError, f"tensor '{self.name}' has no truth value",
-                       hint=f"Triton's `if {self.name}:` tests whether an optional argument "
-                            f"was passed: write `if {self.name} is not None:` (known when "
-                            "tracing; the kernel is traced for each case)")
+        """Inside the grid, Triton's `if weight_ptr:` (FlagGems' batch_norm, SGLang's
+        `if kv_start_idx:`) asks whether an optional argument was given: a tensor is, None
+        (a compile-time argument) is not. In host code torch would read the elements."""
+        tr = current()
+        if tr.depth != "host":
+            return True
+        tr.fail(TraceError, f"tensor '{self.name}' has no truth value in host code",
+                hint=f"to test whether an optional argument was passed, write `if {self.name} "
+                     "is not None:` (known when tracing; the kernel is traced for each case); "
+                     f"to test its elements, reduce them inside a grid")
 
     def _bump(self, other: Any) -> Any:
         """`x_ptr + offs` outside a grid (inside one it is Triton's pointer: pointers.py sets
