@@ -305,3 +305,39 @@ def test_whole_tensor_math_in_host_code(backend: str) -> None:
 
     with pytest.raises(td.ShapeError, match="do not broadcast"):
         mismatched(logits, bias[:5])
+
+
+@td.tile_kernel
+def expert_order(topk_ids, scores):
+    """SGLang's ep preprocess sorts the flattened top-k expert ids in host code; the scores
+    are sorted along rows, descending, and along columns by argsort."""
+    reorder_ids, order = torch.sort(topk_ids.view(-1), stable=True)
+    by_row = scores.sort(dim=1, descending=True)
+    return reorder_ids, order, by_row.values, by_row.indices, torch.argsort(scores, dim=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_host_code_sorts_whole_tensors(backend: str) -> None:
+    rng = np.random.default_rng(49)
+    ids = rng.integers(0, 8, (37, 4)).astype(np.int32)  # ties: the order must be stable
+    scores = rng.standard_normal((19, 13)).astype(np.float16)
+    got = run_on(expert_order, (ids, scores), backend)
+    order = np.argsort(ids.reshape(-1), kind="stable")
+    down = np.argsort(-scores.astype(np.float64), axis=1, kind="stable")
+    want = (ids.reshape(-1)[order], order, np.take_along_axis(scores, down, 1), down,
+            np.argsort(scores, axis=0, kind="stable"))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+    @td.tile_kernel
+    def inside(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            out[t] = torch.sort(x).values[t]
+        return out
+
+    with pytest.raises(td.TraceError, match="torch.sort of the whole tensor 'x' inside the "
+                                            "grid"):
+        inside(scores[0])
+
