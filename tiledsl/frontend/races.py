@@ -84,7 +84,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 f"along grid dimension {names} might write the same elements",
                 hint="index with the loop's own counter or tile (for row in range(start, end): "
                      "x[row * stride + cols] = ...), or step the carried offset by a constant "
-                     "in a loop over runtime bounds (off += stride)", loc=later)
+                     "in a loop over runtime bounds (off += stride)" + _DISJOINT, loc=later)
     if any(a in deps for a in racing) and _stepped(tr, indices):
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is stepped by a loop from a start that "
@@ -92,7 +92,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 "trips reach past it, which can give two of its programs the same elements",
                 hint="start each program at its own elements (off = pid * rows * stride, or a "
                      "start it loads, as vLLM's varlen `bos = tl.load(cu_seqlens + pid)`), or "
-                     "index with the loop's own counter: x[row * stride + cols]", loc=later)
+                     "index with the loop's own counter: x[row * stride + cols]" + _DISJOINT,
+                loc=later)
     if any(a in deps for a in racing):
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from grid dimension {names} "
@@ -102,8 +103,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 "order the programs run in",
                 hint="index with the tile itself or its `t.id` / `t.begin` (out[t.id] = ...), "
                      "combine the values with an atomic (td.atomic_add(out, [i], v)), or write "
-                     "each program's part to a separate output and reduce it in a second grid",
-                loc=later)
+                     "each program's part to a separate output and reduce it in a second grid"
+                     + _DISJOINT, loc=later)
     tr.fail(TraceError,
             f"this store to '{tensor}' does not use grid dimension {names}: every program along "
             f"it writes the same elements of '{tensor}' with different values, so the result "
@@ -111,6 +112,11 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
             hint="index the store with that tile, or make it a nested (sequential) loop and "
                  "combine across it, e.g. `for tm in td.tile(m): acc = ...; for tn in "
                  "td.tile(n): acc += ...`", loc=later)
+
+
+_DISJOINT = ("; where the caller guarantees the programs write apart (distinct slots in a "
+             "mapping it passes), say so: td.store(..., disjoint=True), which the NumPy backend "
+             "checks on the data it runs")
 
 
 def _stepped(tr: Tracer, indices: list[Value]) -> bool:
@@ -286,8 +292,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     base = root(tensor.value)
     for op in walk(tr.blocks[1]):
         if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
-                (atomic and op.name == "atomic"):
-            continue
+                (atomic and op.name == "atomic") or op.attrs.get("disjoint"):
+            continue  # (a disjoint store is its author's word, checked by NumPy: disjoint.py)
         guards = _shared_ifs(tr, op)
         shared = Programs(tr, guards)
         mine = _access(shared, shape, indices, attrs)
@@ -427,7 +433,8 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     indices = list(indices)  # (a check that waits keeps them: the caller appends the mask)
     path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     base, other = root(tensor.value), "load" if writing else "store"
-    ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base]
+    ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base
+           and not op.attrs.get("disjoint")]  # (its author's word, checked by NumPy)
     if not ops:
         return
     for op in ops:

@@ -14,6 +14,11 @@ Triton's cache hints pass through: `eviction_policy=` ("evict_first", "evict_las
 of the two per access, reach the generated `tl.load`/`tl.store` as written. They change no
 value, so the NumPy and spatial backends ignore them, as do tensor-descriptor (TMA) accesses.
 
+`td.store(..., disjoint=True)` is the author's word that no other program of the grid writes
+or reads the elements this store writes, where the race check cannot see why (vLLM's slot
+mappings, Unsloth's persistent MoE loop over loaded counts): the check takes it, and the NumPy
+backend verifies it on the data it runs (lowering/backends/numpy/disjoint.py).
+
 Outside a kernel, `td.load(path)` loads an ahead-of-time kernel package (tiledsl.interop.aot.load).
 """
 
@@ -129,16 +134,21 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
 
 
 def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
-          extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "") -> None:
+          extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "",
+          disjoint: bool = False) -> None:
     """`x[index] = value` where `mask` holds; see the module's docstring. `td.store(x, v)`
-    writes x's first element (Triton's `tl.store(ptr, v)`)."""
-    current("td.store()")
+    writes x's first element (Triton's `tl.store(ptr, v)`). `disjoint=True`: no other
+    program of the grid touches the elements this store writes (see the module's docstring)."""
+    tr = current("td.store()")
+    if not isinstance(disjoint, bool):
+        tr.fail(TraceError, f"td.store(): disjoint= must be True or False, got {disjoint!r}")
     if isinstance(x, Choice):  # a tensor an `if` chose: one store per option (choices.py)
         if value is not _DEFAULT and mask is not None:
             current().fail(TraceError, "td.store(pointer, value, mask): the mask is given twice")
         m = _mask("td.store()", mask if value is _DEFAULT else value, extra_mask)
         choices.store(x, index, m, lambda p, v, mm: store(
-            p, v, mask=mm, eviction_policy=eviction_policy, cache_modifier=cache_modifier))
+            p, v, mask=mm, eviction_policy=eviction_policy, cache_modifier=cache_modifier,
+            disjoint=disjoint))
         return
     if isinstance(x, Pointer):  # Triton's tl.store(pointer, value, mask)
         if value is not _DEFAULT:
@@ -150,5 +160,5 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
     if value is _DEFAULT:
         index, value = scalar_pointer(t), index
     t.store(_index(index), value, _mask("td.store()", mask, extra_mask),
-            hints=_hints("td.store()", eviction_policy, cache_modifier))
+            hints=_hints("td.store()", eviction_policy, cache_modifier), disjoint=disjoint)
 

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import active_box, arg_memory, compiled, conflicts, memory, prepared
+from lowering.backends.numpy import (active_box, arg_memory, compiled, conflicts, disjoint, memory,
+                                     prepared)
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.whiles import run_while
 from lowering.backends.numpy.dots import grid_dot
@@ -61,6 +62,7 @@ class Executor:
         self.ranges: dict[Value, RangeRT] = {}  # the grid's ranges (for td.grid indices)
         self.active: np.ndarray | None = None  # programs inside every `td.tile(stop)` loop
         self.covered: set[int] = set()  # ids of the tensors a store wrote whole
+        self.writers: disjoint.Writers | None = None  # in a grid with a disjoint store
 
     def block_size(self, d: Dim) -> int:
         return d if isinstance(d, int) else self.blocks[d]
@@ -196,11 +198,12 @@ class Executor:
         else:
             self.ranges = made[1] if made is not None else self._grid_ranges(op, ranges)
             inner.update(self.ranges)
+        self.writers = disjoint.Writers() if self.plan.tracked else None
         if body is None:
             self.block(region, inner, release=True)
         else:
             body(self, inner)
-        self.rank, self.grid_sizes, self.ranges = 0, (), {}
+        self.rank, self.grid_sizes, self.ranges, self.writers = 0, (), {}, None
 
     def _grid_ranges(self, op: Op, ranges: list[Any]) -> dict[Value, RangeRT]:
         """The whole grid's ranges (their begins read-only), made once per config."""
@@ -595,6 +598,8 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     ntile = len(op.result.type.shape)  # type: ignore[union-attr]
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs, tensor)
+        if ex.writers is not None and views.root(op.operands[0]) in ex.plan.tracked:
+            ex.writers.access(ex, op, xs[0], indices, axes, mask, None)
         axis = ex.plan.trimmed.get(op)
         out = _prepared_load(ex, op, xs[0], indices, axis) if axes is None and mask is None \
             else None
@@ -651,6 +656,8 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     assert isinstance(value, TileType)
     with _bounds(ex, op):
         indices, axes, mask = _access(ex, op, xs[:-1], tensor)
+        if ex.writers is not None and views.root(op.operands[0]) in ex.plan.tracked:
+            ex.writers.access(ex, op, xs[0], indices, axes, mask, xs[-1])
         k = None if ex.active is not None or axes is not None or mask is not None else \
             prepared.key(op, xs[0], indices, ex.rank)
         if k is not None:

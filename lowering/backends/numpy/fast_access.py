@@ -50,7 +50,7 @@ def _recipe(cache: dict[tuple, prepared.Recipe], op: Op, arr: np.ndarray, indice
 @compiled.specialize("load")
 def load_step(op: Op, plan: Plan) -> Step | None:
     served = _served(op)
-    if served is None:
+    if served is None or views.root(op.operands[0]) in plan.tracked:  # (disjoint.py)
         return None
     tensor, plain = served
     rule, n, cache = RULES["load"], len(tensor.shape), plan.accesses
@@ -73,7 +73,7 @@ def load_step(op: Op, plan: Plan) -> Step | None:
 @compiled.specialize("store")
 def store_step(op: Op, plan: Plan) -> Step | None:
     served = _served(op)
-    if served is None:
+    if served is None or views.root(op.operands[0]) in plan.tracked:  # (disjoint.py)
         return None
     tensor, plain = served
     rule, n, cache = RULES["store"], len(tensor.shape), plan.accesses

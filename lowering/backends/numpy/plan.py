@@ -16,7 +16,7 @@ from typing import Any
 
 from lowering.backends.numpy.coverage import covered_empties
 from tiledsl.ir import views
-from tiledsl.ir.core import Block, Function, Op, Value
+from tiledsl.ir.core import Block, Function, Op, Value, walk
 from tiledsl.ir.gathers import gathers
 
 # A reduction whose padded lanes hold this value loses nothing when they are left out.
@@ -38,6 +38,7 @@ class Plan:
     # (plain loop op, blocks, grid rank) -> its tiles' ranges
     unfilled: set[Value] = field(default_factory=set)  # td.empty results needing no poison
     compiled: dict[tuple, Any] = field(default_factory=dict)  # (id(block), release) -> compiled.py
+    tracked: set[Value] = field(default_factory=set)  # roots a disjoint store writes (disjoint.py)
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
@@ -52,8 +53,14 @@ def plan_of(fn: Function) -> Plan:
         made += 1
         plan = _PLANS[fn] = Plan({id(b): last_uses(b) for b in _blocks(fn.body)},
                                  views.written(fn), trimmed_loads(fn),
-                                 unfilled=covered_empties(fn))
+                                 unfilled=covered_empties(fn), tracked=disjoint_roots(fn))
     return plan
+
+
+def disjoint_roots(fn: Function) -> set[Value]:
+    """The tensors (roots of views) a `td.store(..., disjoint=True)` writes."""
+    return {views.root(op.operands[0]) for op in walk(fn.body)
+            if op.name == "store" and op.attrs.get("disjoint")}
 
 
 def _blocks(block: Block) -> Iterator[Block]:
