@@ -151,12 +151,37 @@ def test_spatial_prices_a_read_modify_write_and_refuses_used_old_values() -> Non
         running.run(np.ones(5, np.int32), np.zeros(1, np.int32), backend="spatial")
 
 
+@td.tile_kernel
+def half_histogram(x, bins, out):
+    """16-bit float adds at gathered bins (Triton's atomic add on float16 and bfloat16)."""
+    for t in td.tile(x.shape[0]):
+        td.atomic_add(out, [bins[t]], x[t])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_atomic_add_on_16_bit_floats(backend: str, dtype: str) -> None:
+    import ml_dtypes
+    np_dtype = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.5, 1.5, 45).astype(np_dtype)
+    bins = rng.integers(0, 5, 45).astype(np.int32)
+    out = np.full(5, 2.0, np_dtype)
+    if dtype == "bfloat16" and backend == "triton-interpret":
+        with pytest.raises(td.BackendError, match="interpreter has no bfloat16 atomic add"):
+            half_histogram.run(x, bins, out, backend=backend)
+        return
+    run_on(half_histogram, (x, bins, out), backend)
+    want = 2.0 + np.bincount(bins, x.astype(np.float64), 5)  # ~9 adds a bin, each rounded
+    td.testing.assert_close(out, want, np_dtype, factor=4.0)
+
+
 def test_bad_atomics_name_the_line() -> None:
     @td.tile_kernel
     def half(x):
         out = td.zeros((4,), dtype=td.float16)
         for t in td.tile(x.shape[0]):
-            td.atomic_add(out, [t], x[t])
+            td.atomic_max(out, [t], x[t])
         return out
 
     @td.tile_kernel
@@ -181,7 +206,8 @@ def test_bad_atomics_name_the_line() -> None:
     with pytest.raises(td.ShapeError, match=r"cannot write a tile of shape \(t,\)[\s\S]*"
                                             r"reduce the lanes"):
         wider_than_the_index(np.ones(4, np.float32))
-    with pytest.raises(td.DTypeError, match=r"float16 tensor[\s\S]*td.atomic_add\(out, \[t\]"):
+    with pytest.raises(td.DTypeError, match=r"float16 tensor.*td.atomic_add only, as "
+                                            r"Triton's[\s\S]*td.atomic_max\(out, \[t\]"):
         half(x)
     with pytest.raises(td.TraceError, match="sem='seq_cst' is not one of"):
         bad_sem(np.ones(4, np.float32))

@@ -672,6 +672,8 @@ ATOMICS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
 BITWISE_ATOMICS = ("and", "or", "xor")  # integer tensors only, as Triton's
 # what every backend's atomics take (Triton's)
 ATOMIC_DTYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
+HALF_ATOMICS = ("f16", "bf16")  # atomic add only: Triton's red.add.f16 (sm_70), .bf16 (sm_90;
+# a compare-and-swap loop before)
 
 
 def atomic_values(kind: str) -> int:
@@ -693,9 +695,11 @@ def _atomic(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     indices = ts[1:len(ts) - n - bool(attrs.get("mask"))]
     shape = indexed_shape(tensor, indices, attrs.get("full", ()), attrs.get("slices", ()))
     _access_mask(ts[:len(ts) - n], attrs, shape)
-    if tensor.dtype.short not in ATOMIC_DTYPES:
+    if tensor.dtype.short not in ATOMIC_DTYPES and not (
+            kind == "add" and tensor.dtype.short in HALF_ATOMICS):
         raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: atomics take int32, int64, "
-                         "uint32, uint64, float32 and float64 tensors")
+                         "uint32, uint64, float32 and float64 tensors (and add float16 and "
+                         "bfloat16 ones)")
     if kind in BITWISE_ATOMICS and not tensor.dtype.is_int:
         raise DTypeError(f"atomic {kind} on a {tensor.dtype} tensor: bitwise atomics take "
                          "integer tensors")

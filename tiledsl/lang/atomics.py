@@ -20,7 +20,7 @@ import functools
 from typing import Any, Callable
 
 from tiledsl.errors import DTypeError, TraceError
-from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, indexed_shape
+from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, HALF_ATOMICS, indexed_shape
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
@@ -55,11 +55,13 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
     if tr.depth == "host":
         tr.fail(TraceError, f"td.{what}() is used outside the tile loops",
                 hint="atomics combine the values of grid programs: call them inside the grid")
-    if x.dtype.short not in ATOMIC_DTYPES:
+    if x.dtype.short not in ATOMIC_DTYPES and not (
+            what == "atomic_add" and x.dtype.short in HALF_ATOMICS):
+        half = " (float16 and bfloat16 ones take td.atomic_add only, as Triton's)" \
+            if x.dtype.short in HALF_ATOMICS else ""
         tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: atomics take "
-                "int32, int64, uint32, uint64, float32 and float64 tensors (the dtypes "
-                "Triton's take on every GPU; its float16 and bfloat16 adds need sm_70 and "
-                "sm_90)",
+                "int32, int64, uint32, uint64, float32 and float64 tensors, and td.atomic_add "
+                f"float16 and bfloat16 ones{half}",
                 hint="accumulate into a float32 (or int32) tensor and cast it afterwards")
     if what.removeprefix("atomic_") in BITWISE_ATOMICS and not x.dtype.is_int:
         tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: bitwise atomics take "

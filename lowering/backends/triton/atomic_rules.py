@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from lowering.backends.triton.casts import tl_dtype
 from lowering.backends.triton.oprules import emit_rule
+from tiledsl.errors import BackendError
 from tiledsl.ir.core import Op
 from tiledsl.ir.gathers import written_values
 from tiledsl.ir.types import TileType
@@ -28,6 +29,10 @@ def _atomic(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
         order += f', scope="{op.attrs["scope"]}"'
     kind = op.attrs["kind"]
     bits = t.dtype.bits
+    if t.dtype.short == "bf16" and em.interpret:  # ("Unsupported data type" inside Triton)
+        raise BackendError("Triton's interpreter has no bfloat16 atomic add (a GPU has: sm_90 "
+                           "natively, earlier ones through compare-and-swap)", loc=op.loc,
+                           hint="run it on backend='numpy', or on a GPU")
     if kind == "xchg" and t.dtype.is_float and em.interpret:  # the interpreter has no float
         # xchg ("Unsupported data type"): exchange the bits as integers of the same width
         ptr = f"({ptr}).to(tl.pointer_type(tl.int{bits}))"
