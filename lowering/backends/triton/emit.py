@@ -817,8 +817,8 @@ class KernelEmitter(LoopEmission):
                 continue
             if op in self.barriers:  # barriers.py
                 self.emit(indent, "tl.debug_barrier()")
-            if op in self.fused:
-                acc = self.value(op.operands[0])
+            if op in self.fused:  # (an acc written as a scalar, `0.0 * s`, widened to its tile)
+                acc = self.full_value(op.operands[0])
                 self.assign(op, self.fused[op].format(acc=acc), indent)
                 continue
             self.op(op, indent)

@@ -254,3 +254,29 @@ def test_tiles_made_from_scalars_keep_their_shape_when_carried() -> None:
                                    expected, rtol=1e-5)
     (report,) = carried_from_scalars.compile(x, 4.0, arch="sm_90")
     assert report.registers > 0
+
+
+@td.tile_kernel
+def decayed_dot(a, b, s):
+    """fla's chunk_fwd_h without an initial state: a zeros accumulator scaled by a loaded decay
+    (written as the scalar `0.0 * decay`), then `acc += a @ b`, which becomes tl.dot's acc."""
+    m, n = a.shape[0], b.shape[1]
+    out = td.empty((m, n), dtype=td.float32)
+    for tm, tn in td.tile(m, n):
+        acc = td.zeros((tm, tn), dtype=td.float32)
+        acc *= td.exp2(s[0])
+        acc += a[tm, :] @ b[:, tn]
+        out[tm, tn] = acc
+    return out
+
+
+def test_a_dot_accumulator_written_as_a_scalar_is_widened_to_its_tile() -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((2, 32, 32)).astype(np.float32)
+    s = np.array([0.5], np.float32)
+    want = a.astype(np.float64) @ b
+    td.testing.assert_close(decayed_dot.run(a, b, s, backend="triton-interpret"), want,
+                            np.float32)
+    assert "tl.dot(a_tile, b_tile, tl.zeros(" in decayed_dot.source(a, b, s, target="triton")
+    (report,) = decayed_dot.compile(a, b, s, arch="sm_90")
+    assert report.registers > 0
