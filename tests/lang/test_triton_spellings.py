@@ -460,6 +460,31 @@ def test_flag_gems_host_idioms() -> None:
     assert td.iinfo(td.int8).max == 127 and td.finfo(td.bfloat16).bits == 16
 
 
+@td.tile_kernel
+def masked_rows(logits, indices=None):
+    """xgrammar's apply_token_bitmask_inplace wrapper: rows from `indices` when it is a
+    tensor (`isinstance(indices, torch.Tensor)` of the kernel's tensor is True), else all."""
+    import torch
+    if isinstance(indices, list) or isinstance(indices, torch.Tensor):
+        num_rows = indices.shape[0]
+    else:
+        num_rows = logits.shape[0]
+    for r in td.grid(num_rows):
+        row = td.load(indices + r) if indices is not None else r
+        logits[row, :] = -float("inf")
+
+
+def test_a_kernel_tensor_is_a_torch_tensor_to_isinstance() -> None:
+    pytest.importorskip("torch")
+    logits = np.random.default_rng(42).standard_normal((5, 7)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        got = logits.copy()
+        masked_rows.run(got, np.array([3, 0], np.int32), backend=backend)
+        want = logits.copy()
+        want[[3, 0]] = -np.inf
+        np.testing.assert_array_equal(got, want)
+
+
 @td.constexpr
 def accum_type(dt):
     """FlagGems' `@tl.constexpr def get_scan_accum_type(...)`: a helper run while tracing."""

@@ -81,10 +81,16 @@ _MIN_MAX = {min: _elementwise(min, "minimum"), max: _elementwise(max, "maximum")
 def _isinstance(obj: Any, classes: Any) -> bool:
     """`isinstance(n, int)` of an int argument (FlagGems' `if isinstance(dim, int): dim =
     [dim]`): the kernel traces again with it as a Python int, whose answer it then is; a
-    float argument is a float. Else the builtin."""
-    from tiledsl.frontend.values import TileValue, need_static
+    float argument is a float. A kernel's tensor, and a tile value (Helion's tiles are torch
+    tensors), is a `torch.Tensor` (xgrammar's `if isinstance(indices, torch.Tensor):` in the
+    wrapper). Else the builtin."""
+    from tiledsl.frontend.values import Tensor, TileValue, need_static
+    wanted = classes if isinstance(classes, tuple) else (classes,)
+    if isinstance(obj, Tensor) or isinstance(obj, TileValue) and not obj.weak:
+        if any(getattr(c, "__module__", None) == "torch" and getattr(c, "__name__", None)
+               == "Tensor" for c in wanted):
+            return True
     if isinstance(obj, TileValue) and obj.weak and obj.shape == ():
-        wanted = classes if isinstance(classes, tuple) else (classes,)
         if obj.dtype.is_int and any(c in (int, float, complex) for c in wanted):
             need_static(obj)  # an int argument: traced again as a Python int
         if obj.dtype.is_float and float in wanted:

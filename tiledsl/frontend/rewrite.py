@@ -129,6 +129,7 @@ class _Condition(ast.NodeTransformer):
         for value in reversed(node.values[:-1]):
             later = ast.copy_location(ast.Lambda(ast.arguments(
                 posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), out), out)
+            later._td_test = True  # type: ignore[attr-defined] (the rewrite's own: visited)
             out = _rt(name, [value, later, ast.Constant(node.lineno)], node)
         return out
 
@@ -183,6 +184,8 @@ class _LoopRewriter(ast.NodeTransformer):
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        if getattr(node, "_td_test", False):  # an `if` test's later operand (`_Condition`):
+            self.generic_visit(node)  # its calls are the kernel's (`isinstance(x, ...)`)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
