@@ -3,14 +3,15 @@ program of the grid writes or reads the elements the store writes (vLLM's slot m
 persistent loop over a loaded count: a contract of the caller's that the race check cannot
 see), and the NumPy backend, the semantics, verifies it on the data it runs.
 
-Within a grid, every access to a tensor that a disjoint store writes records the program of
-each element's last writer. A RaceError names the tensor, the element, both programs and the
-line where
-- a program writes an element another program wrote in this grid, with another value (equal
-  values land the same in any order), or two lanes of one store write it with different ones;
-- a program reads an element another program wrote earlier in this grid.
-Programs run in lockstep here, so a read that comes before the other program's write in that
-order is not seen; what the GPU would do there is still undefined.
+Within a grid, every access to a tensor that a disjoint store writes records, per element, the
+program that wrote it last and the program that read it (or that several did). A RaceError
+names the tensor, the element, both programs and the line where a program
+- writes an element another program wrote or read in this grid (whatever the values: with
+  other data they would differ), or two programs write one element in one store;
+- reads an element another program wrote in this grid;
+- writes one element from two lanes of one store with different values.
+Programs run in lockstep here, each op for every program before the next, so these are the
+pairs of accesses that program order leaves unordered on a GPU.
 """
 
 from __future__ import annotations
@@ -24,57 +25,82 @@ from tiledsl.errors import RaceError
 from tiledsl.ir import views
 from tiledsl.ir.core import Op
 
+NONE, SEVERAL = -1, -2  # no program yet; more than one (readers)
+
 
 class Writers:
-    """The last writer (a program's number in the grid, -1: none yet) of each element of the
-    memory the grid's disjoint stores write, per buffer and element width."""
+    """Per element of the memory the grid's disjoint stores write (per buffer and element
+    width): the program that wrote it last and the one that read it (`NONE`, `SEVERAL`)."""
 
     def __init__(self) -> None:
-        self.owner: dict[tuple[int, int], np.ndarray] = {}
+        self.state: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     def access(self, ex: Any, op: Op, arr: np.ndarray, indices: list[Any], axes: Any,
                mask: Any, value: np.ndarray | None) -> None:
-        """Check load (`value` None) or store `op` against the writes so far; record a store's."""
+        """Check load (`value` None) or store `op` against the accesses so far, and record it."""
         lanes = _lanes(ex, op, arr, indices, axes, mask)
         if lanes is None:
             return
         where, prog, keep, at = lanes
-        owner = self._owner(arr)
-        before = owner[where]
-        other = (before >= 0) & (before != prog)
+        owner, reader = self._state(arr)
+        wrote = owner[where]
+        other = (wrote >= 0) & (wrote != prog)
+        if other.any():
+            i = int(np.argmax(other))
+            raise _race(ex, op, at[i], f"program {_at(ex, prog[i])} "
+                        f"{'reads' if value is None else 'writes'} an element program "
+                        f"{_at(ex, wrote[i])} wrote in this grid")
         if value is None:
-            if other.any():
-                i = int(np.argmax(other))
-                raise _race(ex, op, at[i], f"program {_at(ex, prog[i])} reads "
-                            f"what program {_at(ex, before[i])} wrote in this grid")
+            _note_readers(reader, where, prog)
             return
-        values = np.broadcast_to(value, keep.shape)[keep]
-        try:
-            conflicts.check((owner.size,), [where], values)
-        except conflicts.Conflict as e:
-            lanes_at = np.flatnonzero(where == e.index[0])
-            a, b = (int(prog[i]) for i in (lanes_at[0], lanes_at[-1]))
-            who = f"program {_at(ex, a)}" + ("" if a == b else f" and program {_at(ex, b)}")
-            raise _race(ex, op, at[lanes_at[0]], f"{who} write {e.first!r} and {e.second!r} "
-                        "to one element") from None
-        now = _flat_view(arr)[where]
-        differs = other & (now != values)
-        if values.dtype.kind in "fc":  # NaN over NaN is no change
-            differs &= ~(np.isnan(now) & np.isnan(values))
-        if differs.any():
-            i = int(np.argmax(differs))
-            raise _race(ex, op, at[i], f"program {_at(ex, prog[i])} overwrites, "
-                        f"with another value, what program {_at(ex, before[i])} wrote in "
-                        "this grid")
+        read = reader[where]
+        seen = (read == SEVERAL) | ((read >= 0) & (read != prog))
+        if seen.any():
+            i = int(np.argmax(seen))
+            who = "several programs" if read[i] == SEVERAL else f"program {_at(ex, read[i])}"
+            raise _race(ex, op, at[i], f"program {_at(ex, prog[i])} writes an element {who} "
+                        "read in this grid")
+        _one_writer(ex, op, where, prog, np.broadcast_to(value, keep.shape)[keep], at)
         owner[where] = prog
 
-    def _owner(self, arr: np.ndarray) -> np.ndarray:
+    def _state(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         base = _buffer(arr)
         key = (base.__array_interface__["data"][0], arr.itemsize)
-        got = self.owner.get(key)
+        got = self.state.get(key)
         if got is None:
-            got = self.owner[key] = np.full(base.nbytes // arr.itemsize, -1, np.int64)
+            n = base.nbytes // arr.itemsize
+            got = self.state[key] = (np.full(n, NONE, np.int64), np.full(n, NONE, np.int64))
         return got
+
+
+def _one_writer(ex: Any, op: Op, where: np.ndarray, prog: np.ndarray, values: np.ndarray,
+                at: np.ndarray) -> None:
+    """Each element one store writes: one program's, and from one value."""
+    order = np.lexsort((prog, where))
+    w, p = where[order], prog[order]
+    two = (w[1:] == w[:-1]) & (p[1:] != p[:-1])
+    if two.any():
+        i = int(np.argmax(two))
+        raise _race(ex, op, at[order[i]], f"program {_at(ex, p[i])} and program "
+                    f"{_at(ex, p[i + 1])} write one element")
+    try:
+        conflicts.check((int(where.max()) + 1,), [where], values)
+    except conflicts.Conflict as e:
+        i = int(np.flatnonzero(where == e.index[0])[0])
+        raise _race(ex, op, at[i], f"program {_at(ex, prog[i])} writes {e.first!r} and "
+                    f"{e.second!r} to one element") from None
+
+
+def _note_readers(reader: np.ndarray, where: np.ndarray, prog: np.ndarray) -> None:
+    """Record a load's readers: an element's one program, or SEVERAL."""
+    order = np.lexsort((prog, where))
+    w, p = where[order], prog[order]
+    first = np.r_[True, w[1:] != w[:-1]]
+    distinct = first | np.r_[True, p[1:] != p[:-1]]
+    count = np.add.reduceat(distinct.astype(np.int64), np.flatnonzero(first))
+    elems, mine = w[first], np.where(count > 1, SEVERAL, p[first])
+    now = reader[elems]
+    reader[elems] = np.where(now == NONE, mine, np.where(now == mine, now, SEVERAL))
 
 
 def _buffer(arr: np.ndarray) -> np.ndarray:
@@ -82,14 +108,6 @@ def _buffer(arr: np.ndarray) -> np.ndarray:
     while isinstance(arr.base, np.ndarray):
         arr = arr.base
     return arr
-
-
-def _flat_view(arr: np.ndarray) -> np.ndarray:
-    """The owning buffer's memory as a flat array of `arr`'s element type (an owning array is
-    contiguous; an F-ordered one's transpose is C-ordered over the same memory)."""
-    base = _buffer(arr)
-    c = base if base.flags.c_contiguous else base.T
-    return c.reshape(-1).view(np.uint8).view(arr.dtype)
 
 
 def _lanes(ex: Any, op: Op, arr: np.ndarray, indices: list[Any], axes: Any, mask: Any
