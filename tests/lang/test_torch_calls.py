@@ -341,3 +341,34 @@ def test_host_code_sorts_whole_tensors(backend: str) -> None:
                                             "grid"):
         inside(scores[0])
 
+
+@td.tile_kernel
+def chunk_offsets(cu_seqlens, scores, BT: int):
+    """fla's varlen preparation in host code: chunks per sequence by `triton.cdiv` of a tensor
+    (`//` and `%` of tensors), their running total by `cumsum` (int64, as torch's), and a
+    16-bit float cumsum that keeps its dtype."""
+    import triton
+    lens = cu_seqlens[1:] - cu_seqlens[:-1]
+    chunks = triton.cdiv(lens, BT)
+    return chunks.cumsum(-1), lens % BT, torch.cumsum(scores, dim=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_host_code_integer_division_and_cumsum(backend: str) -> None:
+    pytest.importorskip("triton")
+    cu = np.array([0, 5, 9, 9, 26], np.int32)
+    scores = np.random.default_rng(50).standard_normal((7, 5)).astype(np.float16)
+    offsets, tails, sums = run_on(chunk_offsets, (cu, scores, 4), backend)
+    lens = np.diff(cu)
+    assert offsets.dtype == np.int64 and sums.dtype == np.float16
+    np.testing.assert_array_equal(offsets, np.cumsum(-(-lens // 4)))
+    np.testing.assert_array_equal(tails, lens % 4)
+    td.testing.assert_close(sums, np.cumsum(scores.astype(np.float64), axis=0), np.float16)
+
+    @td.tile_kernel
+    def data_sized(cu):
+        return td.zeros((cu[-1].item(),), dtype=td.float32)
+
+    with pytest.raises(td.TraceError, match=r"cu\[-1\].item\(\) reads the tensor's data"):
+        data_sized(cu)
+

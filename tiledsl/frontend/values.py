@@ -437,6 +437,14 @@ class Tensor:
         tiles = ", ".join(("tm", "tn", "tk", "tl")[:max(1, min(self.ndim, 4))])
         no_math(self, f"{self.name}[{tiles}]")
 
+    def item(self) -> Any:
+        """torch's `x.item()`: a value of the data, which the kernel is traced without."""
+        current().fail(TraceError, f"{self.name}.item() reads the tensor's data, which the "
+                       "kernel is traced without: sizes and compile-time values come from "
+                       "shapes and arguments",
+                       hint="pass the number as an argument (the caller's x.item()), or keep "
+                            "computing with the tensor: load it inside a grid")
+
     def __bool__(self) -> bool:
         """Inside the grid, Triton's `if weight_ptr:` (FlagGems' batch_norm, SGLang's
         `if kv_start_idx:`) asks whether an optional argument was given: a tensor is, None

@@ -35,8 +35,9 @@ def _line() -> int:
 
 def _operands(what: str, xs: tuple) -> tuple[tuple, list[Tensor]] | None:
     """The operands' common shape and tensors, or None where an operand is neither a tensor
-    nor a number (a tile value in host code: the caller's error)."""
-    if not all(isinstance(x, (Tensor, *_NUMBER)) for x in xs):
+    nor a number nor a scalar (an int or float argument: `triton.cdiv(lens, BT)`)."""
+    if not all(isinstance(x, (Tensor, *_NUMBER)) or isinstance(x, TileValue) and x.shape == ()
+               for x in xs):
         return None
     tensors = [x for x in xs if isinstance(x, Tensor)]
     shape = broadcast_dims([t.shape for t in tensors])
@@ -113,7 +114,8 @@ def _binary(name: str, fn: Fn, before: Callable, swap: bool = False) -> Callable
 def _inplace(name: str, fn: Fn) -> Callable:
     def method(self: Tensor, other: Any) -> Tensor:
         tr = current(f"{self.name} {name}= ...")
-        if tr.depth == "host" and isinstance(other, (Tensor, *_NUMBER)):
+        if tr.depth == "host" and (isinstance(other, (Tensor, *_NUMBER)) or
+                                   isinstance(other, TileValue) and other.shape == ()):
             return in_place(self, f"{self.name} {name}= ...", fn, other)
         return getattr(Tensor, {"+": "__add__", "-": "__sub__", "*": "__mul__",
                                 "/": "__truediv__"}[name])(self, other)  # (x_ptr += k)
@@ -163,14 +165,15 @@ _OPS: dict[str, Fn] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: a / b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    ">=": lambda a, b: a >= b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
 }
 for _dunder, _op, _swap in [
         ("__add__", "+", False), ("__radd__", "+", True), ("__sub__", "-", False),
         ("__rsub__", "-", True), ("__mul__", "*", False), ("__rmul__", "*", True),
         ("__truediv__", "/", False), ("__rtruediv__", "/", True), ("__eq__", "==", False),
         ("__ne__", "!=", False), ("__lt__", "<", False), ("__le__", "<=", False),
-        ("__gt__", ">", False), ("__ge__", ">=", False)]:
+        ("__gt__", ">", False), ("__ge__", ">=", False), ("__floordiv__", "//", False),
+        ("__rfloordiv__", "//", True), ("__mod__", "%", False), ("__rmod__", "%", True)]:
     setattr(Tensor, _dunder, _binary(_op, _OPS[_op], getattr(Tensor, _dunder), _swap))
 for _dunder, _op in [("__iadd__", "+"), ("__isub__", "-"), ("__imul__", "*"),
                      ("__itruediv__", "/")]:

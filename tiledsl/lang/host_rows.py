@@ -1,9 +1,11 @@
-"""torch's sorting in host code: `torch.sort(x, dim)` (`x.sort(...)`) and `torch.argsort(x,
-dim)` between a wrapper's kernels (SGLang's expert-parallel preprocess sorts the flattened
-top-k expert ids: `torch.sort(topk_ids.view(-1), stable=True)`). Each is a grid of its own
-over the other dimensions, in which a program sorts whole rows along `dim` with `td.sort` /
-`td.argsort` (stable, NumPy's order: a stable result is one torch may give for stable=False
-too). Indices are int64, as torch's.
+"""torch's whole-row operations in host code: `torch.sort(x, dim)` (`x.sort(...)`),
+`torch.argsort(x, dim)` and `x.cumsum(dim)` (`torch.cumsum`) between a wrapper's kernels
+(SGLang's expert-parallel preprocess sorts the flattened top-k expert ids,
+`torch.sort(topk_ids.view(-1), stable=True)`; fla's varlen wrappers take chunk offsets by
+`cumsum`). Each is a grid of its own over the other dimensions, in which a program takes
+whole rows along `dim` with `td.sort` / `td.argsort` (stable, NumPy's order: a stable result is
+one torch may give for stable=False too) or `td.cumsum`. Indices are int64, and so are the sums
+of ints and bools, as torch's; a float keeps its dtype (16-bit ones summed in float32).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from tiledsl import dtypes
 from tiledsl.errors import TraceError, user_loc
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, TileValue, cast
+from tiledsl.frontend.values import Tensor, TileValue, as_dtype, cast
 from tiledsl.lang import language as lang
 from tiledsl.lang.scans import argsort as tile_argsort
 from tiledsl.lang.scans import sort as tile_sort
@@ -49,11 +51,21 @@ def argsort(t: Tensor, dim: Any = -1, descending: bool = False, stable: bool = F
     return indices
 
 
+def cumsum(t: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:
+    """torch's `x.cumsum(dim, dtype=)` (`torch.cumsum`) in host code."""
+    _in_host(t, "cumsum")
+    result = as_dtype(dtype, f"{t.name}.cumsum") if dtype is not None else \
+        dtypes.int64 if t.dtype.is_int or t.dtype.is_bool else t.dtype
+    sums = lang.empty(t.shape, result)
+    _rows(t, "cumsum", dim, lambda v, d: [(sums, cast(lang.cumsum(v, d), result))])
+    return sums
+
+
 def _in_host(t: Tensor, what: str) -> None:
     tr = current(f"{t.name}.{what}()")
     if tr.depth != "host":
         tr.fail(TraceError, f"torch.{what} of the whole tensor '{t.name}' inside the grid",
-                hint=f"sort what a program loaded: td.{what}(x[t, :], dim=1)")
+                hint=f"take what a program loaded: td.{what}(x[t, :], dim=1)")
 
 
 def _positions(v: TileValue, d: int, descending: bool) -> TileValue:
@@ -70,7 +82,7 @@ def _rows(t: Tensor, what: str, dim: Any, results: Any) -> None:
                 f"got {dim!r}")
     if t.ndim == 0:
         tr.fail(TraceError, f"torch.{what} of a 0-d tensor in host code",
-                hint="sort a 1-D view: x.reshape(1)")
+                hint="take a 1-D view: x.reshape(1)")
     d = int(dim) % t.ndim
     rest = [n for i, n in enumerate(t.shape) if i != d]
 
@@ -91,3 +103,4 @@ def _rows(t: Tensor, what: str, dim: Any, results: Any) -> None:
 
 Tensor.sort = sort  # type: ignore[attr-defined]
 Tensor.argsort = argsort  # type: ignore[attr-defined]
+Tensor.cumsum = cumsum  # type: ignore[attr-defined]
