@@ -171,3 +171,30 @@ def test_a_name_rebound_after_an_early_return() -> None:
     with pytest.raises(td.TraceError, match="'alpha' \\(TileValue / Tensor\\) is rebound") as e:
         rebound_then_used(np.array([2.0], np.float32), x)
     assert e.value.loc.source_line().startswith("if td.load(x + pid) > 0")
+
+
+def _update_row(pid, x_ptr, o_ptr, idx_ptr, BLOCK):
+    """vLLM's `_causal_conv1d_update_kernel` kept as a function: a pad slot ends the program
+    (`if idx_seq >= batch: return`) before the rest of its body."""
+    slot = td.load(idx_ptr + pid)
+    if slot == -1:
+        return
+    cols = td.arange(0, BLOCK)
+    td.store(o_ptr + pid * BLOCK + cols, td.load(x_ptr + slot * BLOCK + cols) * 2)
+
+
+@td.tile_kernel
+def gathered_rows(x, idx):
+    o = td.zeros((idx.shape[0], x.shape[1]), dtype=x.dtype)
+    for pid in td.grid(idx.shape[0]):
+        _update_row(pid, x, o, idx, x.shape[1])
+    return o
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_bare_return_ends_a_helper_the_grid_calls(backend: str) -> None:
+    x = np.random.default_rng(3).standard_normal((3, 16)).astype(np.float32)
+    idx = np.array([2, -1, 0, 1], np.int32)
+    want = np.where(idx[:, None] == -1, 0.0, 2 * x[np.maximum(idx, 0)])
+    for config, out in under_configs(gathered_rows, (x, idx), backend):
+        np.testing.assert_allclose(out, want, rtol=1e-6, err_msg=str(config))

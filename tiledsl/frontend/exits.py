@@ -28,6 +28,9 @@ loop's kernel. Whether a `for` iterates tiles is known only while tracing, so a 
     else:
         for t in _td_iter_7: ORIGINAL BODY
 
+A function's own body is folded the same way when all its exits are bare `return`s through
+`if`s: a helper the grid body calls, kept as the Triton kernel it was, may end early.
+
 A `return` in a sequential tile loop is not folded: the grid loop around it holds a `return` in
 a nested loop, which `tiledsl.frontend.loops.plain` refuses at the `return`'s line (it would end
 the program midway through the loop, which a loop of fixed trip count cannot do).
@@ -43,9 +46,13 @@ STATIC = "_td_static"  # set on the `if` above; the rewrite keeps it a plain Pyt
 
 def fold(fdef: ast.FunctionDef) -> None:
     """Rewrite every foldable `for` and `while` statement of `fdef` (not in nested functions) in
-    place."""
+    place, and fold `fdef`'s own bare `return`s under `if`s when it returns nothing else: a
+    helper the grid body calls, kept as the Triton kernel it was (vLLM's `if idx_seq >= batch:
+    return` in `_causal_conv1d_update_kernel`), ends early as the grid body itself may."""
     counter = [0]
     _block(fdef.body, counter)
+    if _exits(fdef.body):
+        fdef.body = _fold(fdef.body)
 
 
 def _block(stmts: list[ast.stmt], counter: list[int]) -> None:
