@@ -39,7 +39,8 @@ class CSEPass:
                 seen = _forget_loads(seen)
             for region in op.regions:  # (an isolated region reuses nothing from outside)
                 self._block(region, {} if has_trait(op.name, ISOLATED) else seen, repl)
-            if OPS[op.name].pure and OPS[op.name].cse and not op.regions and op.results:
+            if OPS[op.name].pure and OPS[op.name].cse and not op.regions and op.results \
+                    and not op.attrs.get("volatile"):  # (td.load(volatile=True): each reads)
                 key = (op.name, tuple(id(o) for o in op.operands), attr_key(op.attrs),
                        tuple(str(r.type) for r in op.results))
                 prior = seen.get(key)

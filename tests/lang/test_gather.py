@@ -171,6 +171,23 @@ def test_cache_hints_reach_triton_and_bad_ones_are_errors() -> None:
         unknown(x[0])
 
 
+@td.tile_kernel
+def twice_volatile(x):
+    """Triton's `tl.load(p, volatile=True)`: each load reads memory, so two of one address
+    stay two (CSE merges plain ones)."""
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.load(x, [t], volatile=True) + td.load(x, [t], volatile=True)
+    return out
+
+
+def test_a_volatile_load_reaches_triton_and_is_never_merged() -> None:
+    x = _rng().standard_normal(37).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(twice_volatile.run(x, backend=backend), 2 * x)
+    assert twice_volatile.source(x, target="triton").count("volatile=True)") == 2
+
+
 @pytest.mark.parametrize("backend", ["numpy", "spatial"])
 def test_an_index_outside_the_table_is_out_of_bounds(backend: str) -> None:
     mod = example("embedding")

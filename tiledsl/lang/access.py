@@ -11,7 +11,8 @@ argument as `mask=`.
 
 Triton's cache hints pass through: `eviction_policy=` ("evict_first", "evict_last") and
 `cache_modifier=` (a load's ".ca", ".cg", ".cv"; a store's ".wb", ".cg", ".cs", ".wt"), one
-of the two per access, reach the generated `tl.load`/`tl.store` as written. They change no
+of the two per access, reach the generated `tl.load`/`tl.store` as written, and so does a
+load's `volatile=True`. They change no
 value, so the NumPy and spatial backends ignore them, as do tensor-descriptor (TMA) accesses.
 
 `td.store(..., disjoint=True)` is the author's word that no other program of the grid writes
@@ -110,7 +111,8 @@ def _tensor(what: str, x: Any) -> Tensor:
 
 
 def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
-         extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "") -> Any:
+         extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "",
+         volatile: bool = False) -> Any:
     """`x[index]` where `mask` holds, `other` (default 0) elsewhere; see the module's docstring.
     Called outside a kernel with a path, it loads a kernel package (tiledsl.interop.aot.load)."""
     if active() is None and not isinstance(x, Tensor):
@@ -120,12 +122,17 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
         m, fill = _pointer_mask(index, _mask("td.load()", mask, extra_mask), other)
         return choices.load(x, m, fill, lambda p, mm, oo: load(
             p, mask=mm, other=oo, eviction_policy=eviction_policy,
-            cache_modifier=cache_modifier))
+            cache_modifier=cache_modifier, volatile=volatile))
     if isinstance(x, Pointer):  # Triton's tl.load(pointer, mask, other)
         x, index, mask, other = x.base, [x.offset], *_pointer_mask(index, mask, other)
     t = _tensor("td.load()", x)
     m = _mask("td.load()", mask, extra_mask)
     hints = _hints("td.load()", eviction_policy, cache_modifier)
+    if not isinstance(volatile, bool):
+        current().fail(TraceError, f"td.load(): volatile= must be True or False, got "
+                       f"{volatile!r}")
+    if volatile:  # Triton's: read memory every time (ld.volatile), never a cached copy
+        hints["volatile"] = True
     if index is None:
         index = scalar_pointer(t)
     if m is None:

@@ -826,9 +826,10 @@ class KernelEmitter(LoopEmission):
 
 
 def _hints(op: Op) -> str:
-    """An access's cache hints (td.load's `eviction_policy=`, `cache_modifier=`) as keywords."""
-    return "".join(f", {k}={op.attrs[k]!r}" for k in ("cache_modifier", "eviction_policy")
-                   if op.attrs.get(k))
+    """An access's cache hints (td.load's `eviction_policy=`, `cache_modifier=`, `volatile=`)
+    as keywords."""
+    return "".join(f", {k}={op.attrs[k]!r}" for k in ("cache_modifier", "eviction_policy",
+                                                        "volatile") if op.attrs.get(k))
 
 
 def _broadcast_shape(shapes: list[tuple]) -> tuple:
