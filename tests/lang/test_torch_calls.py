@@ -344,13 +344,14 @@ def test_host_code_sorts_whole_tensors(backend: str) -> None:
 
 @td.tile_kernel
 def chunk_offsets(cu_seqlens, scores, BT: int):
-    """fla's varlen preparation in host code: chunks per sequence by `triton.cdiv` of a tensor
-    (`//` and `%` of tensors), their running total by `cumsum` (int64, as torch's), and a
-    16-bit float cumsum that keeps its dtype."""
+    """fla's varlen preparation in host code, as written: chunks per sequence by `triton.cdiv`
+    of a tensor (`//` and `%` of tensors), a leading 0 from `new_tensor` joined by `torch.cat`,
+    the running total by `cumsum` (int64, as torch's); a 16-bit float cumsum keeps its dtype."""
     import triton
     lens = cu_seqlens[1:] - cu_seqlens[:-1]
-    chunks = triton.cdiv(lens, BT)
-    return chunks.cumsum(-1), lens % BT, torch.cumsum(scores, dim=0)
+    offsets = torch.cat([cu_seqlens.new_tensor([0]), triton.cdiv(lens, BT)]).cumsum(-1)
+    weights = torch.tensor([0.5, 2, 4], dtype=torch.float16, device=cu_seqlens.device)
+    return offsets, lens % BT, torch.cumsum(scores, dim=0), weights
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -358,10 +359,11 @@ def test_host_code_integer_division_and_cumsum(backend: str) -> None:
     pytest.importorskip("triton")
     cu = np.array([0, 5, 9, 9, 26], np.int32)
     scores = np.random.default_rng(50).standard_normal((7, 5)).astype(np.float16)
-    offsets, tails, sums = run_on(chunk_offsets, (cu, scores, 4), backend)
+    offsets, tails, sums, weights = run_on(chunk_offsets, (cu, scores, 4), backend)
     lens = np.diff(cu)
     assert offsets.dtype == np.int64 and sums.dtype == np.float16
-    np.testing.assert_array_equal(offsets, np.cumsum(-(-lens // 4)))
+    np.testing.assert_array_equal(offsets, np.cumsum(np.r_[0, -(-lens // 4)]))
+    np.testing.assert_array_equal(weights, np.array([0.5, 2, 4], np.float16))
     np.testing.assert_array_equal(tails, lens % 4)
     td.testing.assert_close(sums, np.cumsum(scores.astype(np.float64), axis=0), np.float16)
 
@@ -371,4 +373,17 @@ def test_host_code_integer_division_and_cumsum(backend: str) -> None:
 
     with pytest.raises(td.TraceError, match=r"cu\[-1\].item\(\) reads the tensor's data"):
         data_sized(cu)
+
+    @td.tile_kernel
+    def too_long(cu):
+        return td.tensor(list(range(65)))
+
+    @td.tile_kernel
+    def mismatched(cu, scores):
+        return torch.cat([cu, scores], dim=0)
+
+    with pytest.raises(td.TraceError, match="a flat list of 1 to 64 numbers"):
+        too_long(cu)
+    with pytest.raises(td.ShapeError, match=r"torch.cat: shapes \(5,\), \(7, 5\) differ"):
+        mismatched(cu, scores)
 

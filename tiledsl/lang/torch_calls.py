@@ -125,7 +125,7 @@ _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on
 # `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
 HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
               "full_like", "promote_types", "result_type", "finfo", "iinfo", "atleast_1d",
-              "atleast_2d", "atleast_3d")
+              "atleast_2d", "atleast_3d", "tensor")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
@@ -216,6 +216,9 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     name = getattr(func, "__name__", "")
     if name == "where" and len(args) == 3:  # torch.where(cond, x, y): td.where's (host_math.py)
         return FUNCTIONS["where"](*args)
+    if name in ("cat", "concat", "concatenate") and args and isinstance(args[0], (list, tuple)):
+        from tiledsl.lang.host_tensors import cat  # (host code's: host_tensors.py)
+        return cat(*args, **(kwargs or {}))
     if args and isinstance(args[0], Tensor) and callable(getattr(args[0], name, None)):
         return getattr(args[0], name)(*args[1:], **(kwargs or {}))
     if name in HOST_CALLS and name in FUNCTIONS:  # `torch.atleast_2d([a, b])` of a list

@@ -1,0 +1,104 @@
+"""Tensors made in host code from numbers and from other tensors, as torch's wrappers make them:
+`torch.tensor([0, 1], dtype=torch.int32)` (`td.tensor`, `x.new_tensor([0])`) and
+`torch.cat([a, b], dim)` (flash-linear-attention's varlen preparation,
+`torch.cat([cu_seqlens.new_tensor([0]), counts]).cumsum(-1)`).
+
+`td.tensor` takes a flat list of up to MAX_NUMBERS numbers (the kernel's constants: one grid
+selects each lane's number); `torch.cat` is a grid per input that copies it into its slice of
+the result, in the dtype torch's promotion gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tiledsl import dtypes
+from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
+from tiledsl.frontend.loops import loop
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, as_dtype, cast, to_value
+from tiledsl.lang import language as lang
+from tiledsl.lang.host_stores import tensor_assign
+
+MAX_NUMBERS = 64  # lanes of td.tensor: each is a select in the one grid that writes them
+
+
+def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
+    """A 1-D tensor of the numbers in `data` (host code), as `torch.tensor(data, dtype=)`:
+    ints give int64, floats float32, bools bool by default."""
+    tr = current("td.tensor()")
+    if tr.depth != "host":
+        tr.fail(TraceError, "td.tensor() allocates a tensor, in host code",
+                hint="inside the grid, make a tile: td.full, td.arange, td.where")
+    numbers = list(data) if isinstance(data, (list, tuple)) else None
+    if numbers is None or not numbers or len(numbers) > MAX_NUMBERS or not all(
+            isinstance(n, (bool, int, float, np.number)) for n in numbers):
+        tr.fail(TraceError, f"td.tensor() takes a flat list of 1 to {MAX_NUMBERS} numbers known "
+                f"when tracing, got {data!r}",
+                hint="pass larger or computed data as an argument")
+    kind = bool if all(isinstance(n, (bool, np.bool_)) for n in numbers) else \
+        int if all(isinstance(n, (int, np.integer)) for n in numbers) else float
+    default = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float32}[kind]
+    result = default if dtype is None else as_dtype(dtype, "td.tensor")
+    out = lang.empty((len(numbers),), result)
+
+    def body(t: Any, env: dict) -> dict:
+        lanes = t.index
+        v = cast(to_value(numbers[-1]), result)
+        for i in range(len(numbers) - 2, -1, -1):
+            v = lang.where(lanes == i, cast(to_value(numbers[i]), result), v)
+        out[t] = v
+        return {}
+
+    loop(lang.tile(len(numbers)), body, {}, (), None, _line())
+    return out
+
+
+def new_tensor(t: Tensor, data: Any, dtype: Any = None, **torch: Any) -> Tensor:
+    """torch's `x.new_tensor(data)`: `td.tensor(data)` in x's dtype."""
+    return tensor(data, t.dtype if dtype is None else dtype)
+
+
+def cat(tensors: Any, dim: int = 0) -> Tensor:
+    """torch's `torch.cat(tensors, dim)` in host code: a new tensor, each input copied into its
+    slice (a grid each), in the inputs' promoted dtype."""
+    tr = current("torch.cat()")
+    parts = list(tensors) if isinstance(tensors, (list, tuple)) else []
+    if not parts or not all(isinstance(p, Tensor) for p in parts):
+        tr.fail(TraceError, "torch.cat in host code takes a list of the kernel's tensors",
+                hint="make a small one from numbers with x.new_tensor([...])")
+    ndim = parts[0].ndim
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or \
+            not -ndim <= dim < ndim:
+        tr.fail(TraceError, f"torch.cat: dim must be one axis of the tensors' {ndim}, got "
+                f"{dim!r}")
+    d = int(dim) % ndim
+    rest = {p.shape[:d] + p.shape[d + 1:] for p in parts}
+    if any(p.ndim != ndim for p in parts) or len(rest) > 1:
+        tr.fail(ShapeError, "torch.cat: shapes " + ", ".join(str(p.shape) for p in parts)
+                + f" differ outside dimension {d}")
+    result: Any = parts[0].dtype
+    for p in parts[1:]:
+        result = result and dtypes.promote(result, p.dtype)
+    if result is None:
+        tr.fail(DTypeError, "torch.cat: " + ", ".join(str(p.dtype) for p in parts)
+                + " have no common dtype", hint="cast them first: x.to(dtype)")
+    shape = list(parts[0].shape)
+    shape[d] = sum(p.shape[d] for p in parts)
+    out = lang.empty(tuple(shape), result)
+    start = 0
+    for p in parts:
+        index = (slice(None),) * d + (slice(start, start + p.shape[d]),)
+        tensor_assign(out, index, p if p.dtype == result else p.to(result))  # type: ignore[attr-defined]
+        start += p.shape[d]
+    return out
+
+
+def _line() -> int:
+    loc = user_loc()
+    return loc.line if loc is not None else 0
+
+
+Tensor.new_tensor = new_tensor  # type: ignore[attr-defined]
