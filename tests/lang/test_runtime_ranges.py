@@ -165,6 +165,36 @@ def test_a_loop_name_bound_before_to_another_value() -> None:
         read_after(lens, k)
 
 
+@td.tile_kernel
+def varlen_doubled(dt, cu, out, TIE_HDIM: bool, BM: td.constexpr):
+    """vLLM's varlen selective_state_update merged with its wrapper: each trip's `dt`, bound
+    under a compile-time `if not TIE_HDIM:` (so liveness alone cannot tell it is bound before
+    it is read), shadows the wrapper's tensor `dt`; with TIE_HDIM the trip reads the tensor."""
+    dt_ptr, out_ptr, D = dt, out, dt.shape[1]
+    for pid_b in td.grid(cu.shape[0] - 1):
+        bos = td.load(cu + pid_b).to(td.int64)
+        dt_ptr += bos * D
+        out_ptr += bos * D
+        offs = td.arange(0, BM)
+        for i_t in range(td.load(cu + pid_b + 1).to(td.int64) - bos):
+            if not TIE_HDIM:
+                dt = td.load(dt_ptr + offs, mask=offs < D, other=0.0)
+            td.store(out_ptr + offs, dt * 2, mask=offs < D)
+            dt_ptr += D
+            out_ptr += D
+
+
+def test_a_name_bound_under_a_compile_time_if_is_the_trip_s_own() -> None:
+    dt = np.random.default_rng(6).standard_normal((5, 45)).astype(np.float32)
+    cu = np.array([0, 2, 2, 5], np.int32)
+    for backend in ("numpy", "triton-interpret"):
+        out = np.zeros_like(dt)
+        varlen_doubled.run(dt, cu, out, False, 64, backend=backend)
+        np.testing.assert_array_equal(out, 2 * dt)
+    with pytest.raises(td.TraceError, match="tensor 'dt' must be indexed before computing"):
+        varlen_doubled(dt, cu, np.zeros_like(dt), True, 64)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_counter_used_as_a_float(backend: str) -> None:
     x = np.random.default_rng(4).standard_normal(37).astype(np.float32)

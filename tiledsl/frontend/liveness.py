@@ -25,12 +25,15 @@ _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def read_after(fdef: ast.FunctionDef) -> tuple[dict[int, dict[str, int]], dict[int, set[str]]]:
+def read_after(fdef: ast.FunctionDef
+               ) -> tuple[dict[int, dict[str, int]], dict[int, tuple[set[str], set[str]]]]:
     """For each `for` statement of `fdef` (not in nested functions), by `id(for node)`: {name
     the loop's body binds that may be read after it: the line of the body's first binding of
-    it}; and the names its body binds that no trip reads before binding them and nothing
-    reads after the loop: each trip's own (prefix_prefill's `k = tl.load(...)` beside the
-    wrapper's tensor `k`), which a loop need not carry."""
+    it}; and two sets of the names its body binds that nothing reads after the loop: those no
+    trip reads before binding them, each trip's own (prefix_prefill's `k = tl.load(...)`
+    beside the wrapper's tensor `k`), which a loop need not carry; and those a trip may read
+    before binding them, as far as the code shows (a binding under an `if`, whose test may be
+    known only while tracing: vLLM's `if not TIE_HDIM: dt = tl.load(...)`)."""
     closures: set[str] = set()
     for node in ast.walk(fdef):
         if isinstance(node, _NESTED) and node is not fdef:
@@ -38,11 +41,56 @@ def read_after(fdef: ast.FunctionDef) -> tuple[dict[int, dict[str, int]], dict[i
     out: dict[int, dict[str, int]] = {}
     local: dict[int, set[str]] = {}
     _block(fdef.body, closures, closures, out, local)
+    _narrow_maybe(fdef.body, closures, local)
     return out, local
 
 
+def _narrow_maybe(stmts: list[ast.stmt], outside: set[str],
+                  local: dict[int, tuple[set[str], set[str]]],
+                  body: list[ast.stmt] | None = None) -> None:
+    """Keep in each loop's second set only the names nothing outside the loop reads after it
+    may have run: not the statements after it, at every level, nor the rest of the body of a
+    loop around it (`body`, whose next trip comes after it), nor a closure (`outside`)."""
+    for i, stmt in enumerate(stmts):
+        around = outside | set().union(*(_loads(s) for s in stmts[i + 1:]))
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            if body is not None:
+                around = around | _loads_except(body, stmt)
+            if id(stmt) in local:
+                sure, maybe = local[id(stmt)]
+                local[id(stmt)] = (sure, maybe - around)
+            _narrow_maybe(stmt.body, around | _loads_outside(stmt), local, stmt.body)
+        elif isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            for part in (getattr(stmt, "body", []), getattr(stmt, "orelse", []),
+                         getattr(stmt, "finalbody", []),
+                         *(h.body for h in getattr(stmt, "handlers", []))):
+                _narrow_maybe(part, around, local, body)
+
+
+def _loads_except(stmts: list[ast.stmt], skip: ast.AST) -> set[str]:
+    """The names `stmts` read outside the subtree of `skip`."""
+    out: set[str] = set()
+    todo: list[ast.AST] = list(stmts)
+    while todo:
+        node = todo.pop()
+        if node is skip:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _loads_outside(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """What a loop reads outside its body: its iterable or test (each trip's too)."""
+    return _loads(loop.iter) if isinstance(loop, (ast.For, ast.AsyncFor)) else _loads(loop.test)
+
+
 def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
-           out: dict[int, dict[str, int]], local: dict[int, set[str]]) -> set[str]:
+           out: dict[int, dict[str, int]], local: dict[int, tuple[set[str], set[str]]]
+           ) -> set[str]:
     """The names live before `stmts`, given those live after; records each loop's entry."""
     live = set(live_out)
     for stmt in reversed(stmts):
@@ -53,7 +101,8 @@ def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
             if isinstance(stmt, ast.For):
                 stores = _first_stores([stmt.target, *stmt.body])
                 out[id(stmt)] = {n: line for n, line in stores.items() if n in live}
-                local[id(stmt)] = {n for n in stores if n not in inner}
+                local[id(stmt)] = ({n for n in stores if n not in inner},
+                                   {n for n in stores if n in inner})  # (narrowed below)
                 head = _loads(stmt.iter)
                 start = start - set(_first_stores([stmt.target]))
             else:
@@ -78,7 +127,8 @@ def _block(stmts: list[ast.stmt], live_out: set[str], closures: set[str],
 
 
 def _loop_live(stmt: ast.For | ast.AsyncFor | ast.While, live: set[str], closures: set[str],
-               out: dict[int, dict[str, int]], local: dict[int, set[str]]) -> set[str]:
+               out: dict[int, dict[str, int]], local: dict[int, tuple[set[str], set[str]]]
+               ) -> set[str]:
     """The names live at the end of a loop's body: those live after the loop, and those the
     next iteration reads before it binds them (its test, then its body after its target), to
     a fixed point. A name the body binds before it reads it again (the host wrapper's

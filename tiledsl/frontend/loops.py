@@ -21,7 +21,7 @@ from tiledsl.frontend.branches import (  # noqa: F401 (for rewrite)
 )
 from tiledsl.frontend.branches import condition
 from tiledsl.lang.asserts import check  # noqa: F401 (for rewrite)
-from tiledsl.errors import ControlFlowError, Loc, TraceError, user_loc, warn
+from tiledsl.errors import ControlFlowError, Loc, TileDSLError, TraceError, user_loc, warn
 from tiledsl.ir.core import Block, Op, Value, walk
 from tiledsl.ir.ops import broadcastable
 from tiledsl.ir.same import same_value
@@ -141,8 +141,32 @@ def targets(n: int | None) -> None:
 
 def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
          labels: tuple[str, ...] | None, line: int,
-         read_after: dict[str, int] | None = None, local: tuple[str, ...] = ()) -> dict:
-    """A rewritten `for` statement (rewrite.py); `read_after` and `local` are liveness.py's."""
+         read_after: dict[str, int] | None = None, local: tuple[str, ...] = (),
+         maybe: tuple[str, ...] = ()) -> dict:
+    """A rewritten `for` statement (rewrite.py); `read_after`, `local` and `maybe` are
+    liveness.py's. A name of `maybe` that holds what no loop carries (a wrapper's tensor) is
+    first left unbound in the body: if the trip traces without reading it before binding it
+    (its binding under an `if` whose test is known now, `if not TIE_HDIM: dt = ...`), it is
+    the trip's own; else the loop is traced again with it bound, as before."""
+    hide = tuple(n for n in maybe if n in env and not isinstance(env[n], _CARRIED))
+    tr = active()
+    if hide and tr is not None and tr.depth != "host":
+        block, symbols = tr.blocks[-1], len(tr.symbols)
+        start, waiting = len(block.ops), [len(d) for d in tr.deferred]
+        try:
+            return _loop(iterable, body, {n: v for n, v in env.items() if n not in hide},
+                         assigned, labels, line, read_after, (*local, *hide))
+        except (UnboundLocalError, NameError, TileDSLError):
+            del block.ops[start:]  # (the trip read one before binding it: as before)
+            tr.rollback_symbols(symbols)
+            for d, n in zip(tr.deferred, waiting):
+                del d[n:]
+    return _loop(iterable, body, env, assigned, labels, line, read_after, local)
+
+
+def _loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
+          labels: tuple[str, ...] | None, line: int,
+          read_after: dict[str, int] | None = None, local: tuple[str, ...] = ()) -> dict:
     if (tr := active()) is not None:
         tr.loop_targets = None  # read by a td.tile of the iterable, or by none
     if isinstance(iterable, TileRange) and iterable.counted is not None and \

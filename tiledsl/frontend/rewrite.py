@@ -167,8 +167,8 @@ def _stmts(code: str, at: ast.AST) -> list[ast.stmt]:
 
 
 class _LoopRewriter(ast.NodeTransformer):
-    def __init__(self, read_after: dict[int, dict[str, int]], local: dict[int, set[str]],
-                 kernel: bool) -> None:
+    def __init__(self, read_after: dict[int, dict[str, int]],
+                 local: dict[int, tuple[set[str], set[str]]], kernel: bool) -> None:
         self.count = 0
         self.depth = 0
         self.read_after = read_after  # liveness.read_after of the kernel, before rewriting
@@ -320,7 +320,7 @@ class _LoopRewriter(ast.NodeTransformer):
 
     def visit_For(self, node: ast.For) -> Any:
         read_after = self.read_after.get(id(node), {})
-        local = sorted(self.local.get(id(node), ()))
+        sure, maybe = self.local.get(id(node), (set(), set()))
         it = node.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             it.func = ast.copy_location(ast.Attribute(ast.Name("_td_rt", ast.Load()), "range_",
@@ -355,7 +355,8 @@ class _LoopRewriter(ast.NodeTransformer):
         func.body = func.body + [unpack] + node.body + ret
         call = _stmts(f"_td_env_{k} = _td_rt.loop(None, _td_body_{k}, "
                       f"_td_rt.capture(locals(), {names!r}), {names!r}, {labels!r}, {node.lineno}, "
-                      f"{read_after!r}, {tuple(local)!r})", node)[0]
+                      f"{read_after!r}, {tuple(sorted(sure))!r}, {tuple(sorted(maybe))!r})",
+                      node)[0]
         assert isinstance(call, ast.Assign) and isinstance(call.value, ast.Call)
         # (_td_rt.targets(n), ITER)[1]: td.tile sees how many names the target binds
         announce = ast.Tuple([_rt("targets", [ast.Constant(len(labels) if labels else None)],
