@@ -1422,3 +1422,28 @@ def test_a_value_a_loop_recomputes_unchanged_is_the_value_before_it() -> None:
         np.testing.assert_array_equal(recomputed_rows.run(x, 16, 0, backend=backend), 3 * x)
     with pytest.raises(td.TraceError, match="a loop carries"):
         recomputed_rows(x, 16, 1)
+
+
+@td.tile_kernel
+def expert_starts(cnt, start, out, only_first: bool):
+    """SGLang's ep_scatter_1: every program writes the same exclusive cumsum, then reads back
+    its own expert's start (with `only_first`, one program writes and the others read)."""
+    for e in td.grid(cnt.shape[0]):
+        o = td.arange(0, 4)
+        c = td.load(cnt + o)
+        if only_first:
+            if e == 0:
+                td.store(start + o, td.cumsum(c) - c)
+        else:
+            td.store(start + o, td.cumsum(c) - c)
+        td.store(out + e, td.load(start + e))
+
+
+def test_a_store_every_program_makes_alike_may_be_read_back() -> None:
+    cnt = np.array([3, 1, 4, 1], np.int32)
+    for backend in ("numpy", "triton-interpret"):
+        start, out = np.zeros(4, np.int32), np.zeros(4, np.int32)
+        expert_starts.run(cnt, start, out, False, backend=backend)
+        np.testing.assert_array_equal(out, [0, 3, 4, 8])
+    with pytest.raises(td.TraceError, match="may read elements that the store at line"):
+        expert_starts(cnt, np.zeros(4, np.int32), np.zeros(4, np.int32), True)

@@ -119,6 +119,16 @@ _DISJOINT = ("; where the caller guarantees the programs write apart (distinct s
              "checks on the data it runs")
 
 
+def _replicated(tr: Tracer, store: Op) -> bool:
+    """Whether every program makes `store` alike: at the grid body's top level, its indices,
+    mask and value the same in each (SGLang's ep_scatter_1 writes one cumsum from every
+    program). A load after it reads what this program stored, or the same values another did."""
+    if store not in tr.blocks[1].ops:
+        return False
+    progs = Programs(tr)
+    return all(not progs.depends(v) for v in store.operands[1:])
+
+
 def _stepped(tr: Tracer, indices: list[Value]) -> bool:
     """Whether an index is computed from a value a loop steps each trip (`off += stride`)."""
     return any(v in tr.inductions for v in upstream(indices))
@@ -438,6 +448,8 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     if not ops:
         return
     for op in ops:
+        if not writing and _replicated(tr, op):
+            continue
         guards = _shared_ifs(tr, op)
         shared = Programs(tr, guards)
         mine = _access(shared, tensor.type.shape, indices, attrs)
