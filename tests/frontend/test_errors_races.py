@@ -1447,3 +1447,20 @@ def test_a_store_every_program_makes_alike_may_be_read_back() -> None:
         np.testing.assert_array_equal(out, [0, 3, 4, 8])
     with pytest.raises(td.TraceError, match="may read elements that the store at line"):
         expert_starts(cnt, np.zeros(4, np.int32), np.zeros(4, np.int32), True)
+
+
+@td.tile_kernel
+def paged_rows(lens, out, W: td.constexpr, B: td.constexpr):
+    """SGLang's flashmla kv indices: blocks of B lanes past a row of W, kept in the row only by
+    a mask on each row's loaded length."""
+    for pid, i in td.grid(lens.shape[0], 3):
+        n = td.load(lens + pid)
+        offs = td.arange(0, B) + i * B
+        td.store(out + pid * W + offs, offs, mask=offs < n)
+
+
+def test_a_store_bounded_by_a_loaded_count_names_the_load() -> None:
+    err = trace_error(td.TraceError, paged_rows, np.array([3, 5], np.int32),
+                      np.zeros(40, np.int32), 8, 4)
+    assert "from values loaded from memory (a count or offset the caller passes" in msg(err)
+    assert "disjoint=True" in err.hint

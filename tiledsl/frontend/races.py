@@ -95,12 +95,15 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                      "index with the loop's own counter: x[row * stride + cols]" + _DISJOINT,
                 loc=later)
     if any(a in deps for a in racing):
+        how = "and from values loaded from memory (a count or offset the caller passes, " \
+            "which the check cannot bound), in a way that can give two of its programs the " \
+            "same elements" if _loads_upstream(indices, mask) else "in a way that can give " \
+            "two of its programs the same elements (`//`, `%`, a min or max, a sum of two " \
+            "grid indices or of a tile and a vector)"
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from grid dimension {names} "
-                "in a way that can give two of its programs the same elements (`//`, `%`, a "
-                "min or max, a sum of two grid indices or of a tile and a vector): they would "
-                "write them with different values, and which one lands would depend on the "
-                "order the programs run in",
+                f"{how}: they would write them with different values, and which one lands "
+                "would depend on the order the programs run in",
                 hint="index with the tile itself or its `t.id` / `t.begin` (out[t.id] = ...), "
                      "combine the values with an atomic (td.atomic_add(out, [i], v)), or write "
                      "each program's part to a separate output and reduce it in a second grid"
@@ -117,6 +120,12 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
 _DISJOINT = ("; where the caller guarantees the programs write apart (distinct slots in a "
              "mapping it passes), say so: td.store(..., disjoint=True), which the NumPy backend "
              "checks on the data it runs")
+
+
+def _loads_upstream(indices: list[Value], mask: Value | None) -> bool:
+    """Whether a store's indices or mask are computed from a value loaded from memory."""
+    return any(v.owner is not None and v.owner.name == "load"
+               for v in upstream([*indices, *([mask] if mask is not None else [])]))
 
 
 def _replicated(tr: Tracer, store: Op) -> bool:
