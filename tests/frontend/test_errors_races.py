@@ -1456,7 +1456,7 @@ def paged_rows(lens, out, W: td.constexpr, B: td.constexpr):
     for pid, i in td.grid(lens.shape[0], 3):
         n = td.load(lens + pid)
         offs = td.arange(0, B) + i * B
-        td.store(out + pid * W + offs, offs, mask=offs < n)
+        td.store(out + pid * W + offs, offs, mask=offs < n)  # <- here
 
 
 def test_a_store_bounded_by_a_loaded_count_names_the_load() -> None:
