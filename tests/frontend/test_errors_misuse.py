@@ -497,6 +497,22 @@ def test_output_elements_no_store_writes_are_an_error(dtype: str) -> None:
 
 
 @td.tile_kernel
+def first_row_viewed(x):
+    m, n = x.shape
+    out = td.empty((m, n, 1), dtype=x.dtype)  # <- partly written, returned through a view
+    for tn in td.tile(n):
+        out[0, tn, 0] = x[0, tn]
+    return out.squeeze(-1)
+
+
+def test_output_elements_no_store_writes_are_an_error_through_a_view_too() -> None:
+    err = raised(td.ShapeError, first_row_viewed, f32(3, 5))
+    assert "no store writes 10 of its 15 elements" in msg(err)
+    assert err.loc is not None and err.loc.line == file_marker_line(
+        "# <- partly written, returned through a view", HERE)
+
+
+@td.tile_kernel
 def log_shifted(x):
     out = td.empty(x.shape, dtype=x.dtype)
     for t in td.tile(x.shape[0]):

@@ -17,9 +17,11 @@ from lowering.backends.numpy import asserts as _asserts  # noqa: F401 (registers
 from lowering.backends.numpy import fast_access as _fast_access  # noqa: F401 (registers steps)
 from lowering.backends.numpy.defaults import default_blocks
 from lowering.backends.numpy.executor import Executor
+from lowering.backends.numpy.plan import plan_of
 from tiledsl.runtime import registry
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.errors import BackendError, ShapeError
+from tiledsl.ir import views
 from tiledsl.ir.core import Function
 from tiledsl.ir.types import TensorType
 
@@ -47,7 +49,9 @@ def check_written(fn: Function, config: Config, outputs: list[Any],
     see memory.unwritten); what no store writes would be garbage on a GPU. `covered`: ids of
     tensors a store wrote whole (not checked)."""
     for i, (v, out) in enumerate(zip(fn.outputs, outputs)):
-        if v.owner is None or v.owner.name != "tensor.empty" or id(out) in covered:
+        base = views.root(v)  # (an output may be a view of one: `return out.squeeze(-1)`)
+        if base.owner is None or base.owner.name != "tensor.empty" or id(out) in covered or \
+                base is not v and base in plan_of(fn).unfilled:  # (not poisoned: whole)
             continue
         mask = memory.unwritten(out)
         if mask is None or not mask.any():
@@ -56,7 +60,7 @@ def check_written(fn: Function, config: Config, outputs: list[Any],
         raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
                          f"{int(mask.sum())} of its {out.size} elements under {config}, the "
                          f"first at index {first}; on a GPU they would hold garbage",
-                         kernel=fn.name, loc=v.owner.loc, hint="make the stores cover the whole "
+                         kernel=fn.name, loc=base.owner.loc, hint="make the stores cover the whole "
                          "tensor under every block size, or allocate it with td.zeros(...) or "
                          "td.full(...)")
     return outputs
