@@ -71,6 +71,29 @@ def test_the_numpy_backend_checks_the_word() -> None:
         persistent_rows(same, np.array([3], np.int32), np.zeros(3, np.int32), 3, True)
 
 
+@td.tile_kernel
+def slot_rows(x, slots):
+    """vLLM's slot mapping: program i writes row slots[i] % 8, which the caller keeps apart."""
+    n, d = x.shape
+    out = td.zeros((8, d), dtype=x.dtype)
+    for i in td.grid(n):
+        cols = td.arange(0, 16)
+        td.store(out + td.load(slots + i) % 8 * d + cols, td.load(x + i * d + cols),
+                 disjoint=True)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "spatial"])
+def test_the_word_is_checked_across_a_spatial_backend_s_pes(backend: str) -> None:
+    """The spatial backend runs each PE's programs apart, on one record per grid."""
+    x = np.random.default_rng(8).standard_normal((5, 16)).astype(np.float32)
+    slots = np.array([4, 0, 7, 2, 1], np.int32)
+    np.testing.assert_array_equal(slot_rows.run(x, slots, backend=backend)[slots], x)
+    with pytest.raises(td.RaceError, match=r"program \(\d,\) (and program \(\d,\) write|"
+                                           r"writes an element program)"):
+        slot_rows.run(x, np.array([4, 0, 12, 2, 1], np.int32), backend=backend)
+
+
 def test_the_keyword_takes_a_bool_and_changes_no_generated_store() -> None:
     x, total, order = _inputs()
     source = persistent_rows.source(x, total, order, 3, True, target="triton")

@@ -11,7 +11,8 @@ names the tensor, the element, both programs and the line where a program
 - reads an element another program wrote in this grid;
 - writes one element from two lanes of one store with different values.
 Programs run in lockstep here, each op for every program before the next, so these are the
-pairs of accesses that program order leaves unordered on a GPU.
+pairs of accesses that program order leaves unordered on a GPU. The spatial backend runs each
+PE's programs apart, one record per grid across them (Executor's `writers`).
 """
 
 from __future__ import annotations
@@ -118,8 +119,12 @@ def _lanes(ex: Any, op: Op, arr: np.ndarray, indices: list[Any], axes: Any, mask
     ntile = len(t.shape)  # type: ignore[union-attr]
     active = None if ex.active is None else ex.active.reshape(ex.active.shape + (1,) * ntile)
     idxs, valid = memory._index_arrays(arr.shape, indices, ex.rank, ntile, active, axes, mask)
-    grid = _grid(ex)
-    programs = np.arange(int(np.prod(grid)), dtype=np.int64).reshape(grid + (1,) * ntile)
+    if ex.programs is None:  # every program, on the grid's axes
+        grid = tuple(ex.grid_sizes)
+        programs = np.arange(int(np.prod(grid)), dtype=np.int64).reshape(grid + (1,) * ntile)
+    else:  # the listed ones (a PE's, spatial backend), on one axis, by their grid numbers
+        numbers = np.ravel_multi_index(tuple(ex.programs.T), tuple(ex.grid_sizes))
+        programs = numbers.astype(np.int64).reshape((-1,) + (1,) * ntile)
     parts = [programs, *idxs] + [p for p in (valid, active) if p is not None]
     shape = np.broadcast_shapes(*(np.shape(p) for p in parts))
     keep = np.ones(shape, bool)
@@ -135,13 +140,9 @@ def _lanes(ex: Any, op: Op, arr: np.ndarray, indices: list[Any], axes: Any, mask
     return byte // arr.itemsize, np.broadcast_to(programs, shape)[keep], keep, at
 
 
-def _grid(ex: Any) -> tuple[int, ...]:
-    return tuple(ex.grid_sizes) if ex.programs is None else (len(ex.programs),)
-
-
 def _at(ex: Any, program: Any) -> tuple[int, ...]:
     """A program's number as its grid indices."""
-    return tuple(int(i) for i in np.unravel_index(int(program), _grid(ex)))
+    return tuple(int(i) for i in np.unravel_index(int(program), tuple(ex.grid_sizes)))
 
 
 def _race(ex: Any, op: Op, at: np.ndarray, what: str) -> RaceError:

@@ -47,8 +47,9 @@ class Executor:
     the spatial backend executes each PE's share of one phase)."""
 
     def __init__(self, fn: Function, config: Config, programs: np.ndarray | None = None,
-                 phase: int = 0) -> None:
+                 phase: int = 0, writers: disjoint.Writers | None = None) -> None:
         self.fn = fn
+        self.shared_writers = writers  # one grid's, shared by the runs over its programs
         self.plan = plan_of(fn)  # made once per function
         self.quiet = False  # inside np.errstate(all="ignore") (block)
         self.tensors: dict[Value, np.ndarray] = {}  # run's `tensors`
@@ -198,7 +199,8 @@ class Executor:
         else:
             self.ranges = made[1] if made is not None else self._grid_ranges(op, ranges)
             inner.update(self.ranges)
-        self.writers = disjoint.Writers() if self.plan.tracked else None
+        self.writers = (self.shared_writers or disjoint.Writers()) if self.plan.tracked \
+            else None
         if body is None:
             self.block(region, inner, release=True)
         else:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lowering.backends.numpy import disjoint
 from lowering.backends.numpy.executor import RULES, Executor
 from tiledsl.runtime.config import Config
 from tiledsl.ir.core import Block, Function, Value
@@ -30,10 +31,12 @@ def execute(fn: Function, config: Config, phases: list[dict[str, Any]], args: li
             allocations[op.result] = RULES[op.name](host, op, fill)[0]
     outputs = None
     for phase, dataflow in enumerate(phases):
+        writers = disjoint.Writers()  # a disjoint store's word, checked across the PEs
         for agent in dataflow["agents"]:
             if agent["kind"] == "compute" and agent["programs"]:
                 programs = np.asarray(agent["programs"], dtype=np.int64)
-                outputs = Executor(fn, config, programs, phase).run(list(args), allocations)
+                outputs = Executor(fn, config, programs, phase, writers).run(list(args),
+                                                                             allocations)
     if outputs is None:  # no program at all: outputs are the (untouched) allocations
         outputs = Executor(fn, config, np.zeros((0, 1), np.int64)).run(list(args), allocations)
     return outputs
