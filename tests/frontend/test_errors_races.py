@@ -1464,3 +1464,20 @@ def test_a_store_bounded_by_a_loaded_count_names_the_load() -> None:
                       np.zeros(40, np.int32), 8, 4)
     assert "from values loaded from memory (a count or offset the caller passes" in msg(err)
     assert "disjoint=True" in err.hint
+
+
+@td.tile_kernel
+def two_halves(x, rows, out):
+    """Two stores at a loaded row that overlap in their middle lanes."""
+    for i in td.grid(rows.shape[0]):
+        r = td.load(rows + i)
+        offs = td.arange(0, 8)
+        td.store(out + r * 12 + offs, td.load(x + i * 8 + offs))
+        td.store(out + r * 12 + 4 + offs, td.load(x + i * 8 + offs))  # <- here
+
+
+def test_two_stores_at_loaded_offsets_that_may_meet_hint_the_word() -> None:
+    err = trace_error(td.TraceError, two_halves, f32(3, 8), np.array([2, 0, 1], np.int32),
+                      np.zeros(36, np.float32))
+    assert "may write elements that the store at line" in msg(err)
+    assert "disjoint=True" in err.hint

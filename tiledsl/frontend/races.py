@@ -342,7 +342,10 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 "writes too: grid programs (and the threads of one program) run in parallel, so "
                 "which value lands would not be defined", loc=later,
                 hint="write each element once: store disjoint ranges (out[tm, :n1] = a; "
-                     "out[tm, n1:] = b), or combine the values before one store")
+                     "out[tm, n1:] = b), or combine the values before one store"
+                     + (_DISJOINT if not atomic and (_loads_upstream(indices, mask) or
+                                                     _loads_upstream(op.operands[1:-1], None))
+                        else ""))
 
 
 def _computed_apart(tr: Tracer, mine: tuple[Value, list[Value], dict, Value | None, list],
