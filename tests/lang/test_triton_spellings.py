@@ -514,3 +514,38 @@ def test_flag_gems_prologue_and_constexpr_helpers() -> None:
             out = flash_prologue.run(x, causal, wl, wr, 16, backend=backend)
             assert out.dtype == np.float32
             np.testing.assert_array_equal(out, x.astype(np.float32) + plus)
+
+
+@td.tile_kernel
+def halved_transpose(x):
+    """torchao's spellings: `y.trans(1, 0)` on a tile and `tl.div_rn` at the top level."""
+    out = td.empty_like(x)
+    for pid in td.grid(1):
+        o = td.arange(0, 4)
+        v = td.load(x + o[:, None] * 4 + o[None, :])
+        td.store(out + o[:, None] * 4 + o[None, :], td.div_rn(v.trans(1, 0), 3.0))
+    return out
+
+
+def test_tile_trans_method_div_rn_and_a_scalar_indexed_as_a_vector() -> None:
+    x = np.random.default_rng(43).standard_normal((4, 4)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_allclose(halved_transpose.run(x, backend=backend), x.T / 3,
+                                   rtol=1e-6)
+
+    @td.tile_kernel
+    def program_id_as_vector(s):
+        for pid in td.grid(2):
+            td.store(s + pid[:, None], 1.0)
+
+    with pytest.raises(td.ShapeError, match="too many indices for a 0-D tile") as err:
+        program_id_as_vector(np.zeros(4, np.float32))
+    assert "a scalar (a program id" in err.value.hint
+    torch = pytest.importorskip("torch")
+
+    @td.tile_kernel
+    def unknown_view(x):
+        return x.view(torch.float8_e8m0fnu)
+
+    with pytest.raises(td.DTypeError, match="tiledsl has no dtype torch.float8_e8m0fnu"):
+        unknown_view(np.zeros(4, np.uint8))

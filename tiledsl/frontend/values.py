@@ -201,6 +201,12 @@ class TileValue:
                 out = TileValue(current().emit("expand_dims", [out.value], {"axis": axis})[0], out.weak)
                 axis += 1
             elif isinstance(it, slice) and it == slice(None):
+                if axis >= out.ndim:  # (Triton 3.9: too many indices for tensor of rank 0)
+                    current().fail(ShapeError, f"too many indices for a {self.ndim}-D tile: "
+                                   f"`:` takes an axis the value has",
+                                   hint="a scalar (a program id, a loaded element) broadcasts "
+                                        "as it is; `v[None]` makes a tile of one lane"
+                                   if self.ndim == 0 else None)
                 axis += 1
             else:
                 current().fail(TraceError, f"tile values can only be indexed with `:` and None, "
@@ -209,6 +215,11 @@ class TileValue:
         if axis > out.ndim:
             current().fail(ShapeError, f"too many indices for a {self.ndim}-D tile")
         return out
+
+    def trans(self, *dims: Any) -> TileValue:
+        """Triton's `v.trans(1, 0)`: `td.trans(v, *dims)`."""
+        from tiledsl.lang.triton_names import trans
+        return trans(self, *dims)
 
     @property
     def T(self) -> TileValue:

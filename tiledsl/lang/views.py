@@ -516,6 +516,11 @@ def tensor_view(t: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and dtypes.from_any(shape[0]) is not None and \
             not isinstance(shape[0], (int, np.integer)):
         return tensor_bitcast(t, dtypes.from_any(shape[0]))
+    if len(shape) == 1 and type(shape[0]).__name__ == "dtype":  # torch's or NumPy's, unknown
+        current(f"{t.name}.view(...)").fail(
+            DTypeError, f"{t.name}.view({shape[0]}): tiledsl has no dtype {shape[0]}",
+            hint="view it as a dtype tiledsl has, as wide (uint8 for an 8-bit one), and "
+                 "convert where the result is used")
     return tensor_reshape(t, *shape, what="view")
 
 
