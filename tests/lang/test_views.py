@@ -393,3 +393,29 @@ def _bad_expand(x):
     y = x.expand(4, 8)
     for t in td.tile(4):
         y[t, 0] = 0.0
+
+
+@td.tile_kernel
+def colmajor_doubled(x):
+    """torchao's column-major output: `x.new_empty(...).as_strided((m, k), (1, m))`."""
+    m, k = x.shape
+    out = x.new_empty(m, k).as_strided((m, k), (1, m))
+    assert out.stride() == (1, m)
+    for tm, tk in td.tile(m, k):
+        out[tm, tk] = x[tm, tk] * 2
+    return out
+
+
+def test_as_strided_as_a_permuted_row_major_view() -> None:
+    x = np.random.default_rng(44).standard_normal((37, 5)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        out = colmajor_doubled.run(x, backend=backend)
+        np.testing.assert_array_equal(out, 2 * x)
+        assert out.strides == (4, 37 * 4)  # column-major, as torch's
+
+    @td.tile_kernel
+    def overlapping(x):
+        return x.as_strided((2, 2), (3, 1))
+
+    with pytest.raises(td.ShapeError, match=r"as_strided\(\(2, 2\), \(3, 1\)\): tiledsl takes"):
+        overlapping(x)

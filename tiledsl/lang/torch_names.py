@@ -298,6 +298,35 @@ def _is_contiguous(self: Tensor) -> bool:
                zip(self.shape, self.stride(), row_major(self.shape)))
 
 
+def _as_strided(self: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
+    """`x.as_strided(size, stride)` (torch) of a contiguous x, where the strides lay `size` out
+    as a permutation of a row-major layout: a view of x's memory, as its flat view reshaped
+    and permuted (torchao's column-major `x.new_empty(...).as_strided((m, k), (1, m))`)."""
+    tr = current(f"{self.name}.as_strided()")
+    size, stride = tuple(size), tuple(stride)
+    order = sorted(range(len(size)), key=lambda d: -stride[d])  # the largest stride first
+    dense = tuple(size[d] for d in order)
+    offset = 0 if storage_offset is None else storage_offset
+    count = int(np.prod(size, dtype=np.int64))
+    laid = len(size) == len(stride) and all(isinstance(v, (int, np.integer)) for v in
+                                            (*size, *stride, offset)) and \
+        [stride[d] for d in order if size[d] != 1] == \
+        [r for r, n in zip(row_major(dense), dense) if n != 1]
+    if not laid or not _is_contiguous(self) or offset < 0 or \
+            offset + count > int(np.prod(self.shape, dtype=np.int64)) or \
+            storage_offset is not None and root(self.value) is not self.value:
+        tr.fail(ShapeError, f"{self.name}.as_strided({size}, {stride}): tiledsl takes strides "
+                "that lay the size out as a permutation of a row-major layout, over a "
+                "contiguous tensor's memory (from its first element, or an offset into an "
+                "allocation or argument)", hint="write the view: x.T, x.transpose(0, 1), "
+                "x.permute(...), x.view(...)")
+    flat = self.reshape(-1)  # type: ignore[attr-defined]
+    if offset or count != flat.shape[0]:
+        flat = flat[offset:offset + count]
+    return flat.reshape(dense).permute(tuple(order.index(d) for d in range(len(size))))
+
+
+Tensor.as_strided = _as_strided  # type: ignore[attr-defined]
 Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
 Tensor.stride = _stride  # type: ignore[attr-defined]
 Tensor.is_contiguous = _is_contiguous  # type: ignore[attr-defined]
