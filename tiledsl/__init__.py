@@ -28,6 +28,8 @@ from tiledsl.lang.atomics import atomic_min as atomic_min
 from tiledsl.lang.atomics import atomic_xchg as atomic_xchg
 from tiledsl.lang.access import load as load  # in a kernel a masked load; outside, aot.load
 from tiledsl.lang.access import store as store
+from tiledsl.lang.block_ptrs import advance as advance
+from tiledsl.lang.block_ptrs import make_block_ptr as make_block_ptr
 from tiledsl.runtime.config import Config as Config
 from tiledsl.runtime.config import ConfigSpace as ConfigSpace
 from tiledsl.dtypes import DType as DType

@@ -38,6 +38,21 @@ from tiledsl.frontend.values import (
 Body = Callable[[Any, dict], dict]
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
 _CARRIED = (TileValue, Pointer) + _NUMBER  # what a loop carries across its trips
+
+
+class Carried:
+    """A value a loop carries as one tile of its own making (a block pointer's offsets,
+    lang/block_ptrs.py): `carried()` is the tile, `rebuilt(tile)` the value again."""
+
+    def carried(self) -> TileValue:
+        raise NotImplementedError
+
+    def rebuilt(self, v: TileValue) -> Any:
+        raise NotImplementedError
+
+
+def _carries(v: Any) -> bool:
+    return isinstance(v, _CARRIED + (Carried,))
 UNBOUNDED_BLOCK = 256  # the largest block the tuner tries for a loop with no static bound
 UNROLL_WARN = 16  # trips of a Python range inside the grid past which its unrolling warns
 
@@ -148,7 +163,7 @@ def loop(iterable: Any, body: Body, env: dict, assigned: tuple[str, ...],
     first left unbound in the body: if the trip traces without reading it before binding it
     (its binding under an `if` whose test is known now, `if not TIE_HDIM: dt = ...`), it is
     the trip's own; else the loop is traced again with it bound, as before."""
-    hide = tuple(n for n in maybe if n in env and not isinstance(env[n], _CARRIED))
+    hide = tuple(n for n in maybe if n in env and not _carries(env[n]))
     tr = active()
     if hide and tr is not None and tr.depth != "host":
         block, symbols = tr.blocks[-1], len(tr.symbols)
@@ -200,8 +215,8 @@ def _steps_offsets(env: dict, assigned: tuple[str, ...]) -> bool:
     """Whether a loop rebinds a pointer or an int value bound before it (`p_o += D`, `off +=
     stride`: a Triton port's bumps). td.range over ints is then a counted loop, whose carried
     steps the race check follows (`_inductions`), not a loop of one-element tiles."""
-    return any(isinstance(v := env.get(n), Pointer) or isinstance(v, TileValue) and
-               v.dtype.is_int for n in assigned)
+    return any(isinstance(v := env.get(n), (Pointer, Carried)) or isinstance(v, TileValue)
+               and v.dtype.is_int for n in assigned)
 
 
 def range_(*args: Any) -> Any:
@@ -324,18 +339,29 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
 
 
 def _init(v: Any) -> TileValue:
-    """What a loop carries for a value bound before it: a pointer's offset (pointers.py)."""
+    """What a loop carries for a value bound before it: a pointer's offset (pointers.py), a
+    `Carried` value's tile."""
+    if isinstance(v, Carried):
+        return v.carried()
     return v.offset if isinstance(v, Pointer) else to_value(v)
 
 
 def _as_before(before: Any, v: Value, weak: bool) -> Any:
     """The carried IR value `v` seen as the value bound before the loop was (a pointer)."""
     offset = TileValue(v, weak)
+    if isinstance(before, Carried):
+        return before.rebuilt(offset)
     return Pointer(before.base, offset) if isinstance(before, Pointer) else offset
 
 
 def _carried_value(tr: Tracer, name: str, before: Any, after: Any) -> TileValue:
     """What the body leaves in a carried name, as the loop carries it."""
+    if isinstance(before, Carried):
+        if type(after) is not type(before) or not before.same_kind(after):  # type: ignore[attr-defined]
+            tr.fail(TraceError, f"'{name}', a {type(before).__name__} before the loop, is "
+                    f"{type(after).__name__} after a trip, or one of another tensor or block",
+                    hint="a loop carries a block pointer that only td.advance moves")
+        return after.carried()
     if not isinstance(before, Pointer):
         return to_value(after)
     if not isinstance(after, Pointer) or after.base.value is not before.base.value:
@@ -353,7 +379,7 @@ class _Mismatch(Exception):
 
 def _for(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str, ...],
          names: tuple[str, ...], local: frozenset = frozenset()) -> dict:
-    carried = [n for n in assigned if n in env and isinstance(env[n], _CARRIED)]
+    carried = [n for n in assigned if n in env and _carries(env[n])]
     inits = {n: _init(env[n]) for n in carried}
     for _attempt in range(len(carried) + 1):
         block, symbols = tr.blocks[-1], len(tr.symbols)
@@ -496,7 +522,7 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
               ) -> dict:
     """The `while` op of a loop whose condition `cond` is a runtime value (see `while_loop`)."""
     go = _go(tr, cond, loc)
-    carried = [n for n in assigned if n in env and isinstance(env[n], _CARRIED)]
+    carried = [n for n in assigned if n in env and _carries(env[n])]
     inits = {n: _init(env[n]) for n in carried}
     for _attempt in range(len(carried) + 1):
         block, symbols = tr.blocks[-1], len(tr.symbols)

@@ -29,6 +29,7 @@ from typing import Any
 
 from tiledsl.errors import TraceError
 from tiledsl.frontend import choices
+from tiledsl.lang import block_ptrs
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import active, current
@@ -52,6 +53,13 @@ def _hints(what: str, eviction_policy: Any, cache_modifier: Any) -> dict[str, st
                        hint="PTX combines only some of them; pick the one that matters")
     return {k: v for k, v in (("eviction_policy", eviction_policy),
                               ("cache_modifier", cache_modifier)) if v}
+
+
+def _no_boundary_check(what: str, boundary_check: Any, padding_option: str) -> None:
+    if boundary_check is not None or padding_option:
+        current().fail(TraceError, f"{what}: boundary_check= and padding_option= belong to a "
+                       "block pointer (td.make_block_ptr)",
+                       hint="mask a pointer's lanes with mask= (and other=)")
 
 
 def _index(idx: Any) -> Any:
@@ -112,12 +120,17 @@ def _tensor(what: str, x: Any) -> Tensor:
 
 def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
          extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "",
-         volatile: bool = False) -> Any:
+         volatile: bool = False, boundary_check: Any = None, padding_option: str = "") -> Any:
     """`x[index]` where `mask` holds, `other` (default 0) elsewhere; see the module's docstring.
     Called outside a kernel with a path, it loads a kernel package (tiledsl.interop.aot.load)."""
     if active() is None and not isinstance(x, Tensor):
         from tiledsl.interop.aot import load as load_package
         return load_package(x)
+    if isinstance(x, block_ptrs.BlockPointer):  # Triton's block pointer (block_ptrs.py)
+        return block_ptrs.load(x, boundary_check, padding_option,
+                               eviction_policy=eviction_policy, cache_modifier=cache_modifier,
+                               volatile=volatile)
+    _no_boundary_check("td.load()", boundary_check, padding_option)
     if isinstance(x, Choice):  # a tensor an `if` chose: one load per option (choices.py)
         m, fill = _pointer_mask(index, _mask("td.load()", mask, extra_mask), other)
         return choices.load(x, m, fill, lambda p, mm, oo: load(
@@ -142,11 +155,16 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
 
 def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
           extra_mask: Any = None, eviction_policy: str = "", cache_modifier: str = "",
-          disjoint: bool = False) -> None:
+          disjoint: bool = False, boundary_check: Any = None) -> None:
     """`x[index] = value` where `mask` holds; see the module's docstring. `td.store(x, v)`
     writes x's first element (Triton's `tl.store(ptr, v)`). `disjoint=True`: no other
     program of the grid touches the elements this store writes (see the module's docstring)."""
     tr = current("td.store()")
+    if isinstance(x, block_ptrs.BlockPointer):  # Triton's block pointer (block_ptrs.py)
+        block_ptrs.store(x, index, boundary_check, eviction_policy=eviction_policy,
+                         cache_modifier=cache_modifier, disjoint=disjoint)
+        return
+    _no_boundary_check("td.store()", boundary_check, "")
     if not isinstance(disjoint, bool):
         tr.fail(TraceError, f"td.store(): disjoint= must be True or False, got {disjoint!r}")
     if isinstance(x, Choice):  # a tensor an `if` chose: one store per option (choices.py)

@@ -29,9 +29,6 @@ MISSING = {
     "program_id": "a tiledsl kernel names its programs with a grid loop: `for pid in "
                   "td.grid(n_programs): ...` (pid is tl.program_id(0); td.grid(m, n) gives two "
                   "axes), or `for t in td.tile(n): ...` over tiles",
-    "make_block_ptr": "index the tensor with tiles (`x[tm, tk]`), or move a pointer with a "
-                      "mask (`td.load(x + rows[:, None] * stride + cols[None, :], mask=...)`); "
-                      "the Triton backend makes TMA descriptors where the config asks for them",
     "device_print": "run the kernel on the NumPy backend (`k.run(..., backend=\"numpy\")`) and "
                     "print there; values are NumPy arrays between ops",
 }
