@@ -216,11 +216,6 @@ class TileValue:
             current().fail(ShapeError, f"too many indices for a {self.ndim}-D tile")
         return out
 
-    def trans(self, *dims: Any) -> TileValue:
-        """Triton's `v.trans(1, 0)`: `td.trans(v, *dims)`."""
-        from tiledsl.lang.triton_names import trans
-        return trans(self, *dims)
-
     @property
     def T(self) -> TileValue:
         perm = tuple(reversed(range(self.ndim)))

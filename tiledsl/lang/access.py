@@ -127,9 +127,16 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
         from tiledsl.interop.aot import load as load_package
         return load_package(x)
     if isinstance(x, block_ptrs.BlockPointer):  # Triton's block pointer (block_ptrs.py)
-        return block_ptrs.load(x, boundary_check, padding_option,
-                               eviction_policy=eviction_policy, cache_modifier=cache_modifier,
-                               volatile=volatile)
+        if padding_option not in block_ptrs.PADDING:
+            current().fail(TraceError, f"td.load(): padding_option={padding_option!r} is not "
+                           "one of 'zero', 'nan'")
+        x, m = x.addresses(boundary_check)
+        fill = block_ptrs.PADDING[padding_option]
+        if fill != fill and not x.base.dtype.is_float:
+            current().fail(TraceError, "td.load(): padding_option='nan' of an integer tensor")
+        return load(x, mask=m, other=fill if m is not None else _DEFAULT,
+                    eviction_policy=eviction_policy, cache_modifier=cache_modifier,
+                    volatile=volatile)
     _no_boundary_check("td.load()", boundary_check, padding_option)
     if isinstance(x, Choice):  # a tensor an `if` chose: one load per option (choices.py)
         m, fill = _pointer_mask(index, _mask("td.load()", mask, extra_mask), other)
@@ -161,8 +168,9 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
     program of the grid touches the elements this store writes (see the module's docstring)."""
     tr = current("td.store()")
     if isinstance(x, block_ptrs.BlockPointer):  # Triton's block pointer (block_ptrs.py)
-        block_ptrs.store(x, index, boundary_check, eviction_policy=eviction_policy,
-                         cache_modifier=cache_modifier, disjoint=disjoint)
+        x, m = x.addresses(boundary_check)
+        store(x, index, m, eviction_policy=eviction_policy, cache_modifier=cache_modifier,
+              disjoint=disjoint)
         return
     _no_boundary_check("td.store()", boundary_check, "")
     if not isinstance(disjoint, bool):

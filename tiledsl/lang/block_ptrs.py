@@ -34,7 +34,7 @@ from tiledsl.frontend.values import Tensor, TileValue, cast, to_value
 from tiledsl.lang import language as lang
 from tiledsl.lang.arange import arange
 
-PADDING = {"": 0, "zero": 0, "nan": float("nan")}
+PADDING = {"": 0, "zero": 0, "nan": float("nan")}  # td.load's padding_option (access.py)
 
 
 @dataclass(frozen=True)
@@ -139,31 +139,6 @@ def advance(ptr: Any, offsets: Any) -> BlockPointer:
                 f"{len(ptr.block)}")
     return BlockPointer(ptr.base, ptr.shape, ptr.strides,
                         tuple(a + b for a, b in zip(ptr.offsets, moves)), ptr.block, ptr.order)
-
-
-def load(ptr: BlockPointer, boundary_check: Any, padding_option: str, **hints: Any) -> Any:
-    """`td.load(p, boundary_check=..., padding_option=...)` of a block pointer."""
-    from tiledsl.lang.access import load as load_pointer
-    if padding_option not in PADDING:
-        current().fail(TraceError, f"td.load(): padding_option={padding_option!r} is not one of "
-                       "'zero', 'nan'")
-    address, mask = ptr.addresses(boundary_check)
-    fill = PADDING[padding_option]
-    if mask is None:
-        return load_pointer(address, **hints)
-    if fill != fill and not ptr.base.base.dtype.is_float:
-        current().fail(TraceError, "td.load(): padding_option='nan' of an integer tensor")
-    return load_pointer(address, mask=mask, other=fill, **hints)
-
-
-def store(ptr: BlockPointer, value: Any, boundary_check: Any, **hints: Any) -> None:
-    """`td.store(p, value, boundary_check=...)` of a block pointer."""
-    from tiledsl.lang.access import store as store_pointer
-    address, mask = ptr.addresses(boundary_check)
-    if mask is None:
-        store_pointer(address, value, **hints)
-    else:
-        store_pointer(address, value, mask, **hints)
 
 
 def _dims(boundary_check: Any, rank: int) -> set[int]:

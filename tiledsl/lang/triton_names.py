@@ -169,3 +169,6 @@ class _Math:
 
 
 math = _Math()
+
+
+TileValue.trans = trans  # type: ignore[attr-defined] (Triton's `v.trans(1, 0)`)
