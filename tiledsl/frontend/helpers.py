@@ -20,6 +20,7 @@ import ast
 import functools
 import inspect
 import os
+import sys
 import sysconfig
 import textwrap
 import weakref
@@ -52,6 +53,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return _float
     if fn is isinstance:
         return _isinstance
+    if type(fn).__name__ == "JITFunction" and (type(fn).__module__ or "").startswith("triton."):
+        fn = _as_tiledsl(fn.fn)  # a @triton.jit kernel's body, `tl` read as `td`
     if type(fn) is not FunctionType:
         return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     try:
@@ -76,6 +79,26 @@ def _elementwise(builtin: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 _MIN_MAX = {min: _elementwise(min, "minimum"), max: _elementwise(max, "maximum")}
+
+
+def _as_tiledsl(fn: FunctionType) -> FunctionType:
+    """`fn` (a @triton.jit kernel's Python function) with the names its module binds to
+    `triton.language` bound to `tiledsl` instead: `tl.load`, `tl.arange`, `tl.program_id` are
+    td's (one copy per function, so the rewrite's cache keys on it)."""
+    hit = _TRITON_BODIES.get(fn)
+    if hit is None:
+        td = sys.modules["tiledsl"]
+        names = {k: td if getattr(v, "__name__", None) == "triton.language" else v
+                 for k, v in fn.__globals__.items()}
+        hit = FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+        hit.__kwdefaults__, hit.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+        hit.__module__ = fn.__module__
+        _TRITON_BODIES[fn] = hit
+    return hit
+
+
+_TRITON_BODIES: weakref.WeakKeyDictionary[FunctionType, FunctionType] = \
+    weakref.WeakKeyDictionary()
 
 
 def _isinstance(obj: Any, classes: Any) -> bool:

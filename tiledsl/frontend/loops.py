@@ -54,6 +54,7 @@ class Carried:
 def _carries(v: Any) -> bool:
     return isinstance(v, _CARRIED + (Carried,))
 UNBOUNDED_BLOCK = 256  # the largest block the tuner tries for a loop with no static bound
+launch: Callable[..., Any]  # `k[grid](...)`, set by frontend/launches.py
 UNROLL_WARN = 16  # trips of a Python range inside the grid past which its unrolling warns
 
 

@@ -193,6 +193,10 @@ class _LoopRewriter(ast.NodeTransformer):
         branches are rewritten too (tiledsl/frontend/helpers.py)."""
         self.generic_visit(node)
         func = node.func
+        if isinstance(func, ast.Subscript):  # `kernel[grid](...)`: a Triton launch, or Python's
+            node.func = _rt("launch", [func.value, func.slice, ast.Name("_td_helper", ast.Load()),
+                                       ast.Constant(node.lineno)], func)
+            return node
         if isinstance(func, ast.Name) and not func.id.startswith("_td_") or \
                 isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
                                                          and func.value.id == "_td_rt"):

@@ -51,6 +51,8 @@ class Tracer:
         self.inductions: dict[Value, Induction] = {}
         # per open counted loop, race checks waiting for its carried values' steps (races.py)
         self.deferred: list[list[Any]] = []
+        # inside a Triton launch's body (frontend/launches.py): tl.program_id(axis)'s values
+        self.program_ids: list[Any] | None = None
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
         # how many names the target of the `for` statement whose iterable is being evaluated

@@ -8,9 +8,10 @@ stores need itself: lowering/backends/triton/barriers.py), `td.static_assert`, `
 `td.math.fma(a, b, c)` is Triton's `tl.math.fma`: `td.math` holds td's functions under the
 names `tl.math` and libdevice give them (`td.math.tanh`). `td.cast(x, dtype)` is `tl.cast`.
 
-`tl.program_id` has no counterpart: a tiledsl kernel names its programs with a grid loop
-(`for pid in td.grid(n)`), and the error for `td.program_id` says so. `td.num_programs(axis)`
-inside the grid is its size along that axis.
+A tiledsl kernel names its programs with a grid loop (`for pid in td.grid(n)`): `td.program_id`
+(`tl.program_id`) is a program's index only in the body of a Triton kernel a host-code launch
+runs (`kernel[grid](...)`, frontend/launches.py); elsewhere its error says to write the grid
+loop. `td.num_programs(axis)` inside the grid is its size along that axis.
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ from tiledsl.lang.views import flatten, permute, unsqueeze
 
 # Triton's names a module-level lookup answers with where tiledsl says it (tiledsl/__init__.py)
 MISSING = {
-    "program_id": "a tiledsl kernel names its programs with a grid loop: `for pid in "
-                  "td.grid(n_programs): ...` (pid is tl.program_id(0); td.grid(m, n) gives two "
-                  "axes), or `for t in td.tile(n): ...` over tiles",
     "device_print": "run the kernel on the NumPy backend (`k.run(..., backend=\"numpy\")`) and "
                     "print there; values are NumPy arrays between ops",
 }
@@ -172,3 +170,19 @@ math = _Math()
 
 
 TileValue.trans = trans  # type: ignore[attr-defined] (Triton's `v.trans(1, 0)`)
+
+
+def program_id(axis: int = 0) -> Any:
+    """Triton's `tl.program_id(axis)` in the body of a Triton kernel that a host-code launch
+    runs (`kernel[grid](...)`): the program's index along `axis`."""
+    tr = current("td.program_id()")
+    ids = tr.program_ids
+    if ids is None:
+        tr.fail(TraceError, "td.program_id(): a tiledsl kernel names its programs with a grid "
+                "loop", hint="`for pid in td.grid(n_programs): ...` (pid is tl.program_id(0); "
+                "td.grid(m, n) gives two axes), or launch the Triton kernel as its wrapper "
+                "does: kernel[grid](...)")
+    if not isinstance(axis, int) or not 0 <= axis < 3:
+        tr.fail(TraceError, f"td.program_id({axis!r}): the axis is 0, 1 or 2")
+    return ids[axis] if axis < len(ids) else to_value(0)
+

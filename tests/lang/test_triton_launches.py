@@ -1,0 +1,152 @@
+"""Triton kernels and their wrappers as written (tiledsl/frontend/launches.py): a host-code
+launch `kernel[grid](...)` of a `@triton.jit` kernel runs its body once per program of `grid`,
+`tl` read as `td`; `@triton.autotune` configs become a knob, `@triton.heuristics` compute
+their arguments. The kernels here are Triton's tutorials', unmodified."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import gpu_backend, run_on
+from tiledsl.testing import assert_close
+
+triton = pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+tl = triton.language
+BACKENDS = ["numpy", "triton-interpret", gpu_backend()]
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    output = x + y
+    tl.store(output_ptr + offsets, output, mask=mask)
+
+
+@td.tile_kernel
+def add(x, y):
+    output = torch.empty_like(x)
+    n_elements = output.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )  # noqa: E731
+    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
+    return output
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@triton.autotune(configs=[
+    triton.Config({'BLOCK_SIZE_M': 32, 'BLOCK_SIZE_N': 32, 'BLOCK_SIZE_K': 32, 'GROUP_SIZE_M': 8},
+                  num_stages=3, num_warps=4),
+    triton.Config({'BLOCK_SIZE_M': 64, 'BLOCK_SIZE_N': 32, 'BLOCK_SIZE_K': 16, 'GROUP_SIZE_M': 4},
+                  num_stages=4, num_warps=4)], key=['M', 'N', 'K'])
+@triton.heuristics({'EVEN_K': lambda args: args['K'] % args['BLOCK_SIZE_K'] == 0})
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                  BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                  ACTIVATION: tl.constexpr, EVEN_K: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@td.tile_kernel
+def matmul(a, b, activation=""):
+    assert a.shape[1] == b.shape[0], "Incompatible dimensions"
+    assert a.is_contiguous(), "Matrix A must be contiguous"
+    M, K = a.shape
+    K, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    grid = lambda META: (  # noqa: E731
+        triton.cdiv(M, META['BLOCK_SIZE_M']) * triton.cdiv(N, META['BLOCK_SIZE_N']), )
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), ACTIVATION=activation)
+    return c
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_vector_add_tutorial_as_written(backend: str) -> None:
+    rng = np.random.default_rng(70)
+    x, y = (rng.standard_normal(3001).astype(np.float32) for _ in range(2))
+    np.testing.assert_array_equal(run_on(add, (x, y), backend), x + y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_autotuned_matmul_tutorial_as_written(backend: str) -> None:
+    """Its autotune configs are a knob of the config space (sampled below, both configs);
+    the EVEN_K heuristic takes each config's BLOCK_SIZE_K."""
+    rng = np.random.default_rng(71)
+    a, b = rng.standard_normal((70, 48)).astype(np.float16), \
+        rng.standard_normal((48, 50)).astype(np.float16)
+    want = a.astype(np.float64) @ b
+    space = matmul.config_space(a, b, "leaky_relu", backend="numpy")
+    assert [p.name for p in space.params] == ["matmul_kernel_config"]
+    default = matmul.config_space(a, b, "leaky_relu", backend=backend.removesuffix("-gpu"))\
+        .default()
+    for choice in (0, 1):  # each autotune config
+        out = run_on(matmul, (a, b, "leaky_relu"), backend,
+                     config=default.replace(matmul_kernel_config=choice))
+        assert_close(out, np.where(want >= 0, want, 0.01 * want), np.float16)
+
+
+def test_program_id_outside_a_launch_says_to_write_the_grid_loop() -> None:
+    @td.tile_kernel
+    def plain(x):
+        out = td.empty_like(x)
+        pid = td.program_id(0)
+        out[pid] = x[pid]
+        return out
+
+    with pytest.raises(td.TraceError, match="names its programs with a grid loop"):
+        plain(np.zeros(4, np.float32))
+
+    @td.tile_kernel
+    def inside(x):
+        out = torch.empty_like(x)
+        for _ in td.grid(1):
+            add_kernel[(1,)](x, x, out, 4, BLOCK_SIZE=4)
+        return out
+
+    with pytest.raises(td.TraceError, match=r"add_kernel\[grid\]\(\.\.\.\) launches a Triton "
+                                            "kernel, in host code"):
+        inside(np.zeros(4, np.float32))

@@ -1,0 +1,98 @@
+"""A Triton launch in host code, `kernel[grid](*args, **kwargs)`, as a tiledsl grid: the
+`@triton.jit` kernel's body, as written, runs once per program of `grid` (Triton's wrappers
+merged into a tile kernel keep both their launch and the kernel they launch).
+
+- `grid` is a tuple of sizes, or a function of the launch's arguments by name (`lambda meta:
+  (triton.cdiv(n, meta["BLOCK"]),)`), as Triton takes it; `tl.program_id(axis)` in the body is
+  the program's index along that axis (`td.program_id`).
+- The body is the kernel's Python function with `tl` (`triton.language`) read as `td`
+  (frontend/helpers.py), rewritten as any function a kernel calls.
+- `@triton.heuristics({...})` computes its arguments from the others, as Triton does;
+  `@triton.autotune(configs=[...])` becomes a knob of the kernel's config space choosing a
+  config (`td.register_tunable`), whose arguments the launch takes. A config's `num_warps`,
+  and the launch's `num_warps=`/`num_stages=`, are left to tiledsl's config space.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from tiledsl.errors import Loc, TraceError
+from tiledsl.frontend import loops
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.tunables import Choice, register_tunable
+from tiledsl.lang.language import grid as grid_range
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+
+
+def unwrap(kernel: Any) -> tuple[Any, list[tuple[str, Callable]], list[Any]]:
+    """The `@triton.jit` function under `kernel`'s autotune and heuristics decorators (or None
+    when `kernel` is none of those), its heuristics and its autotune configs."""
+    heuristics: list[tuple[str, Callable]] = []
+    configs: list[Any] = []
+    while True:
+        kind = type(kernel).__name__
+        module = type(kernel).__module__ or ""
+        if not module.startswith("triton."):
+            return None, [], []
+        if kind == "JITFunction":
+            return kernel, heuristics, configs
+        if kind == "Autotuner":
+            configs = list(kernel.configs)
+        elif kind == "Heuristics":
+            heuristics = list(kernel.values.items()) + heuristics
+        else:
+            return None, [], []
+        kernel = kernel.fn
+
+
+def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> Any:
+    """What `kernel[grid]` is in a tile kernel: a Triton launch's callable, else the subscript."""
+    jit, heuristics, configs = unwrap(kernel)
+    if jit is None:
+        return helper(kernel[grid])
+
+    def call(*args: Any, **kwargs: Any) -> None:
+        tr = current()
+        where = Loc(tr.file, line)
+        if tr.depth != "host":
+            tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) launches a Triton kernel, in "
+                    "host code", loc=where, hint="call it before or after the tile loops")
+        kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+        signature = inspect.signature(jit.fn)
+        if configs:
+            chosen = register_tunable(f"{jit.fn.__name__}_config",
+                                      Choice(tuple(range(len(configs)))))
+            kwargs = {**configs[chosen].kwargs, **kwargs}
+        try:
+            bound = signature.bind_partial(*args, **kwargs)
+        except TypeError as e:
+            tr.fail(TraceError, f"{jit.fn.__name__}[grid](...): {e}", loc=where)
+        bound.apply_defaults()
+        meta = dict(bound.arguments)
+        for name, rule in heuristics:
+            meta[name] = rule(meta)
+        sizes = grid(meta) if callable(grid) else grid
+        sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
+        missing = [p for p in signature.parameters if p not in meta]
+        if missing:
+            tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) gives no {', '.join(missing)}",
+                    loc=where)
+        body_fn = helper(jit)
+
+        def body(item: Any, env: dict) -> dict:
+            saved, tr.program_ids = tr.program_ids, list(item) if isinstance(item, tuple) \
+                else [item]
+            try:
+                body_fn(**meta)
+            finally:
+                tr.program_ids = saved
+            return {}
+
+        loops.loop(grid_range(*sizes), body, {}, (), None, line)
+    return call
+
+
+loops.launch = launch  # the rewrite's `k[grid](...)` (frontend/rewrite.py)
