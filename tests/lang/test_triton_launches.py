@@ -150,3 +150,27 @@ def test_program_id_outside_a_launch_says_to_write_the_grid_loop() -> None:
     with pytest.raises(td.TraceError, match=r"add_kernel\[grid\]\(\.\.\.\) launches a Triton "
                                             "kernel, in host code"):
         inside(np.zeros(4, np.float32))
+
+
+@triton.jit
+def _double_row(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    tl.store(o_ptr + pid * n + offs, tl.load(x_ptr + pid * n + offs, mask=offs < n) * 2,
+             mask=offs < n)
+
+
+@td.tile_kernel
+def doubled_rows(x):
+    """A @triton.jit kernel called from a grid's body: tl.program_id is the grid's index."""
+    m, n = x.shape
+    out = td.empty_like(x)
+    for _ in td.grid(m):
+        _double_row(x, out, n, BLOCK=64)
+    return out
+
+
+def test_a_triton_kernel_called_from_a_grid_reads_its_program_id() -> None:
+    x = np.random.default_rng(72).standard_normal((5, 37)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(doubled_rows.run(x, backend=backend), 2 * x)

@@ -326,7 +326,12 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
     block = Block(list(ranges))
     tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))
     with tr.region(block, "grid"):
-        out = body(_item([_handle(tr, rng, r, n) for r, n in zip(ranges, names)], rng.seq), env)
+        handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]
+        saved, tr.program_ids = tr.program_ids, handles  # (td.program_id: a @triton.jit body)
+        try:
+            out = body(_item(handles, rng.seq), env)
+        finally:
+            tr.program_ids = saved
     for n in assigned:
         if n in env and n in out and out[n] is not env[n] and (read_after is None
                                                                or n in read_after) \

@@ -174,7 +174,8 @@ TileValue.trans = trans  # type: ignore[attr-defined] (Triton's `v.trans(1, 0)`)
 
 def program_id(axis: int = 0) -> Any:
     """Triton's `tl.program_id(axis)` in the body of a Triton kernel that a host-code launch
-    runs (`kernel[grid](...)`): the program's index along `axis`."""
+    runs (`kernel[grid](...)`), or that a grid's body calls: the program's index along `axis`
+    (a `td.tile` grid's: its tile's number, `t.id`)."""
     tr = current("td.program_id()")
     ids = tr.program_ids
     if ids is None:
@@ -184,5 +185,7 @@ def program_id(axis: int = 0) -> Any:
                 "does: kernel[grid](...)")
     if not isinstance(axis, int) or not 0 <= axis < 3:
         tr.fail(TraceError, f"td.program_id({axis!r}): the axis is 0, 1 or 2")
-    return ids[axis] if axis < len(ids) else to_value(0)
+    if axis >= len(ids):
+        return to_value(0)
+    return ids[axis] if isinstance(ids[axis], TileValue) else ids[axis].id  # (a grid's tile)
 
