@@ -174,3 +174,51 @@ def test_a_triton_kernel_called_from_a_grid_reads_its_program_id() -> None:
     x = np.random.default_rng(72).standard_normal((5, 37)).astype(np.float32)
     for backend in ("numpy", "triton-interpret"):
         np.testing.assert_array_equal(doubled_rows.run(x, backend=backend), 2 * x)
+
+
+from triton.language.extra import libdevice  # noqa: E402
+
+triton_cast = tl.cast  # Unsloth's module-level aliases of Triton builtins
+triton_tanh = libdevice.tanh
+
+
+class LibEntry(triton.KernelInterface):
+    """FlagGems' `@libentry()` structure (its caching left out): a wrapper with `.fn`."""
+
+    def __init__(self, fn):  # type: ignore[no-untyped-def]
+        self.fn = fn
+        self.arg_names = fn.arg_names
+
+    def run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return self.fn.run(*args, **kwargs)
+
+
+@LibEntry
+@triton.jit
+def tanh_rows_kernel(x_ptr, y_ptr, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_ptr += row * triton_cast(stride, tl.int64)
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + row * BLOCK + offs, triton_tanh(tl.load(x_ptr + offs)))
+
+
+@td.tile_kernel
+def tanh_rows(x):
+    y = torch.empty_like(x)
+    tanh_rows_kernel[(x.shape[0],)](x, y, x.stride(0), BLOCK=x.shape[1])
+    return y
+
+
+@td.tile_kernel
+def tanh_twice(x):
+    """FlagGems' `mean_dim` calls `mean`: a kernel's wrapper called by another's host code."""
+    return tanh_rows(tanh_rows(x))
+
+
+def test_wrapped_launches_aliases_and_a_kernel_calling_a_kernel() -> None:
+    x = np.random.default_rng(73).standard_normal((3, 16)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        assert_close(tanh_rows.run(x, backend=backend), np.tanh(x.astype(np.float64)),
+                     np.float32)
+        assert_close(tanh_twice.run(x, backend=backend),
+                     np.tanh(np.tanh(x.astype(np.float64))), np.float32)

@@ -24,13 +24,13 @@ import sys
 import sysconfig
 import textwrap
 import weakref
-from types import FunctionType
+from types import FunctionType, ModuleType
 from typing import Any, Callable
 
 from tiledsl import dtypes
 from tiledsl.errors import TraceError
-from tiledsl.frontend.td_names import substitute
-from tiledsl.frontend.tracer import current
+from tiledsl.frontend.td_names import FUNCTIONS, substitute
+from tiledsl.frontend.tracer import active, current
 
 LIBRARIES = frozenset({"tiledsl", "lowering", "autotune", "numpy", "triton", "torch", "cupy",
                        "jax", "optuna", "scipy"})
@@ -55,6 +55,9 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return _isinstance
     if type(fn).__name__ == "JITFunction" and (type(fn).__module__ or "").startswith("triton."):
         fn = _as_tiledsl(fn.fn)  # a @triton.jit kernel's body, `tl` read as `td`
+    if type(fn).__name__ == "TileKernel" and (tr := active()) is not None and \
+            tr.depth == "host":
+        return _inlined(fn, rewrite)  # another kernel's wrapper called by this one's
     if type(fn) is not FunctionType:
         return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     try:
@@ -81,20 +84,59 @@ def _elementwise(builtin: Callable[..., Any], name: str) -> Callable[..., Any]:
 _MIN_MAX = {min: _elementwise(min, "minimum"), max: _elementwise(max, "maximum")}
 
 
+def _inlined(kernel: Any, rewrite: Rewrite) -> Callable[..., Any]:
+    """A tile kernel called from another's host code (FlagGems' `mean_dim` calls `mean`): its
+    body traced here, as `kernel.fn(...)` is; a kernel that reaches itself again is refused."""
+    body = helper(kernel.fn, rewrite)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        tr = current()
+        if kernel.name == tr.kernel or kernel.name in tr.inlining:
+            kernel.not_traced()  # (recursion: its error)
+        tr.inlining.append(kernel.name)
+        try:
+            return body(*args, **kwargs)
+        finally:
+            tr.inlining.pop()
+    return call
+
+
 def _as_tiledsl(fn: FunctionType) -> FunctionType:
     """`fn` (a @triton.jit kernel's Python function) with the names its module binds to
     `triton.language` bound to `tiledsl` instead: `tl.load`, `tl.arange`, `tl.program_id` are
     td's (one copy per function, so the rewrite's cache keys on it)."""
     hit = _TRITON_BODIES.get(fn)
     if hit is None:
-        td = sys.modules["tiledsl"]
-        names = {k: td if getattr(v, "__name__", None) == "triton.language" else v
-                 for k, v in fn.__globals__.items()}
+        names = {k: _td_of(v) for k, v in fn.__globals__.items()}
         hit = FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
         hit.__kwdefaults__, hit.__qualname__ = fn.__kwdefaults__, fn.__qualname__
         hit.__module__ = fn.__module__
         _TRITON_BODIES[fn] = hit
     return hit
+
+
+def _td_of(v: Any) -> Any:
+    """What a @triton.jit body's global is in tiledsl: `triton.language` is `td`, libdevice is
+    `td.math`, and a Triton function bound to a name of the module's own (Unsloth's
+    `triton_cast = tl.cast`, `triton_tanh = libdevice.tanh`) is td's of that name."""
+    td = sys.modules["tiledsl"]
+    if isinstance(v, ModuleType):
+        name = v.__name__
+        if name == "triton.language":
+            return td
+        if name.startswith("triton.language") and name.endswith("libdevice"):
+            return td.math
+        return v
+    if callable(v) and (getattr(v, "__module__", None) or "").startswith("triton.language"):
+        name = getattr(v, "__name__", "")
+        found = FUNCTIONS.get(name)
+        if found is None:
+            try:
+                found = getattr(td.math, name)
+            except AttributeError:
+                return v
+        return found
+    return v
 
 
 _TRITON_BODIES: weakref.WeakKeyDictionary[FunctionType, FunctionType] = \

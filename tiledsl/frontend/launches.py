@@ -28,24 +28,34 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 
 def unwrap(kernel: Any) -> tuple[Any, list[tuple[str, Callable]], list[Any]]:
-    """The `@triton.jit` function under `kernel`'s autotune and heuristics decorators (or None
-    when `kernel` is none of those), its heuristics and its autotune configs."""
+    """The `@triton.jit` function under `kernel`'s autotune and heuristics decorators and any
+    other `triton.KernelInterface` wrapper with a `.fn` (FlagGems' `@libentry()`), or None when
+    `kernel` is none of those; its heuristics and its autotune configs."""
     heuristics: list[tuple[str, Callable]] = []
     configs: list[Any] = []
-    while True:
-        kind = type(kernel).__name__
-        module = type(kernel).__module__ or ""
-        if not module.startswith("triton."):
-            return None, [], []
+    for _ in range(16):  # (a wrapper chain, not a cycle)
+        kind = _triton_kind(kernel)
         if kind == "JITFunction":
             return kernel, heuristics, configs
         if kind == "Autotuner":
             configs = list(kernel.configs)
         elif kind == "Heuristics":
             heuristics = list(kernel.values.items()) + heuristics
-        else:
+        elif kind is None or not hasattr(kernel, "fn"):
             return None, [], []
         kernel = kernel.fn
+    return None, [], []
+
+
+def _triton_kind(obj: Any) -> str | None:
+    """Which of Triton's launchable classes `obj` is an instance of (subclasses included:
+    FlagGems' LibTuner is an Autotuner)."""
+    names = [c.__name__ for c in type(obj).__mro__
+             if (c.__module__ or "").startswith("triton.")]
+    for kind in ("JITFunction", "Autotuner", "Heuristics", "KernelInterface"):
+        if kind in names:
+            return kind
+    return None
 
 
 def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> Any:
