@@ -222,3 +222,62 @@ def test_wrapped_launches_aliases_and_a_kernel_calling_a_kernel() -> None:
                      np.float32)
         assert_close(tanh_twice.run(x, backend=backend),
                      np.tanh(np.tanh(x.astype(np.float64))), np.float32)
+
+
+from triton.language.extra.libdevice import rsqrt  # noqa: E402 (Liger's module-level import)
+
+EPS_SCALE = tl.constexpr(1.0)  # a constexpr global, as Liger's LOG2_E
+
+
+@triton.jit
+def _rms_kernel(Y_ptr, X_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(X_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    rstd = rsqrt(tl.sum(x * x, axis=0) / n_cols + eps * EPS_SCALE)
+    tl.store(Y_ptr + row * n_cols + cols, x * rstd, mask=cols < n_cols)
+
+
+@td.tile_kernel
+def rms_rows(X, eps):
+    """Liger's wrapper habits: a device branch, a device context, requires_grad checks."""
+    n_rows, n_cols = X.shape
+    Y = torch.empty_like(X)
+    assert not X.requires_grad
+    if X.device.type == "xpu":
+        raise RuntimeError("not this device")
+    with torch.cuda.device(X.device):
+        _rms_kernel[(n_rows,)](Y, X, n_cols, eps, BLOCK_SIZE=triton.next_power_of_2(n_cols))
+    return Y
+
+
+def test_a_wrapper_s_device_checks_and_a_kernel_s_module_globals() -> None:
+    x = np.random.default_rng(74).standard_normal((5, 37)).astype(np.float32)
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)
+    for backend in ("numpy", "triton-interpret"):
+        assert_close(rms_rows.run(x, 1e-6, backend=backend), want, np.float32)
+
+
+def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """With TRITON_INTERPRET=1, @triton.jit makes an InterpretedFunction: launched the same."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "launch.py"
+    script.write_text(
+        "import numpy as np, torch, triton, triton.language as tl, tiledsl as td\n"
+        "@triton.jit\n"
+        "def k(x_ptr, y_ptr, n, B: tl.constexpr):\n"
+        "    o = tl.program_id(0) * B + tl.arange(0, B)\n"
+        "    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * 3, mask=o < n)\n"
+        "@td.tile_kernel\n"
+        "def f(x):\n"
+        "    y = torch.empty_like(x)\n"
+        "    k[(triton.cdiv(x.numel(), 16),)](x, y, x.numel(), B=16)\n"
+        "    return y\n"
+        "x = np.arange(37, dtype=np.float32)\n"
+        "assert (f(x) == 3 * x).all()\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]

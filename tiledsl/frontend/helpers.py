@@ -53,7 +53,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return _float
     if fn is isinstance:
         return _isinstance
-    if type(fn).__name__ == "JITFunction" and (type(fn).__module__ or "").startswith("triton."):
+    if type(fn).__name__ in ("JITFunction", "InterpretedFunction") and \
+            (type(fn).__module__ or "").startswith("triton."):
         fn = _as_tiledsl(fn.fn)  # a @triton.jit kernel's body, `tl` read as `td`
     if type(fn).__name__ == "TileKernel" and (tr := active()) is not None and \
             tr.depth == "host":
@@ -117,9 +118,12 @@ def _as_tiledsl(fn: FunctionType) -> FunctionType:
 
 def _td_of(v: Any) -> Any:
     """What a @triton.jit body's global is in tiledsl: `triton.language` is `td`, libdevice is
-    `td.math`, and a Triton function bound to a name of the module's own (Unsloth's
-    `triton_cast = tl.cast`, `triton_tanh = libdevice.tanh`) is td's of that name."""
+    `td.math`, a Triton function bound to a name of the module's own (Unsloth's `triton_cast =
+    tl.cast`, `triton_tanh = libdevice.tanh`, Liger's `from ...libdevice import rsqrt`) is td's
+    of that name, and a `tl.constexpr` global is its value."""
     td = sys.modules["tiledsl"]
+    if type(v).__name__ == "constexpr" and (type(v).__module__ or "").startswith("triton."):
+        return v.value  # `LOG2_E = tl.constexpr(1.44...)` (Liger's cross entropy)
     if isinstance(v, ModuleType):
         name = v.__name__
         if name == "triton.language":

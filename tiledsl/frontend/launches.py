@@ -52,6 +52,8 @@ def _triton_kind(obj: Any) -> str | None:
     FlagGems' LibTuner is an Autotuner)."""
     names = [c.__name__ for c in type(obj).__mro__
              if (c.__module__ or "").startswith("triton.")]
+    if "InterpretedFunction" in names:  # @triton.jit under TRITON_INTERPRET=1
+        return "JITFunction"
     for kind in ("JITFunction", "Autotuner", "Heuristics", "KernelInterface"):
         if kind in names:
             return kind

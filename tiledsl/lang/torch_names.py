@@ -335,6 +335,7 @@ Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defi
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
+Tensor.requires_grad = False  # type: ignore[attr-defined] (kernels are not differentiable)
 
 __all__ = ["addmm", "amax", "amin", "finfo", "iinfo", "matmul", "promote_types",
            "register_reduction_dim", "relu", "result_type", "silu", "std", "var", "var_mean"]
