@@ -5,6 +5,8 @@ their arguments. The kernels here are Triton's tutorials', unmodified."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -281,3 +283,26 @@ def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+SCALE = 2.0  # read by the @triton.jit kernel below: a new value traces again
+
+
+@triton.jit
+def _scaled_kernel(x_ptr, y_ptr, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * SCALE, mask=o < n)
+
+
+@td.tile_kernel
+def scaled(x):
+    y = torch.empty_like(x)
+    _scaled_kernel[(triton.cdiv(x.numel(), 16),)](x, y, x.numel(), B=16)
+    return y
+
+
+def test_a_global_a_launched_kernel_reads_keys_the_trace(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    x = np.arange(37, dtype=np.float32)
+    np.testing.assert_array_equal(scaled(x), 2 * x)
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 3.0)
+    np.testing.assert_array_equal(scaled(x), 3 * x)

@@ -105,15 +105,21 @@ def _inlined(kernel: Any, rewrite: Rewrite) -> Callable[..., Any]:
 def _as_tiledsl(fn: FunctionType) -> FunctionType:
     """`fn` (a @triton.jit kernel's Python function) with the names its module binds to
     `triton.language` bound to `tiledsl` instead: `tl.load`, `tl.arange`, `tl.program_id` are
-    td's (one copy per function, so the rewrite's cache keys on it)."""
+    td's. One copy per function while its module's globals stay as they were (so the rewrite's
+    cache keys on it); a global bound again makes a new one."""
+    module = fn.__globals__
     hit = _TRITON_BODIES.get(fn)
-    if hit is None:
-        names = {k: _td_of(v) for k, v in fn.__globals__.items()}
-        hit = FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
-        hit.__kwdefaults__, hit.__qualname__ = fn.__kwdefaults__, fn.__qualname__
-        hit.__module__ = fn.__module__
-        _TRITON_BODIES[fn] = hit
-    return hit
+    if hit is None or len(hit[1]) != len(module) or \
+            any(module.get(k, _MISSING) is not v for k, v in hit[1].items()):
+        names = {k: _td_of(v) for k, v in module.items()}
+        body = FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+        body.__kwdefaults__, body.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+        body.__module__ = fn.__module__
+        hit = _TRITON_BODIES[fn] = (body, dict(module))
+    return hit[0]
+
+
+_MISSING = object()
 
 
 def _td_of(v: Any) -> Any:
@@ -143,7 +149,7 @@ def _td_of(v: Any) -> Any:
     return v
 
 
-_TRITON_BODIES: weakref.WeakKeyDictionary[FunctionType, FunctionType] = \
+_TRITON_BODIES: weakref.WeakKeyDictionary[FunctionType, tuple[FunctionType, dict]] = \
     weakref.WeakKeyDictionary()
 
 

@@ -147,11 +147,33 @@ def snapshot(fn: FunctionType, out: list[Any], seen: set[int]) -> list[Any]:
                 break
             v = getattr(v, attr, _MISSING)
         out.append(v)
+        if type(v) is not FunctionType and _triton_object(v):
+            v = triton_function(v)  # a @triton.jit kernel a launch runs: its reads too
         if type(v) is FunctionType and id(v) not in seen and is_user_code(v.__code__):
             out.append(v.__defaults__)
             out += [_cell(c) for c in v.__closure__ or ()]
             snapshot(v, out, seen)
     return out
+
+
+def triton_function(v: Any) -> Any:
+    """The Python function under a Triton kernel object (a @triton.jit function and its
+    autotune and heuristics wrappers, `.fn` after `.fn`), else `v`: a launch runs its body, so
+    what it reads is the kernel's too (frontend/launches.py)."""
+    for _ in range(16):
+        if type(v) is FunctionType or not _triton_object(v):
+            return v
+        v = getattr(v, "fn", None)
+    return v
+
+
+def _triton_object(v: Any) -> bool:
+    """Whether `v` is Triton's (a kernel object, or a `triton.KernelInterface` of another
+    library's: FlagGems' `@libentry()`)."""
+    if type(v).__module__.startswith("triton."):
+        return True
+    interface = getattr(sys.modules.get("triton"), "KernelInterface", None)
+    return interface is not None and isinstance(v, interface)
 
 
 def changes_in_place(v: Any) -> bool:
@@ -196,6 +218,7 @@ def value_key(v: Any, seen: frozenset[int] = frozenset()) -> Hashable:
         return ("np.dtype", v.str)
     if isinstance(v, ModuleType):
         return ("module", v.__name__)
+    v = triton_function(v)
     if isinstance(v, FunctionType) and is_user_code(v.__code__):
         if id(v) in seen:  # recursion: its reads are being keyed already
             return ("function", v.__code__)
@@ -242,6 +265,7 @@ def value_text(v: Any, seen: frozenset[int] = frozenset()) -> str:
         return f"td.{v.name}"
     if isinstance(v, np.dtype):
         return f"np.dtype({v.str!r})"
+    v = triton_function(v)
     if isinstance(v, FunctionType) and is_user_code(v.__code__):
         digest = hashlib.sha256(marshal.dumps(v.__code__)).hexdigest()[:12]
         inner = "" if id(v) in seen else text(v, seen)
