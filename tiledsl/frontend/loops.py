@@ -50,6 +50,10 @@ class Carried:
     def rebuilt(self, v: TileValue) -> Any:
         raise NotImplementedError
 
+    def same_kind(self, other: Any) -> bool:
+        """Whether `other` is this value moved (what a trip may leave in its name)."""
+        raise NotImplementedError
+
 
 def _carries(v: Any) -> bool:
     return isinstance(v, _CARRIED + (Carried,))
@@ -363,7 +367,7 @@ def _as_before(before: Any, v: Value, weak: bool) -> Any:
 def _carried_value(tr: Tracer, name: str, before: Any, after: Any) -> TileValue:
     """What the body leaves in a carried name, as the loop carries it."""
     if isinstance(before, Carried):
-        if type(after) is not type(before) or not before.same_kind(after):  # type: ignore[attr-defined]
+        if type(after) is not type(before) or not before.same_kind(after):
             tr.fail(TraceError, f"'{name}', a {type(before).__name__} before the loop, is "
                     f"{type(after).__name__} after a trip, or one of another tensor or block",
                     hint="a loop carries a block pointer that only td.advance moves")

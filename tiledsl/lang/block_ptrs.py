@@ -65,22 +65,22 @@ class BlockPointer(Carried):
             tr.fail(ShapeError, "a block pointer's block has no lanes")
         return Pointer(self.base.base, total), mask
 
-
     def carried(self) -> TileValue:
         """The offsets as one int64 tile of a power-of-two length."""
         lanes = _lanes(len(self.offsets))
+        index = arange(0, lanes)
         v: Any = lang.zeros((lanes,), dtype=dtypes.int64)
         for d, start in enumerate(self.offsets):
-            v = lang.where(lanes_of(lanes) == d, cast(to_value(start), dtypes.int64), v)
+            v = lang.where(index == d, cast(to_value(start), dtypes.int64), v)
         return v
 
     def rebuilt(self, v: TileValue) -> BlockPointer:
         """This block pointer at the offsets of tile `v` (what `carried` made)."""
-        index = lanes_of(v.shape[0])
+        index = arange(0, v.shape[0])
         offsets = tuple(lang.sum(lang.where(index == d, v, 0)) for d in range(len(self.block)))
         return BlockPointer(self.base, self.shape, self.strides, offsets, self.block, self.order)
 
-    def same_kind(self, other: BlockPointer) -> bool:
+    def same_kind(self, other: Any) -> bool:
         """Whether `other` is this block pointer at other offsets (what td.advance makes)."""
         return other.base.base.value is self.base.base.value and \
             other.base.offset is self.base.offset and other.block == self.block and \
@@ -89,10 +89,6 @@ class BlockPointer(Carried):
 
 def _lanes(rank: int) -> int:
     return 1 << max(rank - 1, 0).bit_length()
-
-
-def lanes_of(n: int) -> TileValue:
-    return arange(0, n)
 
 
 def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
