@@ -391,13 +391,13 @@ def return_tile_value(x, alpha):
 
 def test_return_tile_value() -> None:
     err = trace_error(td.TraceError, return_tile_value, f32(8), 3.0)
-    assert "returns a tile value" in msg(err)
+    assert "returns a runtime scalar" in msg(err)
 
 
 def test_return_tile_value_class_and_name() -> None:
     err = raised(td.TraceError, return_tile_value, f32(8), 3.0)
     check_named(err, return_tile_value)
-    assert "returns a tile value" in msg(err) and err.hint and "td.empty" in err.hint
+    assert "returns a runtime scalar" in msg(err) and err.hint and "td.empty" in err.hint
 
 
 @td.tile_kernel

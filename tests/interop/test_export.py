@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import ROOT, example, fresh, kernel_of, scaled_rows
+from support import ROOT, example, fresh, kernel_of, scaled_rows, sized_rows
 from tiledsl.interop import package_check
 from tiledsl.interop.aot import FORMAT_VERSION, LoadedKernel, load, validate_manifest
 from tiledsl.interop.package_check import package_digest
@@ -872,3 +872,18 @@ def test_a_registered_knob_exports_its_own_trace(tmp_path: Path) -> None:
     pkg = export(mod.matmul_split_k, tmp_path / "sk", *args, arch="sm_80", config=config)
     assert "8 of outer_k" in (pkg / "kernel_triton.py").read_text()
     td.testing.assert_close(run_plan_on_cpu(pkg, args), mod.reference(*args), np.float32)
+
+
+def test_a_package_returns_the_numbers_its_trace_computed(
+        tmp_path: Path, fake_cupy: types.SimpleNamespace) -> None:
+    """Liger's `return y, BLOCK_SIZE, ...`: the manifest spells each number, the loaded kernel
+    returns them in their places, and a manifest with a malformed number is refused at load."""
+    x = np.random.default_rng(10).standard_normal((7, 20)).astype(np.float32)
+    pkg = export(sized_rows, tmp_path / "sized", x, arch="sm_90")
+    manifest = load(pkg).manifest
+    assert manifest["returns"] == "tuple:tensor,int:32,float:5.0,bool:True"
+    o, *numbers = load(pkg)(FakeCupyArray(x))
+    assert numbers == [32, 5.0, True] and [type(n) for n in numbers] == [int, float, bool]
+    td.testing.assert_close(o.host, x.astype(np.float64) + 1, np.float32)
+    with pytest.raises(td.BackendError, match="returns"):
+        load(forge(pkg, {**manifest, "returns": "tuple:tensor,int:thirty"}))

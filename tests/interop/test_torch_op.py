@@ -10,7 +10,7 @@ import pytest
 
 import tiledsl as td
 from support import (ARRAY_ARG_EXAMPLES, SHAPE_FUNCTION_EXAMPLES, example, fresh, plus_k,
-                     scaled_rows, torch_from_numpy)
+                     scaled_rows, sized_rows, torch_from_numpy)
 from tiledsl.testing import assert_close
 
 torch = pytest.importorskip("torch")
@@ -189,6 +189,16 @@ def test_a_none_in_the_returned_tuple_is_not_part_of_the_ops_return() -> None:
                                                "with 2") as err:
         op(torch.randn(9, 8), 2.0, False)
     assert "no optional outputs" in err.value.hint
+
+
+def test_numbers_in_the_returned_tuple_are_not_part_of_the_ops_return() -> None:
+    op = td.torch_op(sized_rows, name=f"tdtest::sized_rows_{next(_ids)}", outputs=1)
+    x = torch.randn(5, 20, dtype=torch.float64)
+    torch.testing.assert_close(op(x), x + 1)
+    op = td.torch_op(sized_rows, name=f"tdtest::sized_rows_{next(_ids)}")
+    with pytest.raises(td.ArgumentError, match="returned 1 tensors") as err:
+        op(x)  # its return names 4 values, 3 of them numbers: outputs= says so
+    assert "pass outputs= when the tuple returns numbers" in err.value.hint
 
 
 def test_triton_op_path_runs_numpy_on_cpu_and_passes_opcheck() -> None:

@@ -5,6 +5,8 @@ their arguments. The kernels here are Triton's tutorials', unmodified."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
 
 import numpy as np
@@ -258,6 +260,90 @@ def test_a_wrapper_s_device_checks_and_a_kernel_s_module_globals() -> None:
     want = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)
     for backend in ("numpy", "triton-interpret"):
         assert_close(rms_rows.run(x, 1e-6, backend=backend), want, np.float32)
+
+
+def ensure_contiguous(fn):  # type: ignore[no-untyped-def]
+    """Liger's decorator of its autograd forwards, as written."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def maybe_to_contiguous(x):  # type: ignore[no-untyped-def]
+            return x.contiguous() if isinstance(x, torch.Tensor) else x
+        args = [maybe_to_contiguous(arg) for arg in args]
+        return fn(ctx, *args, **kwargs)
+    return wrapper
+
+
+@contextlib.contextmanager
+def device_context(device):  # type: ignore[no-untyped-def]
+    """Liger's device context, as written: a generator under `@contextmanager`."""
+    device = torch.device(device)
+    backend = getattr(torch, device.type, None)
+    if backend is not None and hasattr(backend, "device"):
+        with backend.device(device):
+            yield
+    else:
+        yield
+
+
+@triton.jit
+def _offset_rms_kernel(Y_ptr, X_ptr, n_cols, eps, offset, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(X_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    offset = offset.to(tl.float32)  # a float argument is a runtime scalar in Triton
+    rstd = rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(Y_ptr + row * n_cols + cols, x * rstd + offset, mask=cols < n_cols)
+
+
+def offset_rms_forward(X, eps, offset):  # type: ignore[no-untyped-def]
+    n_rows, n_cols = X.shape
+    BLOCK_SIZE, num_warps = triton.next_power_of_2(n_cols), 4
+    Y = torch.empty_like(X)
+    with device_context(X.device):
+        _offset_rms_kernel[(n_rows,)](Y, X, n_cols, eps, offset, BLOCK_SIZE=BLOCK_SIZE,
+                                      num_warps=num_warps)
+    return Y, X, BLOCK_SIZE, num_warps
+
+
+class OffsetRMS(torch.autograd.Function):
+    @staticmethod
+    @ensure_contiguous
+    def forward(ctx, X, eps, offset=0.5):  # type: ignore[no-untyped-def]
+        Y, X, BLOCK_SIZE, num_warps = offset_rms_forward(X, eps, offset)
+        ctx.BLOCK_SIZE, ctx.num_warps = BLOCK_SIZE, num_warps
+        ctx.save_for_backward(X)
+        return Y
+
+
+class OffsetRMSNoCtx(torch.autograd.Function):  # the `setup_context` style
+    @staticmethod
+    def forward(X, eps):  # type: ignore[no-untyped-def]
+        return offset_rms_forward(X, eps, -1.0)[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # type: ignore[no-untyped-def]
+        raise AssertionError("prepares a backward only: not called")
+
+
+@td.tile_kernel
+def offset_rms(X, eps):
+    return OffsetRMS.apply(X, eps), OffsetRMSNoCtx.apply(X, eps)
+
+
+def test_liger_s_autograd_function_forward_and_its_helpers_as_written() -> None:
+    """`Function.apply` runs `forward` (through `functools.wraps` and `@contextmanager`
+    helpers, rewritten as any helper), a float argument is a runtime scalar in the kernel, and
+    the forward helper returns its block size and warps beside the tensors."""
+    x = np.random.default_rng(75).standard_normal((6, 21)).astype(np.float32)
+    normed = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)
+    for backend in ("numpy", "triton-interpret"):
+        y, y_no_ctx = offset_rms.run(x, 1e-6, backend=backend)
+        assert_close(y, normed + 0.5, np.float32)
+        assert_close(y_no_ctx, normed - 1.0, np.float32)
+    forward = td.tile_kernel(offset_rms_forward)
+    y, same_x, block, warps = forward.run(x, 1e-6, 0.25, backend="numpy")
+    assert_close(y, normed + 0.25, np.float32)
+    assert (block, warps) == (32, 4) and same_x.shape == x.shape
 
 
 def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import example, kernel_of, plus_k, scaled_rows
+from support import example, kernel_of, plus_k, scaled_rows, sized_rows
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -406,7 +406,7 @@ def test_a_second_call_of_a_layout_skips_to_the_launch_and_keeps_the_value_check
         assert not add_narrow.caches.fast
 
 
-def test_the_fast_path_returns_an_optional_output_as_none(
+def test_the_fast_path_returns_an_optional_output_as_none_and_numbers_as_they_are(
         fake_gpu: types.SimpleNamespace) -> None:
     with FakeTensorMode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -414,7 +414,10 @@ def test_the_fast_path_returns_an_optional_output_as_none(
         for _ in range(2):  # the slow path, then the fast one
             o, sums = scaled_rows(x, 0.5)
             assert o is not None and sums is None
-        assert len(scaled_rows.caches.fast) == 1 and len(fake_gpu.launches) == 2
+            o, *numbers = sized_rows(x)  # and the numbers a trace computed, as they are
+            assert o is not None and numbers == [8, 2.0, False]
+        assert len(scaled_rows.caches.fast) == 1 and len(sized_rows.caches.fast) == 1
+        assert len(fake_gpu.launches) == 4
 
 
 def test_the_fast_paths_key_tells_apart_what_the_slow_path_decides(

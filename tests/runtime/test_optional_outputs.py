@@ -1,6 +1,7 @@
 """A None in a kernel's returned tuple, an optional output the caller did not ask for
 (flash-linear-attention's `return o, final_state`), comes back as None in its place on every
-backend, and the tuner checks the tensors alone (tiledsl/runtime/returns.py)."""
+backend, and so does a number the trace computed (Liger's `return y, rstd, BLOCK_SIZE,
+num_warps`); the tuner checks the tensors alone (tiledsl/runtime/returns.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 from autotune.runners import NumpyRunner
-from support import gpu_backend, scaled_rows, under_configs
+import tiledsl as td
+from support import gpu_backend, scaled_rows, sized_rows, under_configs
 from tiledsl.testing import assert_close
 
 
@@ -39,3 +41,30 @@ def test_assert_close_takes_an_optional_output_on_both_sides_only() -> None:
     assert_close((o, None), (o, None))
     with pytest.raises(AssertionError, match="output 1 is None, its reference an array"):
         assert_close((o, None), (o, o))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial", gpu_backend()])
+def test_a_returned_number_comes_back_as_it_is(backend: str) -> None:
+    x = np.random.default_rng(5).standard_normal((13, 20)).astype(np.float32)
+    for config, (o, block, quarter, wide) in under_configs(sized_rows, (x,), backend, samples=1):
+        assert_close(o, x.astype(np.float64) + 1, np.float32)
+        assert (block, quarter, wide) == (32, 5.0, True), config
+        assert (type(block), type(quarter), type(wide)) == (int, float, bool)
+    assert sized_rows.traced(x).returns == \
+        "tuple:tensor,int:32,float:5.0,bool:True"
+    runner = NumpyRunner(sized_rows, [x])
+    assert len(runner.reference()) == 1  # the tuner compares the tensor alone
+    assert runner.check(sized_rows.config_space(x).default()) is None
+
+
+def test_a_returned_runtime_scalar_is_refused_at_its_line() -> None:
+    @td.tile_kernel
+    def returns_scale(x, scale: float):
+        o = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            o[t] = x[t] * scale
+        return o, scale
+
+    with pytest.raises(td.TraceError, match="returns a runtime scalar") as err:
+        returns_scale.run(np.ones(8, np.float32), 2.0, backend="numpy")
+    assert "known when the kernel traces" in err.value.hint

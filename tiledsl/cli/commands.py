@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tiledsl.cli import configs as cli_configs, file_hooks
-from tiledsl.runtime import registry
+from tiledsl.runtime import registry, returns
 from tiledsl.frontend import static_args
 from tiledsl import testing
 from tiledsl.runtime.config import Config
@@ -73,7 +73,7 @@ def _run_once(k: TileKernel, args: tuple, backend: str, cfg: Config,
         gpu.torch.cuda.synchronize()
         ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
         if out is not None:
-            out = tuple(None if o is None else gpu.get(o, "output")
+            out = tuple(o if o is None or returns.is_number(o) else gpu.get(o, "output")
                         for o in testing.as_tuple(out))
         for a, g in zip(static_args.flatten_arrays(list(call_args)),
                         static_args.flatten_arrays(on_gpu)):

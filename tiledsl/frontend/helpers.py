@@ -8,15 +8,19 @@ needs the same rewrite: the kernel's rewrite turns each call, `f(...)` or `mod.f
 `if` or `while` statement or a call (the builtins `min` and `max` on runtime values, as in the
 persistent-matmul tutorial's `_compute_pid`, and helpers of its own), its rewritten copy (built once per function; it calls its own
 helpers the same way). The rewrite keeps Python's meaning for Python values, so it leaves alone
-only what cannot gain from it: builtins, lambdas, generators, decorated functions (their source
-is not what runs), functions without source, and those of the standard library, of tiledsl and
-of the array libraries (`LIBRARIES`). Those cost one dictionary lookup. While the copy runs,
+only what cannot gain from it: builtins, lambdas, generators, functions without source, and
+those of the standard library, of tiledsl and of the array libraries (`LIBRARIES`), wrappers
+they define included (`@torch.no_grad()`). A `functools.wraps` wrapper of the user's (Liger's
+`@ensure_contiguous`) is rewritten from its own source, so the function it calls is too;
+`MyFunction.apply(...)` of a `torch.autograd.Function` calls its rewritten `forward`
+(autograd_functions.py). Those cost one dictionary lookup. While the copy runs,
 the tracer's file is the helper's, so errors name its lines.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import os
@@ -29,6 +33,7 @@ from typing import Any, Callable
 
 from tiledsl import dtypes
 from tiledsl.errors import TraceError
+from tiledsl.frontend import autograd_functions
 from tiledsl.frontend.td_names import FUNCTIONS, substitute
 from tiledsl.frontend.tracer import active, current
 
@@ -59,12 +64,33 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     if type(fn).__name__ == "TileKernel" and (tr := active()) is not None and \
             tr.depth == "host":
         return _inlined(fn, rewrite)  # another kernel's wrapper called by this one's
+    if (forward := autograd_functions.forward_of(fn)) is not None:  # MyFunction.apply(x)
+        return autograd_functions.apply(helper(forward[0], rewrite), forward[1])
     if type(fn) is not FunctionType:
-        return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
+        return substitute(fn)
+    if _context_manager(fn):  # Liger's `with device_context(X.device):`
+        return contextlib.contextmanager(_generator(fn.__wrapped__, rewrite))  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     try:
         return _CACHE[fn]
     except KeyError:
         out = _CACHE[fn] = _rewritten(fn, rewrite) or fn
+        return out
+
+
+def _context_manager(fn: FunctionType) -> bool:
+    """Whether `fn` is `contextlib.contextmanager`'s wrapper of a generator of the user's."""
+    inner = getattr(fn, "__wrapped__", None)
+    return fn.__globals__.get("__name__") == "contextlib" and fn.__code__.co_name == "helper" \
+        and type(inner) is FunctionType and bool(inner.__code__.co_flags & inspect.CO_GENERATOR)
+
+
+def _generator(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any]:
+    """A generator function rewritten (its `yield` keeps the statements around it as they
+    are: rewrite.py), once per function."""
+    try:
+        return _CACHE[fn]
+    except KeyError:
+        out = _CACHE[fn] = _rewritten(fn, rewrite, generator=True) or fn
         return out
 
 
@@ -189,21 +215,25 @@ def _stdlib(file: str) -> bool:
     return path.startswith(_STDLIB) and not path.startswith(_SITE)
 
 
-def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
+def _rewritten(fn: FunctionType, rewrite: Rewrite, generator: bool = False
+               ) -> Callable[..., Any] | None:
     """`fn` with its loops, branches, `and`/`or`/`not` and asserts rewritten, or None when it
-    needs no rewrite."""
+    needs no rewrite (or is a generator, unless `generator`)."""
     code = fn.__code__
-    if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR or hasattr(fn, "__wrapped__") \
+    if fn.__name__ == "<lambda>" or code.co_flags & _GENERATOR and not generator \
             or (fn.__module__ or "").partition(".")[0] in LIBRARIES \
+            or (fn.__globals__.get("__name__") or "").partition(".")[0] in LIBRARIES \
             or _stdlib(code.co_filename):
         return None
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
+    try:  # a functools.wraps wrapper's own source, not the function it wraps (Liger's
+        # `@ensure_contiguous` on an autograd forward: the wrapper calls `fn(ctx, *args)`)
+        source = textwrap.dedent(inspect.getsource(fn.__code__ if hasattr(fn, "__wrapped__")
+                                                   else fn))
         tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError):  # no source (a REPL, exec), or a decorated line
         return None
     fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__name__ or not any(
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != code.co_name or not any(
             isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp, ast.BoolOp,
                            ast.Assert)) or isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)
             for n in ast.walk(fdef)):
@@ -212,6 +242,9 @@ def _rewritten(fn: FunctionType, rewrite: Rewrite) -> Callable[..., Any] | None:
         new = rewrite(fn, source, kernel=False)
     except TraceError:  # `global` in a loop: Python runs it as it is (tile loops refuse there)
         return None
+
+    if generator:
+        return new  # (its body runs after the call returns: errors name the tracer's file)
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:

@@ -4,7 +4,8 @@ merged into a tile kernel keep both their launch and the kernel they launch).
 
 - `grid` is a tuple of sizes, or a function of the launch's arguments by name (`lambda meta:
   (triton.cdiv(n, meta["BLOCK"]),)`), as Triton takes it; `tl.program_id(axis)` in the body is
-  the program's index along that axis (`td.program_id`).
+  the program's index along that axis (`td.program_id`). A Python float given to a parameter
+  not annotated `tl.constexpr` is a runtime scalar in the body, as in Triton.
 - The body is the kernel's Python function with `tl` (`triton.language`) read as `td`
   (frontend/helpers.py), rewritten as any function a kernel calls.
 - `@triton.heuristics({...})` computes its arguments from the others, as Triton does;
@@ -22,6 +23,7 @@ from tiledsl.errors import Loc, TraceError
 from tiledsl.frontend import loops
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
+from tiledsl.frontend.values import to_value
 from tiledsl.lang.language import grid as grid_range
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
@@ -93,18 +95,33 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) gives no {', '.join(missing)}",
                     loc=where)
         body_fn = helper(jit)
+        values = {k: _runtime_float(v) if not _constexpr(signature.parameters[k]) else v
+                  for k, v in meta.items()}
 
         def body(item: Any, env: dict) -> dict:
             saved, tr.program_ids = tr.program_ids, list(item) if isinstance(item, tuple) \
                 else [item]
             try:
-                body_fn(**meta)
+                body_fn(**values)
             finally:
                 tr.program_ids = saved
             return {}
 
         loops.loop(grid_range(*sizes), body, {}, (), None, line)
     return call
+
+
+def _constexpr(p: inspect.Parameter) -> bool:
+    """Whether a kernel parameter is annotated `tl.constexpr` (as a class or a string)."""
+    a = p.annotation
+    return a is not inspect.Parameter.empty and "constexpr" in (
+        a if isinstance(a, str) else getattr(a, "__name__", ""))
+
+
+def _runtime_float(v: Any) -> Any:
+    """A Python float given to a runtime parameter is a scalar in the body, as in Triton
+    (Liger's `offset = offset.to(tl.float32)`); other values pass as they are."""
+    return to_value(v) if type(v) is float else v
 
 
 loops.launch = launch  # the rewrite's `k[grid](...)` (frontend/rewrite.py)

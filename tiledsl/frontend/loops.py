@@ -31,6 +31,7 @@ from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import Induction, Tracer, active, current
+from tiledsl.runtime import returns
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, Unmerged, broadcast_to, cast, common_dtype, need_static, to_value,
 )
@@ -72,23 +73,33 @@ collect = capture
 
 def result(value: Any, line: int) -> Any:
     """What the kernel returns: tensors (or nothing; a tuple may hold None for an optional
-    output, tiledsl/runtime/returns.py); anything else is an error at `line`."""
+    output, or a Python number the trace computed: tiledsl/runtime/returns.py); anything else
+    is an error at `line`."""
     if value is None:
         return None
     tr = current()
-    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    tuple_ = isinstance(value, (tuple, list))
+    items = list(value) if tuple_ else [value]
     items = [r for r in items if r is not None]  # an optional output left out (returns.py)
     for r in items:
+        if tuple_ and returns.is_number(r):  # Liger's `return y, rstd, BLOCK_SIZE, num_warps`
+            continue
         if isinstance(r, TileValue):
-            tr.fail(TraceError, "the kernel returns a tile value", loc=Loc(tr.file, line),
-                    hint="return tensors: allocate with td.empty(...) and store tiles into them "
-                         "inside the tile loop")
+            scalar = not r.value.type.shape
+            tr.fail(TraceError, f"the kernel returns a {'runtime scalar' if scalar else 'tile value'}",
+                    loc=Loc(tr.file, line),
+                    hint="a number returned beside the tensors must be known when the kernel "
+                         "traces (a size, a block size); store a runtime one into a tensor (td.empty((1,), "
+                         "dtype=...))"
+                    if scalar else "return tensors: allocate with td.empty(...) and store "
+                    "tiles into them inside the tile loop")
         if not isinstance(r, Tensor):
             name = type(r).__name__
             article = "an" if name[:1].lower() in "aeiou" else "a"
             tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
-                    "(or nothing, when they write into arguments)", loc=Loc(tr.file, line))
-    _check_written(tr, items, line)
+                    "(or nothing, when they write into arguments), and a tuple of them may "
+                    "hold None and Python numbers", loc=Loc(tr.file, line))
+    _check_written(tr, [r for r in items if isinstance(r, Tensor)], line)
     return value
 
 

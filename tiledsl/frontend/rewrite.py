@@ -82,9 +82,11 @@ class _Escapes(ast.NodeVisitor):
 
     visit_Continue = visit_Break  # type: ignore[assignment]
 
-    def visit_Return(self, node: ast.stmt) -> None:
+    def visit_Return(self, node: ast.AST) -> None:
         self.found = True
-        self.first = self.first or node
+        self.first = self.first or node  # type: ignore[assignment]
+
+    visit_Yield = visit_YieldFrom = visit_Return  # (a helper's `@contextmanager` generator)
 
     def visit_For(self, node: ast.AST) -> None:  # break/continue there belong to that loop
         self.loops += 1
@@ -403,7 +405,7 @@ def rewrite(fn: FunctionType, source: str, kernel: bool = True) -> Callable[...,
     # of the kernel by name in its body must reach the module's kernel object (and its error)
     fdef.name = f"_td_kernel_{fdef.name}"
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
-    for node in _own_nodes(fdef):
+    for node in _own_nodes(fdef) if kernel else ():
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
             raise TraceError(f"kernel '{fn.__name__}' is a generator (it has `yield`); a tile "
                              "kernel returns its outputs", loc=Loc(file, node.lineno),

@@ -11,8 +11,9 @@
   ArgumentError asking for an annotation. A parameter defaulted to a function (an epilogue) is
   refused, as no schema holds one; the return is one `Tensor`, a tuple of them, or nothing, read from the
   kernel's `return` statements (pass `outputs=N` when they are not literal). A schema holds no
-  optional output, so a `None` in the kernel's returned tuple is not part of the op's return:
-  `return o, None` makes an op returning `o` alone (`outputs=` counts the tensors).
+  optional output, so a `None` or a number in the kernel's returned tuple is not part of the
+  op's return: `return o, None` makes an op returning `o` alone (`outputs=` counts the
+  tensors; pass it where the numbers are not literals: `return y, rstd, BLOCK_SIZE`).
 * Fake (meta) implementation: the kernel traced for the fake tensors' shapes and dtypes, with
   no data, so torch.compile sees exact output shapes and dtypes and never breaks the graph.
   Symbolic sizes (dynamic shapes) get symbolic output sizes from the kernel's shape function
@@ -223,9 +224,10 @@ class _Op:
             raise ArgumentError(f"kernel '{kernel.name}' returned {len(outs)} tensors, the op "
                                 f"{self.name} was registered with {self.n_out}; pass outputs=",
                                 kernel=kernel.name, hint=None if not isinstance(result, tuple)
-                                or all(r is not None for r in result) else "a None in the returned tuple is "
-                                "not part of the op's return (custom ops have no optional "
-                                "outputs): make the number of tensors the same in every call")
+                                or len(outs) == len(result) else "a None or a number in the "
+                                "returned tuple is not part of the op's return (custom ops have "
+                                "no optional outputs): make the number of tensors the same in "
+                                "every call, and pass outputs= when the tuple returns numbers")
         converted = []
         for out in outs:
             alias = next((a for a, v in zip(args, values) if v is out), None)
@@ -371,8 +373,8 @@ def _count_outputs(kernel: TileKernel) -> int:
 
 
 def _tensors_in(elements: list[ast.expr]) -> int:
-    """The elements of a returned tuple literal that are not a literal None."""
-    return sum(not (isinstance(e, ast.Constant) and e.value is None) for e in elements)
+    """The elements of a returned tuple literal that are not a literal None or number."""
+    return sum(not isinstance(e, ast.Constant) for e in elements)
 
 
 def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) -> tuple:

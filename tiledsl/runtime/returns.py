@@ -5,11 +5,15 @@ manifest `returns`):
 - "none": `return` alone, or no return (the kernel writes into its arguments);
 - "single": one tensor;
 - "tuple": a tuple (or list) of tensors;
-- "tuple:" and the elements, comma-separated, each "tensor" or "None", when the tuple holds a
-  None: `return o, None` is "tuple:tensor,None". An optional output the caller did not ask for
+- "tuple:" and the elements, comma-separated, when the tuple holds something besides tensors:
+  "tensor", "None", or a number the trace computed, "int:1024", "float:1e-06", "bool:True".
+  `return o, None` is "tuple:tensor,None". An optional output the caller did not ask for
   (flash-linear-attention's `return o, final_state` with `final_state = None`; vLLM's
   `return out, None, rstd`) comes back as None in its place, as from the Python it was ported
-  from. The trace's outputs are the tensors alone, in order.
+  from; a number (Liger's forwards return `y, x, rstd, BLOCK_SIZE, num_warps` for their
+  backward) comes back as that number. A trace is made for one set of shapes and compile-time
+  arguments, so such numbers are fixed per trace. The trace's outputs are the tensors alone,
+  in order.
 """
 from __future__ import annotations
 
@@ -17,6 +21,21 @@ from collections.abc import Sequence
 from typing import Any
 
 TENSOR, NONE = "tensor", "None"
+NUMBERS: dict[str, type] = {"bool": bool, "int": int, "float": float}
+
+
+def is_number(value: Any) -> bool:
+    """Whether a returned element is a Python number (not a tensor, not None)."""
+    return type(value) in (bool, float) or isinstance(value, int)  # int: also a traced size
+
+
+def _element(value: Any) -> str:
+    if value is None:
+        return NONE
+    if is_number(value):
+        kind = type(value).__name__ if type(value) in (bool, float) else "int"
+        return f"{kind}:{NUMBERS[kind](value)!r}"
+    return TENSOR
 
 
 def form(result: Any) -> tuple[list[Any], str]:
@@ -26,10 +45,9 @@ def form(result: Any) -> tuple[list[Any], str]:
     if not isinstance(result, (tuple, list)):
         return [result], "single"
     items = list(result)
-    if all(r is not None for r in items):
-        return items, "tuple"
-    return ([r for r in items if r is not None],
-            "tuple:" + ",".join(NONE if r is None else TENSOR for r in items))
+    parts = [_element(r) for r in items]
+    tensors = [r for r, p in zip(items, parts) if p == TENSOR]
+    return tensors, "tuple" if len(tensors) == len(items) else "tuple:" + ",".join(parts)
 
 
 def elements(returns: str) -> list[str] | None:
@@ -55,12 +73,20 @@ def pack(outputs: Sequence[Any], returns: str) -> Any:
     if parts is None:
         return tuple(outputs)
     tensors = iter(outputs)
-    return tuple(None if p == NONE else next(tensors) for p in parts)
+    return tuple(next(tensors) if p == TENSOR else _value(p) for p in parts)
+
+
+def _value(part: str) -> Any:
+    """The None or number an element other than "tensor" stands for."""
+    if part == NONE:
+        return None
+    kind, _, text = part.partition(":")
+    return (text == "True") if kind == "bool" else NUMBERS[kind](text)
 
 
 def tensors(result: Any) -> list[Any]:
-    """The tensors of a call's result (`pack`'s inverse, Nones dropped)."""
+    """The tensors of a call's result (`pack`'s inverse, Nones and numbers dropped)."""
     if result is None:
         return []
     items = result if isinstance(result, tuple) else (result,)
-    return [r for r in items if r is not None]
+    return [r for r in items if r is not None and not is_number(r)]
