@@ -13,14 +13,18 @@ class _Truth(int):
     """A bool that can also be called: td's properties `d.is_int`, `d.is_bool` and `d.is_fp8`
     are Triton's methods `d.is_int()`, ... too."""
 
+    called: bool | None = None  # what Triton's method answers, where it differs
+
     def __call__(self) -> bool:
-        return bool(self)
+        return bool(self) if self.called is None else self.called
 
     def __repr__(self) -> str:
         return repr(bool(self))
 
 
 _TRUTH = {False: _Truth(0), True: _Truth(1)}  # (no object made per call: tracing asks often)
+_BOOL_IS_INT = _Truth(0)  # td's bool is no int; Triton's int1 `is_int()` (FlagGems' cumsum)
+_BOOL_IS_INT.called = True
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,8 @@ class DType:
 
     @property
     def is_int(self) -> bool:
-        """Signed or unsigned."""
-        return _TRUTH[self.kind in "iu"]
+        """Signed or unsigned (called, as Triton's method, bool too: Triton's int1 is one)."""
+        return _BOOL_IS_INT if self.kind == "b" else _TRUTH[self.kind in "iu"]
 
     @property
     def is_unsigned(self) -> bool:
@@ -77,6 +81,19 @@ class DType:
     def __hash__(self) -> int:
         return hash(self.short)
 
+    @staticmethod
+    def same(a: object, b: object) -> bool:
+        """`a is b` in a kernel (the rewrite's, frontend/rewrite.py): also a td dtype and
+        torch's, NumPy's or Triton's of the same name, as the tensor's dtype is the caller's
+        (FlagGems' `x.dtype is torch.bfloat16`; Python's `is` would be False)."""
+        if a is b:
+            return True
+        for d, other in ((a, b), (b, a)):
+            if isinstance(d, DType) and other is not None and not isinstance(
+                    other, (str, bool, int, float)):
+                return d == other
+        return False
+
     def __repr__(self) -> str:
         return f"td.{self.name}"
 
@@ -84,6 +101,21 @@ class DType:
     def primitive_bitwidth(self) -> int:
         """Triton's name for the width in bits."""
         return self.bits
+
+    @property
+    def int_bitwidth(self) -> int:
+        """Triton's width of an int (FlagGems' `get_dtype_min`), as `primitive_bitwidth`."""
+        if self.kind == "f":
+            raise AttributeError(f"'{self.name}' is not an int: it has no int_bitwidth")
+        return self.bits
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        """Triton's width of a float's stored mantissa."""
+        widths = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52, "f8e4m3": 3, "f8e5m2": 2}
+        if self.short not in widths:
+            raise AttributeError(f"'{self.name}' is not a float: it has no fp_mantissa_width")
+        return widths[self.short]
 
     @property
     def element_ty(self) -> DType:
@@ -133,9 +165,10 @@ _TRITON_NAMES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "floa
 for _d in ALL:
     _name = _TRITON_NAMES.get(_d.name, _d.name)
     setattr(DType, f"is_{_name}", lambda self, _s=_d.short: self.short == _s)
+_FROM_TRITON = {_TRITON_NAMES.get(d.name, d.name): d.short for d in ALL}  # "fp32" -> "f32"
 DType.is_floating = lambda self: self.kind == "f"  # type: ignore[attr-defined]
 DType.is_int_signed = lambda self: self.kind == "i"  # type: ignore[attr-defined]
-DType.is_int_unsigned = lambda self: self.kind == "u"  # type: ignore[attr-defined]
+DType.is_int_unsigned = lambda self: self.kind in "ub"  # type: ignore[attr-defined] (int1 too)
 
 _TO_NUMPY: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
@@ -166,6 +199,8 @@ def from_any(value: Any) -> DType | None:
         return None
     if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
         value = str(value).removeprefix("torch.")  # without importing torch
+    elif type(value).__name__ == "dtype" and type(value).__module__.startswith("triton."):
+        value = _FROM_TRITON.get(value.name)  # a helper's `tl.int64` (FlagGems)
     if isinstance(value, str):
         for d in ALL:
             if value in (d.name, d.short):

@@ -11,6 +11,8 @@ import pytest
 import tiledsl as td
 from support import under_configs
 
+torch = pytest.importorskip("torch")
+
 BACKENDS = ["numpy", "triton-interpret"]
 
 
@@ -183,14 +185,38 @@ def test_errors(make, error: type, match: str) -> None:
     assert "(lambda n: td.arange(" in str(e.value)  # the user's line
 
 
-def test_host_call_is_an_error() -> None:
+@td.tile_kernel
+def host_ranges(x, dim: int):
+    """In host code `torch.arange` (and td.arange) is torch's: a new tensor (FlagGems' radix
+    sort's `torch.arange(0, n, device=x.device).broadcast_to(x.shape)`)."""
+    n = x.shape[dim]
+    idx = torch.arange(0, n, dtype=torch.int64, device=x.device).broadcast_to(x.shape)
+    return idx.contiguous(), td.arange(3, 12, 4), torch.arange(0.5, 2.0, 0.5)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_host_arange_is_torchs(backend: str) -> None:
+    x = np.ones((3, 7), np.float32)
+    idx, stepped, floats = host_ranges.run(x, 1, backend=backend)
+    np.testing.assert_array_equal(idx, np.broadcast_to(np.arange(7), (3, 7)))
+    np.testing.assert_array_equal(stepped, [3, 7, 11])
+    assert idx.dtype == stepped.dtype == np.int64 and floats.dtype == np.float32
+    np.testing.assert_array_equal(floats, [0.5, 1.0, 1.5])
+
+
+def test_host_arange_errors_and_a_stepped_tile() -> None:
     @td.tile_kernel
-    def on_host(x):
-        idx = td.arange(4)
+    def empty_range(x):
+        return td.arange(4, 4)
+
+    @td.tile_kernel
+    def stepped_tile(x):
         out = td.empty_like(x)
         for t in td.tile(x.shape[0]):
-            out[t] = x[t]
+            out[t] = x[t] + td.arange(0, 8, 2)
         return out
 
-    with pytest.raises(td.TraceError, match="called inside a tile loop"):
-        on_host(np.ones(4, np.float32))
+    with pytest.raises(td.ShapeError, match=r"torch.arange\(4, 4, 1\) is empty"):
+        empty_range(np.ones(4, np.float32))
+    with pytest.raises(td.TraceError, match="a tile's lanes step by 1"):
+        stepped_tile(np.ones(4, np.float32))

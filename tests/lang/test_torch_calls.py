@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from support import gpu_backend, run_on
+from tiledsl.testing import assert_close
 
 import tiledsl as td
 
@@ -387,3 +388,35 @@ def test_host_code_integer_division_and_cumsum(backend: str) -> None:
     with pytest.raises(td.ShapeError, match=r"torch.cat: shapes \(5,\), \(7, 5\) differ"):
         mismatched(cu, scores)
 
+
+
+@td.tile_kernel
+def flag_gems_host(x, dim: int):
+    """FlagGems' wrapper habits: dtype identity (`x.dtype is torch.bfloat16` chose the other
+    branch silently before), torch's own dtype predicates on the tensor's dtype, `x.size(dim)`
+    of an int argument, device queries, and 0-d results of `squeeze()` and `x[i]`."""
+    from torch._prims_common import is_integer_dtype
+    acc_dtype = torch.float32 if x.dtype is torch.bfloat16 else x.dtype
+    out_dtype = torch.int64 if is_integer_dtype(x.dtype) else acc_dtype
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    with torch.cuda.device(x.device.index):
+        sums = torch.zeros((1, x.size(dim)), dtype=out_dtype)
+        for t in td.tile(x.shape[1]):
+            sums[0, t] = td.sum(x[:, t].astype(out_dtype), axis=0)
+    total = torch.zeros((1, 1), dtype=out_dtype)
+    for _ in td.grid(1):
+        total[0, 0] = td.sum(sums[0, :])
+    return sums, total.squeeze(), sums[0, 1], sms
+
+
+def test_flag_gems_host_spellings() -> None:
+    import ml_dtypes
+    x = np.random.default_rng(76).standard_normal((5, 6)).astype(ml_dtypes.bfloat16)
+    sums, total, second, sms = flag_gems_host.run(x, 1, backend="numpy")
+    assert sums.dtype == np.float32 and sums.shape == (1, 6)  # `is torch.bfloat16`: True
+    assert total.shape == () and second.shape == () and sms == 132
+    want = x.astype(np.float64).sum(0)
+    assert_close(sums[0], want, np.float32)
+    assert_close(second, want[1], np.float32)
+    ints = flag_gems_host.run(np.arange(12, dtype=np.int32).reshape(3, 4), 1, backend="numpy")
+    assert ints[0].dtype == np.int64 and int(ints[1]) == 66

@@ -19,6 +19,7 @@ from tiledsl.testing import assert_close
 triton = pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 tl = triton.language
+core = pytest.importorskip("triton.language.core")
 BACKENDS = ["numpy", "triton-interpret", gpu_backend()]
 
 
@@ -344,6 +345,52 @@ def test_liger_s_autograd_function_forward_and_its_helpers_as_written() -> None:
     y, same_x, block, warps = forward.run(x, 1e-6, 0.25, backend="numpy")
     assert_close(y, normed + 0.25, np.float32)
     assert (block, warps) == (32, 4) and same_x.shape == x.shape
+
+
+@tl.constexpr
+def accum_type(d):  # type: ignore[no-untyped-def]
+    """FlagGems' `get_scan_accum_type`: plain Python returning Triton's dtypes."""
+    return tl.int64 if d.is_int() else tl.float32
+
+
+def heur_block(args):  # type: ignore[no-untyped-def]
+    """FlagGems' heuristics ask the device and set the launch's warps."""
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return 4 if args["n"] < sms else 8
+
+
+@triton.heuristics({"BLOCK": heur_block, "num_warps": lambda args: 4})
+@triton.jit
+def _scan_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + core.arange(0, BLOCK)
+    acc: tl.constexpr = accum_type(x_ptr.dtype.element_ty)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0).to(acc)
+    if x_ptr.dtype.element_ty.is_int():  # Triton's int1 is an int
+        x = x * (1 << (x_ptr.dtype.element_ty.int_bitwidth - 1))
+    programs = tl.num_programs(0).to(tl.int64)
+    tl.store(y_ptr + offs, tl.cumsum(x, 0) + programs, mask=offs < n)
+
+
+@td.tile_kernel
+def scans(x):
+    y = torch.empty(x.shape, dtype=torch.int64 if x.dtype.is_int() else torch.float32)
+    _scan_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel())
+    return y
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int16, np.float32])
+def test_flag_gems_kernel_spellings(dtype: type) -> None:
+    """`import triton.language.core as core`, a `@tl.constexpr` helper's Triton dtype, Triton's
+    int1 answering `is_int()`, `int_bitwidth`, `tl.num_programs(0).to(...)`, and heuristics
+    that query the device and give `num_warps`."""
+    x = (np.random.default_rng(77).random(11) * 4).astype(dtype)
+    scale = {np.bool_: 1, np.int16: 1 << 15}.get(dtype, 1)
+    want = np.concatenate([np.cumsum(x[i:i + 4].astype(np.float64) * scale)
+                           for i in range(0, 11, 4)]) + 3  # BLOCK 4 (11 < 132 SMs): 3 programs
+    for backend in ("numpy", "triton-interpret"):
+        y = scans.run(x, backend=backend)
+        assert y.dtype == (np.float32 if dtype is np.float32 else np.int64)
+        assert_close(y, want, np.float32)
 
 
 def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -72,8 +72,9 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return contextlib.contextmanager(_generator(fn.__wrapped__, rewrite))  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     try:
         return _CACHE[fn]
-    except KeyError:
-        out = _CACHE[fn] = _rewritten(fn, rewrite) or fn
+    except KeyError:  # (a library's function may have a substitute: torch.cuda's queries)
+        found = substitute(fn)
+        out = _CACHE[fn] = found if found is not fn else _rewritten(fn, rewrite) or fn
         return out
 
 
@@ -158,8 +159,8 @@ def _td_of(v: Any) -> Any:
         return v.value  # `LOG2_E = tl.constexpr(1.44...)` (Liger's cross entropy)
     if isinstance(v, ModuleType):
         name = v.__name__
-        if name == "triton.language":
-            return td
+        if name in ("triton.language", "triton.language.core", "triton.language.standard"):
+            return td  # (FlagGems' bitonic sort: `import triton.language.core as core`)
         if name.startswith("triton.language") and name.endswith("libdevice"):
             return td.math
         return v

@@ -26,7 +26,10 @@ from tiledsl.frontend.tunables import Choice, register_tunable
 from tiledsl.frontend.values import to_value
 from tiledsl.lang.language import grid as grid_range
 
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+# compiler and launch options a launch (or a heuristic) may give beside the kernel's arguments
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                  "extern_libs", "debug", "sanitize_overflow", "launch_cooperative_grid",
+                  "launch_pdl", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "grf_mode")
 
 
 def unwrap(kernel: Any) -> tuple[Any, list[tuple[str, Callable]], list[Any]]:
@@ -86,9 +89,11 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...): {e}", loc=where)
         bound.apply_defaults()
         meta = dict(bound.arguments)
-        for name, rule in heuristics:
-            meta[name] = rule(meta)
-        sizes = grid(meta) if callable(grid) else grid
+        for name, rule in heuristics:  # (rewritten as helpers: their device queries)
+            meta[name] = helper(rule)(meta)
+        meta = {k: v for k, v in meta.items()  # a heuristic's `num_warps` (FlagGems' softmax)
+                if k in signature.parameters or k not in LAUNCH_OPTIONS}
+        sizes = helper(grid)(meta) if callable(grid) else grid
         sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
         missing = [p for p in signature.parameters if p not in meta]
         if missing:

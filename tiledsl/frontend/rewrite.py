@@ -190,6 +190,17 @@ class _LoopRewriter(ast.NodeTransformer):
             self.generic_visit(node)  # its calls are the kernel's (`isinstance(x, ...)`)
         return node
 
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """`a is b` -> `_td_rt.same(a, b)` (and `is not`): a tensor's td dtype is torch's of
+        that name too (`x.dtype is torch.bfloat16`, tiledsl/dtypes.py)."""
+        self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)) or \
+                isinstance(node.comparators[0], ast.Constant):  # `x is None`: Python's
+            return node
+        same = _rt("same", [node.left, node.comparators[0]], node)
+        return same if isinstance(node.ops[0], ast.Is) else \
+            ast.copy_location(ast.UnaryOp(ast.Not(), same), node)
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         """`f(...)` (and `mod.f(...)`) -> `_td_helper(f)(...)`: a helper's own loops and
         branches are rewritten too (tiledsl/frontend/helpers.py)."""

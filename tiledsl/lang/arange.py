@@ -55,13 +55,18 @@ def _length(start: int, end: Any) -> Dim:
     return n
 
 
-def arange(start_or_end: Any, end: Any = None, *, dtype: Any = None) -> TileValue:
+def arange(start_or_end: Any, end: Any = None, step: Any = None, *,
+           dtype: Any = None) -> Any:
     """`td.arange(n)`: 0, ..., n - 1; `td.arange(start, end)`: start, ..., end - 1 (int32
-    unless `dtype`). The length is a power of two or a registered block size."""
+    unless `dtype`). The length is a power of two or a registered block size. In host code it
+    is torch's `torch.arange(start, end, step)`, a new tensor (host_tensors.py)."""
     tr = current("td.arange()")
     if tr.depth == "host":
-        tr.fail(TraceError, "td.arange() makes a tile, so it is called inside a tile loop",
-                hint="for an index array on the host, use np.arange")
+        from tiledsl.lang.host_tensors import arange_tensor  # (it makes a grid: loops.py)
+        return arange_tensor(start_or_end, end, 1 if step is None else step, dtype)
+    if step not in (None, 1):
+        tr.fail(TraceError, f"td.arange(..., step={step!r}) inside a tile loop: a tile's lanes "
+                "step by 1", hint="scale the lanes: start + td.arange(0, n) * step")
     lanes = _tile_lanes(start_or_end if end is None else end)
     if lanes is not None and (end is None or start_or_end == 0):
         return lanes if dtype is None else lanes.to(as_dtype(dtype, "td.arange"))

@@ -117,7 +117,7 @@ def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
 
 def _is_device(v: Any) -> bool:
     """Whether `v` names a device: `x.device`, a torch.device, or "cuda", "cuda:0", "cpu"."""
-    return type(v).__name__ in ("_Device", "device") or \
+    return type(v).__name__ in ("Device", "device") or \
         isinstance(v, str) and v.split(":")[0] in ("cuda", "cpu", "xpu", "mps", "meta")
 
 

@@ -1,5 +1,6 @@
 """Tensors made in host code from numbers and from other tensors, as torch's wrappers make them:
-`torch.tensor([0, 1], dtype=torch.int32)` (`td.tensor`, `x.new_tensor([0])`) and
+`torch.tensor([0, 1], dtype=torch.int32)` (`td.tensor`, `x.new_tensor([0])`),
+`torch.arange(start, end, step)` and
 `torch.cat([a, b], dim)` (flash-linear-attention's varlen preparation,
 `torch.cat([cu_seqlens.new_tensor([0]), counts]).cumsum(-1)`).
 
@@ -18,7 +19,7 @@ from tiledsl import dtypes
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, as_dtype, cast, to_value
+from tiledsl.frontend.values import Tensor, as_dtype, cast, need_static, to_value
 from tiledsl.lang import language as lang
 from tiledsl.lang.host_stores import tensor_assign
 
@@ -53,6 +54,35 @@ def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
         return {}
 
     loop(lang.tile(len(numbers)), body, {}, (), None, _line())
+    return out
+
+
+def arange_tensor(start_or_end: Any, end: Any, step: Any, dtype: Any) -> Tensor:
+    """torch's `torch.arange(start, end, step)` in host code (FlagGems' radix sort's index
+    tensor): a new 1-D tensor, int64 from ints and float32 from floats unless `dtype`, filled
+    by a grid. The bounds are numbers known when tracing (int arguments become static)."""
+    tr = current("torch.arange()")
+    start, stop = (0, start_or_end) if end is None else (start_or_end, end)
+    for n in (start, stop, step):
+        need_static(n)
+        if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)):
+            tr.fail(TraceError, f"torch.arange({start!r}, {stop!r}, {step!r}) in host code "
+                    "takes numbers known when tracing")
+    if step == 0 or (stop - start) * step <= 0:
+        tr.fail(ShapeError, f"torch.arange({start}, {stop}, {step}) is empty or endless",
+                hint="a tensor here has at least one element")
+    count = int(np.ceil((stop - start) / step))
+    ints = all(isinstance(n, (int, np.integer)) for n in (start, stop, step))
+    result = (dtypes.int64 if ints else dtypes.float32) if dtype is None else \
+        as_dtype(dtype, "torch.arange")
+    out = lang.empty((count,), result)
+
+    def body(t: Any, env: dict) -> dict:
+        index = t.index.to(dtypes.int64 if ints else dtypes.float64)
+        out[t] = cast(index * step + start, result)
+        return {}
+
+    loop(lang.tile(count), body, {}, (), None, _line())
     return out
 
 

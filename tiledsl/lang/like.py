@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl.errors import TraceError
-from tiledsl.frontend.td_names import SUBSTITUTES
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue
 from tiledsl.lang.language import empty, full
@@ -89,45 +88,6 @@ def _new_full(self: Tensor | TileValue, size: Any, fill_value: Any, *, dtype: An
     return _new("new_full", fill_value)(self, size, dtype=dtype, **placement)
 
 
-class _Device:
-    """What `x.device` gives in a kernel: the device of the inputs, where outputs are made
-    (`device=` is accepted everywhere a tensor is made, and changes nothing). A wrapper's
-    `x.device.type` is "cuda" (Triton's, whatever runs the kernel), and `torch.device(x.device)`
-    and `torch.cuda.device(x.device)` are this device, a context manager that changes nothing
-    (Liger's `with torch_device_fn.device(x.device):`)."""
-
-    type = "cuda"
-    index = 0
-
-    def __repr__(self) -> str:
-        return "<the kernel's device>"
-
-    def __enter__(self) -> _Device:
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        return None
-
-
-_DEVICE = _Device()
-
-
-def _device_call(fn: Any) -> Any:
-    """torch's `device(...)` functions (torch.device, torch.cuda.device, ...) given the kernel's
-    device: the device itself (SUBSTITUTES, frontend/td_names.py)."""
-    if getattr(fn, "__name__", None) != "device" or not (
-            getattr(fn, "__module__", None) or "").startswith("torch"):
-        return None
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if any(isinstance(a, _Device) for a in (*args, *kwargs.values())):
-            return _DEVICE
-        return fn(*args, **kwargs)
-    return call
-
-
-SUBSTITUTES.append(_device_call)
-Tensor.device = property(lambda self: _DEVICE)  # type: ignore[attr-defined]
 Tensor.new_empty = _new("new_empty", None)  # type: ignore[attr-defined]
 Tensor.new_zeros = _new("new_zeros", 0)  # type: ignore[attr-defined]
 Tensor.new_ones = _new("new_ones", 1)  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ import inspect
 import sys
 from typing import Any, Callable
 
+from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.tracer import current
@@ -125,7 +126,7 @@ _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on
 # `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
 HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
               "full_like", "promote_types", "result_type", "finfo", "iinfo", "atleast_1d",
-              "atleast_2d", "atleast_3d", "tensor")
+              "atleast_2d", "atleast_3d", "tensor", "arange")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
@@ -236,3 +237,22 @@ for _name in METHODS:
     if not hasattr(TileValue, _name):
         setattr(TileValue, _name, _method(_name))
 SUBSTITUTES.append(host_call)
+
+
+def dtype_arguments(fn: Any) -> Callable[..., Any] | None:
+    """Another torch function given a kernel tensor's dtype (FlagGems' `is_integer_dtype(
+    x.dtype)` from torch._prims_common, `torch.promote_types(x.dtype, ...)`): called with
+    torch's dtype of that name."""
+    if not (getattr(fn, "__module__", None) or "").startswith("torch") or isinstance(fn, type):
+        return None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not any(isinstance(a, dtypes.DType) for a in (*args, *kwargs.values())):
+            return fn(*args, **kwargs)
+        torch = sys.modules["torch"]
+        as_torch = lambda a: getattr(torch, a.name) if isinstance(a, dtypes.DType) else a  # noqa: E731
+        return fn(*map(as_torch, args), **{k: as_torch(v) for k, v in kwargs.items()})
+    return call
+
+
+SUBSTITUTES.append(dtype_arguments)

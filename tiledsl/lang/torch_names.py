@@ -28,6 +28,7 @@ from tiledsl.frontend.values import (
     TileValue,
     as_dtype,
     binary,
+    need_static,
     cast,
     constant,
     dot,
@@ -120,6 +121,7 @@ class TensorSize(int):
     def __call__(self, dim: Any = None) -> Any:
         if dim is None:
             return self.shape
+        need_static(dim)  # an int argument (FlagGems' `inp.size(dim)`): traced as that int
         if isinstance(dim, bool) or not isinstance(dim, int) or \
                 not -len(self.shape) <= dim < len(self.shape):
             current().fail(ShapeError, f"x.size({dim!r}): not a dimension of a "

@@ -80,6 +80,14 @@ def debug_barrier() -> None:
     current("td.debug_barrier()")
 
 
+class _Programs(int):
+    """`tl.num_programs(axis)`: an int, which Triton's code converts as a tensor
+    (`tl.num_programs(0).to(tl.int64)`, FlagGems' `tle.num_programs`)."""
+
+    def to(self, dtype: Any, *args: Any, **kwargs: Any) -> TileValue:
+        return to_value(int(self)).to(dtype, *args, **kwargs)  # type: ignore[attr-defined]
+
+
 def num_programs(axis: int = 0) -> int:
     """`tl.num_programs(axis)` inside a grid: how many programs the enclosing grid runs along
     `axis` (a Python int: grid sizes are known when the kernel traces)."""
@@ -95,7 +103,7 @@ def num_programs(axis: int = 0) -> int:
         tr.fail(TraceError, f"td.num_programs({axis}): a grid of tiles whose block size the "
                 "config chooses", hint="register the block size (bs = "
                 "td.register_block_size(n)) and count with td.cdiv(n, bs)")
-    return -(-r.extent // r.block)
+    return _Programs(-(-r.extent // r.block))
 
 
 def static_assert(cond: Any, msg: str = "") -> None:

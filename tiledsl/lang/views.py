@@ -406,7 +406,7 @@ def tensor_squeeze(t: Tensor, axis: Any = None, *, dim: Any = None) -> Tensor:
     axes = _squeezed(t.shape, axis, dim, f"{t.name}.squeeze")
     if not axes:
         return t
-    shape = tuple(d for i, d in enumerate(t.shape) if i not in axes) or (1,)
+    shape = tuple(d for i, d in enumerate(t.shape) if i not in axes)
     return tensor_reshape(t, shape, what="squeeze")
 
 
@@ -452,7 +452,9 @@ def tensor_index(t: Tensor, idx: Any) -> Tensor:
         out = Tensor(v, f"{t.name}[{_index_text(written)}]")
     if tuple(shape) == out.shape:
         return out
-    return tensor_reshape(out, tuple(shape) or (1,), what="index")
+    viewed = tensor_reshape(out, tuple(shape), what="index")  # `x[0]` of 1-D is 0-d, as torch's
+    viewed.name = f"{t.name}[{_index_text(list(idx) if isinstance(idx, tuple) else [idx])}]"
+    return viewed
 
 
 def _index_part(it: Any, d: int, extent: int, what: str) -> Slice:

@@ -1,0 +1,91 @@
+"""The kernel's device, as a wrapper asks about it: `x.device`, `torch.device(x.device)`,
+`torch.cuda.device(...)`, `torch.cuda.current_device()`, `torch.cuda.get_device_properties(...)`
+and `torch.cuda.get_device_capability()` in host code (SUBSTITUTES, frontend/td_names.py).
+
+A kernel is traced once for whatever runs it, so the answers are a GPU's: `x.device.type` is
+"cuda" (Triton's, whichever backend runs), and the properties are those of the CUDA device
+torch sees when there is one, else an H100 SXM's (132 SMs, compute capability 9.0), the GPU
+tiledsl's defaults are tuned for. A persistent kernel's grid (`NUM_SMS =
+torch.cuda.get_device_properties("cuda").multi_processor_count`) is then sized for that GPU;
+its results do not depend on it.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from tiledsl.frontend.td_names import SUBSTITUTES
+from tiledsl.frontend.values import Tensor
+
+H100 = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
+                       total_memory=85_520_809_984, L2_cache_size=52_428_800, warp_size=32,
+                       regs_per_multiprocessor=65_536, max_threads_per_multi_processor=2048,
+                       gcnArchName="NVIDIA H100 80GB HBM3", is_integrated=False,
+                       is_multi_gpu_board=False)
+
+
+class Device:
+    """What `x.device` gives in a kernel: the device of the inputs, where outputs are made
+    (`device=` is accepted everywhere a tensor is made, and changes nothing); a context
+    manager that changes nothing (Liger's `with torch_device_fn.device(x.device):`)."""
+
+    type = "cuda"
+    index = 0
+
+    def __repr__(self) -> str:
+        return "<the kernel's device>"
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        return None
+
+
+DEVICE = Device()
+
+
+def _properties(*_: Any, **__: Any) -> Any:
+    torch = sys.modules["torch"]
+    return torch.cuda.get_device_properties(0) if torch.cuda.is_available() else H100
+
+
+def _capability(*_: Any, **__: Any) -> tuple[int, int]:
+    p = _properties()
+    return (p.major, p.minor)
+
+
+def _device_of(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """torch's `device(...)`: the kernel's device where it is given the kernel's device (or,
+    for `torch.cuda.device`, any index: FlagGems' `torch.cuda.device(x.device.index)`)."""
+    cuda = getattr(fn, "__module__", "") == "torch.cuda"
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        given = (*args, *kwargs.values())
+        if any(isinstance(a, Device) for a in given) or cuda and all(
+                a is None or type(a) is int for a in given):
+            return DEVICE
+        return fn(*args, **kwargs)
+    return call
+
+
+_QUERIES: dict[str, Callable[..., Any]] = {
+    "get_device_properties": _properties, "get_device_capability": _capability,
+    "current_device": lambda: 0}
+
+
+def device_call(fn: Any) -> Any:
+    """What a kernel calls for torch's device functions, else None."""
+    module, name = getattr(fn, "__module__", None) or "", getattr(fn, "__name__", None)
+    if name == "device" and module.startswith("torch"):
+        return _device_of(fn)
+    if module == "torch.cuda" and name in _QUERIES and \
+            getattr(sys.modules["torch"].cuda, name, None) is fn:
+        return _QUERIES[name]
+    return None
+
+
+SUBSTITUTES.append(device_call)
+Tensor.device = property(lambda self: DEVICE)  # type: ignore[attr-defined]
