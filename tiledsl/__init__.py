@@ -31,6 +31,10 @@ from tiledsl.lang.access import load as load  # in a kernel a masked load; outsi
 from tiledsl.lang.access import store as store
 from tiledsl.lang.block_ptrs import advance as advance
 from tiledsl.lang.block_ptrs import make_block_ptr as make_block_ptr
+from tiledsl.lang.tensor_descriptors import load_tensor_descriptor as load_tensor_descriptor
+from tiledsl.lang.tensor_descriptors import make_tensor_descriptor as make_tensor_descriptor
+from tiledsl.lang.tensor_descriptors import store_tensor_descriptor as store_tensor_descriptor
+from tiledsl.lang.tensor_descriptors import tensor_descriptor as tensor_descriptor
 from tiledsl.runtime.config import Config as Config
 from tiledsl.runtime.config import ConfigSpace as ConfigSpace
 from tiledsl.dtypes import DType as DType

@@ -24,6 +24,7 @@ from tiledsl.frontend import loops
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
 from tiledsl.frontend.values import to_value
+from tiledsl.lang import tensor_descriptors
 from tiledsl.lang.language import grid as grid_range
 
 # compiler and launch options a launch (or a heuristic) may give beside the kernel's arguments
@@ -32,24 +33,24 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
                   "launch_pdl", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "grf_mode")
 
 
-def unwrap(kernel: Any) -> tuple[Any, list[tuple[str, Callable]], list[Any]]:
+def unwrap(kernel: Any) -> tuple[Any, list[tuple[str, Callable]], Any]:
     """The `@triton.jit` function under `kernel`'s autotune and heuristics decorators and any
     other `triton.KernelInterface` wrapper with a `.fn` (FlagGems' `@libentry()`), or None when
-    `kernel` is none of those; its heuristics and its autotune configs."""
+    `kernel` is none of those; its heuristics and its autotuner (or None)."""
     heuristics: list[tuple[str, Callable]] = []
-    configs: list[Any] = []
+    tuner = None
     for _ in range(16):  # (a wrapper chain, not a cycle)
         kind = _triton_kind(kernel)
         if kind == "JITFunction":
-            return kernel, heuristics, configs
+            return kernel, heuristics, tuner
         if kind == "Autotuner":
-            configs = list(kernel.configs)
+            tuner = kernel
         elif kind == "Heuristics":
             heuristics = list(kernel.values.items()) + heuristics
         elif kind is None or not hasattr(kernel, "fn"):
-            return None, [], []
+            return None, [], None
         kernel = kernel.fn
-    return None, [], []
+    return None, [], None
 
 
 def _triton_kind(obj: Any) -> str | None:
@@ -67,7 +68,7 @@ def _triton_kind(obj: Any) -> str | None:
 
 def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> Any:
     """What `kernel[grid]` is in a tile kernel: a Triton launch's callable, else the subscript."""
-    jit, heuristics, configs = unwrap(kernel)
+    jit, heuristics, tuner = unwrap(kernel)
     if jit is None:
         return helper(kernel[grid])
 
@@ -79,16 +80,17 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
                     "host code", loc=where, hint="call it before or after the tile loops")
         kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
         signature = inspect.signature(jit.fn)
-        if configs:
-            chosen = register_tunable(f"{jit.fn.__name__}_config",
-                                      Choice(tuple(range(len(configs)))))
-            kwargs = {**configs[chosen].kwargs, **kwargs}
         try:
             bound = signature.bind_partial(*args, **kwargs)
         except TypeError as e:
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...): {e}", loc=where)
-        bound.apply_defaults()
         meta = dict(bound.arguments)
+        if tuner is not None:
+            meta = _configured(tuner, meta, set(kwargs), helper, jit.fn.__name__)
+        bound = signature.bind_partial(**{k: v for k, v in meta.items()
+                                          if k in signature.parameters})
+        bound.apply_defaults()
+        meta = {**meta, **bound.arguments}
         for name, rule in heuristics:  # (rewritten as helpers: their device queries)
             meta[name] = helper(rule)(meta)
         meta = {k: v for k, v in meta.items()  # a heuristic's `num_warps` (FlagGems' softmax)
@@ -102,18 +104,41 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
         body_fn = helper(jit)
         values = {k: _runtime_float(v) if not _constexpr(signature.parameters[k]) else v
                   for k, v in meta.items()}
+        descriptors = [k for k, v in values.items() if tensor_descriptors.is_host(v)]
 
         def body(item: Any, env: dict) -> dict:
             saved, tr.program_ids = tr.program_ids, list(item) if isinstance(item, tuple) \
                 else [item]
-            try:
-                body_fn(**values)
+            try:  # (a host TensorDescriptor as the kernel sees it, per program)
+                body_fn(**{**values, **{k: tensor_descriptors.from_host(values[k])
+                                        for k in descriptors}})
             finally:
                 tr.program_ids = saved
             return {}
 
         loops.loop(grid_range(*sizes), body, {}, (), None, line)
     return call
+
+
+def _configured(tuner: Any, meta: dict, keywords: set[str], helper: Callable[[Any], Any],
+                name: str) -> dict:
+    """The launch's arguments under the config a knob chooses among the autotuner's, those
+    its `early_config_prune` keeps for these arguments (given as Triton gives them: the
+    positional ones by name, and the keywords); the config's `pre_hook` has run (the
+    fused-attention tutorial's sets its descriptors' block shapes)."""
+    configs = list(tuner.configs)
+    prune = getattr(tuner, "early_config_prune", None)
+    if prune is not None:
+        named = {k: v for k, v in meta.items() if k not in keywords}
+        configs = list(helper(prune)(configs, named,
+                                     **{k: v for k, v in meta.items() if k in keywords}))
+    if not configs:
+        current().fail(TraceError, f"{name}'s early_config_prune kept no config")
+    chosen = configs[register_tunable(f"{name}_config", Choice(tuple(range(len(configs)))))]
+    meta = {**chosen.kwargs, **meta}
+    if getattr(chosen, "pre_hook", None) is not None:
+        helper(chosen.pre_hook)(meta)
+    return meta
 
 
 def _constexpr(p: inspect.Parameter) -> bool:
