@@ -47,23 +47,49 @@ def check_written(fn: Function, config: Config, outputs: list[Any],
                   covered: set[int] = frozenset()) -> list[Any]:  # type: ignore[assignment]
     """`outputs`, once every element of each returned td.empty tensor was stored (floats only:
     see memory.unwritten); what no store writes would be garbage on a GPU. `covered`: ids of
-    tensors a store wrote whole (not checked)."""
+    tensors a store wrote whole, whose elements with the unwritten bits hold values computed
+    from unwritten memory (the bits travel through arithmetic)."""
     for i, (v, out) in enumerate(zip(fn.outputs, outputs)):
         base = views.root(v)  # (an output may be a view of one: `return out.squeeze(-1)`)
-        if base.owner is None or base.owner.name != "tensor.empty" or id(out) in covered or \
-                base is not v and base in plan_of(fn).unfilled:  # (not poisoned: whole)
+        if base.owner is None or base.owner.name != "tensor.empty":
             continue
         mask = memory.unwritten(out)
         if mask is None or not mask.any():
             continue
         first = tuple(int(j) for j in np.argwhere(mask)[0])
+        whole = id(out) in covered or base is not v and base in plan_of(fn).unfilled
+        read = _scratch_read(fn, base)
+        if whole:
+            raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): {int(mask.sum())} of "
+                             f"its {out.size} elements under {config}, the first at index "
+                             f"{first}, hold values computed from {read or 'a td.empty tensor'}"
+                             ", read where no store wrote it; on a GPU they would be garbage",
+                             kernel=fn.name, loc=base.owner.loc, hint="store what is read first, "
+                             "or allocate the tensor read with td.zeros(...)")
+        hint = "make the stores cover the whole tensor under every block size, or allocate " \
+            "it with td.zeros(...) or td.full(...)"
+        if read is not None:
+            hint += (f"; or a store writes them values computed from {read}, read where no "
+                     "store wrote it (allocate that with zeros, or store it first)")
         raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
                          f"{int(mask.sum())} of its {out.size} elements under {config}, the "
                          f"first at index {first}; on a GPU they would hold garbage",
-                         kernel=fn.name, loc=base.owner.loc, hint="make the stores cover the whole "
-                         "tensor under every block size, or allocate it with td.zeros(...) or "
-                         "td.full(...)")
+                         kernel=fn.name, loc=base.owner.loc, hint=hint)
     return outputs
+
+
+def _scratch_read(fn: Function, output: Any) -> str | None:
+    """Another td.empty tensor the kernel loads from (Triton's layer-norm backward sums the
+    rows of its `_dw` scratch, some never written when there are fewer rows than slots),
+    named with its line; None if it loads none."""
+    for op in fn.walk():
+        if op.name != "load":
+            continue
+        src = views.root(op.operands[0])
+        if src is not output and src.owner is not None and src.owner.name == "tensor.empty":
+            line = src.owner.loc.line if src.owner.loc is not None else "?"
+            return f"the td.empty tensor made at line {line}"
+    return None
 
 
 registry.register_backend(NumpyBackend())

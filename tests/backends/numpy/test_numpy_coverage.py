@@ -4,6 +4,8 @@ may leave elements unwritten, so that the missing store is still caught."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -42,3 +44,31 @@ def test_poison_fill_only_where_stores_may_miss(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(td.ShapeError, match="no store writes 101 of its 101"):
         add_if(x, y, 0)
     assert fills == [(101,), (101,)]
+
+
+@td.tile_kernel
+def summed_slots(x, slots: int):
+    """Triton's layer-norm backward shape: partial rows in a scratch of `slots` rows, summed;
+    with fewer rows than slots the sum reads rows no store wrote."""
+    m, n = x.shape
+    partial = td.empty((slots, n), dtype=x.dtype)
+    out = td.empty((n,), dtype=x.dtype)
+    rows = partial[:m]
+    for tm, tn in td.tile(m, n):
+        rows[tm, tn] = x[tm, tn]
+    for tn in td.tile(n):
+        out[tn] = td.sum(partial[:, tn], axis=0)
+    return out
+
+
+def test_a_sum_of_unwritten_scratch_names_the_scratch() -> None:
+    """The output is written whole (no poison fill), and its values come from scratch rows
+    no store wrote: the check still reads it and says so."""
+    x = np.random.default_rng(1).standard_normal((4, 12)).astype(np.float32)
+    np.testing.assert_allclose(summed_slots(x, 4), x.sum(0), rtol=1e-5)
+    with pytest.raises(td.ShapeError, match="12 of its 12 elements") as err:
+        summed_slots(x, 6)
+    line = 1 + Path(__file__).read_text().splitlines().index(
+        "    partial = td.empty((slots, n), dtype=x.dtype)")
+    assert f"hold values computed from the td.empty tensor made at line {line}, read where " \
+        "no store wrote it" in str(err.value)
