@@ -214,6 +214,17 @@ from tiledsl.lang.triton_names import program_id as program_id
 from tiledsl.frontend import launches as _launches  # noqa: F401 (host `kernel[grid](...)`)
 from tiledsl.lang.triton_names import static_assert as static_assert
 from tiledsl.lang.triton_names import trans as trans
+from tiledsl.lang.triton_library import assume as assume
+from tiledsl.lang.triton_library import cat as cat
+from tiledsl.lang.triton_library import constexpr_function as constexpr_function
+from tiledsl.lang.triton_library import flip as flip
+from tiledsl.lang.triton_library import interleave as interleave
+from tiledsl.lang.triton_library import sqrt_rn as sqrt_rn
+from tiledsl.lang.triton_library import static_print as static_print
+from tiledsl.lang.triton_library import swizzle2d as swizzle2d
+from tiledsl.lang.triton_library import umulhi as umulhi
+from tiledsl.lang.triton_library import view as view
+from tiledsl.lang.triton_library import xor_sum as xor_sum
 from tiledsl.frontend.values import Tensor as Tensor
 from tiledsl.frontend.values import Tile as Tile
 from tiledsl.frontend.values import TileValue as TileValue

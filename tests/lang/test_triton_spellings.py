@@ -548,3 +548,64 @@ def test_tile_trans_method_div_rn_and_a_scalar_indexed_as_a_vector() -> None:
 
     with pytest.raises(td.DTypeError, match="tiledsl has no dtype torch.float8_e8m0fnu"):
         unknown_view(np.zeros(4, np.uint8))
+
+
+@td.constexpr_function
+def _twice(n):  # type: ignore[no-untyped-def]
+    return 2 * n
+
+
+@td.tile_kernel
+def library(x, k, BLOCK: td.constexpr):
+    """Triton's standard library as kernels call it: interleave, cat, flip, xor_sum, umulhi,
+    swizzle2d, view, sqrt_rn, and the compile-time assume / static_print /
+    constexpr_function."""
+    n = x.shape[0]
+    out = td.empty((7, _twice(BLOCK)), dtype=td.float32)
+    ints = td.empty((3, BLOCK), dtype=td.int32)
+    for pid in td.grid(1):
+        td.static_print("tracing library with BLOCK", BLOCK)
+        td.assume(n > 0)
+        lanes = td.arange(0, BLOCK)
+        a = td.load(x + lanes, mask=lanes < n, other=0.0)
+        b = a * 10.0
+        out[0, :] = td.interleave(a, b)
+        out[1, :] = td.cat(a, b, can_reorder=True)
+        out[2, :] = td.cat(td.flip(a), td.flip(b, 0), can_reorder=True)
+        out[3, :] = td.view(td.join(a, b), _twice(BLOCK))
+        out[4, :] = td.cat(td.sqrt_rn(td.abs(a)), b, can_reorder=True)
+        i, j = td.swizzle2d(lanes // 4, lanes % 4, BLOCK // 4, 4, 3)
+        out[5, :] = td.cat(i.to(td.float32), j.to(td.float32), can_reorder=True)
+        bits = (lanes * 40503 + 977) % 65536 + k
+        ints[0, :] = td.full((BLOCK,), 0, td.int32) + td.xor_sum(bits, 0)
+        ints[1, :] = td.umulhi(bits * 40503, (bits + 7) * 65599)
+        ints[2, :] = td.umulhi(bits.to(td.uint32) * 40503, bits.to(td.uint32) + 7).to(td.int32)
+        out[6, :] = td.cat(a, a, can_reorder=True)
+    return out, ints
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_tritons_library_functions(backend: str) -> None:
+    x = np.random.default_rng(82).standard_normal(13).astype(np.float32)
+    out, ints = library.run(x, 11, 16, backend=backend)
+    a = np.zeros(16)
+    a[:13] = x
+    b = a * 10
+    np.testing.assert_allclose(out[0], np.stack([a, b], -1).reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(out[1], np.concatenate([a, b]), rtol=1e-6)
+    np.testing.assert_allclose(out[2], np.concatenate([a[::-1], b[::-1]]), rtol=1e-6)
+    np.testing.assert_allclose(out[3], out[0], rtol=1e-6)
+    np.testing.assert_allclose(out[4][:16], np.sqrt(np.abs(a)), rtol=1e-6)
+    ij = np.arange(16)
+    ii, jj = ij // 4, ij % 4  # Triton's swizzle2d, in NumPy
+    lin = ii * 4 + jj
+    gid, size_g = lin // 12, np.minimum(4 - lin // 12 * 3, 3)
+    np.testing.assert_array_equal(out[5], np.concatenate([gid * 3 + lin % 12 % size_g,
+                                                          lin % 12 // size_g]))
+    bits = (np.arange(16, dtype=np.int64) * 40503 + 977) % 65536 + 11
+    assert (ints[0] == np.bitwise_xor.reduce(bits.astype(np.int32))).all()
+    s32 = lambda v: ((v + 2**31) % 2**32 - 2**31).astype(np.int64)  # noqa: E731
+    want = (s32(bits * 40503) * s32((bits + 7) * 65599)) >> 32
+    np.testing.assert_array_equal(ints[1], s32(want))
+    want_u = ((bits * 40503) % 2**32) * (bits + 7) >> 32
+    np.testing.assert_array_equal(ints[2], s32(want_u))
