@@ -183,6 +183,7 @@ from tiledsl.frontend.block_sizes import register_block_size as register_block_s
 from tiledsl.lang.arange import arange as arange
 from tiledsl.lang.ranges import range as range  # noqa: A004
 from tiledsl.lang.jagged import jagged_tile as jagged_tile
+from tiledsl.lang.views import gather as gather
 from tiledsl.lang.views import atleast_1d as atleast_1d
 from tiledsl.lang.views import atleast_2d as atleast_2d
 from tiledsl.lang.views import atleast_3d as atleast_3d

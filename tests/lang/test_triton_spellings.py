@@ -609,3 +609,33 @@ def test_tritons_library_functions(backend: str) -> None:
     np.testing.assert_array_equal(ints[1], s32(want))
     want_u = ((bits * 40503) % 2**32) * (bits + 7) >> 32
     np.testing.assert_array_equal(ints[2], s32(want_u))
+
+
+@td.tile_kernel
+def gathered(x, idx, axis: int):
+    m, n = x.shape
+    out = td.empty((m, n), dtype=x.dtype)
+    for tm in td.tile(m):  # ragged rows: the masked lanes' indices are never used
+        out[tm, :] = td.gather(x[tm, :], idx[tm, :], axis)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", "spatial"])
+def test_tl_gather_within_a_tile(backend: str) -> None:
+    rng = np.random.default_rng(83)
+    x = rng.standard_normal((37, 16)).astype(np.float32)
+    idx = rng.integers(0, 16, (37, 16)).astype(np.int32)
+    np.testing.assert_array_equal(gathered.run(x, idx, 1, backend=backend),
+                                  np.take_along_axis(x, idx, 1))
+    rows = rng.integers(0, 16, (16, 16)).astype(np.int64)  # one tile of 16 rows: axis 0
+    cfg = td.Config(block_sizes=(16,))
+    np.testing.assert_array_equal(gathered.run(x[:16], rows, 0, backend=backend, config=cfg),
+                                  np.take_along_axis(x[:16], rows, 0))
+
+
+def test_tl_gather_refuses_an_index_outside_the_axis() -> None:
+    x = np.ones((8, 16), np.float32)
+    idx = np.zeros((8, 16), np.int32)
+    idx[5, 3] = 16
+    with pytest.raises(td.OutOfBoundsError, match="index 16 is out of range for an axis of 16"):
+        gathered(x, idx, 1)

@@ -349,6 +349,23 @@ def _split(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list
     return [half, half]
 
 
+@_def("gather", traits=(MIXES_LANES,))
+def _gather(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """`out[..., i, ...] = src[..., index[..., i, ...], ...]` along `axis` (tl.gather): the
+    index tile's shape, the source's dtype; the other axes equal."""
+    _arity(ts, 2, "gather")
+    src, index = tile(ts[0], "gather source"), tile(ts[1], "gather index")
+    axis = attrs["axis"]
+    if src.rank != index.rank or not 0 <= axis < src.rank:
+        raise ShapeError(f"gather along axis {axis} needs a source and an index of one rank, got "
+                         f"{src} and {index}")
+    if any(a != b for d, (a, b) in enumerate(zip(src.shape, index.shape)) if d != axis):
+        raise ShapeError(f"gather along axis {axis}: the other axes of {src} and {index} differ")
+    if not index.dtype.is_int:
+        raise DTypeError(f"gather's index is an integer tile, got {index}")
+    return [TileType(index.shape, src.dtype)]
+
+
 @_def("dot", traits=(MIXES_LANES,))
 def _dot(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 2, "dot")

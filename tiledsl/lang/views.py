@@ -232,6 +232,17 @@ def flatten(x: Any) -> TileValue:
     return _reshape_to(v, (-1,))  # refused, with the reason
 
 
+def gather(src: Any, index: Any, axis: int) -> TileValue:
+    """`tl.gather(src, index, axis)`: `out[..., i, ...] = src[..., index[..., i, ...], ...]`
+    along `axis`, within the tile (the index tile's shape; the other axes as the source's)."""
+    tr = current("td.gather()")
+    s, i = to_value(src), to_value(index)
+    need_static(axis)  # an int argument: traced as that int
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -s.ndim <= axis < s.ndim:
+        tr.fail(ShapeError, f"td.gather: axis {axis!r} is not an axis of a {s.ndim}-D tile")
+    return TileValue(tr.emit("gather", [s.value, i.value], {"axis": axis % s.ndim})[0])
+
+
 def join(a: Any, b: Any) -> TileValue:
     """Two tiles side by side along a new last axis of 2 (`tl.join`, Helion's `hl.join`)."""
     tr = current("td.join()")

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from lowering.backends.numpy import arg_memory
+from lowering.backends.numpy import arg_memory, memory
 from lowering.backends.numpy.executor import Executor, rule
-from tiledsl.errors import ArgumentError
+from tiledsl.errors import ArgumentError, OutOfBoundsError
 from tiledsl.ir.core import Op
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import TensorType, TileType
@@ -27,6 +27,27 @@ def _reshape(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 def _join(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     a, b = np.broadcast_arrays(*xs)  # one may hold a broadcast grid prefix
     return [np.stack([a, b], axis=-1)]
+
+
+@rule("gather")
+def _gather(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
+    """tl.gather along the op's axis; an index outside the source's axis (of a running
+    program; a lane past a ragged edge holds the poison a masked load leaves, and is not used)
+    is an OutOfBoundsError, as a GPU would read another lane's register or garbage."""
+    src, index = xs
+    axis = ex.rank + op.attrs["axis"]
+    n = src.shape[axis]
+    bad = ((index < 0) | (index >= n)) & (index != memory.poison(index.dtype))  # (masked lanes)
+    if ex.active is not None:  # idle programs' lanes are never used
+        bad = bad & ex.active.reshape(ex.active.shape + (1,) * (index.ndim - ex.rank))
+    if bad.any():
+        value = int(index[np.nonzero(bad)][0]) if index.shape == bad.shape else \
+            int(np.broadcast_to(index, bad.shape)[bad][0])
+        raise OutOfBoundsError(f"td.gather: index {value} is out of range for an axis of "
+                               f"{n} lanes", kernel=ex.fn.name, loc=op.loc,
+                               hint="gather indices lie in [0, size of the source's axis)")
+    safe = np.clip(index, 0, n - 1).astype(np.intp)
+    return [np.take_along_axis(src, safe, axis)]
 
 
 @rule("split")

@@ -77,6 +77,18 @@ def _join(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     em.assign(op, f"tl.join({args[0]}, {args[1]})", indent)
 
 
+@emit_rule("gather")
+def _gather(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    """tl.gather with the index taken modulo the axis's lanes (a power of two: one AND), so
+    that masked lanes' garbage indices stay in the tile (Triton's interpreter raises on them;
+    the NumPy semantics already refused an out-of-range index of a lane that counts)."""
+    src = op.operands[0].type
+    assert isinstance(src, TileType)
+    d = src.shape[op.attrs["axis"]]
+    lanes = str(padded(d) - 1) if isinstance(d, int) else f"({em.block_expr(d)} - 1)"
+    em.assign(op, f"tl.gather({args[0]}, {args[1]} & {lanes}, {op.attrs['axis']})", indent)
+
+
 @emit_rule("split")
 def _split(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
     names = [em.namer.fresh(r.hint or "half") for r in op.results]
