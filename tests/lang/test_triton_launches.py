@@ -393,6 +393,42 @@ def test_flag_gems_kernel_spellings(dtype: type) -> None:
         assert_close(y, want, np.float32)
 
 
+@functools.lru_cache
+def cached_sms(index):  # type: ignore[no-untyped-def]
+    """FlagGems' `get_num_sms`, cached: the device query inside is still answered."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+@triton.jit
+def _count_kernel(x_ptr, out_ptr, total_ptr, n, SMS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    positive = x > 0
+    running = tl.cumsum(positive.to(tl.uint32), axis=0)  # Triton's sums keep 32 bits
+    count = tl.sum(positive, axis=0)  # a bool's sum is uint32
+    tl.static_assert(running.dtype == tl.uint32 and count.dtype == tl.uint32)
+    tl.store(out_ptr + offs, running + SMS, mask=offs < n)
+    tl.store(total_ptr, tl.sum(x, axis=0, dtype=tl.float64) + count)
+
+
+@td.tile_kernel
+def counts(x):
+    out = torch.empty(x.shape, dtype=torch.int64)
+    total = torch.empty((1,), dtype=torch.float64)
+    _count_kernel[(1,)](x, out, total, x.numel(), cached_sms(x.device.index), 16)
+    return out, total
+
+
+def test_a_triton_bodys_sums_take_tritons_dtypes() -> None:
+    """In a @triton.jit body an int sum keeps Triton's dtype (uint32 here: int64 is tiledsl's
+    own), `dtype=` chooses one, and a `functools.lru_cache` helper is rewritten as any."""
+    x = np.random.default_rng(78).standard_normal(13).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        out, total = counts.run(x, backend=backend)
+        np.testing.assert_array_equal(out, np.cumsum(x > 0) + 132)
+        assert_close(total, np.array([x.astype(np.float64).sum() + (x > 0).sum()]), np.float32)
+
+
 def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """With TRITON_INTERPRET=1, @triton.jit makes an InterpretedFunction: launched the same."""
     import os

@@ -60,12 +60,14 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return _isinstance
     if type(fn).__name__ in ("JITFunction", "InterpretedFunction") and \
             (type(fn).__module__ or "").startswith("triton."):
-        fn = _as_tiledsl(fn.fn)  # a @triton.jit kernel's body, `tl` read as `td`
+        return _triton_body(helper(_as_tiledsl(fn.fn), rewrite))  # `tl` read as `td`
     if type(fn).__name__ == "TileKernel" and (tr := active()) is not None and \
             tr.depth == "host":
         return _inlined(fn, rewrite)  # another kernel's wrapper called by this one's
     if (forward := autograd_functions.forward_of(fn)) is not None:  # MyFunction.apply(x)
         return autograd_functions.apply(helper(forward[0], rewrite), forward[1])
+    if type(fn).__name__ == "_lru_cache_wrapper" and type(fn.__wrapped__) is FunctionType:
+        return helper(fn.__wrapped__, rewrite)  # `@functools.lru_cache` (FlagGems' get_num_sms)
     if type(fn) is not FunctionType:
         return substitute(fn)
     if _context_manager(fn):  # Liger's `with device_context(X.device):`
@@ -76,6 +78,19 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         found = substitute(fn)
         out = _CACHE[fn] = found if found is not fn else _rewritten(fn, rewrite) or fn
         return out
+
+
+def _triton_body(body: Callable[..., Any]) -> Callable[..., Any]:
+    """A @triton.jit function's body, called with the tracer told so (Tracer.triton_body: its
+    sums take Triton's result dtypes, lang/language.py)."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        tr = current()
+        tr.triton_body += 1
+        try:
+            return body(*args, **kwargs)
+        finally:
+            tr.triton_body -= 1
+    return call
 
 
 def _context_manager(fn: FunctionType) -> bool:

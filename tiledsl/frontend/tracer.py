@@ -54,6 +54,7 @@ class Tracer:
         # inside a Triton launch's body (frontend/launches.py): tl.program_id(axis)'s values
         self.program_ids: list[Any] | None = None
         self.inlining: list[str] = []  # kernels whose bodies this one's host code runs
+        self.triton_body = 0  # inside a @triton.jit body (its sums take Triton's dtypes)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
         # how many names the target of the `for` statement whose iterable is being evaluated

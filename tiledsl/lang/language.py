@@ -475,7 +475,10 @@ def _reduction(kind: str, doc: str) -> Any:
         current(f"td.{kind}()")  # torch's dim= / keepdim= too (torch.sum(x, dim=1))
         indices = kind in ("max", "min") and torch.pop("return_indices", False)
         torch.pop("return_indices_tie_break_left", None)  # (the first lane wins: argmax's)
+        dtype = torch.pop("dtype", None) if kind == "sum" else None
         axis, keep = torch_axis(f"td.{kind}", axis, keepdims, torch)
+        if kind == "sum" and (d := sum_dtype(x, dtype, "td.sum")) is not None:
+            return cast(reduce(kind, cast(to_value(x), d), axis, keep), d)
         out = reduce(kind, x, axis, keep)
         if indices:  # Triton's tl.max(x, axis, return_indices=True): (values, positions)
             return out, reduce("arg" + kind, x, axis, keep)
@@ -499,20 +502,39 @@ argmax = _reduction("argmax", "The position of the maximum along one `axis`, as 
 argmin = _reduction("argmin", "The position of the minimum along one `axis` (see `argmax`).")
 
 
+def sum_dtype(x: Any, dtype: Any, what: str) -> Any:
+    """The dtype a sum is taken and returned in: `dtype=` (Triton's and torch's keyword); in a
+    @triton.jit body, Triton's for integers (int32 below 32 bits, uint32 for unsigned ones and
+    bools, else theirs: its sums wrap at that width); else None, tiledsl's (NumPy's: ints and
+    bools int64)."""
+    if dtype is not None:
+        return as_dtype(dtype, what)
+    v = to_value(x)
+    if not current().triton_body or v.dtype.is_float:
+        return None
+    if v.dtype.bits >= 32 and not v.dtype.is_bool:
+        return v.dtype
+    return dtypes.uint32 if v.dtype.kind in "ub" else dtypes.int32
+
+
 def cumsum(x: Any, axis: Any = None, reverse: bool = False, **torch: Any) -> TileValue:
     """Inclusive prefix sums along `axis` (required unless the tile is 1-D), in the dtype a sum
-    has: 16-bit floats accumulate and return float32, ints and bools int64. Sums start at the
-    tile's first lane; carry the total of earlier tiles yourself (examples/row_cumsum.py).
-    `reverse=True` (Triton's) sums from the last lane: a reversed scan (td.associative_scan)."""
+    has: 16-bit floats accumulate and return float32, ints and bools int64 (`dtype=` chooses;
+    a @triton.jit body's take Triton's: `sum_dtype`). Sums start at the tile's first lane;
+    carry the total of earlier tiles yourself (examples/row_cumsum.py). `reverse=True`
+    (Triton's) sums from the last lane: a reversed scan (td.associative_scan)."""
     current("td.cumsum()")
+    d = sum_dtype(x, torch.pop("dtype", None), "td.cumsum")
     axis = torch_axis("td.cumsum", axis, False, torch)[0]
+    v = to_value(x) if d is None else cast(to_value(x), d)
     if not reverse:
-        return _cumsum(x, axis)
-    v = to_value(x)
-    v = cast(v, dtypes.float32) if v.dtype.is_float and v.dtype.bits < 32 else \
-        v if v.dtype.is_float else cast(v, dtypes.int64)
-    assert associative_scan is not None  # (set when tiledsl is imported)
-    return associative_scan(v, axis, lambda a, b: binary("add", a, b), True)
+        out = _cumsum(v, axis)
+    else:
+        v = cast(v, dtypes.float32) if v.dtype.is_float and v.dtype.bits < 32 else \
+            v if v.dtype.is_float else cast(v, dtypes.int64)
+        assert associative_scan is not None  # (set when tiledsl is imported)
+        out = associative_scan(v, axis, lambda a, b: binary("add", a, b), True)
+    return out if d is None else cast(out, d)
 
 
 def astype(x: Any, dtype: Any) -> TileValue:
