@@ -82,6 +82,17 @@ class DType:
         return hash(self.short)
 
     @staticmethod
+    def keyed(obj: Any, key: Any) -> Any:
+        """`obj[key]` in a kernel (the rewrite's, frontend/rewrite.py): a dict keyed by torch's
+        (or NumPy's) dtypes finds a tensor's td dtype under its name (Liger's
+        `torch_to_triton_dtype[X.dtype]`), which hashes apart from them."""
+        if isinstance(key, DType) and type(obj) is dict and key not in obj:
+            for k, v in obj.items():
+                if not isinstance(k, (str, bool, int, float)) and key == k:
+                    return v
+        return obj[key]
+
+    @staticmethod
     def same(a: object, b: object) -> bool:
         """`a is b` in a kernel (the rewrite's, frontend/rewrite.py): also a td dtype and
         torch's, NumPy's or Triton's of the same name, as the tensor's dtype is the caller's

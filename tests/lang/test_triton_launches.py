@@ -429,6 +429,44 @@ def test_a_triton_bodys_sums_take_tritons_dtypes() -> None:
         assert_close(total, np.array([x.astype(np.float64).sum() + (x > 0).sum()]), np.float32)
 
 
+TORCH_TO_TRITON = {torch.float32: tl.float32, torch.float16: tl.float16}  # Liger's ops/utils
+
+
+@triton.jit
+def _biased_kernel(Y, X, B, N, OUT_DTYPE: tl.constexpr, BLOCK: tl.constexpr,
+                   num_warps: tl.constexpr):
+    c = tl.arange(0, BLOCK)
+    x = tl.load(X + c, mask=c < N)
+    tl.store(Y + c, (x * num_warps + tl.load(B)).to(OUT_DTYPE), mask=c < N)
+
+
+class Biased(torch.autograd.Function):
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda")
+    @ensure_contiguous
+    def forward(ctx, X, B):  # type: ignore[no-untyped-def]
+        Y = torch.empty_like(X).float()
+        _biased_kernel[(1,)](Y, X.detach(), B, X.numel(), TORCH_TO_TRITON[Y.dtype], BLOCK=32,
+                             num_warps=4)
+        return Y
+
+
+@td.tile_kernel
+def biased(x, b):
+    return Biased.apply(x, b)
+
+
+def test_more_of_ligers_wrapper_habits() -> None:
+    """A forward under `@torch.amp.custom_fwd`, `x.float()` and `x.detach()`, a dict keyed by
+    torch's dtypes read with a tensor's dtype, a kernel taking `num_warps` itself, and
+    `tl.load(B)` of a 0-d tensor argument (its value)."""
+    x = np.random.default_rng(79).standard_normal(21).astype(np.float16)
+    for backend in ("numpy", "triton-interpret"):
+        y = biased.run(x, np.array(0.25, np.float32), backend=backend)
+        assert y.dtype == np.float32
+        assert_close(y, x.astype(np.float64) * 4 + 0.25, np.float16)
+
+
 def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """With TRITON_INTERPRET=1, @triton.jit makes an InterpretedFunction: launched the same."""
     import os

@@ -68,6 +68,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return autograd_functions.apply(helper(forward[0], rewrite), forward[1])
     if type(fn).__name__ == "_lru_cache_wrapper" and type(fn.__wrapped__) is FunctionType:
         return helper(fn.__wrapped__, rewrite)  # `@functools.lru_cache` (FlagGems' get_num_sms)
+    if _torch_wrapper(fn):  # `@torch.amp.custom_fwd`, `@torch.no_grad()`: autograd's business
+        return helper(fn.__wrapped__, rewrite)
     if type(fn) is not FunctionType:
         return substitute(fn)
     if _context_manager(fn):  # Liger's `with device_context(X.device):`
@@ -91,6 +93,15 @@ def _triton_body(body: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             tr.triton_body -= 1
     return call
+
+
+def _torch_wrapper(fn: Any) -> bool:
+    """Whether `fn` is a wrapper torch made of a function of the user's (autocast, grad mode
+    and compiler decorators, which change nothing a kernel traces)."""
+    inner = getattr(fn, "__wrapped__", None)
+    return type(fn) is FunctionType and type(inner) is FunctionType and \
+        (fn.__globals__.get("__name__") or "").partition(".")[0] == "torch" and \
+        (inner.__module__ or "").partition(".")[0] not in LIBRARIES
 
 
 def _context_manager(fn: FunctionType) -> bool:

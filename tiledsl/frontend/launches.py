@@ -78,8 +78,9 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
         if tr.depth != "host":
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) launches a Triton kernel, in "
                     "host code", loc=where, hint="call it before or after the tile loops")
-        kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
-        signature = inspect.signature(jit.fn)
+        signature = inspect.signature(jit.fn)  # (a kernel may take `num_warps` itself: Liger's)
+        kwargs = {k: v for k, v in kwargs.items()
+                  if k in signature.parameters or k not in LAUNCH_OPTIONS}
         try:
             bound = signature.bind_partial(*args, **kwargs)
         except TypeError as e:

@@ -38,6 +38,7 @@ from tiledsl.frontend.values import (
 
 Body = Callable[[Any, dict], dict]
 same = dtypes.DType.same  # the rewrite's `a is b` (frontend/rewrite.py)
+keyed = dtypes.DType.keyed  # and its `table[x.dtype]`
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
 _CARRIED = (TileValue, Pointer) + _NUMBER  # what a loop carries across its trips
 

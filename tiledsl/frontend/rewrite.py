@@ -190,6 +190,15 @@ class _LoopRewriter(ast.NodeTransformer):
             self.generic_visit(node)  # its calls are the kernel's (`isinstance(x, ...)`)
         return node
 
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        """`table[x.dtype]` -> `_td_rt.keyed(table, x.dtype)`: a dict keyed by torch's dtypes
+        finds a tensor's td dtype (tiledsl/dtypes.py)."""
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load) or not isinstance(node.slice, ast.Attribute) or \
+                node.slice.attr != "dtype":
+            return node
+        return _rt("keyed", [node.value, node.slice], node)
+
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         """`a is b` -> `_td_rt.same(a, b)` (and `is not`): a tensor's td dtype is torch's of
         that name too (`x.dtype is torch.bfloat16`, tiledsl/dtypes.py)."""

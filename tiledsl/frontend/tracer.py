@@ -55,6 +55,7 @@ class Tracer:
         self.program_ids: list[Any] | None = None
         self.inlining: list[str] = []  # kernels whose bodies this one's host code runs
         self.triton_body = 0  # inside a @triton.jit body (its sums take Triton's dtypes)
+        self.array_scalars: set[Value] = set()  # arguments given as 0-d arrays: td.load reads them
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
         # how many names the target of the `for` statement whose iterable is being evaluated

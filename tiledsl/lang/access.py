@@ -138,6 +138,9 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
                     eviction_policy=eviction_policy, cache_modifier=cache_modifier,
                     volatile=volatile)
     _no_boundary_check("td.load()", boundary_check, padding_option)
+    if isinstance(x, TileValue) and index is None and mask is None and \
+            x.value in current().array_scalars:  # `tl.load(b_ptr)` of a 0-d tensor (Liger's
+        return x  # poly_norm bias): its value, which the launch reads (a scalar argument)
     if isinstance(x, Choice):  # a tensor an `if` chose: one load per option (choices.py)
         m, fill = _pointer_mask(index, _mask("td.load()", mask, extra_mask), other)
         return choices.load(x, m, fill, lambda p, mm, oo: load(

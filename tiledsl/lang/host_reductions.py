@@ -134,3 +134,8 @@ def _start(kind: str, dtype: Any) -> Any:
 for _kind in ("sum", "mean", "amax", "amin"):
     setattr(Tensor, _kind, _reduction(_kind))
 Tensor.to = tensor_to  # type: ignore[attr-defined]
+for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
+                      ("bfloat16", "bfloat16"), ("int", "int32"), ("long", "int64"),
+                      ("bool", "bool")):  # torch's `x.float()`: `x.to(torch.float32)`
+    setattr(Tensor, _name, lambda self, _d=_dtype, **_: tensor_to(self, _d))
+Tensor.detach = lambda self: self  # type: ignore[attr-defined] (a kernel has no autograd)

@@ -250,6 +250,7 @@ TileValue.masked_fill = _masked_fill  # type: ignore[attr-defined]
 TileValue.amax = _amax  # type: ignore[attr-defined]
 TileValue.amin = _amin  # type: ignore[attr-defined]
 TileValue.var = var  # type: ignore[attr-defined]
+TileValue.contiguous = lambda self: self  # type: ignore[attr-defined] (a value has no layout)
 TileValue.std = std  # type: ignore[attr-defined]
 for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
                       ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
