@@ -467,6 +467,34 @@ def test_more_of_ligers_wrapper_habits() -> None:
         assert_close(y, x.astype(np.float64) * 4 + 0.25, np.float16)
 
 
+@triton.jit
+def _strided_rows(x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    for r in range(pid, n_rows, tl.num_programs(0).to(tl.int64)):  # a grid-stride loop
+        v = tl.load(x_ptr + r * n_cols + cols, mask=cols < n_cols)
+        tl.store(y_ptr + r * n_cols + cols, v * 2, mask=cols < n_cols)
+
+
+@td.tile_kernel
+def strided_rows(x, n_rows, n_cols):
+    y = torch.empty_like(x)
+    count = max(t.ndim for t in (x, n_rows) if torch.is_tensor(t))  # FlagGems' overload key
+    with torch.cuda.device(torch.device("cuda")):
+        _strided_rows[(3,)](x, y, n_rows, n_cols, BLOCK=triton.next_power_of_2(n_cols) * count)
+    return y
+
+
+def test_grid_stride_loops_and_int_arguments_made_constexpr() -> None:
+    """`tl.num_programs(0).to(tl.int64)` stays a known step, an int argument reaching a
+    constexpr through `triton.next_power_of_2` makes the kernel trace with its value, and
+    `torch.is_tensor` and `torch.cuda.device(torch.device("cuda"))` answer as torch does."""
+    x = np.random.default_rng(84).standard_normal((7, 5)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        assert_close(strided_rows.run(x, 7, 5, backend=backend), x.astype(np.float64) * 2,
+                     np.float32)
+
+
 def test_a_launch_under_triton_interpret_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """With TRITON_INTERPRET=1, @triton.jit makes an InterpretedFunction: launched the same."""
     import os

@@ -232,8 +232,16 @@ def test_a_load_or_store_with_no_index_reaches_a_one_element_tensor(backend: str
     if backend == "numpy":
         out, _ = scaled_rows(x, np.array([0.5, 2.0], np.float32))  # a pointer's first
         np.testing.assert_array_equal(out, x * 0.5)
+        out, _ = scaled_rows(x, np.float32(0.5))  # a 0-d argument: the load is its value
+        np.testing.assert_array_equal(out, x * 0.5)  # (Liger's poly_norm bias)
+
+        @td.tile_kernel
+        def into_scalar(x, out):
+            for _ in td.grid(1):
+                td.store(out, td.sum(x[0, :]))
+
         with pytest.raises(td.TraceError, match="takes a tensor argument") as e:
-            scaled_rows(x, np.float32(0.5))  # FlagGems' torch.empty(()) output: a scalar
+            into_scalar(x, np.array(0.0, np.float32))  # FlagGems' torch.empty(()) output
         assert "0-d array argument" in e.value.hint
 
 

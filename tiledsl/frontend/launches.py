@@ -23,7 +23,7 @@ from tiledsl.errors import Loc, TraceError
 from tiledsl.frontend import loops
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
-from tiledsl.frontend.values import to_value
+from tiledsl.frontend.values import TileValue, need_static, to_value
 from tiledsl.lang import tensor_descriptors
 from tiledsl.lang.language import grid as grid_range
 
@@ -103,8 +103,8 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) gives no {', '.join(missing)}",
                     loc=where)
         body_fn = helper(jit)
-        values = {k: _runtime_float(v) if not _constexpr(signature.parameters[k]) else v
-                  for k, v in meta.items()}
+        values = {k: _runtime_float(v) if not _constexpr(signature.parameters[k]) else
+                  _static(v) for k, v in meta.items()}
         descriptors = [k for k, v in values.items() if tensor_descriptors.is_host(v)]
 
         def body(item: Any, env: dict) -> dict:
@@ -147,6 +147,15 @@ def _constexpr(p: inspect.Parameter) -> bool:
     a = p.annotation
     return a is not inspect.Parameter.empty and "constexpr" in (
         a if isinstance(a, str) else getattr(a, "__name__", ""))
+
+
+def _static(v: Any) -> Any:
+    """A `tl.constexpr` argument: an int argument's value reaching it (FlagGems' group_norm,
+    `BLOCK_GROUP_SIZE=triton.next_power_of_2(triton.cdiv(C, group))`) makes the kernel trace
+    with that int, as Triton compiles one kernel per constexpr value."""
+    if isinstance(v, TileValue) and v.shape == () and v.dtype.is_int:
+        need_static(v)
+    return v
 
 
 def _runtime_float(v: Any) -> Any:

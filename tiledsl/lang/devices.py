@@ -59,13 +59,15 @@ def _capability(*_: Any, **__: Any) -> tuple[int, int]:
 
 def _device_of(fn: Callable[..., Any]) -> Callable[..., Any]:
     """torch's `device(...)`: the kernel's device where it is given the kernel's device (or,
-    for `torch.cuda.device`, any index: FlagGems' `torch.cuda.device(x.device.index)`)."""
+    for `torch.cuda.device`, any index or CUDA device: FlagGems' `torch.cuda.device(
+    x.device.index)`, `torch.cuda.device(torch.device("cuda"))`)."""
     cuda = getattr(fn, "__module__", "") == "torch.cuda"
 
     def call(*args: Any, **kwargs: Any) -> Any:
         given = (*args, *kwargs.values())
         if any(isinstance(a, Device) for a in given) or cuda and all(
-                a is None or type(a) is int for a in given):
+                a is None or type(a) is int or getattr(a, "type", None) == "cuda" or
+                isinstance(a, str) and a.startswith("cuda") for a in given):
             return DEVICE
         return fn(*args, **kwargs)
     return call

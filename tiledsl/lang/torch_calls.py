@@ -256,3 +256,16 @@ def dtype_arguments(fn: Any) -> Callable[..., Any] | None:
 
 
 SUBSTITUTES.append(dtype_arguments)
+
+
+def is_tensor(fn: Any) -> Callable[..., Any] | None:
+    """`torch.is_tensor(x)`: True of a kernel's tensors, as `isinstance(x, torch.Tensor)` is
+    (FlagGems' generated ops count `t.ndim for t in args if torch.is_tensor(t)`)."""
+    if getattr(fn, "__name__", None) != "is_tensor" or \
+            not (getattr(fn, "__module__", None) or "").startswith("torch"):
+        return None
+    return lambda obj: isinstance(obj, Tensor) or isinstance(obj, TileValue) and not obj.weak \
+        or fn(obj)
+
+
+SUBSTITUTES.insert(0, is_tensor)  # (before dtype_arguments, which would call torch's)

@@ -84,7 +84,12 @@ class _Programs(int):
     """`tl.num_programs(axis)`: an int, which Triton's code converts as a tensor
     (`tl.num_programs(0).to(tl.int64)`, FlagGems' `tle.num_programs`)."""
 
-    def to(self, dtype: Any, *args: Any, **kwargs: Any) -> TileValue:
+    def to(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        """An int again for an integer dtype (the count stays known: `range(pid, n,
+        tl.num_programs(0).to(tl.int64))`), else the converted scalar."""
+        from tiledsl import dtypes
+        if (d := dtypes.from_any(dtype)) is not None and d.is_int and not args and not kwargs:
+            return self
         return to_value(int(self)).to(dtype, *args, **kwargs)  # type: ignore[attr-defined]
 
 
