@@ -10,9 +10,10 @@ floats), so that a missing mask shows up as a wrong result instead of hiding.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass
-from typing import Union
+from typing import Iterator, Union
 
 import numpy as np
 
@@ -99,11 +100,30 @@ _UNWRITTEN = {2: 0x7FED, 4: 0x7FC00DED, 8: 0x7FF8000000000DED}  # float16 and bf
 
 
 def empty(shape: tuple[int, ...], dtype: np.dtype, loc: Loc | None = None) -> np.ndarray:
-    """A new tensor as td.empty allocates it: unwritten (see `unwritten`)."""
+    """A new tensor as td.empty allocates it: unwritten (see `unwritten`); under
+    `second_fill`, integers and bools hold another value (see `second_fill`)."""
     dtype = np.dtype(dtype)
     check_room(shape, dtype, loc)
     bits, value = _unwritten_fill(dtype)
+    if _SECOND[0] and bits == dtype and dtype.kind in "iub":
+        value = (not value) if dtype.kind == "b" else value + (1 if dtype.kind == "i" else -1)
     return np.full(shape, value, bits).view(dtype)
+
+
+_SECOND = [False]
+
+
+@contextlib.contextmanager
+def second_fill() -> Iterator[None]:
+    """td.empty's integers and bools filled with another value than their poison: an integer
+    has no spare value to mark what no store wrote, so the NumPy backend runs such a kernel
+    twice, and an output element that differs between the runs was not written (or was
+    computed from memory that was not)."""
+    _SECOND[0] = True
+    try:
+        yield
+    finally:
+        _SECOND[0] = False
 
 
 @functools.lru_cache(maxsize=64)

@@ -72,3 +72,31 @@ def test_a_sum_of_unwritten_scratch_names_the_scratch() -> None:
         "    partial = td.empty((slots, n), dtype=x.dtype)")
     assert f"hold values computed from the td.empty tensor made at line {line}, read where " \
         "no store wrote it" in str(err.value)
+
+
+@td.tile_kernel
+def count_into(x, acc, k):
+    """An int output a runtime condition may leave unwritten, and an argument written in
+    place (the second run starts from the caller's values, not the first run's)."""
+    (n,) = x.shape
+    out = td.empty((n,), dtype=td.int32)
+    flags = td.empty((n,), dtype=td.bool_)
+    for tn in td.tile(n):
+        acc[tn] = acc[tn] + 1
+        if k > 0:
+            out[tn] = (x[tn] > 0).astype(td.int32) + k
+            flags[tn] = x[tn] > 0
+    return out, flags
+
+
+def test_unwritten_integer_and_bool_outputs_are_caught() -> None:
+    """No integer marks an element unwritten: the backend runs such a kernel again with
+    td.empty filled otherwise, and elements that differ were not written."""
+    x = np.random.default_rng(2).standard_normal(21).astype(np.float32)
+    acc = np.zeros(21, np.int64)
+    out, flags = count_into(x, acc, 3)
+    np.testing.assert_array_equal(out, (x > 0) + 3)
+    np.testing.assert_array_equal(flags, x > 0)
+    np.testing.assert_array_equal(acc, np.ones(21))  # written once, as the caller sees it
+    with pytest.raises(td.ShapeError, match=r"output 0 \(int32\[21\]\): no store writes 21"):
+        count_into(x, acc, 0)
