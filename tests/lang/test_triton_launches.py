@@ -407,7 +407,9 @@ def _count_kernel(x_ptr, out_ptr, total_ptr, n, SMS: tl.constexpr, BLOCK: tl.con
     running = tl.cumsum(positive.to(tl.uint32), axis=0)  # Triton's sums keep 32 bits
     count = tl.sum(positive, axis=0)  # a bool's sum is uint32
     tl.static_assert(running.dtype == tl.uint32 and count.dtype == tl.uint32)
-    tl.store(out_ptr + offs, running + SMS, mask=offs < n)
+    tl.static_assert((running + offs).dtype == tl.uint32)  # unsigned meets signed: Triton's
+    wide = tl.program_id(0).to(tl.uint64) * BLOCK + offs  # (exponential_'s uint64 offsets)
+    tl.store(out_ptr + wide, running + SMS, mask=offs < n)
     tl.store(total_ptr, tl.sum(x, axis=0, dtype=tl.float64) + count)
 
 
@@ -421,7 +423,8 @@ def counts(x):
 
 def test_a_triton_bodys_sums_take_tritons_dtypes() -> None:
     """In a @triton.jit body an int sum keeps Triton's dtype (uint32 here: int64 is tiledsl's
-    own), `dtype=` chooses one, and a `functools.lru_cache` helper is rewritten as any."""
+    own) and an unsigned int meets a signed one as in Triton, `dtype=` chooses a sum's dtype,
+    and a `functools.lru_cache` helper is rewritten as any."""
     x = np.random.default_rng(78).standard_normal(13).astype(np.float32)
     for backend in ("numpy", "triton-interpret"):
         out, total = counts.run(x, backend=backend)

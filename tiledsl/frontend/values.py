@@ -821,7 +821,8 @@ def common_dtype(vals: Sequence[TileValue]) -> tuple[DType, bool]:
         return out, True
     out = strong[0]
     for d in strong[1:]:
-        p = dtypes.promote(out, d)
+        p = _triton_int(out, d) if current().triton_body else None
+        p = p or dtypes.promote(out, d)
         if p is None:
             current().fail(DTypeError, f"dtypes {out} and {d} do not mix",
                            hint="cast one side with .astype(...) (uint64 meets a signed int only "
@@ -833,6 +834,16 @@ def common_dtype(vals: Sequence[TileValue]) -> tuple[DType, bool]:
         elif d.is_int and out.is_bool:
             out = dtypes.int32
     return out, False
+
+
+def _triton_int(a: DType, b: DType) -> DType | None:
+    """Triton's meeting of a signed and an unsigned int, in a @triton.jit body (C's rule: the
+    unsigned one where it is as wide, else the signed one: `pid.to(tl.uint64) * B + offs` is
+    uint64, where NumPy's rule has no int); None for any other pair."""
+    if not (a.is_int and b.is_int) or a.is_unsigned == b.is_unsigned:
+        return None
+    unsigned, signed = (a, b) if a.is_unsigned else (b, a)
+    return unsigned if unsigned.bits >= signed.bits else signed
 
 
 def coerce(vals: Sequence[Any], dtype: DType | None = None) -> tuple[list[TileValue], bool]:
