@@ -8,7 +8,8 @@ needs the same rewrite: the kernel's rewrite turns each call, `f(...)` or `mod.f
 `if` or `while` statement or a call (the builtins `min` and `max` on runtime values, as in the
 persistent-matmul tutorial's `_compute_pid`, and helpers of its own), its rewritten copy (built once per function; it calls its own
 helpers the same way). The rewrite keeps Python's meaning for Python values, so it leaves alone
-only what cannot gain from it: builtins, lambdas, generators, functions without source, and
+only what cannot gain from it: builtins, lambdas, generators (a `@contextmanager` one is
+rewritten: its `yield` keeps its statements in place), functions without source, and
 those of the standard library, of tiledsl and of the array libraries (`LIBRARIES`), wrappers
 they define included (`@torch.no_grad()`). A `functools.wraps` wrapper of the user's (Liger's
 `@ensure_contiguous`) is rewritten from its own source, so the function it calls is too;
@@ -71,9 +72,9 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     if _torch_wrapper(fn):  # `@torch.amp.custom_fwd`, `@torch.no_grad()`: autograd's business
         return helper(fn.__wrapped__, rewrite)
     if type(fn) is not FunctionType:
-        return substitute(fn)
+        return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     if _context_manager(fn):  # Liger's `with device_context(X.device):`
-        return contextlib.contextmanager(_generator(fn.__wrapped__, rewrite))  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
+        return contextlib.contextmanager(_generator(fn.__wrapped__, rewrite))
     try:
         return _CACHE[fn]
     except KeyError:  # (a library's function may have a substitute: torch.cuda's queries)
