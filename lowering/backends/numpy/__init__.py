@@ -55,8 +55,9 @@ class NumpyBackend:
 
 def check_written(fn: Function, config: Config, outputs: list[Any],
                   covered: set[int] = frozenset()) -> list[Any]:  # type: ignore[assignment]
-    """`outputs`, once every element of each returned td.empty tensor was stored (floats only:
-    see memory.unwritten); what no store writes would be garbage on a GPU. `covered`: ids of
+    """`outputs`, once every element of each returned td.empty tensor was stored (floats here:
+    see memory.unwritten; integers by a second run, NumpyBackend.run); what no store writes
+    would be garbage on a GPU. `covered`: ids of
     tensors a store wrote whole, whose elements with the unwritten bits hold values computed
     from unwritten memory (the bits travel through arithmetic)."""
     for i, (v, out) in enumerate(zip(fn.outputs, outputs)):
@@ -66,26 +67,34 @@ def check_written(fn: Function, config: Config, outputs: list[Any],
         mask = memory.unwritten(out)
         if mask is None or not mask.any():
             continue
-        first = tuple(int(j) for j in np.argwhere(mask)[0])
-        whole = id(out) in covered or base is not v and base in plan_of(fn).unfilled
-        read = _scratch_read(fn, base)
-        if whole:
+        if id(out) in covered or base is not v and base in plan_of(fn).unfilled:  # whole
+            first = tuple(int(j) for j in np.argwhere(mask)[0])
+            read = _scratch_read(fn, base)
             raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): {int(mask.sum())} of "
                              f"its {out.size} elements under {config}, the first at index "
                              f"{first}, hold values computed from {read or 'a td.empty tensor'}"
                              ", read where no store wrote it; on a GPU they would be garbage",
                              kernel=fn.name, loc=base.owner.loc, hint="store what is read first, "
                              "or allocate the tensor read with td.zeros(...)")
-        hint = "make the stores cover the whole tensor under every block size, or allocate " \
-            "it with td.zeros(...) or td.full(...)"
-        if read is not None:
-            hint += (f"; or a store writes them values computed from {read}, read where no "
-                     "store wrote it (allocate that with zeros, or store it first)")
-        raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
-                         f"{int(mask.sum())} of its {out.size} elements under {config}, the "
-                         f"first at index {first}; on a GPU they would hold garbage",
-                         kernel=fn.name, loc=base.owner.loc, hint=hint)
+        raise _unwritten(fn, config, i, out, mask, base)
     return outputs
+
+
+def _unwritten(fn: Function, config: Config, i: int, out: np.ndarray, mask: np.ndarray,
+               base: Any) -> ShapeError:
+    """The error for output i's elements in `mask`, which no store wrote (or whose values
+    were computed from a td.empty scratch read where no store wrote it)."""
+    first = tuple(int(j) for j in np.argwhere(mask)[0])
+    hint = "make the stores cover the whole tensor under every block size, or allocate it " \
+        "with td.zeros(...) or td.full(...)"
+    read = _scratch_read(fn, base)
+    if read is not None:
+        hint += (f"; or a store writes them values computed from {read}, read where no store "
+                 "wrote it (allocate that with zeros, or store it first)")
+    return ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
+                      f"{int(mask.sum())} of its {out.size} elements under {config}, the first "
+                      f"at index {first}; on a GPU they would hold garbage",
+                      kernel=fn.name, loc=base.owner.loc if base.owner else None, hint=hint)
 
 
 def _integer_outputs(fn: Function) -> list[int]:
@@ -107,20 +116,8 @@ def _same_both_runs(fn: Function, config: Config, i: int, out: np.ndarray,
     """An integer output's elements that differ between runs with td.empty filled with two
     values: what no store wrote (or what was computed from memory no store wrote)."""
     mask = np.asarray(out) != np.asarray(again)
-    if not mask.any():
-        return
-    base = views.root(fn.outputs[i])
-    first = tuple(int(j) for j in np.argwhere(mask)[0])
-    hint = "make the stores cover the whole tensor under every block size, or allocate it " \
-        "with td.zeros(...) or td.full(...)"
-    read = _scratch_read(fn, base)
-    if read is not None:
-        hint += (f"; or a store writes them values computed from {read}, read where no store "
-                 "wrote it")
-    raise ShapeError(f"output {i} ({out.dtype}{list(out.shape)}): no store writes "
-                     f"{int(mask.sum())} of its {out.size} elements under {config}, the first "
-                     f"at index {first}; on a GPU they would hold garbage",
-                     kernel=fn.name, loc=base.owner.loc if base.owner else None, hint=hint)
+    if mask.any():
+        raise _unwritten(fn, config, i, out, mask, views.root(fn.outputs[i]))
 
 
 def _scratch_read(fn: Function, output: Any) -> str | None:
