@@ -420,3 +420,21 @@ def test_flag_gems_host_spellings() -> None:
     assert_close(second, want[1], np.float32)
     ints = flag_gems_host.run(np.arange(12, dtype=np.int32).reshape(3, 4), 1, backend="numpy")
     assert ints[0].dtype == np.int64 and int(ints[1]) == 66
+
+
+@td.tile_kernel
+def masked_by_broadcast(x, m):
+    """FlagGems' masked_select: `inp, mask = torch.broadcast_tensors(inp, mask)` (views)."""
+    a, b = torch.broadcast_tensors(x, m)
+    out = torch.empty(a.shape, dtype=x.dtype)
+    for i, j in td.grid(a.shape[0], a.shape[1]):
+        out[i, j] = td.where(b[i, j], a[i, j], 0.0)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_host_broadcast_tensors(backend: str) -> None:
+    x = np.random.default_rng(85).standard_normal((1, 5)).astype(np.float32)
+    m = np.random.default_rng(86).random((3, 1)) > 0.5
+    np.testing.assert_array_equal(masked_by_broadcast.run(x, m, backend=backend),
+                                  np.where(m, x, 0))

@@ -23,7 +23,9 @@ from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, TileValue, as_dtype, binary, cast, to_value
+from tiledsl.frontend.values import (
+    Tensor, TileValue, as_dtype, binary, broadcast_shapes, cast, to_value,
+)
 
 
 def softmax(x: Any, dim: int = -1, dtype: Any = None, _stacklevel: int = 3) -> TileValue:
@@ -217,6 +219,9 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     name = getattr(func, "__name__", "")
     if name == "where" and len(args) == 3:  # torch.where(cond, x, y): td.where's (host_math.py)
         return FUNCTIONS["where"](*args)
+    if name == "broadcast_tensors" and args and all(isinstance(a, Tensor) for a in args):
+        shape = broadcast_shapes(current(), [a.shape for a in args])  # (FlagGems' masked_select)
+        return tuple(a.expand(*shape) for a in args)  # views, as torch's
     if name in ("cat", "concat", "concatenate") and args and isinstance(args[0], (list, tuple)):
         from tiledsl.lang.host_tensors import cat  # (host code's: host_tensors.py)
         return cat(*args, **(kwargs or {}))
