@@ -133,8 +133,8 @@ def run_on(kernel: Any, args: tuple, backend: str, **kw: Any) -> Any:
     for a, t in zip(args, on_device):
         if isinstance(a, np.ndarray) and a.flags.writeable:
             a[...] = to_numpy(t.cpu())
-    if isinstance(out, tuple):  # None: an optional output left out
-        return tuple(None if o is None else to_numpy(o.cpu()) for o in out)
+    if isinstance(out, tuple):  # None: an optional output left out; numbers as they are
+        return tuple(to_numpy(o.cpu()) if hasattr(o, "cpu") else o for o in out)
     return None if out is None else to_numpy(out.cpu())
 
 
