@@ -100,13 +100,14 @@ def test_while_errors() -> None:
         return out
 
     @td.tile_kernel
-    def spin_lock(x, lock):
+    def wait_for_first(x, flag):  # a flag another program sets, not a lock (test_locks.py)
         out = td.empty_like(x)
         for t in td.tile(x.shape[0]):
-            while td.atomic_cas(lock, [0], 0, 1) == 1:  # the others wait for program 0
-                pass
+            if t.id > 0:
+                while td.atomic_add(flag, [0], 0) == 0:  # the others wait for program 0
+                    pass
             out[t] = x[t]
-            td.atomic_xchg(lock, [0], 0)
+            td.atomic_xchg(flag, [0], 1)
         return out
 
     x = np.ones(8, np.float32)
@@ -119,7 +120,7 @@ def test_while_errors() -> None:
     trips, whiles.TRIPS = whiles.TRIPS, 50
     try:
         with pytest.raises(td.BackendError, match="programs run in lockstep"):
-            spin_lock.run(x, np.zeros(1, np.int32), backend="numpy",
+            wait_for_first.run(x, np.zeros(1, np.int32), backend="numpy",
                           config=td.Config(block_sizes=(2,)))
     finally:
         whiles.TRIPS = trips

@@ -28,6 +28,7 @@ from tiledsl.ir.same import same_value
 from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
+from tiledsl.frontend import locks
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import Induction, Tracer, active, current
@@ -345,10 +346,12 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
     with tr.region(block, "grid"):
         handles = [_handle(tr, rng, r, n) for r, n in zip(ranges, names)]
         saved, tr.program_ids = tr.program_ids, handles  # (td.program_id: a @triton.jit body)
+        tr.lock = None
         try:
             out = body(_item(handles, rng.seq), env)
+            locks.check_released(tr, rng.loc)
         finally:
-            tr.program_ids = saved
+            tr.program_ids, tr.lock = saved, None
     for n in assigned:
         if n in env and n in out and out[n] is not env[n] and (read_after is None
                                                                or n in read_after) \
@@ -571,6 +574,7 @@ def _while_op(tr: Tracer, test: Callable[[dict], Any], body: Body, env: dict,
                     hint="only tile values and numbers can be carried across its trips: give "
                          f"the loop's value another name than '{n}', or `del {n}` before the "
                          "loop where nothing reads the tensor after it")
+    locks.acquire(tr, tr.blocks[-1].ops[-1])  # a spin on a compare-and-swap takes a lock
     kept = _unchanged(tr.blocks[-1].ops[-1], carried, inits, 1)
     out = dict(env)
     out.update({n: env[n] if n in kept else _as_before(env[n], v, inits[n].weak)

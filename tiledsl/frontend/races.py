@@ -49,8 +49,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     a counted loop, an index from a value the loop carries is checked again when the loop's
     body is traced (`later`: the store's line), once its step each trip is known
     (`Tracer.inductions`)."""
-    if len(tr.depths) < 2 or tr.depths[1] != "grid":
-        return
+    if len(tr.depths) < 2 or tr.depths[1] != "grid" or (attrs or {}).get("locked"):
+        return  # (a store under a lock: its programs take turns, locks.py)
     indices = list(indices)  # (a check that waits keeps them: the caller appends the mask)
     path = _open_path(tr) if path is None else path  # (the store's, when checked later)
     progs = Programs(tr)
@@ -120,6 +120,12 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
 _DISJOINT = ("; where the caller guarantees the programs write apart (distinct slots in a "
              "mapping it passes), say so: td.store(..., disjoint=True), which the NumPy backend "
              "checks on the data it runs")
+
+
+def _both_locked(attrs: dict, op: Op) -> bool:
+    """Two accesses made under a lock: the programs holding it take turns (locks.py; the NumPy
+    backend checks that one lock guards each element)."""
+    return bool(attrs.get("locked") and op.attrs.get("locked"))
 
 
 def _loads_upstream(indices: list[Value], mask: Value | None) -> bool:
@@ -311,7 +317,8 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     base = root(tensor.value)
     for op in walk(tr.blocks[1]):
         if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
-                (atomic and op.name == "atomic") or op.attrs.get("disjoint"):
+                (atomic and op.name == "atomic") or op.attrs.get("disjoint") or \
+                _both_locked(attrs, op):
             continue  # (a disjoint store is its author's word, checked by NumPy: disjoint.py)
         guards = _shared_ifs(tr, op)
         shared = Programs(tr, guards)
@@ -456,7 +463,8 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     base, other = root(tensor.value), "load" if writing else "store"
     ops = [op for op in walk(tr.blocks[1]) if op.name == other and root(op.operands[0]) is base
-           and not op.attrs.get("disjoint")]  # (its author's word, checked by NumPy)
+           and not op.attrs.get("disjoint")  # (its author's word, checked by NumPy)
+           and not _both_locked(attrs, op)]
     if not ops:
         return
     for op in ops:

@@ -56,6 +56,8 @@ class Tracer:
         self.inlining: list[str] = []  # kernels whose bodies this one's host code runs
         self.triton_body = 0  # inside a @triton.jit body (its sums take Triton's dtypes)
         self.array_scalars: set[Value] = set()  # arguments given as 0-d arrays: td.load reads them
+        self.lock: Any = None  # the spin lock the program holds at this point (locks.py)
+        self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
         # how many names the target of the `for` statement whose iterable is being evaluated

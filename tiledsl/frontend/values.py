@@ -25,6 +25,7 @@ from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
 from tiledsl.ir.views import VIEW_OPS
 from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
+from tiledsl.frontend.locks import locked
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.frontend.block_sizes import BlockSize
 from tiledsl.frontend.static_args import constexpr
@@ -382,7 +383,8 @@ class Tensor:
         `hints`: Triton's cache hints (tiledsl/lang/access.py)."""
         tr = current()
         operands, full, sliced = _indices(tr, self, idx, reading=True)
-        attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced | (hints or {})
+        attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced | (hints or {}) | \
+            locked(tr)
         check_read_write(tr, self, operands, attrs, writing=False,
                          mask=None if mask is None else to_value(mask).value)
         if any(is_shifted(o) for o in operands):  # lanes shifted off the tensor read 0
@@ -412,7 +414,7 @@ class Tensor:
         v = written_value(self, shape, value, "storing", "cannot store",
                           _flat_hint(self, len(operands)))
         checked = None if mask is None else to_value(mask).value  # (the races' checks)
-        attrs = ({"full": full} if full else {}) | sliced
+        attrs = ({"full": full} if full else {}) | sliced | locked(tr)
         if not disjoint:
             check_store(tr, self.name, operands, v.value, checked, target=self.value,
                         attrs=attrs)

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from tiledsl.errors import DTypeError, TraceError
 from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, HALF_ATOMICS, indexed_shape
 from tiledsl.frontend.pointers import Pointer
+from tiledsl.frontend import locks
 from tiledsl.frontend.races import check_overlap
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import (
@@ -66,7 +67,7 @@ def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:
     if what.removeprefix("atomic_") in BITWISE_ATOMICS and not x.dtype.is_int:
         tr.fail(DTypeError, f"td.{what}() on '{x.name}', a {x.dtype} tensor: bitwise atomics take "
                 "integer tensors (as Triton's)")
-    if sem not in SEMANTICS:
+    if sem is not None and sem not in SEMANTICS:
         tr.fail(TraceError, f"td.{what}(): sem={sem!r} is not one of {list(SEMANTICS)}")
     if scope not in SCOPES:
         tr.fail(TraceError, f"td.{what}(): scope={scope!r} is not one of {list(SCOPES)}")
@@ -85,6 +86,8 @@ def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: A
             sem: Any, scope: Any) -> TileValue:
     t = _check(what, x, sem, scope)
     tr = current()
+    if sem is None:  # Triton's default in a @triton.jit body; Helion's (and tiledsl's) else
+        sem = "acq_rel" if tr.triton_body else "relaxed"
     idx = tuple(index) if isinstance(index, list) else index
     operands, full, sliced = _indices(tr, t, idx)
     shape = indexed_shape(t.type, [o.type for o in operands], full, sliced.get("slices", ()))
@@ -92,15 +95,19 @@ def _atomic(what: str, kind: str, x: Any, index: Any, values: list[Any], mask: A
     attrs: dict[str, Any] = {"kind": kind, "sem": sem, "scope": scope} | \
         ({"full": full} if full else {}) | sliced
     check_overlap(tr, t, operands, attrs, atomic=True)
+    locks.release(tr, t.value, index, kind, attrs)
     if mask is not None:
         operands.append(_access_mask(tr, t, operands, full, mask, sliced))
         attrs["mask"] = True
-    return TileValue(tr.emit("atomic", [t.value, *operands, *vs], attrs, hint=f"old_{kind}")[0])
+    old = tr.emit("atomic", [t.value, *operands, *vs], attrs, hint=f"old_{kind}")[0]
+    if kind == "cas":
+        locks.note_cas(tr, old, t.value, index)
+    return TileValue(old)
 
 
 @_pointer_form
 def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
-               sem: str = "relaxed", scope: str = "gpu") -> TileValue:
+               sem: str | None = None, scope: str = "gpu") -> TileValue:
     """Add `value` to `x[index]` atomically (where `mask` holds); returns the old values.
     `td.atomic_add(x, v)` adds to x's first element (Triton's `tl.atomic_add(count_ptr, v)`)."""
     if value is None and isinstance(x, Tensor):
@@ -109,42 +116,42 @@ def atomic_add(x: Any, index: Any, value: Any = None, mask: Any = None, *,
 
 
 @_pointer_form
-def atomic_and(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+def atomic_and(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str | None = None,
                scope: str = "gpu") -> TileValue:
     """`x[index] &= value` atomically (int tensors); returns the old values."""
     return _atomic("atomic_and", "and", x, index, [value], mask, sem, scope)
 
 
 @_pointer_form
-def atomic_or(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+def atomic_or(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str | None = None,
               scope: str = "gpu") -> TileValue:
     """`x[index] |= value` atomically (int tensors); returns the old values."""
     return _atomic("atomic_or", "or", x, index, [value], mask, sem, scope)
 
 
 @_pointer_form
-def atomic_xor(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+def atomic_xor(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str | None = None,
                scope: str = "gpu") -> TileValue:
     """`x[index] ^= value` atomically (int tensors); returns the old values."""
     return _atomic("atomic_xor", "xor", x, index, [value], mask, sem, scope)
 
 
 @_pointer_form
-def atomic_max(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+def atomic_max(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str | None = None,
                scope: str = "gpu") -> TileValue:
     """`x[index] = maximum(x[index], value)` atomically; returns the old values."""
     return _atomic("atomic_max", "max", x, index, [value], mask, sem, scope)
 
 
 @_pointer_form
-def atomic_min(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+def atomic_min(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str | None = None,
                scope: str = "gpu") -> TileValue:
     """`x[index] = minimum(x[index], value)` atomically; returns the old values."""
     return _atomic("atomic_min", "min", x, index, [value], mask, sem, scope)
 
 
 @_pointer_form
-def atomic_xchg(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = "relaxed",
+def atomic_xchg(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str | None = None,
                 scope: str = "gpu") -> TileValue:
     """Write `value` to `x[index]` atomically; returns the old values."""
     return _atomic("atomic_xchg", "xchg", x, index, [value], mask, sem, scope)
@@ -152,7 +159,7 @@ def atomic_xchg(x: Any, index: Any, value: Any, mask: Any = None, *, sem: str = 
 
 @_pointer_form
 def atomic_cas(x: Any, index: Any, expected: Any, value: Any, mask: Any = None, *,
-               sem: str = "relaxed", scope: str = "gpu") -> TileValue:
+               sem: str | None = None, scope: str = "gpu") -> TileValue:
     """Where `x[index]` equals `expected`, write `value`, atomically; returns the old values
     (equal to `expected` where the swap happened)."""
     return _atomic("atomic_cas", "cas", x, index, [expected, value], mask, sem, scope)

@@ -71,6 +71,8 @@ def _atomic(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     vals = [np.broadcast_to(v, shape).reshape(-1)[sel] for v in values]
     old = np.full(int(np.prod(shape)), memory.poison(arr.dtype), dtype=arr.dtype)
     old[sel] = _apply(op.attrs["kind"], arr, where, vals)
+    if ex.locks is not None and op.attrs.get("lock"):  # a spin lock's acquire or release
+        ex.locks.atomic(ex, op, arr, indices, axes, mask, old.reshape(shape), values[0])
     return [old.reshape(shape)]
 
 

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowering.backends.numpy import (active_box, arg_memory, compiled, conflicts, disjoint, memory,
-                                     prepared)
+from lowering.backends.numpy import (active_box, arg_memory, compiled, conflicts, disjoint, locks,
+                                     memory, prepared)
 from lowering.backends.numpy.branches import run_if
 from lowering.backends.numpy.whiles import run_while
 from lowering.backends.numpy.dots import grid_dot
@@ -64,6 +64,7 @@ class Executor:
         self.active: np.ndarray | None = None  # programs inside every `td.tile(stop)` loop
         self.covered: set[int] = set()  # ids of the tensors a store wrote whole
         self.writers: disjoint.Writers | None = None  # in a grid with a disjoint store
+        self.locks: Any = None  # in a grid that takes a spin lock: its locks.Guards
 
     def block_size(self, d: Dim) -> int:
         return d if isinstance(d, int) else self.blocks[d]
@@ -178,7 +179,10 @@ class Executor:
         raise NotImplementedError(f"numpy backend: no rule for op '{op.name}'")
 
     def grid(self, op: Op, env: Env, body: compiled.Compiled | None = None) -> None:
-        """Every program of grid `op` at once (`body`: its region compiled)."""
+        """Every program of grid `op` at once (`body`: its region compiled); one after another
+        where they take a spin lock (locks.py)."""
+        if op in self.plan.serial and (self.programs is None or len(self.programs) > 1):
+            return self._serial(op, env, body)
         region = op.regions[0]
         subset = self.programs is not None
         self.rank = 1 if subset else len(region.args)
@@ -206,6 +210,23 @@ class Executor:
         else:
             body(self, inner)
         self.rank, self.grid_sizes, self.ranges, self.writers = 0, (), {}, None
+
+    def _serial(self, op: Op, env: Env, body: compiled.Compiled | None) -> None:
+        """Grid `op`'s programs one at a time, in grid order (C order of their indices), with
+        one record of the disjoint stores and of the locks across them."""
+        sizes = tuple(_cdiv(r.type.extent, self.block_size(r.type.block))  # type: ignore[union-attr]
+                      for r in op.regions[0].args)
+        every = self.programs if self.programs is not None else \
+            np.indices(sizes).reshape(len(sizes), -1).T
+        saved = self.programs, self.shared_writers
+        self.shared_writers = self.shared_writers or disjoint.Writers()
+        self.locks = locks.Guards()
+        try:
+            for row in every:
+                self.programs = row[None, :]
+                self.grid(op, env, body)
+        finally:
+            (self.programs, self.shared_writers), self.locks = saved, None
 
     def _grid_ranges(self, op: Op, ranges: list[Any]) -> dict[Value, RangeRT]:
         """The whole grid's ranges (their begins read-only), made once per config."""
@@ -602,6 +623,8 @@ def _load(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         indices, axes, mask = _access(ex, op, xs, tensor)
         if ex.writers is not None and views.root(op.operands[0]) in ex.plan.tracked:
             ex.writers.access(ex, op, xs[0], indices, axes, mask, None)
+        if ex.locks is not None and op.attrs.get("locked"):
+            ex.locks.access(ex, op, xs[0], indices, axes, mask)
         axis = ex.plan.trimmed.get(op)
         out = _prepared_load(ex, op, xs[0], indices, axis) if axes is None and mask is None \
             else None
@@ -660,6 +683,8 @@ def _store(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
         indices, axes, mask = _access(ex, op, xs[:-1], tensor)
         if ex.writers is not None and views.root(op.operands[0]) in ex.plan.tracked:
             ex.writers.access(ex, op, xs[0], indices, axes, mask, xs[-1])
+        if ex.locks is not None and op.attrs.get("locked"):
+            ex.locks.access(ex, op, xs[0], indices, axes, mask)
         k = None if ex.active is not None or axes is not None or mask is not None else \
             prepared.key(op, xs[0], indices, ex.rank)
         if k is not None:

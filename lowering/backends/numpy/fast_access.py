@@ -50,8 +50,8 @@ def _recipe(cache: dict[tuple, prepared.Recipe], op: Op, arr: np.ndarray, indice
 @compiled.specialize("load")
 def load_step(op: Op, plan: Plan) -> Step | None:
     served = _served(op)
-    if served is None or views.root(op.operands[0]) in plan.tracked:  # (disjoint.py)
-        return None
+    if served is None or views.root(op.operands[0]) in plan.tracked or op.attrs.get("locked"):
+        return None  # (the rule records them: disjoint.py, locks.py)
     tensor, plain = served
     rule, n, cache = RULES["load"], len(tensor.shape), plan.accesses
     other = op.attrs.get("other")
@@ -73,8 +73,8 @@ def load_step(op: Op, plan: Plan) -> Step | None:
 @compiled.specialize("store")
 def store_step(op: Op, plan: Plan) -> Step | None:
     served = _served(op)
-    if served is None or views.root(op.operands[0]) in plan.tracked:  # (disjoint.py)
-        return None
+    if served is None or views.root(op.operands[0]) in plan.tracked or op.attrs.get("locked"):
+        return None  # (the rule records them: disjoint.py, locks.py)
     tensor, plain = served
     rule, n, cache = RULES["store"], len(tensor.shape), plan.accesses
 

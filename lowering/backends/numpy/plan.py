@@ -39,6 +39,7 @@ class Plan:
     unfilled: set[Value] = field(default_factory=set)  # td.empty results needing no poison
     compiled: dict[tuple, Any] = field(default_factory=dict)  # (id(block), release) -> compiled.py
     tracked: set[Value] = field(default_factory=set)  # roots a disjoint store writes (disjoint.py)
+    serial: set[Op] = field(default_factory=set)  # grids that take a spin lock (locks.py)
 
 
 _PLANS: weakref.WeakKeyDictionary[Function, Plan] = weakref.WeakKeyDictionary()
@@ -53,7 +54,8 @@ def plan_of(fn: Function) -> Plan:
         made += 1
         plan = _PLANS[fn] = Plan({id(b): last_uses(b) for b in _blocks(fn.body)},
                                  views.written(fn), trimmed_loads(fn),
-                                 unfilled=covered_empties(fn), tracked=disjoint_roots(fn))
+                                 unfilled=covered_empties(fn), tracked=disjoint_roots(fn),
+                                 serial=locking_grids(fn))
     return plan
 
 
@@ -61,6 +63,12 @@ def disjoint_roots(fn: Function) -> set[Value]:
     """The tensors (roots of views) a `td.store(..., disjoint=True)` writes."""
     return {views.root(op.operands[0]) for op in walk(fn.body)
             if op.name == "store" and op.attrs.get("disjoint")}
+
+
+def locking_grids(fn: Function) -> set[Op]:
+    """The grids whose programs take a spin lock (`while` ops marked `lock`: locks.py)."""
+    return {op for op in walk(fn.body) if op.name == "grid" and
+            any(o.name == "while" and o.attrs.get("lock") for o in walk(op.regions[0]))}
 
 
 def _blocks(block: Block) -> Iterator[Block]:

@@ -2,8 +2,9 @@
 program's condition holds, each trip for the programs still looping (an `active` mask, as the
 branches of an `if` and the iterations of a loop with a runtime stop run): stores in the body
 write only for them, and the others keep their carried values. A loop whose programs wait on
-each other (a spin lock: `while td.atomic_cas(lock, 0, 1) == 1`) cannot finish when they run in
-lockstep, so a loop past `TRIPS` trips is an error that says so."""
+each other (a flag another program sets) cannot finish when they run in lockstep, so a loop
+past `TRIPS` trips is an error that says so. A spin lock (`while td.atomic_cas(lock, 0, 1) ==
+1`) is not such a loop: its grid runs one program at a time (locks.py)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def run_while(ex: Executor, op: Op, env: dict[Value, Any]) -> list[Any]:
         carried = new if looping.all() else [_where(looping, n, c) for n, c in zip(new, carried)]
         looping = looping & np.asarray(again, dtype=bool)
     raise BackendError(f"numpy backend: this `while` loop ran {TRIPS} trips; programs run in "
-                       "lockstep here, so a loop that waits for another program (a spin lock) "
-                       "never ends", loc=op.loc,
-                       hint="update shared values with an atomic (td.atomic_add) instead of a "
-                            "lock, or bound the loop")
+                       "lockstep here, so a loop that waits for another program (a flag it "
+                       "sets) never ends", loc=op.loc,
+                       hint="take a lock (`while td.atomic_cas(lock, [i], 0, 1) == 1: pass`, "
+                            "released by td.atomic_xchg(lock, [i], 0)), whose grid runs one "
+                            "program at a time, or combine values with an atomic "
+                            "(td.atomic_add); else bound the loop")
