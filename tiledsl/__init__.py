@@ -13,6 +13,7 @@
 from tiledsl.lang import host_stores as _host_stores  # noqa: F401 (host `x[...] = v`)
 from tiledsl.lang import host_reductions as _host_reductions  # noqa: F401 (host `x.sum(0)`)
 from tiledsl.lang import host_math as _host_math  # noqa: F401 (host `x + y`, `x.exp()`)
+from tiledsl.lang import host_matmul as _host_matmul  # noqa: F401 (host `a @ b`, torch.mm)
 from tiledsl.lang import host_rows as _host_rows  # noqa: F401 (host `torch.sort(x)`, `x.cumsum(d)`)
 from tiledsl.lang import devices as _devices  # noqa: F401 (host `x.device`, device queries)
 from tiledsl.lang.host_tensors import tensor as tensor  # host `torch.tensor([...])`

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError
 from tiledsl.frontend import loops
+from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
 from tiledsl.frontend.values import TileValue, need_static, to_value
@@ -110,9 +111,11 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
         def body(item: Any, env: dict) -> dict:
             saved, tr.program_ids = tr.program_ids, list(item) if isinstance(item, tuple) \
                 else [item]
-            try:  # (a host TensorDescriptor as the kernel sees it, per program)
-                body_fn(**{**values, **{k: tensor_descriptors.from_host(values[k])
-                                        for k in descriptors}})
+            try:  # (a host TensorDescriptor as the kernel sees it, per program; an x.item()
+                body_fn(**{**values,  # read by each program: host_scalars.py)
+                           **{k: tensor_descriptors.from_host(values[k]) for k in descriptors},
+                           **{k: v.load() for k, v in values.items()
+                              if isinstance(v, HostScalar)}})
             finally:
                 tr.program_ids = saved
             return {}
@@ -155,6 +158,8 @@ def _static(v: Any) -> Any:
     with that int, as Triton compiles one kernel per constexpr value."""
     if isinstance(v, TileValue) and v.shape == () and v.dtype.is_int:
         need_static(v)
+    if isinstance(v, HostScalar):
+        v.fail("as a tl.constexpr argument")
     return v
 
 

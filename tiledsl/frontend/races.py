@@ -128,6 +128,39 @@ def _both_locked(attrs: dict, op: Op) -> bool:
     return bool(attrs.get("locked") and op.attrs.get("locked"))
 
 
+def _terms(v: Value) -> list[Value]:
+    """The terms `v` adds up (through casts and broadcasts)."""
+    op = v.owner
+    if op is not None and op.name in ("cast", "broadcast"):
+        return _terms(op.operands[0])
+    if op is not None and op.name == "add":
+        return _terms(op.operands[0]) + _terms(op.operands[1])
+    return [v]
+
+
+def _left_to_data(progs: Programs, tensor: Any, mine: list[Value], theirs: list[Value]) -> bool:
+    """Whether two accesses that the check cannot tell apart differ by a loaded column alone
+    (`_loaded_column`): the data says whether they meet, and the NumPy backend records the
+    programs' accesses to the tensor on each run (`tracked`, disjoint.py)."""
+    rank = len(root(tensor.value).type.shape)
+    sides = [side for side in (mine, theirs) if any(progs.loaded(v) for v in side)]
+    return bool(sides) and all(_loaded_column(progs, rank, side) for side in sides)
+
+
+def _loaded_column(progs: Programs, rank: int, indices: list[Value]) -> bool:
+    """Whether a flat index into a tensor of two or more dimensions adds a value read from
+    memory, as it is, to terms that tell the programs apart: a column within the program's row
+    (Liger's cross entropy, `X_ptr += pid * stride` then `tl.load(X_ptr + y)` at its label),
+    which only the data keeps in the row. A loaded value scaled to a line (a cache slot,
+    `cs + line * (D * S)`) is a slot, which the check compares itself."""
+    if len(indices) != 1 or rank < 2:
+        return False
+    terms = _terms(indices[0])
+    loaded = [_terms(t)[0] for t in terms if progs.loaded(t)]
+    return all(t.owner is not None and t.owner.name == "load" for t in loaded) and \
+        any(progs.depends(t) and not progs.loaded(t) for t in terms)
+
+
 def _loads_upstream(indices: list[Value], mask: Value | None) -> bool:
     """Whether a store's indices or mask are computed from a value loaded from memory."""
     return any(v.owner is not None and v.owner.name == "load"
@@ -342,6 +375,10 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             return
         if _computed_apart(tr, (tensor.value, indices, attrs, mask, path), op):
             continue
+        if not atomic and op.name == "store" and _left_to_data(
+                Programs(tr), tensor, indices, op.operands[1:-1]):
+            attrs["tracked"] = op.attrs["tracked"] = True  # (as in check_read_write)
+            continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
@@ -490,18 +527,17 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
             return
         if _computed_apart(tr, (tensor.value, indices, attrs, mask, path), op):
             continue
+        if _left_to_data(shared, tensor, indices, theirs):
+            attrs["tracked"] = op.attrs["tracked"] = True  # the data's to say, which the
+            continue  # NumPy backend checks on each run (disjoint.py)
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \
                f"this load of '{tensor.name}' may read elements that the store at {line} writes"
-        loaded = [v for v in [*indices, *theirs] if shared.loaded(v)]
-        flat = "; a column loaded from memory (`x_flat[row * n + y]`) may be any element to " \
-            "the check: index the tensor by row, x[row, y], whose dimension bounds y" \
-            if loaded and len(indices) < len(root(tensor.value).type.shape) else ""
         tr.fail(TraceError,
                 f"{what} in another program of the grid: its programs run in parallel and in "
                 "any order, so the load would see the old or the new values", loc=later,
                 hint="read and write the same elements in each program (x[tm, tn] = x[tm, tn] "
                      "* 2), write the result to a separate output, or split the kernel into two "
                      "grids (one that writes, then one that reads); atomics (td.atomic_add) "
-                     "combine values across programs" + flat)
+                     "combine values across programs")

@@ -446,7 +446,11 @@ class Tensor:
         no_math(self, f"{self.name}[{tiles}]")
 
     def item(self) -> Any:
-        """torch's `x.item()`: a value of the data, which the kernel is traced without."""
+        """torch's `x.item()`: a value of the data, which the kernel is traced without; of a
+        one-element tensor in host code, read on the device where it is used (host_scalars.py)."""
+        if current().depth == "host" and all(d == 1 for d in self.shape):
+            from tiledsl.frontend.host_scalars import HostScalar
+            return HostScalar(self)
         current().fail(TraceError, f"{self.name}.item() reads the tensor's data, which the "
                        "kernel is traced without: sizes and compile-time values come from "
                        "shapes and arguments",
@@ -770,6 +774,9 @@ def to_value(v: Any) -> TileValue:
                             f"{v.label}.size")
     if isinstance(v, Tensor):
         no_math(v, f"{v.name}[tm, :]")
+    from tiledsl.frontend.host_scalars import HostScalar
+    if isinstance(v, HostScalar):  # a one-element tensor's x.item(): its element
+        return v.load()
     if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames(),
                                                       whole=v is None)) is not None:
         current().fail(TraceError, foreign_calls.message(call[0]), loc=call[1],

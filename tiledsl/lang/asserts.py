@@ -15,7 +15,8 @@ from typing import Any, Callable
 from tiledsl import dtypes
 from tiledsl.errors import DTypeError, TraceError
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import TileValue, binary, broadcast_to, to_value, unary
+from tiledsl.frontend.host_scalars import HostScalar
+from tiledsl.frontend.values import Tensor, TileValue, binary, broadcast_to, to_value, unary
 
 
 def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
@@ -50,14 +51,25 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
 
 
 def check(test: Any, msg: Callable[[], Any] | None, line: int) -> None:
-    """`assert test, msg` in a kernel: a device assertion on a tile value inside a grid, else
-    Python's own (the message is computed only when it fails)."""
+    """`assert test, msg` in a kernel: a device assertion on a tile value inside a grid, or on
+    the data in host code (a one-element tensor, or its `.item()`: Liger's `assert
+    (target * target_mask).max() < V`, in a grid of one program), else Python's own (the
+    message is computed only when it fails)."""
     tr = current()
-    if isinstance(test, TileValue) and tr.depth != "host":
+    data = tr.depth == "host" and (isinstance(test, HostScalar) or isinstance(test, Tensor)
+                                   and all(d == 1 for d in test.shape))
+    if isinstance(test, TileValue) and tr.depth != "host" or data:
         text = msg() if msg is not None else ""
         if isinstance(text, TileValue):
             tr.fail(TraceError, "an assert's message is a tile value", hint="give a string")
-        device_assert(test, str(text))
+        if data:
+            from tiledsl.frontend.loops import loop  # (loops.py imports this module)
+            from tiledsl.lang.language import grid
+            scalar = test if isinstance(test, HostScalar) else HostScalar(test)
+            loop(grid(1), lambda _, env: device_assert(scalar.load(), str(text)) or {}, {}, (),
+                 None, line)
+        else:
+            device_assert(test, str(text))
     elif not test:
         raise AssertionError(msg()) if msg is not None else AssertionError
 

@@ -65,9 +65,9 @@ def elementwise(what: str, fn: Fn, *xs: Any) -> Tensor | None:
     if got is None:
         return None
     shape, _ = got
-    if shape == ():
-        current().fail(ShapeError, f"{what} of 0-d tensors in host code",
-                       hint="compute inside a grid on what td.load gives")
+    if shape == ():  # 0-d tensors (a full reduction's): on their one element
+        flat = elementwise(what, fn, *(x.reshape(1) if isinstance(x, Tensor) else x for x in xs))
+        return None if flat is None else flat.reshape(())  # type: ignore[attr-defined]
     out = lang.empty(shape, _dtype(fn, xs))
     spread = [tensor_expand(x, *shape) if isinstance(x, Tensor) and x.shape != shape else x
               for x in xs]

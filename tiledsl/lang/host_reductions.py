@@ -47,7 +47,7 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
     tr = current(f"{t.name}.{kind}()")
     if dim is None:  # every element: a flat view, reduced along its one dimension
         flat = t.reshape(-1)  # type: ignore[attr-defined]
-        out = _reduce(flat, kind, 0, False, dtype)
+        out = _reduce(flat, kind, 0, False, dtype)  # 0-d, as torch's
         return out.reshape((1,) * t.ndim) if keepdim else out  # type: ignore[attr-defined]
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or \
             not -t.ndim <= dim < t.ndim:
@@ -84,7 +84,7 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
         loop(grid(1), lambda _p, env: body((), env), {}, (), None, _line())
     if keepdim:
         return out.reshape(t.shape[:d] + (1,) + t.shape[d + 1:])  # type: ignore[attr-defined]
-    return out
+    return out if rest else out.reshape(())  # type: ignore[attr-defined]  # (0-d: torch's)
 
 
 def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
@@ -133,6 +133,21 @@ def _start(kind: str, dtype: Any) -> Any:
 
 for _kind in ("sum", "mean", "amax", "amin"):
     setattr(Tensor, _kind, _reduction(_kind))
+
+
+def _extreme(kind: str) -> Any:
+    def method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        if dim is not None:  # torch's (values, indices)
+            current().fail(TraceError, f"{self.name}.{kind[1:]}(dim) in host code gives the "
+                           "indices too, which tiledsl does not compute there",
+                           hint=f"take the values alone: {self.name}.{kind}(dim)")
+        return _reduce(self, kind, None, keepdim, None)
+    method.__name__ = method.__qualname__ = kind[1:]
+    method.__doc__ = f"torch's `x.{kind[1:]}()` in host code: the {kind[1:]} of every element."
+    return method
+
+
+Tensor.max, Tensor.min = _extreme("amax"), _extreme("amin")  # type: ignore[attr-defined]
 Tensor.to = tensor_to  # type: ignore[attr-defined]
 for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                       ("bfloat16", "bfloat16"), ("int", "int32"), ("long", "int64"),

@@ -17,6 +17,7 @@ from tiledsl.errors import ShapeError, TraceError, user_loc
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
+from tiledsl.ir.same import same_value
 from tiledsl.lang.language import empty, tile
 from tiledsl.lang.views import tensor_index
 
@@ -25,6 +26,8 @@ def tensor_assign(t: Tensor, idx: Any, value: Any) -> None:
     """`t[idx] = value` in host code: a grid that writes `value` into the indexed part."""
     tr = current(f"{t.name}[...] = ...")
     part = tensor_index(t, idx)
+    if isinstance(value, Tensor) and same_value(value.value, part.value):
+        return  # the part itself (Liger's `loss_1d[a:b] = loss_1d_slice`): torch copies nothing
     if isinstance(value, Tensor):
         if value.shape != part.shape:
             tr.fail(ShapeError, f"{part.name} = {value.name}: a part of shape {part.shape} "

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl import dtypes
+from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.block_sizes import BlockSize, shape_dim, tile_block
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, Loc, ShapeError, TraceError, user_loc
@@ -265,6 +266,8 @@ def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
             s = int(s)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             need_static(s)
+            if isinstance(s, HostScalar):  # x.item()
+                s.fail(f"as a size in {what}")
             tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
         if s < 1:
             tr.fail(ShapeError, f"{what}: empty dimension {int(s)} in shape {tuple(items)}")

@@ -24,7 +24,7 @@ import numpy as np
 from lowering.backends.numpy import conflicts, memory
 from tiledsl.errors import RaceError
 from tiledsl.ir import views
-from tiledsl.ir.core import Op
+from tiledsl.ir.core import Op, walk
 
 NONE, SEVERAL = -1, -2  # no program yet; more than one (readers)
 
@@ -152,6 +152,12 @@ def _race(ex: Any, op: Op, at: np.ndarray, what: str) -> RaceError:
     where = f"element {index}" if op.operands[0] is root else \
         f"index {index} of its view of shape {op.operands[0].type.shape}"  # type: ignore[union-attr]
     access = {"load": "load from", "store": "store to"}[op.name]
+    if not any(o.name == "store" and o.attrs.get("disjoint") and views.root(o.operands[0]) is
+               root for o in walk(ex.fn.body)):  # an index loaded from memory (races.py)
+        return RaceError(f"{access} {name}: {what}, at {where}; the index is loaded from "
+                         "memory, so the race check leaves it to the data", kernel=ex.fn.name,
+                         loc=op.loc, hint="keep each program's loaded indices within its own "
+                                          "elements (a label within its row)")
     return RaceError(f"{access} {name}: {what}, at {where}; a store to it is marked "
                      "disjoint=True", kernel=ex.fn.name, loc=op.loc,
                      hint="disjoint=True says no other program of the grid touches what the "

@@ -38,7 +38,8 @@ class Plan:
     # (plain loop op, blocks, grid rank) -> its tiles' ranges
     unfilled: set[Value] = field(default_factory=set)  # td.empty results needing no poison
     compiled: dict[tuple, Any] = field(default_factory=dict)  # (id(block), release) -> compiled.py
-    tracked: set[Value] = field(default_factory=set)  # roots a disjoint store writes (disjoint.py)
+    # roots a disjoint store writes, or accessed at an index loaded from memory (disjoint.py)
+    tracked: set[Value] = field(default_factory=set)
     serial: set[Op] = field(default_factory=set)  # grids that take a spin lock (locks.py)
 
 
@@ -60,9 +61,12 @@ def plan_of(fn: Function) -> Plan:
 
 
 def disjoint_roots(fn: Function) -> set[Value]:
-    """The tensors (roots of views) a `td.store(..., disjoint=True)` writes."""
+    """The tensors (roots of views) a `td.store(..., disjoint=True)` writes, and those whose
+    programs' loads and stores the race check left to the data: an index loaded from memory
+    (races.py, `tracked`)."""
     return {views.root(op.operands[0]) for op in walk(fn.body)
-            if op.name == "store" and op.attrs.get("disjoint")}
+            if op.name == "store" and op.attrs.get("disjoint") or
+            op.name in ("load", "store") and op.attrs.get("tracked")}
 
 
 def locking_grids(fn: Function) -> set[Op]:
