@@ -13,6 +13,7 @@
 from tiledsl.lang import host_stores as _host_stores  # noqa: F401 (host `x[...] = v`)
 from tiledsl.lang import host_reductions as _host_reductions  # noqa: F401 (host `x.sum(0)`)
 from tiledsl.lang import host_math as _host_math  # noqa: F401 (host `x + y`, `x.exp()`)
+from tiledsl.lang import host_asserts as _host_asserts  # noqa: F401 (host `assert` on data)
 from tiledsl.lang import host_matmul as _host_matmul  # noqa: F401 (host `a @ b`, torch.mm)
 from tiledsl.lang import host_rows as _host_rows  # noqa: F401 (host `torch.sort(x)`, `x.cumsum(d)`)
 from tiledsl.lang import devices as _devices  # noqa: F401 (host `x.device`, device queries)
@@ -220,6 +221,7 @@ from tiledsl.lang.triton_library import assume as assume
 from tiledsl.lang.triton_library import cat as cat
 from tiledsl.lang.triton_library import constexpr_function as constexpr_function
 from tiledsl.lang.triton_library import flip as flip
+from tiledsl.lang.triton_library import histogram as histogram
 from tiledsl.lang.triton_library import interleave as interleave
 from tiledsl.lang.triton_library import sqrt_rn as sqrt_rn
 from tiledsl.lang.triton_library import static_print as static_print

@@ -113,6 +113,7 @@ def _gemm(m: int, k: int, n: int) -> list[np.ndarray]:
                                               np.float16))
 
 
+@pytest.mark.slow  # (21 s: the other pruning tests stay in the default run)
 def test_a_gpu_tune_does_not_time_configs_predicted_far_slower(tmp_path: Path, monkeypatch: Any,
                                                                capsys: Any) -> None:
     r = _gpu_tune(tmp_path, monkeypatch, PRUNE_FACTOR)

@@ -566,11 +566,11 @@ def _twice(n):  # type: ignore[no-untyped-def]
 @td.tile_kernel
 def library(x, k, BLOCK: td.constexpr):
     """Triton's standard library as kernels call it: interleave, cat, flip, xor_sum, umulhi,
-    swizzle2d, view, sqrt_rn, and the compile-time assume / static_print /
+    swizzle2d, histogram, view, sqrt_rn, and the compile-time assume / static_print /
     constexpr_function."""
     n = x.shape[0]
     out = td.empty((7, _twice(BLOCK)), dtype=td.float32)
-    ints = td.empty((3, BLOCK), dtype=td.int32)
+    ints = td.empty((4, BLOCK), dtype=td.int32)
     for pid in td.grid(1):
         td.static_print("tracing library with BLOCK", BLOCK)
         td.assume(n > 0)
@@ -589,6 +589,7 @@ def library(x, k, BLOCK: td.constexpr):
         ints[1, :] = td.umulhi(bits * 40503, (bits + 7) * 65599)
         ints[2, :] = td.umulhi(bits.to(td.uint32) * 40503, bits.to(td.uint32) + 7).to(td.int32)
         out[6, :] = td.cat(a, a, can_reorder=True)
+        ints[3, :] = td.histogram(bits % 20 - 2, BLOCK, mask=lanes < n)  # -2..17: some outside
     return out, ints
 
 
@@ -617,6 +618,8 @@ def test_tritons_library_functions(backend: str) -> None:
     np.testing.assert_array_equal(ints[1], s32(want))
     want_u = ((bits * 40503) % 2**32) * (bits + 7) >> 32
     np.testing.assert_array_equal(ints[2], s32(want_u))
+    values = (bits % 20 - 2)[:13]
+    np.testing.assert_array_equal(ints[3], np.bincount(values[values >= 0], minlength=20)[:16])
 
 
 @td.tile_kernel

@@ -186,8 +186,8 @@ def _int_operands(dtype: type) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64],
-                         ids=["int16", "int32", "int64"])
+@pytest.mark.parametrize("dtype", [np.int16, pytest.param(np.int32, marks=pytest.mark.slow),
+                                   np.int64], ids=["int16", "int32", "int64"])  # (int32: 10 s)
 def test_integer_dots_match_numpy(dtype: type) -> None:
     a, b = _int_operands(dtype)
     ref = matmul_int.run(a, b, backend="numpy")

@@ -50,6 +50,14 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
     tr.emit("assert", [v.value], {"msg": msg})
 
 
+def _no_grids(value: HostScalar, msg: str, line: int) -> None:
+    raise AssertionError("tiledsl.lang.host_asserts is not imported")
+
+
+# (value, message, line) -> a grid of one program asserting `value`: host_asserts.py sets it
+on_data: Callable[[HostScalar, str, int], None] = _no_grids
+
+
 def check(test: Any, msg: Callable[[], Any] | None, line: int) -> None:
     """`assert test, msg` in a kernel: a device assertion on a tile value inside a grid, or on
     the data in host code (a one-element tensor, or its `.item()`: Liger's `assert
@@ -62,12 +70,8 @@ def check(test: Any, msg: Callable[[], Any] | None, line: int) -> None:
         text = msg() if msg is not None else ""
         if isinstance(text, TileValue):
             tr.fail(TraceError, "an assert's message is a tile value", hint="give a string")
-        if data:
-            from tiledsl.frontend.loops import loop  # (loops.py imports this module)
-            from tiledsl.lang.language import grid
-            scalar = test if isinstance(test, HostScalar) else HostScalar(test)
-            loop(grid(1), lambda _, env: device_assert(scalar.load(), str(text)) or {}, {}, (),
-                 None, line)
+        if data:  # (loops.py imports this module: the grid is made by a hook of its own)
+            on_data(test if isinstance(test, HostScalar) else HostScalar(test), str(text), line)
         else:
             device_assert(test, str(text))
     elif not test:

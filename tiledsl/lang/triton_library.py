@@ -1,6 +1,6 @@
 """More of Triton's language, written with td's ops as Triton's own standard library writes
 them, so a ported `@triton.jit` body keeps its lines: `td.interleave`, `td.cat`, `td.flip`,
-`td.xor_sum`, `td.umulhi`, `td.swizzle2d`, `td.view`, `td.sqrt_rn`, and the hints and
+`td.xor_sum`, `td.umulhi`, `td.swizzle2d`, `td.histogram`, `td.view`, `td.sqrt_rn`, and the hints and
 compile-time helpers `td.assume` (a promise about values: nothing to compute),
 `td.static_print` (prints while the kernel traces, as Triton's prints while it compiles) and
 `td.constexpr_function` (a plain Python helper is already computed while tracing). None adds an
@@ -120,5 +120,24 @@ def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> tuple[An
     return off_i + ij % size_g, ij // size_g
 
 
-__all__ = ["assume", "cat", "constexpr_function", "flip", "interleave", "sqrt_rn",
+def histogram(x: Any, num_bins: Any, mask: Any = None) -> TileValue:
+    """`tl.histogram(x, num_bins, mask=None)`: int32 counts of the lanes of 1-D int tile `x`
+    equal to 0, 1, ..., num_bins - 1 (bins of width 1 from 0; lanes outside them, and those
+    `mask` leaves out, are not counted), as one comparison of every lane with every bin."""
+    from tiledsl.lang.arange import arange
+    from tiledsl.lang.language import sum as td_sum, where
+    v = to_value(x)
+    if not isinstance(num_bins, int) or num_bins < 1:
+        current().fail(ShapeError, f"td.histogram: num_bins must be a positive int known while "
+                       f"tracing, got {num_bins!r}")
+    if len(v.shape) != 1 or not v.dtype.is_int:
+        current().fail(DTypeError, f"td.histogram takes a 1-D int tile, got a {v.dtype} tile of "
+                       f"shape {v.shape}")
+    hits = v[:, None] == arange(0, num_bins)[None, :]
+    if mask is not None:
+        hits = hits & to_value(mask)[:, None]
+    return _to(td_sum(where(hits, 1, 0), axis=0), dtypes.int32)
+
+
+__all__ = ["assume", "cat", "constexpr_function", "flip", "histogram", "interleave", "sqrt_rn",
            "static_print", "swizzle2d", "umulhi", "view", "xor_sum"]

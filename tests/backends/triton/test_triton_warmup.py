@@ -98,6 +98,7 @@ else:
 """
 
 
+@pytest.mark.slow  # (16 s: two subprocesses that import triton)
 def test_a_warm_cache_serves_other_processes(tmp_path: Path) -> None:
     """What one process warms, another finds: no new entry in Triton's cache dir for the same
     config, one for another config."""
