@@ -207,3 +207,21 @@ def test_host_matmul_errors() -> None:
         mixed(a, np.ones((8, 2), np.float16))
     with pytest.raises(td.ShapeError, match="host code multiplies 2-D tensors"):
         mixed(a, np.ones(8, np.float32))
+
+
+def test_host_stores_of_one_element() -> None:
+    """`t[i] = v` in host code writes one element: a number, a shape's int, a 0-d tensor (a
+    full reduction) or an `.item()`."""
+    @td.tile_kernel
+    def summary(x):
+        t = torch.zeros(4, dtype=torch.float32)
+        t[0] = 5.0
+        t[1] = x.shape[0]
+        t[2] = x.sum()
+        t[-1] = x.max().item()
+        return t
+
+    x = np.random.default_rng(6).standard_normal(37).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        got = summary.run(x, backend=backend)
+        assert_close(got, np.array([5.0, 37, x.astype(np.float64).sum(), x.max()]), np.float32)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl.errors import ShapeError, TraceError, user_loc
+from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
@@ -28,11 +29,17 @@ def tensor_assign(t: Tensor, idx: Any, value: Any) -> None:
     part = tensor_index(t, idx)
     if isinstance(value, Tensor) and same_value(value.value, part.value):
         return  # the part itself (Liger's `loss_1d[a:b] = loss_1d_slice`): torch copies nothing
+    if part.shape == ():  # one element (`t[i] = 5.0`): its one-element view
+        part = part.reshape(1)  # type: ignore[attr-defined]
+        if isinstance(value, Tensor) and value.shape == ():
+            value = value.reshape(1)  # type: ignore[attr-defined]
     if isinstance(value, Tensor):
         if value.shape != part.shape:
             tr.fail(ShapeError, f"{part.name} = {value.name}: a part of shape {part.shape} "
                     f"cannot take a tensor of shape {value.shape}",
                     hint="copy a tensor of the part's own shape (index or view it to match)")
+    elif isinstance(value, HostScalar):
+        pass  # x.item(): each program loads it (host_scalars.py)
     elif not isinstance(value, (TileValue, bool, int, float, np.number)) or \
             to_value(value).shape != ():
         tr.fail(TraceError, f"{part.name} = ...: in host code a part of a tensor takes a "
