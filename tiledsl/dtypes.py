@@ -93,6 +93,20 @@ class DType:
         return obj[key]
 
     @staticmethod
+    def contains(obj: Any, key: Any) -> bool:
+        """`key in obj` in a kernel (the rewrite's): a set or dict of torch's (or NumPy's)
+        dtypes holds a tensor's td dtype of the same name, which hashes apart from them
+        (`x.dtype in {torch.float16, torch.bfloat16}` would be False)."""
+        if isinstance(key, DType) and isinstance(obj, (set, frozenset, dict)) and key not in obj:
+            return any(not isinstance(k, (str, bool, int, float)) and key == k for k in obj)
+        return key in obj
+
+    @staticmethod
+    def get(obj: dict, key: Any, default: Any = None) -> Any:
+        """`table.get(x.dtype, default)` in a kernel (helpers.py): as `keyed`."""
+        return DType.keyed(obj, key) if DType.contains(obj, key) else default
+
+    @staticmethod
     def same(a: object, b: object) -> bool:
         """`a is b` in a kernel (the rewrite's, frontend/rewrite.py): also a td dtype and
         torch's, NumPy's or Triton's of the same name, as the tensor's dtype is the caller's

@@ -424,6 +424,26 @@ def test_flag_gems_host_spellings() -> None:
 
 
 @td.tile_kernel
+def dtype_tables(x):
+    """Sets and dicts of torch's dtypes asked about a tensor's (td) dtype, which hashes apart
+    from torch's: `in`, `not in`, `dict.get` (each was silently False, or the default)."""
+    half = x.dtype in {torch.float16, torch.bfloat16}
+    wide = x.dtype not in frozenset([torch.float16, torch.bfloat16])
+    scale = {torch.float16: 1.0, torch.float32: 2.0}.get(x.dtype, 3.0)
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * scale + (10.0 if half else 0.0) + (100.0 if wide else 0.0)
+    return out
+
+
+def test_a_tensor_dtype_is_found_in_sets_and_dicts_of_torch_dtypes() -> None:
+    x = np.random.default_rng(87).standard_normal(9).astype(np.float32)
+    assert_close(dtype_tables(x), x.astype(np.float64) * 2 + 100, np.float32)
+    h = x.astype(np.float16)
+    assert_close(dtype_tables(h), h.astype(np.float64) + 10, np.float16)
+
+
+@td.tile_kernel
 def masked_by_broadcast(x, m):
     """FlagGems' masked_select: `inp, mask = torch.broadcast_tensors(inp, mask)` (views)."""
     a, b = torch.broadcast_tensors(x, m)

@@ -59,6 +59,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return _float
     if fn is isinstance:
         return _isinstance
+    if type(getattr(fn, "__self__", None)) is dict and getattr(fn, "__name__", "") == "get":
+        return functools.partial(dtypes.DType.get, fn.__self__)  # table.get(x.dtype, default)
     if type(fn).__name__ in ("JITFunction", "InterpretedFunction") and \
             (type(fn).__module__ or "").startswith("triton."):
         return _triton_body(helper(_as_tiledsl(fn.fn), rewrite))  # `tl` read as `td`

@@ -40,6 +40,7 @@ from tiledsl.frontend.values import (
 Body = Callable[[Any, dict], dict]
 same = dtypes.DType.same  # the rewrite's `a is b` (frontend/rewrite.py)
 keyed = dtypes.DType.keyed  # and its `table[x.dtype]`
+contains = dtypes.DType.contains  # and its `x.dtype in {torch.float16, ...}`
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
 _CARRIED = (TileValue, Pointer) + _NUMBER  # what a loop carries across its trips
 

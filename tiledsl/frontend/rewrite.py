@@ -201,8 +201,13 @@ class _LoopRewriter(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         """`a is b` -> `_td_rt.same(a, b)` (and `is not`): a tensor's td dtype is torch's of
-        that name too (`x.dtype is torch.bfloat16`, tiledsl/dtypes.py)."""
+        that name too (`x.dtype is torch.bfloat16`, tiledsl/dtypes.py); `a in b` ->
+        `_td_rt.contains(b, a)` (and `not in`): also in a set or dict of torch's dtypes."""
         self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            has = _rt("contains", [node.comparators[0], node.left], node)
+            return has if isinstance(node.ops[0], ast.In) else \
+                ast.copy_location(ast.UnaryOp(ast.Not(), has), node)
         if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)) or \
                 isinstance(node.comparators[0], ast.Constant):  # `x is None`: Python's
             return node
