@@ -39,13 +39,27 @@ def test_a_pinned_config_is_every_call_s_config(backend: str) -> None:
 
 
 @pytest.mark.parametrize("options, cls, words", [
-    ({"autotune_effort": "none"}, td.TraceError, "unknown option 'autotune_effort'"),
+    ({"autotune_efort": "none"}, td.TraceError, "unknown option 'autotune_efort'"),
     ({"config": {"block_sizes": [16]}}, td.TraceError, "takes a td.Config"),
     ({"static_shapes": "yes"}, td.TraceError, "True or False"),
-], ids=["unknown", "dict-config", "static-shapes"])
+    ({"configs": []}, td.TraceError, "non-empty list of td.Config"),
+    ({"configs": [td.Config([16])], "config": td.Config([16])}, td.TraceError, "not with config="),
+], ids=["unknown", "dict-config", "static-shapes", "no-configs", "both"])
 def test_bad_options_say_what_they_take(options: dict, cls: type, words: str) -> None:
     with pytest.raises(cls, match=words):
         td.tile_kernel(**options)(_scale)
+
+
+def test_helion_s_settings_are_taken_and_its_first_config_pins() -> None:
+    """Helion's examples decorate with settings (helion_settings.py) and `configs=[...]`, and
+    rebuild a kernel from `k.fn` and `k.configs`."""
+    k = td.tile_kernel(ignore_warnings=[UserWarning], autotune_effort="none",
+                       dot_precision="ieee", autotune_baseline_fn=lambda x: x * 3.0,
+                       configs=[td.Config(block_sizes=[16]), td.Config(block_sizes=[32])])(_scale)
+    assert k.settings["autotune_effort"] == "none" and len(k.configs) == 2
+    assert k.config_space(X, backend="numpy").default().block_sizes == (16,)
+    again = td.tile_kernel(k.fn, configs=k.configs)
+    np.testing.assert_array_equal(again(X), X * 3.0)
 
 
 def test_a_pinned_config_that_does_not_fit_names_the_kernel_s_tiles() -> None:

@@ -27,6 +27,7 @@ from tiledsl.ir.printer import print_ir
 from tiledsl.runtime.runner import Runner, tuned_config
 from tiledsl.runtime.spaces import space_for
 from tiledsl.frontend.tracer import active
+from tiledsl.runtime.helion_settings import HELION_SETTINGS
 from tiledsl.runtime.traces import Traced, Traces
 
 
@@ -47,6 +48,8 @@ class TileKernel:
                              self.specs.flat_names)
         self.runner = Runner(self)
         self.pinned = config  # @td.tile_kernel(config=...): every call's config
+        self.configs: list[Config] = [] if config is None else [config]  # Helion's `configs`
+        self.settings: dict[str, Any] = {}  # Helion's settings, as given (helion_settings.py)
         if self.name == "<lambda>":
             raise TraceError("@td.tile_kernel needs a function written with `def`, got a lambda",
                              kernel=self.name, loc=Loc(self.file, fn.__code__.co_firstlineno))
@@ -368,12 +371,13 @@ _NUMPY_CALL = {np.ndarray, int, float, bool}  # argument types `k(*args)` runs o
 
 
 # Helion's `@helion.kernel(...)` options tiledsl takes (`static_shapes`: tiledsl always traces
-# per shape, Helion's default); any other is an error that lists these
-OPTIONS = ("config", "static_shapes")
+# per shape, Helion's default; `configs`: its first pins, as `config`; and Helion's settings,
+# helion_settings.py); any other is an error that lists these
+OPTIONS = ("config", "configs", "static_shapes")
 
 
 def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = None,
-                static_shapes: bool = True, **unknown: Any) -> Any:
+                static_shapes: bool = True, configs: Any = None, **unknown: Any) -> Any:
     """Make a tile kernel of a Python function (see the README for the language).
 
     Also a decorator factory, as Helion's `@helion.kernel(...)`: `@td.tile_kernel()`, and
@@ -383,11 +387,18 @@ def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = No
     traces and compiles per shape); `False` is accepted and changes nothing."""
     where = Loc(inspect.getsourcefile(fn) or "", fn.__code__.co_firstlineno) \
         if inspect.isfunction(fn) else user_loc()
-    if unknown:
-        name = sorted(unknown)[0]
+    settings = {k: v for k, v in unknown.items() if k in HELION_SETTINGS}
+    if len(settings) < len(unknown):
+        name = sorted(set(unknown) - set(settings))[0]
         raise TraceError(f"@td.tile_kernel got an unknown option {name!r}", loc=where,
-                         hint=f"it takes {', '.join(OPTIONS)}; tune with k.autotune(...) and "
-                              "check results with td.testing.assert_close")
+                         hint=f"it takes {', '.join(OPTIONS)} and Helion's settings "
+                              "(tiledsl/runtime/helion_settings.py); tune with k.autotune(...) "
+                              "and check results with td.testing.assert_close")
+    if configs is not None:  # Helion's candidates: the first pins (helion_settings.py)
+        if config is not None or not isinstance(configs, (list, tuple)) or not configs or \
+                not all(isinstance(c, Config) for c in configs):
+            raise TraceError("@td.tile_kernel(configs=[...]) takes a non-empty list of "
+                             "td.Config, and not with config=", loc=where)
     if config is not None and not isinstance(config, Config):
         raise TraceError(f"@td.tile_kernel(config=...) takes a td.Config, got "
                          f"{type(config).__name__}", loc=where,
@@ -396,8 +407,13 @@ def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = No
         raise TraceError(f"@td.tile_kernel(static_shapes=...) takes True or False, got "
                          f"{static_shapes!r}", loc=where)
     if fn is None:
-        return lambda f: tile_kernel(f, config=config, static_shapes=static_shapes)
-    return TileKernel(fn, config)
+        return lambda f: tile_kernel(f, config=config, static_shapes=static_shapes,
+                                     configs=configs, **settings)
+    kernel = TileKernel(fn, config if configs is None else configs[0])
+    kernel.settings = settings
+    if configs is not None:
+        kernel.configs = list(configs)
+    return kernel
 
 
 def _may_specialize(s: ArgSpec) -> bool:
