@@ -159,6 +159,21 @@ class DType:
         """Bytes per element (torch's and NumPy's `dtype.itemsize`)."""
         return max(1, self.bits // 8)
 
+    @property
+    def is_floating_point(self) -> bool:
+        """torch's `dtype.is_floating_point` (FlagGems' trace: the accumulator's dtype)."""
+        return self.kind == "f"
+
+    @property
+    def is_signed(self) -> bool:
+        """torch's `dtype.is_signed`: floats and signed ints."""
+        return self.kind in "fi"
+
+    @property
+    def is_complex(self) -> bool:
+        """torch's `dtype.is_complex`: tiledsl has no complex dtypes."""
+        return False
+
     def __str__(self) -> str:
         return self.name
 

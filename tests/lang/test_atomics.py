@@ -279,3 +279,23 @@ def test_the_tuner_searches_a_registered_knob(tmp_path) -> None:
     assert len({t.config.get("split_k") for t in r.trials}) > 1
     assert r.best is not None and r.best.get("split_k") in (1, 2, 4, 8, 16, 32)
     td.testing.assert_close(k(*args), example("matmul_split_k").reference(*args), np.float32)
+
+
+def test_programs_add_into_a_0d_output() -> None:
+    """FlagGems' vdot: every program adds its partial sum into a 0-d tensor (NumPy's atomic
+    rule crashed on a tensor with no index)."""
+    triton = pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    from triton_kernels_0d import sum_kernel
+
+    @td.tile_kernel
+    def total(x):
+        out = torch.zeros([], dtype=torch.float32, device=x.device)
+        sum_kernel[(triton.cdiv(x.numel(), 32),)](x, out, x.numel(), BLOCK=32)
+        return out
+
+    x = np.random.default_rng(7).standard_normal(37).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        got = total.run(x, backend=backend)
+        assert got.shape == ()
+        td.testing.assert_close(got, x.astype(np.float64).sum(), np.float32)

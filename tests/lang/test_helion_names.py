@@ -224,3 +224,26 @@ def test_helion_tile_block_size_spellings(backend: str) -> None:
     x = np.random.default_rng(43).standard_normal((45, 7)).astype(np.float32)
     for config, out in under_configs(flex_spellings, (x,), backend):
         td.testing.assert_close(out, x + np.arange(45)[:, None] + 4.0, np.float32)
+
+
+@td.tile_kernel
+def dropout_2d(x, p: float, seed: int):
+    """Helion's low_mem_dropout draws `hl.rand([tile], seed=seed)`; in two dimensions, at each
+    element's row-major index; `m % block` of a registered block size (Helion's
+    attention_backward asserts it divides)."""
+    m, n = x.shape
+    block_m = td.register_block_size(m)
+    assert m % block_m >= 0  # (an int: the config's block size)
+    out = td.empty_like(x)
+    for tm, tn in td.tile([m, n], block_size=[block_m, None]):
+        keep = td.rand([tm, tn], seed=seed) > p
+        out[tm, tn] = td.where(keep, x[tm, tn] / (1 - p), 0.0)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_helion_rand_of_tiles(backend: str) -> None:
+    x = np.random.default_rng(44).standard_normal((13, 20)).astype(np.float32)
+    keep = td.philox.rand(5, np.arange(13 * 20)).reshape(13, 20) > 0.3
+    for config, out in under_configs(dropout_2d, (x, 0.3, 5), backend, samples=1):
+        td.testing.assert_close(out, np.where(keep, x / 0.7, 0.0), np.float32)

@@ -544,3 +544,29 @@ def test_a_global_a_launched_kernel_reads_keys_the_trace(monkeypatch) -> None:  
     np.testing.assert_array_equal(scaled(x), 2 * x)
     monkeypatch.setattr(sys.modules[__name__], "SCALE", 3.0)
     np.testing.assert_array_equal(scaled(x), 3 * x)
+
+
+@triton.jit
+def _row_sums_reversed_operands(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    """FlagGems' batch_norm spells `feat_pid + mean_pointer`: an int plus a pointer."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    s = tl.sum(tl.load(pid * N + x_ptr + cols, mask=cols < N, other=0.0))
+    tl.store(pid + out_ptr, s)
+
+
+@td.tile_kernel
+def reversed_row_sums(x):
+    """torch's `empty(size=...)` and dtype predicates in the wrapper (FlagGems' instance_norm
+    and trace)."""
+    assert x.dtype.is_floating_point and x.dtype.is_signed and not x.dtype.is_complex
+    out = torch.empty(size=(x.shape[0],), dtype=x.dtype, device=x.device)
+    _row_sums_reversed_operands[(x.shape[0],)](x, out, x.shape[1], BLOCK=64)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_an_int_plus_a_pointer(backend: str) -> None:
+    x = np.random.default_rng(88).standard_normal((5, 37)).astype(np.float32)
+    assert_close(run_on(reversed_row_sums, (x,), backend), x.astype(np.float64).sum(1),
+                 np.float32)

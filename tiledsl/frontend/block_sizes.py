@@ -81,6 +81,12 @@ class BlockSize:
     def __rfloordiv__(self, o: int) -> int:
         return o // int(self)
 
+    def __mod__(self, o: int) -> int:
+        return int(self) % o
+
+    def __rmod__(self, o: int) -> int:  # Helion's `assert m_dim % block_m == 0`
+        return o % int(self)
+
     def __neg__(self) -> int:
         return -int(self)
 

@@ -49,6 +49,7 @@ class Pointer:
     """`base` (a tensor) at element `offset` (an int scalar or tile) of its flat view."""
 
     __slots__ = ("base", "offset")
+    pointer = True  # (`offs + ptr` is the pointer's sum: TileValue.__add__ defers to it)
 
     def __init__(self, base: Tensor, offset: TileValue) -> None:
         self.base = base

@@ -150,7 +150,9 @@ class TileValue:
         current().fail(TraceError, "len() of a tile value is not known at trace time")
 
     # Arithmetic.
-    def __add__(self, o: Any) -> TileValue: return binary("add", self, o)
+    def __add__(self, o: Any) -> TileValue:  # (`pid + out_ptr`: the pointer's, pointers.py)
+        return NotImplemented if isinstance(o, Tensor) or getattr(o, "pointer", False) \
+            else binary("add", self, o)
     def __radd__(self, o: Any) -> TileValue: return binary("add", o, self)
     def __sub__(self, o: Any) -> TileValue: return binary("sub", self, o)
     def __rsub__(self, o: Any) -> TileValue: return binary("sub", o, self)

@@ -331,10 +331,17 @@ def _new_tensor(shape: Any, dtype: DType, what: str, fill: Any) -> Tensor:
     return Tensor(v, tensor_name(user_loc(), what))
 
 
-def _shape_and_dtype(shape: Any, more: tuple, dtype: Any, what: str) -> tuple[Any, Any]:
+def _shape_and_dtype(shape: Any, more: tuple, dtype: Any, what: str, size: Any = None
+                     ) -> tuple[Any, Any]:
     """(shape, dtype) of `td.zeros(shape, dtype)` (Triton's order) or of torch's
-    `td.zeros(m, n, dtype=...)`: sizes after the first make the shape, unless the one thing
-    after it is a dtype."""
+    `td.zeros(m, n, dtype=...)` and `torch.empty(size=(m, n))`: sizes after the first make the
+    shape, unless the one thing after it is a dtype."""
+    if size is not None:  # torch's keyword
+        if shape is not None or more:
+            current().fail(TraceError, f"{what}() got its shape twice: positional and size=")
+        return size, dtype
+    if shape is None:
+        current().fail(TraceError, f"{what}() takes a shape")
     if not more:
         return shape, dtype
     if len(more) == 1 and (isinstance(more[0], str) or not isinstance(
@@ -349,7 +356,8 @@ def _shape_and_dtype(shape: Any, more: tuple, dtype: Any, what: str) -> tuple[An
     return (shape, *more), dtype
 
 
-def empty(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def empty(shape: Any = None, *more: Any, dtype: Any = None, device: Any = None,
+          size: Any = None) -> Tensor:
     """A new output tensor in global memory (outside the tile loops): `td.empty((m, n),
     dtype)` or torch's `td.empty(m, n, dtype=...)`. `device=` (torch's) is accepted: outputs
     live on the inputs' device."""
@@ -357,7 +365,7 @@ def empty(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tens
     if tr.depth != "host":
         tr.fail(TraceError, "td.empty() allocates a tensor and cannot be used inside a tile loop",
                 hint="use td.zeros(...) or td.full(...) for a tile")
-    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.empty")
+    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.empty", size)
     return _new_tensor(shape, _dtype_arg(dtype, "td.empty"), "empty", None)
 
 
@@ -377,19 +385,21 @@ def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full", devic
     return TileValue(filled.value)  # of its dtype (strong), even when filled with a number
 
 
-def zeros(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
+def zeros(shape: Any = None, *more: Any, dtype: Any = None, device: Any = None,
+          size: Any = None) -> Tensor | TileValue:
     """A tile of zeros inside tile loops (float32 unless `dtype`); a zeroed tensor outside.
     The sizes may come one by one, as torch's (`td.zeros(m, n, dtype=...)`)."""
     current("td.zeros()")
-    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.zeros")
+    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.zeros", size)
     return full(shape, 0, _dtype_arg(dtype, "td.zeros"), what="zeros")
 
 
-def ones(shape: Any, *more: Any, dtype: Any = None, device: Any = None) -> Tensor | TileValue:
+def ones(shape: Any = None, *more: Any, dtype: Any = None, device: Any = None,
+         size: Any = None) -> Tensor | TileValue:
     """torch's `ones`: a tile (or, outside the tile loops, a tensor) of ones, float32 unless
     `dtype`."""
     current("td.ones()")
-    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.ones")
+    shape, dtype = _shape_and_dtype(shape, more, dtype, "td.ones", size)
     return full(shape, 1, _dtype_arg(dtype, "td.ones"), what="ones")
 
 

@@ -70,10 +70,41 @@ def _rounds(tr: Tracer, name: str, n_rounds: Any) -> int:
     return int(n_rounds)
 
 
-def rand(seed: Any, offsets: Any, n_rounds: Any = 10) -> TileValue:
-    """Uniform float32 in [0, 1), one per offset: Triton's `tl.rand(seed, offsets)`, bit for
-    bit. `seed` is an integer scalar, `offsets` an integer tile (typically `t.index`)."""
-    return _random("rand", seed, offsets, n_rounds)[0]
+def rand(*args: Any, n_rounds: Any = 10, **kwargs: Any) -> TileValue:
+    """Uniform float32 in [0, 1), one per offset: Triton's `tl.rand(seed, offset)`, bit for
+    bit. `seed` is an integer scalar, `offset` an integer tile (typically `t.index`). Helion's
+    `hl.rand([tile_m, tile_n], seed=s)` draws them at each element's row-major index over the
+    tiles' whole dimensions (`helion_offsets`)."""
+    kwargs.pop("device", None)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)) and set(kwargs) == {"seed"}:
+        return _random("rand", kwargs["seed"], helion_offsets(args[0]), n_rounds)[0]
+    names = ("seed", "offset")
+    given = dict(zip(names, args)) | {("offset" if k == "offsets" else k): v
+                                      for k, v in kwargs.items()}
+    if len(args) > 2 or set(given) != set(names):
+        current().fail(TraceError, "td.rand(seed, offset) (Triton's) or td.rand([tiles], "
+                       "seed=s) (Helion's)")
+    return _random("rand", given["seed"], given["offset"], n_rounds)[0]
+
+
+def helion_offsets(shape: Any) -> TileValue:
+    """Helion's Philox offsets for `hl.rand(shape, seed=...)`: each element's row-major index
+    over the whole dimensions of the tiles in `shape` (an int stands for `td.arange` over it)."""
+    from tiledsl.frontend.values import Tile
+    from tiledsl.lang.arange import arange
+    from tiledsl.lang.views import reshape
+    dims = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    extents = [d.extent if isinstance(d, Tile) else int(d) for d in dims]
+    offset: Any = 0
+    stride = 1
+    for i in range(len(dims) - 1, -1, -1):
+        d = dims[i]
+        index = d.index if isinstance(d, Tile) else arange(0, int(d))
+        view = [1] * len(dims)
+        view[i] = index.shape[0]
+        offset = reshape(index.to(dtypes.int64), tuple(view)) * stride + offset
+        stride *= extents[i]
+    return to_value(offset)
 
 
 def randn(seed: Any, offsets: Any, n_rounds: Any = 10) -> TileValue:
