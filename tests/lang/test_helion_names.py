@@ -247,3 +247,19 @@ def test_helion_rand_of_tiles(backend: str) -> None:
     keep = td.philox.rand(5, np.arange(13 * 20)).reshape(13, 20) > 0.3
     for config, out in under_configs(dropout_2d, (x, 0.3, 5), backend, samples=1):
         td.testing.assert_close(out, np.where(keep, x / 0.7, 0.0), np.float32)
+
+
+def test_a_tile_value_has_the_kernel_s_device() -> None:
+    """Helion's flex attention's `mask_mod` makes tiles on `b.device` of a tile value."""
+    torch = pytest.importorskip("torch")
+
+    @td.tile_kernel
+    def plus_one(x):
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            v = x[t]
+            out[t] = v + torch.ones_like(v, device=v.device)
+        return out
+
+    x = np.random.default_rng(45).standard_normal(37).astype(np.float32)
+    np.testing.assert_array_equal(plus_one(x), x + 1)

@@ -1012,13 +1012,13 @@ def dot(a: Any, b: Any) -> TileValue:
         tr.fail(ShapeError, f"'@' contraction dimensions differ: {tr.describe_shape(a.shape)} @ "
                 f"{tr.describe_shape(b.shape)}", hint="index both operands with the same tile "
                 "along the contracted dimension (a[tm, tk] @ b[tk, tn])")
+    if a.dtype != b.dtype and a.dtype.is_float and b.dtype.is_float and a.dtype.bits != b.dtype.bits:
+        wide = a.dtype if a.dtype.bits > b.dtype.bits else b.dtype  # NumPy's matmul promotes:
+        a, b = cast(a, wide), cast(b, wide)  # float32 @ float16 is float32 (Helion's SE-net
+        # backward, where tiledsl's `@` of 16-bit tiles made its float32 operand)
     if a.dtype != b.dtype:
-        mixed = {a.dtype.bits, b.dtype.bits} in ({32, 16}, {32, 8}) and a.dtype.is_float \
-            and b.dtype.is_float
         tr.fail(DTypeError, f"'@' operand dtypes differ: {a.dtype} @ {b.dtype}",
-                hint="cast one side with .astype(...)" + (
-                    "; a product of 16-bit tiles with `@` is float32 here (torch.matmul and "
-                    "torch.mm keep torch's 16-bit dtype)" if mixed else ""))
+                hint="cast one side with .astype(...)")
     if tr.jagged:  # contracted along a td.jagged_tile's axis: each row's own lanes (jagged.py)
         for side, axis in ((0, a.ndim - 1), (1, b.ndim - 2)):
             x = (a, b)[side]

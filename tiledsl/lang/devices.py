@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from tiledsl.frontend.td_names import SUBSTITUTES
-from tiledsl.frontend.values import Tensor
+from tiledsl.frontend.values import Tensor, TileValue
 
 H100 = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
                        total_memory=85_520_809_984, L2_cache_size=52_428_800, warp_size=32,
@@ -91,3 +91,6 @@ def device_call(fn: Any) -> Any:
 
 SUBSTITUTES.append(device_call)
 Tensor.device = property(lambda self: DEVICE)  # type: ignore[attr-defined]
+# a tile value's too: torch code in a kernel makes tiles on it (Helion's flex attention's
+# mask_mod, `torch.zeros_like(b, device=b.device)`)
+TileValue.device = property(lambda self: DEVICE)  # type: ignore[attr-defined]
