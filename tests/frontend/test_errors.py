@@ -235,9 +235,12 @@ def dot_mixed_dtypes(a, b):
 
 
 def test_dot_dtype_clash() -> None:
-    err = trace_error(td.DTypeError, dot_mixed_dtypes, f16(8, 6), f32(6, 5))
-    assert "float16" in msg(err) and "float32" in msg(err)
+    """A float and an int operand clash (two float widths promote, as NumPy's matmul)."""
+    err = trace_error(td.DTypeError, dot_mixed_dtypes, f16(8, 6), np.ones((6, 5), np.int32))
+    assert "float16" in msg(err) and "int32" in msg(err)
     assert err.hint and "astype" in err.hint
+    np.testing.assert_allclose(dot_mixed_dtypes(a := f16(8, 6), b := f32(6, 5)),
+                               a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
 @td.tile_kernel

@@ -132,3 +132,40 @@ def test_builtin_min_in_a_helper_without_loops() -> None:
         size = min(m - first, g)
         want.append((first + t % size, t % (g * n) // size))
     np.testing.assert_array_equal(swizzled_ids(np.ones(1, np.float32), m, n, g), want)
+
+
+class _ScaledOp:
+    """A callable object with a method (FlagGems' pointwise_dynamic ops are objects whose
+    `__call__` checks its arguments and loops over tiles): both are rewritten as helpers."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __call__(self, x):  # type: ignore[no-untyped-def]
+        import torch
+        if not isinstance(x, torch.Tensor):  # (a kernel's tensor is one only when rewritten)
+            raise TypeError("not a tensor")
+        return self.apply(x)
+
+    def apply(self, x):  # type: ignore[no-untyped-def]
+        out = td.empty_like(x)
+        for t in td.tile(x.shape[0]):
+            v = x[t]
+            out[t] = v * self.scale if self.scale > 0 else -v  # (a runtime `if` needs rewriting)
+        return out
+
+
+_TRIPLE = _ScaledOp(3.0)
+
+
+@td.tile_kernel
+def through_objects(x):
+    return _TRIPLE(x), _TRIPLE.apply(x)
+
+
+def test_a_callable_object_and_a_bound_method_are_rewritten() -> None:
+    pytest.importorskip("torch")
+    x = np.random.default_rng(46).standard_normal(37).astype(np.float32)
+    a, b = through_objects(x)
+    np.testing.assert_allclose(a, 3 * x, rtol=1e-6)
+    np.testing.assert_allclose(b, 3 * x, rtol=1e-6)

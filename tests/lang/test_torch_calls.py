@@ -410,14 +410,15 @@ def flag_gems_host(x, dim: int):
     total = torch.zeros((1, 1), dtype=out_dtype)
     for _ in td.grid(1):
         total[0, 0] = td.sum(sums[0, :])
-    return sums, total.squeeze(), sums[0, 1], sms
+    return sums, total.squeeze(), sums[0, 1], sms, x.stride(dim - 1)
 
 
 def test_flag_gems_host_spellings() -> None:
     import ml_dtypes
     x = np.random.default_rng(76).standard_normal((5, 6)).astype(ml_dtypes.bfloat16)
-    sums, total, second, sms = flag_gems_host.run(x, 1, backend="numpy")
+    sums, total, second, sms, stride = flag_gems_host.run(x, 1, backend="numpy")
     assert sums.dtype == np.float32 and sums.shape == (1, 6)  # `is torch.bfloat16`: True
+    assert stride == 6  # `x.stride(dim - 1)` of an int argument: traced with dim as an int
     assert total.shape == () and second.shape == () and sms == 132
     want = x.astype(np.float64).sum(0)
     assert_close(sums[0], want, np.float32)

@@ -73,6 +73,9 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return helper(fn.__wrapped__, rewrite)  # `@functools.lru_cache` (FlagGems' get_num_sms)
     if _torch_wrapper(fn):  # `@torch.amp.custom_fwd`, `@torch.no_grad()`: autograd's business
         return helper(fn.__wrapped__, rewrite)
+    bound = _user_method(fn, rewrite)  # `obj.method(x)`, `obj(x)` of a user's class
+    if bound is not None:
+        return bound
     if type(fn) is not FunctionType:
         return substitute(fn)  # torch.empty(m, n, dtype=x.dtype) -> td.empty (torch_calls.py)
     if _context_manager(fn):  # Liger's `with device_context(X.device):`
@@ -83,6 +86,21 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         found = substitute(fn)
         out = _CACHE[fn] = found if found is not fn else _rewritten(fn, rewrite) or fn
         return out
+
+
+def _user_method(fn: Any, rewrite: Rewrite) -> Callable[..., Any] | None:
+    """A bound method, or a callable object's `__call__`, of a class of the user's, rewritten
+    and bound (FlagGems' pointwise_dynamic ops are objects whose `__call__` checks
+    `isinstance(x, torch.Tensor)` and launches); None for the rest (library objects)."""
+    if inspect.ismethod(fn) and type(fn.__func__) is FunctionType:
+        func, this = fn.__func__, fn.__self__
+    elif type(fn) is not FunctionType and not isinstance(fn, type) and \
+            type(call := getattr(type(fn), "__call__", None)) is FunctionType:
+        func, this = call, fn
+    else:
+        return None
+    inner = helper(func, rewrite)
+    return None if inner is func else functools.partial(inner, this)
 
 
 def _triton_body(body: Callable[..., Any]) -> Callable[..., Any]:

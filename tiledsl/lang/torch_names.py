@@ -289,6 +289,7 @@ def _stride(self: Tensor, dim: Any = None) -> Any:
                 "strides describe")
     if dim is None:
         return tuple(_host_int(s) for s in strides)
+    need_static(dim)  # an int argument (FlagGems' `inp.stride(dim)`): traced as that int
     if isinstance(dim, bool) or not isinstance(dim, int) or not -self.ndim <= dim < self.ndim:
         tr.fail(ShapeError, f"'{self.name}'.stride({dim!r}): not a dimension of a "
                 f"{self.ndim}-D tensor")
