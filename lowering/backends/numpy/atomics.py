@@ -79,7 +79,7 @@ def _atomic(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
 def _apply(kind: str, arr: np.ndarray, where: list[np.ndarray], vals: list[np.ndarray]
            ) -> np.ndarray:
     """Apply the lanes (flattened, in order) to `arr` at `where`; returns their old values."""
-    old = np.empty(len(where[0]) if where else 0, dtype=arr.dtype)
+    old = np.empty(len(vals[-1]), dtype=arr.dtype)  # (a 0-d tensor's lanes have no index)
     if not len(old):
         return old
     lin = np.ravel_multi_index(where, arr.shape) if where else np.zeros(len(old), np.int64)
@@ -91,8 +91,8 @@ def _apply(kind: str, arr: np.ndarray, where: list[np.ndarray], vals: list[np.nd
     bounds = np.r_[0, np.cumsum(np.bincount(rank))]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         lanes = by_round[lo:hi]  # at most one lane per element
-        at = tuple(w[lanes] for w in where)
-        cur = arr[at]
+        at = tuple(w[lanes] for w in where) if where else ...  # (a 0-d tensor: its element)
+        cur = arr[at].reshape(len(lanes))
         old[lanes] = cur
         value = vals[-1][lanes]
         cmp = vals[0][lanes] if len(vals) == 2 else None
