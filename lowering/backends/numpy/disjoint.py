@@ -65,13 +65,20 @@ class Writers:
         owner[where] = prog
 
     def _state(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        base = _buffer(arr)
-        key = (base.__array_interface__["data"][0], arr.itemsize)
-        got = self.state.get(key)
-        if got is None:
-            n = base.nbytes // arr.itemsize
-            got = self.state[key] = (np.full(n, NONE, np.int64), np.full(n, NONE, np.int64))
-        return got
+        return per_element(self.state, arr)
+
+
+def per_element(state: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]], arr: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Two records per element of `arr`'s buffer (at its element width), kept in `state`:
+    made on first use, `NONE` throughout (locks.py keeps its own in the same way)."""
+    base = _buffer(arr)
+    key = (base.__array_interface__["data"][0], arr.itemsize)
+    got = state.get(key)
+    if got is None:
+        n = base.nbytes // arr.itemsize
+        got = state[key] = (np.full(n, NONE, np.int64), np.full(n, NONE, np.int64))
+    return got
 
 
 def _one_writer(ex: Any, op: Op, where: np.ndarray, prog: np.ndarray, values: np.ndarray,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lowering.backends.numpy.disjoint import NONE, SEVERAL, _buffer, _lanes
+from lowering.backends.numpy.disjoint import NONE, SEVERAL, _buffer, _lanes, per_element
 from tiledsl.errors import RaceError
 from tiledsl.frontend.locks import ACQUIRE, RELEASE
 from tiledsl.ir import views
@@ -70,13 +70,7 @@ class Guards:
 
     def _state(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per element of `arr`'s buffer: the lock it was written under, and read under."""
-        base = _buffer(arr)
-        key = (base.__array_interface__["data"][0], arr.itemsize)
-        got = self.guard.get(key)
-        if got is None:
-            n = base.nbytes // arr.itemsize
-            got = self.guard[key] = (np.full(n, NONE, np.int64), np.full(n, NONE, np.int64))
-        return got
+        return per_element(self.guard, arr)
 
     def _race(self, ex: Any, op: Op, at: np.ndarray, theirs: int) -> RaceError:
         assert self.held is not None
