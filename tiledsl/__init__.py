@@ -18,6 +18,7 @@ from tiledsl.lang import host_matmul as _host_matmul  # noqa: F401 (host `a @ b`
 from tiledsl.lang import host_rows as _host_rows  # noqa: F401 (host `torch.sort(x)`, `x.cumsum(d)`)
 from tiledsl.lang import devices as _devices  # noqa: F401 (host `x.device`, device queries)
 from tiledsl.lang.host_tensors import tensor as tensor  # host `torch.tensor([...])`
+from tiledsl.lang.host_tensors import empty_strided as empty_strided  # host torch's
 from tiledsl.lang import philox as philox
 from tiledsl import testing as testing
 from tiledsl.interop.aot import LoadedKernel as LoadedKernel

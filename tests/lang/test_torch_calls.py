@@ -463,3 +463,31 @@ def test_host_broadcast_tensors(backend: str) -> None:
     m = np.random.default_rng(86).random((3, 1)) > 0.5
     np.testing.assert_array_equal(masked_by_broadcast.run(x, m, backend=backend),
                                   np.where(m, x, 0))
+
+
+@td.tile_kernel
+def strided_outputs(x):
+    """FlagGems allocates outputs in its inputs' layout: `torch.empty_strided(size, stride)`,
+    row-major or a permutation of it (here column-major)."""
+    a = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    b = torch.empty_strided((x.shape[1], x.shape[0]), (1, x.shape[1]), dtype=x.dtype)
+    assert b.stride() == (1, x.shape[1])
+    for tm, tn in td.tile(x.shape[0], x.shape[1]):
+        a[tm, tn] = x[tm, tn] * 2.0
+        b[tn, tm] = x[tm, tn].T
+    return a, b
+
+
+def test_empty_strided_allocates_the_layout_its_strides_describe() -> None:
+    x = np.random.default_rng(89).standard_normal((5, 7)).astype(np.float32)
+    a, b = strided_outputs(x)
+    np.testing.assert_array_equal(a, 2 * x)
+    np.testing.assert_array_equal(b, x.T)
+    assert b.strides == (4, 28)  # column-major, as asked
+
+    @td.tile_kernel
+    def gaps(x):
+        return torch.empty_strided((4, 4), (8, 1), dtype=x.dtype)
+
+    with pytest.raises(td.ShapeError, match="no permutation of a contiguous layout"):
+        gaps(x)

@@ -126,6 +126,28 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
     return out
 
 
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, **torch: Any) -> Tensor:
+    """torch's `empty_strided(size, stride, dtype=)` in host code (FlagGems allocates outputs in
+    its inputs' layout): a new tensor in the layout the strides describe, a permutation of a
+    row-major one, made as `td.empty` of the permuted shape and viewed back (dimensions of
+    size 1 take any stride). `device=`, `layout=` and `pin_memory=` change nothing."""
+    tr = current("torch.empty_strided()")
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        tr.fail(ShapeError, f"torch.empty_strided: {len(size)} sizes and {len(stride)} strides")
+    order = sorted(range(len(size)), key=lambda d: (-stride[d], d))  # outermost first
+    expect = 1
+    for d in reversed(order):
+        if size[d] != 1 and stride[d] != expect:
+            tr.fail(ShapeError, f"torch.empty_strided({size}, {stride}): strides that are no "
+                    "permutation of a contiguous layout (gaps or overlaps)",
+                    hint="allocate contiguously (torch.empty) and view it")
+        expect *= size[d]
+    out = lang.empty(tuple(size[d] for d in order), dtype=dtype)
+    back = tuple(order.index(d) for d in range(len(size)))
+    return out if back == tuple(range(len(size))) else out.permute(back)  # type: ignore[attr-defined]
+
+
 def _line() -> int:
     loc = user_loc()
     return loc.line if loc is not None else 0

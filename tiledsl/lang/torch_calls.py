@@ -128,7 +128,7 @@ _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on
 # `torch.empty(m, n, dtype=x.dtype, device=x.device)`, `torch.promote_types(a.dtype, b.dtype)`
 HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
               "full_like", "promote_types", "result_type", "finfo", "iinfo", "atleast_1d",
-              "atleast_2d", "atleast_3d", "tensor", "arange")
+              "atleast_2d", "atleast_3d", "tensor", "arange", "empty_strided")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
