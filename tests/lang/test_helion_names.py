@@ -250,7 +250,8 @@ def test_helion_rand_of_tiles(backend: str) -> None:
 
 
 def test_a_tile_value_has_the_kernel_s_device() -> None:
-    """Helion's flex attention's `mask_mod` makes tiles on `b.device` of a tile value."""
+    """Helion's flex attention's `mask_mod` makes tiles on `b.device` of a tile value, and
+    `v.new_ones(size=...)` with torch's keyword."""
     torch = pytest.importorskip("torch")
 
     @td.tile_kernel
@@ -258,8 +259,8 @@ def test_a_tile_value_has_the_kernel_s_device() -> None:
         out = td.empty_like(x)
         for t in td.tile(x.shape[0]):
             v = x[t]
-            out[t] = v + torch.ones_like(v, device=v.device)
+            out[t] = v + torch.ones_like(v, device=v.device) + v.new_ones(size=v.shape)
         return out
 
     x = np.random.default_rng(45).standard_normal(37).astype(np.float32)
-    np.testing.assert_array_equal(plus_one(x), x + 1)
+    np.testing.assert_array_equal(plus_one(x), x + 2)

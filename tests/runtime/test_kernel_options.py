@@ -42,9 +42,9 @@ def test_a_pinned_config_is_every_call_s_config(backend: str) -> None:
     ({"autotune_efort": "none"}, td.TraceError, "unknown option 'autotune_efort'"),
     ({"config": {"block_sizes": [16]}}, td.TraceError, "takes a td.Config"),
     ({"static_shapes": "yes"}, td.TraceError, "True or False"),
-    ({"configs": []}, td.TraceError, "non-empty list of td.Config"),
+    ({"configs": [{"block_sizes": [16]}]}, td.TraceError, "a list of td.Config"),
     ({"configs": [td.Config([16])], "config": td.Config([16])}, td.TraceError, "not with config="),
-], ids=["unknown", "dict-config", "static-shapes", "no-configs", "both"])
+], ids=["unknown", "dict-config", "static-shapes", "dict-configs", "both"])
 def test_bad_options_say_what_they_take(options: dict, cls: type, words: str) -> None:
     with pytest.raises(cls, match=words):
         td.tile_kernel(**options)(_scale)
@@ -60,6 +60,9 @@ def test_helion_s_settings_are_taken_and_its_first_config_pins() -> None:
     assert k.config_space(X, backend="numpy").default().block_sizes == (16,)
     again = td.tile_kernel(k.fn, configs=k.configs)
     np.testing.assert_array_equal(again(X), X * 3.0)
+    unpinned = td.tile_kernel(td.tile_kernel(_scale).fn, configs=[])  # (Helion's attention)
+    assert unpinned.pinned is None and unpinned.configs == []
+    np.testing.assert_array_equal(unpinned(X), X * 3.0)
 
 
 def test_a_pinned_config_that_does_not_fit_names_the_kernel_s_tiles() -> None:

@@ -67,6 +67,8 @@ def _new(what: str, value: Any) -> Any:
                **placement: Any) -> Any:
         name = getattr(self, "name", "v")
         tr = current(f"{name}.{what}()")
+        if "size" in placement and not size:  # torch's keyword (Helion's flex attention)
+            size = (placement.pop("size"),)
         unknown = sorted(set(placement) - _PLACEMENT)
         if unknown:
             tr.fail(TraceError, f"{name}.{what}() got an unexpected keyword argument "

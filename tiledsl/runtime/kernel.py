@@ -394,11 +394,14 @@ def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = No
                          hint=f"it takes {', '.join(OPTIONS)} and Helion's settings "
                               "(tiledsl/runtime/helion_settings.py); tune with k.autotune(...) "
                               "and check results with td.testing.assert_close")
-    if configs is not None:  # Helion's candidates: the first pins (helion_settings.py)
-        if config is not None or not isinstance(configs, (list, tuple)) or not configs or \
+    # Helion's candidates: the first pins (helion_settings.py); an empty list pins nothing
+    # (`configs=k.configs` of an unpinned kernel, as Helion's attention example passes)
+    if configs is not None:
+        if not isinstance(configs, (list, tuple)) or configs and config is not None or \
                 not all(isinstance(c, Config) for c in configs):
-            raise TraceError("@td.tile_kernel(configs=[...]) takes a non-empty list of "
-                             "td.Config, and not with config=", loc=where)
+            raise TraceError("@td.tile_kernel(configs=[...]) takes a list of td.Config, and "
+                             "not with config=", loc=where)
+        configs = list(configs) or None
     if config is not None and not isinstance(config, Config):
         raise TraceError(f"@td.tile_kernel(config=...) takes a td.Config, got "
                          f"{type(config).__name__}", loc=where,
