@@ -8,7 +8,7 @@ the element in each program, so the value is read on the device when the program
 no copy to the host. Arithmetic on it in host code stays such a number (host math on the
 one-element tensor). What needs the value while tracing (an `if`, `int()`, a shape, a
 `tl.constexpr`) is an error at that line. An `assert` on it in host code is checked where the
-kernel runs, as a device assertion (tiledsl/lang/asserts.py).
+kernel runs, as a device assertion (tiledsl/lang/host_asserts.py).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _method(name: str) -> Any:
     return method
 
 
+# the operators host math computes on tensors (lang/host_math.py); others are Python's TypeError
 for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
-              "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge",
-              "eq", "ne", "and", "rand", "or", "ror"):
+              "rfloordiv", "mod", "rmod", "neg", "abs", "lt", "le", "gt", "ge", "eq", "ne"):
     setattr(HostScalar, f"__{_name}__", _method(f"__{_name}__"))

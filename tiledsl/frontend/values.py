@@ -25,6 +25,7 @@ from tiledsl.ir.slices import Slice, normalize, to_attr as slices_attr
 from tiledsl.ir.views import VIEW_OPS
 from tiledsl.frontend import foreign_calls, porting_hints
 from tiledsl.frontend.races import check_overlap, check_read_write, check_store
+from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.locks import locked
 from tiledsl.lang.shifted import ShiftedTile, is_shifted, shift, zero
 from tiledsl.frontend.block_sizes import BlockSize
@@ -451,7 +452,6 @@ class Tensor:
         """torch's `x.item()`: a value of the data, which the kernel is traced without; of a
         one-element tensor in host code, read on the device where it is used (host_scalars.py)."""
         if current().depth == "host" and all(d == 1 for d in self.shape):
-            from tiledsl.frontend.host_scalars import HostScalar
             return HostScalar(self)
         current().fail(TraceError, f"{self.name}.item() reads the tensor's data, which the "
                        "kernel is traced without: sizes and compile-time values come from "
@@ -776,7 +776,6 @@ def to_value(v: Any) -> TileValue:
                             f"{v.label}.size")
     if isinstance(v, Tensor):
         no_math(v, f"{v.name}[tm, :]")
-    from tiledsl.frontend.host_scalars import HostScalar
     if isinstance(v, HostScalar):  # a one-element tensor's x.item(): its element
         return v.load()
     if (call := foreign_calls.triton_call_in(foreign_calls.caller_frames(),
