@@ -8,6 +8,8 @@ merged into a tile kernel keep both their launch and the kernel they launch).
   not annotated `tl.constexpr` is a runtime scalar in the body, as in Triton.
 - The body is the kernel's Python function with `tl` (`triton.language`) read as `td`
   (frontend/helpers.py), rewritten as any function a kernel calls.
+- An argument with `data_ptr()` and `dtype` that is not a kernel tensor (FlagGems'
+  `StridedBuffer`) is a pointer at that address, as Triton takes it (frontend/data_ptrs.py).
 - `@triton.heuristics({...})` computes its arguments from the others, as Triton does;
   `@triton.autotune(configs=[...])` becomes a knob of the kernel's config space choosing a
   config (`td.register_tunable`), whose arguments the launch takes. A config's `num_warps`,
@@ -20,8 +22,9 @@ import inspect
 from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError
-from tiledsl.frontend import loops
+from tiledsl.frontend import data_ptrs, loops
 from tiledsl.frontend.host_scalars import HostScalar
+from tiledsl.frontend.pointers import pointer_at
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
 from tiledsl.frontend.values import TileValue, need_static, to_value
@@ -107,6 +110,8 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
         values = {k: _runtime_float(v) if not _constexpr(signature.parameters[k]) else
                   _static(v) for k, v in meta.items()}
         descriptors = [k for k, v in values.items() if tensor_descriptors.is_host(v)]
+        addresses = {k: data_ptrs.launched(v, k) for k, v in values.items()
+                     if data_ptrs.is_pointer_like(v)}  # (FlagGems' StridedBuffer)
 
         def body(item: Any, env: dict) -> dict:
             saved, tr.program_ids = tr.program_ids, list(item) if isinstance(item, tuple) \
@@ -114,6 +119,7 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             try:  # (a host TensorDescriptor as the kernel sees it, per program; an x.item()
                 body_fn(**{**values,  # read by each program: host_scalars.py)
                            **{k: tensor_descriptors.from_host(values[k]) for k in descriptors},
+                           **{k: pointer_at(*a) for k, a in addresses.items()},
                            **{k: v.load() for k, v in values.items()
                               if isinstance(v, HostScalar)}})
             finally:

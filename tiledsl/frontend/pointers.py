@@ -118,6 +118,12 @@ def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
     return Pointer(_flat(tr, t, dtype), off)
 
 
+def pointer_at(t: Tensor, offset: int, dtype: DType) -> Pointer:
+    """The pointer at element `offset` of root tensor `t`'s memory, its elements read as
+    `dtype` (of t's element size): a launch argument with a `data_ptr()` (data_ptrs.py)."""
+    return Pointer(_flat(current(), t, dtype), to_value(offset))
+
+
 def _is_offset(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool) or \
         isinstance(v, TileValue) and v.dtype.is_int

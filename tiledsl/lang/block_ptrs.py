@@ -28,7 +28,7 @@ import numpy as np
 from tiledsl.errors import ShapeError, TraceError
 from tiledsl import dtypes
 from tiledsl.frontend.loops import Carried
-from tiledsl.frontend.pointers import Pointer, pointer
+from tiledsl.frontend.pointers import Pointer, PointerType, pointer
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, cast, to_value
 from tiledsl.lang import language as lang
@@ -48,6 +48,14 @@ class BlockPointer(Carried):
     offsets: tuple[Any, ...]
     block: tuple[int, ...]
     order: tuple[int, ...]
+
+    @property
+    def type(self) -> PointerType:
+        """Triton's `p.type.element_ty` (FlagGems casts a stored value to it): the dtype of the
+        elements, which `x.to(...)` takes as Triton's cast takes the block's type."""
+        return PointerType(self.base.base.dtype)
+
+    dtype = type
 
     def addresses(self, boundary_check: Any) -> tuple[Pointer, TileValue | None]:
         """The block's elements as a pointer tile, and the mask `boundary_check` asks for."""
