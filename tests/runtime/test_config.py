@@ -39,7 +39,9 @@ def test_config_is_hashable_and_round_trips_json() -> None:
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"group_m": [1, 2]}, "knob 'group_m' must be a bool, int, float or string"),
+    ({"group_m": [1, {"a": 2}]}, "knob 'group_m' must be a bool, int, float, string or None, "
+                                 "or a list of them"),
+    ({"split": [1.0, float("inf")]}, "a finite float"),
     ({"tma": {"on": True}}, "knob 'tma' must be"),
     ({"num_warps": 4.0}, "num_warps must be an int"),
     ({"num_stages": "3"}, "num_stages must be an int"),

@@ -70,3 +70,21 @@ def test_a_pinned_config_that_does_not_fit_names_the_kernel_s_tiles() -> None:
     with pytest.raises(td.ConfigError, match="2 block sizes given") as e:
         k(X)
     assert "tile 't' over 37" in str(e.value) and "kernel '_scale'" in str(e.value)
+
+
+def test_helion_s_config_knobs_and_wide_warps_pin() -> None:
+    """Helion's longsum pins `reduction_loops=[None]` (a list: kept, JSON and hashable; a knob
+    of Helion's that tiledsl has not changes nothing) and `num_warps=32, num_stages=5`, which
+    Triton compiles though tiledsl's search does not try them."""
+    c = td.Config(block_sizes=[16], reduction_loops=[None], loop_orders=[[1, 0]], num_warps=32,
+                  num_stages=5, indexing="block_ptr")
+    assert td.Config.from_json(c.to_json()) == c and hash(c) == hash(td.Config.from_json(
+        c.to_json())) and c.to_dict()["loop_orders"] == [[1, 0]]
+    k = td.tile_kernel(config=c)(_scale)
+    default = k.config_space(X, backend="triton").default()
+    assert (default.num_warps, default.num_stages) == (32, 5)
+    np.testing.assert_array_equal(k.run(X, backend="triton-interpret"), X * 3.0)
+    with pytest.raises(td.ConfigError, match=r"num_warps = 3 is not one of \[2, 4, 8\] \(warps per program; "
+                       r"a config may also name \[1, 16, 32\]\)"):
+        td.tile_kernel(config=td.Config(block_sizes=[16], num_warps=3))(_scale).config_space(
+            X, backend="triton")

@@ -45,10 +45,12 @@ class Config:
             if value is not None and type(value) is not int:
                 raise ConfigError(f"{name} must be an int, got {value!r}")
         for name, value in knobs.items():
-            if value is not None and not isinstance(value, (bool, int, float, str)) or \
-                    type(value) is float and not math.isfinite(value):
-                raise ConfigError(f"knob {name!r} must be a bool, int, float or string (a "
-                                  f"finite float: configs are hashable and JSON), got {value!r}")
+            if not _knob_value(value):
+                raise ConfigError(f"knob {name!r} must be a bool, int, float, string or None, "
+                                  "or a list of them (a finite float: configs are hashable "
+                                  f"and JSON), got {value!r}")
+            if isinstance(value, (list, tuple)):  # (Helion's `reduction_loops=[None]`)
+                knobs[name] = _frozen(value)
         self.__dict__.update(block_sizes=tuple(block_sizes), num_warps=num_warps,
                              num_stages=num_stages, knobs=tuple(sorted(knobs.items())))
 
@@ -74,7 +76,7 @@ class Config:
             d["num_warps"] = self.num_warps
         if self.num_stages is not None:
             d["num_stages"] = self.num_stages
-        d.update(self.knobs)
+        d.update((k, _listed(v)) for k, v in self.knobs)
         return d
 
     @classmethod
@@ -112,6 +114,23 @@ class Config:
         return f"Config({', '.join(parts)})"
 
 
+def _knob_value(value: Any) -> bool:
+    """Whether `value` is a knob's: a JSON scalar (a finite float), None, or a list or tuple
+    of those, nested (Helion's `loop_orders=[[1, 0]]`)."""
+    if isinstance(value, (list, tuple)):
+        return all(_knob_value(v) for v in value)
+    return value is None or isinstance(value, (bool, int, str)) or \
+        type(value) is float and math.isfinite(value)
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _listed(value: Any) -> Any:
+    return [_listed(v) for v in value] if isinstance(value, tuple) else value
+
+
 @dataclass(frozen=True)
 class Param:
     """One tunable: a block size (`block_sizes[i]`) or a backend knob, with its choices."""
@@ -120,6 +139,9 @@ class Param:
     choices: tuple[Any, ...]
     default: Any
     doc: str = ""
+    # values a config may name beyond `choices`, which a search does not try (Triton's
+    # `num_warps=32`, which a Helion config or a user pins)
+    pinnable: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,8 +198,8 @@ class ConfigSpace:
 
     def with_choices(self, name: str, choices: tuple[Any, ...], default: Any) -> ConfigSpace:
         """The same space with param `name` taking `choices` (a backend's own range)."""
-        params = tuple(Param(p.name, tuple(choices), default, p.doc) if p.name == name else p
-                       for p in self.params)
+        params = tuple(dataclasses.replace(p, choices=tuple(choices), default=default)
+                       if p.name == name else p for p in self.params)
         return dataclasses.replace(self, params=params)
 
     def with_constraint(self, constraint: Constraint) -> ConfigSpace:
@@ -241,8 +263,10 @@ class ConfigSpace:
                 return f"{p} = {v!r} is not a power of two ({param.doc})"
             # True and False are not the knob values 1 and 0 (`group_m=True` is a slip)
             if not any(v == c and isinstance(v, bool) == isinstance(c, bool)
-                       for c in param.choices):
-                return f"{p} = {v!r} is not one of {list(param.choices)} ({param.doc})"
+                       for c in (*param.choices, *param.pinnable)):
+                extra = [c for c in param.pinnable if c not in param.choices]
+                also = f"; a config may also name {extra}" if extra else ""
+                return f"{p} = {v!r} is not one of {list(param.choices)} ({param.doc}{also})"
         known = {p.name for p in self.params}
         extra = [k for k, _ in config.knobs if k not in known]
         if extra:

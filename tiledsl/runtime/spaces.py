@@ -69,8 +69,10 @@ def _pinned(k: TileKernel, space: ConfigSpace) -> ConfigSpace:
         raise ConfigError(f"@td.tile_kernel(config=...): {e.message}", kernel=k.name,
                           hint="give one block size per tile loop, each one of its choices "
                                "(k.config_space(*args, backend=...) lists them)") from None
-    for name, value in space.values(config).items():
-        space = space.with_default(name, value)
+    for param in space.params:  # (a pinnable value the search skips joins the choices)
+        value = space.values(config)[param.name]
+        choices = param.choices if value in param.choices else (*param.choices, value)
+        space = space.with_choices(param.name, choices, value)
     return space
 
 

@@ -30,6 +30,10 @@ WORDS_PER_THREAD = 64  # of the largest tile under the default blocks, before th
                        # number of warps doubles
 WARPS = (2, 4, 8)
 WIDE_WARPS = (16, 32)  # offered when even the smallest blocks need them (vocabulary-wide rows)
+# what Triton compiles, which a config may pin though the search does not try it (Helion's
+# longsum pins `num_warps=32, num_stages=5`)
+PINNABLE_WARPS = (1, 2, 4, 8, 16, 32)
+PINNABLE_STAGES = tuple(range(1, 9))
 SMS = 132  # an H100's SMs
 MIN_PROGRAMS = 4 * SMS  # the grid the default aims for: programs to hide each other's latency
 # The tensor-core GEMM defaults tried, best first (block M, N, K, warps): Triton's matmul
@@ -360,8 +364,9 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     smallest = {s: min(p.choices) for s, p in _block_params(space, symbols).items()}
     wide = _words(tiles, dots, smallest) > WORDS_PER_THREAD * 32 * max(WARPS)
     space = space.with_param(Param("num_warps", WARPS + (WIDE_WARPS if wide else ()), 4,
-                                   "warps per program"))
-    space = space.with_param(Param("num_stages", (1, 2, 3, 4), 3, "software pipeline depth"))
+                                   "warps per program", PINNABLE_WARPS))
+    space = space.with_param(Param("num_stages", (1, 2, 3, 4), 3, "software pipeline depth",
+                                   PINNABLE_STAGES))
     grid_2d = any(op.name == "grid" and len(op.regions[0].args) == 2 for op in fn.body.ops)
     if grid_2d:  # grouped order pays where neighbouring programs share operand tiles (a dot's)
         space = space.with_param(Param("group_m", (1, 4, 8), 8 if dots else 1,
