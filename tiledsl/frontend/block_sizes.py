@@ -195,14 +195,15 @@ def default_block(choices: tuple[int, ...]) -> int:
 
 
 def shape_dim(bs: BlockSize) -> str:
-    """The dimension a registered block size gives a tile shape (`td.zeros((tm, bs))`)."""
-    _not_open(bs, "a tile shape", "inside the loop, write its tile (td.zeros((tm, tn))) for "
-              "that dimension")
+    """The dimension a registered block size gives a tile shape (`td.zeros((tm, bs))`): inside
+    a loop that cuts with it, that loop's tile dimension (lanes past a ragged edge are masked
+    as the tile's), as Helion's kl_div means `hl.zeros([block_size_m, block_size_n])` there."""
     return bs.symbol
 
 
 def _not_open(bs: BlockSize, what: str, hint: str) -> None:
-    """A block size used inside a loop it cuts: two axes of one symbol would be masked as one."""
+    """A loop cut with a block size inside a loop it cuts: two loops of one symbol would share
+    its tiles' masks."""
     tr = current()
     for block in tr.blocks:
         for a in block.args:
