@@ -270,3 +270,38 @@ def test_a_registered_block_cuts_a_loop_of_runtime_bounds(two: bool) -> None:
     for backend in ("numpy", "triton-interpret"):
         td.testing.assert_close(block_sums.run(x, starts, 16, two, backend=backend), ref,
                                 np.float32)
+
+
+@td.tile_kernel(config=td.Config(block_sizes=[4, 8]))
+def tied_rows(k, q):
+    """Helion's attention_backward: block sizes registered for one sequence, cutting loops over
+    all the batch's rows (`hl.tile(total_rows, block_size=block_n)`), and a runtime range
+    (`hl.tile(start_m, end_m, block_size=block_m)`); its config gives one per registration."""
+    rows, n = k.shape
+    m = q.shape[1]
+    block_n = td.register_block_size(n)
+    block_m = td.register_block_size(m)
+    out = td.empty((rows,), dtype=td.float32)
+    for tile_n in td.tile(rows, block_size=block_n):
+        start = (tile_n.begin // n) * m
+        acc = td.zeros([tile_n], dtype=td.float32)
+        for tile_m in td.tile(start, start + m, block_size=block_m):
+            acc += q[tile_n.begin // n, tile_m - start].sum() + 0 * k[tile_n, 0]
+        out[tile_n] = acc
+    return out
+
+
+def test_a_registered_block_size_over_other_sizes_is_one_param() -> None:
+    from tiledsl.ir.parser import parse_ir
+    from tiledsl.ir.printer import print_ir
+    k = np.ones((3 * 8, 8), np.float32)
+    q = np.random.default_rng(2).standard_normal((3, 24)).astype(np.float32)
+    fn = tied_rows.traced(k, q).ir
+    assert len(fn.symbols) > 2 and fn.tunable_symbols() == list(fn.symbols)[:2]
+    assert "tied(B0)" in print_ir(fn) and parse_ir(print_ir(fn)).symbols == fn.symbols
+    for backend in ("numpy", "triton-interpret"):
+        space = tied_rows.config_space(k, q, backend=backend)
+        assert space.num_blocks == 2 and space.default().block_sizes == (4, 8)
+        for c in (space.default(), *space.sample(2, seed=3)):
+            got = tied_rows.run(k, q, backend=backend, config=c)
+            np.testing.assert_allclose(got, np.repeat(q.sum(1), 8), rtol=1e-5)

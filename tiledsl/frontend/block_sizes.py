@@ -29,7 +29,7 @@ from tiledsl.frontend.static_args import need_static
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import PowerOfTwo
-from tiledsl.ir.core import Value
+from tiledsl.ir.core import Value, block_index
 
 DEFAULT_BLOCK = 64  # a block symbol's default: the largest choice up to this
 
@@ -50,7 +50,7 @@ class BlockSize:
         """The config's value, read by host code (`td.cdiv(m, bs)` rows of a partial-result
         buffer): the kernel is traced once per value it takes, as for a registered knob."""
         tr = current()
-        i = list(tr.symbols).index(self.symbol)
+        i = block_index(tr.symbols)[self.symbol]
         choices = symbol_choices(tr.symbols[self.symbol])
         name = f"block_sizes[{i}]"
         tr.tunables[name] = PowerOfTwo(choices[0], choices[-1], default_block(choices))
@@ -156,15 +156,13 @@ def tile_block(bs: BlockSize, size: int) -> str:
     _not_open(bs, f"td.tile({size}, block_size=...)", "give the inner loop a block size of its "
               "own (td.tile(n) or another td.register_block_size)")
     if size != bs.extent:
-        # Helion's `(lo, hi)` form cuts tiles of any size, and its one-argument form is the
-        # largest block (`hl.register_block_size(min(256, m))`): a symbol of this size, within
-        # the same bounds (a loop of another size than the registered one shares them, not
-        # the value)
-        sym = tr.symbols[bs.symbol]
+        # a loop over another size (Helion's `(lo, hi)` form cuts tiles of any size, and a
+        # one-argument form may be the largest block: `hl.register_block_size(min(256, m))`):
+        # a symbol of this size that takes the registered block size, as Helion's loops share
+        # it (attention_backward's config gives one block per registration)
         key = ("free", bs.symbol, size)
         if key not in tr.sites:
-            high = sym.high if bs.free else sym.high or next_pow2(int(bs.extent))
-            tr.sites[key] = tr.new_symbol(size, bs.loc, low=sym.low, high=high)
+            tr.sites[key] = tr.new_symbol(size, bs.loc, tied=bs.symbol)
             tr.labels[tr.sites[key]] = tr.labels.get(bs.symbol, bs.symbol)
         return tr.sites[key]
     return bs.symbol
@@ -198,6 +196,12 @@ def shape_dim(bs: BlockSize) -> str:
     """The dimension a registered block size gives a tile shape (`td.zeros((tm, bs))`): inside
     a loop that cuts with it, that loop's tile dimension (lanes past a ragged edge are masked
     as the tile's), as Helion's kl_div means `hl.zeros([block_size_m, block_size_n])` there."""
+    tr = current()
+    for block in tr.blocks:  # (a loop over another size cuts with a symbol tied to it)
+        for a in block.args:
+            cut = getattr(a.type, "block", None)
+            if isinstance(cut, str) and tr.symbols[cut].tied == bs.symbol:
+                return cut
     return bs.symbol
 
 

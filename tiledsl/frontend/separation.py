@@ -36,7 +36,9 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.frontend.block_sizes import symbol_choices
-from tiledsl.ir.core import Op, Value, loop_first, loop_inits, loop_start, loop_stop
+from tiledsl.ir.core import (
+    Op, Value, block_index, loop_first, loop_inits, loop_start, loop_stop,
+)
 from tiledsl.ir.types import RangeType, TileType
 from tiledsl.frontend.tracer import Tracer
 
@@ -783,7 +785,7 @@ class Programs:
         if isinstance(d, int):
             return d
         if d in self.tr.symbols:
-            name = f"block_sizes[{list(self.tr.symbols).index(d)}]"
+            name = f"block_sizes[{block_index(self.tr.symbols)[d]}]"
             knob = self.tr.tunables.get(name)  # read: this trace is its value's (the default's)
             value = self.tr.knobs.get(name, None if knob is None else knob.initial)
             return int(value) if isinstance(value, int) else None

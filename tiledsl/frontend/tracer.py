@@ -96,9 +96,9 @@ class Tracer:
         return results
 
     def new_symbol(self, extent: int, loc: Loc | None, low: int | None = None,
-                   high: int | None = None) -> str:
+                   high: int | None = None, tied: str | None = None) -> str:
         name = f"B{len(self.symbols)}"
-        self.symbols[name] = Symbol(name, extent, loc, low, high)
+        self.symbols[name] = Symbol(name, extent, loc, low, high, tied)
         return name
 
     def site_symbol(self, key: tuple | None, extent: int, loc: Loc | None) -> str:

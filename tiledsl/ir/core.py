@@ -7,7 +7,7 @@ Ops are plain records; what an op *means* (its operands, attributes and result t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from tiledsl.errors import Loc
 from tiledsl.ir.types import Type
@@ -65,6 +65,18 @@ class Symbol:
     loc: Loc | None = None
     low: int | None = None  # the choices' bounds of a registered block size (block_sizes.py)
     high: int | None = None
+    # the registered symbol whose value this one takes: a loop over another size than the
+    # registered one cut with its block size (Helion's block sizes are one per registration),
+    # a symbol of its own extent, but not a param of the config
+    tied: str | None = None
+
+
+def block_index(symbols: dict[str, Symbol]) -> dict[str, int]:
+    """Each symbol's index in a config's `block_sizes`: the untied symbols in order, and a
+    tied one at its registered symbol's."""
+    untied = [n for n, s in symbols.items() if s.tied is None]
+    index = {n: i for i, n in enumerate(untied)}
+    return index | {n: index[s.tied] for n, s in symbols.items() if s.tied is not None}
 
 
 @dataclass(eq=False)
@@ -89,6 +101,15 @@ class Function:
 
     def walk(self) -> Iterator[Op]:
         return walk(self.body)
+
+    def tunable_symbols(self) -> list[str]:
+        """The symbols a config's `block_sizes` give, in order (the untied ones)."""
+        return [n for n, s in self.symbols.items() if s.tied is None]
+
+    def block_values(self, block_sizes: Sequence[int]) -> dict[str, int]:
+        """Every symbol's block size under a config's `block_sizes` (tied ones included)."""
+        index = block_index(self.symbols)
+        return {n: block_sizes[i] for n, i in index.items() if i < len(block_sizes)}
 
     def clone(self) -> Function:
         vmap: dict[Value, Value] = {}

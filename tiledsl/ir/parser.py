@@ -229,7 +229,13 @@ class Parser:
                 sym = self.next(kind="ident")
                 self.next("=")
                 extent = int(self.next(kind="number"))
-                symbols[sym] = Symbol(sym, extent, self.loc())
+                tied = None
+                if self.peek("tied"):
+                    self.next("tied")
+                    self.next("(")
+                    tied = self.next(kind="ident")
+                    self.next(")")
+                symbols[sym] = Symbol(sym, extent, self.loc(), tied=tied)
                 if not self.peek("]"):
                     self.next(",")
             self.next("]")

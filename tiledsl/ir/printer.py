@@ -111,7 +111,8 @@ class Printer:
         if self.locs and fn.file:
             head += f" file {json.dumps(fn.file)}"
         if fn.symbols:
-            syms = ", ".join(f"{s.name} = {s.extent}{self.loc(s.loc)}" for s in fn.symbols.values())
+            syms = ", ".join(f"{s.name} = {s.extent}{f' tied({s.tied})' if s.tied else ''}"
+                             f"{self.loc(s.loc)}" for s in fn.symbols.values())
             head += f" symbols [{syms}]"
         self.lines.append(head + " {")
         self.block(fn.body, "  ")

@@ -28,7 +28,8 @@ def space_for(k: TileKernel, spec: tuple[ArgSpec, ...], backend: str | None,
     if key not in k.caches.spaces:
         t = k.traces.get(spec)
         params = []
-        for i, sym in enumerate(t.ir.symbols.values()):
+        for i, name in enumerate(t.ir.tunable_symbols()):  # (a tied one takes another's)
+            sym = t.ir.symbols[name]
             top = _next_pow2(sym.extent)
             choices = tuple(1 << j for j in range(top.bit_length()))
             choices = bounded_choices(choices, sym.low, sym.high)  # register_block_size

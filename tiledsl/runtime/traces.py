@@ -103,9 +103,10 @@ class Traces:
         if knobs == defaults:
             return t
         other = self.get(spec, knobs)
-        if len(other.ir.symbols) != len(t.ir.symbols):
-            raise TraceError(f"with {dict(knobs)} the kernel has {len(other.ir.symbols)} tunable "
-                             f"tile dimensions, with its default knobs {len(t.ir.symbols)}: a "
+        if len(other.ir.tunable_symbols()) != len(t.ir.tunable_symbols()):
+            raise TraceError(f"with {dict(knobs)} the kernel has "
+                             f"{len(other.ir.tunable_symbols())} tunable tile dimensions, with "
+                             f"its default knobs {len(t.ir.tunable_symbols())}: a "
                              "registered knob may not change which td.tile calls are made",
                              kernel=self.name,
                              hint="give the td.tile calls a knob decides a fixed block_size=")

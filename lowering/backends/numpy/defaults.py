@@ -32,7 +32,7 @@ def default_blocks(space: ConfigSpace, fn: Function) -> ConfigSpace:
     grid, loops, dots = _symbol_roles(fn.body)
     dots -= _loaded_dots(fn)
     free = _padding_free(fn)
-    symbols = list(fn.symbols)
+    symbols = fn.tunable_symbols()
     for p in space.params:
         if not p.name.startswith("block_sizes["):
             continue

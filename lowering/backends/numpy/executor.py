@@ -56,7 +56,7 @@ class Executor:
         self.programs = programs
         self.phase = phase
         self.grids_seen = 0
-        self.blocks = dict(zip(fn.symbols, config.block_sizes))
+        self.blocks = fn.block_values(config.block_sizes)
         self.config_key = tuple(config.block_sizes)  # what per-config caches are keyed on
         self.rank = 0  # number of grid axes while inside a grid
         self.grid_sizes: tuple[int, ...] = ()

@@ -21,7 +21,7 @@ from tiledsl.ir.types import RangeType, TileType
 
 def with_even_blocks(space: ConfigSpace, fn: Function, grids: list, arch: Arch) -> ConfigSpace:
     """`space` with each block param's choices joined by its even splits (`even_splits`)."""
-    symbols = list(fn.symbols)
+    symbols = fn.tunable_symbols()
     for p in space.params:
         if not p.name.startswith("block_sizes["):
             continue

@@ -247,7 +247,7 @@ class Mapping:
         self.config = config
         self.arch = arch
         self.phase = phase
-        self.blocks = dict(zip(fn.symbols, config.block_sizes))
+        self.blocks = fn.block_values(config.block_sizes)
         self.grid = grids(fn)[phase]
         self.ranges = self.grid.regions[0].args
         # per-program iterations of td.tile(stop, start=s) loops (`scalars`: argument values;

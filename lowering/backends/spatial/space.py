@@ -6,7 +6,7 @@ import math
 
 from lowering.backends.spatial.arch import Arch
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
-from tiledsl.ir.core import Function, walk
+from tiledsl.ir.core import Function, block_index, walk
 from tiledsl.ir.types import RangeType
 
 
@@ -99,7 +99,7 @@ def _filling_blocks(space: ConfigSpace, fn: Function, arch: Arch) -> dict[str, i
     the axis of most programs' blocks first); the smallest where none does."""
     from lowering.backends.spatial.mapper import grids
 
-    index = {name: i for i, name in enumerate(fn.symbols)}
+    index = block_index(fn.symbols)
     choices = {p.name: p.choices for p in space.params}
     fill: dict[str, int] = {}
     for grid in grids(fn):
@@ -123,7 +123,7 @@ def _block_groups(fn: Function) -> list[set[str]]:
     kernel's symbols): the default's search moves two blocks together only within one."""
     from lowering.backends.spatial.mapper import grids
 
-    index = {name: i for i, name in enumerate(fn.symbols)}
+    index = block_index(fn.symbols)
     groups = []
     for grid in grids(fn):
         dims: set = set()

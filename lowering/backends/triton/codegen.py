@@ -72,7 +72,7 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
              interpret: bool = False) -> Module:
     """The module for `fn` under `config`, with tensors laid out with `strides` (in elements);
     `interpret` works around the Triton interpreter's gaps."""
-    blocks = dict(zip(fn.symbols, config.block_sizes))
+    blocks = fn.block_values(config.block_sizes)
     uses: dict[Value, list[Op]] = {}
     for op in walk(fn.body):
         for o in op.operands:

@@ -81,7 +81,7 @@ class Resources:
 def predict_us(fn: Function, config: Config, resources: list[Resources],
                gpu: dict[str, Any] = H100) -> float:
     """Predicted microseconds of lowered function `fn` under `config` on `gpu`."""
-    blocks = dict(zip(fn.symbols, config.block_sizes))
+    blocks = fn.block_values(config.block_sizes)
 
     def size(d: Any) -> int:
         return blocks.get(d, d) if isinstance(d, str) else d
@@ -258,7 +258,7 @@ def epilogue_shared_bytes(fn: Function, config: Config, tiles: SharedTiles | Non
     pipeline's buffers."""
     if not (config.get("tma", False) and config.get("persistent", False)):
         return 0
-    blocks = dict(zip(fn.symbols, config.block_sizes))
+    blocks = fn.block_values(config.block_sizes)
     return max((numel(tile, blocks) * tensor.dtype.bits // 8
                 for tile, tensor in (tiles or shared_tiles(fn)).stored), default=0)
 
@@ -271,7 +271,7 @@ def shared_bytes(fn: Function, config: Config, tiles: SharedTiles | None = None)
     counting each dot's operands per stage said 229,376 and let it past an H100's 232,448.
     `tiles`: `shared_tiles(fn)`, where the caller prices many configs."""
     tiles = tiles or shared_tiles(fn)
-    blocks = dict(zip(fn.symbols, config.block_sizes))
+    blocks = fn.block_values(config.block_sizes)
     stages = int(config.get("num_stages", 3) or 3)
     operands = sum(numel(t, blocks) * t.dtype.bits // 8 * (stages if looped else 1)
                    for t, looped in tiles.staged)
@@ -282,7 +282,7 @@ def estimated_resources(fn: Function, config: Config) -> list[Resources]:
     """What the kernels will use, guessed without compiling: registers for the tiles live at
     once (registers.py), spilling past 255; shared memory for the dot operands of every
     pipeline stage and a persistent TMA epilogue."""
-    blocks = dict(zip(fn.symbols, config.block_sizes))
+    blocks = fn.block_values(config.block_sizes)
     warps = int(config.num_warps or 4)
     needed = register_estimate(fn, blocks, warps, bool(config.get("tma", False)),
                                int(config.num_stages or 3))

@@ -13,7 +13,7 @@ from lowering.backends.triton.emit import in_bounds, padded, tl_dot_takes
 from lowering.backends.triton.widen import MMA_MIN_K8, mma_min
 from tiledsl import dtypes
 from tiledsl.runtime.config import Config, ConfigSpace, Constraint, Param
-from tiledsl.ir.core import Function, walk
+from tiledsl.ir.core import Function, block_index, walk
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
 
@@ -92,7 +92,7 @@ def _programs(grids: list[list[RangeType]], blocks: dict[str, int]) -> int:
                                            else r.block)) for r in g) for g in grids), default=1)
 
 
-def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: list[str],
+def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: dict[str, int],
                       grids: list[list[RangeType]]) -> ConfigSpace:
     """Default blocks that make the largest tile of a kernel without dots DEFAULT_TILE elements
     (or as near as its extents allow), as Triton's tutorials size them (1024 for a vector add,
@@ -151,7 +151,7 @@ def _default_tiles_of(space: ConfigSpace, tiles: list[TileType], symbols: list[s
 
 
 def _default_fp32_dot_blocks(space: ConfigSpace, dots: list[tuple[TileType, TileType]],
-                             symbols: list[str]) -> ConfigSpace:
+                             symbols: dict[str, int]) -> ConfigSpace:
     """Halve the largest default block of the fp32 dots until their operands and results
     together fit FP32_DOT_WORDS per thread at 8 warps. fp32 dots run on FMAs, from registers:
     attention's two fp32 dots at 64x64 spilled 312 bytes per thread at 8 warps on sm_90 (more
@@ -187,7 +187,7 @@ def _mma_roles(dots: list[tuple[TileType, TileType]]) -> dict[str, int]:
 
 
 def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, TileType]],
-                 symbols: list[str], arch: str) -> ConfigSpace:
+                 symbols: dict[str, int], arch: str) -> ConfigSpace:
     """The tensor-core dots' default: of MMA_CANDIDATES (clamped to the extents) in the space
     whose fp32 results stay within ACC_WORDS per thread, and that fill the SMs (or, if none
     does, run the most programs), the one the cost model prices lowest (estimated resources,
@@ -205,7 +205,7 @@ def _default_mma(space: ConfigSpace, fn: Function, dots: list[tuple[TileType, Ti
             if sym in roles:
                 values[p.name] = min(cand[roles[sym]], max(p.choices))
         config = space.make(values)
-        blocks = dict(zip(symbols, config.block_sizes))
+        blocks = fn.block_values(config.block_sizes)
         words = sum(numel(TileType((a.shape[0], b.shape[1]), dtypes.float32), blocks)
                     for a, b in dots)
         if words <= limit * 32 * cand[3] and space.reason(config) is None:
@@ -288,12 +288,11 @@ def _tma_idle(fn: Function) -> Callable[[Config], str | None]:
             box.append(r.block)
         else:
             boxes.append((tuple(box), tensor.dtype.bits // 8))
-    symbols = list(fn.symbols)
 
     def idle(c: Config) -> str | None:
         if not c.get("tma", False):
             return None
-        blocks = dict(zip(symbols, c.block_sizes))
+        blocks = fn.block_values(c.block_sizes)
         for box, size in boxes:
             dims = [blocks[d] if isinstance(d, str) else d for d in box]
             if max(dims) <= 256 and dims[-1] * size >= 16:
@@ -329,9 +328,11 @@ def _fp32_dot_words(dots: list[tuple[TileType, TileType]], blocks: dict[str, int
     return sum(numel(t, blocks) for t in _fp32_dot_tiles(dots))
 
 
-def _block_params(space: ConfigSpace, symbols: list[str]) -> dict[str, Param]:
-    return {symbols[int(p.name[12:-1])]: p for p in space.params
-            if p.name.startswith("block_sizes[")}
+def _block_params(space: ConfigSpace, symbols: dict[str, int]) -> dict[str, Param]:
+    """Each symbol's block param (`symbols`: `block_index` of the function's symbols)."""
+    params = {p.name: p for p in space.params}
+    return {s: params[f"block_sizes[{i}]"] for s, i in symbols.items()
+            if f"block_sizes[{i}]" in params}
 
 
 def _step(param: Param, block: int, up: bool) -> int | None:
@@ -360,7 +361,7 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     """Add num_warps, num_stages, group_m, tma and persistent, the constraints known before
     compiling, the redundancy of tma, the cost model's estimate, and the default config."""
     tiles, dot_dims, dots = _facts(fn)
-    symbols = list(fn.symbols)
+    symbols = block_index(fn.symbols)  # each symbol's block param (tied ones too)
     smallest = {s: min(p.choices) for s, p in _block_params(space, symbols).items()}
     wide = _words(tiles, dots, smallest) > WORDS_PER_THREAD * 32 * max(WARPS)
     space = space.with_param(Param("num_warps", WARPS + (WIDE_WARPS if wide else ()), 4,
@@ -389,7 +390,7 @@ def extend(space: ConfigSpace, fn: Function, arch: str = "sm_90") -> ConfigSpace
     # the block sizes alone is worked out once per block-size tuple.
     @functools.cache
     def blocks(sizes: tuple[int, ...]) -> dict[str, int]:
-        return dict(zip(symbols, sizes))
+        return fn.block_values(sizes)
 
     @functools.cache
     def dot_min(sizes: tuple[int, ...]) -> str | None:
