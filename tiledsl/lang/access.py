@@ -33,7 +33,8 @@ from tiledsl.lang import block_ptrs
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import active, current
-from tiledsl.frontend.values import Tensor, TileValue, Unmerged
+from tiledsl.lang.shifted import shift
+from tiledsl.frontend.values import Tensor, Tile, TileValue, Unmerged
 
 _DEFAULT = object()
 EVICTION = ("", "evict_first", "evict_last")
@@ -65,6 +66,18 @@ def _no_boundary_check(what: str, boundary_check: Any, padding_option: str) -> N
 def _index(idx: Any) -> Any:
     """Helion's index list (`[i, j]`) as a subscript (`x[i, j]`)."""
     return tuple(idx) if isinstance(idx, list) else idx
+
+
+def _masked(t: Tensor, index: Any) -> Any:
+    """A masked access's index: a tile longer than the dimension it indexes (Helion's concat,
+    `hl.load(x, [t0, t1], extra_mask=t1.index < n1)` with t1 over the output's n1 + n2
+    columns) is that tile shifted by 0, its lanes past the dimension masked too (read 0, not
+    written), where an unmasked access is an error."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if len(items) != len(t.shape) or any(it is Ellipsis for it in items):
+        return index
+    return tuple(shift(it, 0, 1, "+") if isinstance(it, Tile) and it.extent > n else it
+                 for it, n in zip(items, t.shape))
 
 
 def scalar_pointer(t: Tensor) -> tuple[int, ...]:
@@ -160,7 +173,7 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
         index = scalar_pointer(t)
     if m is None:
         return t.load(_index(index), hints=hints)
-    return t.load(_index(index), m, 0 if other is _DEFAULT else other, hints=hints)
+    return t.load(_masked(t, _index(index)), m, 0 if other is _DEFAULT else other, hints=hints)
 
 
 def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
@@ -195,6 +208,7 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
     t = _tensor("td.store()", x)
     if value is _DEFAULT:
         index, value = scalar_pointer(t), index
-    t.store(_index(index), value, _mask("td.store()", mask, extra_mask),
+    m = _mask("td.store()", mask, extra_mask)
+    t.store(_index(index) if m is None else _masked(t, _index(index)), value, m,
             hints=_hints("td.store()", eviction_policy, cache_modifier), disjoint=disjoint)
 
