@@ -192,3 +192,49 @@ def test_a_filled_tile_has_its_dtype() -> None:
 
     x = np.array([30, -30, 7], np.int16)  # 60000 wraps in int16
     np.testing.assert_array_equal(widen(x), x.astype(np.int32) * 2000)
+
+
+triton = pytest.importorskip("triton")
+tl = triton.language
+
+
+@triton.jit
+def _c_division(x_ptr, y_ptr, f_ptr, g_ptr, u_ptr, v_ptr, r_ptr, q_ptr, fr_ptr, ur_ptr, uq_ptr,
+                py_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    x, y = tl.load(x_ptr + o), tl.load(y_ptr + o)
+    tl.store(r_ptr + o, x % y)
+    tl.store(q_ptr + o, x // y)
+    tl.store(fr_ptr + o, tl.load(f_ptr + o) % tl.load(g_ptr + o))
+    u, v = tl.load(u_ptr + o), tl.load(v_ptr + o)
+    tl.store(ur_ptr + o, u % v)
+    tl.store(uq_ptr + o, u // v)
+    tl.store(py_ptr + o, o * 0 + (-7 // 2) + (-7 % 3))  # Python numbers: Python's (-4 + 2)
+
+
+@td.tile_kernel
+def c_division(x, y, f, g, u, v):
+    """FlagGems' remainder and floor_divide: Triton's `%` and `//` in a @triton.jit body."""
+    outs = [td.empty_like(a) for a in (x, x, f, u, u, x)]
+    _c_division[(1,)](x, y, f, g, u, v, *outs, N=x.shape[0])
+    return tuple(outs)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_triton_bodies_divide_as_c(backend: str) -> None:
+    """Triton's integer `//` and `%` round toward zero (LLVM's sdiv and srem), and a float `%`
+    is fmod (the dividend's sign); unsigned ones and Python numbers are floor's; tiledsl's own
+    kernels keep Python's (above)."""
+    x = np.array([7, -7, 7, -7, 6, -6, 0, 5], np.int32)
+    y = np.array([-3, 3, 3, -3, -3, 3, -2, 8], np.int32)
+    f = np.array([5.5, -5.5, 5.5, -5.5, 1.0, -0.0, 3.0, 7.25], np.float32)
+    g = np.array([-2.0, 2.0, 2.0, -2.0, 3.0, 1.0, -0.5, 2.0], np.float32)
+    u, v = np.array([7, 9, 200, 3, 0, 255, 8, 100], np.uint8), np.full(8, 3, np.uint8)
+    r, q, fr, ur, uq, py = run_on(c_division, (x, y, f, g, u, v), backend)
+    np.testing.assert_array_equal(r, np.fmod(x, y))
+    np.testing.assert_array_equal(q, np.trunc(x / y).astype(np.int32))
+    np.testing.assert_array_equal(fr, np.fmod(f, g))
+    np.testing.assert_array_equal(np.signbit(fr), np.signbit(np.fmod(f, g)))
+    np.testing.assert_array_equal(ur, u % v)
+    np.testing.assert_array_equal(uq, u // v)
+    np.testing.assert_array_equal(py, np.full(8, -2))

@@ -289,3 +289,15 @@ def test_16_bit_division_is_float32_as_triton_s(backend: str, dtype: type) -> No
         np.testing.assert_allclose(out[0], xs / ys, rtol=2e-7)  # one float32 rounding,
         np.testing.assert_allclose(out[1], xs / np.float32(448.0), rtol=2e-7)  # not a 16-bit
         np.testing.assert_allclose(out[2], np.fmod(xs, ys), rtol=2e-7, atol=1e-7)  # one
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integral_powers_are_exact(backend: str) -> None:
+    """C's pow (libdevice's on a GPU): a float power with an integral result that the dtype
+    holds is exact, as np.power's (FlagGems' int pow computes in float32 and truncates: an
+    exp2(y * log2(x)) gave 6 ** 4 = 1296.0004, 624 for 5 ** 4 once truncated)."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-9, 10, (7, 33)).astype(np.float32)
+    y = rng.integers(0, 8, (7, 33)).astype(np.float32)
+    for (got,) in runs(power, (x, y), backend):
+        np.testing.assert_array_equal(got, np.power(x, y))

@@ -51,7 +51,7 @@ _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "
 _CALL1 = {"exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "sqrt": "tl.sqrt",
           "rsqrt": "tl.rsqrt", "sigmoid": "tl.sigmoid", "erf": "tl.erf", "abs": "tl.abs",
           "tanh": "_tanh"}
-_CALL2 = {"maximum": "tl.maximum", "minimum": "tl.minimum", "pow": "_pow",
+_CALL2 = {"maximum": "tl.maximum", "minimum": "tl.minimum", "pow": "libdevice.pow",  # C's
           "floordiv": "_floordiv", "mod": "_mod"}
 # Elementwise uses broadcast implicitly in Triton, so a `broadcast` feeding only them is free.
 _IMPLICIT_BROADCAST = frozenset(BINARY) | frozenset(COMPARE) | frozenset(UNARY) | {
@@ -619,6 +619,11 @@ class KernelEmitter(LoopEmission):
             elif name == "pow" and (power := small_power(_paren(args[0]),
                                                          _constant(op.operands[1]))):
                 expr = power
+            elif name == "pow":  # libdevice's: both operands of the op's float dtype
+                wide = "tl.float32" if upcast else tl_dtype(t.dtype)
+                self.helpers.add("libdevice")  # the module imports it (codegen.py)
+                expr = "libdevice.pow({}, {})".format(
+                    *(f"tl.full((), {a}, {wide})" if _is_literal(a) else a for a in args))
             elif name in ("maximum", "minimum") and t.dtype.is_float:
                 # NaN wins, as in NumPy (Triton's default returns the other operand).
                 expr = f"{fn}({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"

@@ -35,22 +35,6 @@ def _tanh_f64(x):
     small = x * (1.0 + s * (p / q))  # a product keeps -0.0
     return tl.where(a < 0.625, small, tl.where(x < 0, -big, big))
 ''',
-    "_pow": '''
-@triton.jit
-def _pow(x, y):
-    # x ** y with C's (and np.power's) rules: a negative base, -0.0 included, keeps its sign
-    # under odd integer powers and gives NaN under non-integer ones (but -inf and -0.0 give
-    # inf or 0); x ** 0, 1 ** y and (-1) ** +-inf are 1. Nested wheres, not `&` of masks: the
-    # interpreter cannot `&` a scalar y's mask with x's.
-    r = tl.exp2(y * tl.log2(tl.abs(x)))
-    odd = tl.floor(y * 0.5) * 2.0 != y
-    negative = tl.where(x == 0, 1.0 / x, x) < 0  # 1 / -0.0 is -inf
-    fractional = tl.where((x == -float("inf")) | (x == 0), r, float("nan"))
-    # r * -1.0, not -r: triton 3.6 negates as 0 - r, which loses the sign of 0.
-    r = tl.where(negative, tl.where(tl.floor(y) == y, tl.where(odd, r * -1.0, r), fractional), r)
-    r = tl.where(x == -1.0, tl.where(tl.abs(y) == float("inf"), 1.0, r), r)
-    return tl.where(y == 0, 1.0, tl.where(x == 1.0, 1.0, r))
-''',
     "_floordiv": '''
 @triton.jit
 def _floordiv(a, b):
@@ -115,7 +99,7 @@ def _mod(a, b):
 
 def small_power(base: str, n: Any) -> str | None:
     """Inline `base ** n` for a constant n in {-2, -1, 1, 2, 3, 4}: multiplies, as one would
-    write by hand (exact where _pow's exp2/log2 rounds, and no special cases for negative
+    write by hand (exact where a power rounds, and no special cases for negative
     bases); for n = 0.5, a square root, as NumPy's `x ** 0.5` computes it (so (-inf) ** 0.5 is
     NaN). `base` is parenthesized if it needs to be; None for any other n."""
     if isinstance(n, bool) or not isinstance(n, (int, float)):

@@ -20,18 +20,24 @@ NUMPY: dict[str, Callable[..., np.ndarray]] = {
     "log1p": np.log1p, "expm1": np.expm1, "rint": np.rint, "trunc": np.trunc,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "log10": np.log10,
     "cbrt": np.cbrt, "hypot": np.hypot, "copysign": np.copysign, "fmod": np.fmod,
+    "pow": np.power,
 }
 
 
 def _on_arrays(fn: Callable[..., np.ndarray]) -> Callable[..., Any]:
-    """`fn` as a function of the interpreter's tensors (all of one float dtype)."""
+    """`fn` as a function of the interpreter's tensors (all of one float dtype) and Python
+    numbers (`libdevice.pow(2.0, x)`), in the tensors' dtype."""
     def call(*args: Any, **_: Any) -> Any:
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle
-        data = [np.asarray(a.handle.data) for a in args]
-        out = np.asarray(fn(*data)).astype(data[0].dtype, copy=False)
-        shaped = next(a for a, d in zip(args, data) if d.shape == out.shape)
-        return tl.tensor(TensorHandle(out, args[0].dtype.scalar), shaped.type)
+        tensors = [a for a in args if hasattr(a, "handle")]
+        dtype = np.asarray(tensors[0].handle.data).dtype
+        data = [np.asarray(a.handle.data) if hasattr(a, "handle") else dtype.type(a)
+                for a in args]  # (copied to one shape: np.power of a scalar, or a broadcast
+        data = [np.array(d) for d in np.broadcast_arrays(*data)]  # 0.5, is NaN at -inf)
+        out = np.asarray(fn(*data)).astype(dtype, copy=False)
+        shaped = next(a for a in tensors if np.shape(a.handle.data) == out.shape)
+        return tl.tensor(TensorHandle(out, tensors[0].dtype.scalar), shaped.type)
     return call
 
 
