@@ -650,3 +650,39 @@ def test_tl_gather_refuses_an_index_outside_the_axis() -> None:
     idx[5, 3] = 16
     with pytest.raises(td.OutOfBoundsError, match="index 16 is out of range for an axis of 16"):
         gathered(x, idx, 1)
+
+
+@td.tile_kernel
+def flag_gems_pointwise_idioms(x, y, reduction, weight):
+    """FlagGems' pointwise wrappers: torch's tensor predicates, `is_non_overlapping_and_dense`
+    of a view, `if <int or float argument>: return`, `cumsum(axis=)`; in the body,
+    `x.type.scalar` and `.logical_and` / `.logical_or`."""
+    import torch
+    assert x.is_floating_point() and not y.is_floating_point() and x.is_cuda
+    assert x.layout == torch.strided and not x.is_quantized and not x.is_complex()
+    assert torch.ops.aten.is_non_overlapping_and_dense(x.T)
+    assert not torch.ops.aten.is_non_overlapping_and_dense(x[:, :2])
+    if reduction == 0:  # an int argument: traced per value
+        return x
+    if weight < 0.5:  # a Python float in host code, too
+        return x * 2
+    out = torch.empty(y.shape, dtype=torch.bool, device=y.device)
+    steps = y.cumsum(axis=0)
+    for t in td.tile(y.shape[0]):
+        v = y[t]
+        both = v.to(td.bool_).logical_and(steps[t] > 3) if v.type.scalar.is_int() else v
+        out[t] = both.logical_or(v == 2)
+    return out
+
+
+def test_flag_gems_pointwise_idioms() -> None:
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    y = np.array([0, 2, 1, 3, 0, 5], np.int32)
+    want = ((y != 0) & (np.cumsum(y) > 3)) | (y == 2)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(flag_gems_pointwise_idioms.run(x, y, 0, 0.9,
+                                                                     backend=backend), x)
+        np.testing.assert_array_equal(flag_gems_pointwise_idioms.run(x, y, 1, 0.25,
+                                                                     backend=backend), 2 * x)
+        np.testing.assert_array_equal(flag_gems_pointwise_idioms.run(x, y, 1, 0.9,
+                                                                     backend=backend), want)

@@ -199,7 +199,11 @@ def truth(value: Any, line: int) -> Any:
     continue): a runtime value cannot steer it."""
     if value is None:
         _no_triton_call()
-    if isinstance(value, TileValue):
+    if isinstance(value, TileValue):  # of int arguments (FlagGems' mse_loss: `if reduction
+        # == Reduction.NONE.value: return ...`), and in host code of Python float ones
+        tr = current()  # (its lerp_: `if weight < 0.5: return ...`): traced per their values
+        params = tr.int_params | tr.float_params if tr.depth == "host" else tr.int_params
+        static_args.need_static(value.value, params, truth=True)
         current().fail(ControlFlowError, "an `if` on a runtime value cannot contain return, "
                        "break or continue", loc=Loc(current().file, line),
                        hint="move them out of the `if`: a branch on a runtime value is traced "

@@ -43,6 +43,11 @@ class TileType:
         """Triton's `x.type.element_ty`: the dtype of the elements."""
         return self.dtype
 
+    @property
+    def scalar(self) -> DType:
+        """Triton's `x.type.scalar` (FlagGems' floor_divide asks `x.type.scalar.is_int()`)."""
+        return self.dtype
+
     def with_dtype(self, dtype: DType) -> TileType:
         return TileType(self.shape, dtype)
 

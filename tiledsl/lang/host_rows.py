@@ -51,9 +51,14 @@ def argsort(t: Tensor, dim: Any = -1, descending: bool = False, stable: bool = F
     return indices
 
 
-def cumsum(t: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:
-    """torch's `x.cumsum(dim, dtype=)` (`torch.cumsum`) in host code."""
+def cumsum(t: Tensor, dim: Any = None, *, dtype: Any = None, axis: Any = None) -> Tensor:
+    """torch's `x.cumsum(dim, dtype=)` (`torch.cumsum`; `axis=`, NumPy's name, is torch's alias
+    of `dim`: FlagGems' repeat_interleave) in host code."""
     _in_host(t, "cumsum")
+    if (dim is None) == (axis is None):
+        current().fail(TraceError, f"{t.name}.cumsum(): give the dimension once, as dim= "
+                       "(or axis=)")
+    dim = axis if dim is None else dim
     result = as_dtype(dtype, f"{t.name}.cumsum") if dtype is not None else \
         dtypes.int64 if t.dtype.is_int or t.dtype.is_bool else t.dtype
     sums = lang.empty(t.shape, result)

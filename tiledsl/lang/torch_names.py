@@ -11,6 +11,7 @@ ops: none adds an op to the IR.
 
 from __future__ import annotations
 
+import sys
 from math import prod
 from typing import Any, Self
 
@@ -256,6 +257,24 @@ for _name, _dtype in (("float", dtypes.float32), ("double", dtypes.float64),
                       ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
                       ("int", dtypes.int32), ("long", dtypes.int64), ("bool", dtypes.bool_)):
     setattr(TileValue, _name, _converter(_dtype))
+def _is_non_overlapping_and_dense(self: Tensor) -> bool:
+    """torch's `x.is_non_overlapping_and_dense()` (`torch.ops.aten.`'s, which FlagGems'
+    pointwise wrappers ask): x's elements fill the span of memory they reach, without gaps or
+    overlaps, in some order of its dimensions (a transpose does; a column slice does not)."""
+    span = 1
+    for stride, n in sorted((st, n) for n, st in zip(self.shape, self.stride()) if n != 1):
+        if stride != span:
+            return False
+        span *= n
+    return True
+
+
+def _layout(self: Tensor) -> Any:
+    """torch's `x.layout`: a kernel's tensors are strided (`torch.strided`)."""
+    torch = sys.modules.get("torch")
+    return torch.strided if torch is not None else "strided"
+
+
 def _contiguous(self: Tensor) -> Tensor:
     """`x.contiguous()` (torch): `x` itself where `x.is_contiguous()` (an allocation, an argument
     laid out row-major, a view laid out as its own row-major memory), else a copy as torch
@@ -335,6 +354,16 @@ Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
 Tensor.stride = _stride  # type: ignore[attr-defined]
 Tensor.is_contiguous = _is_contiguous  # type: ignore[attr-defined]
 Tensor.dim = lambda self: self.ndim  # type: ignore[attr-defined]
+Tensor.is_non_overlapping_and_dense = _is_non_overlapping_and_dense  # type: ignore[attr-defined]
+# torch's predicates of a tensor that FlagGems' wrappers ask: a kernel's tensors are dense,
+# strided, not quantized and on the kernel's device ("cuda": lang/devices.py)
+Tensor.layout = property(_layout)  # type: ignore[attr-defined]
+Tensor.is_cuda = True  # type: ignore[attr-defined]
+Tensor.is_quantized = False  # type: ignore[attr-defined]
+Tensor.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
+Tensor.is_complex = lambda self: False  # type: ignore[attr-defined]
+TileValue.is_cuda = True  # type: ignore[attr-defined] (a 0-d argument's: FlagGems' fill)
+TileValue.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
 Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defined]
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]

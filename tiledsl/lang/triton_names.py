@@ -185,6 +185,20 @@ math = _Math()
 TileValue.trans = trans  # type: ignore[attr-defined] (Triton's `v.trans(1, 0)`)
 
 
+def _logical(op: str) -> Any:
+    """Triton's `x.logical_and(y)` / `x.logical_or(y)` (FlagGems' `x.to(tl.int1).logical_and(
+    y.to(tl.int1))`): `&` / `|` of the two as bools (nonzero is True)."""
+    def method(self: TileValue, other: Any) -> TileValue:
+        a, b = (v if v.dtype.is_bool else v != 0 for v in (to_value(self), to_value(other)))
+        return a & b if op == "and" else a | b
+    method.__name__ = f"logical_{op}"
+    return method
+
+
+TileValue.logical_and = _logical("and")  # type: ignore[attr-defined]
+TileValue.logical_or = _logical("or")  # type: ignore[attr-defined]
+
+
 def program_id(axis: int = 0) -> Any:
     """Triton's `tl.program_id(axis)` in the body of a Triton kernel that a host-code launch
     runs (`kernel[grid](...)`), or that a grid's body calls: the program's index along `axis`
