@@ -386,7 +386,7 @@ class Tensor:
         """`self[idx]`, and with `mask` (td.load) only where it holds; elsewhere `other`.
         `hints`: Triton's cache hints (tiledsl/lang/access.py)."""
         tr = current()
-        operands, full, sliced = _indices(tr, self, idx)
+        operands, full, sliced = _indices(tr, self, idx, reading=True)
         attrs: dict[str, Any] = ({"full": full} if full else {}) | sliced | (hints or {}) | \
             locked(tr)
         check_read_write(tr, self, operands, attrs, writing=False,
@@ -514,9 +514,11 @@ def written_value(t: Tensor, shape: tuple[Dim, ...], value: Any, doing: str, ref
     return broadcast_to(cast(v, t.dtype), shape)
 
 
-def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, ...], dict]:
+def _indices(tr: Tracer, t: Tensor, idx: Any, reading: bool = False
+             ) -> tuple[list[Value], tuple[int, ...], dict]:
     """Index operands (ranges, integer scalars and tiles), the dims taken whole by `:` or a
-    slice, and the `slices` attribute of the bounded or stepped ones (ir/slices.py)."""
+    slice, and the `slices` attribute of the bounded or stepped ones (ir/slices.py)
+    (`reading`: for a load, whose tiles may read an offsets tensor one longer)."""
     if tr.depth == "host":
         tr.fail(TraceError, f"tensor '{t.name}' can only be indexed inside a td.tile/td.grid loop")
     items = list(idx) if isinstance(idx, tuple) else [idx]
@@ -544,15 +546,20 @@ def _indices(tr: Tracer, t: Tensor, idx: Any) -> tuple[list[Value], tuple[int, .
                         f"{it.extent}, past dimension {d} of '{t.name}', which has {extent} "
                         f"(shape {t.shape})",
                         hint=f"bound the stop: td.tile(td.minimum(stop, {extent}))")
-            if not it.range.indexes(extent):
+            if not it.range.indexes(extent, reading and t.dtype.is_int):
                 tr.fail(ShapeError, f"tile '{it.label}' covers {it.extent} elements but indexes "
-                        f"dimension {d} of '{t.name}', which has {extent} (shape {t.shape}): "
-                        "it would run past the end",
-                        hint="is it this dimension's tile? A tile may index a dimension at "
-                             "least as long as the one it was made for (its first elements); "
-                             "for a longer one, load with a mask (td.load(x, [..], mask=m), "
-                             "Helion's extra_mask=: its lanes past the end read 0) or shift it "
-                             f"({it.label} + k)")
+                        f"dimension {d} of '{t.name}', which has {extent} (shape {t.shape})",
+                        hint="each tile must index a dimension of the size it was made for"
+                             + ("; a load from an integer tensor one longer reads its first n "
+                                "entries (an offsets tensor of n + 1 entries: x_offsets[tb] and "
+                                "x_offsets[tb.index + 1] with tb over n)"
+                                if reading and t.dtype.is_int else "")
+                             + ("; this one would run past the end (a masked access may: "
+                                "td.load(x, [...], mask=m), Helion's extra_mask=)"
+                                if extent < it.extent
+                                else f" (is it this dimension's tile?); to cover only the "
+                                f"first {it.extent}, index a view made before the loops: "
+                                f"part = {t.name}[" + ":, " * d + f":{it.extent}]"))
             operands.append(it.value)
         elif isinstance(it, slice):
             whole = it.start is None and it.stop is None and it.step is None

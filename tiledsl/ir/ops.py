@@ -609,9 +609,11 @@ def _tile_shift(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) ->
 
 
 def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[int],
-                  slices: Sequence[tuple[int, int, int, int]] = ()) -> tuple[Dim, ...]:
+                  slices: Sequence[tuple[int, int, int, int]] = (),
+                  reading: bool = False) -> tuple[Dim, ...]:
     """The tile shape of `tensor[indices]`: ranges keep a block, scalars drop the dim, `:` keeps it
-    (a bounded or stepped slice, see slices.py, keeps its size)."""
+    (a bounded or stepped slice, see slices.py, keeps its size; `reading`: for a load, whose
+    ranges may read offsets, RangeType.indexes)."""
     if len(indices) + len(full) != len(tensor.shape):
         raise IRError(f"{len(indices) + len(full)} indices for a {len(tensor.shape)}-D tensor")
     sliced = slices_of({"slices": slices})
@@ -627,7 +629,7 @@ def indexed_shape(tensor: TensorType, indices: Sequence[Type], full: Sequence[in
             continue
         idx = next(it)
         if isinstance(idx, RangeType):
-            if not idx.indexes(extent):
+            if not idx.indexes(extent, reading and tensor.dtype.is_int):
                 raise ShapeError(f"a range over {idx.extent} indexes dimension {d} of size {extent}")
             shape.append(idx.block)
         elif not (isinstance(idx, TileType) and idx.dtype.is_int):  # a scalar, or a gather's
@@ -653,7 +655,8 @@ def _access_mask(ts: Sequence[Type], attrs: dict, shape: tuple[Dim, ...]) -> Non
 def _load(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     tensor = _tensor(ts[0], "load source")
     indices = ts[1:-1] if attrs.get("mask") else ts[1:]
-    shape = indexed_shape(tensor, indices, attrs.get("full", ()), attrs.get("slices", ()))
+    shape = indexed_shape(tensor, indices, attrs.get("full", ()), attrs.get("slices", ()),
+                          reading=True)
     _access_mask(ts, attrs, shape)
     return [TileType(shape, tensor.dtype)]
 

@@ -82,13 +82,13 @@ class RangeType:
         flags = (",stop" if self.stop else "") + (",shifted" if self.shifted else "")
         return f"range<{self.extent}x{self.block}{flags}>"
 
-    def indexes(self, size: int) -> bool:
-        """Whether this range may index a tensor dimension of `size` elements: one of at least
-        its extent n, of which it covers the first n (Helion's grpo_loss indexes the first L of
-        L + 1 rows with a tile over L; a jagged kernel, the n + 1 boundaries of n rows with a
-        tile over n). A shifted range (`t + k`) states its offset, so it
-        may index a dimension of any size."""
-        return self.shifted or self.extent <= size
+    def indexes(self, size: int, offsets: bool = False) -> bool:
+        """Whether this range may index a tensor dimension of `size` elements: of its extent n,
+        with a stop of at least n, and with `offsets` (a load from an integer tensor) of n + 1:
+        the n + 1 boundaries of n jagged rows, of which it covers the first n. A shifted range
+        (`t + k`) states its offset, so it may index a dimension of any size."""
+        return self.shifted or self.extent == size or \
+            (offsets and size == self.extent + 1) or (self.stop and self.extent <= size)
 
 
 Type = Union[TensorType, TileType, RangeType]
