@@ -686,3 +686,41 @@ def test_flag_gems_pointwise_idioms() -> None:
                                                                      backend=backend), 2 * x)
         np.testing.assert_array_equal(flag_gems_pointwise_idioms.run(x, y, 1, 0.9,
                                                                      backend=backend), want)
+
+
+def _as_tensor(v):
+    import torch
+    return v if isinstance(v, torch.Tensor) else torch.tensor(v)
+
+
+def _pick_helper():
+    return _as_tensor
+
+
+@td.tile_kernel
+def flag_gems_host_views_and_calls(x, s, w: td.constexpr):
+    """FlagGems' glu halves with torch.chunk, its where wraps scalars with torch.tensor(s)
+    through map() and a lambda, and its generated wrappers are called as `get()(x)`: functions
+    reached so are the kernel's too (isinstance sees a kernel tensor as a torch.Tensor)."""
+    import torch
+    a, b = torch.chunk(x, 2, dim=-1)
+    first, rest, _ = x.split([1, 4, x.shape[1] - 5], 1)
+    tail = x.narrow(0, -2, 2)
+    xs, ss = map(_as_tensor, (x, s))
+    (ws,) = list(map(lambda v: v if isinstance(v, torch.Tensor) else torch.tensor(v), (w,)))
+    same = _pick_helper()(x)
+    out = torch.empty_like(a)
+    for tm, tn in td.tile(out.shape):
+        out[tm, tn] = a[tm, tn] * b[tm, tn] + rest[tm, tn] - first[tm, 0][:, None] \
+            + td.load(ss) + td.load(ws) + 0 * (xs[tm, tn + 4] - same[tm, tn + 4])
+    return out, tail
+
+
+def test_flag_gems_host_views_and_calls() -> None:
+    x = np.random.default_rng(7).standard_normal((3, 8)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    want = x64[:, :4] * x64[:, 4:] + x64[:, 1:5] - x64[:, :1] + 1.5 + 0.25
+    for backend in ("numpy", "triton-interpret"):
+        out, tail = flag_gems_host_views_and_calls.run(x, 1.5, 0.25, backend=backend)
+        td.testing.assert_close(out, want, np.float32)
+        np.testing.assert_array_equal(tail, x[-2:])

@@ -55,6 +55,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     builtins `min` and `max` take runtime values too, as in Triton)."""
     if fn is min or fn is max:
         return _MIN_MAX[fn]
+    if any(fn is f for f in _HIGHER_ORDER):  # `map(f, xs)`, `sorted(xs, key=f)`: f is called as a helper
+        return _higher_order(fn, rewrite)
     if fn is float:
         return _float
     if fn is isinstance:
@@ -86,6 +88,21 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         found = substitute(fn)
         out = _CACHE[fn] = found if found is not fn else _rewritten(fn, rewrite) or fn
         return out
+
+
+_HIGHER_ORDER = (map, filter, sorted, functools.reduce)
+
+
+def _higher_order(fn: Callable[..., Any], rewrite: Rewrite) -> Callable[..., Any]:
+    """`fn` (`map`, `filter`, `sorted`, `functools.reduce`) calling the functions it is given
+    as the kernel calls them (FlagGems' `list(map(conv, args))` of a helper checking
+    `isinstance(v, torch.Tensor)`)."""
+    def own(v: Any) -> Any:
+        return helper(v, rewrite) if callable(v) and not isinstance(v, type) else v
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*map(own, args), **{k: own(v) for k, v in kwargs.items()})
+    return call
 
 
 def _user_method(fn: Any, rewrite: Rewrite) -> Callable[..., Any] | None:

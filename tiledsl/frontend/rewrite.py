@@ -186,8 +186,10 @@ class _LoopRewriter(ast.NodeTransformer):
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        if getattr(node, "_td_test", False):  # an `if` test's later operand (`_Condition`):
-            self.generic_visit(node)  # its calls are the kernel's (`isinstance(x, ...)`)
+        """A lambda's calls are the kernel's too (FlagGems' `map(lambda v: v if isinstance(v,
+        torch.Tensor) else torch.tensor(v), args)`), as an `if` test's later operand's are
+        (`_Condition`)."""
+        self.generic_visit(node)
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
@@ -216,8 +218,8 @@ class _LoopRewriter(ast.NodeTransformer):
             ast.copy_location(ast.UnaryOp(ast.Not(), same), node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        """`f(...)` (and `mod.f(...)`) -> `_td_helper(f)(...)`: a helper's own loops and
-        branches are rewritten too (tiledsl/frontend/helpers.py)."""
+        """`f(...)` (and `mod.f(...)`, `get()(...)`) -> `_td_helper(f)(...)`: a helper's own
+        loops and branches are rewritten too (tiledsl/frontend/helpers.py)."""
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Subscript):  # `kernel[grid](...)`: a Triton launch, or Python's
@@ -225,6 +227,7 @@ class _LoopRewriter(ast.NodeTransformer):
                                        ast.Constant(node.lineno)], func)
             return node
         if isinstance(func, ast.Name) and not func.id.startswith("_td_") or \
+                isinstance(func, ast.Call) or \
                 isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
                                                          and func.value.id == "_td_rt"):
             call = ast.Call(ast.Name("_td_helper", ast.Load()), [func], [])

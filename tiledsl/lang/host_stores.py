@@ -75,6 +75,3 @@ Tensor.fill_ = tensor_fill  # type: ignore[attr-defined]
 Tensor.zero_ = lambda self: tensor_fill(self, 0)  # type: ignore[attr-defined] (vLLM's lora)
 Tensor.fill = tensor_fill  # type: ignore[attr-defined] (torch.fill reaches it)
 Tensor.clone = tensor_clone  # type: ignore[attr-defined]
-Tensor.is_quantized = False  # type: ignore[attr-defined] (torch's flags of a kernel's tensors)
-Tensor.is_complex = lambda self: False  # type: ignore[attr-defined]
-Tensor.is_conj = lambda self: False  # type: ignore[attr-defined]

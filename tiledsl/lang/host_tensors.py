@@ -19,7 +19,7 @@ from tiledsl import dtypes
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, as_dtype, cast, need_static, to_value
+from tiledsl.frontend.values import Tensor, TileValue, as_dtype, cast, need_static, to_value
 from tiledsl.lang import language as lang
 from tiledsl.lang.host_stores import tensor_assign
 
@@ -28,19 +28,24 @@ MAX_NUMBERS = 64  # lanes of td.tensor: each is a select in the one grid that wr
 
 def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
     """A 1-D tensor of the numbers in `data` (host code), as `torch.tensor(data, dtype=)`:
-    ints give int64, floats float32, bools bool by default."""
+    ints give int64, floats float32, bools bool by default; of one number (FlagGems' where
+    wraps a scalar operand as `torch.tensor(s)`), a 0-d tensor. A number may be a scalar
+    argument's runtime value."""
     tr = current("td.tensor()")
     if tr.depth != "host":
         tr.fail(TraceError, "td.tensor() allocates a tensor, in host code",
                 hint="inside the grid, make a tile: td.full, td.arange, td.where")
+    if _number(data):
+        return tensor([data], dtype).reshape(())  # type: ignore[attr-defined]
     numbers = list(data) if isinstance(data, (list, tuple)) else None
-    if numbers is None or not numbers or len(numbers) > MAX_NUMBERS or not all(
-            isinstance(n, (bool, int, float, np.number)) for n in numbers):
-        tr.fail(TraceError, f"td.tensor() takes a flat list of 1 to {MAX_NUMBERS} numbers known "
-                f"when tracing, got {data!r}",
-                hint="pass larger or computed data as an argument")
-    kind = bool if all(isinstance(n, (bool, np.bool_)) for n in numbers) else \
-        int if all(isinstance(n, (int, np.integer)) for n in numbers) else float
+    if numbers is None or not numbers or len(numbers) > MAX_NUMBERS or \
+            not all(_number(n) for n in numbers):
+        tr.fail(TraceError, f"td.tensor() takes a number or a flat list of 1 to {MAX_NUMBERS} "
+                f"numbers, got {data!r}", hint="pass larger or computed data as an argument")
+    kinds = [n.dtype.kind if isinstance(n, TileValue) else
+             "b" if isinstance(n, (bool, np.bool_)) else
+             "i" if isinstance(n, (int, np.integer)) else "f" for n in numbers]
+    kind = bool if set(kinds) == {"b"} else int if set(kinds) <= {"i", "u"} else float
     default = {bool: dtypes.bool_, int: dtypes.int64, float: dtypes.float32}[kind]
     result = default if dtype is None else as_dtype(dtype, "td.tensor")
     out = lang.empty((len(numbers),), result)
@@ -55,6 +60,12 @@ def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
 
     loop(lang.tile(len(numbers)), body, {}, (), None, _line())
     return out
+
+
+def _number(n: Any) -> bool:
+    """A number known when tracing, or a scalar argument's runtime value."""
+    return isinstance(n, (bool, int, float, np.number)) or \
+        isinstance(n, TileValue) and n.shape == () and not n.dtype.is_fp8
 
 
 def arange_tensor(start_or_end: Any, end: Any, step: Any, dtype: Any) -> Tensor:

@@ -362,6 +362,7 @@ Tensor.is_cuda = True  # type: ignore[attr-defined]
 Tensor.is_quantized = False  # type: ignore[attr-defined]
 Tensor.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
 Tensor.is_complex = lambda self: False  # type: ignore[attr-defined]
+Tensor.is_conj = lambda self: False  # type: ignore[attr-defined]
 TileValue.is_cuda = True  # type: ignore[attr-defined] (a 0-d argument's: FlagGems' fill)
 TileValue.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
 Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defined]

@@ -436,6 +436,41 @@ def tensor_view_as(t: Tensor, other: Any) -> Tensor:
     return tensor_reshape(t, tuple(other.shape), what="view_as")
 
 
+def tensor_narrow(t: Tensor, dim: Any, start: Any, length: Any) -> Tensor:
+    """torch's `x.narrow(dim, start, length)`: `length` entries of dimension `dim` from `start`
+    (negative: from the end), a view."""
+    d = _axis(dim, t.ndim, f"{t.name}.narrow")
+    start = start + t.shape[d] if isinstance(start, int) and start < 0 else start
+    return tensor_index(t, (slice(None),) * d + (slice(start, start + length),))
+
+
+def tensor_split(t: Tensor, sizes: Any, dim: Any = 0) -> tuple[Tensor, ...]:
+    """torch's `x.split(size, dim)` (parts of `size` entries, the last smaller) and
+    `x.split([a, b, ...], dim)` (parts of those sizes): views."""
+    d = _axis(dim, t.ndim, f"{t.name}.split")
+    n = t.shape[d]
+    if isinstance(sizes, (list, tuple)):
+        if sum(sizes) != n:
+            current().fail(ShapeError, f"{t.name}.split({list(sizes)}, {dim}): the sizes add "
+                           f"up to {sum(sizes)}, not dimension {d}'s {n}")
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return tuple(tensor_narrow(t, d, a, k) for a, k in zip(starts, sizes))
+    if isinstance(sizes, bool) or not isinstance(sizes, int) or sizes < 1:
+        current().fail(ShapeError, f"{t.name}.split({sizes!r}): a part's size is a positive "
+                       "int (or a list of sizes)")
+    return tuple(tensor_narrow(t, d, a, min(sizes, n - a)) for a in range(0, n, sizes))
+
+
+def tensor_chunk(t: Tensor, chunks: Any, dim: Any = 0) -> tuple[Tensor, ...]:
+    """torch's `x.chunk(n, dim)` (`torch.chunk`: FlagGems' glu halves its input): parts of
+    ceil(size / n) entries, the last smaller, at most n of them."""
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        current().fail(ShapeError, f"{t.name}.chunk({chunks!r}): the number of parts is a "
+                       "positive int")
+    n = t.shape[_axis(dim, t.ndim, f"{t.name}.chunk")]
+    return tensor_split(t, max(1, -(-n // chunks)), dim)
+
+
 def tensor_index(t: Tensor, idx: Any) -> Tensor:
     """`x[:, :-1, :]`, `x[0]`, `x[..., ::2]`, `x[:, None]` in host code: the part of the tensor
     that torch's basic indexing selects, as a view sharing its memory. Bounds are ints known
@@ -563,6 +598,7 @@ for _cls, _methods in [
                   "transpose": tensor_transpose, "unsqueeze": tensor_unsqueeze,
                   "squeeze": tensor_squeeze, "flatten": tensor_flatten,
                   "ravel": tensor_flatten, "view_as": tensor_view_as, "expand": tensor_expand,
-                  "broadcast_to": tensor_expand, "expand_as": tensor_expand_as})]:
+                  "broadcast_to": tensor_expand, "expand_as": tensor_expand_as,
+                  "narrow": tensor_narrow, "split": tensor_split, "chunk": tensor_chunk})]:
     for _name, _method in _methods.items():
         setattr(_cls, _name, _method)
