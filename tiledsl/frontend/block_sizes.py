@@ -41,7 +41,6 @@ class BlockSize:
     symbol: str
     extent: int
     loc: Loc | None
-    free: bool = False  # Helion's `register_block_size(lo, hi)`: for tiles of any size
 
     def __repr__(self) -> str:
         return f"BlockSize({self.symbol} over {self.extent})"
@@ -144,8 +143,7 @@ def _bounded(lo: int, hi: int) -> BlockSize:
                 f"got {lo!r}")
     if lo > hi:
         tr.fail(TraceError, f"td.register_block_size(min, max): min={lo} is above max={hi}")
-    bs = register_block_size(hi, min=int(lo), max=int(hi) if _pow2(hi) else None)
-    return BlockSize(bs.symbol, bs.extent, bs.loc, free=True)
+    return register_block_size(hi, min=int(lo), max=int(hi) if _pow2(hi) else None)
 
 
 def tile_block(bs: BlockSize, size: int) -> str:
@@ -215,7 +213,3 @@ def _not_open(bs: BlockSize, what: str, hint: str) -> None:
                 tr.fail(TraceError, f"{what} uses the registered block size of the enclosing loop "
                         f"over '{a.hint}' inside that loop",
                         hint=hint)
-
-
-def next_pow2(n: int) -> int:
-    return 1 << (max(n, 1) - 1).bit_length()
