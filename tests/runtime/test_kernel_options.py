@@ -87,4 +87,18 @@ def test_helion_s_config_knobs_and_wide_warps_pin() -> None:
     with pytest.raises(td.ConfigError, match=r"num_warps = 3 is not one of \[2, 4, 8\] \(warps per program; "
                        r"a config may also name \[1, 16, 32\]\)"):
         td.tile_kernel(config=td.Config(block_sizes=[16], num_warps=3))(_scale).config_space(
-            X, backend="triton")
+            X, backend="triton").default()
+
+
+def test_a_pinned_block_past_the_dimension_covers_it_and_a_call_s_config_wins() -> None:
+    """Helion's longsum_manual pins a block of 32768 for its 130000 columns: over 37 elements
+    that is the one tile the largest choice (64) makes. A pin that does not fit at all fails
+    only the calls that use it: a call's own config runs."""
+    wide = td.tile_kernel(config=td.Config(block_sizes=[32768]))(_scale)
+    assert wide.config_space(X, backend="numpy").default().block_sizes == (64,)
+    np.testing.assert_array_equal(wide.run(X, backend="triton-interpret"), X * 3.0)
+    unfit = td.tile_kernel(config=td.Config([16, 16]))(_scale)
+    np.testing.assert_array_equal(unfit.run(X, config=td.Config([8])), X * 3.0)
+    with pytest.raises(td.ConfigError, match="2 block sizes given") as e:
+        unfit.run(X)
+    assert "or pass config= to the call" in e.value.hint

@@ -177,6 +177,9 @@ class ConfigSpace:
     constraints: tuple[Constraint, ...] = ()
     redundant: tuple[Constraint, ...] = ()
     estimate: Callable[[Config], float] | None = None
+    # why the kernel's pinned config does not fit these arguments: `default()` raises it, while
+    # a call that gives its own config runs (`@td.tile_kernel(config=...)`, runtime/spaces.py)
+    unfit: ConfigError | None = None
 
     @functools.cached_property
     def _split(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -328,6 +331,8 @@ class ConfigSpace:
 
     def default(self) -> Config:
         """Each param's default; if the constraints reject that, the nearest valid config."""
+        if self.unfit is not None:
+            raise self.unfit
         config = self.make({p.name: p.default for p in self.params})
         if config in self:
             return config

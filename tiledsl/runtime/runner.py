@@ -35,7 +35,7 @@ class Plan(NamedTuple):
 
     backend: Any  # the registered backend
     space: ConfigSpace
-    chosen: Config  # tuned, else the space's default
+    chosen: Config | None  # tuned, else the space's default (None: a pin that does not fit)
     traced: Traced
     narrowed: list  # narrowed_ints of the trace
     written: list[int]  # the IR arguments stored into
@@ -95,7 +95,8 @@ class Runner:
             self.check_no_overlap(values, spec)
             names = self.k.specs.flat_names(spec)
             written = [names.index(n) for n in self.k.traces.written(spec)]
-            plan = self.k.caches.plans[key] = Plan(impl, space, tuned or space.default(), traced,
+            chosen = tuned or (space.default() if space.unfit is None else None)
+            plan = self.k.caches.plans[key] = Plan(impl, space, chosen, traced,
                                                    narrowed_ints(traced.lowered), written)
         impl, space, chosen, t, narrowed, written = plan
         if written:  # (a read-only array the kernel does not write is fine)
@@ -106,7 +107,7 @@ class Runner:
                                  written)  # on every call: it depends on the arrays
         if narrowed:
             self.check_narrowed(narrowed, values)
-        config = chosen if config is None else space.validate(config)
+        config = (chosen or space.default()) if config is None else space.validate(config)
         if t.tunables:  # a registered knob's value is the trace's (tunables.py)
             t = self.k.traces.for_config(spec, config)
         try:

@@ -4,6 +4,7 @@ of two up to the loop's extent, within td.register_block_size's bounds), each re
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from tiledsl.runtime import registry
@@ -11,6 +12,7 @@ from tiledsl.frontend import tunables
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.frontend.block_sizes import bounded_choices, default_block
 from tiledsl.runtime.config import Config, ConfigSpace, Param
+from tiledsl.ir.core import Function
 from tiledsl.ir.types import UNBOUNDED
 from tiledsl.errors import ConfigError, TileDSLError
 from tiledsl.runtime.runner import arch_key
@@ -51,30 +53,49 @@ def space_for(k: TileKernel, spec: tuple[ArgSpec, ...], backend: str | None,
             if pick is not None:  # over every knob value's trace (the default trace's own
                 space = pick(space)  # search saw only its knob value's estimate)
         if k.pinned is not None and backend is not None:
-            space = _pinned(k, space)
+            space = _pinned(k, space, t.ir)
         k.caches.spaces[key] = space
     return k.caches.spaces[key]
 
 
-def _pinned(k: TileKernel, space: ConfigSpace) -> ConfigSpace:
+def _pinned(k: TileKernel, space: ConfigSpace, fn: Function) -> ConfigSpace:
     """`space` with the kernel's pinned config (`@td.tile_kernel(config=...)`) as its default,
-    less the knobs this backend has not (warps and stages on NumPy)."""
+    less the knobs this backend has not (warps and stages on NumPy). A pinned block size past
+    a dimension that the largest choice already covers in one tile is that choice (Helion's
+    longsum_manual pins 32768 for its 130000 columns: 3000 are one tile of 4096 as of 32768).
+    A pin that does not fit is the space's `unfit`: the call that gives no config of its own
+    fails with it."""
     c = k.pinned
     assert c is not None
     known = {p.name for p in space.params}
     knobs = {n: v for n, v in (("num_warps", c.num_warps), ("num_stages", c.num_stages),
                                *c.knobs) if v is not None and n in known}
     try:
-        config = space.validate(Config(c.block_sizes, **knobs))
+        config = space.validate(Config(_covering(space, fn, c.block_sizes), **knobs))
     except ConfigError as e:
-        raise ConfigError(f"@td.tile_kernel(config=...): {e.message}", kernel=k.name,
-                          hint="give one block size per tile loop, each one of its choices "
-                               "(k.config_space(*args, backend=...) lists them)") from None
+        return dataclasses.replace(space, unfit=ConfigError(
+            f"@td.tile_kernel(config=...): {e.message}", kernel=k.name,
+            hint="give one block size per tile loop, each one of its choices "
+                 "(k.config_space(*args, backend=...) lists them), or pass config= to the call"))
     for param in space.params:  # (a pinnable value the search skips joins the choices)
         value = space.values(config)[param.name]
         choices = param.choices if value in param.choices else (*param.choices, value)
         space = space.with_choices(param.name, choices, value)
     return space
+
+
+def _covering(space: ConfigSpace, fn: Function, blocks: tuple[int, ...]) -> tuple[int, ...]:
+    """`blocks` with each power of two past its param's largest choice, where that choice
+    already covers the symbol's extent, as that choice."""
+    params = {p.name: p for p in space.params}
+    extents = [fn.symbols[s].extent for s in fn.tunable_symbols()]
+    out = []
+    for i, b in enumerate(blocks):
+        p = params.get(f"block_sizes[{i}]")
+        top = max(p.choices) if p is not None else None
+        past = type(b) is int and b > 0 and not b & (b - 1) and top is not None and b > top
+        out.append(top if past and i < len(extents) and top >= extents[i] else b)
+    return tuple(out)
 
 
 def _extended(k: TileKernel, space: ConfigSpace, t: Traced, backend: str | None,
