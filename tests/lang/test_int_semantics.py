@@ -238,3 +238,24 @@ def test_triton_bodies_divide_as_c(backend: str) -> None:
     np.testing.assert_array_equal(ur, u % v)
     np.testing.assert_array_equal(uq, u // v)
     np.testing.assert_array_equal(py, np.full(8, -2))
+
+
+@triton.jit
+def _scalar_division(o_ptr, n, h, N: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.store(o_ptr + o, o * 0 + n // 2 + 10 * (n % 3) + 100 * ((h + 1) // 2) + 1000 * (h % 4))
+
+
+@td.tile_kernel
+def scalar_division(x, n):
+    """Runtime int scalars, as Triton's int32: the kernel's argument `n`, and an int the host
+    code computes (`h`), given to parameters not annotated tl.constexpr."""
+    out = td.empty((8,), dtype=td.int32)
+    _scalar_division[(1,)](out, n, 3 - x.shape[0], N=8)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_triton_bodies_divide_runtime_scalars_as_c(backend: str) -> None:
+    got = run_on(scalar_division, (np.zeros(12, np.int32), -7), backend)
+    np.testing.assert_array_equal(got, np.full(8, -3 + 10 * -1 + 100 * -4 + 1000 * -1))

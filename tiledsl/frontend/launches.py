@@ -25,6 +25,7 @@ from tiledsl.errors import Loc, TraceError
 from tiledsl.frontend import data_ptrs, loops
 from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.pointers import pointer_at
+from tiledsl.frontend.runtime_ints import runtime
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
 from tiledsl.frontend.values import TileValue, need_static, to_value
@@ -107,7 +108,7 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) gives no {', '.join(missing)}",
                     loc=where)
         body_fn = helper(jit)
-        values = {k: _runtime_float(v) if not _constexpr(signature.parameters[k]) else
+        values = {k: _runtime(v) if not _constexpr(signature.parameters[k]) else
                   _static(v) for k, v in meta.items()}
         descriptors = [k for k, v in values.items() if tensor_descriptors.is_host(v)]
         addresses = {k: data_ptrs.launched(v, k) for k, v in values.items()
@@ -169,10 +170,11 @@ def _static(v: Any) -> Any:
     return v
 
 
-def _runtime_float(v: Any) -> Any:
+def _runtime(v: Any) -> Any:
     """A Python float given to a runtime parameter is a scalar in the body, as in Triton
-    (Liger's `offset = offset.to(tl.float32)`); other values pass as they are."""
-    return to_value(v) if type(v) is float else v
+    (Liger's `offset = offset.to(tl.float32)`); an int divides as Triton's int32 scalars do
+    (runtime_ints.py); other values pass as they are."""
+    return to_value(v) if type(v) is float else runtime(v)
 
 
 loops.launch = launch  # the rewrite's `k[grid](...)` (frontend/rewrite.py)

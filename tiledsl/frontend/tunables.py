@@ -128,8 +128,10 @@ def per_trace(space: ConfigSpace, names: tuple[str, ...],
 
 
 def cdiv(a: int, b: int) -> int:
-    """`ceil(a / b)` of two ints (Helion's `helion.cdiv`), for host code: tile counts."""
-    return -(-a // b)
+    """`ceil(a / b)` of two ints (Helion's `helion.cdiv`), for host code: tile counts; as
+    Triton's `tl.cdiv`, `(a + b - 1) // b`, so that in a @triton.jit body, whose runtime
+    scalars divide toward zero (runtime_ints.py), it is Triton's too."""
+    return (a + b - 1) // b
 
 
 def next_power_of_2(n: int) -> int:

@@ -958,27 +958,31 @@ def binary(name: str, a: Any, b: Any) -> TileValue:
     if dtype.is_bool:  # NumPy 2's rules: + and * are or and and, -, // and % are refused
         name, dtype = _on_bools(name)
     ops, _ = coerce(tvs, dtype)
-    if name in ("floordiv", "mod") and not weak and current().triton_body:
-        return _truncated(name, ops)
+    if name in ("floordiv", "mod") and current().triton_body and not all(
+            o.value.owner is not None and o.value.owner.name == "const" for o in tvs):
+        return _truncated(name, ops, weak)  # (of numbers written in the body: Python's)
     out = current().emit(name, [o.value for o in ops])[0]
     return TileValue(out, weak)
 
 
-def _truncated(name: str, ops: list[TileValue]) -> TileValue:
-    """Triton's `//` and `%` of tile values in a @triton.jit body: C's, rounding the quotient
-    toward zero (LLVM's sdiv and srem; a float `%` is fmod, its sign the dividend's), where
-    tiledsl's own round it down as Python's. FlagGems' remainder and floor_divide correct
-    Triton's results toward Python's, so Python's would be corrected twice."""
+def _truncated(name: str, ops: list[TileValue], weak: bool) -> TileValue:
+    """Triton's `//` and `%` of runtime values in a @triton.jit body (tiles, and scalar
+    arguments: Triton's int32): C's, rounding the quotient toward zero (LLVM's sdiv and srem;
+    a float `%` is fmod, its sign the dividend's), where tiledsl's own round it down as
+    Python's. FlagGems' remainder and floor_divide correct Triton's results toward Python's,
+    so Python's would be corrected twice."""
     tr = current()
     a, b = ops
     if a.dtype.is_float:
-        return TileValue(tr.emit("fmod" if name == "mod" else name, [a.value, b.value])[0])
-    floor = TileValue(tr.emit(name, [a.value, b.value])[0])
+        op = "fmod" if name == "mod" else name
+        return TileValue(tr.emit(op, [a.value, b.value])[0], weak)
+    floor = TileValue(tr.emit(name, [a.value, b.value])[0], weak)
     if a.dtype.is_unsigned:
         return floor
-    rem = floor if name == "mod" else TileValue(tr.emit("mod", [a.value, b.value])[0])
+    rem = floor if name == "mod" else TileValue(tr.emit("mod", [a.value, b.value])[0], weak)
     apart = (rem != 0) & ((a < 0) ^ (b < 0))  # the floor went one past zero: step back
-    return FUNCTIONS["where"](apart, floor - b if name == "mod" else floor + 1, floor)
+    out = FUNCTIONS["where"](apart, floor - b if name == "mod" else floor + 1, floor)
+    return TileValue(out.value, weak)
 
 
 def _on_bools(name: str) -> tuple[str, DType]:
