@@ -419,3 +419,35 @@ def test_as_strided_as_a_permuted_row_major_view() -> None:
 
     with pytest.raises(td.ShapeError, match=r"as_strided\(\(2, 2\), \(3, 1\)\): tiledsl takes"):
         overlapping(x)
+
+
+@td.tile_kernel
+def diag_embed(x, off, dim1: td.constexpr, dim2: td.constexpr):
+    """FlagGems' diag_embed and diagonal_backward: zeros written through torch.diagonal's view
+    (an int argument's offset and dimensions are static)."""
+    import torch
+    b, n = x.shape
+    m = n + abs(off)
+    shape = [b]
+    shape.insert(dim1, m)
+    shape.insert(dim2, m)
+    y = torch.zeros(shape, dtype=x.dtype, device=x.device)
+    d = torch.diagonal(y, off, dim1, dim2)
+    assert d.shape == (b, n) and d.stride() == torch.zeros(shape).diagonal(off, dim1, dim2).stride()
+    for tb, tn in td.tile(b, n):
+        d[tb, tn] = x[tb, tn]
+    return y
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_writes_through_a_diagonal_view(backend: str) -> None:
+    pytest.importorskip("torch")
+    x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+    for off, dim1, dim2 in ((0, 1, 2), (2, 1, 2), (-1, 1, 2), (1, 0, 1)):
+        want = np.zeros([3, 5 + abs(off), 5 + abs(off)])
+        for i in range(3):
+            want[i] = np.diag(x[i], off)
+        want = np.moveaxis(want, 0, [d for d in range(3) if d not in (dim1, dim2)][0])
+        np.testing.assert_array_equal(diag_embed.run(x, off, dim1, dim2, backend=backend), want)
+    with pytest.raises(ShapeError, match="not adjacent in memory"):
+        diag_embed.run(x, 0, 0, 2, backend=backend)

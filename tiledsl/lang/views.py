@@ -471,6 +471,36 @@ def tensor_chunk(t: Tensor, chunks: Any, dim: Any = 0) -> tuple[Tensor, ...]:
     return tensor_split(t, max(1, -(-n // chunks)), dim)
 
 
+def tensor_diagonal(t: Tensor, offset: int = 0, dim1: Any = 0, dim2: Any = 1) -> Tensor:
+    """torch's `x.diagonal(offset, dim1, dim2)` (`torch.diagonal`: FlagGems' diag_embed writes
+    through one): the elements `(i, i + offset)` of dimensions dim1 and dim2 (`(i - offset, i)`
+    for a negative offset), as a last dimension, a view: the two dimensions merged into one,
+    then every (n2 + 1)-th element of it."""
+    for v in (offset, dim1, dim2):  # int arguments (FlagGems' diagonal_backward): static
+        need_static(v)
+    what = f"{t.name}.diagonal({offset}, {dim1}, {dim2})"
+    a, b = _axis(dim1, t.ndim, what), _axis(dim2, t.ndim, what)
+    if a == b or isinstance(offset, bool) or not isinstance(offset, int):
+        current().fail(ShapeError, f"{what}: two different dimensions and an int offset")
+    rest = [d for d in range(t.ndim) if d not in (a, b)]
+    v = t if rest + [a, b] == list(range(t.ndim)) else tensor_permute(t, *rest, a, b)
+    n1, n2 = v.shape[-2:]
+    strides = v.stride()  # type: ignore[attr-defined]
+    if strides[-2] != n2 * strides[-1]:
+        current().fail(ShapeError, f"{what}: the two dimensions are not adjacent in memory "
+                       f"(strides {strides[-2]} and {strides[-1]}), so no view of tiledsl's "
+                       "reaches their diagonal", hint="take the diagonal of two dimensions "
+                       "next to each other in memory (the last two of a row-major tensor), "
+                       "or of x.contiguous() laid out so")
+    k = min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2)
+    if k < 1:
+        current().fail(ShapeError, f"{what}: an offset past the {n1}x{n2} block leaves no "
+                       "diagonal", hint="a tensor here has at least one element")
+    flat = tensor_reshape(v, *v.shape[:-2], n1 * n2, what="diagonal")
+    start = offset if offset >= 0 else -offset * n2
+    return tensor_index(flat, (Ellipsis, slice(start, start + (k - 1) * (n2 + 1) + 1, n2 + 1)))
+
+
 def tensor_index(t: Tensor, idx: Any) -> Tensor:
     """`x[:, :-1, :]`, `x[0]`, `x[..., ::2]`, `x[:, None]` in host code: the part of the tensor
     that torch's basic indexing selects, as a view sharing its memory. Bounds are ints known
@@ -599,6 +629,7 @@ for _cls, _methods in [
                   "squeeze": tensor_squeeze, "flatten": tensor_flatten,
                   "ravel": tensor_flatten, "view_as": tensor_view_as, "expand": tensor_expand,
                   "broadcast_to": tensor_expand, "expand_as": tensor_expand_as,
-                  "narrow": tensor_narrow, "split": tensor_split, "chunk": tensor_chunk})]:
+                  "narrow": tensor_narrow, "split": tensor_split, "chunk": tensor_chunk,
+                  "diagonal": tensor_diagonal})]:
     for _name, _method in _methods.items():
         setattr(_cls, _name, _method)
