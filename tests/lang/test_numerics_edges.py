@@ -301,3 +301,42 @@ def test_integral_powers_are_exact(backend: str) -> None:
     y = rng.integers(0, 8, (7, 33)).astype(np.float32)
     for (got,) in runs(power, (x, y), backend):
         np.testing.assert_array_equal(got, np.power(x, y))
+
+
+@td.tile_kernel
+def divide_toward_zero(x, y):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.div_rz(x[t], y[t])
+    return out
+
+
+def _quotient_toward_zero(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x / y rounded toward zero, from the exact quotient (fractions)."""
+    from fractions import Fraction
+    out = []
+    for a, b in zip(x.tolist(), y.tolist()):
+        exact = Fraction(a) / Fraction(b)
+        try:
+            with np.errstate(over="ignore"):
+                q = x.dtype.type(float(exact))
+        except OverflowError:  # past float64's range
+            q = x.dtype.type(np.inf if exact > 0 else -np.inf)
+        if not np.isfinite(q) or abs(Fraction(float(q))) > abs(exact):
+            q = np.nextafter(q, x.dtype.type(0))
+        out.append(q)
+    return np.array(out, x.dtype)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_div_rz_rounds_toward_zero_to_the_bit(backend: str, dtype: type) -> None:
+    """libdevice's div_rz (FlagGems' trunc_divide is trunc(div_rz(x, y))): about half of
+    random quotients round differently from `/`, and an overflow is the largest finite."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(1500) * 10).astype(dtype)
+    y = (rng.standard_normal(1500) * 3).astype(dtype)
+    x[:2], y[:2] = (np.finfo(dtype).max, -np.finfo(dtype).max), (0.5, 0.25)
+    want = _quotient_toward_zero(x, y)
+    assert (want != x / y).sum() > 500
+    np.testing.assert_array_equal(divide_toward_zero.run(x, y, backend=backend), want)
