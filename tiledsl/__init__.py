@@ -212,6 +212,7 @@ from tiledsl.lang.triton_names import max_constancy as max_constancy
 from tiledsl.lang.triton_names import max_contiguous as max_contiguous
 from tiledsl.lang.triton_names import fdiv as fdiv
 div_rn = fdiv  # Triton's tl.div_rn
+rint = round  # libdevice's rint: half to even
 from tiledsl.lang.rounded_division import div_rz as div_rz  # libdevice's
 from tiledsl.lang.triton_names import multiple_of as multiple_of
 from tiledsl.lang.triton_names import ravel as ravel

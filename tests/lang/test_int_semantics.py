@@ -259,3 +259,31 @@ def scalar_division(x, n):
 def test_triton_bodies_divide_runtime_scalars_as_c(backend: str) -> None:
     got = run_on(scalar_division, (np.zeros(12, np.int32), -7), backend)
     np.testing.assert_array_equal(got, np.full(8, -3 + 10 * -1 + 100 * -4 + 1000 * -1))
+
+
+@triton.jit
+def _store_casts(i_ptr, b_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(i_ptr + offs, x, mask=offs < n)  # Triton's store casts to the pointer's type
+    tl.store(b_ptr + offs, x, mask=offs < n)
+    tl.store(i_ptr + n + offs, 1.0, mask=offs < 1)
+
+
+@td.tile_kernel
+def store_casts(x):
+    """FlagGems' int `ones` stores 1.0 into int32 memory: in a @triton.jit body a store casts
+    its value to the pointer's dtype, as Triton's (toward zero; nonzero is True)."""
+    n = x.shape[0]
+    ints = td.empty((n + 1,), dtype=td.int32)
+    flags = td.empty((n,), dtype=td.bool_)
+    _store_casts[(1,)](ints, flags, x, n, BLOCK=8)
+    return ints, flags
+
+
+def test_a_triton_store_casts_to_the_pointer_s_dtype() -> None:
+    x = np.array([2.7, -2.7, 0.0, 0.4, -0.6], np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        ints, flags = store_casts.run(x, backend=backend)
+        np.testing.assert_array_equal(ints, [2, -2, 0, 0, 0, 1])
+        np.testing.assert_array_equal(flags, x != 0)

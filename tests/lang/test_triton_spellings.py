@@ -370,7 +370,7 @@ def test_flag_gems_host_strides_and_squeeze() -> None:
 @td.tile_kernel
 def flag_gems_math_names(seed, n: td.constexpr, BLOCK: td.constexpr):
     """FlagGems' randn, isclose and silu spellings: tl.pair_uniform_to_normal on
-    uint_to_uniform_float words, libdevice's finitef, tl.fdiv and tl.math.div_rn,
+    uint_to_uniform_float words, libdevice's finitef and rint, tl.fdiv and tl.math.div_rn,
     tl.range(..., step=) and tl.static_range(n, step=)."""
     z = td.empty((2, n), td.float32)
     f = td.empty((n,), td.bool_)
@@ -389,7 +389,7 @@ def flag_gems_math_names(seed, n: td.constexpr, BLOCK: td.constexpr):
             acc += td.fdiv(offs, 4)
         for _j in td.static_range(4, step=2):
             acc += td.math.div_rn(offs.to(td.float32), 2.0)
-        td.store(q + offs, acc, mask=offs < n)
+        td.store(q + offs, acc + td.math.rint(offs * 0.5), mask=offs < n)
     return z, f, q
 
 
@@ -400,7 +400,7 @@ def test_flag_gems_math_names() -> None:
         z, f, q = flag_gems_math_names.run(5, 37, 64, backend=backend)
         np.testing.assert_allclose(z, normals, rtol=1e-6, atol=1e-6)  # td.randn's, on the CPU
         np.testing.assert_array_equal(f, np.arange(37) % 3 != 0)
-        np.testing.assert_array_equal(q, np.arange(37) * 1.5)
+        np.testing.assert_array_equal(q, np.arange(37) * 1.5 + np.rint(np.arange(37) * 0.5))
     assert td.float8e5 is td.float8_e5m2 and td.float8e4nv is td.float8_e4m3fn
 
 
@@ -724,3 +724,4 @@ def test_flag_gems_host_views_and_calls() -> None:
         out, tail = flag_gems_host_views_and_calls.run(x, 1.5, 0.25, backend=backend)
         td.testing.assert_close(out, want, np.float32)
         np.testing.assert_array_equal(tail, x[-2:])
+

@@ -496,11 +496,12 @@ class Tensor:
 def written_value(t: Tensor, shape: tuple[Dim, ...], value: Any, doing: str, refused: str,
                   hint: str | None = None) -> TileValue:
     """`value` as what a store (or an atomic) writes into `t[...]` of `shape`: no float into an
-    integer tensor, broadcast to the access's shape, cast to the tensor's dtype. `doing` and
-    `refused` word the errors ("storing", "cannot store")."""
+    integer tensor (in a @triton.jit body, Triton's store casts it: FlagGems' `tl.store(out +
+    offs, 1.0)` of its int `ones`), broadcast to the access's shape, cast to the tensor's
+    dtype. `doing` and `refused` word the errors ("storing", "cannot store")."""
     tr = current()
     v = to_value(value)
-    if v.dtype.is_float and not t.dtype.is_float:
+    if v.dtype.is_float and not t.dtype.is_float and not tr.triton_body:
         what = "a tile of Python floats" if v.weak else f"a {v.dtype} tile"
         tr.fail(DTypeError, f"{doing} {what} into {t.dtype} tensor '{t.name}'",
                 hint="cast explicitly with .astype(...) if truncation is intended"

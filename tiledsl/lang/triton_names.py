@@ -162,7 +162,7 @@ class _Math:
              "rsqrt", "sin", "sqrt", "cdiv")
 
     # libdevice's and tl.math's other names for td's functions
-    ALIASES = {"finitef": "isfinite", "isfinited": "isfinite", "div_rn": "fdiv",
+    ALIASES = {"finitef": "isfinite", "isfinited": "isfinite", "div_rn": "fdiv", "rint": "round",
                "isnanf": "isnan", "isinff": "isinf", "isnand": "isnan", "isinfd": "isinf"}
 
     def __getattr__(self, name: str) -> Any:
