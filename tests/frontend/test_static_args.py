@@ -317,3 +317,22 @@ def test_a_host_if_on_a_float_argument_specializes_it() -> None:
     assert "rtol" in soft_capped.specs.static  # the host-level `if` tests it
     with pytest.raises(td.TraceError, match="rtol must be >= 0"):
         soft_capped(x, 0.0, -1.0)
+
+
+@td.tile_kernel
+def powers_of(x, base):
+    """FlagGems' logspace: `math.log2(float(base))` of a Python float argument in host code
+    traces the kernel per value of `base`, as an `if` on it does."""
+    import math
+    log2_base = math.log2(float(base))
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = td.exp2(x[t] * log2_base)
+    return out
+
+
+def test_a_python_float_argument_used_as_a_float_in_host_code_is_static() -> None:
+    x = np.arange(6, dtype=np.float32)
+    for base in (2.0, 10.0):
+        td.testing.assert_close(powers_of.run(x, base), base ** x.astype(np.float64), np.float32)
+    assert len(powers_of.caches.traces) == 2

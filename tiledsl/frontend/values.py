@@ -143,7 +143,10 @@ class TileValue:
     __int__ = __index__
 
     def __float__(self) -> float:
-        current().fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
+        tr = current()  # in host code, of int and Python float arguments (FlagGems' logspace:
+        if tr.depth == "host":  # `math.log2(float(base))`): traced per their values
+            check_static(self.value, tr.int_params | tr.float_params)
+        tr.fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
                        "be used as a Python float", hint="compute with it as it is (float(x) "
                        "of a runtime scalar in the kernel's own code is that scalar), or make "
                        "the argument compile-time (x: td.constexpr)")
