@@ -725,3 +725,26 @@ def test_flag_gems_host_views_and_calls() -> None:
         td.testing.assert_close(out, want, np.float32)
         np.testing.assert_array_equal(tail, x[-2:])
 
+
+
+def test_flag_gems_randperm_prologue() -> None:
+    """FlagGems' randperm: `assert n <= _MAX_INT64_VAL` of Triton's own `tl.constexpr` and an
+    int argument; its `torch.randint(..., device=x.device)` has no counterpart and says so."""
+    import torch
+    tl = pytest.importorskip("triton").language
+    big = tl.constexpr(2**63 - 1)
+
+    @td.tile_kernel
+    def iota(n):
+        assert n <= big, "n is too large"
+        return torch.arange(n, dtype=torch.int64)
+
+    @td.tile_kernel
+    def keys(x):
+        return torch.randint(-128, 127, [x.shape[0]], dtype=torch.int8, device=x.device)
+
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(iota.run(5, backend=backend), np.arange(5))
+    with pytest.raises(td.TraceError, match=r"torch.randint\(..., device=x.device\) makes a "
+                       "tensor on the kernel's device that tiledsl has no counterpart of"):
+        keys(np.zeros(5, np.float32))

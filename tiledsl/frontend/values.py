@@ -762,6 +762,11 @@ def weak_dtype(v: Any) -> DType:
     return dtypes.float64
 
 
+def _triton_constexpr(v: Any) -> bool:
+    """Whether `v` is Triton's own `tl.constexpr(...)` (a module-level constant of Triton code)."""
+    return type(v).__name__ == "constexpr" and (type(v).__module__ or "").startswith("triton.")
+
+
 def to_value(v: Any) -> TileValue:
     """A TileValue from a tile value or a number (Python numbers are weak, NumPy scalars not)."""
     if isinstance(v, TileValue):
@@ -772,8 +777,8 @@ def to_value(v: Any) -> TileValue:
         return constant(v.item(), dtypes.from_any(v.dtype))  # type: ignore[arg-type]
     if isinstance(v, (bool, int, float)):
         return constant(v, weak_dtype(v), weak=True)
-    if isinstance(v, constexpr):  # a module's `tl.constexpr(0)`-style constant: its value
-        return to_value(v.value)
+    if isinstance(v, constexpr) or _triton_constexpr(v):  # a module's `tl.constexpr(0)`-style
+        return to_value(v.value)  # constant (td's or Triton's own, FlagGems' randperm): its value
     if isinstance(v, BlockSize):  # the config's value: the kernel traces once per value
         return constant(int(v), weak_dtype(0), weak=True)
     if isinstance(v, (Tile, ShiftedTile)):

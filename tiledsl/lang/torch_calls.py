@@ -23,6 +23,7 @@ from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.tracer import current
+from tiledsl.lang.devices import Device
 from tiledsl.frontend.values import (
     Tensor, TileValue, as_dtype, binary, broadcast_shapes, cast, to_value,
 )
@@ -252,6 +253,13 @@ def dtype_arguments(fn: Any) -> Callable[..., Any] | None:
         return None
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(a, Device) for a in (*args, *kwargs.values())):  # (FlagGems'
+            # randperm's torch.randint(..., device=x.device): real torch would want CUDA)
+            current().fail(TraceError, f"{fn.__module__}.{fn.__name__}(..., device=x.device) "
+                           "makes a tensor on the kernel's device that tiledsl has no "
+                           "counterpart of in host code",
+                           hint="allocate with torch.empty / zeros / full and fill it in a grid "
+                                "(td.randint, td.rand for random numbers)")
         if not any(isinstance(a, dtypes.DType) for a in (*args, *kwargs.values())):
             return fn(*args, **kwargs)
         torch = sys.modules["torch"]
