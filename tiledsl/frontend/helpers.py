@@ -55,8 +55,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     builtins `min` and `max` take runtime values too, as in Triton)."""
     if fn is min or fn is max:
         return _MIN_MAX[fn]
-    if any(fn is f for f in _HIGHER_ORDER):  # `map(f, xs)`, `sorted(xs, key=f)`: f is called as a helper
-        return _higher_order(fn, rewrite)
+    if any(fn is f for f in _HIGHER_ORDER):  # `map(f, xs)`, `sorted(xs, key=f)`: f is
+        return _higher_order(fn, rewrite)  # called as a helper
     if fn is float:
         return _float
     if fn is isinstance:
