@@ -991,6 +991,8 @@ def _truncated(name: str, ops: list[TileValue], weak: bool) -> TileValue:
     rem = floor if name == "mod" else TileValue(tr.emit("mod", [a.value, b.value])[0], weak)
     apart = (rem != 0) & ((a < 0) ^ (b < 0))  # the floor went one past zero: step back
     out = FUNCTIONS["where"](apart, floor - b if name == "mod" else floor + 1, floor)
+    if out.value.owner is not None and out.value.owner.name == "where":  # the Triton backend
+        out.value.owner.attrs["c_division"] = name  # writes Triton's own `//` or `%` for it
     return TileValue(out.value, weak)
 
 

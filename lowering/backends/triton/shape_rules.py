@@ -18,6 +18,13 @@ if TYPE_CHECKING:
 
 @emit_rule("where")
 def _where(em: KernelEmitter, op: Op, args: list[str], indent: int) -> None:
+    division = op.attrs.get("c_division")  # Triton's `//` or `%` of two ints, which a
+    floor = op.operands[2].owner  # @triton.jit body's composes of tiledsl's (values.py
+    if division and floor is not None and floor.name == division:  # `_truncated`): LLVM's
+        a, b = (em.value(v) for v in floor.operands)  # sdiv / srem, the rest left dead
+        em.assign(op, em.widened(op, f"{a} {'//' if division == 'floordiv' else '%'} {b}"),
+                  indent)
+        return
     em.assign(op, em.widened(op, f"tl.where({args[0]}, {args[1]}, {args[2]})"), indent)
 
 
