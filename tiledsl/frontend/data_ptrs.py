@@ -53,9 +53,6 @@ class DataPtr:
         return isinstance(other, DataPtr) and other.base.value is self.base.value and \
             other.offset == self.offset
 
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
     def __hash__(self) -> int:
         return hash((id(self.base.value), self.offset))
 

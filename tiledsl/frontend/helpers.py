@@ -55,8 +55,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     builtins `min` and `max` take runtime values too, as in Triton)."""
     if fn is min or fn is max:
         return _MIN_MAX[fn]
-    if any(fn is f for f in _HIGHER_ORDER):  # `map(f, xs)`, `sorted(xs, key=f)`: f is
-        return _higher_order(fn, rewrite)  # called as a helper
+    if id(fn) in _HIGHER_ORDER:  # `map(f, xs)`, `sorted(xs, key=f)`: f is called as a
+        return _higher_order(fn, rewrite)  # helper
     if fn is float:
         return _float
     if fn is isinstance:
@@ -90,7 +90,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return out
 
 
-_HIGHER_ORDER = (map, filter, sorted, functools.reduce)
+_HIGHER_ORDER = frozenset(map(id, (map, filter, sorted, functools.reduce)))  # (builtins: ids
+# stay theirs; every call a kernel makes asks, so a set lookup, not an == on the callable)
 
 
 def _higher_order(fn: Callable[..., Any], rewrite: Rewrite) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ Ops are plain records; what an op *means* (its operands, attributes and result t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -106,10 +107,15 @@ class Function:
         """The symbols a config's `block_sizes` give, in order (the untied ones)."""
         return [n for n, s in self.symbols.items() if s.tied is None]
 
+    @functools.cached_property
+    def _block_index(self) -> dict[str, int]:
+        return block_index(self.symbols)  # (a traced function's symbols are fixed)
+
     def block_values(self, block_sizes: Sequence[int]) -> dict[str, int]:
-        """Every symbol's block size under a config's `block_sizes` (tied ones included)."""
-        index = block_index(self.symbols)
-        return {n: block_sizes[i] for n, i in index.items() if i < len(block_sizes)}
+        """Every symbol's block size under a config's `block_sizes` (tied ones included): the
+        cost model asks once per config it prices."""
+        n = len(block_sizes)
+        return {s: block_sizes[i] for s, i in self._block_index.items() if i < n}
 
     def clone(self) -> Function:
         vmap: dict[Value, Value] = {}

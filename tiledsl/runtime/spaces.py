@@ -77,8 +77,9 @@ def _pinned(k: TileKernel, space: ConfigSpace, fn: Function) -> ConfigSpace:
             f"@td.tile_kernel(config=...): {e.message}", kernel=k.name,
             hint="give one block size per tile loop, each one of its choices "
                  "(k.config_space(*args, backend=...) lists them), or pass config= to the call"))
+    values = space.values(config)
     for param in space.params:  # (a pinnable value the search skips joins the choices)
-        value = space.values(config)[param.name]
+        value = values[param.name]
         choices = param.choices if value in param.choices else (*param.choices, value)
         space = space.with_choices(param.name, choices, value)
     return space
