@@ -235,14 +235,36 @@ def test_a_load_or_store_with_no_index_reaches_a_one_element_tensor(backend: str
         out, _ = scaled_rows(x, np.float32(0.5))  # a 0-d argument: the load is its value
         np.testing.assert_array_equal(out, x * 0.5)  # (Liger's poly_norm bias)
 
+
+
+@td.tile_kernel
+def sum_into(x, out):
+    """FlagGems' `sum(x, out=torch.empty(()))`: a 0-d array argument the body writes is memory
+    (a 0-d tensor), one it only reads a runtime scalar."""
+    out.zero_()
+    for r in td.grid(x.shape[0]):
+        td.atomic_add(out, td.sum(x[r, :]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_0d_array_argument_the_body_writes_is_memory(backend: str) -> None:
+    x = np.random.default_rng(21).standard_normal((5, 7)).astype(np.float32)
+    out = np.array(7.0, np.float32)
+    assert run_on(sum_into, (x, out), backend) is None
+    td.testing.assert_close(out, x.astype(np.float64).sum(), np.float32)
+    if backend == "numpy":
+        with pytest.raises(td.ArgumentError, match="'out' is written by the kernel"):
+            sum_into(x, np.float32(0.0))  # a NumPy scalar is no memory
+
         @td.tile_kernel
-        def into_scalar(x, out):
+        def into_computed(x):
             for _ in td.grid(1):
-                td.store(out, td.sum(x[0, :]))
+                total = td.sum(x[0, :])
+                td.store(total, total)
 
         with pytest.raises(td.TraceError, match="takes a tensor argument") as e:
-            into_scalar(x, np.array(0.0, np.float32))  # FlagGems' torch.empty(()) output
-        assert "0-d array argument" in e.value.hint
+            into_computed(x)
+        assert "not memory" in e.value.hint
 
 
 @td.tile_kernel

@@ -55,7 +55,8 @@ class Tracer:
         self.program_ids: list[Any] | None = None
         self.inlining: list[str] = []  # kernels whose bodies this one's host code runs
         self.triton_body = 0  # inside a @triton.jit body (its sums take Triton's dtypes)
-        self.array_scalars: set[Value] = set()  # arguments given as 0-d arrays: td.load reads them
+        # arguments given as 0-d arrays -> their names: td.load reads them; a store makes them memory
+        self.array_scalars: dict[Value, str] = {}
         self.lock: Any = None  # the spin lock the program holds at this point (locks.py)
         self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None

@@ -32,6 +32,7 @@ from tiledsl.frontend import choices
 from tiledsl.lang import block_ptrs
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
+from tiledsl.frontend.static_args import MemoryNeeded
 from tiledsl.frontend.tracer import active, current
 from tiledsl.lang.shifted import shift
 from tiledsl.frontend.values import Tensor, Tile, TileValue, Unmerged
@@ -88,10 +89,15 @@ def scalar_pointer(t: Tensor) -> tuple[int, ...]:
 
 
 def zero_d_hint(x: Any) -> str | None:
-    """What to say where a runtime scalar stands for memory: a 0-d array argument."""
+    """What to say where a runtime scalar stands for memory. A 0-d array argument is memory
+    once the body writes it (`tl.store(out, total)`): the trace stops with `MemoryNeeded` and
+    the kernel traces again with that argument a 0-d tensor (kernel.py)."""
     if isinstance(x, TileValue) and x.shape == ():
-        return ("a 0-d array argument (torch.empty(())) is a runtime scalar, not memory: pass "
-                "one of shape (1,) and write it with td.store(out, v)")
+        name = current().array_scalars.get(x.value)
+        if name is not None:
+            raise MemoryNeeded(frozenset({name}))
+        return ("a runtime scalar (a number, or a value the kernel computed) is not memory: "
+                "write into a tensor argument or an allocation, e.g. td.store(out, v)")
     return None
 
 

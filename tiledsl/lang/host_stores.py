@@ -19,6 +19,7 @@ from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
 from tiledsl.ir.same import same_value
+from tiledsl.lang.access import zero_d_hint
 from tiledsl.lang.language import empty, tile
 from tiledsl.lang.views import tensor_index
 
@@ -75,3 +76,14 @@ Tensor.fill_ = tensor_fill  # type: ignore[attr-defined]
 Tensor.zero_ = lambda self: tensor_fill(self, 0)  # type: ignore[attr-defined] (vLLM's lora)
 Tensor.fill = tensor_fill  # type: ignore[attr-defined] (torch.fill reaches it)
 Tensor.clone = tensor_clone  # type: ignore[attr-defined]
+
+
+def _scalar_fill(x: TileValue, value: Any = 0) -> None:
+    """`out.fill_(v)` / `out.zero_()` of a runtime scalar: a 0-d array argument becomes memory
+    (zero_d_hint stops the trace), anything else is an error."""
+    current("fill_()").fail(TraceError, f"fill_() of a runtime scalar ({x.dtype.name})",
+                            hint=zero_d_hint(x))
+
+
+TileValue.fill_ = _scalar_fill  # type: ignore[attr-defined]
+TileValue.zero_ = _scalar_fill  # type: ignore[attr-defined]

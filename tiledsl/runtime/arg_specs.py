@@ -37,6 +37,7 @@ class ArgSpecs:
         self.signature = signature
         self.arity = len(signature.parameters)
         self.static: set[str] = set(static_args.signature_constexprs(signature))
+        self.memory: set[str] = set()  # 0-d array parameters the body writes (MemoryNeeded)
 
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
         """Positional argument values in the order of the kernel's parameters."""
@@ -75,6 +76,8 @@ class ArgSpecs:
                 raise ArgumentError(f"argument '{name}' is {v}, out of the range of int64 (a "
                                     "Python int argument is an int64)", kernel=self.name)
             return ("scalar", d.short, True)
+        if name in self.memory and getattr(v, "ndim", 0) == 0:
+            return self._zero_d_memory(name, v)
         if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0):
             d = dtypes.from_any(v.dtype)
             if d is None:
@@ -103,6 +106,18 @@ class ArgSpecs:
                                  "k.run(..., backend=) takes NumPy arrays on the CPU "
                                  "(np.from_dlpack(t)) and GPU arrays on 'triton'"
                             if hasattr(v, "__dlpack__") else None)
+
+    def _zero_d_memory(self, name: str, v: Any) -> ArgSpec:
+        """The spec of a parameter the body writes that was given as a 0-d array: a tensor of
+        shape () (FlagGems' `sum(x, out=torch.empty(()))`)."""
+        if (isinstance(v, np.ndarray) or is_gpu_array(v)) and not v.shape:
+            d = dtypes.from_any(str(v.dtype).rsplit(".", 1)[-1])
+            if d is not None:
+                return _tensor((), d.short, v)
+        raise ArgumentError(f"argument '{name}' is written by the kernel (a store into it) but is "
+                            f"a {type(v).__module__}.{type(v).__qualname__}", kernel=self.name,
+                            hint="pass an array, e.g. np.zeros((), np.float32) or "
+                                 "torch.empty(())")
 
     def _special(self, name: str, v: Any) -> ArgSpec | None:
         """The spec of a compile-time argument or a list of arrays; None for any other."""

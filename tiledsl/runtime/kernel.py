@@ -97,11 +97,16 @@ class TileKernel:
         while True:
             try:
                 spec = make()  # (which may trace: `_written_aliases`)
-                if spec in self.caches.traces or not any(_may_specialize(s) for s in spec):
+                if spec in self.caches.traces:
                     return spec
-                self._trace_knob_values(spec)
-            except static_args.StaticNeeded as e:
-                self.specs.static |= e.params  # (each round adds one: the loop ends)
+                if any(_may_specialize(s) for s in spec):
+                    self._trace_knob_values(spec)
+                elif any(s[0] == "scalar" and not s[2] for s in spec):
+                    self.traces.get(spec)  # a 0-d array argument: memory if the body writes it
+            except (static_args.StaticNeeded, static_args.MemoryNeeded) as e:
+                kind = self.specs.static if isinstance(e, static_args.StaticNeeded) \
+                    else self.specs.memory
+                kind |= e.params  # (each round adds one: the loop ends)
                 self.caches.plans.clear()
                 self.caches.fast.clear()
                 continue

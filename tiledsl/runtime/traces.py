@@ -170,7 +170,7 @@ class Traces:
                 v = Value(TileType((), dtypes.BY_SHORT[s[1]]), name)
                 proxies.append(TileValue(v, weak=s[2]))
                 if not s[2]:  # a 0-d array (or NumPy scalar) argument
-                    tracer.array_scalars.add(v)
+                    tracer.array_scalars[v] = name
                 if v.type.dtype.is_int:
                     tracer.int_params[v] = name
                 elif s[2] and v.type.dtype.is_float:  # a Python float argument
