@@ -257,6 +257,16 @@ def test_a_0d_array_argument_the_body_writes_is_memory(backend: str) -> None:
             sum_into(x, np.float32(0.0))  # a NumPy scalar is no memory
 
         @td.tile_kernel
+        def fill_from(x, value):  # FlagGems' fill_tensor: the value's address, its strides
+            assert value.stride() == () and value.data_ptr() % 16 == 0
+            out = td.empty_like(x)
+            for r in td.grid(x.shape[0]):
+                out[r, :] = x[r, :] * 0 + td.load(value)
+            return out
+
+        np.testing.assert_array_equal(fill_from(x, np.array(1.5, np.float32)), x * 0 + 1.5)
+
+        @td.tile_kernel
         def into_computed(x):
             for _ in td.grid(1):
                 total = td.sum(x[0, :])

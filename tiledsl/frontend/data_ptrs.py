@@ -21,6 +21,7 @@ import numpy as np
 from tiledsl.errors import TraceError
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, as_dtype
+from tiledsl.frontend.zero_d_memory import as_memory
 from tiledsl.ir.views import offset_of, root
 
 
@@ -111,4 +112,11 @@ def _fail(message: str) -> Any:
     current().fail(TraceError, message)
 
 
+def _scalar_data_ptr(x: TileValue) -> DataPtr:
+    """`value.data_ptr()` of a 0-d array argument makes it memory (zero_d_memory.py)."""
+    as_memory(x)
+    return _fail(f"data_ptr() of a runtime scalar ({x.dtype.name}): it has no address")
+
+
 Tensor.data_ptr = data_ptr  # type: ignore[attr-defined]
+TileValue.data_ptr = _scalar_data_ptr  # type: ignore[attr-defined]

@@ -116,15 +116,6 @@ class StaticNeeded(BaseException):  # not an Exception: user code's `except Exce
         self.params = params
 
 
-class MemoryNeeded(BaseException):  # (as StaticNeeded: user code's `except Exception` skips it)
-    """Raised while tracing when the body writes a 0-d array argument (`tl.store(out, total)`,
-    FlagGems' `sum(x, out=torch.empty(()))`): that argument is memory, not a runtime scalar."""
-
-    def __init__(self, params: frozenset[str]) -> None:
-        super().__init__(", ".join(sorted(params)))
-        self.params = params
-
-
 @dataclass(frozen=True, eq=False)
 class Static:
     """A compile-time value in an argument spec: equal to another when their keys are."""

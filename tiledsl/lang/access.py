@@ -32,7 +32,7 @@ from tiledsl.frontend import choices
 from tiledsl.lang import block_ptrs
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
-from tiledsl.frontend.static_args import MemoryNeeded
+from tiledsl.frontend.zero_d_memory import as_memory
 from tiledsl.frontend.tracer import active, current
 from tiledsl.lang.shifted import shift
 from tiledsl.frontend.values import Tensor, Tile, TileValue, Unmerged
@@ -89,13 +89,10 @@ def scalar_pointer(t: Tensor) -> tuple[int, ...]:
 
 
 def zero_d_hint(x: Any) -> str | None:
-    """What to say where a runtime scalar stands for memory. A 0-d array argument is memory
-    once the body writes it (`tl.store(out, total)`): the trace stops with `MemoryNeeded` and
-    the kernel traces again with that argument a 0-d tensor (kernel.py)."""
+    """What to say where a runtime scalar stands for memory; a 0-d array argument is memory
+    instead (zero_d_memory.py: the trace stops and the kernel traces it again as a tensor)."""
+    as_memory(x)
     if isinstance(x, TileValue) and x.shape == ():
-        name = current().array_scalars.get(x.value)
-        if name is not None:
-            raise MemoryNeeded(frozenset({name}))
         return ("a runtime scalar (a number, or a value the kernel computed) is not memory: "
                 "write into a tensor argument or an allocation, e.g. td.store(out, v)")
     return None

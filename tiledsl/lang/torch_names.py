@@ -20,7 +20,7 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
-from tiledsl.errors import DTypeError, ShapeError, user_loc
+from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import current
 from tiledsl.ir.views import root, row_major, strides_of
@@ -275,6 +275,15 @@ def _layout(self: Tensor) -> Any:
     return torch.strided if torch is not None else "strided"
 
 
+def _scalar_stride(self: TileValue, dim: Any = None) -> tuple[int, ...]:
+    """torch's `x.stride()` of a 0-d tensor argument: `()`; a tile has none."""
+    if self.shape != () or dim is not None:
+        current("x.stride()").fail(TraceError, f"stride({'' if dim is None else dim}) of a "
+                                   f"{'tile' if self.shape else '0-d scalar'}: only tensors "
+                                   "have strides", hint="ask the tensor the tile was loaded from")
+    return ()
+
+
 def _contiguous(self: Tensor) -> Tensor:
     """`x.contiguous()` (torch): `x` itself where `x.is_contiguous()` (an allocation, an argument
     laid out row-major, a view laid out as its own row-major memory), else a copy as torch
@@ -363,8 +372,12 @@ Tensor.is_quantized = False  # type: ignore[attr-defined]
 Tensor.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
 Tensor.is_complex = lambda self: False  # type: ignore[attr-defined]
 Tensor.is_conj = lambda self: False  # type: ignore[attr-defined]
-TileValue.is_cuda = True  # type: ignore[attr-defined] (a 0-d argument's: FlagGems' fill)
+# a 0-d argument's, as torch answers them (FlagGems' fill_tensor hands one to pointwise_dynamic)
+TileValue.is_cuda = True  # type: ignore[attr-defined]
 TileValue.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
+TileValue.is_quantized = False  # type: ignore[attr-defined]
+TileValue.layout = property(_layout)  # type: ignore[attr-defined]
+TileValue.stride = _scalar_stride  # type: ignore[attr-defined]
 Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defined]
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from tiledsl.interop import arrays
 from tiledsl.runtime import dispatch, registry
 from tiledsl import dtypes
 from tiledsl.frontend import reads, static_args
+from tiledsl.frontend.zero_d_memory import MemoryNeeded
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.runtime.arg_specs import ArgSpec, ArgSpecs
 from tiledsl.runtime.caches import Caches
@@ -103,7 +104,7 @@ class TileKernel:
                     self._trace_knob_values(spec)
                 elif any(s[0] == "scalar" and not s[2] for s in spec):
                     self.traces.get(spec)  # a 0-d array argument: memory if the body writes it
-            except (static_args.StaticNeeded, static_args.MemoryNeeded) as e:
+            except (static_args.StaticNeeded, MemoryNeeded) as e:
                 kind = self.specs.static if isinstance(e, static_args.StaticNeeded) \
                     else self.specs.memory
                 kind |= e.params  # (each round adds one: the loop ends)
