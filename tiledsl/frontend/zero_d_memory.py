@@ -30,3 +30,13 @@ def as_memory(x: Any) -> None:
         name = current().array_scalars.get(x.value)
         if name is not None:
             raise MemoryNeeded(frozenset({name}))
+
+
+def zero_d_hint(x: Any) -> str | None:
+    """What to say where a runtime scalar stands for memory; a 0-d array argument is memory
+    instead (the trace stops and the kernel traces it again as a tensor)."""
+    as_memory(x)
+    if isinstance(x, TileValue) and x.shape == ():
+        return ("a runtime scalar (a number, or a value the kernel computed) is not memory: "
+                "write into a tensor argument or an allocation, e.g. td.store(out, v)")
+    return None

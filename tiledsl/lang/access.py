@@ -32,7 +32,7 @@ from tiledsl.frontend import choices
 from tiledsl.lang import block_ptrs
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
-from tiledsl.frontend.zero_d_memory import as_memory
+from tiledsl.frontend.zero_d_memory import zero_d_hint
 from tiledsl.frontend.tracer import active, current
 from tiledsl.lang.shifted import shift
 from tiledsl.frontend.values import Tensor, Tile, TileValue, Unmerged
@@ -86,16 +86,6 @@ def scalar_pointer(t: Tensor) -> tuple[int, ...]:
     tensor's first: `td.load(alpha)` reads element 0 (Liger's `tl.load(alpha_ptr)`), and
     `td.store(out, v)` and `td.atomic_add(out, v)` write it (FlagGems' `out_ptr`)."""
     return (0,) * len(t.shape)
-
-
-def zero_d_hint(x: Any) -> str | None:
-    """What to say where a runtime scalar stands for memory; a 0-d array argument is memory
-    instead (zero_d_memory.py: the trace stops and the kernel traces it again as a tensor)."""
-    as_memory(x)
-    if isinstance(x, TileValue) and x.shape == ():
-        return ("a runtime scalar (a number, or a value the kernel computed) is not memory: "
-                "write into a tensor argument or an allocation, e.g. td.store(out, v)")
-    return None
 
 
 def _not_an_index(what: str, mask: Any) -> None:

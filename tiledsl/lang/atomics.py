@@ -28,7 +28,8 @@ from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import (
     Tensor, TileValue, Unmerged, _access_mask, _indices, read_only, written_value,
 )
-from tiledsl.lang.access import scalar_pointer, zero_d_hint
+from tiledsl.frontend.zero_d_memory import zero_d_hint
+from tiledsl.lang.access import scalar_pointer
 
 SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")  # as Triton's `sem=`
 SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`

@@ -19,7 +19,7 @@ from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
 from tiledsl.ir.same import same_value
-from tiledsl.lang.access import zero_d_hint
+from tiledsl.frontend.zero_d_memory import zero_d_hint
 from tiledsl.lang.language import empty, tile
 from tiledsl.lang.views import tensor_index
 
