@@ -336,3 +336,22 @@ def test_a_python_float_argument_used_as_a_float_in_host_code_is_static() -> Non
     for base in (2.0, 10.0):
         td.testing.assert_close(powers_of.run(x, base), base ** x.astype(np.float64), np.float32)
     assert len(powers_of.caches.traces) == 2
+
+
+@td.tile_kernel
+def chunk_starts(x, chunk_size):
+    """mamba's `nchunks = math.ceil(seqlen / chunk_size)` of an int argument in host code: the
+    kernel specializes on it."""
+    import math
+    nchunks = math.ceil(x.shape[0] / chunk_size)
+    out = td.empty((nchunks,), dtype=x.dtype)
+    for c in td.grid(nchunks):
+        out[c] = x[c * chunk_size]
+    return out
+
+
+def test_an_int_argument_divided_into_a_python_float_in_host_code_is_static() -> None:
+    x = np.arange(37, dtype=np.float32)
+    for size in (16, 5):
+        np.testing.assert_array_equal(chunk_starts.run(x, size), x[::size])
+    assert "chunk_size" in chunk_starts.specs.static

@@ -47,7 +47,7 @@ from tiledsl.ir.core import Value, upstream
 
 HOST_INT_OPS = ("add", "sub", "mul", "floordiv", "mod", "neg", "abs", "maximum", "minimum",
                 "and", "or", "xor", "shl", "shr",  # (triton.next_power_of_2 of an int argument)
-                "cast")
+                "cast", "div")  # (`math.ceil(seqlen / chunk_size)`: mamba's chunk counts)
 # and what makes a Python bool of them (`i != dim` in a comprehension of the host code)
 TRUTH_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not")
 
