@@ -245,14 +245,16 @@ def _rms_kernel(Y_ptr, X_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr):
 
 @td.tile_kernel
 def rms_rows(X, eps):
-    """Liger's wrapper habits: a device branch, a device context, requires_grad checks."""
+    """Liger's wrapper habits: a device branch, a device context, requires_grad checks; and
+    flash-attn's launch through `torch.library.wrap_triton`."""
     n_rows, n_cols = X.shape
     Y = torch.empty_like(X)
     assert not X.requires_grad
     if X.device.type == "xpu":
         raise RuntimeError("not this device")
     with torch.cuda.device(X.device):
-        _rms_kernel[(n_rows,)](Y, X, n_cols, eps, BLOCK_SIZE=triton.next_power_of_2(n_cols))
+        torch.library.wrap_triton(_rms_kernel)[(n_rows,)](
+            Y, X, n_cols, eps, BLOCK_SIZE=triton.next_power_of_2(n_cols))
     return Y
 
 

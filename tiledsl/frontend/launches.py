@@ -40,11 +40,15 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 def unwrap(kernel: Any) -> tuple[Any, list[tuple[str, Callable]], Any]:
     """The `@triton.jit` function under `kernel`'s autotune and heuristics decorators and any
-    other `triton.KernelInterface` wrapper with a `.fn` (FlagGems' `@libentry()`), or None when
+    other `triton.KernelInterface` wrapper with a `.fn` (FlagGems' `@libentry()`) or torch's
+    `torch.library.wrap_triton` (flash-attn's, mamba's launches), or None when
     `kernel` is none of those; its heuristics and its autotuner (or None)."""
     heuristics: list[tuple[str, Callable]] = []
     tuner = None
     for _ in range(16):  # (a wrapper chain, not a cycle)
+        if type(kernel).__name__ == "TraceableTritonKernelWrapper":  # torch.library's
+            kernel = kernel.kernel  # wrap_triton(k) (and capture_triton): k, as torch runs it
+            continue
         kind = _triton_kind(kernel)
         if kind == "JITFunction":
             return kernel, heuristics, tuner
