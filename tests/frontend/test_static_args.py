@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import torch
 import pytest
 
 import tiledsl as td
@@ -355,3 +356,20 @@ def test_an_int_argument_divided_into_a_python_float_in_host_code_is_static() ->
     for size in (16, 5):
         np.testing.assert_array_equal(chunk_starts.run(x, size), x[::size])
     assert "chunk_size" in chunk_starts.specs.static
+
+
+@td.tile_kernel
+def shifted_by(x, off=0):
+    """flash-attn's `seqlen_offsets: Union[int, Tensor]`: an int the host code needs static in
+    one call, an array in another."""
+    if isinstance(off, torch.Tensor):
+        return x + off
+    assert off + x.shape[0] <= 100
+    return x + off
+
+
+def test_a_parameter_made_static_by_an_int_still_takes_an_array() -> None:
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(shifted_by.run(x, 3), x + 3)
+    assert "off" in shifted_by.specs.static
+    np.testing.assert_array_equal(shifted_by.run(x, x), x + x)

@@ -36,7 +36,8 @@ class ArgSpecs:
         self.name = name
         self.signature = signature
         self.arity = len(signature.parameters)
-        self.static: set[str] = set(static_args.signature_constexprs(signature))
+        self.annotated = frozenset(static_args.signature_constexprs(signature))
+        self.static: set[str] = set(self.annotated)  # and the ints the body needs static
         self.memory: set[str] = set()  # 0-d array parameters the body writes (MemoryNeeded)
 
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
@@ -130,7 +131,8 @@ class ArgSpecs:
                 return ("closure", static_args.static(v), tuple(
                     (i, var, self._captured(f"{name}.{var}", a)) for i, var, a in captured))
             return ("const", static_args.static(v))
-        if name in self.static:
+        if name in self.annotated:  # (one made static by an int's use may take an array:
+            # flash-attn's `seqlen_offsets: Union[int, Tensor]`)
             raise ArgumentError(f"argument '{name}' is compile-time (td.constexpr) but is a "
                                 f"{type(v).__module__}.{type(v).__qualname__}",
                                 kernel=self.name, hint="pass a Python value, not an array")
