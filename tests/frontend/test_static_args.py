@@ -373,3 +373,18 @@ def test_a_parameter_made_static_by_an_int_still_takes_an_array() -> None:
     np.testing.assert_array_equal(shifted_by.run(x, 3), x + 3)
     assert "off" in shifted_by.specs.static
     np.testing.assert_array_equal(shifted_by.run(x, x), x + x)
+
+
+@td.tile_kernel
+def logit_scaled(x, scale: float = 1.0):
+    """flash-attn's cross entropy: `assert logit_scale > 0.0` of a Python float argument in host
+    code traces per value, as an `if` on it does."""
+    assert scale > 0.0
+    return x * scale
+
+
+def test_a_host_assert_on_a_float_argument_specializes_it() -> None:
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(logit_scaled.run(x, 2.0), x * 2)
+    with pytest.raises(td.TraceError, match="AssertionError"):
+        logit_scaled.run(x, -1.0)

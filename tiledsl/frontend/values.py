@@ -120,8 +120,10 @@ class TileValue:
 
     # Python control flow cannot see traced values.
     def __bool__(self) -> bool:
-        if self.shape == ():  # computed from int arguments alone (`i != dim`): made static
-            check_static(self.value, current().int_params, truth=True)
+        if self.shape == ():  # computed from int arguments alone (`i != dim`), in host code
+            tr = current()  # from Python float ones too (flash-attn's `assert scale > 0.0`):
+            check_static(self.value, tr.int_params | tr.float_params  # made static
+                         if tr.depth == "host" else tr.int_params, truth=True)
         hint = "use td.where(cond, x, y) to select elementwise"
         if self.shape == ():  # an `if` statement on a scalar branches (tiledsl/frontend/branches.py)
             hint = ("to skip work, branch on it with an `if` statement in the kernel (not "
