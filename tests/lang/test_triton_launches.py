@@ -240,7 +240,8 @@ def _rms_kernel(Y_ptr, X_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr):
     cols = tl.arange(0, BLOCK_SIZE)
     x = tl.load(X_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
     rstd = rsqrt(tl.sum(x * x, axis=0) / n_cols + eps * EPS_SCALE)
-    tl.store(Y_ptr + row * n_cols + cols, x * rstd, mask=cols < n_cols)
+    one = 1.0  # a constexpr in Triton, which `.to` makes a scalar (flash-attn's `zero.to`)
+    tl.store(Y_ptr + row * n_cols + cols, x * rstd * one.to(x.dtype), mask=cols < n_cols)
 
 
 @td.tile_kernel

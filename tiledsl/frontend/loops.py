@@ -42,6 +42,15 @@ same = dtypes.DType.same  # the rewrite's `a is b` (frontend/rewrite.py)
 keyed = dtypes.DType.keyed  # and its `table[x.dtype]`
 contains = dtypes.DType.contains  # and its `x.dtype in {torch.float16, ...}`
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def to_of(x: Any) -> Any:
+    """The rewrite's `x.to` (frontend/rewrite.py): a number a Triton body bound to a name is a
+    constexpr there, which `.to(dtype)` makes a scalar of that dtype (flash-attn's
+    `zero = 0.0; tl.where(x >= 0, x, zero.to(x.dtype))`)."""
+    if type(x) in (bool, int, float) and active() is not None and current().triton_body:
+        x = to_value(x)
+    return x.to
 _CARRIED = (TileValue, Pointer) + _NUMBER  # what a loop carries across its trips
 
 

@@ -226,6 +226,9 @@ class _LoopRewriter(ast.NodeTransformer):
             node.func = _rt("launch", [func.value, func.slice, ast.Name("_td_helper", ast.Load()),
                                        ast.Constant(node.lineno)], func)
             return node
+        if isinstance(func, ast.Attribute) and func.attr == "to" and \
+                isinstance(func.value, ast.Name):  # `zero.to(dtype)` of a Triton constexpr
+            node.func = func = _rt("to_of", [func.value], func)
         if isinstance(func, ast.Name) and not func.id.startswith("_td_") or \
                 isinstance(func, ast.Call) or \
                 isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name)
