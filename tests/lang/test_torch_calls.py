@@ -236,16 +236,19 @@ def host_copies(x, v):
     torch.fill(out, v)
     z = torch.empty((3,), dtype=x.dtype).fill_(2.0)
     z0 = torch.empty((2,), dtype=x.dtype).zero_()
+    tail = torch.zeros((x.shape[:-1].numel(), x.shape[-1]), dtype=x.dtype)  # (torch.Size's)
+    tail[:, 3:].copy_(x[:, 3:])  # (flash-attn's rotary: a view's copy_)
     assert not x.is_quantized and not x.is_complex() and not x.is_conj()
     assert x.to(x.device) is x and x.to("cuda:0") is x  # (Unsloth's `labels.to(device)`)
     h = x.to(x.device, torch.float16)  # (a copy grid, as .to(torch.float16))
-    return c, r, out, z, z0, h
+    return c, r, out, z, z0, h, tail
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_host_copies_and_fills(backend: str) -> None:
     x = np.random.default_rng(47).standard_normal((5, 7)).astype(np.float32)
-    c, r, out, z, z0, h = run_on(host_copies, (x, 1.5), backend)
+    c, r, out, z, z0, h, tail = run_on(host_copies, (x, 1.5), backend)
+    np.testing.assert_array_equal(tail, np.concatenate([0 * x[:, :3], x[:, 3:]], axis=1))
     np.testing.assert_array_equal(h, x.astype(np.float16))
     np.testing.assert_array_equal(c, x.T)
     np.testing.assert_array_equal(r, x.reshape(1, -1))

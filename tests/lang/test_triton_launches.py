@@ -259,11 +259,26 @@ def rms_rows(X, eps):
     return Y
 
 
+@torch.library.triton_op("tiledsl_tests::rms_impl", mutates_args={"Y"})
+def rms_impl(Y: torch.Tensor, X: torch.Tensor, eps: float) -> None:
+    _rms_kernel[(X.shape[0],)](Y, X, X.shape[1], eps, BLOCK_SIZE=triton.next_power_of_2(X.shape[1]))
+
+
+@td.tile_kernel
+def rms_through_an_op(X, eps):
+    """flash-attn's layer norm calls its `@triton_op("flash_attn::layer_norm_fwd_impl")`: the
+    op's body runs."""
+    Y = torch.empty_like(X)
+    rms_impl(Y, X, eps)
+    return Y
+
+
 def test_a_wrapper_s_device_checks_and_a_kernel_s_module_globals() -> None:
     x = np.random.default_rng(74).standard_normal((5, 37)).astype(np.float32)
     want = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)
     for backend in ("numpy", "triton-interpret"):
         assert_close(rms_rows.run(x, 1e-6, backend=backend), want, np.float32)
+    assert_close(rms_through_an_op.run(x, 1e-6), want, np.float32)
 
 
 def ensure_contiguous(fn):  # type: ignore[no-untyped-def]

@@ -75,6 +75,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
         return helper(fn.__wrapped__, rewrite)  # `@functools.lru_cache` (FlagGems' get_num_sms)
     if _torch_wrapper(fn):  # `@torch.amp.custom_fwd`, `@torch.no_grad()`: autograd's business
         return helper(fn.__wrapped__, rewrite)
+    if (body := _custom_op_body(fn)) is not None:  # `@torch.library.triton_op` / `custom_op`
+        return helper(body, rewrite)
     bound = _user_method(fn, rewrite)  # `obj.method(x)`, `obj(x)` of a user's class
     if bound is not None:
         return bound
@@ -141,6 +143,20 @@ def _torch_wrapper(fn: Any) -> bool:
     return type(fn) is FunctionType and type(inner) is FunctionType and \
         (fn.__globals__.get("__name__") or "").partition(".")[0] == "torch" and \
         (inner.__module__ or "").partition(".")[0] not in LIBRARIES
+
+
+def _custom_op_body(fn: Any) -> FunctionType | None:
+    """The user's function under a `torch.library.custom_op` or `triton_op` (flash-attn's
+    `@triton_op("flash_attn::layer_norm_fwd_impl", ...)`): its body is what the op runs on a
+    kernel's tensors. triton_op registers a closure calling it (`backend_fn`) as the op's."""
+    if type(fn).__name__ != "CustomOpDef" or not type(fn).__module__.startswith("torch."):
+        return None
+    body = getattr(fn, "_init_fn", None)
+    if type(body) is not FunctionType:
+        return None
+    cells = dict(zip(body.__code__.co_freevars, body.__closure__ or ()))
+    inner = cells["fn"].cell_contents if "fn" in cells else None
+    return inner if body.__name__ == "backend_fn" and type(inner) is FunctionType else body
 
 
 def _context_manager(fn: FunctionType) -> bool:

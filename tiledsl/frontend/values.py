@@ -333,6 +333,23 @@ class Tile:
     __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __index__ = _no_math  # type: ignore[assignment]
 
 
+class Shape(tuple):
+    """A tensor's shape, as torch's `torch.Size`: a tuple whose slices are shapes, with
+    `numel()` (flash-attn's `batch = x.shape[:-1].numel()`)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, i: Any) -> Any:
+        got = tuple.__getitem__(self, i)
+        return Shape(got) if isinstance(i, slice) else got
+
+    def numel(self) -> Any:
+        n: Any = 1
+        for d in self:
+            n = n * d
+        return n
+
+
 class Tensor:
     """A tensor in global memory (an argument or an output) seen from the kernel body."""
 
@@ -350,8 +367,8 @@ class Tensor:
         return t
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.type.shape
+    def shape(self) -> Shape:
+        return Shape(self.type.shape)
 
     @property
     def dtype(self) -> DType:
@@ -359,7 +376,7 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self.type.shape)
 
     # `x.size` (NumPy's element count, callable as torch's `x.size(d)`) and `x.numel()`:
     # lang/torch_names.py adds them.

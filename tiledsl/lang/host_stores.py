@@ -78,6 +78,16 @@ Tensor.fill = tensor_fill  # type: ignore[attr-defined] (torch.fill reaches it)
 Tensor.clone = tensor_clone  # type: ignore[attr-defined]
 
 
+def tensor_copy(t: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """torch's `x.copy_(src)` in host code: `x[...] = src` (a view's too: flash-attn's
+    `out[..., rotary_dim:].copy_(x[..., rotary_dim:])`); returns x."""
+    tensor_assign(t, Ellipsis, src)
+    return t
+
+
+Tensor.copy_ = tensor_copy  # type: ignore[attr-defined]
+
+
 def _scalar_fill(x: TileValue, value: Any = 0) -> None:
     """`out.fill_(v)` / `out.zero_()` of a runtime scalar: a 0-d array argument becomes memory
     (zero_d_hint stops the trace), anything else is an error."""
