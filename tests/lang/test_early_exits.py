@@ -140,15 +140,17 @@ def test_loops_over_python_values_keep_python_exits() -> None:
 @td.tile_kernel
 def scaled_rows(alpha, x, n_valid):
     """Liger's mhc sinkhorn: `if pid >= N: return`, then a tensor's name rebound to the value
-    loaded from it. The rest of the program is the `if`'s other branch, so the name is never
-    used where the branches disagree on what it is."""
+    loaded from it, and a pointer's to one of another shape. The rest of the program is the
+    `if`'s other branch, so the names are never used where the branches disagree on them."""
     n = x.shape[0]
     out = td.zeros((n,), dtype=td.float32)
     for pid in td.grid(n):
+        x_row = x + pid  # a pointer moved by a scalar, then by a tile (flash-attn's rotary)
         if pid >= n_valid:
             return
         alpha = td.load(alpha)
-        td.store(out + pid, td.load(x + pid) * alpha)
+        x_row = x_row + td.arange(0, 1)
+        td.store(out + pid + td.arange(0, 1), td.load(x_row) * alpha)
     return out
 
 

@@ -126,8 +126,12 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
     for i, region in enumerate(op.regions):
         with tr.region(region, "if"):
             yielded[i] = [to_value(_offset(values[i])) for values in sides]
-    for k, n in enumerate(names):
-        _unify(tr, op, n, [yielded[0][k], yielded[1][k]], yielded, k, loc)
+    for k, n in enumerate(names):  # a name of two types is an error where it is used after
+        error = _unify(tr, op, n, [yielded[0][k], yielded[1][k]], yielded, k, loc)
+        if error is not None:  # the `if` (never, after an early exit: rotary's `X = X + ...`)
+            same[n.rstrip("?+").partition("#")[0]] = Unmerged(error)
+    keep = [k for k, n in enumerate(names) if n.rstrip("?+").partition("#")[0] not in same]
+    names, yielded = [names[k] for k in keep], [[side[k] for k in keep] for side in yielded]
     for i, region in enumerate(op.regions):
         with tr.region(region, "if"):
             tr.emit("yield", [v.value for v in yielded[i]], loc=loc)
@@ -138,6 +142,8 @@ def _merge(tr: Tracer, op: Op, env: dict, assigned: tuple[str, ...], outs: list[
            for k, (n, r) in enumerate(zip(names, op.results))}
     merged = {n: Pointer(bases[n], v) if n in bases else v for n, v in out.items()}
     for n, parts in chosen.items():  # each option: its condition, its pointer's offset
+        if n in same:  # (an option's offset of two shapes: Unmerged)
+            continue
         merged[n] = Choice([(merged.pop(key + "?"), Pointer(p.base, merged.pop(key + "+"))
                              if isinstance(p, Pointer) else p) for key, p in parts])
     return same | merged
@@ -169,20 +175,23 @@ def _offset(v: Any) -> Any:
 
 
 def _unify(tr: Tracer, op: Op, name: str, pair: list[TileValue],
-           yielded: list[list[TileValue]], k: int, loc: Loc) -> None:
-    """Give `name` one type in both branches: a weak number takes the other side's."""
+           yielded: list[list[TileValue]], k: int, loc: Loc) -> TraceError | None:
+    """Give `name` one type in both branches (a weak number takes the other side's), or
+    return the error to raise where it is used after the `if`."""
     a, b = pair
     if a.type == b.type:
-        return
+        return None
     for weak, strong, side in ((a, b, 0), (b, a, 1)):
         if weak.weak and broadcastable(weak.shape, strong.shape):
             with tr.region(op.regions[side], "if"):
                 yielded[side][k] = broadcast_to(cast(weak, strong.dtype), strong.shape)
-            return
-    tr.fail(TraceError, f"'{name}' is {a.dtype}{tr.describe_shape(a.shape)} where the `if` "
-            f"condition holds but {b.dtype}{tr.describe_shape(b.shape)} where it does not",
-            loc=loc, hint="give it one dtype and shape in both branches: cast with "
-                          ".astype(...), or bind it before the `if` with its final type")
+            return None
+    shown = name.rstrip("?+").partition("#")[0]
+    return TraceError(f"'{shown}' is {a.dtype}{tr.describe_shape(a.shape)} where the `if` "
+                      f"condition holds but {b.dtype}{tr.describe_shape(b.shape)} where it "
+                      "does not, and it is used after the `if`", kernel=tr.kernel, loc=loc,
+                      hint="give it one dtype and shape in both branches: cast with "
+                           ".astype(...), or bind it before the `if` with its final type")
 
 
 def _no_triton_call() -> None:
