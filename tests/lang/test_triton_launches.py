@@ -588,3 +588,30 @@ def test_an_int_plus_a_pointer(backend: str) -> None:
     x = np.random.default_rng(88).standard_normal((5, 37)).astype(np.float32)
     assert_close(run_on(reversed_row_sums, (x,), backend), x.astype(np.float64).sum(1),
                  np.float32)
+
+
+@triton.jit
+def _wrapped_rows_matmul(A, B, C, M, K: tl.constexpr, N: tl.constexpr, BLOCK_M: tl.constexpr):
+    rm = tl.arange(0, BLOCK_M) % M  # rows past M wrap: one row stored from several lanes
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)
+    a = tl.load(A + rm[:, None] * K + rk[None, :])
+    b = tl.load(B + rk[:, None] * N + rn[None, :])
+    tl.store(C + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@td.tile_kernel
+def wrapped_rows_matmul(a, b):
+    c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    _wrapped_rows_matmul[(1,)](a, b, c, a.shape[0], a.shape[1], b.shape[1], BLOCK_M=128)
+    return c
+
+
+def test_equal_rows_of_a_dot_stored_from_several_lanes_are_equal() -> None:
+    """flash-attn's linear (Triton's `rm % M` matmuls): the lanes past M store the dot's rows
+    again, which a GPU computes equal; NumPy's float32 matmul rounds them apart by their place
+    in the tile (a RaceError on the NumPy backend before its dots multiplied in float64)."""
+    rng = np.random.default_rng(75)
+    a = rng.standard_normal((74, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 256)).astype(np.float32)
+    assert_close(wrapped_rows_matmul.run(a, b), a.astype(np.float64) @ b, np.float32)

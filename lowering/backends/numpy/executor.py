@@ -473,8 +473,14 @@ def _dot(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     if a.shape[-1] != b.shape[-2]:  # one operand was loaded trimmed (plan.trimmed_loads): the
         k = min(a.shape[-1], b.shape[-2])  # lanes the other has past it are zeros
         a, b = a[..., :k], b[..., :k, :]
-    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
-    return [grid_dot(a, b, ex.rank) if a.ndim == ex.rank + 2 else np.matmul(a, b)]
+    # Floats below float64 multiply in float64, rounded once: NumPy's float32 matmul rounds
+    # equal rows of a tile differently by their place in it, where a GPU's are equal (Triton's
+    # `rm % M` matmuls store one row from several lanes: flash-attn's linear).
+    td_dtype = op.result.type.dtype  # type: ignore[union-attr]
+    work = np.float64 if td_dtype.is_float and td_dtype.itemsize < 8 else dtype
+    a, b = a.astype(work, copy=False), b.astype(work, copy=False)
+    out = grid_dot(a, b, ex.rank) if a.ndim == ex.rank + 2 else np.matmul(a, b)
+    return [out.astype(dtype, copy=False)]
 
 
 @rule("pow")
