@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import tiledsl as td
+from tiledsl.runtime import returns
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "examples"
@@ -133,9 +134,7 @@ def run_on(kernel: Any, args: tuple, backend: str, **kw: Any) -> Any:
     for a, t in zip(args, on_device):
         if isinstance(a, np.ndarray) and a.flags.writeable:
             a[...] = to_numpy(t.cpu())
-    if isinstance(out, tuple):  # None: an optional output left out; numbers as they are
-        return tuple(to_numpy(o.cpu()) if hasattr(o, "cpu") else o for o in out)
-    return None if out is None else to_numpy(out.cpu())
+    return returns.map_tensors(out, lambda o: to_numpy(o.cpu()))  # (None, numbers: as they are)
 
 
 def under_configs(kernel: Any, args: tuple, backend: str, samples: int = 2,

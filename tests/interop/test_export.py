@@ -798,6 +798,13 @@ def test_a_package_returns_an_optional_output_as_none(
         load(forge(pkg, {**manifest, "returns": "tuple:tensor,tensor"}))
     with pytest.raises(td.BackendError, match="returns"):
         load(forge(pkg, {**manifest, "returns": "tuple:tensor,Nothing"}))
+    with pytest.raises(td.BackendError, match="'tuple:tensor,\\[None,tensor\\]', which needs 2"):
+        load(forge(pkg, {**manifest, "returns": "tuple:tensor,[None,tensor]"}))  # (nested)
+    with pytest.raises(td.BackendError, match="malformed return form"):
+        load(forge(pkg, {**manifest, "returns": "tuple:tensor,[None"}))
+    o, [none] = load(forge(pkg, {**manifest, "returns": "tuple:tensor,[None]"}))(
+        FakeCupyArray(x), 0.5)
+    assert none is None
 
 
 def test_loaded_kernel_persistent_grids_and_large_shared_memory(

@@ -57,6 +57,32 @@ def test_a_returned_number_comes_back_as_it_is(backend: str) -> None:
     assert runner.check(sized_rows.config_space(x).default()) is None
 
 
+@td.tile_kernel
+def nested_states(x):
+    """mamba3's step returns `Out, [state, k, v, V]`: lists and tuples nest in the return."""
+    o, s = td.empty_like(x), td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        o[t] = x[t] + 1
+        s[t] = x[t] * 2
+    return o, [s, (x.shape[0], None, x)]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_return_may_nest_lists_and_tuples(backend: str) -> None:
+    x = np.random.default_rng(6).standard_normal(21).astype(np.float32)
+    o, [s, (n, none, same)] = nested_states.run(x, backend=backend)
+    assert_close(o, x.astype(np.float64) + 1, np.float32)
+    assert_close(s, x.astype(np.float64) * 2, np.float32)
+    assert (n, none) == (21, None)
+    np.testing.assert_array_equal(same, x)
+    assert nested_states.traced(x).returns == "tuple:tensor,[tensor,(int:21,None,tensor)]"
+    if backend == "numpy":  # torch tensors in, torch tensors out, the numbers as they are
+        torch = pytest.importorskip("torch")
+        t = torch.from_numpy(x)
+        o, [s, (n, none, same)] = nested_states(t)
+        assert isinstance(s, torch.Tensor) and same is t and (n, none) == (21, None)
+
+
 def test_a_returned_runtime_scalar_is_refused_at_its_line() -> None:
     @td.tile_kernel
     def returns_scale(x, scale: float):

@@ -73,8 +73,7 @@ def _run_once(k: TileKernel, args: tuple, backend: str, cfg: Config,
         gpu.torch.cuda.synchronize()
         ms = (time.perf_counter() - start) * 1e3  # the first call includes compiling
         if out is not None:
-            out = tuple(o if o is None or returns.is_number(o) else gpu.get(o, "output")
-                        for o in testing.as_tuple(out))
+            out = returns.map_tensors(testing.as_tuple(out), lambda o: gpu.get(o, "output"))
         for a, g in zip(static_args.flatten_arrays(list(call_args)),
                         static_args.flatten_arrays(on_gpu)):
             if isinstance(a, np.ndarray):  # what the kernel wrote, back on the host

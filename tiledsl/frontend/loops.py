@@ -92,7 +92,7 @@ def result(value: Any, line: int) -> Any:
         return None
     tr = current()
     tuple_ = isinstance(value, (tuple, list))
-    items = list(value) if tuple_ else [value]
+    items = returns.flat(value) if tuple_ else [value]  # (nested: mamba3's `Out, [s, k, v]`)
     items = [r for r in items if r is not None]  # an optional output left out (returns.py)
     for r in items:
         if tuple_ and returns.is_number(r):  # Liger's `return y, rstd, BLOCK_SIZE, num_warps`
@@ -110,8 +110,9 @@ def result(value: Any, line: int) -> Any:
             name = type(r).__name__
             article = "an" if name[:1].lower() in "aeiou" else "a"
             tr.fail(TraceError, f"the kernel returns {article} {name}; kernels return tensors "
-                    "(or nothing, when they write into arguments), and a tuple of them may "
-                    "hold None and Python numbers", loc=Loc(tr.file, line))
+                    "(or nothing, when they write into arguments), and a tuple of them (of "
+                    "lists and tuples of them) may hold None and Python numbers",
+                    loc=Loc(tr.file, line))
     _check_written(tr, [r for r in items if isinstance(r, Tensor)], line)
     return value
 

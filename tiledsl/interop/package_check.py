@@ -148,7 +148,11 @@ def check_references(m: dict[str, Any], where: str) -> None:
             t = buffers[o["buffer"]] if "buffer" in o else m["arguments"][o["index"]]
             if (t["shape"], t["dtype"]) != (o["shape"], o["dtype"]):
                 problems.append(f"output {t['name']} is {_type(o)}, but {t['name']} is {_type(t)}")
-    needed = outputs_needed(m["returns"])  # "tuple": any number
+    try:
+        needed = outputs_needed(m["returns"])  # "tuple": any number
+    except ValueError as e:
+        problems.append(f"returns: {e}")
+        needed = None
     if needed is not None and len(m["outputs"]) != needed:
         problems.append(f"returns is {m['returns']!r}, which needs {needed} outputs, but "
                         f"outputs lists {len(m['outputs'])}")

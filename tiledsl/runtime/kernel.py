@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl.interop import arrays
-from tiledsl.runtime import dispatch, registry
+from tiledsl.runtime import dispatch, registry, returns
 from tiledsl import dtypes
 from tiledsl.frontend import reads, static_args
 from tiledsl.frontend.zero_d_memory import MemoryNeeded
@@ -228,9 +228,7 @@ class TileKernel:
         def convert(out: Any) -> Any:
             return originals[id(out)] if id(out) in originals else back(out, like)
         try:
-            if isinstance(result, tuple):  # None: an optional output left out (returns.py)
-                return tuple(None if o is None else convert(o) for o in result)
-            return None if result is None else convert(result)
+            return returns.map_tensors(result, convert)  # (None, numbers: as they are)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
 
