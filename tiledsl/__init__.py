@@ -214,6 +214,7 @@ from tiledsl.lang.triton_names import fdiv as fdiv
 div_rn = fdiv  # Triton's tl.div_rn
 rint = round  # libdevice's rint: half to even
 from tiledsl.lang.rounded_division import div_rz as div_rz  # libdevice's
+from tiledsl.lang.inline_asm import inline_asm_elementwise as inline_asm_elementwise
 from tiledsl.lang.triton_names import multiple_of as multiple_of
 from tiledsl.lang.triton_names import ravel as ravel
 from tiledsl.lang.triton_names import num_programs as num_programs

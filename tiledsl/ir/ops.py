@@ -471,6 +471,26 @@ def _philox(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> lis
     return [counter] * 4
 
 
+@_def("inline_asm", traits=(ELEMENTWISE,))
+def _inline_asm(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
+    """Triton's `tl.inline_asm_elementwise`: operand tiles of one shape (or none) -> one tile
+    of that shape per dtype in `dtypes` (attr, short names); `asm`, `constraints` (strings)
+    and `pack` (elements per instance) are passed to the GPU as they are."""
+    shapes = {tile(t, "inline_asm operand").shape for t in ts}
+    if len(shapes) > 1:
+        raise ShapeError(f"inline_asm: operands of shapes {sorted(map(str, shapes))}")
+    shape = shapes.pop() if shapes else ()
+    names = attrs.get("dtypes")
+    if not isinstance(names, (tuple, list)) or not names or \
+            any(n not in dtypes.BY_SHORT for n in names):
+        raise IRError(f"inline_asm: dtypes is a list of dtype names, got {names!r}")
+    if not isinstance(attrs.get("asm"), str) or not isinstance(attrs.get("constraints"), str):
+        raise IRError("inline_asm: asm and constraints are strings")
+    if not isinstance(attrs.get("pack"), int) or attrs["pack"] < 1:
+        raise IRError(f"inline_asm: pack is a positive int, got {attrs.get('pack')!r}")
+    return [TileType(shape, dtypes.BY_SHORT[n]) for n in names]
+
+
 def _along(ts: Sequence[Type], attrs: dict, name: str, n: int) -> TileType:
     """The common type of the first `n` operands of a scan or sort, and its axis checked; a
     `masked` op has one more operand: which lanes are in range (ragged.py adds it, and

@@ -15,6 +15,7 @@ from lowering.backends.numpy import block_sizes as _block_sizes  # noqa: F401 (r
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import atomics as _atomics  # noqa: F401 (registers its rule)
 from lowering.backends.numpy import asserts as _asserts  # noqa: F401 (registers its rule)
+from lowering.backends.numpy import ptx as _ptx  # noqa: F401 (registers its rule)
 from lowering.backends.numpy import fast_access as _fast_access  # noqa: F401 (registers steps)
 from lowering.backends.numpy.defaults import default_blocks
 from lowering.backends.numpy.executor import Executor

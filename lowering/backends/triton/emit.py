@@ -32,6 +32,7 @@ from lowering.backends.triton import assert_rules as _assert_rules  # noqa: F401
 from lowering.backends.triton import shift_rules
 from lowering.backends.triton import bit_rules as _bit_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import math_rules as _math_rules  # noqa: F401 (registers rules)
+from lowering.backends.triton import asm_rules as _asm_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton import block_rules as _block_rules  # noqa: F401 (registers rules)
 from lowering.backends.triton.loops import LoopEmission, clamped_stop
 from lowering.backends.triton.oprules import EMIT_RULES, PREPARE_RULES

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from lowering.backends.numpy import check_written, memory
-from lowering.backends.triton import interpret_libdevice, space as triton_space
+from lowering.backends.triton import interpret_asm, interpret_libdevice, space as triton_space
 from lowering.backends.triton.codegen import generate_cached
 from lowering.backends.triton.loader import load
 from tiledsl import dtypes
@@ -192,7 +192,8 @@ def interpreted_stdlib() -> Iterator[None]:
     float("inf"))` on a bfloat16 x), as triton 3.9 defines it, comparisons are typed int1
     (`_int1`), int arguments typed int64 are
     held as int64, `~` of an unsigned int works on triton 3.6 too (`_all_ones`), and
-    libdevice's functions are NumPy's (interpret_libdevice.py)."""
+    libdevice's functions are NumPy's (interpret_libdevice.py), and inline assembly runs as the
+    NumPy backend runs it (interpret_asm.py)."""
     import triton.language as tl
     from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction
@@ -233,6 +234,8 @@ def interpreted_stdlib() -> Iterator[None]:
     all_ones = builder.get_all_ones_value
     builder.get_all_ones_value = _all_ones(all_ones)
     interpret_libdevice.install()
+    inline_asm = builder.create_inline_asm
+    builder.create_inline_asm = interpret_asm.create_inline_asm
     convert_float = interpreter._convert_float
     interpreter._convert_float = _fp8_as_gpu(convert_float)
     add_bf16 = not hasattr(builder, "get_bf16")
@@ -252,6 +255,7 @@ def interpreted_stdlib() -> Iterator[None]:
         interpreter._implicit_cvt = implicit_cvt
         builder.cast_impl = cast_impl
         builder.get_all_ones_value = all_ones
+        builder.create_inline_asm = inline_asm
         interpreter._convert_float = convert_float
         if add_bf16:
             del builder.get_bf16
