@@ -94,7 +94,8 @@ class TileKernel:
 
     def specialized(self, make: Callable[[], tuple[ArgSpec, ...]]) -> tuple[ArgSpec, ...]:
         """`make()`, made again while tracing it finds int parameters (or, in a host-code
-        `if`, Python float ones) that must be static."""
+        `if`, Python float ones) that must be static, or 0-d array ones it writes, which are
+        memory (frontend/zero_d_memory.py)."""
         while True:
             try:
                 spec = make()  # (which may trace: `_written_aliases`)
