@@ -102,8 +102,9 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
             "grid indices or of a tile and a vector)"
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from grid dimension {names} "
-                f"{how}: they would write them with different values, and which one lands "
-                "would depend on the order the programs run in",
+                f"{how}: where two of them write an element with different values, which "
+                "one lands would depend on the order the programs run in (the check cannot "
+                "tell whether the values agree)",
                 hint="index with the tile itself or its `t.id` / `t.begin` (out[t.id] = ...), "
                      "combine the values with an atomic (td.atomic_add(out, [i], v)), or write "
                      "each program's part to a separate output and reduce it in a second grid"
