@@ -265,9 +265,10 @@ def rms_impl(Y: torch.Tensor, X: torch.Tensor, eps: float) -> None:
 
 
 @td.tile_kernel
+@torch.inference_mode()
 def rms_through_an_op(X, eps):
     """flash-attn's layer norm calls its `@triton_op("flash_attn::layer_norm_fwd_impl")`: the
-    op's body runs."""
+    op's body runs; lightllm's wrappers are under `@torch.inference_mode()` / `no_grad()`."""
     Y = torch.empty_like(X)
     rms_impl(Y, X, eps)
     return Y

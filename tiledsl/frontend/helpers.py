@@ -136,6 +136,15 @@ def _triton_body(body: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def user_function(fn: Any) -> Any:
+    """`fn` without torch's decorators (`@torch.no_grad()`, `@torch.inference_mode()`,
+    `@torch.amp.custom_fwd`): the user's own function, in whose module its names are read
+    (`@td.tile_kernel` above `@torch.no_grad()`, lightllm's and vLLM's wrappers)."""
+    while _torch_wrapper(fn):
+        fn = fn.__wrapped__
+    return fn
+
+
 def _torch_wrapper(fn: Any) -> bool:
     """Whether `fn` is a wrapper torch made of a function of the user's (autocast, grad mode
     and compiler decorators, which change nothing a kernel traces)."""

@@ -18,7 +18,7 @@ import numpy as np
 from tiledsl.interop import arrays
 from tiledsl.runtime import dispatch, registry, returns
 from tiledsl import dtypes
-from tiledsl.frontend import reads, static_args
+from tiledsl.frontend import helpers, reads, static_args
 from tiledsl.frontend.zero_d_memory import MemoryNeeded
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.runtime.arg_specs import ArgSpec, ArgSpecs
@@ -38,6 +38,7 @@ class TileKernel:
     def __init__(self, fn: FunctionType, config: Config | None = None) -> None:
         if not inspect.isfunction(fn):
             raise TraceError(f"@td.tile_kernel decorates a function, got {type(fn).__name__}")
+        fn = helpers.user_function(fn)  # (under `@torch.no_grad()`: autograd's business)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name: str = fn.__name__
