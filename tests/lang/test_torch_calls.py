@@ -240,6 +240,7 @@ def host_copies(x, v):
     tail[:, 3:].copy_(x[:, 3:])  # (flash-attn's rotary: a view's copy_)
     assert not x.is_quantized and not x.is_complex() and not x.is_conj()
     assert x.to(x.device) is x and x.to("cuda:0") is x  # (Unsloth's `labels.to(device)`)
+    assert x.cuda() is x and x.cuda(0) is x  # (lightllm's `weight.cuda(tp_rank)`)
     h = x.to(x.device, torch.float16)  # (a copy grid, as .to(torch.float16))
     return c, r, out, z, z0, h, tail
 

@@ -149,6 +149,8 @@ def _extreme(kind: str) -> Any:
 
 Tensor.max, Tensor.min = _extreme("amax"), _extreme("amin")  # type: ignore[attr-defined]
 Tensor.to = tensor_to  # type: ignore[attr-defined]
+# `x.cuda()` / `x.cuda(i)` (lightllm's `weight.cuda(tp_rank)`): a kernel's tensors are there
+Tensor.cuda = lambda self, device=None, non_blocking=False, **_: self  # type: ignore[attr-defined]
 for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                       ("bfloat16", "bfloat16"), ("int", "int32"), ("long", "int64"),
                       ("bool", "bool")):  # torch's `x.float()`: `x.to(torch.float32)`
