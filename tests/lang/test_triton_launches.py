@@ -616,3 +616,34 @@ def test_equal_rows_of_a_dot_stored_from_several_lanes_are_equal() -> None:
     a = rng.standard_normal((74, 64)).astype(np.float32)
     b = rng.standard_normal((64, 256)).astype(np.float32)
     assert_close(wrapped_rows_matmul.run(a, b), a.astype(np.float64) @ b, np.float32)
+
+
+@triton.jit
+def _expert_blocks(expert_ids_ptr, cumsum_ptr, block_size: tl.constexpr):
+    """FlagGems' moe_align_block_size (stage 4): each program writes the blocks of the range
+    of rows the caller's cumulative counts give it."""
+    pid = tl.program_id(0)
+    start_idx = tl.load(cumsum_ptr + pid)
+    end_idx = tl.load(cumsum_ptr + pid + 1)
+    for i in range(start_idx, end_idx, block_size):
+        tl.store(expert_ids_ptr + i // block_size, pid)
+
+
+@td.tile_kernel
+def expert_blocks(cumsum, n_blocks):
+    out = torch.zeros(n_blocks, dtype=torch.int32)
+    _expert_blocks[(cumsum.shape[0] - 1,)](out, cumsum, 4)
+    return out
+
+
+def test_a_triton_store_indexed_by_loaded_values_is_checked_on_the_data() -> None:
+    """A store the race check cannot tell apart, indexed by loaded values, in a Triton kernel
+    (whose author cannot write disjoint=True) is taken as disjoint=True is: the NumPy backend
+    checks each run."""
+    cumsum = np.array([0, 8, 8, 16, 24], np.int32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(expert_blocks.run(cumsum, 6, backend=backend),
+                                      [0, 0, 2, 2, 3, 3])
+    with pytest.raises(td.RaceError, match=r"program \(0,\) writes an element program \(2,\) "
+                       "wrote in this grid, at element \\(2,\\); a Triton kernel's store"):
+        expert_blocks(np.array([4, 12, 8, 16], np.int32), 6)  # ranges that meet

@@ -77,6 +77,8 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     if target is not None and concrete.meet(
             tr, concrete.Access(target, indices, attrs or {}, mask, path)) is False:
         return  # each program's elements, computed, are its own (concrete.py)
+    if _authors_word(tr, attrs, (indices, mask)):
+        return
     if ANY <= deps:
         tr.fail(TraceError,
                 f"the index of this store to '{tensor}' is computed from a value that a loop "
@@ -137,6 +139,22 @@ def _terms(v: Value) -> list[Value]:
     if op is not None and op.name == "add":
         return _terms(op.operands[0]) + _terms(op.operands[1])
     return [v]
+
+
+def _authors_word(tr: Tracer, attrs: dict | None, *accesses: tuple[list[Value], Value | None]
+                  ) -> bool:
+    """Inside a `@triton.jit` body (a launch as written), a store the check cannot tell apart
+    where one of the accesses is indexed or masked by values loaded from memory (FlagGems'
+    index kernel, moe_align_block_size's `range(cumsum[pid], cumsum[pid + 1])`, a paged KV
+    cache's loaded slot) is the author's word that the programs write apart, as
+    `td.store(..., disjoint=True)` says it: Triton has no race check, and `tl.store` no way to
+    say so. It becomes such a store (`attrs`, the store's own), which the NumPy backend checks
+    on the data it runs (disjoint.py). Whether it did."""
+    if not tr.triton_body or attrs is None or \
+            not Programs(tr).from_memory([v for ix, m in accesses for v in (*ix, m)]):
+        return False
+    attrs["disjoint"] = "triton"  # (the word is implied: the NumPy backend's error says so)
+    return True
 
 
 def _left_to_data(progs: Programs, tensor: Any, mine: list[Value], theirs: list[Value]) -> bool:
@@ -380,6 +398,10 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 Programs(tr), tensor, indices, op.operands[1:-1]):
             attrs["tracked"] = op.attrs["tracked"] = True  # (as in check_read_write)
             continue
+        if not atomic and op.name == "store" and _authors_word(
+                tr, attrs, (indices, mask), (op.operands[1:-1], _mask_of(op))):
+            op.attrs["disjoint"] = "triton"  # (both stores: each one's word)
+            continue
         line = f"line {op.loc.line}" if op.loc is not None else "an earlier store"
         this, that = ("atomic", "store") if atomic else ("store", op.name)
         tr.fail(TraceError,
@@ -531,6 +553,9 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
         if _left_to_data(shared, tensor, indices, theirs):
             attrs["tracked"] = op.attrs["tracked"] = True  # the data's to say, which the
             continue  # NumPy backend checks on each run (disjoint.py)
+        if _authors_word(tr, attrs if writing else op.attrs, (indices, mask),
+                         (theirs, _mask_of(op))):
+            continue  # (the store's word covers the reads of what it writes: disjoint.py)
         line = f"line {op.loc.line}" if op.loc is not None else f"an earlier {other}"
         what = f"this store to '{tensor.name}' may write elements that the load at {line} " \
                "reads" if writing else \

@@ -762,6 +762,33 @@ class Programs:
             self._loaded[id(v)] = hit
         return hit
 
+    def from_memory(self, values: list[Value | None]) -> bool:
+        """Whether any of `values` is computed from a value read from memory: through ops,
+        the branches of an `if`, a loop's runtime bounds (moe_align_block_size's `for i in
+        range(tl.load(cumsum + pid), ...)`) and a loop's first value of what it steps."""
+        todo, seen = [v for v in values if v is not None], set()
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            op = v.owner
+            if op is not None and op.name in _TRUSTED:
+                return True
+            if op is not None:
+                todo.extend(op.operands)
+                if op.name == "if":
+                    k = op.results.index(v)
+                    todo.extend(r.ops[-1].operands[k] for r in op.regions
+                                if r.ops and r.ops[-1].name == "yield")
+                continue
+            loop = next((self.owners.get(id(b)) for b in self.tr.blocks[1:] if v in b.args),
+                        None)  # (a range or a carried value: the loop's bounds and inits)
+            todo.extend(loop.operands if loop is not None else ())
+            if v in self.tr.inductions:
+                todo.append(self.tr.inductions[v][0])
+        return False
+
     def _divides_block(self, x: Value, d: Value) -> bool:
         """Whether `x // d` keeps `x` injective: x is a tile's begin (a multiple of its block)
         and d its block size, or a constant that divides it."""

@@ -450,8 +450,9 @@ class Tensor:
         if mask is not None:
             operands.append(_access_mask(tr, self, operands, full, mask, sliced))
             attrs["mask"] = True
-        tr.emit("store", [self.value, *operands, v.value],
-                attrs | (hints or {}) | ({"disjoint": True} if disjoint else {}))
+        attrs.update((hints or {}) | ({"disjoint": True} if disjoint else {}))
+        tr.emit("store", [self.value, *operands, v.value], attrs)  # (the checks' own dict: one
+        # that waits for its loop may still mark the store, races.py `_authors_word`)
 
     def __len__(self) -> int:
         return self.shape[0]

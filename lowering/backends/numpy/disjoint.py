@@ -165,6 +165,14 @@ def _race(ex: Any, op: Op, at: np.ndarray, what: str) -> RaceError:
                          "memory, so the race check leaves it to the data", kernel=ex.fn.name,
                          loc=op.loc, hint="keep each program's loaded indices within its own "
                                           "elements (a label within its row)")
+    words = [o.attrs["disjoint"] for o in walk(ex.fn.body) if o.name == "store" and
+             o.attrs.get("disjoint") and views.root(o.operands[0]) is root]
+    if all(w == "triton" for w in words):  # (races.py `_authors_word`)
+        return RaceError(f"{access} {name}: {what}, at {where}; a Triton kernel's store to it "
+                         "is indexed by values it loads, which the race check leaves to the "
+                         "data", kernel=ex.fn.name, loc=op.loc,
+                         hint="give each program its own elements (the ranges or slots the "
+                              "caller's data hands the programs must not meet)")
     return RaceError(f"{access} {name}: {what}, at {where}; a store to it is marked "
                      "disjoint=True", kernel=ex.fn.name, loc=op.loc,
                      hint="disjoint=True says no other program of the grid touches what the "
