@@ -122,8 +122,15 @@ def test_a_zero_d_device_tensor_is_a_scalar_argument() -> None:
     assert shifted_by.specs.of("k", DeviceScalar()) == ("scalar", "i64", False)
 
 
-def test_run_on_a_torch_cpu_tensor_says_what_takes_it() -> None:
+def test_run_takes_torch_cpu_tensors_on_the_cpu_backends() -> None:
+    """`k.run(t, backend=...)` of torch CPU tensors runs them as NumPy views and hands torch
+    tensors back; the GPU backend says what takes them."""
     torch = pytest.importorskip("torch")
+    x = torch.arange(3.0)
+    for backend in ("numpy", "triton-interpret"):
+        out = shifted_by.run(x, 0.5, 2, backend=backend)
+        assert isinstance(out, torch.Tensor)
+        np.testing.assert_array_equal(out.numpy(), x.numpy() * 2 + 0.5)
     with pytest.raises(td.ArgumentError, match="argument 'x' is a torch.Tensor") as e:
-        shifted_by.run(torch.ones(3), 0.5, 2, backend="numpy")
+        shifted_by.run(x, 0.5, 2, backend="triton")
     assert "k(*args) takes torch" in e.value.hint and "np.from_dlpack(t)" in e.value.hint

@@ -202,11 +202,17 @@ class TileKernel:
             if fast_key is not None:  # the next call of this layout skips what it decided
                 self.runner.remember_fast(fast_key, values)
             return result
+        return self._converted(values, names, flat, at, "triton" if at.gpu else "numpy")
+
+    def _converted(self, values: list[Any], names: list[str], flat: list[Any], at: Any,
+                   backend: str, config: Config | None = None, arch: Any = None) -> Any:
+        """Run arrays of another library on `backend` (CUDA arrays viewed as torch tensors, CPU
+        ones as NumPy views, written in place), the outputs handed back as the caller's kind."""
         if at.gpu:  # another library's CUDA arrays: viewed as torch tensors, handed back
             import torch
             inner = static_args.map_arrays(
                 values, lambda v: torch.from_dlpack(v) if arrays.is_array(v) else v)
-            back = arrays.from_dlpack_like
+            back, written = arrays.from_dlpack_like, []
         else:
             inner = [[arrays.to_numpy(x, self.name, f"{n}[{i}]") for i, x in enumerate(v)]
                      if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v))
@@ -216,10 +222,10 @@ class TileKernel:
             written = self.traces.written(self.arg_spec(inner)) if at.library == "torch" else []
             self.runner.refuse_grad_writes(values, written)
         try:
-            result = self.runner.run(inner, "triton" if at.gpu else "numpy", None, None)
+            result = self.runner.run(inner, backend, config, arch)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
-        if not at.gpu and at.library == "torch":  # writes through NumPy views: tell autograd
+        if written:  # writes through NumPy views of torch tensors: tell autograd
             from torch.autograd.graph import increment_version
             for n in written:
                 increment_version(flat[names.index(n)])
@@ -243,8 +249,16 @@ class TileKernel:
     def run(self, *args: Any, backend: str = "numpy", config: Config | None = None,
             arch: Any = None, **kwargs: Any) -> Any:
         """Run on `backend` with `config` (the tuned config from the result cache, else the
-        space's default, when None); `arch` picks the spatial backend's architecture."""
-        return self.runner.run(self.bind(args, kwargs), backend, config, arch)
+        space's default, when None); `arch` picks the spatial backend's architecture. CPU
+        arrays of another library (torch) run on the CPU backends as NumPy views and come back
+        as that library's."""
+        values = self.bind(args, kwargs)
+        if backend != "triton" and not all(type(v) in _NUMPY_CALL for v in values):
+            names, flat = static_args.splice(list(self.signature.parameters), values)
+            at = arrays.where(self.name, names, flat)
+            if at is not None and not at.gpu and at.library != "numpy":
+                return self._converted(values, names, flat, at, backend, config, arch)
+        return self.runner.run(values, backend, config, arch)
 
     def not_traced(self) -> None:
         """Calling a kernel while another traces (in its loops or its host code) is an error."""
