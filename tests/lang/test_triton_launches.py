@@ -647,3 +647,32 @@ def test_a_triton_store_indexed_by_loaded_values_is_checked_on_the_data() -> Non
     with pytest.raises(td.RaceError, match=r"program \(0,\) writes an element program \(2,\) "
                        "wrote in this grid, at element \\(2,\\); a Triton kernel's store"):
         expert_blocks(np.array([4, 12, 8, 16], np.int32), 6)  # ranges that meet
+
+
+@triton.jit
+def _scaled_rows_sum(x_ptr, s_ptr, out_ptr, n_k, NO_GROUPS: tl.constexpr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    if NO_GROUPS:
+        scales = tl.load(s_ptr + offs)
+    acc = tl.zeros((B,), dtype=tl.float32)
+    for kk in range(0, n_k):
+        if not NO_GROUPS:
+            scales = tl.load(s_ptr + kk * B + offs)
+        acc += tl.load(x_ptr + kk * B + offs) * scales
+    tl.store(out_ptr + offs, acc)
+
+
+@td.tile_kernel
+def scaled_rows_sum(x, s, group_size):
+    """A GPTQ dequantizing matmul's `NO_GROUPS=group_size == K`: a test of an int argument
+    given to a tl.constexpr parameter traces per value, as Triton compiles per value."""
+    out = torch.empty(16, dtype=x.dtype)
+    _scaled_rows_sum[(1,)](x, s, out, x.shape[0] // 16, group_size == x.shape[0], 16)
+    return out
+
+
+def test_a_test_of_an_int_argument_given_to_a_constexpr_is_static() -> None:
+    x, s = (np.random.default_rng(76).random(48).astype(np.float32) for _ in range(2))
+    for group, scales in ((48, np.tile(s[:16], 3)), (16, s)):
+        assert_close(scaled_rows_sum.run(x, s, group),
+                     (x * scales).astype(np.float64).reshape(3, 16).sum(0), np.float32)

@@ -28,6 +28,7 @@ from tiledsl.frontend.pointers import pointer_at
 from tiledsl.frontend.runtime_ints import runtime
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
+from tiledsl.frontend.static_args import need_static as check_static
 from tiledsl.frontend.values import TileValue, need_static, to_value
 from tiledsl.lang import tensor_descriptors
 from tiledsl.lang.language import grid as grid_range
@@ -169,6 +170,8 @@ def _static(v: Any) -> Any:
     with that int, as Triton compiles one kernel per constexpr value."""
     if isinstance(v, TileValue) and v.shape == () and v.dtype.is_int:
         need_static(v)
+    if isinstance(v, TileValue) and v.shape == () and v.dtype.is_bool:  # (a test of them:
+        check_static(v.value, current().int_params, truth=True)  # `group_size == K`)
     if isinstance(v, HostScalar):
         v.fail("as a tl.constexpr argument")
     return v
