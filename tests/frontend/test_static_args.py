@@ -388,3 +388,20 @@ def test_a_host_assert_on_a_float_argument_specializes_it() -> None:
     np.testing.assert_array_equal(logit_scaled.run(x, 2.0), x * 2)
     with pytest.raises(td.TraceError, match="AssertionError"):
         logit_scaled.run(x, -1.0)
+
+
+@td.tile_kernel
+def leading_part(x, factor: float = 1.0):
+    """lightllm's rotary: `head_dim = int(q.shape[2] * partial_rotary_factor)` of a Python float
+    argument in host code traces per value."""
+    d = int(x.shape[1] * factor)
+    out = td.empty((x.shape[0], d), dtype=x.dtype)
+    for t in td.tile(x.shape[0]):
+        out[t, :] = x[t, :d]
+    return out
+
+
+def test_a_float_argument_made_a_python_int_in_host_code_is_static() -> None:
+    x = np.random.default_rng(77).random((3, 8)).astype(np.float32)
+    for factor in (0.5, 1.0):
+        np.testing.assert_array_equal(leading_part.run(x, factor), x[:, :int(8 * factor)])

@@ -138,6 +138,9 @@ class TileValue:
 
     def __index__(self) -> int:
         need_static(self)  # an int argument used as a Python int: the kernel specializes on it
+        tr = current()  # (in host code, Python float ones too: lightllm's rotary
+        if tr.depth == "host":  # `head_dim = int(q.shape[2] * partial_rotary_factor)`)
+            check_static(self.value, tr.int_params | tr.float_params)
         current().fail(TraceError, "a tile value is only known when the kernel runs; it cannot "
                        "be used as a Python int (shapes, range(), list indices)",
                        hint=porting_hints.RANGE if porting_hints.calls_range(user_loc()) else None)
