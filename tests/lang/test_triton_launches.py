@@ -253,9 +253,12 @@ def rms_rows(X, eps):
     assert not X.requires_grad
     if X.device.type == "xpu":
         raise RuntimeError("not this device")
+    dtype = X.dtype
+    warps = {torch.float16: 8, torch.float32: 4}  # (the matmul tutorial's `configs[dtype]`)
     with torch.cuda.device(X.device):
         torch.library.wrap_triton(_rms_kernel)[(n_rows,)](
-            Y, X, n_cols, eps, BLOCK_SIZE=triton.next_power_of_2(n_cols))
+            Y, X, n_cols, eps, BLOCK_SIZE=triton.next_power_of_2(n_cols),
+            num_warps=warps[dtype])
     return Y
 
 
@@ -676,3 +679,30 @@ def test_a_test_of_an_int_argument_given_to_a_constexpr_is_static() -> None:
     for group, scales in ((48, np.tile(s[:16], 3)), (16, s)):
         assert_close(scaled_rows_sum.run(x, s, group),
                      (x * scales).astype(np.float64).reshape(3, 16).sum(0), np.float32)
+
+
+@triton.heuristics({"SMOOTHED": lambda args: args["smoothing"] > 0.0})
+@triton.jit
+def _smoothed_copy(x_ptr, out_ptr, smoothing, SMOOTHED: tl.constexpr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if SMOOTHED:
+        x = x * (1 - smoothing) + smoothing / B
+    tl.store(out_ptr + offs, x)
+
+
+@td.tile_kernel
+def smoothed_copy(x, smoothing: float):
+    """flash-attn's cross entropy: a heuristic's `args["smoothing"] > 0.0` of a Python float
+    argument is a constexpr, traced per value."""
+    out = torch.empty_like(x)
+    _smoothed_copy[(1,)](x, out, smoothing, B=x.shape[0])
+    return out
+
+
+def test_a_heuristic_testing_a_float_argument_is_static() -> None:
+    x = np.random.default_rng(78).random(16).astype(np.float32)
+    for s in (0.0, 0.1):
+        assert_close(smoothed_copy.run(x, s), x.astype(np.float64) * (1 - s) + s / 16,
+                     np.float32)
+    assert "smoothing" in smoothed_copy.specs.static  # (a runtime `if` would compute the same)

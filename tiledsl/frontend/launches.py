@@ -170,8 +170,9 @@ def _static(v: Any) -> Any:
     with that int, as Triton compiles one kernel per constexpr value."""
     if isinstance(v, TileValue) and v.shape == () and v.dtype.is_int:
         need_static(v)
-    if isinstance(v, TileValue) and v.shape == () and v.dtype.is_bool:  # (a test of them:
-        check_static(v.value, current().int_params, truth=True)  # `group_size == K`)
+    if isinstance(v, TileValue) and v.shape == () and v.dtype.is_bool:  # a test of them
+        tr = current()  # (`group_size == K`; a heuristic's `args["smoothing"] > 0.0` of a
+        check_static(v.value, tr.int_params | tr.float_params, truth=True)  # Python float)
     if isinstance(v, HostScalar):
         v.fail("as a tl.constexpr argument")
     return v

@@ -193,11 +193,14 @@ class _LoopRewriter(ast.NodeTransformer):
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-        """`table[x.dtype]` -> `_td_rt.keyed(table, x.dtype)`: a dict keyed by torch's dtypes
-        finds a tensor's td dtype (tiledsl/dtypes.py)."""
+        """`table[x.dtype]` (or `table[dtype]`, a name bound to one: a Triton tutorial's
+        `configs[dtype]`) -> `_td_rt.keyed(table, ...)`: a dict keyed by torch's dtypes finds a
+        tensor's td dtype (tiledsl/dtypes.py)."""
         self.generic_visit(node)
-        if not isinstance(node.ctx, ast.Load) or not isinstance(node.slice, ast.Attribute) or \
-                node.slice.attr != "dtype":
+        key = node.slice
+        if not isinstance(node.ctx, ast.Load) or not (
+                isinstance(key, ast.Attribute) and key.attr == "dtype" or
+                isinstance(key, ast.Name) and isinstance(node.value, ast.Name)):
             return node
         return _rt("keyed", [node.value, node.slice], node)
 
@@ -220,12 +223,16 @@ class _LoopRewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         """`f(...)` (and `mod.f(...)`, `get()(...)`) -> `_td_helper(f)(...)`: a helper's own
         loops and branches are rewritten too (tiledsl/frontend/helpers.py)."""
-        self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Subscript):  # `kernel[grid](...)`: a Triton launch, or Python's
+            self.generic_visit(func)  # (its parts: not the subscript, which is the launch's)
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
             node.func = _rt("launch", [func.value, func.slice, ast.Name("_td_helper", ast.Load()),
                                        ast.Constant(node.lineno)], func)
             return node
+        self.generic_visit(node)
+        func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "to" and \
                 isinstance(func.value, ast.Name):  # `zero.to(dtype)` of a Triton constexpr
             node.func = func = _rt("to_of", [func.value], func)
