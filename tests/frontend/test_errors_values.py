@@ -45,10 +45,12 @@ def int_of_scalar(x, alpha):
 
 
 def test_int_of_runtime_scalar() -> None:
-    err = trace_error(td.TraceError, int_of_scalar, f32(8), 3.0)
-    assert "Python int" in msg(err)
+    err = trace_error(td.TraceError, int_of_scalar, f32(8), np.float32(3.0))
+    assert "Python int" in msg(err)  # (a NumPy scalar stays a runtime value)
     x = f32(8)
     np.testing.assert_allclose(int_of_scalar(x, 3), x * 3.0)
+    np.testing.assert_allclose(int_of_scalar(x, 3.0), x * 3.0)  # (a Python float: traced per
+    # value in host code, as float() and `if` on it are)
 
 
 @td.tile_kernel
