@@ -130,26 +130,18 @@ def test_ptx_the_cpu_runs() -> None:
 
 
 @td.tile_kernel
-def miscounted(x):
+def one_asm(x, asm: td.constexpr, constraints: td.constexpr):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
-        out[t] = td.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [x[t]], td.float32)
-    return out
-
-
-@td.tile_kernel
-def unknown_instruction(x):
-    out = td.empty_like(x)
-    for t in td.tile(x.shape[0]):
-        out[t] = td.inline_asm_elementwise("brev.b32 $0, $1;", "=r,r", [x[t]], td.float32)
+        out[t] = td.inline_asm_elementwise(asm, constraints, [x[t]], td.float32)
     return out
 
 
 def test_assembly_errors_name_the_line() -> None:
     x = np.ones(8, np.float32)
     with pytest.raises(td.DTypeError, match="name 1 output and 2 input registers") as e:
-        miscounted(x)
+        one_asm(x, "mov.b32 $0, $1;", "=r,r,r")
     assert e.value.loc.source_line().startswith("out[t] = td.inline_asm_elementwise")
     with pytest.raises(td.BackendError, match="'brev.b32' is not an instruction") as e:
-        unknown_instruction(x)
+        one_asm(x, "brev.b32 $0, $1;", "=r,r")
     assert e.value.loc is not None and "Triton backend passes any" in e.value.hint
