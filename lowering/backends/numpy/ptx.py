@@ -69,7 +69,7 @@ def run(asm: str, args: list[np.ndarray], dtypes: list[np.dtype], pack: int) -> 
         per, width, count = _operand_regs(a.dtype, pack)
         lanes = _lanes(a.reshape(-1), instances * pack).reshape(instances, pack)
         for r in range(count):
-            machine.regs[f"${number}"] = _packed(lanes[:, r * per:(r + 1) * per], width)
+            machine.regs[f"${number}"] = _packed(lanes[:, r * per:(r + 1) * per], width // per)
             machine.widths[f"${number}"] = width
             number += 1
     for line in _statements(asm):
@@ -100,20 +100,19 @@ def _lanes(flat: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _packed(lanes: np.ndarray, width: int) -> np.ndarray:
-    """Lanes (instances x per) packed into one register each, the first in the low bits."""
-    per = lanes.shape[1]
-    bits = width // per
+def _packed(lanes: np.ndarray, bits: int) -> np.ndarray:
+    """Lanes (instances x n, unsigned ints of `bits`) packed into one register each, the first
+    in the low bits."""
     out = np.zeros(lanes.shape[0], dtype=np.uint64)
-    for j in range(per):
+    for j in range(lanes.shape[1]):
         out |= lanes[:, j].astype(np.uint64) << np.uint64(j * bits)
     return out
 
 
-def _unpacked(reg: np.ndarray, per: int, dtype: np.dtype) -> np.ndarray:
-    """A register's elements (instances x per) of `dtype`."""
+def _unpacked(reg: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
+    """A register's `n` elements (instances x n) of `dtype`, the first from the low bits."""
     bits = dtype.itemsize * 8
-    lanes = [(reg >> np.uint64(j * bits)) & _MASK[bits] for j in range(per)]
+    lanes = [(reg >> np.uint64(j * bits)) & _MASK[bits] for j in range(n)]
     ints = np.stack(lanes, axis=1).astype(np.dtype(f"u{dtype.itemsize}"))
     return ints.astype(np.bool_) if dtype == np.bool_ else ints.view(dtype)
 
@@ -198,13 +197,10 @@ class _Machine:
                        dtype=dtype)
 
     def _view(self, reg: np.ndarray, kind: str) -> np.ndarray:
-        bits, dtype, lanes = TYPES[kind]
+        _, dtype, lanes = TYPES[kind]
         if kind == "pred":
             return reg.astype(np.bool_)
-        per_lane = bits // lanes
-        parts = [(reg >> np.uint64(j * per_lane)) & _MASK[per_lane] for j in range(lanes)]
-        ints = np.stack(parts, axis=-1).astype(np.dtype(f"u{per_lane // 8}"))
-        out = ints.view(dtype)
+        out = _unpacked(reg, lanes, np.dtype(dtype))
         return out[..., 0] if lanes == 1 else out
 
     def write(self, operand: str, kind: str, value: np.ndarray, guard: np.ndarray | None) -> None:
@@ -214,11 +210,8 @@ class _Machine:
             reg = value.astype(np.uint64)
         else:
             per_lane = bits // lanes
-            ints = value.astype(dtype).view(np.dtype(f"u{per_lane // 8}")).astype(np.uint64)
-            ints = ints.reshape(self.instances, lanes)
-            reg = np.zeros(self.instances, dtype=np.uint64)
-            for j in range(lanes):
-                reg |= ints[:, j] << np.uint64(j * per_lane)
+            ints = value.astype(dtype).view(np.dtype(f"u{per_lane // 8}"))
+            reg = _packed(ints.reshape(self.instances, lanes), per_lane)
         if operand.startswith("{"):
             self._unpack(operand, reg, bits, guard)
             return
