@@ -391,7 +391,7 @@ def _mul_rule(fused: bool) -> Rule:
         with np.errstate(all="ignore"):
             product = xs[0] * xs[1]
             if "hi" in mods and bits <= 32:
-                product = product >> type(product.flat[0])(bits)
+                product = product >> product.dtype.type(bits)
             elif "hi" in mods:
                 raise ValueError("mul.hi of 64-bit ints")
             out = product + xs[2].astype(product.dtype) if fused else product
