@@ -25,7 +25,7 @@ from tiledsl.frontend.values import TileValue, to_value
 # host allocations and views of tensors (the Triton launcher makes them).
 STRUCTURAL = {"grid", "yield", "return"}
 NUMPY_DRIVER = STRUCTURAL | {"for", "if", "while"}
-TRITON_LAUNCHER = STRUCTURAL | {"tensor.empty", "tensor.full", *VIEW_OPS}
+TRITON_LAUNCHER = STRUCTURAL | {*ops.ALLOCATIONS, *VIEW_OPS}
 
 
 def test_every_op_has_a_rule_per_backend() -> None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from tiledsl.interop.arrays import check_overlap
 from tiledsl.errors import ArgumentError, BackendError
+from tiledsl.runtime import draws
 from tiledsl.runtime.returns import pack
 from tiledsl.interop.package_check import (  # noqa: F401 (validate_manifest, schema: this module's API)
     MANIFEST, read_package, schema, validate_manifest)
@@ -250,6 +251,9 @@ def _allocate(cupy: Any, b: dict[str, Any], args: dict[str, Any]) -> Any:
     dtype = _cupy_dtype(b["dtype"])
     if b["init"] == "empty":
         return cupy.empty(tuple(b["shape"]), dtype=dtype)
+    if b["init"] in ("randint", "rand", "randn"):  # drawn on each call, from CuPy's generator
+        return draws.draw(cupy, b["init"], tuple(b["shape"]), dtype, b.get("low", 0),
+                          b.get("high", 1))
     value = args[b["arg"]] if b["init"] == "arg" else b["value"]
     if isinstance(value, str):  # "inf", "-inf", "nan": JSON has no such numbers
         value = float(value)

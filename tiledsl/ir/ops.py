@@ -844,6 +844,34 @@ def _tensor_full(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) ->
     return [out]
 
 
+# Host random tensors (`torch.randint(2**32, (m,))` in a wrapper: flash-attn's dropout seeds),
+# drawn on every call from the generator of the arrays' library (torch's `random_`,
+# `uniform_`, `normal_`, which torch.randint / rand / randn call). attrs: kind, and randint's
+# [low, high).
+HOST_RANDOM = ("randint", "rand", "randn")
+ALLOCATIONS = ("tensor.empty", "tensor.full", "tensor.random")  # host ops making a tensor
+
+
+@_def("tensor.random", explicit_type=True, cse=False)
+def _tensor_random(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None
+                   ) -> list[Type]:
+    _arity(ts, 0, "tensor.random")
+    if res is None or len(res) != 1:
+        raise IRError("tensor.random produces one tensor")
+    out = _tensor(res[0], "tensor.random result")
+    kind = attrs.get("kind")
+    if kind not in HOST_RANDOM:
+        raise IRError(f"tensor.random: kind {kind!r} is not one of {HOST_RANDOM}")
+    if kind == "randint":
+        low, high = attrs.get("low"), attrs.get("high")
+        if not (isinstance(low, int) and isinstance(high, int) and low < high):
+            raise IRError(f"tensor.random randint takes int bounds low < high, got {low}, "
+                          f"{high}")
+    elif not out.dtype.is_float:
+        raise IRError(f"tensor.random {kind} makes floats, not {out.dtype.name}")
+    return [out]
+
+
 @_def("grid", pure=False, regions=1)
 def _grid(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 0, "grid")

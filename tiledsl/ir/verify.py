@@ -8,7 +8,7 @@ from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits
 from tiledsl.ir.ops import ISOLATED, OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
-_HOST_ONLY = ("tensor.empty", "tensor.full", "grid", "return")
+_HOST_ONLY = ("tensor.empty", "tensor.full", "tensor.random", "grid", "return")
 _DEVICE_ONLY = ("load", "store", "atomic", "for", "if", "while", "yield", "mask", "tile.index",
                 "tile.begin", "tile.size", "tile.shift")
 

@@ -130,6 +130,7 @@ _ANY_VALUE = frozenset({"device", "layout", "memory_format"})  # outputs live on
 HOST_CALLS = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
               "full_like", "promote_types", "result_type", "finfo", "iinfo", "atleast_1d",
               "atleast_2d", "atleast_3d", "tensor", "arange", "empty_strided")
+HOST_RANDOM = ("rand", "randn", "randint", "rand_like", "randn_like", "randint_like")
 
 
 def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
@@ -185,11 +186,14 @@ def host_call(fn: Any) -> Callable[..., Any] | None:
     """The td function a kernel calls for torch's `fn` in HOST_CALLS (torch's factories take
     no tile value, so its protocol never sees them), else None."""
     name = getattr(fn, "__name__", None)
-    if name not in HOST_CALLS or getattr(fn, "__module__", None) != "torch":
+    if name not in HOST_CALLS + HOST_RANDOM or getattr(fn, "__module__", None) != "torch":
         return None
     torch = sys.modules.get("torch")
     if torch is None or getattr(torch, name, None) is not fn:
         return None
+    if name in HOST_RANDOM:  # drawn on every call (host_random.py), not td's Philox td.rand
+        from tiledsl.lang import host_random
+        return getattr(host_random, name)
     td_fn = FUNCTIONS[name]
 
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -10,6 +10,7 @@ import numpy as np
 from lowering.backends.numpy import memory
 from lowering.backends.numpy import bits as _bits  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import random as _random  # noqa: F401 (registers its rules)
+from lowering.backends.numpy import host_random as _host_random  # noqa: F401 (registers a rule)
 from lowering.backends.numpy import scans as _scans  # noqa: F401 (registers its rules)
 from lowering.backends.numpy import block_sizes as _block_sizes  # noqa: F401 (registers rules)
 from lowering.backends.numpy import views as _views  # noqa: F401 (registers its rules)
@@ -48,7 +49,8 @@ class NumpyBackend:
         suspects = [i for i in suspects if id(outputs[i]) not in executor.covered]
         if suspects:
             with memory.second_fill():
-                again = Executor(fn, config).run(saved)  # type: ignore[arg-type]
+                drawn = {v: a.copy() for v, a in executor.drawn.items()}  # the same numbers
+                again = Executor(fn, config).run(saved, drawn)  # type: ignore[arg-type]
             for i in suspects:
                 _same_both_runs(fn, config, i, outputs[i], again[i])
         return outputs

@@ -24,6 +24,7 @@ from lowering.backends.numpy.whiles import run_while
 from lowering.backends.numpy.elementwise import compute_dtype, evaluate, function_of
 from lowering.backends.numpy.plan import uses_in
 from tiledsl.ir.core import Block, Op, Value
+from tiledsl.ir.ops import ALLOCATIONS
 
 Compiled = Callable[[Any, dict[Value, Any]], list[Any]]  # (executor, env) -> the block's yield
 # op name -> (op, plan) -> a step that runs it as its rule does, or None (fast_access.py)
@@ -111,7 +112,7 @@ def _call(op: Op, kind: str, rule: Any, args: list[str], bind: Callable[[Any, st
     xs = f"[{', '.join(args)}]"
     if kind == "return":
         return None
-    if kind == "rule" and op.name in ("tensor.empty", "tensor.full"):
+    if kind == "rule" and op.name in ALLOCATIONS:
         return f"ex.allocate({o}, {bind(rule, 'R')}, {xs})"
     if kind == "rule":
         return f"{bind(rule, 'R')}(ex, {o}, {xs})"

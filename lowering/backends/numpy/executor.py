@@ -29,7 +29,7 @@ from tiledsl.errors import OutOfBoundsError, RaceError
 from tiledsl.ir import views
 from tiledsl.ir.core import Block, Function, Op, Value, loop_inits, loop_start, loop_stop
 from tiledsl.ir.gathers import access_parts, gathers, op_layout
-from tiledsl.ir.ops import ARG_REDUCTIONS
+from tiledsl.ir.ops import ALLOCATIONS, ARG_REDUCTIONS
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import Dim, RangeType, TensorType, TileType
 
@@ -53,6 +53,7 @@ class Executor:
         self.plan = plan_of(fn)  # made once per function
         self.quiet = False  # inside np.errstate(all="ignore") (block)
         self.tensors: dict[Value, np.ndarray] = {}  # run's `tensors`
+        self.drawn: dict[Value, np.ndarray] = {}  # tensor.random's arrays, as drawn
         self.programs = programs
         self.phase = phase
         self.grids_seen = 0
@@ -122,7 +123,7 @@ class Executor:
                 for v in drop:
                     env.pop(v, None)
             if kind is _RULE:
-                if self.tensors and op.name in ("tensor.empty", "tensor.full") \
+                if self.tensors and op.name in ALLOCATIONS \
                         and op.result in self.tensors:
                     outs = [self.tensors[op.result]]
                 else:

@@ -13,6 +13,7 @@ import numpy as np
 
 from tiledsl.errors import ArgumentError, Loc
 from tiledsl.ir.core import Function
+from tiledsl.ir.ops import ALLOCATIONS
 from tiledsl.ir.types import TensorType
 
 
@@ -60,6 +61,6 @@ def check_allocations(fn: Function) -> None:
     """`check_room` for every tensor a kernel allocates, before anything is sized by them (the
     spatial mapper places every tile of a grid)."""
     for op in fn.walk():
-        t = op.results[0].type if op.name in ("tensor.empty", "tensor.full") else None
+        t = op.results[0].type if op.name in ALLOCATIONS else None
         if isinstance(t, TensorType):
             check_room(t.shape, t.dtype.np, op.loc)

@@ -23,6 +23,7 @@ from lowering.backends.numpy.executor import Executor
 from lowering.backends.numpy.memory import RangeRT
 from tiledsl.runtime.config import Config
 from tiledsl.ir.core import Block, Function, Op, Value, walk
+from tiledsl.ir.ops import ALLOCATIONS
 from tiledsl.ir.types import RangeType, TensorType
 from tiledsl.ir.views import root
 
@@ -72,8 +73,9 @@ class DataValues:
             seen.add(id(op))
             if op.regions:
                 raise Unknowable(f"the result of a '{op.name}'")
-            if op.name in ("tensor.empty", "tensor.full"):
-                raise Unknowable("a tensor this kernel allocates and writes")
+            if op.name in ALLOCATIONS:
+                raise Unknowable("a tensor this kernel allocates and writes" if op.name !=
+                                 "tensor.random" else "random numbers drawn on each call")
             if op.name == "load":
                 loads = True
                 if root(op.operands[0]) in self.written:

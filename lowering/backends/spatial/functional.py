@@ -17,6 +17,7 @@ from lowering.backends.numpy import disjoint
 from lowering.backends.numpy.executor import RULES, Executor
 from tiledsl.runtime.config import Config
 from tiledsl.ir.core import Block, Function, Value
+from tiledsl.ir.ops import ALLOCATIONS
 from tiledsl.ir.types import TileType
 
 
@@ -26,8 +27,8 @@ def execute(fn: Function, config: Config, phases: list[dict[str, Any]], args: li
     host = Executor(fn, config)
     scalars = _host_values(fn, host, args)
     for op in fn.body.ops:
-        if op.name in ("tensor.empty", "tensor.full"):
-            fill = [] if op.name == "tensor.empty" else [scalars[op.operands[0]]]
+        if op.name in ALLOCATIONS:
+            fill = [scalars[op.operands[0]]] if op.name == "tensor.full" else []
             allocations[op.result] = RULES[op.name](host, op, fill)[0]
     outputs = None
     for phase, dataflow in enumerate(phases):

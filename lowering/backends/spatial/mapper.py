@@ -36,7 +36,7 @@ from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError, ConfigError
 from tiledsl.ir.core import Block, Function, Op, Value, loop_ranges, walk
 from tiledsl.ir.gathers import access_parts, is_index_tile, op_layout
-from tiledsl.ir.ops import FLOAT_UNARY, RANDOM, VIEW, has_trait
+from tiledsl.ir.ops import ALLOCATIONS, FLOAT_UNARY, RANDOM, VIEW, has_trait
 from tiledsl.ir.views import offset_of, root, strides_of, view_chain
 from tiledsl.ir.printer import ir_hash
 from tiledsl.ir.slices import Slice, slices_of
@@ -741,7 +741,7 @@ class Mapping:
         for v in map(root, self.fn.outputs):  # a returned view is its root's memory
             roles[v] = "output" if v not in roles else "inout"
         for op in self.fn.body.ops:
-            if op.name in ("tensor.empty", "tensor.full"):
+            if op.name in ALLOCATIONS:
                 roles.setdefault(op.result, "temporary")
         for v, role in roles.items():
             t = v.type
@@ -755,7 +755,7 @@ class Mapping:
         v = root(v)  # a view is addressed in its root's memory (access() gives its strides)
         if v in self.fn.args:
             return v.hint or f"arg{self.fn.args.index(v)}"
-        allocs = [op.result for op in self.fn.body.ops if op.name in ("tensor.empty", "tensor.full")]
+        allocs = [op.result for op in self.fn.body.ops if op.name in ALLOCATIONS]
         return f"out{allocs.index(v)}"
 
     @functools.cached_property

@@ -267,6 +267,10 @@ def _host_expr(v: Value, values: dict[Value, str], at: Op) -> str:
                        f"'{owner.name}' on the host", loc=at.loc)
 
 
+# torch's in-place fills that torch.randint / rand / randn make their tensors with
+_RANDOM_FILL = {"randint": "random_({low}, {high})", "rand": "uniform_()", "randn": "normal_()"}
+
+
 def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> str:
     """A plain-Python launcher: allocates outputs with `empty`, launches each kernel in order."""
     names = Namer()
@@ -295,6 +299,13 @@ def _launcher(fn: Function, kernels: list[GeneratedKernel], config: Config) -> s
             fill = _host_expr(op.operands[0], values, op)
             values[op.result] = name
             lines.append(f"    {name} = full({t.shape}, {fill}, {t.dtype.name!r})")
+        elif op.name == "tensor.random":  # drawn as torch.randint / rand / randn draw
+            t = op.result.type
+            assert isinstance(t, TensorType)
+            name = names.fresh(op.result.hint or "random")
+            values[op.result] = name
+            lines.append(f"    {name} = empty({t.shape}, {t.dtype.name!r})")
+            lines.append(f"    {name}.{_RANDOM_FILL[op.attrs['kind']].format(**op.attrs)}")
         elif op.name in VIEW_OPS:
             views[op.result] = op
 

@@ -27,6 +27,7 @@ from lowering.backends.triton.targets import array_strides
 from tiledsl.runtime.config import Config
 from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Op, Value
+from tiledsl.ir.ops import ALLOCATIONS
 from tiledsl.ir.types import TensorType, TileType
 
 POINTER_ALIGN = 16  # bytes: compile.signature() tells Triton every pointer is this aligned
@@ -111,11 +112,12 @@ def _fill_value(x: Any) -> Any:
 
 
 def _allocations(fn: Function, names: _Names) -> tuple[list[dict[str, Any]], dict[Value, str]]:
-    """The tensors the body allocates (`td.empty` / `td.full`), as `_launcher` allocates them."""
+    """The tensors the body allocates (`td.empty`, `td.full`, torch.rand...), as `_launcher`
+    allocates them."""
     buffers: list[dict[str, Any]] = []
     buffer_of: dict[Value, str] = {}
     for op in fn.body.ops:
-        if op.name not in ("tensor.empty", "tensor.full"):
+        if op.name not in ALLOCATIONS:
             continue
         t = op.result.type
         assert isinstance(t, TensorType)
@@ -124,6 +126,9 @@ def _allocations(fn: Function, names: _Names) -> tuple[list[dict[str, Any]], dic
                                  "init": "empty"}
         if op.name == "tensor.full":
             entry.update(init="full", value=_fill_value(_constant(op)))
+        elif op.name == "tensor.random":  # drawn by the loader on each call (CuPy's generator)
+            entry.update(init=op.attrs["kind"], **{k: op.attrs[k] for k in ("low", "high")
+                                                    if k in op.attrs})
         buffers.append(entry)
     return buffers, buffer_of
 
