@@ -121,7 +121,7 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
     """A returned td.empty tensor that no store writes holds whatever memory held: NaN on the
     NumPy backend, garbage on a GPU. (Whether stores cover every element is not checked.)"""
     empty = {id(r.value): r for r in items if r.value.owner is not None
-             and r.value.owner.name == "tensor.empty"}
+             and r.value.owner.name == "tensor.empty" and 0 not in r.value.type.shape}
     if not empty:
         return
     for op in walk(tr.body):
@@ -131,8 +131,10 @@ def _check_written(tr: Tracer, items: list[Tensor], line: int) -> None:
         loc = r.value.owner.loc if r.value.owner is not None else None
         where = f"td.empty at line {loc.line}" if loc is not None else "td.empty"
         what = f"the tensor from {where}" if r.name.startswith("<") else f"'{r.name}' ({where})"
+        skipped = tr.no_program
         tr.fail(TraceError, f"the kernel returns {what}, which no store writes: its values would "
-                "be whatever memory held",
+                "be whatever memory held" + ("" if skipped is None else f" (the grid at line "
+                                             f"{skipped.line} has no program: a size is 0)"),
                 loc=Loc(tr.file, line),
                 hint="store tiles into it inside a tile loop (out[t] = ...), or allocate it "
                      "with td.zeros(...) or td.full(...)")
@@ -351,6 +353,9 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
     that held a tensor before the grid is the tensor after it, whatever each program rebinds
     it to: a Triton kernel's parameter or local beside its wrapper's tensor of that name
     (Unsloth's `Y += row_idx * Y_row_stride`, fp8 dequant's `y = x * s`, then `return y`)."""
+    if any(isinstance(s, int) and s == 0 for s in rng.sizes):  # no program: nothing runs
+        tr.no_program = rng.loc
+        return {}
     ranges = _ranges(tr, rng, names)
     block = Block(list(ranges))
     tr.blocks[-1].ops.append(Op("grid", [], [], {}, [block], rng.loc))

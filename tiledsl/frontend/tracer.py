@@ -5,10 +5,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator, NamedTuple, NoReturn
 
-from tiledsl.errors import Loc, TileDSLError, TraceError, user_loc
+from tiledsl.errors import Loc, ShapeError, TileDSLError, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Symbol, Value
 from tiledsl.ir.ops import result_types
-from tiledsl.ir.types import Type
+from tiledsl.ir.types import TileType, Type
 from tiledsl.ir.views import row_major
 
 _active: list[Tracer] = []
@@ -58,6 +58,7 @@ class Tracer:
         # arguments given as 0-d arrays -> their names: td.load reads them; a store makes them memory
         self.array_scalars: dict[Value, str] = {}
         self.lock: Any = None  # the spin lock the program holds at this point (locks.py)
+        self.no_program: Loc | None = None  # a grid of no program, not traced (loops.py)
         self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
@@ -92,6 +93,12 @@ class Tracer:
             rtypes = result_types(name, [o.type for o in operands], attrs, types)
         except TileDSLError as e:
             raise e.with_context(kernel=self.kernel, loc=loc) from None
+        if any(isinstance(t, TileType) and 0 in t.shape for t in rtypes):
+            self.fail(ShapeError, f"{name} makes a tile of shape "
+                      f"{self.describe_shape(rtypes[0].shape)}: a tile "
+                      "has no empty dimension", loc=loc, hint="a kernel takes tensors with an "
+                      "empty dimension where the grids over them run no program (a grid of "
+                      "cdiv(0, BLOCK) programs) or only masked-off lanes reach them")
         results = [Value(t, hint) for t in rtypes]
         self.blocks[-1].ops.append(Op(name, operands, results, attrs, [], loc))
         return results

@@ -754,7 +754,7 @@ def _tensor_reshape(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None
     _arity(ts, 1, "tensor.reshape")
     t = _tensor(ts[0], "tensor.reshape operand")
     shape = tuple(attrs["shape"])
-    if math.prod(shape) != math.prod(t.shape) or not all(isinstance(d, int) and d >= 1
+    if math.prod(shape) != math.prod(t.shape) or not all(isinstance(d, int) and d >= 0
                                                        for d in shape):
         raise ShapeError(f"cannot view {t} as shape {shape}")
     return [TensorType(shape, t.dtype)]

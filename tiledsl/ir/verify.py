@@ -29,8 +29,8 @@ class Verifier:
                 raise self.fail(op, f"undeclared block symbol {d}")
             if isinstance(d, int) and d < 1:
                 raise self.fail(op, f"non-positive dimension {d}")
-        if isinstance(t, TensorType) and any(d < 1 for d in t.shape):
-            raise self.fail(op, f"empty tensor {t}")
+        if isinstance(t, TensorType) and any(d < 0 for d in t.shape):  # (empty ones are
+            raise self.fail(op, f"negative dimension in {t}")  # grids' of no program)
 
     def bind_range(self, op: Op, r: Value) -> None:
         """A symbol may cut several ranges (the traces of one `td.tile` call), never two that

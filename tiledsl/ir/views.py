@@ -67,7 +67,10 @@ def reshape_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Seq
     """The strides that view memory laid out as (shape, strides) with `new_shape` in row-major
     order, or None when no strides do (the layout would need a copy). NumPy's rule
     (`_attempt_nocopy_reshape`): dimensions of 1 are free; each run of old dimensions that
-    merges into or splits from new ones must be contiguous with itself."""
+    merges into or splits from new ones must be contiguous with itself. An empty tensor
+    takes any strides: row-major ones."""
+    if 0 in shape:
+        return tuple(math.prod(new_shape[d + 1:]) for d in range(len(new_shape)))
     old = [(n, s) for n, s in zip(shape, strides) if n != 1]
     out: list[int] = []
     i = 0

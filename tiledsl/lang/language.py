@@ -81,7 +81,7 @@ def _sizes(kind: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
                          + helion)
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             tr.fail(TraceError, f"td.{kind}() sizes must be ints, got {type(s).__name__} {s!r}")
-        if s < 1:
+        if s < (0 if tr.depth == "host" else 1):  # a grid over 0 programs runs none
             tr.fail(ShapeError, f"td.{kind}() over an empty dimension (size {int(s)})",
                     hint="tiled dimensions must have at least one element" + helion)
         out.append(s if isinstance(s, SymDim) else int(s))
@@ -269,8 +269,8 @@ def _host_shape(shape: Any, what: str) -> tuple[int, ...]:
             if isinstance(s, HostScalar):  # x.item()
                 s.fail(f"as a size in {what}")
             tr.fail(TraceError, f"{what}: shape entries must be ints, got {s!r}")
-        if s < 1:
-            tr.fail(ShapeError, f"{what}: empty dimension {int(s)} in shape {tuple(items)}")
+        if s < 0:
+            tr.fail(ShapeError, f"{what}: negative dimension {int(s)} in shape {tuple(items)}")
         out.append(s if isinstance(s, SymDim) else int(s))  # a SymDim keeps its expression
     return tuple(out)
 

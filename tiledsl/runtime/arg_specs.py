@@ -65,7 +65,7 @@ class ArgSpecs:
     def of(self, name: str, v: Any) -> ArgSpec:
         if type(v) is np.ndarray and v.ndim and name not in self.static:  # the common case
             d = NUMPY_DTYPES.get(v.dtype)
-            if d is not None and 0 not in v.shape:
+            if d is not None:
                 return _tensor(v.shape, d.short, v)
         special = self._special(name, v)
         if special is not None:
@@ -87,7 +87,7 @@ class ArgSpecs:
             return ("scalar", d.short, False)
         if isinstance(v, np.ndarray) and v.ndim > 0:
             d = NUMPY_DTYPES.get(v.dtype)
-            if d is not None and 0 not in v.shape:
+            if d is not None:
                 return _tensor(v.shape, d.short, v)
         if isinstance(v, np.ndarray) or is_gpu_array(v):
             d = dtypes.from_any(str(v.dtype).rsplit(".", 1)[-1])
@@ -95,9 +95,6 @@ class ArgSpecs:
                 supported = ", ".join(x.name for x in dtypes.ALL)
                 raise ArgumentError(f"argument '{name}' has unsupported dtype {v.dtype} "
                                     f"(supported: {supported})", kernel=self.name)
-            if 0 in v.shape:
-                raise ArgumentError(f"argument '{name}' has an empty dimension (shape {v.shape})",
-                                    kernel=self.name)
             if not v.shape:  # a 0-d device tensor, torch's scalar parameter: its value
                 return ("scalar", d.short, False)
             return _tensor(tuple(int(s) for s in v.shape), d.short, v)

@@ -462,6 +462,10 @@ def gather(arr: np.ndarray, indices: list[Index], rank: int, ntile: int,
     """The general load: index arrays, clipped, with out-of-range elements (and those `mask`
     leaves out) set to `other` or poison."""
     idxs, valid = _index_arrays(arr.shape, indices, rank, ntile, active, axes, mask)
+    if arr.size == 0:  # every lane masked off (_index_arrays raised for any other)
+        shape = np.broadcast_shapes(*(i.shape for i in idxs),
+                                    *(() if valid is None else (valid.shape,)))
+        return np.full(shape, np.asarray(_fill(arr, other)).astype(arr.dtype))
     out = arr[tuple(idxs)]
     if valid is not None and not valid.all():
         out = np.where(valid, out, np.asarray(_fill(arr, other)).astype(arr.dtype))

@@ -78,6 +78,9 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
         for o in op.operands:
             uses.setdefault(o, []).append(op)
     strides = dict(strides)
+    for a in fn.args:  # an empty tensor's strides are arbitrary (NumPy's 0 would broadcast)
+        if isinstance(a.type, TensorType) and 0 in a.type.shape:
+            strides[a] = tuple(math.prod(a.type.shape[i + 1:]) for i in range(len(a.type.shape)))
     for op in fn.body.ops:  # outputs the launcher allocates are contiguous
         t = op.results[0].type if op.results else None
         if op.name in VIEW_OPS:  # a view addresses its root's memory
