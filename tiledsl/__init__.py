@@ -17,6 +17,7 @@ from tiledsl.lang import host_asserts as _host_asserts  # noqa: F401 (host `asse
 from tiledsl.lang import host_matmul as _host_matmul  # noqa: F401 (host `a @ b`, torch.mm)
 from tiledsl.lang import host_rows as _host_rows  # noqa: F401 (host `torch.sort(x)`, `x.cumsum(d)`)
 from tiledsl.lang import devices as _devices  # noqa: F401 (host `x.device`, device queries)
+from tiledsl.lang import host_random as _host_random  # noqa: F401 (random.randint, torch.rand)
 from tiledsl.lang import type_promotion as _type_promotion  # noqa: F401 (elementwise_dtypes)
 from tiledsl.lang.host_tensors import tensor as tensor  # host `torch.tensor([...])`
 from tiledsl.lang.host_tensors import empty_strided as empty_strided  # host torch's

@@ -1,10 +1,13 @@
 """torch.randint / rand / randn in host code (tiledsl/lang/host_random.py): drawn on every call,
 from torch's generator as torch draws them, on every backend; flash-attn's dropout seeds
-(`torch.randint(2**32, (M,), dtype=torch.int64)`, one per row, loaded by the kernel)."""
+(`torch.randint(2**32, (M,), dtype=torch.int64)`, one per row, loaded by the kernel). Python's
+`random.randint` (attorch's dropout seed) likewise, from Python's generator."""
 
 from __future__ import annotations
 
 import json
+import random
+from random import randint
 
 import numpy as np
 import pytest
@@ -62,6 +65,45 @@ def test_dropout_seeds_are_drawn_per_call_from_torch(backend: str) -> None:
     if backend != "triton-gpu":  # torch's CPU generator: torch.randint's own numbers
         torch.manual_seed(7)
         np.testing.assert_array_equal(seeds, torch.randint(2**32, (37,), dtype=torch.int64))
+
+
+@triton.jit
+def _dropout_flat(X, Out, n, p, seed, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    keep = tl.rand(seed, offs) > p
+    tl.store(Out + offs, tl.where(keep, x / (1 - p), 0.0), mask=offs < n)
+
+
+@td.tile_kernel
+def attorch_dropout(x, p):
+    """attorch's dropout forward: `seed = randint(0, 65535)` (from random import randint)."""
+    flat = x.flatten()
+    out = torch.empty_like(flat)
+    seed = randint(0, 65535)
+    _dropout_flat[(triton.cdiv(flat.numel(), 128),)](flat, out, flat.numel(), p, seed, BLOCK=128)
+    return out.view_as(x)
+
+
+@td.tile_kernel
+def frozen_draw(x):
+    return x * random.random()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
+def test_python_random_draws_per_call_from_pythons_generator(backend: str) -> None:
+    random.seed(1234)
+    first = run_on(attorch_dropout, (X, 0.3), backend)
+    second = run_on(attorch_dropout, (X, 0.3), backend)
+    random.seed(1234)
+    seed = randint(0, 65535)  # what attorch draws after random.seed(1234)
+    offsets = np.arange(X.size, dtype=np.int32)
+    keep = (td.philox.rand(seed, offsets) > 0.3).reshape(X.shape)
+    np.testing.assert_allclose(first, np.where(keep, X.astype(np.float64) / 0.7, 0.0),
+                               rtol=1e-6, atol=1e-6)
+    assert (np.asarray(first) != np.asarray(second)).any()  # the next call, the next number
+    with pytest.raises(TraceError, match=r"random.random\(\) in a kernel would draw once"):
+        frozen_draw.run(X, backend="numpy")
 
 
 @td.tile_kernel
@@ -153,6 +195,8 @@ def test_bad_calls_are_trace_errors_at_their_line(case: int, says: str) -> None:
 def test_generated_launcher_and_package_draw_per_call(tmp_path) -> None:
     src = dropout.source(X, 0.3, target="triton")
     assert "seeds = empty((37,), 'int64')\n    seeds.random_(0, 4294967296)" in src
+    src = attorch_dropout.source(X, 0.3, target="triton")
+    assert "import random\n" in src and ".fill_(random.randrange(0, 65536))" in src
     dropout.export(tmp_path / "pkg", X, 0.3, arch="sm_90")
     manifest = json.loads((tmp_path / "pkg" / "manifest.json").read_text())
     assert manifest["buffers"][0] == {"name": "seeds", "shape": [37], "dtype": "int64",

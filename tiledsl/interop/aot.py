@@ -251,7 +251,7 @@ def _allocate(cupy: Any, b: dict[str, Any], args: dict[str, Any]) -> Any:
     dtype = _cupy_dtype(b["dtype"])
     if b["init"] == "empty":
         return cupy.empty(tuple(b["shape"]), dtype=dtype)
-    if b["init"] in ("randint", "rand", "randn"):  # drawn on each call, from CuPy's generator
+    if b["init"] in ("randint", "rand", "randn", "pyrandint"):  # drawn on each call, from CuPy's generator
         return draws.draw(cupy, b["init"], tuple(b["shape"]), dtype, b.get("low", 0),
                           b.get("high", 1))
     value = args[b["arg"]] if b["init"] == "arg" else b["value"]

@@ -139,7 +139,7 @@ def check_references(m: dict[str, Any], where: str) -> None:
     for b in m["buffers"]:
         if b["init"] == "arg" and args.get(b.get("arg", ""), (0, ""))[1] != "scalar":
             problems.append(f"buffer {b['name']} is filled from {b.get('arg')!r}, not a scalar")
-        if b["init"] == "randint" and not b["low"] < b["high"]:
+        if b["init"] in ("randint", "pyrandint") and not b["low"] < b["high"]:
             problems.append(f"buffer {b['name']} draws ints in [{b['low']}, {b['high']}), "
                             "an empty range")
     for o in m["outputs"]:

@@ -847,8 +847,9 @@ def _tensor_full(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) ->
 # Host random tensors (`torch.randint(2**32, (m,))` in a wrapper: flash-attn's dropout seeds),
 # drawn on every call from the generator of the arrays' library (torch's `random_`,
 # `uniform_`, `normal_`, which torch.randint / rand / randn call). attrs: kind, and randint's
-# [low, high).
-HOST_RANDOM = ("randint", "rand", "randn")
+# [low, high); "pyrandint" is Python's `random.randrange(low, high)` (attorch's dropout seed,
+# `randint(0, 65535)`), drawn from Python's generator, so `random.seed` holds.
+HOST_RANDOM = ("randint", "rand", "randn", "pyrandint")
 ALLOCATIONS = ("tensor.empty", "tensor.full", "tensor.random")  # host ops making a tensor
 
 
@@ -862,7 +863,7 @@ def _tensor_random(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None
     kind = attrs.get("kind")
     if kind not in HOST_RANDOM:
         raise IRError(f"tensor.random: kind {kind!r} is not one of {HOST_RANDOM}")
-    if kind == "randint":
+    if kind in ("randint", "pyrandint"):
         low, high = attrs.get("low"), attrs.get("high")
         if not (isinstance(low, int) and isinstance(high, int) and low < high):
             raise IRError(f"tensor.random randint takes int bounds low < high, got {low}, "

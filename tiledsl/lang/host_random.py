@@ -1,6 +1,10 @@
 """torch's random factories in host code: `torch.randint(2**32, (m,), dtype=torch.int64)`
 (flash-attn's dropout seeds), `torch.rand(n)`, `torch.randn(m, n)`, `torch.rand_like(x)`,
-`torch.randn_like(x)`, `torch.randint_like(x, low, high)`.
+`torch.randn_like(x)`, `torch.randint_like(x, low, high)`; and Python's `random.randint(a, b)`,
+`random.randrange(a, b)`, `random.getrandbits(k)` (attorch's dropout seed, `randint(0, 65535)`),
+a number drawn on every call from Python's generator and read on the device as `x.item()` is
+(frontend/host_scalars.py). Other functions of Python's or NumPy's generators are errors: their
+value would be drawn once, while tracing, and repeat on every call.
 
 Each makes a `tensor.random` op: a new tensor whose values are drawn on every call, on the
 arrays' device, from their library's generator, as torch draws them (torch.randint is
@@ -19,6 +23,8 @@ import numpy as np
 from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import TraceError
+from tiledsl.frontend.host_scalars import HostScalar
+from tiledsl.frontend.td_names import SUBSTITUTES
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tensor_names import tensor_name
 from tiledsl.frontend.values import Tensor, as_dtype, need_static
@@ -133,14 +139,14 @@ def _draw(kind: str, shape: Any, dtype: DType, what: str, low: Any = None,
     if tr.depth != "host":
         tr.fail(TraceError, f"{what}() makes a tensor and cannot be used inside a tile loop",
                 hint="in a grid, draw with td.rand(seed, offsets) or td.randint(seed, offsets)")
-    if kind != "randint" and not dtype.is_float:
+    if kind in ("rand", "randn") and not dtype.is_float:
         tr.fail(TraceError, f"{what}() makes floats; dtype {dtype.name} is not one",
                 hint="for integers write torch.randint(low, high, size, dtype=...)")
     if dtype.is_fp8:
         tr.fail(TraceError, f"{what}(): torch draws no {dtype.name}", hint="draw float32 and "
                 "cast")
     attrs: dict[str, Any] = {"kind": kind}
-    if kind == "randint":
+    if kind in ("randint", "pyrandint"):
         attrs.update(low=_bound(low, what, "low"), high=_bound(high, what, "high"))
         _check_bounds(attrs["low"], attrs["high"], dtype, what)
     t = TensorType(_host_shape(shape, what), dtype)
@@ -170,3 +176,56 @@ def _check_bounds(low: int, high: int, dtype: DType, what: str) -> None:
                     hint="pass dtype=torch.int64")
     elif dtype.is_bool and (low < 0 or high > 2):
         tr.fail(TraceError, f"{what}(): [{low}, {high}) does not fit bool")
+
+
+def _python_randint(a: Any, b: Any) -> HostScalar:
+    return _python(a, _bound(b, "random.randint", "b") + 1, "random.randint")
+
+
+def _python_randrange(start: Any, stop: Any = None, step: Any = 1) -> HostScalar:
+    if step != 1:
+        current().fail(TraceError, "random.randrange(..., step): only a step of 1 is drawn per "
+                       "call", hint="draw random.randrange(n) and scale it")
+    low, high = (0, start) if stop is None else (start, stop)
+    return _python(low, _bound(high, "random.randrange", "stop"), "random.randrange")
+
+
+def _python_getrandbits(k: Any) -> HostScalar:
+    return _python(0, 2**_bound(k, "random.getrandbits", "k"), "random.getrandbits")
+
+
+_PYTHON = {"randint": _python_randint, "randrange": _python_randrange,
+           "getrandbits": _python_getrandbits}
+
+
+def _python(low: Any, high: int, what: str) -> HostScalar:
+    low = _bound(low, what, "low")
+    _check_bounds(low, high, dtypes.int64, what)
+    t = _draw("pyrandint", (1,), dtypes.int64, what, low, high)
+    return HostScalar(t)
+
+
+def generator_call(fn: Any) -> Any:
+    """A function of Python's or NumPy's global generator called in host code: the per-call
+    draws above, or an error (SUBSTITUTES)."""
+    owner, name = getattr(fn, "__self__", None), getattr(fn, "__name__", "")
+    rnd = sys.modules.get("random")
+    if rnd is not None and isinstance(owner, rnd.Random):
+        if owner is getattr(rnd, "_inst", None) and name in _PYTHON:
+            return _PYTHON[name]
+        where = "random" if owner is getattr(rnd, "_inst", None) else "a random.Random"
+    elif isinstance(owner, (np.random.RandomState, np.random.Generator)):
+        where = "numpy.random"
+    else:
+        return None
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        current().fail(TraceError, f"{where}.{name}() in a kernel would draw once, while it "
+                       "traces, and repeat that number on every call",
+                       hint="draw with random.randint(a, b) (Python's generator) or "
+                            "torch.randint / rand / randn, which draw on every call; or pass "
+                            "the seed as an argument")
+    return refused
+
+
+SUBSTITUTES.insert(0, generator_call)

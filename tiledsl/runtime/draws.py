@@ -1,9 +1,12 @@
 """Random arrays for `tensor.random` (torch.randint / rand / randn in host code) drawn from an
 array module's global generator: NumPy's (`np.random.seed` holds) where torch is not there to
-draw them as torch does, and CuPy's in an exported package."""
+draw them as torch does, and CuPy's in an exported package; Python's `random.randint` in host
+code from Python's own."""
 
 from __future__ import annotations
 
+import math
+import random
 from typing import Any
 
 import numpy as np
@@ -16,6 +19,9 @@ def draw(xp: Any, kind: str, shape: tuple[int, ...], dtype: np.dtype, low: int =
          high: int = 1) -> Any:
     """An `xp` array (`xp` is numpy or cupy) of `kind`: "randint" in [low, high), "rand" in
     [0, 1), "randn" standard normal, of `dtype`."""
+    if kind == "pyrandint":  # Python's generator (`random.seed` holds)
+        return xp.asarray([random.randrange(low, high) for _ in range(math.prod(shape))],
+                          dtype=dtype).reshape(shape)
     if kind == "randint":
         wide = np.uint64 if high > 2**63 else np.int64
         return xp.random.randint(low, high, size=shape, dtype=wide).astype(dtype)

@@ -21,9 +21,10 @@ from tiledsl.ir.types import TensorType
 
 def draw(kind: str, shape: tuple[int, ...], dtype: DType, low: int = 0, high: int = 1
          ) -> np.ndarray:
-    """A new array of `kind` ("randint" in [low, high), "rand" in [0, 1), "randn")."""
+    """A new array of `kind` ("randint" in [low, high), "rand" in [0, 1), "randn", and
+    "pyrandint", Python's random.randrange(low, high))."""
     torch = sys.modules.get("torch")
-    if torch is not None:
+    if torch is not None and kind != "pyrandint":
         t = torch.empty(shape, dtype=torch.bool if dtype.is_bool else getattr(torch, dtype.name))
         fill_torch(t, kind, low, high)
         if dtype.name == "bfloat16":  # NumPy has no bfloat16: the bits, viewed as ml_dtypes'
