@@ -114,6 +114,8 @@ def _user_method(fn: Any, rewrite: Rewrite) -> Callable[..., Any] | None:
     `isinstance(x, torch.Tensor)` and launches); None for the rest (library objects)."""
     if inspect.ismethod(fn) and type(fn.__func__) is FunctionType:
         func, this = fn.__func__, fn.__self__
+    elif _torch_module(fn):  # `layer(x)`: its forward (hooks are autograd's and torch's)
+        func, this = type(fn).forward, fn
     elif type(fn) is not FunctionType and not isinstance(fn, type) and \
             type(call := getattr(type(fn), "__call__", None)) is FunctionType:
         func, this = call, fn
@@ -121,6 +123,14 @@ def _user_method(fn: Any, rewrite: Rewrite) -> Callable[..., Any] | None:
         return None
     inner = helper(func, rewrite)
     return None if inner is func else functools.partial(inner, this)
+
+
+def _torch_module(fn: Any) -> bool:
+    """Whether `fn` is a torch.nn.Module whose forward is a Python function (attorch's layers,
+    `GELU()(x)`: torch's `__call__` would run the forward without the rewrite)."""
+    nn = getattr(sys.modules.get("torch"), "nn", None)
+    return nn is not None and isinstance(fn, nn.Module) and \
+        type(getattr(type(fn), "forward", None)) is FunctionType
 
 
 def _triton_body(body: Callable[..., Any]) -> Callable[..., Any]:

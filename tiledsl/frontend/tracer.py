@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator, NamedTuple, NoReturn
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any, Callable, Iterator, NamedTuple, NoReturn
 
 from tiledsl.errors import Loc, ShapeError, TileDSLError, TraceError, user_loc
 from tiledsl.ir.core import Block, Op, Symbol, Value
@@ -59,6 +59,7 @@ class Tracer:
         self.array_scalars: dict[Value, str] = {}
         self.lock: Any = None  # the spin lock the program holds at this point (locks.py)
         self.no_program: Loc | None = None  # a grid of no program, not traced (loops.py)
+        self.grad_reads: set[str] = set()  # arguments whose `x.requires_grad` the code read
         self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None
@@ -165,8 +166,17 @@ def active() -> Tracer | None:
 
 @contextmanager
 def tracing(tracer: Tracer) -> Iterator[Tracer]:
-    _active.append(tracer)
-    try:
-        yield tracer
-    finally:
-        _active.pop()
+    with ExitStack() as stack:
+        if not _active:  # the outermost trace: what code it calls sees while it runs
+            for context in WHILE_TRACING:
+                stack.enter_context(context())
+        _active.append(tracer)
+        try:
+            yield tracer
+        finally:
+            _active.pop()
+
+
+# Contexts entered while a kernel traces (devices.py: device queries in code the rewrite does
+# not reach, a heuristic's lambda, answered as in host code)
+WHILE_TRACING: list[Callable[[], AbstractContextManager[Any]]] = []

@@ -13,10 +13,12 @@ its results do not depend on it.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager, nullcontext
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tiledsl.frontend.td_names import SUBSTITUTES
+from tiledsl.frontend.tracer import WHILE_TRACING
 from tiledsl.frontend.values import Tensor, TileValue
 
 H100 = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
@@ -83,6 +85,8 @@ def device_call(fn: Any) -> Any:
     module, name = getattr(fn, "__module__", None) or "", getattr(fn, "__name__", None)
     if name == "device" and module.startswith("torch"):
         return _device_of(fn)
+    if name == "autocast" and module.startswith("torch"):  # `with torch.autocast("cuda",
+        return lambda *_, **__: nullcontext()  # dtype=x.dtype)` (attorch): kernels set dtypes
     if module == "torch.cuda" and name in _QUERIES and \
             getattr(sys.modules["torch"].cuda, name, None) is fn:
         return _QUERIES[name]
@@ -90,6 +94,68 @@ def device_call(fn: Any) -> Any:
 
 
 SUBSTITUTES.append(device_call)
+
+
+@contextmanager
+def answering() -> Iterator[None]:
+    """While a kernel traces on a machine without a GPU: torch's device queries and Triton's
+    active driver answer as in host code, also where the rewrite does not reach (a
+    `@triton.heuristics` lambda, attorch's `lambda _: allow_tf32()`; a library's helper, its
+    `is_hip()` asking `triton.runtime.driver.active.get_current_target()`)."""
+    torch, triton = sys.modules.get("torch"), sys.modules.get("triton")
+    cuda = getattr(torch, "cuda", None) if torch is not None else None
+    patched = {} if cuda is None or cuda.is_available() else \
+        {name: getattr(cuda, name) for name in _QUERIES if hasattr(cuda, name)}
+    for name in patched:
+        setattr(cuda, name, _QUERIES[name])
+    driver = _no_driver(triton)
+    try:
+        yield
+    finally:
+        for name, fn in patched.items():
+            setattr(cuda, name, fn)
+        if driver is not None:
+            driver._active = None
+
+
+def _no_driver(triton: Any) -> Any:
+    """Triton's DriverConfig, given a stand-in for its active driver if none can start here
+    (no GPU): else None."""
+    config = getattr(getattr(triton, "runtime", None), "driver", None)  # (the instance)
+    config = getattr(config, "driver", config)  # (the module, where it is not re-exported)
+    if config is None or getattr(config, "_active", True) is not None:
+        return None
+    try:
+        config.active  # a GPU's driver starts, and answers itself
+        return None
+    except RuntimeError:  # "0 active drivers"
+        config._active = _Driver()
+        return config
+
+
+class _Driver:
+    """Triton's active driver as a wrapper asks it, for the GPU `_properties` describes."""
+
+    def get_current_target(self) -> Any:
+        from triton.backends.compiler import GPUTarget
+        major, minor = _capability()
+        return GPUTarget("cuda", major * 10 + minor, 32)
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        return DEVICE
+
+    @property
+    def utils(self) -> Any:
+        p = _properties()
+        props = {"multiprocessor_count": p.multi_processor_count, "warpSize": p.warp_size,
+                 "max_num_regs": p.regs_per_multiprocessor, "max_shared_mem": 232_448}
+        return SimpleNamespace(get_device_properties=lambda *_: props)
+
+
+WHILE_TRACING.append(answering)
 Tensor.device = property(lambda self: DEVICE)  # type: ignore[attr-defined]
 # a tile value's too: torch code in a kernel makes tiles on it (Helion's flex attention's
 # mask_mod, `torch.zeros_like(b, device=b.device)`)

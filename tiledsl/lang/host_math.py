@@ -87,6 +87,10 @@ def in_place(t: Tensor, what: str, fn: Fn, *xs: Any) -> Tensor:
         current().fail(ShapeError, f"{what}: the result has shape {got and got[0]}, not "
                        f"'{t.name}''s {t.shape}", hint="in place, the other operands broadcast "
                        "to the tensor's shape")
+    if t.shape == ():  # a 0-d tensor (a full reduction's, attorch's `output /= sum_weights`)
+        flat = [x.reshape(1) if isinstance(x, Tensor) else x for x in xs]  # type: ignore[attr-defined]
+        in_place(t.reshape(1), what, fn, *flat)  # type: ignore[attr-defined]
+        return t
     spread = [tensor_expand(x, *t.shape) if isinstance(x, Tensor) and x.shape != t.shape else x
               for x in xs]
 

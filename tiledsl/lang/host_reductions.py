@@ -4,7 +4,8 @@ partial rows) or `grad_weight.sum(0)` (Helion's rms_norm_bwd).
 
 Each is a grid of its own, traced as the user would write it: `x.sum(dim=d)` is a grid of
 tiles over the other dimensions, each looping over tiles of dimension d and accumulating
-`td.sum(x[...], axis=d)` (in float32 for 16-bit floats, as `td.sum` does), into a new tensor;
+`td.sum(x[...], axis=d)` (in float32 for 16-bit floats, as `td.sum` does), into a new tensor
+of x's dtype (of int64 for a sum of smaller ints), as torch's;
 `x.to(dtype)` is a grid that copies x into a new tensor of that dtype. `mean`, `amax` and
 `amin` are the same as `sum`. The block sizes are tunable as any grid's.
 """
@@ -19,7 +20,7 @@ from tiledsl import dtypes
 from tiledsl.errors import TraceError, user_loc
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
-from tiledsl.frontend.values import Tensor, as_dtype, binary, cast, no_math, reduce
+from tiledsl.frontend.values import Tensor, as_dtype, binary, cast, need_static, no_math, reduce
 from tiledsl.lang.language import empty, full, grid, tile
 
 _KINDS = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min"}  # the per-tile reduction
@@ -49,6 +50,7 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
         flat = t.reshape(-1)  # type: ignore[attr-defined]
         out = _reduce(flat, kind, 0, False, dtype)  # 0-d, as torch's
         return out.reshape((1,) * t.ndim) if keepdim else out  # type: ignore[attr-defined]
+    need_static(dim)  # an int argument: traced as that int
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or \
             not -t.ndim <= dim < t.ndim:
         tr.fail(TraceError, f"{t.name}.{kind}(): dim must be one axis of the tensor's "
@@ -57,7 +59,8 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
     accumulate = dtypes.float32 if t.dtype.short in ("f16", "bf16") else t.dtype
     if kind in ("sum", "prod") and (t.dtype.is_bool or t.dtype.is_int and t.dtype.bits < 64):
         accumulate = dtypes.uint64 if t.dtype.kind == "u" else dtypes.int64  # as torch's
-    result = accumulate if dtype is None else as_dtype(dtype, f"{t.name}.{kind}")
+    default = t.dtype if t.dtype.is_float else accumulate  # torch's: a float16 sum is float16
+    result = default if dtype is None else as_dtype(dtype, f"{t.name}.{kind}")
     if kind == "mean" and not result.is_float:
         tr.fail(TraceError, f"{t.name}.mean(): the mean of a {t.dtype} tensor",
                 hint="cast first: x.to(td.float32).mean(dim)")

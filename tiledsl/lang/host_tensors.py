@@ -111,6 +111,7 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
         tr.fail(TraceError, "torch.cat in host code takes a list of the kernel's tensors",
                 hint="make a small one from numbers with x.new_tensor([...])")
     ndim = parts[0].ndim
+    need_static(dim)  # an int argument: traced as that int
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or \
             not -ndim <= dim < ndim:
         tr.fail(TraceError, f"torch.cat: dim must be one axis of the tensors' {ndim}, got "

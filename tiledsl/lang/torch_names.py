@@ -22,7 +22,7 @@ from tiledsl import dtypes
 from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
-from tiledsl.frontend.tracer import current
+from tiledsl.frontend.tracer import active, current
 from tiledsl.ir.views import root, row_major, strides_of
 from tiledsl.frontend.values import (
     Tensor,
@@ -377,12 +377,23 @@ TileValue.is_cuda = True  # type: ignore[attr-defined]
 TileValue.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[attr-defined]
 TileValue.is_quantized = False  # type: ignore[attr-defined]
 TileValue.layout = property(_layout)  # type: ignore[attr-defined]
+def _requires_grad(t: Tensor) -> bool:
+    """False: kernels are not differentiable. The argument it views is recorded, and a call
+    whose tensor there requires grad is refused (runtime/runner.py): attorch's linear backward
+    returns `... if input.requires_grad else None`, which would silently differ."""
+    tr = active()
+    base = root(t.value)
+    if tr is not None and base.owner is None and base.hint:
+        tr.grad_reads.add(base.hint)
+    return False
+
+
 TileValue.stride = _scalar_stride  # type: ignore[attr-defined]
 Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defined]
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]
 Tensor.numel = _numel  # type: ignore[attr-defined]
-Tensor.requires_grad = False  # type: ignore[attr-defined] (kernels are not differentiable)
+Tensor.requires_grad = property(_requires_grad)  # type: ignore[attr-defined]
 
 __all__ = ["addmm", "amax", "amin", "finfo", "iinfo", "matmul", "promote_types",
            "register_reduction_dim", "relu", "result_type", "silu", "std", "var", "var_mean"]

@@ -27,6 +27,7 @@ from tiledsl.ir.types import Dim
 from tiledsl.frontend.block_sizes import BlockSize, shape_dim
 from tiledsl.frontend.symdims import SymDim
 from tiledsl.frontend.tracer import current
+from tiledsl.frontend.zero_d_memory import as_memory
 from tiledsl.frontend.values import (
     Tensor, Tile, TileValue, broadcast_shapes, need_static, to_value,
 )
@@ -41,6 +42,7 @@ def _shape_args(shape: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _axis(a: Any, rank: int, what: str) -> int:
+    need_static(a)  # an int argument (attorch's GLU `x.chunk(2, dim=dim)`): traced as that int
     if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not -rank <= a < rank:
         current().fail(ShapeError, f"{what}: {a!r} is not an axis of a {rank}-D value")
     return int(a) % rank
@@ -617,6 +619,18 @@ def tensor_bitcast(t: Tensor, dtype: DType) -> Tensor:
     return _tensor_view(t, "tensor.bitcast", {"dtype": dtype.short}, f"{t.name}.view({dtype})")
 
 
+def _host_viewed(method: Any) -> Any:
+    """A view method of tile values that, in host code, takes a 0-d array argument as the
+    tensor it is (attorch's `output_grad.flatten()`, then launched as a pointer): the trace
+    stops and runs again with it as memory (frontend/zero_d_memory.py)."""
+    def viewed(self: TileValue, *args: Any, **kwargs: Any) -> Any:
+        if current().depth == "host":
+            as_memory(self)
+        return method(self, *args, **kwargs)
+    viewed.__name__, viewed.__doc__ = method.__name__, method.__doc__
+    return viewed
+
+
 # Tile values and tensors have their views as methods too, spelled as torch's (`v.reshape(tm,
 # 2, -1)`, `x.T`). This module adds them, so that values.py, which it builds on, needs no views
 # (importing tiledsl imports this module).
@@ -632,4 +646,4 @@ for _cls, _methods in [
                   "narrow": tensor_narrow, "split": tensor_split, "chunk": tensor_chunk,
                   "diagonal": tensor_diagonal})]:
     for _name, _method in _methods.items():
-        setattr(_cls, _name, _method)
+        setattr(_cls, _name, _method if _cls is Tensor else _host_viewed(_method))

@@ -197,7 +197,9 @@ class TileKernel:
             return self.runner.run(values, "numpy", None, None)
         if at.gpu and at.library in ("torch", "cupy"):
             if at.library == "torch":
-                self.runner.refuse_grad_writes(values, self.traces.written(self.arg_spec(values)))
+                spec = self.arg_spec(values)
+                self.runner.refuse_grad_writes(values, self.traces.written(spec),
+                                               self.traces.get(spec).grad_reads)
             result = self.runner.run(values, "triton", None, None)
             if fast_key is not None:  # the next call of this layout skips what it decided
                 self.runner.remember_fast(fast_key, values)
@@ -219,8 +221,10 @@ class TileKernel:
                      else arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
                      for n, v in zip(self.signature.parameters, values)]
             back = arrays.from_numpy
-            written = self.traces.written(self.arg_spec(inner)) if at.library == "torch" else []
-            self.runner.refuse_grad_writes(values, written)
+            spec = self.arg_spec(inner)
+            written = self.traces.written(spec) if at.library == "torch" else []
+            self.runner.refuse_grad_writes(values, written, self.traces.get(spec).grad_reads
+                                           if at.library == "torch" else frozenset())
         try:
             result = self.runner.run(inner, backend, config, arch)
         except TileDSLError as e:

@@ -42,6 +42,7 @@ class Traced:
     returns: str  # "none", "single", "tuple" or "tuple:tensor,None" (returns.py)
     by_backend: dict[str, Function] = field(default_factory=dict, compare=False)
     tunables: dict[str, Any] = field(default_factory=dict, compare=False)  # tunables.py
+    grad_reads: frozenset[str] = frozenset()  # arguments whose `requires_grad` was read
 
     @property
     def hash(self) -> str:
@@ -118,7 +119,8 @@ class Traces:
         verify(fn)
         lowered = registry.pipeline()(fn.clone())
         verify(lowered)
-        return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables))
+        return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
+                      grad_reads=frozenset(tracer.grad_reads))
 
     def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = ()
                  ) -> tuple[Tracer, list[Value], list[Tensor], str]:

@@ -1,0 +1,128 @@
+"""attorch's host idioms (BobMcDear/attorch, probed layer by layer): a layer called as an
+`nn.Module`, a device query in a `@triton.heuristics` lambda and Triton's driver asked for its
+target, `torch.autocast(dtype=x.dtype)`, `kernel.best_config` after an autotuned launch, an int
+argument as `dim=`, host math on 0-d results (`output /= sum_weights`), a 0-d gradient
+flattened into a pointer, a float16 sum's dtype, and `x.requires_grad`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import gpu_backend, run_on
+from tiledsl.errors import ArgumentError, TraceError
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = triton.language
+
+
+def allow_tf32() -> bool:  # attorch/utils.py: asked inside a heuristic's lambda
+    return torch.cuda.get_device_capability()[0] >= 8
+
+
+@triton.heuristics({"twice": lambda _: allow_tf32()})
+@triton.jit
+def _scale(X, Y, n, twice: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    if twice:
+        x = x * 2
+    tl.store(Y + offs, x, mask=offs < n)
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x):  # torch's Module.__call__ would run this without the rewrite
+        y = torch.empty_like(x)
+        _scale[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+        return y
+
+
+LAYER = Scale()
+
+
+@td.tile_kernel
+def layered(x, dim: int):
+    hip = triton.runtime.driver.active.get_current_target().backend == "hip"
+    with torch.autocast("cuda", dtype=x.dtype):
+        y = LAYER(x)
+    first, second = y.chunk(2, dim=dim)
+    return (first - second) if not hip else first
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+                 key=["n"])
+@triton.jit
+def _partial_sums(X, Out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Out + tl.program_id(0), tl.sum(tl.load(X + offs, mask=offs < n, other=0.0)))
+
+
+@td.tile_kernel
+def weighted_mean(x, w):
+    """attorch's p-loss and NLL forwards: partial sums per program, summed on the host."""
+    n = x.numel()
+    partial = torch.empty(triton.cdiv(n, 32), dtype=x.dtype, device=x.device)
+    _partial_sums[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, partial, n)
+    block = _partial_sums.best_config.kwargs["BLOCK"]
+    output = partial[:triton.cdiv(n, block)].sum()
+    output /= w.sum()
+    return output
+
+
+@triton.jit
+def _scaled_by(G, X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.load(G)
+    tl.store(Y + offs, g * tl.load(X + offs, mask=offs < n), mask=offs < n)
+
+
+@td.tile_kernel
+def backward_of_mean(output_grad, x):
+    """attorch's p-loss backward: a 0-d gradient, flattened, read through its pointer."""
+    output_grad = output_grad.flatten()
+    y = torch.empty_like(x)
+    _scaled_by[(triton.cdiv(x.numel(), 64),)](output_grad, x, y, x.numel(), BLOCK=64)
+    return y if not x.requires_grad else None
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
+def test_attorch_host_idioms(backend: str) -> None:
+    x = np.random.default_rng(0).standard_normal((6, 10)).astype(np.float32)
+    for dim in (0, 1):  # an int argument as dim=: traced as that int
+        first, second = np.split(x.astype(np.float64) * 2, 2, axis=dim)  # twice: sm_80 and up
+        np.testing.assert_allclose(run_on(layered, (x, dim), backend), first - second,
+                                   rtol=1e-6, atol=1e-6)
+    v, w = x.reshape(-1)[:37].copy(), np.full(5, 0.25, np.float32)
+    np.testing.assert_allclose(run_on(weighted_mean, (v, w), backend),
+                               v.astype(np.float64).sum() / 1.25, rtol=1e-5)
+    g = np.array(1.5, np.float32)
+    np.testing.assert_allclose(run_on(backward_of_mean, (g, v), backend), 1.5 * v, rtol=1e-6)
+
+
+def test_host_dtypes_and_refusals() -> None:
+    half = torch.full((10, 10), 1.5, dtype=torch.float16)
+    total = weighted_mean(half.reshape(-1), torch.ones(2, dtype=torch.float16))
+    assert total.dtype == torch.float16 and float(total) == 75.0  # torch's sum keeps float16
+    grad = torch.ones(37, requires_grad=True)
+    with pytest.raises(ArgumentError, match="reads x.requires_grad, which is False in a kernel"):
+        backward_of_mean(torch.tensor(1.0), grad)
+    assert backward_of_mean(torch.tensor(1.0), grad.detach()) is not None
+
+
+WEIGHT = torch.nn.Parameter(torch.ones(64))
+
+
+@td.tile_kernel
+def with_global_weight(x):
+    y = torch.empty_like(x)
+    _scaled_by[(1,)](WEIGHT, x, y, x.numel(), BLOCK=64)
+    return y
+
+
+def test_a_tensor_the_kernel_does_not_take_is_named() -> None:
+    with pytest.raises(TraceError, match="is a Parameter the kernel does not take as an "
+                       "argument") as e:
+        with_global_weight(torch.ones(64))
+    assert "pass it to the kernel as an argument" in str(e.value)
