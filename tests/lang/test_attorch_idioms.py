@@ -2,7 +2,8 @@
 `nn.Module`, a device query in a `@triton.heuristics` lambda and Triton's driver asked for its
 target, `torch.autocast(dtype=x.dtype)`, `kernel.best_config` after an autotuned launch, an int
 argument as `dim=`, host math on 0-d results (`output /= sum_weights`), a 0-d gradient
-flattened into a pointer, a float16 sum's dtype, and `x.requires_grad`."""
+flattened into a pointer, a float16 sum's dtype, `x.requires_grad` (the call's: a trace for
+each answer), and a tensor an object kept from an earlier trace."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import tiledsl as td
 from support import gpu_backend, run_on
-from tiledsl.errors import ArgumentError, TraceError
+from tiledsl.errors import TraceError
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -105,9 +106,8 @@ def test_host_dtypes_and_refusals() -> None:
     half = torch.full((10, 10), 1.5, dtype=torch.float16)
     total = weighted_mean(half.reshape(-1), torch.ones(2, dtype=torch.float16))
     assert total.dtype == torch.float16 and float(total) == 75.0  # torch's sum keeps float16
-    grad = torch.ones(37, requires_grad=True)
-    with pytest.raises(ArgumentError, match="reads x.requires_grad, which is False in a kernel"):
-        backward_of_mean(torch.tensor(1.0), grad)
+    grad = torch.ones(37, requires_grad=True)  # x.requires_grad is the call's: a trace each
+    assert backward_of_mean(torch.tensor(1.0), grad) is None
     assert backward_of_mean(torch.tensor(1.0), grad.detach()) is not None
 
 
@@ -125,4 +125,33 @@ def test_a_tensor_the_kernel_does_not_take_is_named() -> None:
     with pytest.raises(TraceError, match="is a Parameter the kernel does not take as an "
                        "argument") as e:
         with_global_weight(torch.ones(64))
-    assert "pass it to the kernel as an argument" in str(e.value)
+    assert "take it as an argument of the kernel" in str(e.value)
+
+
+class Cached(torch.nn.Module):
+    """attorch's AvgPool: `self.kernel = torch.full(...)` made on the first forward, kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernel = None
+
+    def forward(self, x):
+        if self.kernel is None:
+            self.kernel = torch.full((1,), 0.5, dtype=x.dtype, device=x.device)
+        y = torch.empty_like(x)
+        _scaled_by[(triton.cdiv(x.numel(), 64),)](self.kernel, x, y, x.numel(), BLOCK=64)
+        return y
+
+
+CACHED = Cached()
+
+
+@td.tile_kernel
+def cached(x):
+    return CACHED(x)
+
+
+def test_a_tensor_kept_from_an_earlier_trace_is_named() -> None:
+    assert torch.equal(cached(torch.ones(10)), torch.full((10,), 0.5))
+    with pytest.raises(TraceError, match="is a tensor of an earlier trace of this kernel"):
+        cached(torch.ones(20))  # another shape: another trace, reading the first one's tensor

@@ -97,7 +97,10 @@ def launched(v: Any, name: str) -> tuple[Tensor, int, Any]:
             current().fail(TraceError, f"argument '{name}' is a {type(v).__name__} the kernel "
                            "does not take as an argument (a global, or a module's parameter): "
                            "its memory is not one of the kernel's tensors",
-                           hint="pass it to the kernel as an argument (`k(x, layer.weight)`)")
+                           hint="take it as an argument of the kernel and pass that on to "
+                                "the launch; a module's forward reads its own parameter, so "
+                                "call the function it calls with `layer.weight` given as that "
+                                "argument")
         _fail(f"argument '{name}' ({type(v).__name__}): its data_ptr() is {address!r}, not a "
               "kernel tensor's address")
     dtype = as_dtype(v.dtype, f"argument '{name}'")

@@ -3,8 +3,8 @@ the way the DSL allows, and no block-size symbol cuts two nested ranges."""
 
 from __future__ import annotations
 
-from tiledsl.errors import IRError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges
+from tiledsl.errors import IRError, TraceError
+from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges, walk
 from tiledsl.ir.ops import ISOLATED, OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 
@@ -55,6 +55,15 @@ class Verifier:
             if opdef is None:
                 raise self.fail(op, "unknown op")
             for o in op.operands:
+                if o not in scope and isinstance(o.type, TensorType) and not any(
+                        o in x.results for x in walk(self.fn.body)):  # not this trace's
+                    what = f"'{o.hint}'" if o.hint else "the tensor used here"
+                    raise TraceError(f"{what} is a tensor of an earlier trace "
+                                     "of this kernel, which an object kept between calls (a "
+                                     "module caching `self.kernel = torch.full(...)` in its "
+                                     "forward, attorch's AvgPool)", kernel=self.fn.name,
+                                     loc=op.loc, hint="make it on every call, or pass it as "
+                                     "an argument")
                 if o not in scope:
                     raise self.fail(op, f"operand {o} is not defined before its use")
             if depth == "host" and op.name in _DEVICE_ONLY:

@@ -378,14 +378,15 @@ TileValue.is_floating_point = lambda self: self.dtype.is_float  # type: ignore[a
 TileValue.is_quantized = False  # type: ignore[attr-defined]
 TileValue.layout = property(_layout)  # type: ignore[attr-defined]
 def _requires_grad(t: Tensor) -> bool:
-    """False: kernels are not differentiable. The argument it views is recorded, and a call
-    whose tensor there requires grad is refused (runtime/runner.py): attorch's linear backward
-    returns `... if input.requires_grad else None`, which would silently differ."""
+    """Whether the argument `t` views requires grad in this call (the kernel traces once for
+    each answer: runtime/traces.py's GRADS); False for what the kernel makes. attorch's
+    forwards save for backward, and its linear backward computes a gradient, only where True."""
     tr = active()
     base = root(t.value)
-    if tr is not None and base.owner is None and base.hint:
-        tr.grad_reads.add(base.hint)
-    return False
+    if tr is None or base.owner is not None or not base.hint:
+        return False
+    tr.grad_reads.add(base.hint)
+    return base.hint in tr.grad_true
 
 
 TileValue.stride = _scalar_stride  # type: ignore[attr-defined]

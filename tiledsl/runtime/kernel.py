@@ -29,7 +29,7 @@ from tiledsl.runtime.runner import Runner, tuned_config
 from tiledsl.runtime.spaces import space_for
 from tiledsl.frontend.tracer import active
 from tiledsl.runtime.helion_settings import HELION_SETTINGS
-from tiledsl.runtime.traces import Traced, Traces
+from tiledsl.runtime.traces import Traced, Traces, with_grads
 
 
 class TileKernel:
@@ -196,15 +196,32 @@ class TileKernel:
         if at is None or at.library == "numpy":
             return self.runner.run(values, "numpy", None, None)
         if at.gpu and at.library in ("torch", "cupy"):
+            grads = frozenset()
             if at.library == "torch":
                 spec = self.arg_spec(values)
-                self.runner.refuse_grad_writes(values, self.traces.written(spec),
-                                               self.traces.get(spec).grad_reads)
-            result = self.runner.run(values, "triton", None, None)
-            if fast_key is not None:  # the next call of this layout skips what it decided
-                self.runner.remember_fast(fast_key, values)
+                grads = self._grads(values, spec)
+                with with_grads(grads):
+                    self.runner.refuse_grad_writes(values, self.traces.written(spec))
+            with with_grads(grads):
+                result = self.runner.run(values, "triton", None, None)
+                if fast_key is not None:  # the next call of this layout skips what it decided
+                    self.runner.remember_fast(fast_key, values)
             return result
         return self._converted(values, names, flat, at, "triton" if at.gpu else "numpy")
+
+    def _grads(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> frozenset[str]:
+        """The arguments that require grad (torch tensors) and whose `x.requires_grad` the code
+        reads: the trace with them True is this call's (traces.py's GRADS)."""
+        wanting = {n for n, v in zip(self.signature.parameters, values)
+                   if getattr(v, "requires_grad", False) is True}
+        grads: frozenset[str] = frozenset()
+        for _ in range(len(wanting) + 1):  # a branch taken may read another's
+            with with_grads(grads):
+                more = frozenset(self.traces.get(spec).grad_reads & wanting)
+            if more == grads:
+                break
+            grads = more
+        return grads
 
     def _converted(self, values: list[Any], names: list[str], flat: list[Any], at: Any,
                    backend: str, config: Config | None = None, arch: Any = None) -> Any:
@@ -222,11 +239,13 @@ class TileKernel:
                      for n, v in zip(self.signature.parameters, values)]
             back = arrays.from_numpy
             spec = self.arg_spec(inner)
-            written = self.traces.written(spec) if at.library == "torch" else []
-            self.runner.refuse_grad_writes(values, written, self.traces.get(spec).grad_reads
-                                           if at.library == "torch" else frozenset())
+            grads = self._grads(values, spec) if at.library == "torch" else frozenset()
+            with with_grads(grads):
+                written = self.traces.written(spec) if at.library == "torch" else []
+            self.runner.refuse_grad_writes(values, written)
         try:
-            result = self.runner.run(inner, backend, config, arch)
+            with with_grads(grads if not at.gpu else frozenset()):
+                result = self.runner.run(inner, backend, config, arch)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
         if written:  # writes through NumPy views of torch tensors: tell autograd

@@ -21,6 +21,7 @@ from tiledsl.frontend import static_args
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.runtime.returns import pack
+from tiledsl.runtime.traces import GRADS
 from tiledsl.errors import ArgumentError, BackendError, TileDSLError
 from tiledsl.ir.core import Function, Value, walk
 from tiledsl.ir.types import TileType
@@ -83,6 +84,8 @@ class Runner:
         if type(backend) is not str:  # (unhashable names would be a TypeError below)
             self.k.check_backend(backend)
         key = plan_key(values, spec, backend, arch)
+        if grads := GRADS.get():  # a trace with `x.requires_grad` True (traces.py)
+            key = (key, grads)
         plan = self.k.caches.plans.get(key)
         if plan is None:  # once per signature, backend and layout: the dispatch cache
             try:
@@ -117,23 +120,13 @@ class Runner:
             raise e.with_context(kernel=self.k.name) from None
         return pack(outputs, t.returns)
 
-    def refuse_grad_writes(self, values: list[Any], written: list[str],
-                           read: frozenset[str] = frozenset()) -> None:
-        """A write in place into a torch tensor that requires grad: autograd cannot see it.
-        And a tensor that requires grad where the code read its `requires_grad` (False in a
-        kernel): the code's result would differ from the function's."""
+    def refuse_grad_writes(self, values: list[Any], written: list[str]) -> None:
+        """A write in place into a torch tensor that requires grad: autograd cannot see it."""
         names = list(self.k.specs.signature.parameters)
         flat = static_args.flatten_arrays(values)
         if len(flat) != len(values):  # lists of tensors: written names are the IR's
             names = self.k.specs.flat_names(self.k.arg_spec(values))
             values = self.k.specs.flat(self.k.arg_spec(values), values)
-        for n in sorted(read):
-            if n in names and getattr(values[names.index(n)], "requires_grad", False):
-                raise ArgumentError(f"the kernel reads {n}.requires_grad, which is False in a "
-                                    f"kernel (kernels are not differentiable), and this call's "
-                                    f"'{n}' requires grad: the code would take the other "
-                                    "branch", kernel=self.k.name,
-                                    hint=f"pass {n}.detach(), or decide outside the kernel")
         for n in written:
             if getattr(values[names.index(n)], "requires_grad", False):
                 raise ArgumentError(f"the kernel writes argument '{n}' in place, and that "

@@ -10,9 +10,11 @@ from __future__ import annotations
 import inspect
 import re
 import traceback
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import FunctionType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tiledsl import dtypes
 from tiledsl.runtime import registry
@@ -30,6 +32,22 @@ from tiledsl.ir.verify import verify
 from tiledsl.frontend.rewrite import rewrite
 from tiledsl.frontend.tracer import Tracer, tracing
 from tiledsl.frontend.values import Tensor, TileValue
+
+
+# The arguments of the call being run whose `x.requires_grad` the code reads and that require
+# grad (torch tensors): they trace with `requires_grad` True, a trace of their own
+# (runtime/kernel.py finds them; attorch's forwards save for backward only then, its linear
+# backward computes a gradient only then).
+GRADS: ContextVar[frozenset[str]] = ContextVar("tiledsl_grads", default=frozenset())
+
+
+@contextmanager
+def with_grads(names: frozenset[str]) -> Iterator[None]:
+    token = GRADS.set(names)
+    try:
+        yield
+    finally:
+        GRADS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -88,9 +106,12 @@ class Traces:
         """The trace for `spec`, with its registered knobs at their defaults, or at the values
         `knobs` ((name, value) pairs) lists (tiledsl/frontend/tunables.py)."""
         key = (spec, ("knobs", knobs)) if knobs else spec
+        grads = GRADS.get()
+        if grads:
+            key = (key, ("grads", grads))
         hit = self.caches().traces.get(key)
         if hit is None:
-            hit = self.caches().traces[key] = self._trace(spec, knobs)
+            hit = self.caches().traces[key] = self._trace(spec, knobs, grads)
         return hit
 
     def for_config(self, spec: tuple[ArgSpec, ...], config: Config) -> Traced:
@@ -113,8 +134,9 @@ class Traces:
                              hint="give the td.tile calls a knob decides a fixed block_size=")
         return other
 
-    def _trace(self, spec: tuple[ArgSpec, ...], knobs: tuple = ()) -> Traced:
-        tracer, values, _, returns = self.run_body(spec, knobs=knobs)
+    def _trace(self, spec: tuple[ArgSpec, ...], knobs: tuple = (),
+               grads: frozenset[str] = frozenset()) -> Traced:
+        tracer, values, _, returns = self.run_body(spec, knobs=knobs, grads=grads)
         fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
         verify(fn)
         lowered = registry.pipeline()(fn.clone())
@@ -122,7 +144,8 @@ class Traces:
         return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
                       grad_reads=frozenset(tracer.grad_reads))
 
-    def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = ()
+    def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = (),
+                 grads: frozenset[str] = frozenset()
                  ) -> tuple[Tracer, list[Value], list[Tensor], str]:
         """Run the body on proxies of `spec`'s arguments (with SymDim sizes if `symbolic`)."""
         if self.body is None:
@@ -132,6 +155,7 @@ class Traces:
                 raise e.with_context(kernel=self.name) from None
         tracer = Tracer(self.name, self.file)
         tracer.knobs = dict(knobs)
+        tracer.grad_true = grads
         values: list[Value] = []
         proxies: list[Any] = []
         names = list(self.signature.parameters)
@@ -229,12 +253,13 @@ class Traces:
 
 
     def written(self, spec: tuple[ArgSpec, ...]) -> list[str]:
-        if spec not in self.caches().writes:  # once per signature: DLPack calls ask on every call
+        key = (spec, GRADS.get())
+        if key not in self.caches().writes:  # once per signature: DLPack calls ask on every call
             fn = self.get(spec).ir
             stored = views.written(fn)
-            self.caches().writes[spec] = [n for n, a in zip(self.flat_names(spec), fn.args)
-                                  if a in stored]
-        return self.caches().writes[spec]
+            self.caches().writes[key] = [n for n, a in zip(self.flat_names(spec), fn.args)
+                                 if a in stored]
+        return self.caches().writes[key]
 
 
 def _element_hint(name: str, i: int | str, params: list[str]) -> str:
