@@ -90,6 +90,12 @@ def frozen_draw(x):
     return x * random.random()
 
 
+@td.tile_kernel
+def generator_state(x):
+    seed, offset = torch.Generator().get_state().view(torch.int64)[:2]
+    return x * 2
+
+
 @pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
 def test_python_random_draws_per_call_from_pythons_generator(backend: str) -> None:
     random.seed(1234)
@@ -102,8 +108,11 @@ def test_python_random_draws_per_call_from_pythons_generator(backend: str) -> No
     np.testing.assert_allclose(first, np.where(keep, X.astype(np.float64) / 0.7, 0.0),
                                rtol=1e-6, atol=1e-6)
     assert (np.asarray(first) != np.asarray(second)).any()  # the next call, the next number
-    with pytest.raises(TraceError, match=r"random.random\(\) in a kernel would draw once"):
+    with pytest.raises(TraceError, match=r"random.random\(\) in a kernel would run once"):
         frozen_draw.run(X, backend="numpy")
+    with pytest.raises(TraceError, match=r"torch.Generator.get_state\(\) in a kernel would "
+                       "run once"):  # FlagGems' philox seed and offset, read from the state
+        generator_state.run(X, backend="numpy")
 
 
 @td.tile_kernel

@@ -3,8 +3,9 @@
 `torch.randn_like(x)`, `torch.randint_like(x, low, high)`; and Python's `random.randint(a, b)`,
 `random.randrange(a, b)`, `random.getrandbits(k)` (attorch's dropout seed, `randint(0, 65535)`),
 a number drawn on every call from Python's generator and read on the device as `x.item()` is
-(frontend/host_scalars.py). Other functions of Python's or NumPy's generators are errors: their
-value would be drawn once, while tracing, and repeat on every call.
+(frontend/host_scalars.py). Other functions of Python's or NumPy's generators, and torch's
+generator state (FlagGems' philox seed and offset), are errors: they would run once, while
+tracing, and their numbers repeat on every call.
 
 Each makes a `tensor.random` op: a new tensor whose values are drawn on every call, on the
 arrays' device, from their library's generator, as torch draws them (torch.randint is
@@ -194,6 +195,11 @@ def _python_getrandbits(k: Any) -> HostScalar:
     return _python(0, 2**_bound(k, "random.getrandbits", "k"), "random.getrandbits")
 
 
+# torch's generator state read in host code (FlagGems' `philox_backend_seed_offset`: the CUDA
+# generator's seed and offset, advanced by the draw's size): read once, while tracing
+_TORCH_STATE = frozenset({"get_state", "set_state", "graphsafe_get_state", "seed",
+                          "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all",
+                          "manual_seed", "seed_all"})
 _PYTHON = {"randint": _python_randint, "randrange": _python_randrange,
            "getrandbits": _python_getrandbits}
 
@@ -209,8 +215,14 @@ def generator_call(fn: Any) -> Any:
     """A function of Python's or NumPy's global generator called in host code: the per-call
     draws above, or an error (SUBSTITUTES)."""
     owner, name = getattr(fn, "__self__", None), getattr(fn, "__name__", "")
-    rnd = sys.modules.get("random")
-    if rnd is not None and isinstance(owner, rnd.Random):
+    rnd, torch = sys.modules.get("random"), sys.modules.get("torch")
+    if torch is not None and (isinstance(owner, torch.Generator) and name in _TORCH_STATE or
+                              getattr(fn, "__module__", None) in ("torch.random",
+                                                                   "torch.cuda.random")
+                              and name in _TORCH_STATE):  # FlagGems' philox seed and offset
+        where = "torch.Generator" if isinstance(owner, torch.Generator) else \
+            fn.__module__.replace(".random", "")
+    elif rnd is not None and isinstance(owner, rnd.Random):
         if owner is getattr(rnd, "_inst", None) and name in _PYTHON:
             return _PYTHON[name]
         where = "random" if owner is getattr(rnd, "_inst", None) else "a random.Random"
@@ -220,8 +232,8 @@ def generator_call(fn: Any) -> Any:
         return None
 
     def refused(*args: Any, **kwargs: Any) -> Any:
-        current().fail(TraceError, f"{where}.{name}() in a kernel would draw once, while it "
-                       "traces, and repeat that number on every call",
+        current().fail(TraceError, f"{where}.{name}() in a kernel would run once, while it "
+                       "traces: its numbers would repeat on every call",
                        hint="draw with random.randint(a, b) (Python's generator) or "
                             "torch.randint / rand / randn, which draw on every call; or pass "
                             "the seed as an argument")
