@@ -1,6 +1,7 @@
 """attorch's host idioms (BobMcDear/attorch, probed layer by layer): a layer called as an
 `nn.Module`, a device query in a `@triton.heuristics` lambda and Triton's driver asked for its
-target, `torch.autocast(dtype=x.dtype)`, `kernel.best_config` after an autotuned launch, an int
+target, `torch.autocast(dtype=x.dtype)`, `kernel.best_config` after an autotuned launch, a module's
+parameter handed to its launch (read on every call), an int
 argument as `dim=`, host math on 0-d results (`output /= sum_weights`), a 0-d gradient
 flattened into a pointer, a float16 sum's dtype, `x.requires_grad` (the call's: a trace for
 each answer), and a tensor an object kept from an earlier trace."""
@@ -111,21 +112,48 @@ def test_host_dtypes_and_refusals() -> None:
     assert backward_of_mean(torch.tensor(1.0), grad.detach()) is not None
 
 
-WEIGHT = torch.nn.Parameter(torch.ones(64))
+@triton.jit
+def _times(X, W, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(Y + offs, tl.load(X + offs, mask=m) * tl.load(W + offs, mask=m), mask=m)
+
+
+class Weighted(torch.nn.Module):
+    """attorch's LayerNorm: the forward hands its own parameter to the launch."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.arange(n, dtype=torch.float32))
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _times[(triton.cdiv(x.numel(), 64),)](x, self.weight, y, x.numel(), BLOCK=64)
+        return y
+
+
+WEIGHTED = Weighted(100)
 
 
 @td.tile_kernel
-def with_global_weight(x):
-    y = torch.empty_like(x)
-    _scaled_by[(1,)](WEIGHT, x, y, x.numel(), BLOCK=64)
-    return y
+def weighted(x):
+    return WEIGHTED(x)
 
 
-def test_a_tensor_the_kernel_does_not_take_is_named() -> None:
-    with pytest.raises(TraceError, match="is a Parameter the kernel does not take as an "
-                       "argument") as e:
-        with_global_weight(torch.ones(64))
-    assert "take it as an argument of the kernel" in str(e.value)
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_modules_parameter_is_read_on_every_call(backend: str, tmp_path) -> None:
+    x = np.random.default_rng(1).standard_normal(100).astype(np.float32)
+    w = WEIGHTED.weight.detach().numpy().copy()
+    np.testing.assert_allclose(weighted.run(x, backend=backend), x * w, rtol=1e-6)
+    with torch.no_grad():
+        WEIGHTED.weight.mul_(-2)  # an optimizer's step: in place, seen by the next call
+    try:
+        np.testing.assert_allclose(weighted.run(x, backend=backend), -2 * x * w, rtol=1e-6)
+    finally:
+        with torch.no_grad():
+            WEIGHTED.weight.div_(-2)
+    with pytest.raises(TraceError, match="a package passes only the kernel's arguments"):
+        weighted.export(tmp_path / "pkg", x)
 
 
 class Cached(torch.nn.Module):

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError
 from tiledsl.frontend import data_ptrs, loops
+from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.pointers import pointer_at
 from tiledsl.frontend.runtime_ints import runtime
@@ -113,8 +114,9 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) gives no {', '.join(missing)}",
                     loc=where)
         body_fn = helper(jit)
-        values = {k: _runtime(v) if not _constexpr(signature.parameters[k]) else
-                  _static(v) for k, v in meta.items()}
+        values = {k: (capture(v, k) if is_foreign_tensor(v) else _runtime(v))
+                  if not _constexpr(signature.parameters[k]) else _static(v)
+                  for k, v in meta.items()}
         descriptors = [k for k, v in values.items() if tensor_descriptors.is_host(v)]
         addresses = {k: data_ptrs.launched(v, k) for k, v in values.items()
                      if data_ptrs.is_pointer_like(v)}  # (FlagGems' StridedBuffer)

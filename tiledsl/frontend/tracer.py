@@ -61,6 +61,7 @@ class Tracer:
         self.no_program: Loc | None = None  # a grid of no program, not traced (loops.py)
         self.grad_reads: set[str] = set()  # arguments whose `x.requires_grad` the code read
         self.grad_true: frozenset[str] = frozenset()  # and those that answer True
+        self.captured: list[tuple[Any, Any]] = []  # (array, its Tensor): captured.py
         self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None

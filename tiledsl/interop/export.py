@@ -64,7 +64,8 @@ def _export(kernel: TileKernel, root: Path, args: tuple, kwargs: dict[str, Any],
     kernel.runner.check_no_overlap(kernel.specs.flat(spec, values), spec)  # its layout is the package's
     chosen, source = choose_config(kernel, values, spec, space, config)
     chosen, notes = launchable(chosen)
-    traced = kernel.traces.for_config(spec, chosen)  # a registered knob's value is a trace of its own
+    traced = kernel.traces.for_config(spec, chosen).only_arguments("a package")  # (a knob's
+    # value is a trace of its own)
     plan = registry.backend("triton").export_plan(  # type: ignore[attr-defined]
         traced.for_backend("triton"), chosen, kernel.specs.flat(spec, values), arch)
     _check_target(root)

@@ -211,6 +211,7 @@ class _Op:
         self.refuse_grad_writes(args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         self.refuse_undeclared_writes(self.spec(args))
+        kernel.traces.get(self.spec(args)).only_arguments("a custom op")
         gpu = any(t.is_cuda for t in tensors)
         if gpu:
             result = kernel.run(*args, backend="triton")
@@ -245,7 +246,7 @@ class _Op:
         kernel, torch = self.kernel, self.torch
         self.refuse_grad_writes(args)
         spec = self.spec(args)
-        fn = kernel.traces.get(spec).ir
+        fn = kernel.traces.get(spec).only_arguments("a custom op").ir
         sizes = self._output_sizes(args, spec, fn)
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         outs = []
@@ -296,9 +297,9 @@ class _Op:
         self.refuse_undeclared_writes(spec)
         space = kernel.space(spec, "triton")
         backend = registry.backend("triton")
+        traced = kernel.traces.get(spec).only_arguments("a custom op")
         outs = backend.launch_traced(  # type: ignore[attr-defined]
-            kernel.traces.get(spec).for_backend("triton"), kernel.specs.flat(spec, values),
-            space.default(),
+            traced.for_backend("triton"), kernel.specs.flat(spec, values), space.default(),
             wrap=torch.library.wrap_triton)
         converted = [o.clone() if any(o is a for a in args) else o for o in outs]
         return _pack(converted, self.n_out)

@@ -58,6 +58,8 @@ class Runner:
         flat = self.k.specs.flat(spec, values)
         impl, _, chosen, t, narrowed, written = self.k.caches.plans[
             plan_key(flat, spec, "triton", None)]
+        if t.captured:  # (its launch takes tensors the arguments do not hold)
+            return
         launch = impl.prepare(t.for_backend("triton"), flat, chosen) \
             if hasattr(impl, "prepare") else None
         if launch is not None:
@@ -66,6 +68,23 @@ class Runner:
                 lambda values: self.check_narrowed(narrowed, values), t.returns)
             self.k.caches.fast[fast_key] = call if len(runtime) == len(spec) else \
                 lambda values: call([values[i] for i in runtime])
+
+    def captured(self, objects: tuple[Any, ...], backend: str) -> list[Any]:
+        """The tensors a trace captured (frontend/captured.py) as `backend` takes them: torch
+        CUDA tensors on "triton", NumPy views on the CPU backends."""
+        out = []
+        for o in objects:
+            on_gpu = getattr(o, "is_cuda", False)
+            if (backend == "triton") != on_gpu:
+                where = "on" if on_gpu else "off"
+                raise ArgumentError(f"a {type(o).__name__} of shape {tuple(o.shape)} the kernel "
+                                    "reaches without taking it as an argument is "
+                                    f"{where} the GPU, and this call runs on backend "
+                                    f"'{backend}'", kernel=self.k.name,
+                                    hint="keep the module's tensors where the arguments are "
+                                         "(layer.to(x.device))")
+            out.append(o.detach() if on_gpu else arrays.to_numpy(o, self.k.name, "captured"))
+        return out
 
     def check_narrowed(self, narrowed: list, values: list[Any]) -> None:
         for value_of, what, d, loc in narrowed:
@@ -84,8 +103,6 @@ class Runner:
         if type(backend) is not str:  # (unhashable names would be a TypeError below)
             self.k.check_backend(backend)
         key = plan_key(values, spec, backend, arch)
-        if grads := GRADS.get():  # a trace with `x.requires_grad` True (traces.py)
-            key = (key, grads)
         plan = self.k.caches.plans.get(key)
         if plan is None:  # once per signature, backend and layout: the dispatch cache
             try:
@@ -113,6 +130,8 @@ class Runner:
         config = (chosen or space.default()) if config is None else space.validate(config)
         if t.tunables:  # a registered knob's value is the trace's (tunables.py)
             t = self.k.traces.for_config(spec, config)
+        if t.captured:  # tensors the code reaches without arguments (frontend/captured.py)
+            values = [*values, *self.captured(t.captured, backend)]
         try:
             outputs = impl.run(t.for_backend(backend), values, config,
                                **({} if arch is None else {"arch": arch}))
@@ -151,8 +170,11 @@ class Runner:
 
 
 def plan_key(values: list[Any], spec: tuple, backend: str, arch: Any) -> tuple:
-    """The dispatch cache's key: the signature, backend, architecture and the arrays' strides."""
-    return (spec, backend, arch_key(arch), tuple(strides(v) for v in values))
+    """The dispatch cache's key: the signature, backend, architecture and the arrays' strides
+    (and the arguments that trace with `x.requires_grad` True: traces.py's GRADS)."""
+    key = (spec, backend, arch_key(arch), tuple(strides(v) for v in values))
+    grads = GRADS.get()
+    return (key, grads) if grads else key
 
 
 def strides(v: Any) -> tuple[int, ...] | None:

@@ -61,10 +61,22 @@ class Traced:
     by_backend: dict[str, Function] = field(default_factory=dict, compare=False)
     tunables: dict[str, Any] = field(default_factory=dict, compare=False)  # tunables.py
     grad_reads: frozenset[str] = frozenset()  # arguments whose `requires_grad` was read
+    captured: tuple[Any, ...] = field(default=(), compare=False)  # frontend/captured.py
 
     @property
     def hash(self) -> str:
         return ir_hash(self.ir)
+
+    def only_arguments(self, what: str) -> Traced:
+        """This trace, if it reads only the kernel's arguments: `what` (a package, a custom
+        op) passes those alone, not the tensors it captured (frontend/captured.py)."""
+        if self.captured:
+            names = ", ".join(a.hint or "?" for a in self.ir.args[-len(self.captured):])
+            raise TraceError(f"{what} passes only the kernel's arguments, and its code reaches "
+                             f"tensors it does not take as arguments ({names}: a module's "
+                             "parameters, a global)", kernel=self.ir.name,
+                             hint="take them as arguments of the kernel")
+        return self
 
     def for_backend(self, backend: str) -> Function:
         """The lowered IR as `backend` runs it: after its own passes (its `lower`, on a copy;
@@ -137,12 +149,14 @@ class Traces:
     def _trace(self, spec: tuple[ArgSpec, ...], knobs: tuple = (),
                grads: frozenset[str] = frozenset()) -> Traced:
         tracer, values, _, returns = self.run_body(spec, knobs=knobs, grads=grads)
-        fn = Function(self.name, values, tracer.body, dict(tracer.symbols), self.file)
+        fn = Function(self.name, values + [t.value for _, t in tracer.captured], tracer.body,
+                      dict(tracer.symbols), self.file)
         verify(fn)
         lowered = registry.pipeline()(fn.clone())
         verify(lowered)
         return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
-                      grad_reads=frozenset(tracer.grad_reads))
+                      grad_reads=frozenset(tracer.grad_reads),
+                      captured=tuple(o for o, _ in tracer.captured))
 
     def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = (),
                  grads: frozenset[str] = frozenset()
