@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tiledsl as td
-from support import gpu_backend, run_on
-from tiledsl.errors import TraceError
+from support import gpu_backend, has_gpu, run_on
+from tiledsl.errors import ArgumentError, TraceError
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -154,6 +154,21 @@ def test_a_modules_parameter_is_read_on_every_call(backend: str, tmp_path) -> No
             WEIGHTED.weight.div_(-2)
     with pytest.raises(TraceError, match="a package passes only the kernel's arguments"):
         weighted.export(tmp_path / "pkg", x)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU")
+def test_a_modules_parameter_on_the_gpu() -> None:
+    layer = Weighted(100).cuda()
+
+    @td.tile_kernel
+    def on_gpu(x):
+        return layer(x)
+
+    x = torch.randn(100, device="cuda")
+    torch.testing.assert_close(on_gpu(x), x * layer.weight.detach())
+    with pytest.raises(ArgumentError, match="is off the GPU"):
+        weighted(x)  # WEIGHTED's parameter lives on the CPU
 
 
 class Cached(torch.nn.Module):
