@@ -4,7 +4,9 @@ the way the DSL allows, and no block-size symbol cuts two nested ranges."""
 from __future__ import annotations
 
 from tiledsl.errors import IRError, TraceError
-from tiledsl.ir.core import Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges, walk
+from tiledsl.ir.core import (
+    Block, Function, Op, Value, loop_carried, loop_inits, loop_ranges, walk,
+)
 from tiledsl.ir.ops import ISOLATED, OPS, result_types
 from tiledsl.ir.types import RangeType, TensorType, TileType, Type
 

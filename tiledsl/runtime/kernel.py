@@ -196,13 +196,11 @@ class TileKernel:
         if at is None or at.library == "numpy":
             return self.runner.run(values, "numpy", None, None)
         if at.gpu and at.library in ("torch", "cupy"):
-            grads = frozenset()
-            if at.library == "torch":
-                spec = self.arg_spec(values)
-                grads = self._grads(values, spec)
-                with with_grads(grads):
-                    self.runner.refuse_grad_writes(values, self.traces.written(spec))
+            spec = self.arg_spec(values) if at.library == "torch" else None
+            grads = self._grads(values, spec) if spec is not None else frozenset()
             with with_grads(grads):
+                if spec is not None:
+                    self.runner.refuse_grad_writes(values, self.traces.written(spec))
                 result = self.runner.run(values, "triton", None, None)
                 if fast_key is not None:  # the next call of this layout skips what it decided
                     self.runner.remember_fast(fast_key, values)
@@ -231,7 +229,7 @@ class TileKernel:
             import torch
             inner = static_args.map_arrays(
                 values, lambda v: torch.from_dlpack(v) if arrays.is_array(v) else v)
-            back, written = arrays.from_dlpack_like, []
+            back, written, grads = arrays.from_dlpack_like, [], frozenset()
         else:
             inner = [[arrays.to_numpy(x, self.name, f"{n}[{i}]") for i, x in enumerate(v)]
                      if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v))
@@ -244,7 +242,7 @@ class TileKernel:
                 written = self.traces.written(spec) if at.library == "torch" else []
             self.runner.refuse_grad_writes(values, written)
         try:
-            with with_grads(grads if not at.gpu else frozenset()):
+            with with_grads(grads):
                 result = self.runner.run(inner, backend, config, arch)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
