@@ -156,6 +156,28 @@ def test_a_modules_parameter_is_read_on_every_call(backend: str, tmp_path) -> No
         weighted.export(tmp_path / "pkg", x)
 
 
+def test_a_modules_state_is_read_on_every_call() -> None:
+    """attorch's BatchNorm branches on `self.training` and reads `self.momentum`: a module is
+    keyed by its state, not only its identity (frontend/reads.py)."""
+    layer = Weighted(100)
+
+    @td.tile_kernel
+    def scaled(x):
+        y = layer(x)
+        return y * (2.0 if layer.training else 3.0) + layer.shift
+
+    layer.shift = 1.0
+    x = torch.ones(100)
+    w = layer.weight.detach()
+    torch.testing.assert_close(scaled(x), w * 2 + 1)
+    layer.eval()
+    torch.testing.assert_close(scaled(x), w * 3 + 1)
+    layer.shift = 5.0
+    torch.testing.assert_close(scaled(x), w * 3 + 5)
+    layer.weight = torch.nn.Parameter(torch.full((100,), 7.0))  # rebound: another trace
+    torch.testing.assert_close(scaled(x), torch.full((100,), 26.0))
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU")
 def test_a_modules_parameter_on_the_gpu() -> None:

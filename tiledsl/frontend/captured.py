@@ -2,9 +2,10 @@
 (attorch's `LayerNorm.forward` hands `self.weight` to its launch), a global tensor. Each is a
 hidden argument of the trace, after the kernel's own, and every call passes the object it
 is then (its contents as they are: an optimizer's in-place update is seen), converted for the
-backend (runtime/runner.py). The trace keeps the object: rebinding the attribute to another
-tensor is not seen, as a change inside a global is not (frontend/reads.py). A package, a
-custom op and Thunder take only the kernel's arguments, and refuse such a trace.
+backend (runtime/runner.py). The trace keeps the object: a module's parameter rebound to
+another tensor traces again (a module is keyed by its state, frontend/reads.py); an attribute of
+another object rebound is not seen, as a change inside a global is not. A package, a custom op
+and Thunder take only the kernel's arguments, and refuse such a trace.
 """
 
 from __future__ import annotations

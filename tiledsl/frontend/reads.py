@@ -13,6 +13,9 @@ How a value is keyed:
   of those (as compile-time arguments are: static_args.py);
 * a function of the user's code by its code, defaults, closure and what it reads; a module,
   and a function or class of a library, by its name;
+* a torch module by its identity and its state: its plain attributes by value (`layer.eval()`
+  flips `training`), its parameters, buffers and submodules as above (a parameter rebound to
+  another tensor traces again), on every call;
 * anything else (an array, an object) by its identity: binding the name to another object
   traces again, but a change made inside the object (`W[0] = 3`, `cfg.scale = 5`) is not seen,
   as before. Comparing an array's contents on every call would cost as much as reading it, and
@@ -177,8 +180,10 @@ def _triton_object(v: Any) -> bool:
 
 
 def changes_in_place(v: Any) -> bool:
-    """Whether a value keyed by value can change without being bound again (a list)."""
-    return isinstance(v, list) or (isinstance(v, tuple) and any(map(changes_in_place, v)))
+    """Whether a value keyed by value can change without being bound again (a list, a torch
+    module's state)."""
+    return isinstance(v, list) or (isinstance(v, tuple) and any(map(changes_in_place, v))) \
+        or _torch_module(v)
 
 
 def key(fn: FunctionType, seen: frozenset[int] = frozenset()) -> tuple:
@@ -227,7 +232,29 @@ def value_key(v: Any, seen: frozenset[int] = frozenset()) -> Hashable:
                 value_key(cells, seen), key(v, seen))
     if _named(v):  # a library's function or class: its name says which
         return ("named", v.__module__, v.__qualname__)
+    if _torch_module(v) and id(v) not in seen:
+        return ("nn.Module", Identity(v), _module_state(v, seen | {id(v)}))
     return ("id", Identity(v))
+
+
+def _torch_module(v: Any) -> bool:
+    nn = getattr(sys.modules.get("torch"), "nn", None)
+    return nn is not None and isinstance(v, nn.Module)
+
+
+def _module_state(m: Any, seen: frozenset[int]) -> tuple:
+    """A torch module keyed by its state as well as its identity: its numbers, bools and
+    strings by value (`training`: `layer.eval()`, a BatchNorm's momentum), its parameters,
+    buffers and submodules by identity (a parameter rebound) and state. Other attributes are
+    left out: hook tables, and what a forward caches while it traces (attorch's AvgPool sets
+    `self.kernel`, None before), which would make every call after the first trace again."""
+    parts = []
+    for name, x in vars(m).items():
+        if name in ("_parameters", "_buffers", "_modules"):
+            parts.append((name, tuple((k, value_key(t, seen)) for k, t in x.items())))
+        elif isinstance(x, (bool, int, float, str)):
+            parts.append((name, value_key(x, seen)))
+    return tuple(parts)
 
 
 def _named(v: Any) -> bool:
