@@ -156,6 +156,21 @@ def test_a_modules_parameter_is_read_on_every_call(backend: str, tmp_path) -> No
         weighted.export(tmp_path / "pkg", x)
 
 
+@td.tile_kernel
+def conv_bias(x):
+    """attorch's Conv2d: `output += bias.view(1, -1, 1, 1)` of its own parameter, in host code."""
+    output = torch.empty_like(x)
+    output.copy_(x)
+    output += WEIGHTED.weight[:x.shape[1]].view(1, -1, 1, 1)
+    return output
+
+
+def test_a_parameter_in_host_math() -> None:
+    x = torch.randn(2, 7, 3, 4)
+    bias = WEIGHTED.weight.detach()[:7].view(1, -1, 1, 1)
+    torch.testing.assert_close(conv_bias(x), x + bias)
+
+
 def test_a_modules_state_is_read_on_every_call() -> None:
     """attorch's BatchNorm branches on `self.training` and reads `self.momentum`: a module is
     keyed by its state, not only its identity (frontend/reads.py)."""

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl.errors import ShapeError, TraceError, user_loc
+from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, constant, no_math
@@ -107,6 +108,7 @@ def _binary(name: str, fn: Fn, before: Callable, swap: bool = False) -> Callable
     grid, pointers.py; the errors of values.py)."""
     def method(self: Tensor, other: Any) -> Any:
         if current(f"{self.name} {name} ...").depth == "host":
+            other = _captured(other)
             args = (other, self) if swap else (self, other)
             out = elementwise(f"{self.name} {name} ...", fn, *args)
             if out is not None:
@@ -118,12 +120,20 @@ def _binary(name: str, fn: Fn, before: Callable, swap: bool = False) -> Callable
 def _inplace(name: str, fn: Fn) -> Callable:
     def method(self: Tensor, other: Any) -> Tensor:
         tr = current(f"{self.name} {name}= ...")
+        if tr.depth == "host":
+            other = _captured(other)
         if tr.depth == "host" and (isinstance(other, (Tensor, *_NUMBER)) or
                                    isinstance(other, TileValue) and other.shape == ()):
             return in_place(self, f"{self.name} {name}= ...", fn, other)
         return getattr(Tensor, {"+": "__add__", "-": "__sub__", "*": "__mul__",
                                 "/": "__truediv__"}[name])(self, other)  # (x_ptr += k)
     return method
+
+
+def _captured(v: Any) -> Any:
+    """A torch tensor or NumPy array the kernel does not take (attorch's conv adds
+    `self.bias.view(1, -1, 1, 1)` to its output): a hidden argument (frontend/captured.py)."""
+    return capture(v, "tensor") if is_foreign_tensor(v) else v
 
 
 def _unary(name: str, fn: Fn) -> Callable:
