@@ -706,3 +706,26 @@ def test_a_heuristic_testing_a_float_argument_is_static() -> None:
         assert_close(smoothed_copy.run(x, s), x.astype(np.float64) * (1 - s) + s / 16,
                      np.float32)
     assert "smoothing" in smoothed_copy.specs.static  # (a runtime `if` would compute the same)
+
+
+@triton.jit
+def _log_clamped(X, Y, n, eps, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    tl.store(Y + offs, tl.log(tl.maximum(x, eps)), mask=offs < n)
+
+
+@td.tile_kernel
+def log_clamped(x, eps: float):
+    """Liger's KL divergence: `tl.log(tl.maximum(y_true, eps))` of a float16 tile and a float
+    argument, Triton's float32 scalar: 1e-10 as a float16 would be 0, and log(0) -inf."""
+    y = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+    _log_clamped[(1,)](x, y, x.numel(), eps, BLOCK=8)
+    return y
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
+def test_a_float_argument_is_tritons_float32_scalar(backend: str) -> None:
+    x = np.array([0.0, 0.5, 1e-3, 0.0, 2.0], np.float16)
+    want = np.log(np.maximum(x.astype(np.float64), np.float32(1e-10)))
+    assert_close(run_on(log_clamped, (x, 1e-10), backend), want, np.float32)

@@ -22,6 +22,7 @@ import inspect
 from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError
+from tiledsl import dtypes
 from tiledsl.frontend import data_ptrs, loops
 from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.host_scalars import HostScalar
@@ -30,7 +31,7 @@ from tiledsl.frontend.runtime_ints import runtime
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.tunables import Choice, register_tunable
 from tiledsl.frontend.static_args import need_static as check_static
-from tiledsl.frontend.values import TileValue, need_static, to_value
+from tiledsl.frontend.values import TileValue, cast, need_static, to_value
 from tiledsl.lang import tensor_descriptors
 from tiledsl.lang.language import grid as grid_range
 
@@ -182,10 +183,15 @@ def _static(v: Any) -> Any:
 
 
 def _runtime(v: Any) -> Any:
-    """A Python float given to a runtime parameter is a scalar in the body, as in Triton
-    (Liger's `offset = offset.to(tl.float32)`); an int divides as Triton's int32 scalars do
-    (runtime_ints.py); other values pass as they are."""
-    return to_value(v) if type(v) is float else runtime(v)
+    """A float given to a runtime parameter is Triton's float32 scalar in the body, not a
+    Python number: `tl.maximum(fp16_tile, eps)` is float32 (Liger's KL divergence, whose
+    eps=1e-10 a float16 max would make 0, then log(0) * 0 = NaN), and `offset.to(tl.float32)`
+    works (Liger's); an int divides as Triton's int32 scalars do (runtime_ints.py); other values
+    pass as they are."""
+    if type(v) is float or isinstance(v, TileValue) and v.weak and v.shape == () and \
+            v.dtype.is_float:
+        return cast(to_value(v), dtypes.float32)
+    return runtime(v)
 
 
 loops.launch = launch  # the rewrite's `k[grid](...)` (frontend/rewrite.py)
