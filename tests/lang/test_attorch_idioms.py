@@ -171,6 +171,39 @@ def test_a_parameter_in_host_math() -> None:
     torch.testing.assert_close(conv_bias(x), x + bias)
 
 
+LINEAR = torch.nn.Linear(129, 45)
+
+
+class Shifted(torch.nn.Module):
+    """Liger's PolyNorm: a 0-d parameter, `nn.Parameter(torch.tensor(1.0))`, handed to its launch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _scaled_by[(triton.cdiv(x.numel(), 64),)](self.bias, x, y, x.numel(), BLOCK=64)
+        return y
+
+
+SHIFTED = Shifted()
+
+
+@td.tile_kernel
+def liger_layers(x, v):
+    """Liger's SwiGLU MLP runs `nn.Linear` in its forward (F.linear in host code)."""
+    return LINEAR(x), SHIFTED(v)
+
+
+def test_liger_module_idioms() -> None:
+    x, v = torch.randn(3, 13, 129), torch.randn(37)
+    y, shifted = liger_layers(x, v)
+    want = x.double() @ LINEAR.weight.detach().double().T + LINEAR.bias.detach().double()
+    torch.testing.assert_close(y.double(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(shifted, 1.5 * v)
+
+
 def test_a_modules_state_is_read_on_every_call() -> None:
     """attorch's BatchNorm branches on `self.training` and reads `self.momentum`: a module is
     keyed by its state, not only its identity (frontend/reads.py)."""

@@ -23,11 +23,14 @@ from tiledsl.ir.core import Value
 from tiledsl.ir.types import TensorType
 
 
-def is_foreign_tensor(v: Any) -> bool:
-    """Whether `v` is an array of the user's (a torch tensor, a NumPy array), not a proxy."""
+def is_foreign_tensor(v: Any, zero_d: bool = False) -> bool:
+    """Whether `v` is an array of the user's (a torch tensor, a NumPy array), not a proxy; of
+    one dimension or more, unless `zero_d` (a launch takes a 0-d tensor as its memory: Liger's
+    PolyNorm's `nn.Parameter(torch.tensor(1.0))` bias)."""
     torch = sys.modules.get("torch")
-    return isinstance(v, np.ndarray) and v.ndim > 0 or \
-        torch is not None and isinstance(v, torch.Tensor) and v.dim() > 0
+    least = 0 if zero_d else 1
+    return isinstance(v, np.ndarray) and v.ndim >= least or \
+        torch is not None and isinstance(v, torch.Tensor) and v.dim() >= least
 
 
 def capture(v: Any, name: str) -> Tensor:

@@ -115,7 +115,7 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             tr.fail(TraceError, f"{jit.fn.__name__}[grid](...) gives no {', '.join(missing)}",
                     loc=where)
         body_fn = helper(jit)
-        values = {k: (capture(v, k) if is_foreign_tensor(v) else _runtime(v))
+        values = {k: (capture(v, k) if is_foreign_tensor(v, zero_d=True) else _runtime(v))
                   if not _constexpr(signature.parameters[k]) else _static(v)
                   for k, v in meta.items()}
         descriptors = [k for k, v in values.items() if tensor_descriptors.is_host(v)]

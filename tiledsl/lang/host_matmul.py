@@ -17,6 +17,7 @@ from typing import Any
 from tiledsl import dtypes
 from tiledsl.errors import DTypeError, ShapeError, user_loc
 from tiledsl.frontend.loops import loop
+from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, cast, no_math
 from tiledsl.lang import language as lang
@@ -58,6 +59,22 @@ def matmul(a: Tensor, b: Any) -> Tensor:
 
     loop(lang.tile(m, n), body, {}, (), None, line)
     return out
+
+
+def linear(x: Tensor, weight: Any, bias: Any = None) -> Tensor:
+    """torch's `F.linear(x, weight, bias)` in host code (`nn.Linear` in a module's forward:
+    Liger's SwiGLU MLP): `x @ weight.T + bias` over x's last dimension. A weight or bias the
+    kernel does not take as an argument (the module's own) is a hidden argument."""
+    w = capture(weight, "weight") if is_foreign_tensor(weight) else weight
+    b = capture(bias, "bias") if is_foreign_tensor(bias) else bias
+    if not isinstance(w, Tensor) or w.ndim != 2:
+        current().fail(ShapeError, "F.linear: the weight is a 2-D tensor (out_features, "
+                       f"in_features), got {type(weight).__name__}")
+    lead = x.shape[:-1]
+    out = matmul(x.reshape(-1, x.shape[-1]), w.transpose(0, 1))  # type: ignore[attr-defined]
+    if b is not None:
+        out = out + b
+    return out.reshape(*lead, w.shape[0])  # type: ignore[attr-defined]
 
 
 Tensor.__matmul__ = Tensor.matmul = Tensor.mm = matmul  # type: ignore[attr-defined]

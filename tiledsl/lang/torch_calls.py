@@ -227,6 +227,9 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     if name == "broadcast_tensors" and args and all(isinstance(a, Tensor) for a in args):
         shape = broadcast_shapes(current(), [a.shape for a in args])  # (FlagGems' masked_select)
         return tuple(a.expand(*shape) for a in args)  # views, as torch's
+    if name == "linear" and args and isinstance(args[0], Tensor):  # nn.Linear's forward
+        from tiledsl.lang.host_matmul import linear
+        return _call("torch.nn.functional.linear", linear, args, kwargs or {})
     if name in ("cat", "concat", "concatenate") and args and isinstance(args[0], (list, tuple)):
         from tiledsl.lang.host_tensors import cat  # (host code's: host_tensors.py)
         return cat(*args, **(kwargs or {}))
