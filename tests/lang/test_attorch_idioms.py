@@ -16,6 +16,7 @@ from support import gpu_backend, has_gpu, run_on
 from tiledsl.errors import ArgumentError, TraceError
 
 torch = pytest.importorskip("torch")
+F = torch.nn.functional
 triton = pytest.importorskip("triton")
 tl = triton.language
 
@@ -192,16 +193,22 @@ SHIFTED = Shifted()
 
 @td.tile_kernel
 def liger_layers(x, v):
-    """Liger's SwiGLU MLP runs `nn.Linear` in its forward (F.linear in host code)."""
-    return LINEAR(x), SHIFTED(v)
+    """Liger's SwiGLU MLP runs `nn.Linear` in its forward (F.linear in host code); its fused
+    linear JSD takes `torch.log_softmax(x, dim=-1)` of a host tensor."""
+    return LINEAR(x), SHIFTED(v), torch.log_softmax(x, dim=-1), F.softmax(x.half(), dim=1)
 
 
 def test_liger_module_idioms() -> None:
     x, v = torch.randn(3, 13, 129), torch.randn(37)
-    y, shifted = liger_layers(x, v)
+    y, shifted, logp, p = liger_layers(x, v)
     want = x.double() @ LINEAR.weight.detach().double().T + LINEAR.bias.detach().double()
     torch.testing.assert_close(y.double(), want, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(shifted, 1.5 * v)
+    torch.testing.assert_close(logp.double(), torch.log_softmax(x.double(), -1), rtol=1e-6,
+                               atol=1e-6)
+    assert p.dtype == torch.float16  # computed in float32, as torch's
+    torch.testing.assert_close(p.double(), torch.softmax(x.half().double(), 1), rtol=2e-3,
+                               atol=1e-3)
 
 
 def test_a_modules_state_is_read_on_every_call() -> None:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tiledsl import dtypes
 from tiledsl.errors import ShapeError, TraceError, user_loc
 from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.loops import loop
@@ -166,6 +167,20 @@ def logsumexp(t: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return s if keepdim else s.squeeze(dim)  # type: ignore[attr-defined]
 
 
+def log_softmax(t: Tensor, dim: Any = -1, dtype: Any = None, _stacklevel: int = 3) -> Tensor:
+    """torch's `torch.log_softmax(x, dim)` in host code (Liger's fused linear JSD): `x -
+    logsumexp(x, dim)`, in float32 for 16-bit floats, in x's dtype (or `dtype`)."""
+    v = t.to(dtypes.float32) if t.dtype.is_float and t.dtype.bits < 32 else t  # type: ignore[attr-defined]
+    out = v - logsumexp(v, dim, keepdim=True)
+    return out.to(t.dtype if dtype is None else dtype)  # type: ignore[attr-defined]
+
+
+def softmax(t: Tensor, dim: Any = -1, dtype: Any = None, _stacklevel: int = 3) -> Tensor:
+    """torch's `torch.softmax(x, dim)` in host code: exp of `log_softmax`, as computed there."""
+    return log_softmax(t, dim, dtypes.float32).exp().to(  # type: ignore[attr-defined]
+        t.dtype if dtype is None else dtype)
+
+
 def _where_of_tensors(cond: Any, x: Any, y: Any) -> Tensor:
     """`td.where(cond, x, y)` (`torch.where`) of tensors in host code: a new tensor."""
     out = elementwise("td.where", lang.where, cond, x, y)
@@ -201,3 +216,5 @@ Tensor.__abs__ = Tensor.abs  # type: ignore[attr-defined]
 Tensor.masked_fill_ = masked_fill_  # type: ignore[attr-defined]
 Tensor.masked_fill = masked_fill  # type: ignore[attr-defined]
 Tensor.logsumexp = logsumexp  # type: ignore[attr-defined]
+Tensor.log_softmax = log_softmax  # type: ignore[attr-defined]
+Tensor.softmax = softmax  # type: ignore[attr-defined]
