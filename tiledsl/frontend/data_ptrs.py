@@ -14,7 +14,6 @@ aligned). At a launch, an argument with `data_ptr()` and `dtype` is the pointer 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -92,15 +91,6 @@ def launched(v: Any, name: str) -> tuple[Tensor, int, Any]:
     the dtype of its elements)."""
     address = v.data_ptr()
     if not isinstance(address, DataPtr):
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(v, torch.Tensor):  # a global, a module's weight
-            current().fail(TraceError, f"argument '{name}' is a {type(v).__name__} the kernel "
-                           "does not take as an argument (a global, or a module's parameter): "
-                           "its memory is not one of the kernel's tensors",
-                           hint="take it as an argument of the kernel and pass that on to "
-                                "the launch; a module's forward reads its own parameter, so "
-                                "call the function it calls with `layer.weight` given as that "
-                                "argument")
         _fail(f"argument '{name}' ({type(v).__name__}): its data_ptr() is {address!r}, not a "
               "kernel tensor's address")
     dtype = as_dtype(v.dtype, f"argument '{name}'")

@@ -70,7 +70,7 @@ def reshape_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Seq
     merges into or splits from new ones must be contiguous with itself. An empty tensor
     takes any strides: row-major ones."""
     if 0 in shape:
-        return tuple(math.prod(new_shape[d + 1:]) for d in range(len(new_shape)))
+        return row_major(new_shape)
     old = [(n, s) for n, s in zip(shape, strides) if n != 1]
     out: list[int] = []
     i = 0

@@ -53,7 +53,7 @@ class Executor:
         self.plan = plan_of(fn)  # made once per function
         self.quiet = False  # inside np.errstate(all="ignore") (block)
         self.tensors: dict[Value, np.ndarray] = {}  # run's `tensors`
-        self.drawn: dict[Value, np.ndarray] = {}  # tensor.random's arrays, as drawn
+        self.drawn: dict[Value, np.ndarray] | None = None  # tensor.random's, kept if a dict
         self.programs = programs
         self.phase = phase
         self.grids_seen = 0

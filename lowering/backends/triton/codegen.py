@@ -24,7 +24,7 @@ from tiledsl.errors import BackendError
 from tiledsl.ir.core import Function, Op, Value, walk
 from tiledsl.ir.slices import slices_of
 from tiledsl.ir.types import RangeType, TensorType, TileType
-from tiledsl.ir.views import VIEW_OPS, view_strides
+from tiledsl.ir.views import VIEW_OPS, row_major, view_strides
 
 __all__ = ["GeneratedKernel", "KernelParam", "Module", "generate", "generate_cached"]
 
@@ -80,7 +80,7 @@ def generate(fn: Function, config: Config, strides: dict[Value, tuple[int, ...]]
     strides = dict(strides)
     for a in fn.args:  # an empty tensor's strides are arbitrary (NumPy's 0 would broadcast)
         if isinstance(a.type, TensorType) and 0 in a.type.shape:
-            strides[a] = tuple(math.prod(a.type.shape[i + 1:]) for i in range(len(a.type.shape)))
+            strides[a] = row_major(a.type.shape)
     for op in fn.body.ops:  # outputs the launcher allocates are contiguous
         t = op.results[0].type if op.results else None
         if op.name in VIEW_OPS:  # a view addresses its root's memory
