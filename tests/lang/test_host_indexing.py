@@ -12,7 +12,7 @@ import pytest
 import tiledsl as td
 from helion_grpo import grpo_loss_backward, grpo_loss_forward
 from support import gpu_backend, on_cuda, under_configs
-from tiledsl.errors import ArgumentError, BackendError, ShapeError, TraceError
+from tiledsl.errors import BackendError, ShapeError, TraceError
 from tiledsl.ir.parser import parse_ir
 from tiledsl.ir.printer import print_ir
 
@@ -181,13 +181,14 @@ def test_bad_host_stores_are_clear_errors() -> None:
         store_row_into_column(x, x[0])
     with pytest.raises(TraceError, match="takes a number, a scalar argument or a tensor"):
         _indexed((slice(None), 0), [1.0, 2.0])(x)
-    with pytest.raises(ArgumentError, match="cannot be viewed as shape"):
-        _indexed_reshape(x)
+    with pytest.raises(ShapeError, match=r"view of shape \(16,\) .* would need a copy") as e:
+        _indexed_view(x)  # torch's .view never copies; .reshape would, and write the copy
+    assert "x[:, :4].view(-1)" in str(e.value)
 
 
 @td.tile_kernel
-def _indexed_reshape(x):
-    flat = x[:, :4].reshape(-1)  # rows of 4 of 9: not one stride
+def _indexed_view(x):
+    flat = x[:, :4].view(-1)  # rows of 4 of 9: not one stride
     for t in td.tile(flat.shape[0]):
         flat[t] = 0
 

@@ -116,6 +116,27 @@ def test_the_vector_add_tutorial_as_written(backend: str) -> None:
     np.testing.assert_array_equal(run_on(add, (x, y), backend), x + y)
 
 
+@td.tile_kernel
+def add_merged_heads(x, y):
+    """An attention wrapper's `o.transpose(1, 2).reshape(b, t, h * d)`: torch's copy (no view
+    of x has that order), which the launch's pointers walk, not x's own memory."""
+    b, h, t, d = x.shape
+    merged = x.transpose(1, 2).reshape(b, t, h * d)
+    output = torch.empty_like(merged)
+    add_kernel[(triton.cdiv(merged.numel(), 128),)](merged, y, output, merged.numel(),
+                                                     BLOCK_SIZE=128)
+    return output
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_launch_on_a_reshape_that_copies(backend: str) -> None:
+    rng = np.random.default_rng(71)
+    x, y = rng.standard_normal((2, 3, 5, 4)).astype(np.float32), \
+        rng.standard_normal((2, 5, 12)).astype(np.float32)
+    want = x.transpose(0, 2, 1, 3).reshape(2, 5, 12) + y
+    np.testing.assert_array_equal(run_on(add_merged_heads, (x, y), backend), want)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_autotuned_matmul_tutorial_as_written(backend: str) -> None:
     """Its autotune configs are a knob of the config space (sampled below, both configs);

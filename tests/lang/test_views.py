@@ -190,6 +190,16 @@ def view_in_loop(x):
 
 
 @td.tile_kernel
+def view_of_transpose_no_copy(x):
+    m, n = x.shape
+    flat = x.T.view(-1)
+    out = td.empty((m * n,), dtype=x.dtype)
+    for t in td.tile(m * n):
+        out[t] = flat[t]
+    return out
+
+
+@td.tile_kernel
 def view_of_transpose(x):
     m, n = x.shape
     flat = x.T.reshape(-1)
@@ -237,9 +247,12 @@ def test_view_errors_name_the_line() -> None:
     assert "x[tm, tn].reshape(tn, tm)" in str(e.value)
     with pytest.raises(TraceError, match="views of tensor 'x' are made in host code"):
         view_in_loop(np.ones(8, np.float32))
-    with pytest.raises(ArgumentError, match="cannot be viewed as shape") as e:  # as laid out
-        view_of_transpose(x)
-    assert "strides (1, 8)" in str(e.value)  # in elements, as the Triton backend says them
+    x = np.random.default_rng(5).standard_normal((6, 8)).astype(np.float32)
+    np.testing.assert_array_equal(view_of_transpose(x), x.T.reshape(-1))  # torch's copy
+    with pytest.raises(ShapeError, match=r"view of shape \(48,\) .*\(permuted\) would need a "
+                       "copy") as e:  # .view never copies: refused where it is written
+        view_of_transpose_no_copy(x)
+    assert "x.T.view(-1)" in str(e.value)
     undone = np.ascontiguousarray(x.T).T  # transposed in memory: `x.T` is contiguous again
     np.testing.assert_array_equal(view_of_transpose(undone), x.T.reshape(-1))
     with pytest.raises(BackendError, match="lays out 'x' contiguously in DRAM"):

@@ -326,20 +326,19 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
     if new == t.shape:
         return t
     base = views.root(t.value)
-    if base.owner is not None or base in tr.layouts:  # an allocation (row-major) or an
-        # argument whose layout the trace is for: its views are known now (any other
-        # argument's layout is known when the kernel runs, where each backend checks it)
-        laid = views.strides_of(t.value, tr.strides(base))
-        if (laid is None or views.reshape_strides(t.shape, laid, new) is None) and \
-                what in ("reshape", "flatten"):  # torch's copy where no view can be
+    # the trace is for its arguments' layouts (row-major unless the spec says otherwise) and
+    # allocations are row-major: whether a view exists is known now (an argument no kernel
+    # can address, NumPy's x[::-1], is traced as row-major and checked where it runs)
+    laid = views.strides_of(t.value, tr.strides(base))
+    if laid is None or views.reshape_strides(t.shape, laid, new) is None:
+        if what in ("reshape", "flatten"):  # torch's copy where no view can be
             return tensor_reshape(t.clone(), *shape, what=what)
-        if laid is None or views.reshape_strides(t.shape, laid, new) is None:
-            laid_out = f"laid out with strides {tr.layouts[base]}" if base in tr.layouts \
-                else "permuted"
-            tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this tensor "
-                    f"({laid_out}) would need a copy, and views of tensors never copy",
-                    hint="index the tensor as it is, or copy it first: x.contiguous() (or "
-                         "x.clone()) is a grid of its own")
+        laid_out = f"laid out with strides {tr.layouts[base]}" if base in tr.layouts \
+            else "permuted"
+        tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this tensor "
+                f"({laid_out}) would need a copy, and views of tensors never copy",
+                hint="index the tensor as it is, or copy it first: x.contiguous() (or "
+                     "x.clone()) is a grid of its own")
     return _tensor_view(t, "tensor.reshape", {"shape": new}, f"{t.name}.{what}{new}")
 
 
