@@ -65,6 +65,26 @@ def test_fake_tensors_get_the_traced_shapes_and_dtypes() -> None:
     assert out.shape == (301, 45) and out.dtype == torch.bfloat16
 
 
+@td.tile_kernel
+def doubled_like(x):
+    out = td.empty_like(x)  # laid out as x (torch's preserve_format)
+    for tm, tn in td.tile(*x.shape):
+        out[tm, tn] = x[tm, tn] * 2
+    return out
+
+
+def test_an_output_laid_out_as_its_input_has_fake_strides_to_match() -> None:
+    op = td.torch_op(doubled_like, name=f"tdtest::doubled_like_{next(_ids)}")
+    x = torch.randn(37, 5).T
+    out = op(x)
+    assert out.stride() == x.stride() == torch.empty_like(x).stride()
+    torch.testing.assert_close(out, 2 * x, rtol=0, atol=0)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: op(x).T.reshape(-1) + 1, fullgraph=True)(x)
+    torch.testing.assert_close(compiled, 2 * x.T.reshape(-1) + 1, rtol=0, atol=0)
+    torch.library.opcheck(op, (x,))
+
+
 def test_compiled_graph_has_no_breaks_around_the_op() -> None:
     op = op_for("softmax")
     x = torch.randn(70, 130)

@@ -116,6 +116,43 @@ def test_the_vector_add_tutorial_as_written(backend: str) -> None:
     np.testing.assert_array_equal(run_on(add, (x, y), backend), x + y)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_vector_add_on_transposed_inputs(backend: str) -> None:
+    """torch.empty_like(x) is laid out as x is (torch's preserve_format), so the tutorial's flat
+    offsets pair each output element with its own inputs on transposed arrays too."""
+    rng = np.random.default_rng(72)
+    x, y = (rng.standard_normal((37, 5)).astype(np.float32).T for _ in range(2))
+    out = run_on(add, (x, y), backend)
+    np.testing.assert_array_equal(out, x + y)
+    if backend != "triton-gpu":
+        assert out.strides == x.strides
+
+
+@td.tile_kernel
+def doubled_into_new_tensors(x, c):
+    """The vector-add kernel's flat offsets into tensors made like x in each memory format."""
+    outs = (torch.empty_like(x), x.clone(), torch.zeros_like(x, memory_format=torch.
+            contiguous_format), torch.empty_like(c, memory_format=torch.channels_last))
+    for src, out in zip((x, x, x, c), outs):
+        add_kernel[(triton.cdiv(src.numel(), 64),)](src, src, out, src.numel(), BLOCK_SIZE=64)
+    return outs
+
+
+def test_new_tensors_take_the_memory_format_torch_gives_them() -> None:
+    x = torch.randn(37, 5).T  # transposed
+    c = torch.randn(2, 3, 4, 5)
+    outs = doubled_into_new_tensors(x, c)
+    for out, like in zip(outs, (torch.empty_like(x), x.clone(), torch.zeros_like(
+            x, memory_format=torch.contiguous_format), torch.empty_like(
+            c, memory_format=torch.channels_last))):
+        assert out.stride() == like.stride()
+    for out in outs[:2]:  # laid out as x: each element is its own, doubled
+        torch.testing.assert_close(out, 2 * x, rtol=0, atol=0)
+    torch.testing.assert_close(outs[2].view(-1), 2 * x.T.reshape(-1), rtol=0, atol=0)
+    torch.testing.assert_close(outs[3].permute(0, 2, 3, 1).reshape(-1), 2 * c.reshape(-1),
+                               rtol=0, atol=0)  # (channels last: c's memory order, doubled)
+
+
 @td.tile_kernel
 def add_merged_heads(x, y):
     """An attention wrapper's `o.transpose(1, 2).reshape(b, t, h * d)`: torch's copy (no view

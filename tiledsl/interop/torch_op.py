@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import re
 import textwrap
 import warnings
@@ -42,6 +43,7 @@ from tiledsl.interop import arrays
 from tiledsl import dtypes
 from tiledsl.runtime import registry, returns
 from tiledsl.errors import ArgumentError, BackendError, Loc, TileDSLWarning
+from tiledsl.ir import views
 from tiledsl.ir.types import TensorType
 from tiledsl.runtime.kernel import TileKernel
 from tiledsl.frontend.param_uses import Uses, parameter_uses
@@ -256,8 +258,10 @@ class _Op:
                 continue
             t = v.type
             assert isinstance(t, TensorType)
-            outs.append(torch.empty(shape, dtype=_torch_dtype(torch, t.dtype.name),
-                                    device=device))
+            order = _memory_order(v)  # (an empty_like of a transposed input is transposed)
+            outs.append(torch.empty([shape[d] for d in order], dtype=_torch_dtype(
+                torch, t.dtype.name), device=device).permute([order.index(d) for d in
+                                                              range(len(order))]))
         return _pack(outs, self.n_out)
 
     def _output_sizes(self, args: tuple, spec: tuple, fn: Any) -> list:
@@ -378,6 +382,19 @@ def _tensors_in(elements: list[ast.expr]) -> int:
     return sum(not isinstance(e, ast.Constant) for e in elements)
 
 
+def _memory_order(v: Any) -> list[int]:
+    """The order in memory (outermost first) of output `v`, a tensor the kernel allocates or
+    a view of one, where its strides are a permutation of row-major ones; else row-major."""
+    shape = v.type.shape
+    root = views.root(v)
+    strides = views.strides_of(v, views.row_major(root.type.shape))
+    order = sorted(range(len(shape)), key=lambda d: -strides[d]) if strides else []
+    dense = strides is not None and all(
+        strides[d] == math.prod(shape[e] for e in order[k + 1:])
+        for k, d in enumerate(order) if shape[d] != 1)
+    return order if dense else list(range(len(shape)))
+
+
 def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) -> tuple:
     """The argument's spec; a symbolic size counts as its hint (the size torch.compile traced
     with), with no guard unless `specialize`."""
@@ -394,7 +411,9 @@ def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) 
             raise ArgumentError(f"argument '{name}' has a data-dependent shape "
                                 f"{tuple(a.shape)}; tile kernels are traced for concrete "
                                 "sizes", kernel=kernel.name)
-        return ("tensor", shape, d.short)
+        strides = _layout(a, shape, specialize)
+        return ("tensor", shape, d.short) if strides is None else \
+            ("tensor", shape, d.short, strides)
     kind = type(a).__name__
     if kind == "SymInt" and name in kernel.specs.static:  # the kernel needs its value: a guard
         return kernel.specs.of(name, int(a))
@@ -402,6 +421,19 @@ def _fake_spec(kernel: TileKernel, name: str, a: Any, specialize: bool = False) 
         # only its kind matters to the trace (an int is an int64 whatever its value)
         return ("scalar", {"SymInt": "i64", "SymFloat": "f64", "SymBool": "i1"}[kind], True)
     return kernel.specs.of(name, a)
+
+
+def _layout(a: Any, shape: tuple[int, ...], specialize: bool) -> tuple[int, ...] | None:
+    """The strides of a tensor that is not row-major, as arg_specs.layout gives them: the
+    trace (and so the output's layout, an empty_like's) is the real call's."""
+    try:
+        strides = tuple(int(s) if specialize else _hint(s) for s in a.stride())
+    except Exception:  # (a stride from data: laid out as torch makes it, row-major)
+        return None
+    if None in strides or min(strides, default=0) < 0 or all(
+            n == 1 or s == r for n, s, r in zip(shape, strides, views.row_major(shape))):
+        return None
+    return strides  # type: ignore[return-value]
 
 
 def _hint(size: Any) -> int | None:

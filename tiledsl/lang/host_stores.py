@@ -20,7 +20,8 @@ from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
 from tiledsl.ir.same import same_value
 from tiledsl.frontend.zero_d_memory import zero_d_hint
-from tiledsl.lang.language import empty, tile
+from tiledsl.lang.language import tile
+from tiledsl.lang.like import alloc_like
 from tiledsl.lang.views import tensor_index
 
 
@@ -64,10 +65,11 @@ def tensor_fill(t: Tensor, value: Any) -> Tensor:
     return t
 
 
-def tensor_clone(t: Tensor) -> Tensor:
-    """torch's `x.clone()` in host code: a grid that copies x into a new tensor."""
+def tensor_clone(t: Tensor, memory_format: Any = None) -> Tensor:
+    """torch's `x.clone()` in host code: a grid that copies x into a new tensor, laid out as x
+    is (torch's `preserve_format`; `memory_format="contiguous"` or torch's: row-major)."""
     current(f"{t.name}.clone()")
-    out = empty(t.shape, t.dtype)
+    out = alloc_like(t, None, t.dtype, memory_format)
     tensor_assign(out, Ellipsis, t)
     return out
 

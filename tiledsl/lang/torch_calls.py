@@ -159,7 +159,8 @@ def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     not fit `fn` is a TraceError at the user's line naming `what`."""
     kept = {}
     for k, v in kwargs.items():
-        if k in _ANY_VALUE or (k in _IGNORED and any(v is a for a in _IGNORED[k])):
+        if k in _ANY_VALUE and k not in _parameters(fn) or \
+                (k in _IGNORED and any(v is a for a in _IGNORED[k])):
             continue
         if k in _IGNORED:
             current().fail(TraceError, f"{what}(..., {k}={v!r}) has no meaning in a kernel",
@@ -173,6 +174,14 @@ def _call(what: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
             raise
         current().fail(TraceError, f"{what}(): {e}", hint=f"the td function it stands for: "
                        f"td.{fn.__name__}{_signature(fn)}")
+
+
+def _parameters(fn: Callable[..., Any]) -> Any:
+    """The names of `fn`'s parameters (none where Python cannot say)."""
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
 
 
 def _signature(fn: Callable[..., Any]) -> str:

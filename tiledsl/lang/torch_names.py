@@ -290,7 +290,7 @@ def _contiguous(self: Tensor) -> Tensor:
     makes: `x.clone()`, a grid of its own (a FlagGems wrapper's `inp = inp.contiguous()` of a
     transposed argument, before kernels that assume row-major pointers)."""
     current("x.contiguous()")
-    return self if _is_contiguous(self) else self.clone()
+    return self if _is_contiguous(self) else self.clone(memory_format="contiguous")
 
 
 class Stride(int):

@@ -332,7 +332,7 @@ def tensor_reshape(t: Tensor, *shape: Any, what: str = "reshape") -> Tensor:
     laid = views.strides_of(t.value, tr.strides(base))
     if laid is None or views.reshape_strides(t.shape, laid, new) is None:
         if what in ("reshape", "flatten"):  # torch's copy where no view can be
-            return tensor_reshape(t.clone(), *shape, what=what)
+            return tensor_reshape(t.clone(memory_format="contiguous"), *shape, what=what)
         laid_out = f"laid out with strides {tr.layouts[base]}" if base in tr.layouts \
             else "permuted"
         tr.fail(ShapeError, f"{t.name}.{what}: a view of shape {new} of this tensor "
