@@ -220,6 +220,7 @@ from tiledsl.lang.triton_names import multiple_of as multiple_of
 from tiledsl.lang.triton_names import ravel as ravel
 from tiledsl.lang.triton_names import num_programs as num_programs
 from tiledsl.lang.triton_names import program_id as program_id
+from tiledsl.lang.triton_names import PropagateNan as PropagateNan
 from tiledsl.frontend import launches as _launches  # noqa: F401 (host `kernel[grid](...)`)
 from tiledsl.lang.triton_names import static_assert as static_assert
 from tiledsl.lang.triton_names import trans as trans

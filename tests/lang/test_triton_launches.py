@@ -153,6 +153,31 @@ def test_new_tensors_take_the_memory_format_torch_gives_them() -> None:
                                rtol=0, atol=0)  # (channels last: c's memory order, doubled)
 
 
+@triton.jit
+def _top4_and_clamped(x_ptr, top_ptr, clamped_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    v = tl.load(x_ptr + r)
+    tl.store(top_ptr + tl.arange(0, 4), tl.topk(v, 4))  # Triton's: the values, largest first
+    kept = tl.clamp(v, -0.5, 0.5, propagate_nan=tl.PropagateNan.ALL)
+    tl.store(clamped_ptr + r, tl.maximum(kept, 0.0, propagate_nan=tl.PropagateNan.ALL))
+
+
+@td.tile_kernel
+def top4_and_clamped(x):
+    top, clamped = torch.empty(4, dtype=x.dtype), torch.empty_like(x)
+    _top4_and_clamped[(1,)](x, top, clamped, x.numel())
+    return top, clamped
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_tritons_topk_and_propagate_nan(backend: str) -> None:
+    x = np.random.default_rng(73).standard_normal(16).astype(np.float32)
+    x[3] = np.nan
+    top, clamped = run_on(top4_and_clamped, (x,), backend)
+    np.testing.assert_array_equal(top, torch.topk(torch.from_numpy(x), 4).values)  # NaN first
+    np.testing.assert_array_equal(clamped, np.maximum(np.clip(x, -0.5, 0.5), 0.0))
+
+
 @td.tile_kernel
 def add_merged_heads(x, y):
     """An attention wrapper's `o.transpose(1, 2).reshape(b, t, h * d)`: torch's copy (no view

@@ -254,19 +254,21 @@ def _td_of(v: Any) -> Any:
     `td.math`, a Triton function bound to a name of the module's own (Unsloth's `triton_cast =
     tl.cast`, `triton_tanh = libdevice.tanh`, Liger's `from ...libdevice import rsqrt`) is td's
     of that name, and a `tl.constexpr` global is its value."""
+    from tiledsl.lang.triton_names import TRITON_LANGUAGE, TRITON_ONLY
     td = sys.modules["tiledsl"]
     if type(v).__name__ == "constexpr" and (type(v).__module__ or "").startswith("triton."):
         return v.value  # `LOG2_E = tl.constexpr(1.44...)` (Liger's cross entropy)
     if isinstance(v, ModuleType):
         name = v.__name__
         if name in ("triton.language", "triton.language.core", "triton.language.standard"):
-            return td  # (FlagGems' bitonic sort: `import triton.language.core as core`)
+            return TRITON_LANGUAGE  # td (FlagGems' bitonic sort: `import triton.language.core
+            # as core`), with Triton's meaning of a few names (tl.topk)
         if name.startswith("triton.language") and name.endswith("libdevice"):
             return td.math
         return v
     if callable(v) and (getattr(v, "__module__", None) or "").startswith("triton.language"):
         name = getattr(v, "__name__", "")
-        found = FUNCTIONS.get(name)
+        found = TRITON_ONLY.get(name) or FUNCTIONS.get(name)
         if found is None:
             try:
                 found = getattr(td.math, name)

@@ -472,13 +472,17 @@ abs = _unary("abs")  # noqa: A001 (mirrors numpy.abs)
 
 
 @numpy_scalar_result
-def maximum(x: Any, y: Any) -> TileValue:
+def maximum(x: Any, y: Any, propagate_nan: Any = None) -> TileValue:
+    """Elementwise maximum; a NaN wins, as in NumPy, on every backend (Triton's
+    `propagate_nan=tl.PropagateNan.ALL`; the keyword is taken and changes nothing)."""
     current("td.maximum()")
     return binary("maximum", x, y)
 
 
 @numpy_scalar_result
-def minimum(x: Any, y: Any) -> TileValue:
+def minimum(x: Any, y: Any, propagate_nan: Any = None) -> TileValue:
+    """Elementwise minimum; a NaN wins, as in NumPy, on every backend (Triton's
+    `propagate_nan=tl.PropagateNan.ALL`; the keyword is taken and changes nothing)."""
     current("td.minimum()")
     return binary("minimum", x, y)
 

@@ -144,9 +144,10 @@ def fma(x: Any, y: Any, z: Any) -> TileValue:
 @numpy_scalar_result
 def clamp(x: Any, lo: Any = None, hi: Any = None, **bounds: Any) -> TileValue:
     """x limited to [lo, hi], elementwise (`np.clip`): `td.minimum(td.maximum(x, lo), hi)`.
-    Either bound may be left out, and torch's keywords name them (`torch.clamp(v, min=0)`)."""
+    Either bound may be left out, and torch's keywords name them (`torch.clamp(v, min=0)`);
+    Triton's `tl.clamp(x, lo, hi, propagate_nan=...)` too (a NaN in x stays NaN)."""
     tr = current("td.clamp()")
-    unknown = set(bounds) - {"min", "max"}
+    unknown = set(bounds) - {"min", "max", "propagate_nan"}  # (Triton's: a NaN wins anyway)
     if unknown:
         tr.fail(TraceError, f"td.clamp() got unexpected keywords {sorted(unknown)}",
                 hint="td.clamp(x, lo, hi), or torch's min= and max=")

@@ -16,6 +16,8 @@ loop. `td.num_programs(axis)` inside the grid is its size along that axis.
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import Any
 
 from tiledsl.errors import ShapeError, TraceError
@@ -30,6 +32,37 @@ MISSING = {
     "device_print": "run the kernel on the NumPy backend (`k.run(..., backend=\"numpy\")`) and "
                     "print there; values are NumPy arrays between ops",
 }
+
+
+class PropagateNan:
+    """Triton's `tl.PropagateNan` (`propagate_nan=` of `tl.maximum`, `tl.minimum`, `tl.clamp`):
+    in tiledsl a NaN wins on every backend, which is `ALL`. Under `NONE` (Triton's default)
+    a GPU may return the other operand instead, so only NaN inputs can differ."""
+    NONE = "NONE"
+    ALL = "ALL"
+
+
+def topk(x: Any, k: int, dim: Any = None) -> TileValue:
+    """Triton's `tl.topk(x, k)` in a @triton.jit body: the k largest values along the last
+    axis, largest first (td.topk, as torch's, also returns their positions)."""
+    from tiledsl.lang.scans import topk as td_topk
+    return td_topk(x, k, -1 if dim is None else dim)[0]
+
+
+# Triton's functions whose meaning in a @triton.jit body differs from td's of that name
+TRITON_ONLY = {"topk": topk}
+
+
+class _TritonLanguage(ModuleType):
+    """`triton.language` as a @triton.jit body reads it (frontend/helpers.py): td, except the
+    names in TRITON_ONLY."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.modules["tiledsl"], name)
+
+
+TRITON_LANGUAGE = _TritonLanguage("tiledsl (as triton.language)")
+TRITON_LANGUAGE.__dict__.update(TRITON_ONLY)
 
 
 def _hint(x: Any, values: Any, what: str) -> TileValue:
