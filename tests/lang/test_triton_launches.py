@@ -178,6 +178,70 @@ def test_tritons_topk_and_propagate_nan(backend: str) -> None:
     np.testing.assert_array_equal(clamped, np.maximum(np.clip(x, -0.5, 0.5), 0.0))
 
 
+@triton.jit
+def _find_seq_idx(query_start_len_ptr, target_idx, num_seqs, BLOCK_Q: tl.constexpr):
+    left: tl.int32 = 0  # vLLM's unified attention: the first trip is on Python ints
+    right = num_seqs
+    while left < right:
+        mid = (left + right) // 2  # Triton's int32 (Python's int64 made it drift)
+        val = tl.load(query_start_len_ptr + mid)
+        mid_val = val // BLOCK_Q + mid
+        if mid_val <= target_idx:
+            left = mid + 1
+        else:
+            right = mid
+    return left - 1
+
+
+@triton.jit
+def _seq_of_each_block(cu_ptr, out_ptr, num_seqs):
+    t = tl.program_id(0)
+    tl.store(out_ptr + t, _find_seq_idx(cu_ptr, t, num_seqs, 4))
+
+
+@td.tile_kernel
+def seq_of_each_block(cu, n):
+    out = torch.empty(n, dtype=torch.int32)
+    _seq_of_each_block[(n,)](cu, out, cu.shape[0] - 1)
+    return out
+
+
+def test_a_binary_search_over_python_ints_keeps_tritons_int32() -> None:
+    cu = np.array([0, 5, 6, 12, 30], np.int32)
+    want = [np.searchsorted(cu[:-1] // 4 + np.arange(4), t, side="right") - 1 for t in range(12)]
+    np.testing.assert_array_equal(seq_of_each_block(cu, 12), want)
+
+
+@triton.jit
+def _column_sums(x_ptr, out_ptr, rows, N: tl.constexpr):
+    acc = tl.zeros((N,), tl.float32)
+    for r in range(rows, flatten=True):  # Unsloth's grouped GEMM: Triton ignores the keyword
+        acc += tl.load(x_ptr + r * N + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, N), acc)
+
+
+@td.tile_kernel
+def column_sums(x):
+    out = torch.empty(x.shape[1], dtype=torch.float32)
+    _column_sums[(1,)](x, out, x.shape[0], x.shape[1])
+    return out
+
+
+@td.tile_kernel
+def range_with_a_keyword(x):
+    out = td.empty_like(x)
+    for i in range(x.shape[0], flatten=True):
+        out[i] = x[i]
+    return out
+
+
+def test_builtin_range_keywords_in_a_triton_body() -> None:
+    x = np.random.default_rng(74).standard_normal((7, 16)).astype(np.float32)
+    assert_close(column_sums(x), x.astype(np.float64).sum(0), np.float32)
+    with pytest.raises(td.TraceError, match="range\\(\\) takes no keyword arguments"):
+        range_with_a_keyword(x)  # outside a Triton body: Python's error
+
+
 @td.tile_kernel
 def add_merged_heads(x, y):
     """An attention wrapper's `o.transpose(1, 2).reshape(b, t, h * d)`: torch's copy (no view

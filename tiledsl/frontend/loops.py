@@ -251,10 +251,16 @@ def _steps_offsets(env: dict, assigned: tuple[str, ...]) -> bool:
                and v.dtype.is_int for n in assigned)
 
 
-def range_(*args: Any) -> Any:
+def range_(*args: Any, **keywords: Any) -> Any:
     """`range(...)` as the iterable of a `for` statement in a kernel: Python's range over ints;
     over a runtime bound, a sequential loop that each program runs to its own bound
-    (`Counted`), as Triton's `for i in range(lo, hi)`."""
+    (`Counted`), as Triton's `for i in range(lo, hi)`. Keywords (`range(n, flatten=True)`, as
+    Unsloth writes it) are ignored in a @triton.jit body, as Triton's code generator ignores
+    them; elsewhere they are Python's error."""
+    if keywords and not current().triton_body:
+        current().fail(TraceError, f"range() takes no keyword arguments, got "
+                       f"{sorted(keywords)[0]!r}", hint="td.range(lo, hi, num_stages=...) "
+                       "takes Triton's loop keywords")
     if not any(isinstance(a, TileValue) for a in args):
         return range(*args)
     tr = current()

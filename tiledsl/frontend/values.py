@@ -1013,6 +1013,8 @@ def _truncated(name: str, ops: list[TileValue], weak: bool) -> TileValue:
         return floor
     rem = floor if name == "mod" else TileValue(tr.emit("mod", [a.value, b.value])[0], weak)
     apart = (rem != 0) & ((a < 0) ^ (b < 0))  # the floor went one past zero: step back
+    apart = TileValue(apart.value, weak=False)  # (a select of weak ints stays their dtype:
+    # of two Python ints, td.where would make NumPy's int64, and `//` keeps its operands')
     out = FUNCTIONS["where"](apart, floor - b if name == "mod" else floor + 1, floor)
     if out.value.owner is not None and out.value.owner.name == "where":  # the Triton backend
         out.value.owner.attrs["c_division"] = name  # writes Triton's own `//` or `%` for it
