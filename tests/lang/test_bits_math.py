@@ -298,6 +298,55 @@ def test_bad_bit_operations_are_refused_at_their_line() -> None:
     assert "out of range for uint8" in msg(trace_error(td.DTypeError, negative_unsigned, u8))
 
 
+@td.tile_kernel
+def rounded_down_casts(x, x64):
+    """Triton's `fp_downcast_rounding=`: toward zero to float16 and bfloat16, and from float64."""
+    n = x.shape[0]
+    outs = (td.empty((n,), dtype=td.float16), td.empty((n,), dtype=td.bfloat16),
+            td.empty((n,), dtype=td.float32), td.empty((n,), dtype=td.float16))
+    for t in td.tile(n):
+        outs[0][t] = x[t].to(td.float16, fp_downcast_rounding="rtz")
+        outs[1][t] = td.cast(x[t], td.bfloat16, fp_downcast_rounding="rtz")
+        outs[2][t] = x64[t].to(td.float32, fp_downcast_rounding="rtz")
+        outs[3][t] = x[t].to(td.float16, fp_downcast_rounding="rtne").to(
+            td.float16, fp_downcast_rounding="rtz")  # (to its own dtype: x, as Triton's)
+    return outs
+
+
+def _toward_zero(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """The IEEE cast toward zero: the nearest value, or the next one toward zero past x."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = x.astype(dtype)
+        away = np.abs(near.astype(np.float64)) > np.abs(x.astype(np.float64))
+    return np.where(away, np.nextafter(near, np.zeros_like(near)), near).astype(dtype)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_casts_rounded_toward_zero(backend: str) -> None:
+    rng = np.random.default_rng(75)
+    special = [1.0001, -1.0001, 7e4, -7e4, 65519.0, np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-8,
+               3e38, -3.3e38]
+    x = np.concatenate([special, rng.standard_normal(40) * 10.0 ** rng.integers(-6, 6, 40)])
+    x64 = x * (1 + 1e-12)
+    x = x.astype(np.float32)
+    with np.errstate(over="ignore"):
+        got = [np.asarray(o) for o in under_configs(rounded_down_casts, (x, x64), backend,
+                                                        samples=0).__next__()[1]]
+        want = [_toward_zero(x, np.float16), _toward_zero(x, ml_dtypes.bfloat16),
+                _toward_zero(x64, np.float32), x.astype(np.float16)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.view(f"u{g.itemsize}"), w.view(f"u{w.itemsize}"))
+    assert "narrower float" in msg(trace_error(td.DTypeError, widening_rtz, x))
+
+
+@td.tile_kernel
+def widening_rtz(x):
+    out = td.empty(x.shape, dtype=td.float64)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t].to(td.float64, fp_downcast_rounding="rtz")  # <- here
+    return out
+
+
 # ---- the generated Triton ---------------------------------------------------------------------
 @td.tile_kernel
 def dequantize(q, s, scale):

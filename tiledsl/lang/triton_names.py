@@ -94,16 +94,12 @@ def max_constancy(x: Any, values: Any) -> TileValue:
 
 def cast(x: Any, dtype: Any, fp_downcast_rounding: str | None = None,
          bitcast: bool = False) -> TileValue:
-    """`tl.cast(x, dtype)`: `x.to(dtype)` (the IEEE round to nearest even, Triton's default);
-    with `bitcast=True`, `td.bitcast(x, dtype)`."""
-    tr = current("td.cast()")
-    if fp_downcast_rounding not in (None, "rtne"):
-        tr.fail(TraceError, f"td.cast: fp_downcast_rounding={fp_downcast_rounding!r} is not "
-                "supported; casts round to nearest even ('rtne')")
-    if bitcast:
-        from tiledsl.lang.bits import bitcast as reinterpret
-        return reinterpret(x, dtype)
-    return to_value(x).to(dtype)
+    """`tl.cast(x, dtype)`: `x.to(dtype)` (the IEEE round to nearest even, Triton's default;
+    `fp_downcast_rounding="rtz"` rounds a narrowing float cast toward zero); with
+    `bitcast=True`, `td.bitcast(x, dtype)`."""
+    current("td.cast()")
+    return to_value(x).to(dtype, fp_downcast_rounding=fp_downcast_rounding,  # type: ignore[call-arg]
+                          bitcast=bitcast)
 
 
 def debug_barrier() -> None:
