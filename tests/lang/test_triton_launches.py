@@ -243,6 +243,22 @@ def test_builtin_range_keywords_in_a_triton_body() -> None:
 
 
 @td.tile_kernel
+def add_and_log(x, y):
+    """Unsloth's grouped GEMM logs what the launch returns (Triton's compiled kernel)."""
+    output = torch.empty_like(x)
+    compiled = add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, output, x.numel(), BLOCK_SIZE=256)
+    assert compiled.name == "add_kernel" and compiled.n_regs is None, compiled
+    _ = f"{compiled.name}: n_regs={compiled.n_regs} n_spills={compiled.n_spills} " \
+        f"metadata={compiled.metadata}"
+    return output
+
+
+def test_a_launch_returns_the_kernel_s_name() -> None:
+    x, y = (np.random.default_rng(76).standard_normal(300).astype(np.float32) for _ in range(2))
+    np.testing.assert_array_equal(add_and_log(x, y), x + y)
+
+
+@td.tile_kernel
 def add_merged_heads(x, y):
     """An attention wrapper's `o.transpose(1, 2).reshape(b, t, h * d)`: torch's copy (no view
     of x has that order), which the launch's pointers walk, not x's own memory."""

@@ -19,6 +19,7 @@ merged into a tile kernel keep both their launch and the kernel they launch).
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError
@@ -78,13 +79,25 @@ def _triton_kind(obj: Any) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Launched:
+    """What `kernel[grid](...)` returns in a tile kernel, where Triton returns the compiled
+    kernel (Unsloth logs `.name`, `.n_regs`, `.n_spills`, `.metadata`): the kernel's name;
+    registers, spills and metadata are None, as the launch compiles nothing while tracing
+    (the generated kernel compiles later, per config: `k.compile(...)` reports them)."""
+    name: str
+    n_regs: None = None
+    n_spills: None = None
+    metadata: None = None
+
+
 def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> Any:
     """What `kernel[grid]` is in a tile kernel: a Triton launch's callable, else the subscript."""
     jit, heuristics, tuner = unwrap(kernel)
     if jit is None:
         return helper(kernel[grid])
 
-    def call(*args: Any, **kwargs: Any) -> None:
+    def call(*args: Any, **kwargs: Any) -> Launched:
         tr = current()
         where = Loc(tr.file, line)
         if tr.depth != "host":
@@ -136,6 +149,7 @@ def launch(kernel: Any, grid: Any, helper: Callable[[Any], Any], line: int) -> A
             return {}
 
         loops.loop(grid_range(*sizes), body, {}, (), None, line)
+        return Launched(jit.fn.__name__)
     return call
 
 
