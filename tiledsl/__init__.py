@@ -15,6 +15,7 @@ from tiledsl.lang import host_reductions as _host_reductions  # noqa: F401 (host
 from tiledsl.lang import host_math as _host_math  # noqa: F401 (host `x + y`, `x.exp()`)
 from tiledsl.lang import host_asserts as _host_asserts  # noqa: F401 (host `assert` on data)
 from tiledsl.lang import host_matmul as _host_matmul  # noqa: F401 (host `a @ b`, torch.mm)
+from tiledsl.lang import host_methods as _host_methods  # noqa: F401 (host `x.ne(v)`, diff)
 from tiledsl.lang import host_rows as _host_rows  # noqa: F401 (host `torch.sort(x)`, `x.cumsum(d)`)
 from tiledsl.lang import devices as _devices  # noqa: F401 (host `x.device`, device queries)
 from tiledsl.lang import host_random as _host_random  # noqa: F401 (random.randint, torch.rand)

@@ -37,7 +37,7 @@ def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
                 hint="inside the grid, make a tile: td.full, td.arange, td.where")
     if _number(data):
         return tensor([data], dtype).reshape(())  # type: ignore[attr-defined]
-    numbers = list(data) if isinstance(data, (list, tuple)) else None
+    numbers = list(data) if isinstance(data, (list, tuple, range)) else None
     if numbers is None or not numbers or len(numbers) > MAX_NUMBERS or \
             not all(_number(n) for n in numbers):
         tr.fail(TraceError, f"td.tensor() takes a number or a flat list of 1 to {MAX_NUMBERS} "

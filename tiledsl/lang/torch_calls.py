@@ -231,6 +231,9 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     """torch's protocol for a kernel's tensors (host code's `torch.sum(x, 0)`,
     `torch.reshape(x, ...)`): the tensor's method of that name, where it has one."""
     name = getattr(func, "__name__", "")
+    kwargs = dict(kwargs or {})
+    if not args and isinstance(kwargs.get("input"), Tensor):  # torch.addmm(input=dw, ...)
+        args = (kwargs.pop("input"),)
     if name == "where" and len(args) == 3:  # torch.where(cond, x, y): td.where's (host_math.py)
         return FUNCTIONS["where"](*args)
     if name == "broadcast_tensors" and args and all(isinstance(a, Tensor) for a in args):

@@ -344,6 +344,10 @@ class KernelEmitter(LoopEmission):
             scalar_at = {0} | {i + 1 for i in scalar_at}
             terms.insert(0, str(offset))
         ptr = tile_pointer(self.typed_param(tensor), terms, scalar_at, group_tiles)
+        if axes is None and block_offs is not None and len(scalar_at) == len(terms):
+            # every tile dimension has stride 0 (a 0-d tensor expanded in host math): the
+            # pointer is made a block, as a block mask needs one
+            ptr = f"{ptr} + tl.zeros_like({block_offs})"
         if axes is not None and not self.spans(op, axes):
             ptr = f"tl.broadcast_to({ptr}, {self.shape(TileType(op_layout(op).shape, t.dtype))})"
         extra = access_parts(op)[1]  # td.load's mask, and an index tile's lanes in range

@@ -1,0 +1,76 @@
+"""torch's method and function spellings of host math (tiledsl/lang/host_methods.py), as the
+wrappers of fla (prepare_lens, retention's decay, fused KL divergence), Unsloth (cross
+entropy's count, LoRA's matmul into `out` and `addmm_`) and vLLM write them, against torch
+on the CPU in float64 where it rounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import run_on
+
+torch = pytest.importorskip("torch")
+
+
+@td.tile_kernel
+def index_math(cu, labels, q):
+    lens = torch.diff(cu)  # fla's prepare_lens
+    chunks = (lens + 3).div(4, rounding_mode="floor")
+    trunc = (lens - 7).div(4, rounding_mode="trunc")
+    counted = torch.count_nonzero(labels != -100)  # Unsloth's n_items
+    total = labels.ne(-100).sum()  # fla's fused linear cross entropy
+    decay = (1 - q.new_tensor(2.0).pow(-5.0 - q.new_tensor(range(3)))).log()  # fla's retention
+    return lens, chunks, trunc, counted, total, decay, q.reshape_as(q.T.contiguous())
+
+
+@td.tile_kernel
+def lora_products(x, w, a, b, scale: float):
+    out = torch.matmul(x, w.t(), out=None)  # Unsloth's LoRA: torch_matmul(X, W.t(), out=out)
+    out.addmm_(x @ a, b, alpha=scale)
+    dw = torch.zeros((w.shape[1], w.shape[1]), dtype=w.dtype)
+    torch.addmm(input=dw, mat1=x.t(), mat2=x, out=dw)  # fla's fused KL divergence
+    return out, dw.add(dw, alpha=0.5).sub(1.0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_index_math_spellings(backend: str) -> None:
+    cu = np.array([0, 5, 6, 12, 37], np.int32)
+    labels = np.array([1, -100, 3, -100, -100, 7], np.int64)
+    q = np.random.default_rng(77).standard_normal((2, 5)).astype(np.float32)
+    lens, chunks, trunc, counted, total, decay, reshaped = run_on(index_math, (cu, labels, q),
+                                                                  backend)
+    t = torch.from_numpy(cu)
+    np.testing.assert_array_equal(lens, torch.diff(t))
+    np.testing.assert_array_equal(chunks, (torch.diff(t) + 3).div(4, rounding_mode="floor"))
+    np.testing.assert_array_equal(trunc, (torch.diff(t) - 7).div(4, rounding_mode="trunc"))
+    assert counted == 3 and total == 3 and np.asarray(counted).dtype == np.int64
+    want = np.log(1 - 2.0 ** (-5.0 - np.arange(3.0)))
+    np.testing.assert_allclose(decay, want, rtol=1e-6)
+    np.testing.assert_array_equal(reshaped, q.reshape(5, 2))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_matmul_into_out_and_addmm(backend: str) -> None:
+    rng = np.random.default_rng(78)
+    x, w = rng.standard_normal((9, 6)), rng.standard_normal((7, 6))
+    a, b = rng.standard_normal((6, 3)), rng.standard_normal((3, 7))
+    x, w, a, b = (v.astype(np.float32) for v in (x, w, a, b))
+    out, dw = run_on(lora_products, (x, w, a, b, 0.5), backend)
+    x64, w64, a64, b64 = (v.astype(np.float64) for v in (x, w, a, b))
+    np.testing.assert_allclose(out, x64 @ w64.T + 0.5 * (x64 @ a64) @ b64, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dw, 1.5 * (x64.T @ x64) - 1.0, rtol=1e-5, atol=1e-5)
+
+
+@td.tile_kernel
+def pow_inside_a_grid(x):
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x ** 2
+    return out
+
+
+def test_a_tensor_power_inside_a_grid_says_to_index_it() -> None:
+    with pytest.raises(td.TraceError, match="must be indexed"):
+        pow_inside_a_grid(np.ones(4, np.float32))

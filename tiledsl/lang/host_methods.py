@@ -1,0 +1,170 @@
+"""torch's method and function spellings of host math, made of the operators and reductions
+host code already has (host_math.py, host_reductions.py, host_matmul.py): `x.ne(v)` and the
+other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode=)`,
+`x.pow(y)` and `**`, `x.reshape_as(y)`, `torch.diff(x)` (fla's `prepare_lens`),
+`torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)`, and
+`x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)` (Unsloth's LoRA, fla's
+fused KL divergence). Each is a grid of its own, as the operators it stands for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiledsl import dtypes
+from tiledsl.errors import ShapeError, TraceError
+from tiledsl.frontend.tracer import current
+from tiledsl.frontend.values import Tensor, no_math, to_value
+from tiledsl.lang.host_math import elementwise, in_place
+from tiledsl.lang.host_matmul import matmul
+from tiledsl.lang.views import tensor_index
+
+
+def _method(name: str, op: str) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        return getattr(Tensor, op)(self, other)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"torch's `x.{name}(y)`: `x.{op}(y)` in host code."
+    return method
+
+
+def _one(v: Any) -> bool:
+    """Whether a scale is the number 1 (a runtime scalar is not known to be)."""
+    return isinstance(v, (int, float)) and v == 1
+
+
+def add(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """torch's `x.add(y, alpha=a)`: `x + a * y`."""
+    return self + (other if _one(alpha) else other * alpha)  # type: ignore[operator]
+
+
+def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """torch's `x.sub(y, alpha=a)`: `x - a * y`."""
+    return self - (other if _one(alpha) else other * alpha)  # type: ignore[operator]
+
+
+def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """torch's `x.div(y, rounding_mode=None | "floor" | "trunc")`."""
+    if rounding_mode is None:
+        return self / other  # type: ignore[operator]
+    if rounding_mode == "floor":
+        return self // other  # type: ignore[operator]
+    if rounding_mode == "trunc":
+        out = elementwise(f"{self.name}.div(..., rounding_mode='trunc')",
+                          lambda a, b: _trunc_div(a, b), self, other)
+        if out is not None:
+            return out
+    current().fail(TraceError, f"{self.name}.div(..., rounding_mode={rounding_mode!r}): torch's "
+                   "modes are None, 'floor' and 'trunc' (of a tensor and a tensor or number)")
+
+
+def _trunc_div(a: Any, b: Any) -> Any:
+    """The quotient rounded toward zero: of floats, trunc(a / b); of ints, exactly, the floor
+    quotient moved one toward zero where it went past (signs differ, remainder not zero)."""
+    from tiledsl.frontend.td_names import FUNCTIONS
+    a, b = to_value(a), to_value(b)
+    if a.dtype.is_float or b.dtype.is_float:
+        return FUNCTIONS["trunc"](a / b)
+    q = a // b
+    return FUNCTIONS["where"](((a % b) != 0) & ((a < 0) != (b < 0)), q + 1, q)
+
+
+def _pow(self: Tensor, other: Any) -> Tensor:
+    if current(f"{self.name} ** ...").depth != "host":
+        no_math(self, f"{self.name}[t] ** 2")
+    out = elementwise(f"{self.name} ** ...", lambda a, b: a ** b, self, other)
+    if out is None:
+        current().fail(TraceError, f"{self.name} ** {type(other).__name__}: host code raises "
+                       "tensors to numbers or tensors")
+    return out
+
+
+def _rpow(self: Tensor, other: Any) -> Tensor:
+    if current(f"... ** {self.name}").depth != "host":
+        no_math(self, f"2 ** {self.name}[t]")
+    out = elementwise(f"... ** {self.name}", lambda a, b: b ** a, self, other)
+    if out is None:
+        current().fail(TraceError, f"{type(other).__name__} ** {self.name}: host code raises "
+                       "numbers or tensors to tensors")
+    return out
+
+
+def reshape_as(self: Tensor, other: Any) -> Tensor:
+    """torch's `x.reshape_as(y)`: `x.reshape(y.shape)` (a copy where no view can be)."""
+    return self.reshape(tuple(other.shape))  # type: ignore[attr-defined]
+
+
+def diff(self: Tensor, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None
+         ) -> Tensor:
+    """torch's `torch.diff(x, n, dim)`: `x[1:] - x[:-1]` along `dim`, `n` times."""
+    tr = current(f"torch.diff({self.name})")
+    if prepend is not None or append is not None:
+        tr.fail(TraceError, "torch.diff(..., prepend=, append=): concatenate first "
+                "(torch.cat), then take the difference")
+    if self.ndim == 0:
+        tr.fail(ShapeError, "torch.diff of a 0-d tensor (torch: diff expects input to be at "
+                "least one-dimensional)")
+    axis = dim % self.ndim
+    out = self
+    for _ in range(n):
+        if out.shape[axis] == 0:
+            break
+        head = (slice(None),) * axis
+        later = tensor_index(out, (*head, slice(1, None)))
+        earlier = tensor_index(out, (*head, slice(None, -1)))
+        out = later != earlier if out.dtype.is_bool else later - earlier  # type: ignore[operator]
+    return out
+
+
+def count_nonzero(self: Tensor, dim: Any = None) -> Tensor:
+    """torch's `torch.count_nonzero(x, dim)`: int64 counts of the elements that are not zero."""
+    return (self != 0).sum(dim, dtype=dtypes.int64)  # type: ignore[attr-defined,operator]
+
+
+def matmul_out(self: Tensor, other: Any, *, out: Any = None) -> Tensor:
+    """torch's `torch.matmul(a, b, out=None)`: `a @ b`, written into `out` where given."""
+    product = matmul(self, other)
+    if out is None:
+        return product
+    out.copy_(product)
+    return out
+
+
+def addmm_(self: Tensor, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """torch's `x.addmm_(a, b, beta=1, alpha=1)`: `x = beta * x + alpha * (a @ b)` in place."""
+    product = matmul(mat1, mat2)
+    if not _one(beta):
+        in_place(self, f"{self.name}.addmm_(...)", lambda x: x * beta)
+    return in_place(self, f"{self.name}.addmm_(...)", lambda x, p: x + p if _one(alpha)
+                    else x + p * alpha, product)
+
+
+def addmm(self: Tensor, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1,
+          out: Any = None) -> Tensor:
+    """torch's `torch.addmm(input, mat1, mat2, beta=, alpha=, out=)`: a new tensor, or `out`
+    (fla's `torch.addmm(input=dw, mat1=..., mat2=..., out=dw)` accumulates in place)."""
+    if out is self:
+        return addmm_(self, mat1, mat2, beta=beta, alpha=alpha)
+    product = matmul(mat1, mat2)
+    result = (self if _one(beta) else self * beta) + (  # type: ignore[operator]
+        product if _one(alpha) else product * alpha)
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
+
+
+for _name, _op in (("eq", "__eq__"), ("ne", "__ne__"), ("lt", "__lt__"), ("le", "__le__"),
+                   ("gt", "__gt__"), ("ge", "__ge__"), ("mul", "__mul__"),
+                   ("true_divide", "__truediv__"), ("floor_divide", "__floordiv__"),
+                   ("remainder", "__mod__")):
+    setattr(Tensor, _name, _method(_name, _op))
+Tensor.add, Tensor.sub, Tensor.div = add, sub, div  # type: ignore[attr-defined]
+Tensor.__pow__, Tensor.__rpow__ = _pow, _rpow  # type: ignore[method-assign,assignment]
+Tensor.pow = _pow  # type: ignore[attr-defined]
+Tensor.reshape_as = reshape_as  # type: ignore[attr-defined]
+Tensor.diff = diff  # type: ignore[attr-defined]
+Tensor.count_nonzero = count_nonzero  # type: ignore[attr-defined]
+Tensor.matmul = matmul_out  # type: ignore[attr-defined]
+Tensor.addmm_ = addmm_  # type: ignore[attr-defined]
+Tensor.addmm = addmm  # type: ignore[attr-defined]
