@@ -227,6 +227,26 @@ def column_sums(x):
     return out
 
 
+@triton.jit
+def _chunk_sums(x_ptr, out_ptr, T: tl.constexpr, BT: tl.constexpr):
+    for i in range(0, tl.cdiv(T, BT)):  # a Python int here (T is constexpr), a scalar in
+        o_t = (i * BT).to(tl.int64) + tl.arange(0, BT)  # Triton's loop: fla's based attention
+        tl.store(out_ptr + i, tl.sum(tl.load(x_ptr + o_t, mask=o_t < T, other=0.0)))
+
+
+@td.tile_kernel
+def chunk_sums(x):
+    out = torch.empty(triton.cdiv(x.shape[0], 8), dtype=x.dtype)
+    _chunk_sums[(1,)](x, out, x.shape[0], 8)
+    return out
+
+
+def test_to_of_an_int_expression_in_a_triton_body() -> None:
+    x = np.random.default_rng(79).standard_normal(37).astype(np.float32)
+    want = [x[i:i + 8].astype(np.float64).sum() for i in range(0, 37, 8)]
+    assert_close(chunk_sums(x), np.array(want), np.float32)
+
+
 @td.tile_kernel
 def range_with_a_keyword(x):
     out = td.empty_like(x)

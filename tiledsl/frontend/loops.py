@@ -45,9 +45,10 @@ _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 def to_of(x: Any) -> Any:
-    """The rewrite's `x.to` (frontend/rewrite.py): a number a Triton body bound to a name is a
-    constexpr there, which `.to(dtype)` makes a scalar of that dtype (flash-attn's
-    `zero = 0.0; tl.where(x >= 0, x, zero.to(x.dtype))`)."""
+    """The rewrite's `x.to` (frontend/rewrite.py): a number in a Triton body is a constexpr
+    there, which `.to(dtype)` makes a scalar of that dtype (flash-attn's `zero = 0.0;
+    tl.where(x >= 0, x, zero.to(x.dtype))`; fla's `(i * BT).to(tl.int64)` of a loop counter
+    that tiledsl unrolls as a Python int, where Triton's loop makes it a scalar)."""
     if type(x) in (bool, int, float) and active() is not None and current().triton_body:
         x = to_value(x)
     return x.to

@@ -233,8 +233,9 @@ class _LoopRewriter(ast.NodeTransformer):
             return node
         self.generic_visit(node)
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "to" and \
-                isinstance(func.value, ast.Name):  # `zero.to(dtype)` of a Triton constexpr
+        if isinstance(func, ast.Attribute) and func.attr == "to" and not (
+                isinstance(func.value, ast.Name) and func.value.id.startswith("_td_")):
+            # `zero.to(dtype)` of a Triton constexpr, `(i * BT).to(tl.int64)` of a loop's int
             node.func = func = _rt("to_of", [func.value], func)
         if isinstance(func, ast.Name) and not func.id.startswith("_td_") or \
                 isinstance(func, ast.Call) or \
