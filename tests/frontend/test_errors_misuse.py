@@ -629,15 +629,16 @@ def wrap_in_host_code(idx, x):
 
 
 @td.tile_kernel
-def power_in_host_code(a, b):  # (no host math; `a @ b` is: host_matmul.py)
-    return a ** b  # <- here
+def bits_in_host_code(a, b):  # (no host math for bits; `a @ b` and `a ** b` are)
+    return a & b  # <- here
 
 
 def test_whole_tensor_math_in_host_code() -> None:
     idx = np.array([0, -1, 3, -8, 2, 5, -3, 7], np.int64)
     x = np.arange(8, dtype=np.float32) * 1.5
     np.testing.assert_array_equal(wrap_in_host_code(idx, x), x[idx])
-    err = trace_error(td.TraceError, power_in_host_code, f32(4, 4), f32(4, 4))
+    ints = np.arange(16, dtype=np.int32).reshape(4, 4)
+    err = trace_error(td.TraceError, bits_in_host_code, ints, ints)
     assert "in host code a tensor is memory, not a value" in msg(err)
     assert "inside the tile loop" in err.hint
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 from tiledsl import dtypes
 from tiledsl.errors import TraceError
 from tiledsl.frontend import autograd_functions
-from tiledsl.frontend.td_names import FUNCTIONS, substitute
+from tiledsl.frontend.td_names import FUNCTIONS, TRITON_LANGUAGE, TRITON_ONLY, substitute
 from tiledsl.frontend.tracer import active, current
 
 LIBRARIES = frozenset({"tiledsl", "lowering", "autotune", "numpy", "triton", "torch", "cupy",
@@ -254,7 +254,6 @@ def _td_of(v: Any) -> Any:
     `td.math`, a Triton function bound to a name of the module's own (Unsloth's `triton_cast =
     tl.cast`, `triton_tanh = libdevice.tanh`, Liger's `from ...libdevice import rsqrt`) is td's
     of that name, and a `tl.constexpr` global is its value."""
-    from tiledsl.lang.triton_names import TRITON_LANGUAGE, TRITON_ONLY
     td = sys.modules["tiledsl"]
     if type(v).__name__ == "constexpr" and (type(v).__module__ or "").startswith("triton."):
         return v.value  # `LOG2_E = tl.constexpr(1.44...)` (Liger's cross entropy)

@@ -5,9 +5,27 @@ of."""
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import Any, Callable
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+# Triton's functions whose meaning in a @triton.jit body differs from td's of that name
+# (`tl.topk` gives values alone, td's and torch's values and positions): lang/triton_names.py
+TRITON_ONLY: dict[str, Callable[..., Any]] = {}
+
+
+class _TritonLanguage(ModuleType):
+    """`triton.language` as a @triton.jit body reads it (frontend/helpers.py): td, except the
+    names in TRITON_ONLY."""
+
+    def __getattr__(self, name: str) -> Any:
+        found = TRITON_ONLY.get(name)
+        return found if found is not None else getattr(sys.modules["tiledsl"], name)
+
+
+TRITON_LANGUAGE = _TritonLanguage("tiledsl (as triton.language)")
 
 # Maps from another library's callables to what a kernel calls instead, or None (the first
 # that answers wins): lang/torch_calls.py's `host_call` (torch.empty(m, n, dtype=x.dtype)).

@@ -16,12 +16,10 @@ loop. `td.num_programs(axis)` inside the grid is its size along that axis.
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
 from typing import Any
 
 from tiledsl.errors import ShapeError, TraceError
-from tiledsl.frontend.td_names import FUNCTIONS
+from tiledsl.frontend.td_names import FUNCTIONS, TRITON_ONLY
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
 from tiledsl.ir.types import RangeType
@@ -49,20 +47,7 @@ def topk(x: Any, k: int, dim: Any = None) -> TileValue:
     return td_topk(x, k, -1 if dim is None else dim)[0]
 
 
-# Triton's functions whose meaning in a @triton.jit body differs from td's of that name
-TRITON_ONLY = {"topk": topk}
-
-
-class _TritonLanguage(ModuleType):
-    """`triton.language` as a @triton.jit body reads it (frontend/helpers.py): td, except the
-    names in TRITON_ONLY."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(sys.modules["tiledsl"], name)
-
-
-TRITON_LANGUAGE = _TritonLanguage("tiledsl (as triton.language)")
-TRITON_LANGUAGE.__dict__.update(TRITON_ONLY)
+TRITON_ONLY["topk"] = topk  # (frontend/td_names.py)
 
 
 def _hint(x: Any, values: Any, what: str) -> TileValue:
