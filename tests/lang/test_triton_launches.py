@@ -278,6 +278,33 @@ def test_a_launch_returns_the_kernel_s_name() -> None:
     np.testing.assert_array_equal(add_and_log(x, y), x + y)
 
 
+@triton.jit
+def _rounded(x_ptr, away_ptr, even_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    v = tl.load(x_ptr + r)
+    tl.store(away_ptr + r, tl.extra.cuda.libdevice.round(v))  # SGLang's int8 quantization
+    tl.store(even_ptr + r, tl.extra.libdevice.rint(v))
+
+
+@td.tile_kernel
+def rounded(x):
+    away, even = torch.empty_like(x), torch.empty_like(x)
+    _rounded[(1,)](x, away, even, x.numel())
+    return away, even
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_libdevice_round_goes_half_away_from_zero(backend: str) -> None:
+    x = np.array([2.5, -2.5, 0.5, -0.5, 1.5, 0.49999997, -0.49999997, 3.7, -3.7, 1e30, np.inf,
+                  np.nan, -0.0, 126.5, -127.5, 7.0], np.float32)
+    away, even = run_on(rounded, (x,), backend)
+    x64 = x.astype(np.float64)  # (|x| + 0.5 is exact in float64: C's roundf, independently)
+    with np.errstate(invalid="ignore"):
+        want = np.where(np.isfinite(x64), np.copysign(np.floor(np.abs(x64) + 0.5), x64), x64)
+    np.testing.assert_array_equal(away, want.astype(np.float32))
+    np.testing.assert_array_equal(even, np.round(x))
+
+
 @td.tile_kernel
 def add_merged_heads(x, y):
     """An attention wrapper's `o.transpose(1, 2).reshape(b, t, h * d)`: torch's copy (no view

@@ -168,6 +168,17 @@ TileValue.t = t  # type: ignore[attr-defined]
 Tensor.t = t  # type: ignore[attr-defined]
 
 
+def round_half_away(x: Any) -> TileValue:
+    """libdevice's `round` (`__nv_roundf`, C's roundf): to the nearest integer, halves away
+    from zero (2.5 -> 3, -2.5 -> -3), where td.round (and libdevice's `rint`) go to even. The
+    fraction `x - trunc(x)` is exact, so no sum rounds a value just under a half up."""
+    current("td.math.round()")
+    v = to_value(x)
+    whole = FUNCTIONS["trunc"](v)
+    return FUNCTIONS["where"](FUNCTIONS["abs"](v - whole) >= 0.5, whole + FUNCTIONS["sign"](v),
+                              whole)
+
+
 class _Math:
     """`td.math`, Triton's `tl.math`: td's functions of the same names (FUNCTIONS, filled by
     tiledsl/__init__.py)."""
@@ -177,9 +188,12 @@ class _Math:
 
     # libdevice's and tl.math's other names for td's functions
     ALIASES = {"finitef": "isfinite", "isfinited": "isfinite", "div_rn": "fdiv", "rint": "round",
-               "isnanf": "isnan", "isinff": "isinf", "isnand": "isnan", "isinfd": "isinf"}
+               "isnanf": "isnan", "isinff": "isinf", "isnand": "isnan", "isinfd": "isinf",
+               "nearbyint": "round"}
 
     def __getattr__(self, name: str) -> Any:
+        if name == "round":  # libdevice's roundf: half away from zero (td.round's is to even)
+            return round_half_away
         if name in self.NAMES or name in FUNCTIONS:  # and libdevice's (tanh, log1p, pow, ...)
             return FUNCTIONS[name]
         if name in self.ALIASES:
@@ -194,6 +208,26 @@ class _Math:
 
 
 math = _Math()
+
+
+class _Extra:
+    """Triton's `tl.extra` in a @triton.jit body: `tl.extra.cuda.libdevice.round` (SGLang's
+    int8 quantization) and `tl.extra.libdevice` are `td.math`, as `from
+    triton.language.extra import libdevice` is."""
+
+    def __init__(self, depth: int = 0) -> None:
+        self.depth = depth
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "libdevice":
+            return math
+        if name in ("cuda", "hip") and self.depth == 0:
+            return _Extra(1)
+        raise AttributeError(f"tl.extra has no {name!r} in tiledsl: its libdevice functions are "
+                             "td.math's (tl.extra.cuda.libdevice.round is td.math.round)")
+
+
+TRITON_ONLY["extra"] = _Extra()  # (frontend/td_names.py)
 
 
 TileValue.trans = trans  # type: ignore[attr-defined] (Triton's `v.trans(1, 0)`)
