@@ -278,19 +278,24 @@ def test_a_launch_returns_the_kernel_s_name() -> None:
     np.testing.assert_array_equal(add_and_log(x, y), x + y)
 
 
+libdevice_round = pytest.importorskip("triton.language.extra.cuda.libdevice").round
+
+
 @triton.jit
 def _rounded(x_ptr, away_ptr, even_ptr, N: tl.constexpr):
     r = tl.arange(0, N)
     v = tl.load(x_ptr + r)
     tl.store(away_ptr + r, tl.extra.cuda.libdevice.round(v))  # SGLang's int8 quantization
+    tl.store(away_ptr + N + r, libdevice_round(v))  # (`from ...libdevice import round`)
     tl.store(even_ptr + r, tl.extra.libdevice.rint(v))
 
 
 @td.tile_kernel
 def rounded(x):
-    away, even = torch.empty_like(x), torch.empty_like(x)
+    away, even = torch.empty(2 * x.numel(), dtype=x.dtype), torch.empty_like(x)
     _rounded[(1,)](x, away, even, x.numel())
     return away, even
+
 
 
 @pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
@@ -301,7 +306,7 @@ def test_libdevice_round_goes_half_away_from_zero(backend: str) -> None:
     x64 = x.astype(np.float64)  # (|x| + 0.5 is exact in float64: C's roundf, independently)
     with np.errstate(invalid="ignore"):
         want = np.where(np.isfinite(x64), np.copysign(np.floor(np.abs(x64) + 0.5), x64), x64)
-    np.testing.assert_array_equal(away, want.astype(np.float32))
+    np.testing.assert_array_equal(away, np.tile(want.astype(np.float32), 2))
     np.testing.assert_array_equal(even, np.round(x))
 
 

@@ -267,6 +267,8 @@ def _td_of(v: Any) -> Any:
         return v
     if callable(v) and (getattr(v, "__module__", None) or "").startswith("triton.language"):
         name = getattr(v, "__name__", "")
+        if v.__module__.endswith("libdevice") and name == "round":  # (libdevice's own: half
+            return td.math.round  # away from zero, `from ...libdevice import round`)
         found = TRITON_ONLY.get(name) or FUNCTIONS.get(name)
         if found is None:
             try:
