@@ -64,6 +64,23 @@ def test_matmul_into_out_and_addmm(backend: str) -> None:
 
 
 @td.tile_kernel
+def clamped(x, ks, vocab: int):
+    cutoff = (ks - 1).clamp_(min=0, max=vocab - 1)  # SGLang's top-k renorm
+    part = x[:, 3:]
+    assert part.storage_offset() == 3 and x.storage_offset() == 0
+    return cutoff, torch.clamp(x, min=-0.5), part.clip(max=0.25)
+
+
+def test_clamp_in_place_and_not_and_a_view_s_storage_offset() -> None:
+    x = np.random.default_rng(80).standard_normal((4, 9)).astype(np.float32)
+    ks = np.array([0, 3, 70, 12], np.int64)
+    cutoff, low, high = clamped(x, ks, 50)
+    np.testing.assert_array_equal(cutoff, np.clip(ks - 1, 0, 49))
+    np.testing.assert_array_equal(low, np.maximum(x, -0.5))
+    np.testing.assert_array_equal(high, np.minimum(x[:, 3:], 0.25))
+
+
+@td.tile_kernel
 def pow_inside_a_grid(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):

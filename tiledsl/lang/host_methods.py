@@ -1,8 +1,8 @@
 """torch's method and function spellings of host math, made of the operators and reductions
 host code already has (host_math.py, host_reductions.py, host_matmul.py): `x.ne(v)` and the
 other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode=)`,
-`x.pow(y)` and `**`, `x.reshape_as(y)`, `torch.diff(x)` (fla's `prepare_lens`),
-`torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)`, and
+`x.pow(y)` and `**`, `x.clamp(min=, max=)` and `x.clamp_`, `x.reshape_as(y)`,
+`torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)`, and
 `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)` (Unsloth's LoRA, fla's
 fused KL divergence). Each is a grid of its own, as the operators it stands for.
 """
@@ -89,6 +89,20 @@ def _rpow(self: Tensor, other: Any) -> Tensor:
     return out
 
 
+def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 (torch's)
+    """torch's `x.clamp(min=, max=)` (and `torch.clamp`, `x.clip`) in host code."""
+    from tiledsl.frontend.td_names import FUNCTIONS
+    out = elementwise(f"{self.name}.clamp(...)", lambda v: FUNCTIONS["clamp"](v, min, max), self)
+    assert out is not None  # (one tensor operand)
+    return out
+
+
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """torch's `x.clamp_(min=, max=)`: x clamped in place (SGLang's top-k renorm)."""
+    from tiledsl.frontend.td_names import FUNCTIONS
+    return in_place(self, f"{self.name}.clamp_(...)", lambda v: FUNCTIONS["clamp"](v, min, max))
+
+
 def reshape_as(self: Tensor, other: Any) -> Tensor:
     """torch's `x.reshape_as(y)`: `x.reshape(y.shape)` (a copy where no view can be)."""
     return self.reshape(tuple(other.shape))  # type: ignore[attr-defined]
@@ -163,6 +177,8 @@ Tensor.add, Tensor.sub, Tensor.div = add, sub, div  # type: ignore[attr-defined]
 Tensor.__pow__, Tensor.__rpow__ = _pow, _rpow  # type: ignore[method-assign,assignment]
 Tensor.pow = _pow  # type: ignore[attr-defined]
 Tensor.reshape_as = reshape_as  # type: ignore[attr-defined]
+Tensor.clamp = Tensor.clip = clamp  # type: ignore[attr-defined]
+Tensor.clamp_ = Tensor.clip_ = clamp_  # type: ignore[attr-defined]
 Tensor.diff = diff  # type: ignore[attr-defined]
 Tensor.count_nonzero = count_nonzero  # type: ignore[attr-defined]
 Tensor.matmul = matmul_out  # type: ignore[attr-defined]

@@ -23,7 +23,7 @@ from tiledsl.dtypes import DType
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend.numpy_scalars import numpy_scalar_result
 from tiledsl.frontend.tracer import active, current
-from tiledsl.ir.views import root, row_major, strides_of
+from tiledsl.ir.views import offset_of, root, row_major, strides_of
 from tiledsl.frontend.values import (
     Tensor,
     TileValue,
@@ -324,6 +324,13 @@ def _stride(self: Tensor, dim: Any = None) -> Any:
     return _host_int(strides[dim])
 
 
+def _storage_offset(self: Tensor) -> int:
+    """`x.storage_offset()` (torch): the element of its root tensor's memory a view starts at
+    (SGLang's copy_pages tests it for 8-byte alignment); 0 for an argument or allocation."""
+    tr = current("x.storage_offset()")
+    return int(offset_of(self.value, tr.strides(root(self.value))))
+
+
 def _is_contiguous(self: Tensor) -> bool:
     """`x.is_contiguous()` (torch): whether `x.stride()` is row-major, dimensions of 1 aside."""
     return all(n == 1 or s == r for n, s, r in
@@ -361,6 +368,7 @@ def _as_strided(self: Tensor, size: Any, stride: Any, storage_offset: Any = None
 Tensor.as_strided = _as_strided  # type: ignore[attr-defined]
 Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
 Tensor.stride = _stride  # type: ignore[attr-defined]
+Tensor.storage_offset = _storage_offset  # type: ignore[attr-defined]
 Tensor.is_contiguous = _is_contiguous  # type: ignore[attr-defined]
 Tensor.dim = lambda self: self.ndim  # type: ignore[attr-defined]
 Tensor.is_non_overlapping_and_dense = _is_non_overlapping_and_dense  # type: ignore[attr-defined]
