@@ -431,13 +431,26 @@ def test_flag_gems_host_spellings() -> None:
     assert ints[0].dtype == np.int64 and int(ints[1]) == 66
 
 
+_SCALES = {torch.float16: 1.0, torch.float32: 2.0}
+
+
+def _scale_of(x):  # a one-line helper, as SGLang's compute-type helpers are
+    return _SCALES[x.dtype]
+
+
+def _scale_by_name(dt):
+    return {torch.float16: 1.0, torch.float32: 2.0}[dt]
+
+
 @td.tile_kernel
 def dtype_tables(x):
     """Sets and dicts of torch's dtypes asked about a tensor's (td) dtype, which hashes apart
-    from torch's: `in`, `not in`, `dict.get` (each was silently False, or the default)."""
+    from torch's: `in`, `not in`, `dict.get` (each was silently False, or the default), and
+    a dict subscripted in a helper (a KeyError)."""
     half = x.dtype in {torch.float16, torch.bfloat16}
     wide = x.dtype not in frozenset([torch.float16, torch.bfloat16])
     scale = {torch.float16: 1.0, torch.float32: 2.0}.get(x.dtype, 3.0)
+    assert _scale_of(x) == scale == _scale_by_name(x.dtype)
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
         out[t] = x[t] * scale + (10.0 if half else 0.0) + (100.0 if wide else 0.0)

@@ -319,6 +319,18 @@ def _stdlib(file: str) -> bool:
     return path.startswith(_STDLIB) and not path.startswith(_SITE)
 
 
+def _dtype_lookup(n: ast.AST) -> bool:
+    """Whether `n` may look a dtype up as the rewrite spells it (`TABLE[dt]`, `x.dtype is
+    torch.float16`, `dt in (...)`): a helper that does so is rewritten (SGLang's compute-type
+    helpers are a one-line `return TABLE[x.dtype]`)."""
+    if isinstance(n, ast.Subscript):
+        key = n.slice
+        return isinstance(key, ast.Attribute) and key.attr == "dtype" or \
+            isinstance(key, ast.Name) and isinstance(n.value, (ast.Name, ast.Dict))
+    return isinstance(n, ast.Compare) and len(n.ops) == 1 and \
+        isinstance(n.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn))
+
+
 def _rewritten(fn: FunctionType, rewrite: Rewrite, generator: bool = False
                ) -> Callable[..., Any] | None:
     """`fn` with its loops, branches, `and`/`or`/`not` and asserts rewritten, or None when it
@@ -340,7 +352,7 @@ def _rewritten(fn: FunctionType, rewrite: Rewrite, generator: bool = False
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != code.co_name or not any(
             isinstance(n, (ast.For, ast.If, ast.While, ast.Call, ast.IfExp, ast.BoolOp,
                            ast.Assert)) or isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)
-            for n in ast.walk(fdef)):
+            or _dtype_lookup(n) for n in ast.walk(fdef)):
         return None  # (its calls too: `min(n - t, 8)`, or a helper with loops of its own)
     try:
         new = rewrite(fn, source, kernel=False)

@@ -200,7 +200,7 @@ class _LoopRewriter(ast.NodeTransformer):
         key = node.slice
         if not isinstance(node.ctx, ast.Load) or not (
                 isinstance(key, ast.Attribute) and key.attr == "dtype" or
-                isinstance(key, ast.Name) and isinstance(node.value, ast.Name)):
+                isinstance(key, ast.Name) and isinstance(node.value, (ast.Name, ast.Dict))):
             return node
         return _rt("keyed", [node.value, node.slice], node)
 
