@@ -35,6 +35,7 @@ from typing import Any, Callable
 from tiledsl import dtypes
 from tiledsl.errors import TraceError
 from tiledsl.frontend import autograd_functions
+from tiledsl.frontend.captured import is_foreign_tensor
 from tiledsl.frontend.td_names import FUNCTIONS, TRITON_LANGUAGE, TRITON_ONLY, substitute
 from tiledsl.frontend.tracer import active, current
 
@@ -85,11 +86,28 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
     if _context_manager(fn):  # Liger's `with device_context(X.device):`
         return contextlib.contextmanager(_generator(fn.__wrapped__, rewrite))
     try:
-        return _CACHE[fn]
+        out = _CACHE[fn]
     except KeyError:  # (a library's function may have a substitute: torch.cuda's queries)
         found = substitute(fn)
         out = _CACHE[fn] = found if found is not fn else _rewritten(fn, rewrite) or fn
-        return out
+    tr = active()
+    if tr is not None and tr.valued and out is not fn and type(fn) is FunctionType:
+        return _eager_on_values(fn, out)
+    return out
+
+
+def _eager_on_values(fn: FunctionType, traced: Callable[..., Any]) -> Callable[..., Any]:
+    """In a trace with valued arguments (valued_args.py): `fn` as Python runs it where its
+    arguments hold real tensors and no value of the kernel's (fla's `prepare_chunk_indices(
+    cu_seqlens, BT)` computes with torch), else as the kernel traces it."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        given = [*args, *kwargs.values()]
+        given += [x for a in given if isinstance(a, (list, tuple)) for x in a]
+        if any(is_foreign_tensor(a, zero_d=True) for a in given) and \
+                not any(type(a).__module__.startswith("tiledsl.") for a in given):
+            return fn(*args, **kwargs)
+        return traced(*args, **kwargs)
+    return call
 
 
 _HIGHER_ORDER = frozenset(map(id, (map, filter, sorted, functools.reduce)))  # (builtins: ids

@@ -17,6 +17,7 @@ from typing import Any
 
 from tiledsl.errors import TraceError
 from tiledsl.frontend.tracer import current
+from tiledsl.frontend.valued_args import need_values
 
 
 class HostScalar:
@@ -33,6 +34,8 @@ class HostScalar:
         return self.tensor[(0,) * self.tensor.ndim if self.tensor.ndim else ()]
 
     def fail(self, what: str) -> Any:
+        if current().depth == "host" and what != "in host code":  # a small argument's value
+            need_values([self.tensor])  # (vLLM's `if no_lora_flag_cpu.item(): return`)
         current().fail(TraceError, f"{self.tensor.name}.item() is used {what}: its value is the "
                        "kernel's data, read on the device when the programs run, not known "
                        "while the kernel traces",

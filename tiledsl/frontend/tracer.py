@@ -62,6 +62,8 @@ class Tracer:
         self.grad_reads: set[str] = set()  # arguments whose `x.requires_grad` the code read
         self.grad_true: frozenset[str] = frozenset()  # and those that answer True
         self.captured: list[tuple[Any, Any]] = []  # (array, its Tensor): captured.py
+        self.arguments: dict[Value, str] = {}  # the kernel's tensor arguments -> their names
+        self.valued: dict[int, str] = {}  # valued arguments' real tensors -> names (valued_args)
         self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None

@@ -467,7 +467,22 @@ class Tensor:
         return self.permute(tuple(reversed(range(self.ndim))))
 
     def __iter__(self) -> Any:
-        current().fail(TraceError, f"cannot iterate over tensor '{self.name}'",
+        return self._values(f"cannot iterate over tensor '{self.name}'")
+
+    def tolist(self) -> Any:
+        """torch's `x.tolist()` in host code: of a tensor computed from small integer or bool
+        arguments, their values (frontend/valued_args.py)."""
+        return self._values(f"'{self.name}'.tolist(): the tensor's values are the kernel's "
+                            "data")
+
+    def __array__(self, *_: Any, **__: Any) -> Any:
+        return self._values(f"NumPy's conversion of tensor '{self.name}': its values are the "
+                            "kernel's data")
+
+    def _values(self, message: str) -> Any:
+        from tiledsl.frontend.valued_args import need_values
+        need_values([self])
+        current().fail(TraceError, message,
                        hint=f"cut it into tiles: for t in td.tile({self.name}.shape[0]): "
                             f"... {self.name}[t] ...")
 

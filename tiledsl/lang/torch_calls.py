@@ -22,6 +22,7 @@ from typing import Any, Callable
 from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
+from tiledsl.frontend.valued_args import need_values
 from tiledsl.frontend.tracer import current
 from tiledsl.lang.devices import Device
 from tiledsl.frontend.values import (
@@ -249,6 +250,8 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
         return getattr(args[0], name)(*args[1:], **(kwargs or {}))
     if name in HOST_CALLS and name in FUNCTIONS:  # `torch.atleast_2d([a, b])` of a list
         return _call(f"torch.{name}", FUNCTIONS[name], args, kwargs or {})
+    need_values([a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)])  # (torch's,
+    # on the values of small int arguments: fla's repeat_interleave of chunk counts)
     current().fail(TraceError, f"torch.{name} has no tiledsl counterpart on the kernel's "
                    "tensors", hint="host code may view (reshape, permute, x[:, 1:]), reduce "
                    "(x.sum(dim), x.amax(dim), torch.logsumexp), compute elementwise (x + y, "

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl import dtypes
-from tiledsl.frontend import static_args
+from tiledsl.frontend import static_args, valued_args
 from tiledsl.errors import ArgumentError
 from tiledsl.frontend.subclasses import plain_arrays
 from tiledsl.frontend.values import weak_dtype
@@ -39,6 +39,8 @@ class ArgSpecs:
         self.annotated = frozenset(static_args.signature_constexprs(signature))
         self.static: set[str] = set(self.annotated)  # and the ints the body needs static
         self.memory: set[str] = set()  # 0-d array parameters the body writes (MemoryNeeded)
+        self.valued: set[str] = set()  # array parameters whose values host code reads
+        # (frontend/valued_args.py): keyed by their contents
 
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
         """Positional argument values in the order of the kernel's parameters."""
@@ -63,6 +65,9 @@ class ArgSpecs:
         return tuple(specs)
 
     def of(self, name: str, v: Any) -> ArgSpec:
+        if name in self.valued and getattr(v, "ndim", 0):  # its values: a compile-time value
+            payload = valued_args.valued(v, name, self.name)
+            return ("const", static_args.Static(payload, payload.key, payload.text))
         if type(v) is np.ndarray and v.ndim and name not in self.static:  # the common case
             d = NUMPY_DTYPES.get(v.dtype)
             if d is not None:

@@ -19,6 +19,8 @@ from tiledsl.interop import arrays
 from tiledsl.runtime import dispatch, registry, returns
 from tiledsl import dtypes
 from tiledsl.frontend import helpers, reads, static_args
+from tiledsl.frontend import valued_args
+from tiledsl.frontend.valued_args import ValuesNeeded
 from tiledsl.frontend.zero_d_memory import MemoryNeeded
 from tiledsl.runtime.config import Config, ConfigSpace
 from tiledsl.runtime.arg_specs import ArgSpec, ArgSpecs
@@ -104,11 +106,12 @@ class TileKernel:
                     return spec
                 if any(_may_specialize(s) for s in spec):
                     self._trace_knob_values(spec)
-                elif any(s[0] == "scalar" and not s[2] for s in spec):
-                    self.traces.get(spec)  # a 0-d array argument: memory if the body writes it
-            except (static_args.StaticNeeded, MemoryNeeded) as e:
+                elif any(s[0] == "scalar" and not s[2] or _may_be_valued(s) for s in spec):
+                    self.traces.get(spec)  # a 0-d array argument: memory if the body writes
+                    # it; a small int array: valued if host code reads its values
+            except (static_args.StaticNeeded, MemoryNeeded, ValuesNeeded) as e:
                 kind = self.specs.static if isinstance(e, static_args.StaticNeeded) \
-                    else self.specs.memory
+                    else self.specs.valued if isinstance(e, ValuesNeeded) else self.specs.memory
                 kind |= e.params  # (each round adds one: the loop ends)
                 self.caches.plans.clear()
                 self.caches.fast.clear()
@@ -458,6 +461,15 @@ def tile_kernel(fn: FunctionType | None = None, /, *, config: Config | None = No
     if configs is not None:
         kernel.configs = list(configs)
     return kernel
+
+
+def _may_be_valued(s: ArgSpec) -> bool:
+    """A small integer or bool array argument, whose values host code may read
+    (frontend/valued_args.py)."""
+    if s[0] != "tensor":
+        return False
+    d = dtypes.BY_SHORT[s[2]]
+    return (d.is_int or d.is_bool) and int(np.prod(s[1])) <= valued_args.MAX_ELEMENTS
 
 
 def _may_specialize(s: ArgSpec) -> bool:

@@ -52,8 +52,8 @@ class Runner:
         """After a slow call on torch CUDA tensors: the fast call for their layout, if the
         backend prepares launches."""
         spec = self.k.arg_spec(values)
-        if any(s[0] == "list" for s in spec):
-            return  # (dispatch.key never takes lists)
+        if any(s[0] == "list" for s in spec) or self.k.specs.valued:
+            return  # (dispatch.key never takes lists, nor an argument's values)
         runtime = [i for i, s in enumerate(spec) if s[0] not in ("const", "alias")]
         flat = self.k.specs.flat(spec, values)
         impl, _, chosen, t, narrowed, written = self.k.caches.plans[

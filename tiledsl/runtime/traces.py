@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 from tiledsl import dtypes
 from tiledsl.runtime import registry
-from tiledsl.frontend import const_scalars, foreign_calls, static_args, symdims
+from tiledsl.frontend import const_scalars, foreign_calls, static_args, symdims, valued_args
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.caches import Caches
 from tiledsl.runtime.config import Config
@@ -172,6 +172,7 @@ class Traces:
         tracer.grad_true = grads
         values: list[Value] = []
         proxies: list[Any] = []
+        valued = tracer.valued  # the valued arguments' tensors (valued_args.py) -> names
         names = list(self.signature.parameters)
         for i, (name, s) in enumerate(zip(names, spec)):
             if s[0] == "tensor":
@@ -180,7 +181,12 @@ class Traces:
                 v = Value(TensorType(shape, dtypes.BY_SHORT[s[2]]), name)
                 if len(s) > 3:  # an argument laid out other than row-major
                     tracer.layouts[v] = s[3]
+                tracer.arguments[v] = name
                 proxies.append(Tensor(v, name))
+            elif s[0] == "const" and isinstance(s[1].value, valued_args.Valued):
+                proxies.append(s[1].value.proxy())  # its values: a real tensor
+                valued[id(proxies[-1])] = name
+                continue
             elif s[0] == "const":
                 proxies.append(const_scalars.as_seen(s[1].value))
                 continue
@@ -223,6 +229,8 @@ class Traces:
                 outputs, returns = form(result)  # checked by loops.result
                 tracer.emit("return", [t.value for t in outputs],
                             loc=Loc(self.file, self.def_line()))
+                if valued:
+                    valued_args.refuse_writes(tracer, valued)
             except TileDSLError as e:
                 aliases = [f"'{names[j]}' is '{names[s[1]]}'" for j, s in enumerate(spec)
                            if s[0] == "alias"]

@@ -1,0 +1,103 @@
+"""Arguments whose values host code reads (tiledsl/frontend/valued_args.py): fla's varlen
+chunk indices from `cu_seqlens`, vLLM's LoRA early return on a CPU flag, mamba's
+`np.diff(query_start_loc)`. The kernel traces once per values, with the host code running on
+real tensors, and what it computes reaches the launches as captured tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+from support import run_on
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = triton.language
+
+
+def prepare_chunk_indices(cu_seqlens, chunk_size):  # fla's (fla/ops/utils/index.py), as written
+    counts = triton.cdiv(torch.diff(cu_seqlens), chunk_size)
+    indices = torch.cat([torch.arange(n) for n in counts.tolist()])
+    return torch.stack([indices.eq(0).cumsum(0) - 1, indices], 1).to(cu_seqlens)
+
+
+@triton.jit
+def _chunk_sum(x_ptr, out_ptr, cu_ptr, idx_ptr, BT: tl.constexpr):
+    i_t = tl.program_id(0)
+    i_n, i_c = tl.load(idx_ptr + i_t * 2).to(tl.int32), tl.load(idx_ptr + i_t * 2 + 1).to(tl.int32)
+    bos, eos = tl.load(cu_ptr + i_n).to(tl.int32), tl.load(cu_ptr + i_n + 1).to(tl.int32)
+    o = bos + i_c * BT + tl.arange(0, BT)
+    tl.store(out_ptr + i_t, tl.sum(tl.load(x_ptr + o, mask=o < eos, other=0.0)))
+
+
+@td.tile_kernel
+def chunk_sums(x, cu_seqlens):
+    idx = prepare_chunk_indices(cu_seqlens, 4)
+    out = torch.empty(len(idx), dtype=x.dtype)  # a grid sized by the values
+    _chunk_sum[(len(idx),)](x, out, cu_seqlens, idx, 4)
+    return out
+
+
+def _chunk_sums(x: np.ndarray, cu: list[int]) -> np.ndarray:
+    return np.array([x[s:min(s + 4, e)].astype(np.float64).sum()
+                     for s0, e in zip(cu[:-1], cu[1:]) for s in range(s0, e, 4)])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_varlen_chunk_indices_from_cu_seqlens(backend: str) -> None:
+    x = np.random.default_rng(81).standard_normal(37).astype(np.float32)
+    for cu in ([0, 5, 6, 17, 37], [0, 10, 37], [0, 5, 6, 17, 37]):
+        got = run_on(chunk_sums, (x, np.array(cu, np.int32)), backend)
+        np.testing.assert_allclose(got, _chunk_sums(x, cu), rtol=1e-6, atol=1e-6)
+    assert chunk_sums.specs.valued == {"cu_seqlens"}
+
+
+@td.tile_kernel
+def lora_or_not(x, no_lora_flag_cpu):
+    if no_lora_flag_cpu.item():  # vLLM's LoRA ops return early without adapters
+        return x.clone()
+    return x * 2
+
+
+@td.tile_kernel
+def seqlens_by_numpy(x, query_start_loc):
+    seqlens = np.diff(query_start_loc.to("cpu"))  # mamba's causal conv (vLLM)
+    out = torch.empty(int(seqlens.max()), dtype=x.dtype)
+    out.fill_(float(len(seqlens)))
+    return out
+
+
+def test_a_flag_s_item_and_numpy_of_an_argument() -> None:
+    x = torch.randn(6)
+    torch.testing.assert_close(lora_or_not(x, torch.tensor([True])), x)
+    torch.testing.assert_close(lora_or_not(x, torch.tensor([False])), 2 * x)
+    out = seqlens_by_numpy(x, torch.tensor([0, 3, 10, 12], dtype=torch.int32))
+    assert out.shape == (7,) and bool((out == 3).all())
+
+
+@td.tile_kernel
+def writes_what_it_reads(x, cu_seqlens):
+    idx = prepare_chunk_indices(cu_seqlens, 4)
+    out = torch.empty(len(idx), dtype=x.dtype)
+    _chunk_sum[(len(idx),)](x, out, cu_seqlens, idx, 4)
+    _bump[(1,)](cu_seqlens)  # its launch would write the trace's copy
+    return out
+
+
+@triton.jit
+def _bump(p):
+    tl.store(p, tl.load(p) + 1)
+
+
+@td.tile_kernel
+def reads_float_values(x):
+    return torch.tensor(x.tolist())
+
+
+def test_what_values_may_not_do() -> None:
+    x = np.random.default_rng(82).standard_normal(37).astype(np.float32)
+    with pytest.raises(td.TraceError, match="writes 'cu_seqlens', whose values its host code"):
+        writes_what_it_reads(x, np.array([0, 5, 37], np.int32))
+    with pytest.raises(td.TraceError, match="tolist\\(\\): the tensor's values are the"):
+        reads_float_values(x)  # (a float tensor's values are data, not sizes)
