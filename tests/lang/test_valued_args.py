@@ -95,9 +95,12 @@ def reads_float_values(x):
     return torch.tensor(x.tolist())
 
 
-def test_what_values_may_not_do() -> None:
+def test_what_values_may_not_do(tmp_path) -> None:  # type: ignore[no-untyped-def]
     x = np.random.default_rng(82).standard_normal(37).astype(np.float32)
     with pytest.raises(td.TraceError, match="writes 'cu_seqlens', whose values its host code"):
         writes_what_it_reads(x, np.array([0, 5, 37], np.int32))
     with pytest.raises(td.TraceError, match="tolist\\(\\): the tensor's values are the"):
         reads_float_values(x)  # (a float tensor's values are data, not sizes)
+    flag = np.array([True])
+    with pytest.raises(td.TraceError, match="reads the values of no_lora_flag_cpu"):
+        lora_or_not.export(tmp_path / "lora.tdpkg", x, flag)

@@ -62,6 +62,7 @@ class Traced:
     tunables: dict[str, Any] = field(default_factory=dict, compare=False)  # tunables.py
     grad_reads: frozenset[str] = frozenset()  # arguments whose `requires_grad` was read
     captured: tuple[Any, ...] = field(default=(), compare=False)  # frontend/captured.py
+    valued: tuple[str, ...] = ()  # arguments whose values it holds (frontend/valued_args.py)
 
     @property
     def hash(self) -> str:
@@ -70,6 +71,11 @@ class Traced:
     def only_arguments(self, what: str) -> Traced:
         """This trace, if it reads only the kernel's arguments: `what` (a package, a custom
         op) passes those alone, not the tensors it captured (frontend/captured.py)."""
+        if self.valued:
+            raise TraceError(f"{what} passes the kernel's arguments at run time, and its host "
+                             f"code reads the values of {', '.join(self.valued)} (a trace per "
+                             "values)", kernel=self.ir.name, hint="pass what the host code "
+                             "computes from them (sizes, index tables) as arguments")
         if self.captured:
             names = ", ".join(a.hint or "?" for a in self.ir.args[-len(self.captured):])
             raise TraceError(f"{what} passes only the kernel's arguments, and its code reaches "
@@ -156,7 +162,8 @@ class Traces:
         verify(lowered)
         return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
                       grad_reads=frozenset(tracer.grad_reads),
-                      captured=tuple(o for o, _ in tracer.captured))
+                      captured=tuple(o for o, _ in tracer.captured),
+                      valued=tuple(sorted(tracer.valued.values())))
 
     def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = (),
                  grads: frozenset[str] = frozenset()
