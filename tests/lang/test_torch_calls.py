@@ -379,9 +379,10 @@ def test_host_code_integer_division_and_cumsum(backend: str) -> None:
     def data_sized(cu):
         return td.zeros((cu[-1].item(),), dtype=td.float32)
 
+    assert data_sized(cu).shape == (26,)  # cu's values: a valued argument (valued_args.py)
     with pytest.raises(td.TraceError, match=r"cu\[-1\].item\(\) is used as a size in td.zeros: "
                        "its value is the kernel's data"):
-        data_sized(cu)
+        data_sized(cu.astype(np.float32))  # (a float tensor's values are data, not sizes)
 
     @td.tile_kernel
     def too_long(cu):

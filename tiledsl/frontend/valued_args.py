@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tiledsl import dtypes
 from tiledsl.errors import TraceError
 from tiledsl.frontend.tracer import Tracer, current
 from tiledsl.ir.core import Block, Op, Value
@@ -66,20 +67,12 @@ class Valued:
         return t.cuda() if self.gpu else t
 
 
-def valued(v: Any, name: str, kernel: str) -> Valued:
-    """The Valued spec payload of argument `v` (a NumPy, CuPy or torch array)."""
-    from tiledsl.errors import ArgumentError
-    from tiledsl.runtime.arg_specs import is_gpu_array
-    gpu = is_gpu_array(v)
-    try:
-        host = v.get() if gpu and hasattr(v, "get") else \
-            v.detach().cpu().numpy() if type(v).__module__.startswith("torch") else np.asarray(v)
-    except Exception as e:  # (a FakeTensor under torch.compile has no values to read)
-        raise ArgumentError(f"the host code reads the values of argument '{name}' (a size or "
-                            f"a test made from them), which this call cannot give ({e})",
-                            kernel=kernel, hint="call the kernel eagerly, or pass what the host "
-                            "code computes from them as arguments") from None
-    return Valued(np.ascontiguousarray(host), gpu)
+def may_be_valued(v: Any) -> bool:
+    """Whether array argument `v` can be valued: integer or bool, of 1 to MAX_ELEMENTS
+    elements (a call with another kind of array traces it as a tensor)."""
+    d = dtypes.from_any(str(getattr(v, "dtype", "")).rsplit(".", 1)[-1])
+    return getattr(v, "ndim", 0) > 0 and d is not None and (d.is_int or d.is_bool) and \
+        0 < int(np.prod(v.shape)) <= MAX_ELEMENTS
 
 
 def need_values(tensors: list[Any]) -> None:

@@ -65,8 +65,8 @@ class ArgSpecs:
         return tuple(specs)
 
     def of(self, name: str, v: Any) -> ArgSpec:
-        if name in self.valued and getattr(v, "ndim", 0):  # its values: a compile-time value
-            payload = valued_args.valued(v, name, self.name)
+        if name in self.valued and valued_args.may_be_valued(v):  # its values: compile-time
+            payload = self._valued(name, v)
             return ("const", static_args.Static(payload, payload.key, payload.text))
         if type(v) is np.ndarray and v.ndim and name not in self.static:  # the common case
             d = NUMPY_DTYPES.get(v.dtype)
@@ -109,6 +109,19 @@ class ArgSpecs:
                                  "k.run(..., backend=) takes NumPy arrays on the CPU "
                                  "(np.from_dlpack(t)) and GPU arrays on 'triton'"
                             if hasattr(v, "__dlpack__") else None)
+
+    def _valued(self, name: str, v: Any) -> valued_args.Valued:
+        """The contents of valued argument `v` (a NumPy, CuPy or torch array), on the host."""
+        gpu = is_gpu_array(v)
+        try:
+            host = v.get() if gpu and hasattr(v, "get") else v.detach().cpu().numpy() \
+                if type(v).__module__.startswith("torch") else np.asarray(v)
+        except Exception as e:  # (a FakeTensor under torch.compile has no values to read)
+            raise ArgumentError(f"the host code reads the values of argument '{name}' (a size "
+                                f"or a test made from them), which this call cannot give ({e})",
+                                kernel=self.name, hint="call the kernel eagerly, or pass what "
+                                "the host code computes from them as arguments") from None
+        return valued_args.Valued(np.ascontiguousarray(host), gpu)
 
     def _zero_d_memory(self, name: str, v: Any) -> ArgSpec:
         """The spec of a parameter the body writes that was given as a 0-d array: a tensor of
