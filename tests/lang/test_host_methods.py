@@ -28,6 +28,8 @@ def index_math(cu, labels, q):
 @td.tile_kernel
 def lora_products(x, w, a, b, scale: float):
     out = torch.matmul(x, w.t(), out=None)  # Unsloth's LoRA: torch_matmul(X, W.t(), out=out)
+    with torch.cuda._DeviceGuard(0):  # (FlagGems' pow, on any machine)
+        torch.mm(x, w.t(), out=out)  # (TritonBench's matmul_dequantize)
     out.addmm_(x @ a, b, alpha=scale)
     dw = torch.zeros((w.shape[1], w.shape[1]), dtype=w.dtype)
     torch.addmm(input=dw, mat1=x.t(), mat2=x, out=dw)  # fla's fused KL divergence

@@ -288,11 +288,14 @@ def _rounded(x_ptr, away_ptr, even_ptr, N: tl.constexpr):
     tl.store(away_ptr + r, tl.extra.cuda.libdevice.round(v))  # SGLang's int8 quantization
     tl.store(away_ptr + N + r, libdevice_round(v))  # (`from ...libdevice import round`)
     tl.store(even_ptr + r, tl.extra.libdevice.rint(v))
+    w = tl.where(tl.abs(v) < 1e18, v, 0.0)  # (in int64's range; NaN compares False)
+    tl.store(even_ptr + N + r, tl.extra.cuda.libdevice.llrint(w).to(tl.float32))
+    tl.store(away_ptr + 2 * N + r, tl.extra.cuda.libdevice.llround(w).to(tl.float32))
 
 
 @td.tile_kernel
 def rounded(x):
-    away, even = torch.empty(2 * x.numel(), dtype=x.dtype), torch.empty_like(x)
+    away, even = torch.empty(3 * x.numel(), dtype=x.dtype), torch.empty(2 * x.numel(), dtype=x.dtype)
     _rounded[(1,)](x, away, even, x.numel())
     return away, even
 
@@ -306,8 +309,11 @@ def test_libdevice_round_goes_half_away_from_zero(backend: str) -> None:
     x64 = x.astype(np.float64)  # (|x| + 0.5 is exact in float64: C's roundf, independently)
     with np.errstate(invalid="ignore"):
         want = np.where(np.isfinite(x64), np.copysign(np.floor(np.abs(x64) + 0.5), x64), x64)
-    np.testing.assert_array_equal(away, np.tile(want.astype(np.float32), 2))
-    np.testing.assert_array_equal(even, np.round(x))
+    np.testing.assert_array_equal(away[:32], np.tile(want.astype(np.float32), 2))
+    np.testing.assert_array_equal(even[:16], np.round(x))
+    finite = np.abs(x) < 1e18  # llrint / llround: to int64
+    np.testing.assert_array_equal(even[16:][finite], np.round(x)[finite])
+    np.testing.assert_array_equal(away[32:][finite], want.astype(np.float32)[finite])
 
 
 @td.tile_kernel

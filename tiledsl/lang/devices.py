@@ -87,6 +87,8 @@ def device_call(fn: Any) -> Any:
         return _device_of(fn)
     if name == "autocast" and module.startswith("torch"):  # `with torch.autocast("cuda",
         return lambda *_, **__: nullcontext()  # dtype=x.dtype)` (attorch): kernels set dtypes
+    if name == "_DeviceGuard" and module.startswith("torch"):  # `with torch.cuda.
+        return lambda *_, **__: nullcontext()  # _DeviceGuard(x.device.index)` (FlagGems')
     if module == "torch.cuda" and name in _QUERIES and \
             getattr(sys.modules["torch"].cuda, name, None) is fn:
         return _QUERIES[name]

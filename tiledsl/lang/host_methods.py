@@ -2,7 +2,7 @@
 host code already has (host_math.py, host_reductions.py, host_matmul.py): `x.ne(v)` and the
 other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode=)`,
 `x.pow(y)` and `**`, `x.clamp(min=, max=)` and `x.clamp_`, `x.reshape_as(y)`,
-`torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)`, and
+`torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and `torch.mm`), and
 `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)` (Unsloth's LoRA, fla's
 fused KL divergence). Each is a grid of its own, as the operators it stands for.
 """
@@ -181,6 +181,6 @@ Tensor.clamp = Tensor.clip = clamp  # type: ignore[attr-defined]
 Tensor.clamp_ = Tensor.clip_ = clamp_  # type: ignore[attr-defined]
 Tensor.diff = diff  # type: ignore[attr-defined]
 Tensor.count_nonzero = count_nonzero  # type: ignore[attr-defined]
-Tensor.matmul = matmul_out  # type: ignore[attr-defined]
+Tensor.matmul = Tensor.mm = matmul_out  # type: ignore[attr-defined]
 Tensor.addmm_ = addmm_  # type: ignore[attr-defined]
 Tensor.addmm = addmm  # type: ignore[attr-defined]

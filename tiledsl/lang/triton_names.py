@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiledsl import dtypes
 from tiledsl.errors import ShapeError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, TRITON_ONLY
 from tiledsl.frontend.tracer import current
@@ -194,6 +195,9 @@ class _Math:
     def __getattr__(self, name: str) -> Any:
         if name == "round":  # libdevice's roundf: half away from zero (td.round's is to even)
             return round_half_away
+        if name in ("llrint", "lrint", "llround", "lround"):  # to int64 (a C long is 64 bits)
+            rounding = FUNCTIONS["round"] if "rint" in name else round_half_away
+            return lambda x: rounding(x).to(dtypes.int64)
         if name in self.NAMES or name in FUNCTIONS:  # and libdevice's (tanh, log1p, pow, ...)
             return FUNCTIONS[name]
         if name in self.ALIASES:
