@@ -68,7 +68,16 @@ def seqlens_by_numpy(x, query_start_loc):
     return out
 
 
+@td.tile_kernel
+def total_sized(lengths, width: int):
+    total_length = lengths.sum().item()  # TritonBench's get_xine_cache: a host sum's value
+    out = torch.empty((total_length, width), dtype=torch.float32)
+    out.fill_(1.0)
+    return out
+
+
 def test_a_flag_s_item_and_numpy_of_an_argument() -> None:
+    assert total_sized(torch.tensor([3, 1, 4], dtype=torch.int32), 2).shape == (8, 2)
     x = torch.randn(6)
     torch.testing.assert_close(lora_or_not(x, torch.tensor([True])), x)
     torch.testing.assert_close(lora_or_not(x, torch.tensor([False])), 2 * x)

@@ -118,9 +118,15 @@ def _sources(tr: Tracer, v: Value) -> set[Value] | None:
             found.add(x)
             continue
         todo += op.operands
+        for region in op.regions:  # a loop's or a branch's results: what its body uses
+            todo += [o for inner in _ops(region) for o in inner.operands]
         for w in writes.get(x, ()):
             todo += w.operands[1:]
     return found
+
+
+def _ops(block: Block) -> list[Op]:
+    return [o for op in block.ops for o in (op, *(i for r in op.regions for i in _ops(r)))]
 
 
 def _index(block: Block, writes: dict[Value, list[Op]], inner: set[Value]) -> None:
