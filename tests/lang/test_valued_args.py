@@ -85,6 +85,37 @@ def test_a_flag_s_item_and_numpy_of_an_argument() -> None:
     assert out.shape == (7,) and bool((out == 3).all())
 
 
+@triton.jit
+def _element_mul(X_ptr, X_stride, grad_output_ptr, n_cols, BLOCK_SIZE: tl.constexpr):
+    program_id = tl.program_id(0).to(tl.int64)
+    X_ptr += program_id * X_stride
+    grad_output = tl.load(grad_output_ptr)
+    for i in range(0, n_cols, BLOCK_SIZE):
+        X_offsets = i + tl.arange(0, BLOCK_SIZE)
+        X_block = tl.load(X_ptr + X_offsets, mask=X_offsets < n_cols)
+        tl.store(X_ptr + X_offsets, X_block * grad_output, mask=X_offsets < n_cols)
+
+
+@td.tile_kernel
+def cross_entropy_backward(_input, grad_output):  # Liger's, as written
+    if torch.equal(grad_output, torch.tensor(1.0, device=grad_output.device)):
+        pass
+    else:
+        BT, V = _input.shape
+        BLOCK_SIZE = min(65536 // 2, triton.next_power_of_2(V))
+        _element_mul[(BT,)](_input, _input.stride(-2), grad_output, V, BLOCK_SIZE=BLOCK_SIZE,
+                            num_warps=32)
+    return _input
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_0d_argument_s_value_tested_in_host_code(backend: str) -> None:
+    x = np.random.default_rng(83).standard_normal((5, 37)).astype(np.float32)
+    for g in (1.0, 2.5, 1.0):
+        out = run_on(cross_entropy_backward, (x.copy(), np.array(g, np.float32)), backend)
+        np.testing.assert_array_equal(out, x * np.float32(g))
+
+
 @td.tile_kernel
 def writes_what_it_reads(x, cu_seqlens):
     idx = prepare_chunk_indices(cu_seqlens, 4)

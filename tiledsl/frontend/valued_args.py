@@ -69,10 +69,24 @@ class Valued:
 
 def may_be_valued(v: Any) -> bool:
     """Whether array argument `v` can be valued: integer or bool, of 1 to MAX_ELEMENTS
-    elements (a call with another kind of array traces it as a tensor)."""
+    elements, or a 0-d array of any dtype (a call with another kind of array traces it as a
+    tensor)."""
     d = dtypes.from_any(str(getattr(v, "dtype", "")).rsplit(".", 1)[-1])
-    return getattr(v, "ndim", 0) > 0 and d is not None and (d.is_int or d.is_bool) and \
-        0 < int(np.prod(v.shape)) <= MAX_ELEMENTS
+    if d is None or not hasattr(v, "shape"):
+        return False
+    if len(v.shape) == 0:
+        return True
+    return (d.is_int or d.is_bool) and 0 < int(np.prod(v.shape)) <= MAX_ELEMENTS
+
+
+def need_scalar_values(values: list[Any]) -> None:
+    """Where host code needs the values of tile values (a torch function of theirs tiledsl has
+    no counterpart of): raise ValuesNeeded if all are 0-d array arguments (Liger's backward
+    wrappers: `if torch.equal(grad_output, torch.tensor(1.0)):`); else return."""
+    tr = current()
+    names = [tr.array_scalars.get(v.value) for v in values]
+    if names and all(n is not None for n in names):
+        raise ValuesNeeded(frozenset(n for n in names if n is not None))
 
 
 def need_values(tensors: list[Any]) -> None:

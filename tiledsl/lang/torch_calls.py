@@ -22,7 +22,7 @@ from typing import Any, Callable
 from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
-from tiledsl.frontend.valued_args import need_values
+from tiledsl.frontend.valued_args import need_scalar_values, need_values
 from tiledsl.frontend.tracer import current
 from tiledsl.lang.devices import Device
 from tiledsl.frontend.values import (
@@ -142,6 +142,9 @@ def _torch_function(cls: type, func: Callable[..., Any], types: Any, args: tuple
     target = CALLS.get(name)
     fn = FUNCTIONS.get(target) if target is not None else None
     if fn is None:
+        need_scalar_values([a for a in (*args, *(kwargs or {}).values())
+                            if isinstance(a, TileValue)])  # (Liger's torch.equal(grad_output,
+        # torch.tensor(1.0)) of a 0-d argument: its value, valued_args.py)
         current().fail(TraceError, f"{module}.{name} has no tiledsl counterpart on tile values",
                        hint="the torch functions a kernel may call on tiles are "
                             + ", ".join(f"torch.{n}" for n in sorted(CALLS))
@@ -207,11 +210,22 @@ def host_call(fn: Any) -> Callable[..., Any] | None:
     td_fn = FUNCTIONS[name]
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        if name == "tensor" and current().valued and _numbers(args[0] if args else None):
+            # a constant beside a valued argument's real tensor (Liger's `torch.equal(
+            # grad_output, torch.tensor(1.0, device=grad_output.device))`): torch's own
+            return fn(*args, **{k: v for k, v in kwargs.items() if not isinstance(v, Device)})
         if name == "full" and kwargs.get("dtype") is None and len(args) == 2 and \
                 isinstance(args[1], (bool, int)):  # torch.full((n,), 3) is int64, (n,), True bool
             kwargs["dtype"] = "bool" if isinstance(args[1], bool) else "int64"
         return _call(f"torch.{name}", td_fn, args, kwargs)
     return call
+
+
+def _numbers(data: Any) -> bool:
+    """Whether `data` is a Python number or a flat list or tuple of them."""
+    kinds = (bool, int, float)
+    return isinstance(data, kinds) or isinstance(data, (list, tuple)) and \
+        all(isinstance(x, kinds) for x in data)
 
 
 def _method(name: str) -> Callable[..., Any]:
