@@ -69,24 +69,22 @@ def _trunc_div(a: Any, b: Any) -> Any:
     return FUNCTIONS["where"](((a % b) != 0) & ((a < 0) != (b < 0)), q + 1, q)
 
 
-def _pow(self: Tensor, other: Any) -> Tensor:
-    if current(f"{self.name} ** ...").depth != "host":
-        no_math(self, f"{self.name}[t] ** 2")
-    out = elementwise(f"{self.name} ** ...", lambda a, b: a ** b, self, other)
-    if out is None:
-        current().fail(TraceError, f"{self.name} ** {type(other).__name__}: host code raises "
-                       "tensors to numbers or tensors")
-    return out
+def _power(swap: bool) -> Any:
+    """`x ** y` (`x.pow(y)`), or `y ** x` where `swap`, of a tensor x in host code."""
+    def method(self: Tensor, other: Any) -> Tensor:
+        what = f"... ** {self.name}" if swap else f"{self.name} ** ..."
+        if current(what).depth != "host":
+            no_math(self, f"2 ** {self.name}[t]" if swap else f"{self.name}[t] ** 2")
+        out = elementwise(what, (lambda a, b: b ** a) if swap else (lambda a, b: a ** b),
+                          self, other)
+        if out is None:
+            current().fail(TraceError, f"{what}: host code raises tensors and numbers to "
+                           f"tensors and numbers, not a {type(other).__name__}")
+        return out
+    return method
 
 
-def _rpow(self: Tensor, other: Any) -> Tensor:
-    if current(f"... ** {self.name}").depth != "host":
-        no_math(self, f"2 ** {self.name}[t]")
-    out = elementwise(f"... ** {self.name}", lambda a, b: b ** a, self, other)
-    if out is None:
-        current().fail(TraceError, f"{type(other).__name__} ** {self.name}: host code raises "
-                       "numbers or tensors to tensors")
-    return out
+_pow, _rpow = _power(False), _power(True)
 
 
 def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 (torch's)
