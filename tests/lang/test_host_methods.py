@@ -83,6 +83,25 @@ def test_clamp_in_place_and_not_and_a_view_s_storage_offset() -> None:
 
 
 @td.tile_kernel
+def gathered(probs, cutoff, rows):
+    pivots = probs.gather(1, cutoff.unsqueeze(1)).squeeze(1)  # SGLang's top-k renorm
+    return pivots, torch.gather(probs, 0, rows)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_gather_along_either_dimension(backend: str) -> None:
+    rng = np.random.default_rng(84)
+    probs = rng.standard_normal((5, 37)).astype(np.float32)
+    cutoff, rows = rng.integers(0, 37, 5), rng.integers(0, 5, (3, 37))
+    pivots, picked = run_on(gathered, (probs, cutoff, rows), backend)
+    np.testing.assert_array_equal(pivots, np.take_along_axis(probs, cutoff[:, None], 1)[:, 0])
+    np.testing.assert_array_equal(picked, np.take_along_axis(probs, rows, 0))
+    if backend == "numpy":
+        with pytest.raises(td.OutOfBoundsError):
+            gathered(probs, cutoff + 37, rows)
+
+
+@td.tile_kernel
 def pow_inside_a_grid(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):

@@ -2,7 +2,7 @@
 host code already has (host_math.py, host_reductions.py, host_matmul.py): `x.ne(v)` and the
 other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode=)`,
 `x.pow(y)` and `**`, `x.clamp(min=, max=)` and `x.clamp_`, `x.reshape_as(y)`,
-`torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and `torch.mm`), and
+`x.gather(dim, index)`, `torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and `torch.mm`), and
 `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)` (Unsloth's LoRA, fla's
 fused KL divergence). Each is a grid of its own, as the operators it stands for.
 """
@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from tiledsl import dtypes
-from tiledsl.errors import ShapeError, TraceError
+from tiledsl.errors import ShapeError, TraceError, user_loc
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, no_math, to_value
+from tiledsl.frontend.loops import loop
+from tiledsl.lang import language as lang
 from tiledsl.lang.host_math import elementwise, in_place
 from tiledsl.lang.host_matmul import matmul
 from tiledsl.lang.views import tensor_index
@@ -101,6 +103,33 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     return in_place(self, f"{self.name}.clamp_(...)", lambda v: FUNCTIONS["clamp"](v, min, max))
 
 
+def gather(self: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
+    """torch's `x.gather(dim, index)` (and `torch.gather`) in host code: a grid over index's
+    shape reading `x` at index's values along `dim` and at each element's own position along
+    the others (SGLang's renorms: `sorted_probs.gather(1, cutoff.unsqueeze(1))`)."""
+    tr = current(f"{self.name}.gather()")
+    if not isinstance(index, Tensor) or index.ndim != self.ndim or not index.dtype.is_int:
+        tr.fail(ShapeError, f"{self.name}.gather({dim}, index): the index is an integer tensor "
+                f"of x's rank ({self.ndim})")
+    axis = dim % self.ndim
+    if any(n > m for d, (n, m) in enumerate(zip(index.shape, self.shape)) if d != axis):
+        tr.fail(ShapeError, f"{self.name}.gather({dim}, index): index shape {index.shape} is "
+                f"larger than x's {self.shape} off dimension {dim} (torch's rule)")
+    out = lang.empty(index.shape, self.dtype)
+
+    def body(tiles: Any, env: dict) -> dict:
+        tiles = tiles if isinstance(tiles, tuple) else (tiles,)
+        keys = [index[tiles] if d == axis else tiles[d].index[tuple(
+            slice(None) if e == d else None for e in range(self.ndim))]
+            for d in range(self.ndim)]
+        out[tiles] = self[tuple(keys)]
+        return {}
+
+    loc = user_loc()
+    loop(lang.tile(*index.shape), body, {}, (), None, loc.line if loc is not None else 0)
+    return out
+
+
 def reshape_as(self: Tensor, other: Any) -> Tensor:
     """torch's `x.reshape_as(y)`: `x.reshape(y.shape)` (a copy where no view can be)."""
     return self.reshape(tuple(other.shape))  # type: ignore[attr-defined]
@@ -175,6 +204,7 @@ Tensor.add, Tensor.sub, Tensor.div = add, sub, div  # type: ignore[attr-defined]
 Tensor.__pow__, Tensor.__rpow__ = _pow, _rpow  # type: ignore[method-assign,assignment]
 Tensor.pow = _pow  # type: ignore[attr-defined]
 Tensor.reshape_as = reshape_as  # type: ignore[attr-defined]
+Tensor.gather = gather  # type: ignore[attr-defined]
 Tensor.clamp = Tensor.clip = clamp  # type: ignore[attr-defined]
 Tensor.clamp_ = Tensor.clip_ = clamp_  # type: ignore[attr-defined]
 Tensor.diff = diff  # type: ignore[attr-defined]
