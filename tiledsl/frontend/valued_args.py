@@ -11,8 +11,10 @@ device), so the host code runs as torch runs it; what it makes and hands to a la
 captured tensor (captured.py). The trace is keyed by the values (a hash of their bytes):
 every call reads them (a GPU tensor's, as the original wrapper does) and a call with other
 values traces again. A kernel may not write a valued argument (its launches see a copy).
-Only integer and bool tensors of at most `MAX_ELEMENTS` elements become valued: anything
-else keeps the error it had.
+Only integer and bool tensors of at most `MAX_ELEMENTS` elements become valued, and 0-d
+arrays a torch function tests (Liger's `torch.equal(grad_output, torch.tensor(1.0))`):
+anything else keeps the error it had. A GPU argument's real tensor is made on the current
+CUDA device (`.cuda()`).
 """
 
 from __future__ import annotations
