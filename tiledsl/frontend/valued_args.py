@@ -13,8 +13,7 @@ every call reads them (a GPU tensor's, as the original wrapper does) and a call 
 values traces again. A kernel may not write a valued argument (its launches see a copy).
 Only integer and bool tensors of at most `MAX_ELEMENTS` elements become valued, and 0-d
 arrays a torch function tests (Liger's `torch.equal(grad_output, torch.tensor(1.0))`):
-anything else keeps the error it had. A GPU argument's real tensor is made on the current
-CUDA device (`.cuda()`).
+anything else keeps the error it had. A GPU argument's real tensor is made on its device.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ class Valued:
     """A valued argument's contents in a spec: keyed by shape, dtype, device and bytes."""
 
     array: np.ndarray = field(repr=False)
-    gpu: bool
+    gpu: int | None  # the CUDA device the call's array is on, None on the CPU
 
     @property
     def key(self) -> tuple:
@@ -66,7 +65,7 @@ class Valued:
         if torch is None:
             return self.array.copy()
         t = torch.from_numpy(self.array.copy())
-        return t.cuda() if self.gpu else t
+        return t if self.gpu is None else t.cuda(self.gpu)
 
 
 def may_be_valued(v: Any) -> bool:

@@ -121,7 +121,9 @@ class ArgSpecs:
                                 f"or a test made from them), which this call cannot give ({e})",
                                 kernel=self.name, hint="call the kernel eagerly, or pass what "
                                 "the host code computes from them as arguments") from None
-        return valued_args.Valued(np.ascontiguousarray(host), gpu)
+        device = None if not gpu else int(getattr(v.device, "index", None) or
+                                            getattr(v.device, "id", 0) or 0)
+        return valued_args.Valued(np.ascontiguousarray(host), device)
 
     def _zero_d_memory(self, name: str, v: Any) -> ArgSpec:
         """The spec of a parameter the body writes that was given as a 0-d array: a tensor of
