@@ -102,6 +102,25 @@ def test_gather_along_either_dimension(backend: str) -> None:
 
 
 @td.tile_kernel
+def sorted_positions(cdf, top_ps, seq, v):
+    cutoff = torch.searchsorted(cdf, (1.0 - top_ps).unsqueeze(1), right=False).squeeze(1)
+    return cutoff, torch.searchsorted(seq, v, right=True)  # (SGLang's top-p renorm, 1-D)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_searchsorted_by_rows_and_of_one_sequence(backend: str) -> None:
+    rng = np.random.default_rng(85)
+    cdf = np.cumsum(np.sort(rng.random((5, 37)), 1), 1).astype(np.float32)
+    top_ps = (rng.random(5) * 10).astype(np.float32)
+    seq, v = np.sort(rng.integers(0, 20, 50)), rng.integers(-2, 22, (3, 7))
+    cutoff, at = run_on(sorted_positions, (cdf, top_ps, seq, v), backend)
+    want = [np.searchsorted(row, 1.0 - p) for row, p in zip(cdf, top_ps)]
+    np.testing.assert_array_equal(cutoff, want)
+    np.testing.assert_array_equal(at, np.searchsorted(seq, v, side="right"))
+    assert cutoff.dtype == np.int64
+
+
+@td.tile_kernel
 def pow_inside_a_grid(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):

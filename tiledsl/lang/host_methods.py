@@ -2,7 +2,7 @@
 host code already has (host_math.py, host_reductions.py, host_matmul.py): `x.ne(v)` and the
 other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode=)`,
 `x.pow(y)` and `**`, `x.clamp(min=, max=)` and `x.clamp_`, `x.reshape_as(y)`,
-`x.gather(dim, index)`, `torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and `torch.mm`), and
+`x.gather(dim, index)`, `torch.searchsorted`, `torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and `torch.mm`), and
 `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)` (Unsloth's LoRA, fla's
 fused KL divergence). Each is a grid of its own, as the operators it stands for.
 """
@@ -130,6 +130,42 @@ def gather(self: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> 
     return out
 
 
+def searchsorted(self: Tensor, values: Any, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: Any = None) -> Tensor:
+    """torch's `torch.searchsorted(sorted_sequence, values, right=)` in host code: for each
+    value, how many elements of its row of the sequence lie below it (`<=` with `right=True`):
+    a grid over the values, each counting its row tile by tile (SGLang's top-p renorm)."""
+    tr = current(f"torch.searchsorted({self.name}, ...)")
+    from tiledsl.frontend.td_names import FUNCTIONS
+    right = right or side == "right"
+    if sorter is not None or not isinstance(values, Tensor) or values.ndim == 0 or \
+            self.ndim > 1 and tuple(values.shape[:-1]) != tuple(self.shape[:-1]):
+        tr.fail(ShapeError, "torch.searchsorted in host code takes a sorted tensor and a tensor "
+                "of values with its leading dimensions (no sorter=)")
+    n = self.shape[-1]
+    out = lang.empty(values.shape, dtypes.int32 if out_int32 else dtypes.int64)
+    loc = user_loc()
+    line = loc.line if loc is not None else 0
+
+    def body(tiles: Any, env: dict) -> dict:
+        tiles = tiles if isinstance(tiles, tuple) else (tiles,)
+        lead = (slice(None),) * (values.ndim - 1)
+        vals = values[tiles][(*lead, slice(None), None)]  # (..., values, 1)
+
+        def step(tk: Any, e: dict) -> dict:
+            row = self[(*tiles[:-1], tk) if self.ndim > 1 else (tk,)]  # (..., tk) or (tk,)
+            row = row[(*(lead if self.ndim > 1 else ()), None, slice(None))]
+            below = (row <= vals) if right else (row < vals)
+            counted = FUNCTIONS["where"](tk.index < n, below, False).astype(out.dtype)
+            return {"acc": e["acc"] + FUNCTIONS["sum"](counted, axis=-1)}
+        first = lang.zeros(values[tiles].shape, out.dtype)
+        out[tiles] = loop(lang.tile(n), step, {"acc": first}, ("acc",), None, line)["acc"]
+        return {}
+
+    loop(lang.tile(*values.shape), body, {}, (), None, line)
+    return out
+
+
 def reshape_as(self: Tensor, other: Any) -> Tensor:
     """torch's `x.reshape_as(y)`: `x.reshape(y.shape)` (a copy where no view can be)."""
     return self.reshape(tuple(other.shape))  # type: ignore[attr-defined]
@@ -205,6 +241,7 @@ Tensor.__pow__, Tensor.__rpow__ = _pow, _rpow  # type: ignore[method-assign,assi
 Tensor.pow = _pow  # type: ignore[attr-defined]
 Tensor.reshape_as = reshape_as  # type: ignore[attr-defined]
 Tensor.gather = gather  # type: ignore[attr-defined]
+Tensor.searchsorted = searchsorted  # type: ignore[attr-defined]
 Tensor.clamp = Tensor.clip = clamp  # type: ignore[attr-defined]
 Tensor.clamp_ = Tensor.clip_ = clamp_  # type: ignore[attr-defined]
 Tensor.diff = diff  # type: ignore[attr-defined]
