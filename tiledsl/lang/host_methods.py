@@ -2,11 +2,12 @@
 host code already has (host_math.py, host_reductions.py, host_matmul.py): `x.ne(v)` and the
 other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode=)`,
 `x.pow(y)` and `**`, `x.clamp(min=, max=)` and `x.clamp_`, `x.reshape_as(y)`,
-`x.gather(dim, index)`, `torch.searchsorted`, `torch.diff(x)` (fla's `prepare_lens`), `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and `torch.mm`), and
-`x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)` (Unsloth's LoRA, fla's
-fused KL divergence). Each is a grid of its own, as the operators it stands for.
+`x.gather(dim, index)`, `torch.searchsorted`, `torch.diff(x)` (fla's `prepare_lens`),
+`torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and
+`torch.mm`), and `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)`
+(Unsloth's LoRA, fla's fused KL divergence). Each is a grid of its own, as the operators it
+stands for.
 """
-
 from __future__ import annotations
 
 from typing import Any
