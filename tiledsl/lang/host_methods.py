@@ -8,6 +8,7 @@ other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode
 (Unsloth's LoRA, fla's fused KL divergence). Each is a grid of its own, as the operators it
 stands for.
 """
+
 from __future__ import annotations
 
 from typing import Any
