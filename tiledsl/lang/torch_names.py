@@ -401,7 +401,7 @@ TileValue.stride = _scalar_stride  # type: ignore[attr-defined]
 Tensor.element_size = lambda self: self.dtype.itemsize  # type: ignore[attr-defined]
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)  # type: ignore[attr-defined]
 Tensor.size = property(_size)  # type: ignore[attr-defined]
-Tensor.numel = _numel  # type: ignore[attr-defined]
+Tensor.numel = Tensor.nelement = _numel  # type: ignore[attr-defined]
 Tensor.requires_grad = property(_requires_grad)  # type: ignore[attr-defined]
 
 __all__ = ["addmm", "amax", "amin", "finfo", "iinfo", "matmul", "promote_types",
