@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl.errors import ShapeError, TraceError, user_loc
+from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.host_scalars import HostScalar
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
@@ -28,6 +29,8 @@ from tiledsl.lang.views import tensor_index
 def tensor_assign(t: Tensor, idx: Any, value: Any) -> None:
     """`t[idx] = value` in host code: a grid that writes `value` into the indexed part."""
     tr = current(f"{t.name}[...] = ...")
+    if is_foreign_tensor(value, zero_d=True):  # a torch tensor of the user's (computed from a
+        value = capture(value, "tensor")  # valued argument's values: vLLM's causal conv)
     part = tensor_index(t, idx)
     if isinstance(value, Tensor) and same_value(value.value, part.value):
         return  # the part itself (Liger's `loss_1d[a:b] = loss_1d_slice`): torch copies nothing
