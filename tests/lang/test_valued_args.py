@@ -65,7 +65,9 @@ def seqlens_by_numpy(x, query_start_loc):
     seqlens = np.diff(query_start_loc.to("cpu"))  # mamba's causal conv (vLLM)
     out = torch.empty(int(seqlens.max()), dtype=x.dtype)
     out.fill_(float(len(seqlens)))
-    return out
+    table = torch.full((8,), -1, dtype=torch.int64)
+    table[0:len(seqlens)].copy_(torch.from_numpy(np.repeat(np.arange(3), 1)))  # (its grid
+    return out, table  # function's program table: a user's tensor copied in host code)
 
 
 @td.tile_kernel
@@ -81,8 +83,9 @@ def test_a_flag_s_item_and_numpy_of_an_argument() -> None:
     x = torch.randn(6)
     torch.testing.assert_close(lora_or_not(x, torch.tensor([True])), x)
     torch.testing.assert_close(lora_or_not(x, torch.tensor([False])), 2 * x)
-    out = seqlens_by_numpy(x, torch.tensor([0, 3, 10, 12], dtype=torch.int32))
+    out, table = seqlens_by_numpy(x, torch.tensor([0, 3, 10, 12], dtype=torch.int32))
     assert out.shape == (7,) and bool((out == 3).all())
+    assert table.tolist() == [0, 1, 2, -1, -1, -1, -1, -1]
 
 
 @triton.jit
