@@ -78,7 +78,33 @@ def total_sized(lengths, width: int):
     return out
 
 
+class _Metadata:  # vLLM's conv metadata: tables the wrapper moves to the input's device
+    def __init__(self) -> None:
+        self.batch_ptr = torch.tensor([0, 0, 1], dtype=torch.int32)
+
+
+META = _Metadata()
+
+
+@triton.jit
+def _rows_of(x_ptr, batch_ptr, out_ptr):
+    i = tl.program_id(0)
+    tl.store(out_ptr + i, tl.load(x_ptr + tl.load(batch_ptr + i)))
+
+
+@td.tile_kernel
+def rows_by_metadata(x):
+    batch_ptr = META.batch_ptr
+    if batch_ptr.device != x.device:
+        batch_ptr = batch_ptr.to(x.device)  # (a user's tensor: where the call's arrays are)
+    out = torch.empty(3, dtype=x.dtype)
+    _rows_of[(3,)](x, batch_ptr, out)
+    return out
+
+
 def test_a_flag_s_item_and_numpy_of_an_argument() -> None:
+    np.testing.assert_array_equal(rows_by_metadata(np.array([5.0, 7.0], np.float32)),
+                                  [5.0, 5.0, 7.0])
     assert total_sized(torch.tensor([3, 1, 4], dtype=torch.int32), 2).shape == (8, 2)
     x = torch.randn(6)
     torch.testing.assert_close(lora_or_not(x, torch.tensor([True])), x)

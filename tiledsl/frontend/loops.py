@@ -10,6 +10,7 @@ a runtime value.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend import locks
+from tiledsl.frontend.captured import is_foreign_tensor
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import Induction, Tracer, active, current
@@ -51,7 +53,20 @@ def to_of(x: Any) -> Any:
     that tiledsl unrolls as a Python int, where Triton's loop makes it a scalar)."""
     if type(x) in (bool, int, float) and active() is not None and current().triton_body:
         x = to_value(x)
+    if active() is not None and is_foreign_tensor(x, zero_d=True):
+        return functools.partial(_foreign_to, x)
     return x.to
+
+
+def _foreign_to(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """A user's torch tensor's `x.to(...)` in a kernel (vLLM's causal conv moves its metadata
+    tables: `batch_ptr.to(x.device)`): the kernel's device is where the call's arrays are, so
+    moving there is x itself (the runner passes x to the backend); a dtype still converts."""
+    def kernel_device(a: Any) -> bool:
+        return type(a).__name__ == "Device" and type(a).__module__ == "tiledsl.lang.devices"
+    args = tuple(a for a in args if not kernel_device(a))
+    kwargs = {k: v for k, v in kwargs.items() if not kernel_device(v)}
+    return x.to(*args, **kwargs) if args or kwargs else x
 _CARRIED = (TileValue, Pointer) + _NUMBER  # what a loop carries across its trips
 
 
