@@ -388,7 +388,7 @@ def _memory_order(v: Any) -> list[int]:
     shape = v.type.shape
     root = views.root(v)
     strides = views.strides_of(v, views.row_major(root.type.shape))
-    order = sorted(range(len(shape)), key=lambda d: -strides[d]) if strides else []
+    order = list(views.stride_order(shape, strides)) if strides is not None else []
     dense = strides is not None and all(
         strides[d] == math.prod(shape[e] for e in order[k + 1:])
         for k, d in enumerate(order) if shape[d] != 1)

@@ -62,6 +62,18 @@ def written(fn: Function) -> set[Value]:
     return {root(op.operands[0]) for op in fn.walk() if has_trait(op.name, WRITES)}
 
 
+def stride_order(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """The dimensions of a tensor laid out as (shape, strides) in memory order, outermost
+    first: sorted by decreasing stride (stably), dimensions of 1 or of stride 0 kept in place
+    (torch's rule for a tensor made like another, `empty_like`)."""
+    kept = [d for d in range(len(shape)) if shape[d] != 1 and strides[d] != 0]
+    order = sorted(kept, key=lambda d: -strides[d])
+    for d in range(len(shape)):
+        if d not in kept:
+            order.insert(d, d)
+    return tuple(order)
+
+
 def reshape_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]
                     ) -> tuple[int, ...] | None:
     """The strides that view memory laid out as (shape, strides) with `new_shape` in row-major

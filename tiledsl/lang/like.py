@@ -54,15 +54,8 @@ def memory_order(x: Tensor, memory_format: Any = None) -> tuple[int, ...] | None
     strides = views.strides_of(x.value, tr.strides(views.root(x.value)))
     if strides is None:
         return None
-    kept = [d for d in range(x.ndim) if x.shape[d] != 1 and strides[d] != 0]
-    ranked = sorted(kept, key=lambda d: -strides[d])  # stable: equal strides keep their order
-    if ranked == kept:
-        return None
-    order = ranked
-    for d in range(x.ndim):
-        if d not in kept:
-            order.insert(d, d)
-    return tuple(order)
+    order = views.stride_order(x.shape, strides)
+    return None if order == tuple(range(x.ndim)) else order
 
 
 def alloc_like(x: Tensor, value: Any, dtype: DType | Any, memory_format: Any = None,
