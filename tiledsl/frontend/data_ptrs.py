@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tiledsl.errors import TraceError
+from tiledsl.frontend.pointers import PointerType, pointer_at
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, as_dtype
 from tiledsl.frontend.zero_d_memory import as_memory
@@ -62,6 +63,14 @@ class DataPtr:
             return self.offset % int(n)
         return _fail(f"{self!r} % {n!r}: an address's alignment is known to 16 bytes")
 
+    def to(self, dtype: Any, bitcast: bool = False, **_: Any) -> Any:
+        """`address.to(tl.pointer_type(T))` in a @triton.jit body (an address passed as an int
+        argument): the pointer there, its elements read as T."""
+        if not isinstance(dtype, PointerType):
+            _fail(f"{self!r}.to({dtype!r}): an address converts to a pointer "
+                  "(tl.pointer_type(...)) only")
+        return pointer_at(*element_address(self, dtype.element_ty, repr(self)))
+
     def _unknown(self, *_: Any) -> Any:
         return _fail(f"{self!r} as a number: a kernel tensor's address is not known while "
                      "tracing")
@@ -93,12 +102,17 @@ def launched(v: Any, name: str) -> tuple[Tensor, int, Any]:
     if not isinstance(address, DataPtr):
         _fail(f"argument '{name}' ({type(v).__name__}): its data_ptr() is {address!r}, not a "
               "kernel tensor's address")
-    dtype = as_dtype(v.dtype, f"argument '{name}'")
+    return element_address(address, as_dtype(v.dtype, f"argument '{name}'"),
+                           f"argument '{name}' ({type(v).__name__})")
+
+
+def element_address(address: DataPtr, dtype: Any, what: str) -> tuple[Tensor, int, Any]:
+    """`address` read as elements of `dtype`: (the root tensor, the element offset, dtype)."""
     base = address.base
     if dtype.itemsize != base.dtype.itemsize or address.offset % dtype.itemsize:
-        _fail(f"argument '{name}' ({type(v).__name__}) reads '{base.name}' ({base.dtype}) as "
-              f"{dtype} from byte {address.offset}: tiledsl reads a tensor's memory as a dtype "
-              "of its element size, from an element's start")
+        _fail(f"{what} reads '{base.name}' ({base.dtype}) as {dtype} from byte "
+              f"{address.offset}: tiledsl reads a tensor's memory as a dtype of its element "
+              "size, from an element's start")
     return base, address.offset // dtype.itemsize, dtype
 
 

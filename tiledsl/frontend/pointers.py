@@ -69,7 +69,7 @@ class Pointer:
         return f"Pointer({self.base.name} + {self.offset!r})"
 
     def __add__(self, other: Any) -> Pointer:
-        return Pointer(self.base, self.offset + _offsets(other, "+"))
+        return Pointer(self.base, self.offset + step_of(other, "+"))
 
     __radd__ = __add__
 
@@ -80,7 +80,7 @@ class Pointer:
                                f"'{self.base.name}' and '{other.base.name}'",
                                hint="subtract pointers into one tensor (an offset between them)")
             return self.offset - other.offset
-        return Pointer(self.base, self.offset - _offsets(other, "-"))
+        return Pointer(self.base, self.offset - step_of(other, "-"))
 
     def __getitem__(self, index: Any) -> Pointer:
         return Pointer(self.base, self.offset[index])
@@ -107,7 +107,7 @@ def pointer(t: Tensor, offsets: Any, sign: str = "+") -> Pointer:
     is: with the strides host code reads off the view (`x.T.stride()`, `x[:, 1:].stride()`)
     it reaches the view's elements, whatever their layout."""
     tr = current()
-    off = _offsets(offsets, sign)
+    off = step_of(offsets, sign)
     off = off if sign == "+" else 0 - off
     base = root(t.value)
     dtype = t.dtype  # (a view may read the root's bits as another dtype: x.view(fp8))
@@ -146,7 +146,7 @@ Tensor.__add__ = Tensor.__radd__ = _plus  # type: ignore[method-assign,assignmen
 Tensor.__sub__ = _minus  # type: ignore[method-assign,assignment]
 
 
-def _offsets(v: Any, sign: str) -> TileValue:
+def step_of(v: Any, sign: str) -> TileValue:
     if _is_offset(v):
         return to_value(v)
     current().fail(TraceError, f"pointer {sign} {type(v).__name__}: a pointer moves by integer "

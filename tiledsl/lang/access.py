@@ -30,6 +30,7 @@ from typing import Any
 from tiledsl.errors import TraceError
 from tiledsl.frontend import choices
 from tiledsl.lang import block_ptrs
+from tiledsl.frontend import pointer_tables
 from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.zero_d_memory import zero_d_hint
@@ -147,6 +148,12 @@ def load(x: Any, index: Any = None, mask: Any = None, other: Any = _DEFAULT, *,
     if isinstance(x, TileValue) and index is None and mask is None and \
             x.value in current().array_scalars:  # `tl.load(b_ptr)` of a 0-d tensor (Liger's
         return x  # poly_norm bias): its value, which the launch reads (a scalar argument)
+    if isinstance(x, pointer_tables.PointerTable):  # `tl.load(table)`: its first address
+        x = x + 0
+    if isinstance(x, pointer_tables.Entry):  # `tl.load(table + i)`: an address (pointer_tables.py)
+        return x.loaded(load(x.pointer, index, mask, other, extra_mask=extra_mask))
+    if isinstance(x, pointer_tables.TablePointer):  # a tensor a table's address chose
+        x = x.choice()
     if isinstance(x, Choice):  # a tensor an `if` chose: one load per option (choices.py)
         m, fill = _pointer_mask(index, _mask("td.load()", mask, extra_mask), other)
         return choices.load(x, m, fill, lambda p, mm, oo: load(
@@ -184,6 +191,8 @@ def store(x: Any, index: Any, value: Any = _DEFAULT, mask: Any = None, *,
     _no_boundary_check("td.store()", boundary_check, "")
     if not isinstance(disjoint, bool):
         tr.fail(TraceError, f"td.store(): disjoint= must be True or False, got {disjoint!r}")
+    if isinstance(x, pointer_tables.TablePointer):  # a tensor a table's address chose
+        x = x.choice()
     if isinstance(x, Choice):  # a tensor an `if` chose: one store per option (choices.py)
         if value is not _DEFAULT and mask is not None:
             current().fail(TraceError, "td.store(pointer, value, mask): the mask is given twice")

@@ -17,10 +17,13 @@ NumPy backend).
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable
 
 from tiledsl.errors import DTypeError, TraceError
 from tiledsl.ir.ops import ATOMIC_DTYPES, BITWISE_ATOMICS, HALF_ATOMICS, indexed_shape
+from tiledsl.frontend import choices, pointer_tables
+from tiledsl.frontend.choices import Choice
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend import locks
 from tiledsl.frontend.races import check_overlap
@@ -37,13 +40,38 @@ SCOPES = ("gpu", "cta", "sys")  # as Triton's `scope=`
 
 def _pointer_form(fn: Callable[..., TileValue]) -> Callable[..., TileValue]:
     """Triton's form, `tl.atomic_add(pointer, value, mask)`: the pointer is the tensor and
-    its index (tiledsl/frontend/pointers.py)."""
+    its index (tiledsl/frontend/pointers.py). A pointer a table's address or a runtime
+    condition chose (pointer_tables.py, choices.py) is one atomic per tensor, masked by its
+    condition; the old values are the chosen tensor's."""
+    signature = inspect.signature(fn)
+
     @functools.wraps(fn)
     def call(x: Any, *args: Any, **kwargs: Any) -> TileValue:
+        if isinstance(x, pointer_tables.TablePointer):
+            x = x.choice()
+        if isinstance(x, Choice):
+            return _chosen(call, signature, x, args, kwargs)
         if isinstance(x, Pointer):
             return fn(x.base, [x.offset], *args, **kwargs)
         return fn(x, *args, **kwargs)
     return call
+
+
+def _chosen(call: Callable[..., TileValue], signature: inspect.Signature, x: Choice,
+            args: tuple, kwargs: dict) -> TileValue:
+    name = call.__name__
+    if "mask" not in signature.parameters or \
+            not all(isinstance(p, Pointer) for _, p in x.options):
+        current().fail(TraceError, f"td.{name}() through a pointer chosen at run time: "
+                       f"{name} takes {'no mask' if 'mask' not in signature.parameters else 'a pointer'}"
+                       ", which tiledsl needs to pick the tensor",
+                       hint="branch on the condition with `if` and call it on each tensor")
+    bound = signature.bind(None, None, *args, **kwargs)  # (the pointer form: value, mask, ...)
+
+    def one(p: Pointer, mask: Any, _: Any) -> TileValue:
+        bound.arguments["mask"] = mask
+        return call(p, *bound.args[2:], **bound.kwargs)
+    return choices.load(x, bound.arguments.get("mask"), None, one)
 
 
 def _check(what: str, x: Any, sem: Any, scope: Any) -> Tensor:

@@ -17,6 +17,8 @@ import numpy as np
 
 from tiledsl import dtypes
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
+from tiledsl.frontend import pointer_tables
+from tiledsl.frontend.data_ptrs import DataPtr
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, as_dtype, cast, need_static, to_value
@@ -26,7 +28,7 @@ from tiledsl.lang.host_stores import tensor_assign
 MAX_NUMBERS = 64  # lanes of td.tensor: each is a select in the one grid that writes them
 
 
-def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
+def tensor(data: Any, dtype: Any = None, **torch: Any) -> Any:
     """A 1-D tensor of the numbers in `data` (host code), as `torch.tensor(data, dtype=)`:
     ints give int64, floats float32, bools bool by default; of one number (FlagGems' where
     wraps a scalar operand as `torch.tensor(s)`), a 0-d tensor. A number may be a scalar
@@ -38,6 +40,14 @@ def tensor(data: Any, dtype: Any = None, **torch: Any) -> Tensor:
     if _number(data):
         return tensor([data], dtype).reshape(())  # type: ignore[attr-defined]
     numbers = list(data) if isinstance(data, (list, tuple, range)) else None
+    if numbers and any(isinstance(n, DataPtr) for n in numbers):  # (pointer_tables.py)
+        width = None if dtype is None else as_dtype(dtype, "td.tensor")
+        if len(numbers) > MAX_NUMBERS:
+            tr.fail(TraceError, f"a table of {len(numbers)} data_ptr()s: tiledsl takes up to "
+                    f"{MAX_NUMBERS}")
+        positions = tensor(list(range(len(numbers))), dtypes.int32)
+        positions.value.hint = positions.value.hint or "data_ptr_table"  # (its errors' name)
+        return pointer_tables.table(numbers, width, positions)
     if numbers is None or not numbers or len(numbers) > MAX_NUMBERS or \
             not all(_number(n) for n in numbers):
         tr.fail(TraceError, f"td.tensor() takes a number or a flat list of 1 to {MAX_NUMBERS} "

@@ -20,6 +20,9 @@ from typing import Any
 
 from tiledsl import dtypes
 from tiledsl.errors import ShapeError, TraceError
+from tiledsl.frontend.choices import Choice
+from tiledsl.frontend.loops import Carried
+from tiledsl.frontend.pointers import Pointer, PointerType
 from tiledsl.frontend.td_names import FUNCTIONS, TRITON_ONLY
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, to_value
@@ -51,9 +54,11 @@ def topk(x: Any, k: int, dim: Any = None) -> TileValue:
 TRITON_ONLY["topk"] = topk  # (frontend/td_names.py)
 
 
-def _hint(x: Any, values: Any, what: str) -> TileValue:
+def _hint(x: Any, values: Any, what: str) -> Any:
+    """A hint's value unchanged: a tile, or a pointer (the grouped GEMM tutorial's
+    `tl.multiple_of(a_ptrs, [16, 16])`)."""
     current(f"td.{what}()")
-    return to_value(x)
+    return x if isinstance(x, (Pointer, Choice, Carried)) else to_value(x)
 
 
 def multiple_of(x: Any, values: Any) -> TileValue:
@@ -82,8 +87,11 @@ def cast(x: Any, dtype: Any, fp_downcast_rounding: str | None = None,
          bitcast: bool = False) -> TileValue:
     """`tl.cast(x, dtype)`: `x.to(dtype)` (the IEEE round to nearest even, Triton's default;
     `fp_downcast_rounding="rtz"` rounds a narrowing float cast toward zero); with
-    `bitcast=True`, `td.bitcast(x, dtype)`."""
+    `bitcast=True`, `td.bitcast(x, dtype)`. To `tl.pointer_type(T)`, an address is the pointer
+    there (frontend/pointer_tables.py)."""
     current("td.cast()")
+    if isinstance(dtype, PointerType):
+        return x.to(dtype)
     return to_value(x).to(dtype, fp_downcast_rounding=fp_downcast_rounding,  # type: ignore[call-arg]
                           bitcast=bitcast)
 
