@@ -2,18 +2,24 @@
 `forward` traced as a helper.
 
 Liger's and Unsloth's public entry points are autograd Functions whose `forward(ctx, ...)`
-launches the Triton kernels. A tile kernel is a forward computation: `apply` runs `forward`
-with a context that keeps what it is given (`ctx.save_for_backward(...)`, `ctx.BLOCK_SIZE =
-...`) and records nothing for a backward; the kernel's outputs are not differentiable (as
-`td.torch_op`'s are not). A Function whose `forward(*args)` takes no context (the
-`setup_context` style) is called without one; its `setup_context` only prepares a backward, so it
-is not called.
+launches the Triton kernels. `apply` runs `forward` with a context that keeps what it is given
+(`ctx.save_for_backward(...)`, `ctx.BLOCK_SIZE = ...`) and records the call on the tracer
+(`Applied`). A Function whose `forward(*args)` takes no context (the `setup_context` style) is
+called without one. Where the kernel returns what one apply returns (`gradients`), its outputs
+are differentiable (runtime/differentiable.py): the kernel's backward runs its host code again
+with a `Backward` on the tracer, and the apply then also runs the Function's `setup_context`
+(of that style) and `backward` on the gradients it is given.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Callable
+
+from tiledsl.errors import TraceError
+from tiledsl.frontend.tracer import active, current
+from tiledsl.frontend.values import Tensor
 
 
 class Context:
@@ -49,12 +55,101 @@ def forward_of(fn: Any) -> tuple[Callable[..., Any], bool] | None:
     return owner.forward, with_ctx
 
 
-def apply(forward: Callable[..., Any], with_ctx: bool) -> Callable[..., Any]:
-    """What a kernel calls for `MyFunction.apply`: `forward` (rewritten as a helper is)."""
+@dataclass
+class Applied:
+    """A `MyFunction.apply(...)` a trace made in host code: the Function, its positional
+    inputs and its outputs (flattened)."""
+    owner: type
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+
+
+@dataclass
+class Backward:
+    """What a backward trace (runtime/differentiable.py) gives the first `apply` it reaches:
+    the gradients of its tensor outputs (in order) and the arguments that need one; `result`
+    is what the Function's `backward` returned."""
+    grads: list[Any]
+    needs: frozenset[str]
+    result: tuple[Any, ...] | None = None
+
+
+def apply(owner: type, forward: Callable[..., Any], with_ctx: bool,
+          rewritten: Callable[[Any], Callable[..., Any]]) -> Callable[..., Any]:
+    """What a kernel calls for `MyFunction.apply`: `forward` (rewritten as a helper is),
+    recorded on the tracer; in a backward trace, the Function's `backward` too."""
     def call(*args: Any, **kwargs: Any) -> Any:
-        if not with_ctx:
-            return forward(*args, **kwargs)
+        tr = active()
+        host = tr is not None and tr.depth == "host"
+        backward = tr.backward if host and tr.backward is not None and \
+            tr.backward.result is None else None
         ctx = Context()
-        ctx.needs_input_grad = tuple(False for _ in args)
-        return forward(ctx, *args, **kwargs)
+        ctx.needs_input_grad = tuple(backward is not None and _argument(tr, a) in backward.needs
+                                     for a in args)
+        out = forward(ctx, *args, **kwargs) if with_ctx else forward(*args, **kwargs)
+        if not host:
+            return out
+        outputs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        tr.applies.append(Applied(owner, args, outputs))
+        if backward is not None:
+            if not with_ctx:  # (the setup_context style: it fills the context)
+                rewritten(owner.setup_context)(ctx, args, out)
+            grads = iter(backward.grads)
+            given = [next(grads) if isinstance(o, Tensor) else None for o in outputs]
+            result = rewritten(owner.backward)(ctx, *given)
+            backward.result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        return out
     return call
+
+
+def _argument(tr: Any, v: Any) -> str | None:
+    """The name of the kernel argument `v` is (itself, not a view of it), else None."""
+    return tr.arguments.get(v.value) if isinstance(v, Tensor) else None
+
+
+@dataclass(frozen=True)
+class Gradients:
+    """How a kernel's outputs are one Function's: for each positional input of its `apply`,
+    the kernel argument it is (None: not an argument tensor); for each tensor output of the
+    apply, the kernel output it is."""
+    inputs: tuple[str | None, ...]
+    outputs: tuple[int, ...]
+
+
+def gradients(tr: Any, returned: list[Any], returns: str) -> Gradients | None:
+    """The kernel's outputs as one `apply`'s, where they are: the trace made one apply whose
+    Function has a backward, the kernel returns its tensor outputs (as a tensor or a tuple of
+    tensors) and some input is a kernel argument. Else None: the outputs are not
+    differentiable."""
+    module = sys.modules.get("torch.autograd.function")
+    if len(tr.applies) != 1 or returns not in ("single", "tuple") or module is None:
+        return None
+    applied = tr.applies[0]
+    if getattr(applied.owner, "backward", None) is getattr(module.Function, "backward", None):
+        return None
+    inputs = tuple(_argument(tr, a) for a in applied.inputs)
+    where = {id(t.value): i for i, t in enumerate(returned)}
+    tensors = [o for o in applied.outputs if isinstance(o, Tensor)]
+    if not any(inputs) or len(tensors) != len(returned) or \
+            any(id(o.value) not in where for o in tensors):
+        return None
+    return Gradients(inputs, tuple(where[id(o.value)] for o in tensors))
+
+
+def backward_begin(grads: list[Any], needs: tuple[str, ...]) -> None:
+    """The start of a kernel's backward (runtime/differentiable.py), which then runs the
+    kernel's host code again: its `apply` also runs the Function's backward on `grads`."""
+    current().backward = Backward(list(grads), frozenset(needs))
+
+
+def backward_end(kernel: str) -> tuple[Any, ...]:
+    """The gradients that backward gave the apply's inputs that are kernel arguments, in
+    order."""
+    tr = current()
+    result = tr.backward.result
+    if result is None:
+        tr.fail(TraceError, f"the backward of kernel '{kernel}' ran its host code again, which "
+                "called no torch.autograd.Function's apply this time")
+    applied = tr.applies[0]
+    return tuple(g for a, g in zip(applied.inputs, result + (None,) * len(applied.inputs))
+                 if _argument(tr, a) is not None)

@@ -71,7 +71,8 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
             tr.depth == "host":
         return _inlined(fn, rewrite)  # another kernel's wrapper called by this one's
     if (forward := autograd_functions.forward_of(fn)) is not None:  # MyFunction.apply(x)
-        return autograd_functions.apply(helper(forward[0], rewrite), forward[1])
+        return autograd_functions.apply(fn.__self__, helper(forward[0], rewrite), forward[1],
+                                        lambda f: helper(f, rewrite))
     if type(fn).__name__ == "_lru_cache_wrapper" and type(fn.__wrapped__) is FunctionType:
         return helper(fn.__wrapped__, rewrite)  # `@functools.lru_cache` (FlagGems' get_num_sms)
     if _torch_wrapper(fn):  # `@torch.amp.custom_fwd`, `@torch.no_grad()`: autograd's business

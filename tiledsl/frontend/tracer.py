@@ -61,6 +61,8 @@ class Tracer:
         self.no_program: Loc | None = None  # a grid of no program, not traced (loops.py)
         self.grad_reads: set[str] = set()  # arguments whose `x.requires_grad` the code read
         self.grad_true: frozenset[str] = frozenset()  # and those that answer True
+        self.applies: list[Any] = []  # torch.autograd.Function applies (autograd_functions)
+        self.backward: Any = None  # in a kernel's backward: what its apply computes (the same)
         self.captured: list[tuple[Any, Any]] = []  # (array, its Tensor): captured.py
         self.arguments: dict[Value, str] = {}  # the kernel's tensor arguments -> their names
         self.valued: dict[int, str] = {}  # valued arguments' real tensors -> names (valued_args)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tiledsl.interop import arrays
-from tiledsl.runtime import dispatch, registry, returns
+from tiledsl.runtime import differentiable, dispatch, registry, returns
 from tiledsl import dtypes
 from tiledsl.frontend import helpers, reads, static_args
 from tiledsl.frontend import valued_args
@@ -187,6 +187,14 @@ class TileKernel:
         values = self.bind(args, kwargs)
         if all(type(v) in _NUMPY_CALL for v in values):  # the common case, decided quickly
             return self.runner.run(values, "numpy", None, None)
+        if differentiable.wanted(values):  # outputs torch differentiates (differentiable.py)
+            out = differentiable.call(self, values)
+            if out is not NotImplemented:
+                return out
+        return self._call(values)
+
+    def _call(self, values: list[Any]) -> Any:
+        """`__call__` on bound `values` that are not all NumPy's."""
         self._reads.sync(self)
         fast_key = dispatch.key(values)
         if fast_key is not None:  # compile-time values pick the trace: they are in the key
@@ -234,10 +242,7 @@ class TileKernel:
                 values, lambda v: torch.from_dlpack(v) if arrays.is_array(v) else v)
             back, written, grads = arrays.from_dlpack_like, [], frozenset()
         else:
-            inner = [[arrays.to_numpy(x, self.name, f"{n}[{i}]") for i, x in enumerate(v)]
-                     if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v))
-                     else arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
-                     for n, v in zip(self.signature.parameters, values)]
+            inner = self.numpy_views(values)
             back = arrays.from_numpy
             spec = self.arg_spec(inner)
             grads = self._grads(values, spec) if at.library == "torch" else frozenset()
@@ -263,6 +268,13 @@ class TileKernel:
             return returns.map_tensors(result, convert)  # (None, numbers: as they are)
         except TileDSLError as e:
             raise e.with_context(kernel=self.name) from None
+
+    def numpy_views(self, values: list[Any]) -> list[Any]:
+        """Bound `values` with CPU arrays of any library (and lists of them) as NumPy views."""
+        return [[arrays.to_numpy(x, self.name, f"{n}[{i}]") for i, x in enumerate(v)]
+                if isinstance(v, (list, tuple)) and v and all(map(arrays.is_array, v))
+                else arrays.to_numpy(v, self.name, n) if arrays.is_array(v) else v
+                for n, v in zip(self.signature.parameters, values)]
 
     def written_args(self, *args: Any, **kwargs: Any) -> list[str]:
         """The arguments the kernel stores into (in place) for these arguments (an element of a

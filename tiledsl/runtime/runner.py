@@ -141,12 +141,8 @@ class Runner:
 
     def refuse_grad_writes(self, values: list[Any], written: list[str]) -> None:
         """A write in place into a torch tensor that requires grad: autograd cannot see it."""
-        names = list(self.k.specs.signature.parameters)
-        flat = static_args.flatten_arrays(values)
-        if len(flat) != len(values):  # lists of tensors: written names are the IR's
-            names = self.k.specs.flat_names(self.k.arg_spec(values))
-            values = self.k.specs.flat(self.k.arg_spec(values), values)
-        for n in written:
+        names, values = static_args.splice(list(self.k.specs.signature.parameters), values)
+        for n in written:  # (a list's tensors by the IR's names: `a[0]`)
             if getattr(values[names.index(n)], "requires_grad", False):
                 raise ArgumentError(f"the kernel writes argument '{n}' in place, and that "
                                     "tensor requires grad (autograd cannot see the write); use "

@@ -18,7 +18,9 @@ from typing import Any, Callable, Iterator
 
 from tiledsl import dtypes
 from tiledsl.runtime import registry
-from tiledsl.frontend import const_scalars, foreign_calls, static_args, symdims, valued_args
+from tiledsl.frontend import (
+    autograd_functions, const_scalars, foreign_calls, static_args, symdims, valued_args,
+)
 from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.caches import Caches
 from tiledsl.runtime.config import Config
@@ -63,6 +65,8 @@ class Traced:
     grad_reads: frozenset[str] = frozenset()  # arguments whose `requires_grad` was read
     captured: tuple[Any, ...] = field(default=(), compare=False)  # frontend/captured.py
     valued: tuple[str, ...] = ()  # arguments whose values it holds (frontend/valued_args.py)
+    # its outputs as one torch.autograd.Function's (frontend/autograd_functions.py), or None
+    gradients: autograd_functions.Gradients | None = field(default=None, compare=False)
 
     @property
     def hash(self) -> str:
@@ -154,7 +158,7 @@ class Traces:
 
     def _trace(self, spec: tuple[ArgSpec, ...], knobs: tuple = (),
                grads: frozenset[str] = frozenset()) -> Traced:
-        tracer, values, _, returns = self.run_body(spec, knobs=knobs, grads=grads)
+        tracer, values, outputs, returns = self.run_body(spec, knobs=knobs, grads=grads)
         fn = Function(self.name, values + [t.value for _, t in tracer.captured], tracer.body,
                       dict(tracer.symbols), self.file)
         verify(fn)
@@ -163,7 +167,8 @@ class Traces:
         return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
                       grad_reads=frozenset(tracer.grad_reads),
                       captured=tuple(o for o, _ in tracer.captured),
-                      valued=tuple(sorted(tracer.valued.values())))
+                      valued=tuple(sorted(tracer.valued.values())),
+                      gradients=autograd_functions.gradients(tracer, outputs, returns))
 
     def run_body(self, spec: tuple[ArgSpec, ...], symbolic: bool = False, knobs: tuple = (),
                  grads: frozenset[str] = frozenset()

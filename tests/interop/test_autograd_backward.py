@@ -1,0 +1,209 @@
+"""Kernels whose outputs torch differentiates (tiledsl/runtime/differentiable.py): a kernel
+returning a `torch.autograd.Function`'s `apply` (Liger's entry points, a TritonBench test's
+`out.sum().backward()`) has that Function's backward, run as a second kernel that recomputes
+the forward. Checked against float64 torch autograd on ragged shapes."""
+
+from __future__ import annotations
+
+import pytest
+from support import gpu_backend
+
+import tiledsl as td
+
+triton = pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+tl = triton.language
+
+
+@triton.jit
+def _rms_fwd(X, W, Y, RSTD, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(X + row * n_cols + cols, mask=mask, other=0.0)
+    rstd = 1 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(RSTD + row, rstd)
+    tl.store(Y + row * n_cols + cols, x * rstd * tl.load(W + cols, mask=mask), mask=mask)
+
+
+@triton.jit
+def _rms_bwd(DY, X, W, RSTD, DX, DW_ROWS, n_cols, BLOCK: tl.constexpr, HAS_DW: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    dy = tl.load(DY + row * n_cols + cols, mask=mask, other=0.0)
+    x = tl.load(X + row * n_cols + cols, mask=mask, other=0.0)
+    w = tl.load(W + cols, mask=mask, other=0.0)
+    rstd = tl.load(RSTD + row)
+    xhat = x * rstd
+    dxhat = dy * w
+    dx = rstd * (dxhat - xhat * tl.sum(dxhat * xhat, axis=0) / n_cols)
+    tl.store(DX + row * n_cols + cols, dx, mask=mask)
+    if HAS_DW:
+        tl.store(DW_ROWS + row * n_cols + cols, dy * xhat, mask=mask)
+
+
+NEEDS: set[tuple[bool, ...]] = set()  # the `ctx.needs_input_grad` RMSNorm's backward saw
+
+
+class RMSNorm(torch.autograd.Function):
+    """Liger's shape of Function: forward saves the inputs and a per-row statistic, backward
+    asks `ctx.needs_input_grad` whether to compute the weight's gradient."""
+
+    @staticmethod
+    def forward(ctx, x, w, eps):
+        rows, cols = x.shape
+        y = torch.empty_like(x)
+        rstd = torch.empty(rows, dtype=torch.float32, device=x.device)
+        block = triton.next_power_of_2(cols)
+        _rms_fwd[(rows,)](x, w, y, rstd, cols, eps, BLOCK=block)
+        ctx.save_for_backward(x, w, rstd)
+        ctx.block = block
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w, rstd = ctx.saved_tensors
+        rows, cols = x.shape
+        dx = torch.empty_like(x)
+        NEEDS.add(tuple(ctx.needs_input_grad))
+        has_dw = ctx.needs_input_grad[1]
+        dw_rows = torch.empty_like(x) if has_dw else dx
+        _rms_bwd[(rows,)](dy, x, w, rstd, dx, dw_rows, cols, BLOCK=ctx.block, HAS_DW=has_dw)
+        return dx, dw_rows.sum(0) if has_dw else None, None
+
+
+@td.tile_kernel
+def rms_norm(x, w):
+    return RMSNorm.apply(x, w, 1e-6)
+
+
+def _reference(x, w, dy):
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+    y = x64 * torch.rsqrt((x64 * x64).mean(-1, keepdim=True) + 1e-6) * w64
+    return (y, *torch.autograd.grad(y, (x64, w64), dy.double()))
+
+
+@pytest.mark.parametrize("device", ["cpu", gpu_backend()])
+def test_backward_of_a_functions_apply(device: str) -> None:
+    """`loss.backward()` through the kernel's output reaches both arguments' `.grad`."""
+    on = "cuda" if device == "triton-gpu" else "cpu"
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 37, generator=gen).to(on).requires_grad_()
+    w = torch.randn(37, generator=gen).to(on).requires_grad_()
+    dy = torch.randn(5, 37, generator=gen).to(on)
+    y = rms_norm(x, w)
+    assert y.requires_grad and y.grad_fn is not None
+    (y * dy).sum().backward()
+    want_y, want_dx, want_dw = _reference(x.cpu(), w.cpu(), dy.cpu())
+    for got, want in ((y, want_y), (x.grad, want_dx), (w.grad, want_dw)):
+        torch.testing.assert_close(got.detach().cpu().double(), want, rtol=2e-5, atol=2e-5)
+
+
+def test_only_the_inputs_that_need_a_gradient_get_one() -> None:
+    """A weight without grad: the backward is traced with `needs_input_grad[1]` False (its
+    gradient is not computed) and torch gets None for it."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 20, generator=gen, requires_grad=True)
+    w = torch.randn(20, generator=gen)
+    dy = torch.randn(3, 20, generator=gen)
+    (dx,) = torch.autograd.grad(rms_norm(x, w), (x,), dy)
+    torch.testing.assert_close(dx.double(), _reference(x, w, dy)[1], rtol=2e-5, atol=2e-5)
+    assert w.grad is None and (True, False, False) in NEEDS
+
+
+@triton.jit
+def _silu_mul_fwd(A, B, C, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(A + offs, mask=m)
+    tl.store(C + offs, a * tl.sigmoid(a) * tl.load(B + offs, mask=m), mask=m)
+
+
+@triton.jit
+def _silu_mul_bwd(DC, A, B, n, BLOCK: tl.constexpr):
+    """Liger's swiglu backward: the gradients written over the inputs."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    dc, a, b = tl.load(DC + offs, mask=m), tl.load(A + offs, mask=m), tl.load(B + offs, mask=m)
+    s = tl.sigmoid(a)
+    tl.store(A + offs, dc * b * (s + a * s * (1 - s)), mask=m)
+    tl.store(B + offs, dc * a * s, mask=m)
+
+
+class SiluMul(torch.autograd.Function):
+    """The `setup_context` style, with a backward that writes into the saved inputs."""
+
+    @staticmethod
+    def forward(a, b):
+        c = torch.empty_like(a)
+        _silu_mul_fwd[(triton.cdiv(a.numel(), 16),)](a, b, c, a.numel(), BLOCK=16)
+        return c
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, dc):
+        a, b = ctx.saved_tensors
+        _silu_mul_bwd[(triton.cdiv(a.numel(), 16),)](dc, a, b, a.numel(), BLOCK=16)
+        return a, b
+
+
+@td.tile_kernel
+def silu_mul(a, b):
+    return SiluMul.apply(a, b)
+
+
+def test_setup_context_style_and_a_backward_writing_its_inputs() -> None:
+    """As Liger's swiglu: the gradients are written over the saved inputs (which the user's
+    tensors then hold, as with Liger itself) and returned."""
+    gen = torch.Generator().manual_seed(2)
+    a0, b0, dc = (torch.randn(29, generator=gen) for _ in range(3))
+    a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+    c = silu_mul(a, b)
+    c.backward(dc)
+    a64, b64 = a0.double().requires_grad_(), b0.double().requires_grad_()
+    want = torch.nn.functional.silu(a64) * b64
+    want_da, want_db = torch.autograd.grad(want, (a64, b64), dc.double())
+    torch.testing.assert_close(c.detach().double(), want.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(a.grad.double(), want_da, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b.grad.double(), want_db, rtol=1e-5, atol=1e-6)
+
+
+class Counted(torch.autograd.Function):
+    """A forward that also writes into a buffer argument (a counter)."""
+
+    @staticmethod
+    def forward(ctx, x, count):
+        y = torch.empty_like(x)
+        _silu_mul_fwd[(triton.cdiv(x.numel(), 16),)](x, x, y, x.numel(), BLOCK=16)
+        count += 1
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        raise AssertionError("not reached: the kernel's backward is refused first")
+
+
+@td.tile_kernel
+def counted(x, count):
+    return Counted.apply(x, count)
+
+
+@td.tile_kernel
+def doubled(a, b):
+    return SiluMul.apply(a, b) * 2
+
+
+def test_what_has_no_backward() -> None:
+    """A forward that writes an argument cannot be run again by its backward: a clear error
+    when the gradient is asked for. An output changed after the apply is not one Function's:
+    not differentiable, as before."""
+    x = torch.randn(10, requires_grad=True)
+    y = counted(x, torch.zeros(1))
+    with pytest.raises(td.TraceError, match=r"kernel 'counted' writes its argument count: its "
+                       r"backward, which runs the forward again"):
+        y.sum().backward()
+    assert not doubled(x, torch.randn(10)).requires_grad

@@ -1,0 +1,132 @@
+"""A kernel call whose outputs torch can differentiate: the kernel's host code returns what one
+`torch.autograd.Function`'s `apply` returns (Liger's and Unsloth's entry points, attorch's
+layers, a TritonBench test's `out.sum().backward()`), so its backward is that Function's.
+
+Called with torch tensors that require grad, with grad enabled, such a kernel runs inside a
+torch autograd node (`_Node`). Its backward is a second tile kernel, made once per kernel
+(`backward_kernel`): the kernel's host code run again on the same arguments, whose `apply` then
+runs the Function's `backward` on the outputs' gradients (frontend/autograd_functions.py), as
+activation checkpointing recomputes a forward. What the forward saved for backward is
+recomputed, not kept; so a kernel that writes its arguments (Liger's cross entropy stores its
+gradient into the input) has no backward, which the backward says.
+
+Only the gradients of the apply's inputs that are the kernel's own tensor arguments flow back
+(a view made in host code before the apply has none); a kernel whose outputs are not one apply's
+(two applies, an output changed after it) runs as before: its outputs are not differentiable.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+from typing import Any
+
+from tiledsl.errors import TraceError
+from tiledsl.frontend.autograd_functions import Gradients, backward_begin, backward_end
+from tiledsl.runtime.traces import with_grads
+
+
+def wanted(values: list[Any]) -> bool:
+    """Whether a call's gradients may be wanted: a torch tensor argument requires grad with
+    grad enabled."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.is_grad_enabled() and any(
+        getattr(v, "requires_grad", False) is True and type(v).__module__.startswith("torch")
+        for v in values)
+
+
+def call(kernel: Any, values: list[Any]) -> Any:
+    """The kernel's outputs on `values`, differentiable where they are one Function's (else
+    NotImplemented: the caller runs it as before)."""
+    spec = kernel.arg_spec(_specced(kernel, values))
+    grads = kernel._grads(values, spec)
+    with with_grads(grads):
+        traced = kernel.traces.get(spec)
+    gradients = traced.gradients
+    if gradients is None:
+        return NotImplemented
+    names = list(kernel.signature.parameters)
+    slots = tuple(names.index(n) for n in dict.fromkeys(n for n in gradients.inputs if n))
+    return _node().apply(kernel, values, gradients, slots, *(values[i] for i in slots))
+
+
+_NODE: Any = None
+
+
+def _node() -> Any:
+    """The autograd Function every such call is a node of (made once torch is imported)."""
+    global _NODE
+    if _NODE is None:
+        import torch
+
+        class KernelNode(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, kernel: Any, values: list[Any], gradients: Gradients,
+                        slots: tuple[int, ...], *tensors: Any) -> Any:
+                out = kernel._call(values)
+                ctx.kernel, ctx.gradients, ctx.slots = kernel, gradients, slots
+                ctx.values = [None if i in slots else v for i, v in enumerate(values)]
+                ctx.save_for_backward(*tensors)
+                outputs = out if isinstance(out, tuple) else (out,)
+                ctx.mark_non_differentiable(*(o for o in outputs if not o.is_floating_point()))
+                return out
+
+            @staticmethod
+            def backward(ctx: Any, *grads: Any) -> Any:
+                return (None, None, None, None, *_backward(ctx, grads))
+
+        _NODE = KernelNode
+    return _NODE
+
+
+def _backward(ctx: Any, grads: tuple[Any, ...]) -> list[Any]:
+    """The gradients of the node's tensor inputs: the backward kernel on the saved arguments
+    and the gradients of the apply's outputs."""
+    kernel, gradients = ctx.kernel, ctx.gradients
+    values = list(ctx.values)
+    for i, t in zip(ctx.slots, ctx.saved_tensors):  # (a backward may write them, as
+        values[i] = t.detach()  # Liger's swiglu writes its gradients into the inputs)
+    written = kernel.traces.written(kernel.arg_spec(_specced(kernel, values)))
+    if written:
+        raise TraceError(f"kernel '{kernel.name}' writes its argument{'s' * (len(written) > 1)} "
+                         f"{', '.join(written)}: its backward, which runs the forward again "
+                         "(as activation checkpointing does), would read what the forward "
+                         "wrote", kernel=kernel.name,
+                         hint="call the Function's backward yourself, as its own kernel")
+    names = list(kernel.signature.parameters)
+    needs = tuple(sorted(names[i] for i, n in zip(ctx.slots, ctx.needs_input_grad[4:]) if n))
+    given = [grads[j].contiguous() for j in gradients.outputs]
+    got = backward_kernel(kernel)(*values, given, needs)
+    got = got if isinstance(got, tuple) else (got,)
+    by_name = {n: g for n, g in zip([n for n in gradients.inputs if n], got) if g is not None}
+    return [by_name.get(names[i]) if names[i] in needs else None for i in ctx.slots]
+
+
+def _specced(kernel: Any, values: list[Any]) -> list[Any]:
+    """`values` as the kernel's argument specs take them: CPU tensors as NumPy views."""
+    on_gpu = any(getattr(v, "is_cuda", False) is True for v in values)
+    return values if on_gpu else kernel.numpy_views(values)
+
+
+def backward_kernel(kernel: Any) -> Any:
+    """The tile kernel of `kernel`'s backward (made once): `def <name>_backward(<its
+    parameters>, _td_grads, _td_needs)` running its host code again (autograd_functions.backward_begin)."""
+    made = kernel.__dict__.get("_td_backward")
+    if made is not None:
+        return made
+    params = list(kernel.signature.parameters.values())
+    names = [p.name for p in params]
+    args = ", ".join(f"{p.name}={p.name}" if p.kind == p.KEYWORD_ONLY else p.name
+                     for p in params)
+    name = f"{kernel.name}_backward"
+    file = f"<tiledsl: the backward of kernel '{kernel.name}'>"
+    source = (f"def {name}({', '.join(names + ['_td_grads', '_td_needs'])}):\n"
+              f"    tiledsl_backward_begin(_td_grads, _td_needs)\n"
+              f"    tiledsl_kernel({args})\n"
+              f"    return tiledsl_backward_end({kernel.name!r})\n")
+    linecache.cache[file] = (len(source), None, source.splitlines(True), file)
+    scope = {"tiledsl_backward_begin": backward_begin, "tiledsl_backward_end": backward_end,
+             "tiledsl_kernel": kernel}
+    exec(compile(source, file, "exec"), scope)
+    made = kernel.__dict__["_td_backward"] = type(kernel)(scope[name])  # (a TileKernel)
+    return made
