@@ -78,6 +78,11 @@ def rms_norm(x, w):
     return RMSNorm.apply(x, w, 1e-6)
 
 
+@td.tile_kernel
+def rms_norm_and_none(x, w):
+    return RMSNorm.apply(x, w, 1e-6), None
+
+
 def _reference(x, w, dy):
     x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
     y = x64 * torch.rsqrt((x64 * x64).mean(-1, keepdim=True) + 1e-6) * w64
@@ -110,6 +115,21 @@ def test_only_the_inputs_that_need_a_gradient_get_one() -> None:
     (dx,) = torch.autograd.grad(rms_norm(x, w), (x,), dy)
     torch.testing.assert_close(dx.double(), _reference(x, w, dy)[1], rtol=2e-5, atol=2e-5)
     assert w.grad is None and (True, False, False) in NEEDS
+
+
+def test_none_beside_the_output_and_an_expanded_gradient() -> None:
+    """A None returned beside the tensor (fla's `return o, final_state`), and `y.sum()`'s
+    gradient, a stride-0 expanded tensor, which the backward kernel gets contiguous (a Triton
+    backward indexing it as contiguous reads past it on a GPU)."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 9, generator=gen, requires_grad=True)
+    w = torch.randn(9, generator=gen, requires_grad=True)
+    y, none = rms_norm_and_none(x, w)
+    assert none is None
+    y.sum().backward()
+    _, want_dx, want_dw = _reference(x, w, torch.ones(4, 9))
+    torch.testing.assert_close(x.grad.double(), want_dx, rtol=2e-5, atol=2e-5)
+    torch.testing.assert_close(w.grad.double(), want_dw, rtol=2e-5, atol=2e-5)
 
 
 @triton.jit

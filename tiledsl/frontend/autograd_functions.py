@@ -111,18 +111,20 @@ def _argument(tr: Any, v: Any) -> str | None:
 class Gradients:
     """How a kernel's outputs are one Function's: for each positional input of its `apply`,
     the kernel argument it is (None: not an argument tensor); for each tensor output of the
-    apply, the kernel output it is."""
+    apply, the kernel's returned tensor it is (its place among them)."""
     inputs: tuple[str | None, ...]
     outputs: tuple[int, ...]
 
 
 def gradients(tr: Any, returned: list[Any], returns: str) -> Gradients | None:
     """The kernel's outputs as one `apply`'s, where they are: the trace made one apply whose
-    Function has a backward, the kernel returns its tensor outputs (as a tensor or a tuple of
-    tensors) and some input is a kernel argument. Else None: the outputs are not
+    Function has a backward, the kernel returns its tensor outputs (as a tensor, or a tuple of
+    them that may hold None and numbers too) and some input is a kernel argument. Else None: the outputs are not
     differentiable."""
     module = sys.modules.get("torch.autograd.function")
-    if len(tr.applies) != 1 or returns not in ("single", "tuple") or module is None:
+    flat = returns in ("single", "tuple") or returns.startswith("tuple:") and \
+        not any(c in returns for c in "[(")  # (None and numbers beside the tensors)
+    if len(tr.applies) != 1 or not flat or module is None:
         return None
     applied = tr.applies[0]
     if getattr(applied.owner, "backward", None) is getattr(module.Function, "backward", None):

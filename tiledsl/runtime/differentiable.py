@@ -68,7 +68,10 @@ def _node() -> Any:
                 ctx.values = [None if i in slots else v for i, v in enumerate(values)]
                 ctx.save_for_backward(*tensors)
                 outputs = out if isinstance(out, tuple) else (out,)
-                ctx.mark_non_differentiable(*(o for o in outputs if not o.is_floating_point()))
+                tensors = [i for i, o in enumerate(outputs) if isinstance(o, torch.Tensor)]
+                ctx.tensors = tensors  # (the outputs' places: None and numbers beside them)
+                ctx.mark_non_differentiable(*(outputs[i] for i in tensors
+                                              if not outputs[i].is_floating_point()))
                 return out
 
             @staticmethod
@@ -95,7 +98,7 @@ def _backward(ctx: Any, grads: tuple[Any, ...]) -> list[Any]:
                          hint="call the Function's backward yourself, as its own kernel")
     names = list(kernel.signature.parameters)
     needs = tuple(sorted(names[i] for i, n in zip(ctx.slots, ctx.needs_input_grad[4:]) if n))
-    given = [grads[j].contiguous() for j in gradients.outputs]
+    given = [grads[ctx.tensors[j]].contiguous() for j in gradients.outputs]
     got = backward_kernel(kernel)(*values, given, needs)
     got = got if isinstance(got, tuple) else (got,)
     by_name = {n: g for n, g in zip([n for n in gradients.inputs if n], got) if g is not None}
