@@ -192,14 +192,64 @@ def test_setup_context_style_and_a_backward_writing_its_inputs() -> None:
     torch.testing.assert_close(b.grad.double(), want_db, rtol=1e-5, atol=1e-6)
 
 
+@triton.jit
+def _half_square_sum(X, LOSS, n, BLOCK: tl.constexpr):
+    """loss = sum(x^2) / 2, and x's gradient (x itself) stored over x, as Liger's cross
+    entropy stores its gradient into the logits."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    tl.store(LOSS, tl.sum(x * x, axis=0) / 2)
+    tl.store(X + offs, x, mask=offs < n)
+
+
+@triton.jit
+def _scale(X, G, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, tl.load(X + offs, mask=offs < n) * tl.load(G), mask=offs < n)
+
+
+class HalfSquareSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        loss = torch.zeros((), dtype=torch.float32, device=x.device)
+        _half_square_sum[(1,)](x, loss, x.numel(), BLOCK=64)
+        ctx.save_for_backward(x.detach())
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (grad,) = ctx.saved_tensors
+        _scale[(1,)](grad, grad_output, grad.numel(), BLOCK=64)
+        return grad
+
+
+@td.tile_kernel
+def half_square_sum(x):
+    return HalfSquareSum.apply(x)
+
+
+def test_a_forward_writing_its_input_saves_it_for_backward() -> None:
+    """Liger's cross entropy's shape: the forward writes the gradient into the input (which
+    requires grad) and saves it; the backward scales it by the 0-d loss's gradient. The
+    context is the argument alone, so the backward runs without the forward."""
+    x = torch.linspace(-1, 2, 37).requires_grad_()
+    loss = half_square_sum(x)
+    assert loss.shape == ()
+    (3 * loss).backward()
+    want = torch.linspace(-1, 2, 37, dtype=torch.float64)
+    torch.testing.assert_close(loss.detach().double(), (want * want).sum() / 2)
+    torch.testing.assert_close(x.grad.double(), 3 * want)
+
+
 class Counted(torch.autograd.Function):
-    """A forward that also writes into a buffer argument (a counter)."""
+    """A forward that writes into a buffer argument (a counter) and saves what it made."""
 
     @staticmethod
     def forward(ctx, x, count):
         y = torch.empty_like(x)
         _silu_mul_fwd[(triton.cdiv(x.numel(), 16),)](x, x, y, x.numel(), BLOCK=16)
         count += 1
+        ctx.save_for_backward(y)  # (made by the forward: the backward must run it again)
         return y
 
     @staticmethod

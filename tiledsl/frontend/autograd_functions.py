@@ -62,6 +62,11 @@ class Applied:
     owner: type
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
+    ctx: Context | None = None
+
+
+# What a context holds that is not the forward's: torch's bookkeeping
+_BOOKKEEPING = frozenset({"saved_tensors", "needs_input_grad", "materialize_grads"})
 
 
 @dataclass
@@ -71,7 +76,25 @@ class Backward:
     is what the Function's `backward` returned."""
     grads: list[Any]
     needs: frozenset[str]
+    replay: Replay | None = None
     result: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A forward's context made from the kernel's arguments alone: the arguments it saved
+    (by name) and its other attributes (Python values). A backward then needs no forward."""
+    saved: tuple[str, ...]
+    attributes: tuple[tuple[str, Any], ...]
+    tensor_outputs: tuple[bool, ...]  # which of the apply's outputs are tensors
+
+    def context(self, tr: Any) -> Context:
+        ctx = Context()
+        proxies = {n: Tensor(v, n) for v, n in tr.arguments.items()}
+        ctx.saved_tensors = tuple(proxies[n] for n in self.saved)
+        for name, value in self.attributes:
+            setattr(ctx, name, value)
+        return ctx
 
 
 def apply(owner: type, forward: Callable[..., Any], with_ctx: bool,
@@ -83,23 +106,41 @@ def apply(owner: type, forward: Callable[..., Any], with_ctx: bool,
         host = tr is not None and tr.depth == "host"
         backward = tr.backward if host and tr.backward is not None and \
             tr.backward.result is None else None
+        needs = tuple(backward is not None and _argument(tr, a) in backward.needs for a in args)
+        if backward is not None and backward.replay is not None:  # its context, no forward
+            ctx = backward.replay.context(tr)
+            ctx.needs_input_grad = needs
+            tr.applies.append(Applied(owner, args, ()))
+            grads = iter(backward.grads)
+            given = [next(grads) if t else None for t in backward.replay.tensor_outputs]
+            backward.result = _results(rewritten(owner.backward)(ctx, *given))
+            return None
         ctx = Context()
-        ctx.needs_input_grad = tuple(backward is not None and _argument(tr, a) in backward.needs
-                                     for a in args)
+        ctx.needs_input_grad = needs
         out = forward(ctx, *args, **kwargs) if with_ctx else forward(*args, **kwargs)
         if not host:
             return out
         outputs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        tr.applies.append(Applied(owner, args, outputs))
+        if not with_ctx and (backward is not None or owner_has_backward(owner)):
+            rewritten(owner.setup_context)(ctx, args, out)  # (that style fills the context)
+        tr.applies.append(Applied(owner, args, outputs, ctx))
         if backward is not None:
-            if not with_ctx:  # (the setup_context style: it fills the context)
-                rewritten(owner.setup_context)(ctx, args, out)
             grads = iter(backward.grads)
             given = [next(grads) if isinstance(o, Tensor) else None for o in outputs]
-            result = rewritten(owner.backward)(ctx, *given)
-            backward.result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+            backward.result = _results(rewritten(owner.backward)(ctx, *given))
         return out
     return call
+
+
+def _results(result: Any) -> tuple[Any, ...]:
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+def owner_has_backward(owner: type) -> bool:
+    """Whether a Function defines its own backward."""
+    module = sys.modules.get("torch.autograd.function")
+    return module is not None and \
+        getattr(owner, "backward", None) is not getattr(module.Function, "backward", None)
 
 
 def _argument(tr: Any, v: Any) -> str | None:
@@ -111,37 +152,63 @@ def _argument(tr: Any, v: Any) -> str | None:
 class Gradients:
     """How a kernel's outputs are one Function's: for each positional input of its `apply`,
     the kernel argument it is (None: not an argument tensor); for each tensor output of the
-    apply, the kernel's returned tensor it is (its place among them)."""
+    apply, the kernel's returned tensor it is (its place among them); and the forward's
+    context as a `Replay`, where it is made of the arguments alone."""
     inputs: tuple[str | None, ...]
     outputs: tuple[int, ...]
+    replay: Replay | None = None
 
 
 def gradients(tr: Any, returned: list[Any], returns: str) -> Gradients | None:
     """The kernel's outputs as one `apply`'s, where they are: the trace made one apply whose
     Function has a backward, the kernel returns its tensor outputs (as a tensor, or a tuple of
-    them that may hold None and numbers too) and some input is a kernel argument. Else None: the outputs are not
-    differentiable."""
-    module = sys.modules.get("torch.autograd.function")
+    them that may hold None and numbers too) and some input is a kernel argument. Else None:
+    the outputs are not differentiable."""
     flat = returns in ("single", "tuple") or returns.startswith("tuple:") and \
         not any(c in returns for c in "[(")  # (None and numbers beside the tensors)
-    if len(tr.applies) != 1 or not flat or module is None:
+    if len(tr.applies) != 1 or not flat or not owner_has_backward(tr.applies[0].owner):
         return None
     applied = tr.applies[0]
-    if getattr(applied.owner, "backward", None) is getattr(module.Function, "backward", None):
-        return None
     inputs = tuple(_argument(tr, a) for a in applied.inputs)
     where = {id(t.value): i for i, t in enumerate(returned)}
     tensors = [o for o in applied.outputs if isinstance(o, Tensor)]
     if not any(inputs) or len(tensors) != len(returned) or \
             any(id(o.value) not in where for o in tensors):
         return None
-    return Gradients(inputs, tuple(where[id(o.value)] for o in tensors))
+    return Gradients(inputs, tuple(where[id(o.value)] for o in tensors), _replay(tr, applied))
 
 
-def backward_begin(grads: list[Any], needs: tuple[str, ...]) -> None:
+def _replay(tr: Any, applied: Applied) -> Replay | None:
+    """The forward's context as the arguments it saved and Python values, else None."""
+    ctx = applied.ctx
+    if ctx is None:
+        return None
+    saved = tuple(_argument(tr, t) for t in getattr(ctx, "saved_tensors", ()))
+    attributes = tuple(sorted((k, v) for k, v in vars(ctx).items() if k not in _BOOKKEEPING))
+    if None in saved or not all(_plain(v) for _, v in attributes):
+        return None
+    try:
+        hash(attributes)
+    except TypeError:
+        return None
+    return Replay(saved, attributes,  # type: ignore[arg-type]
+                  tuple(isinstance(o, Tensor) for o in applied.outputs))
+
+
+def _plain(v: Any) -> bool:
+    """A Python value a backward can be traced with again (no proxy of this trace)."""
+    if isinstance(v, (tuple, list)):
+        return all(_plain(x) for x in v)
+    return v is None or isinstance(v, (bool, int, float, str)) or type(v).__module__ in (
+        "torch", "tiledsl.dtypes") and not hasattr(v, "shape")
+
+
+def backward_begin(grads: list[Any], needs: tuple[str, ...], replay: tuple | None) -> None:
     """The start of a kernel's backward (runtime/differentiable.py), which then runs the
-    kernel's host code again: its `apply` also runs the Function's backward on `grads`."""
-    current().backward = Backward(list(grads), frozenset(needs))
+    kernel's host code again: its `apply` also runs the Function's backward on `grads`, after
+    its forward or, given a `replay` (its fields, a compile-time argument), instead of it."""
+    current().backward = Backward(list(grads), frozenset(needs),
+                                  None if replay is None else Replay(*replay))
 
 
 def backward_end(kernel: str) -> tuple[Any, ...]:

@@ -3,26 +3,31 @@
 layers, a TritonBench test's `out.sum().backward()`), so its backward is that Function's.
 
 Called with torch tensors that require grad, with grad enabled, such a kernel runs inside a
-torch autograd node (`_Node`). Its backward is a second tile kernel, made once per kernel
-(`backward_kernel`): the kernel's host code run again on the same arguments, whose `apply` then
-runs the Function's `backward` on the outputs' gradients (frontend/autograd_functions.py), as
-activation checkpointing recomputes a forward. What the forward saved for backward is
-recomputed, not kept; so a kernel that writes its arguments (Liger's cross entropy stores its
-gradient into the input) has no backward, which the backward says.
+torch autograd node (`_node`); writes into its arguments are then the Function's own, as in
+its torch forward (Liger's cross entropy stores its gradient into the logits). Its backward is
+a second tile kernel per number of output gradients (`backward_kernel`): the kernel's host code
+run again on the same arguments, whose `apply` then runs the Function's `backward` on the
+gradients (frontend/autograd_functions.py). Where the forward's context holds only arguments
+(`ctx.save_for_backward(x, w)`) and Python values, the backward builds it from them and runs
+no forward; else the forward runs again first (as activation checkpointing recomputes one),
+which a forward that writes its arguments cannot: its backward is then an error.
 
 Only the gradients of the apply's inputs that are the kernel's own tensor arguments flow back
 (a view made in host code before the apply has none); a kernel whose outputs are not one apply's
 (two applies, an output changed after it) runs as before: its outputs are not differentiable.
+The output gradients reach the backward contiguous (`y.sum()`'s is a stride-0 expansion).
 """
 
 from __future__ import annotations
 
 import linecache
 import sys
+from dataclasses import astuple
 from typing import Any
 
 from tiledsl.errors import TraceError
 from tiledsl.frontend.autograd_functions import Gradients, backward_begin, backward_end
+from tiledsl.runtime.runner import grad_writes_allowed
 from tiledsl.runtime.traces import with_grads
 
 
@@ -63,7 +68,8 @@ def _node() -> Any:
             @staticmethod
             def forward(ctx: Any, kernel: Any, values: list[Any], gradients: Gradients,
                         slots: tuple[int, ...], *tensors: Any) -> Any:
-                out = kernel._call(values)
+                with grad_writes_allowed():  # (as in the Function's own forward: Liger's
+                    out = kernel._call(values)  # cross entropy writes its input's gradient)
                 ctx.kernel, ctx.gradients, ctx.slots = kernel, gradients, slots
                 ctx.values = [None if i in slots else v for i, v in enumerate(values)]
                 ctx.save_for_backward(*tensors)
@@ -90,7 +96,7 @@ def _backward(ctx: Any, grads: tuple[Any, ...]) -> list[Any]:
     for i, t in zip(ctx.slots, ctx.saved_tensors):  # (a backward may write them, as
         values[i] = t.detach()  # Liger's swiglu writes its gradients into the inputs)
     written = kernel.traces.written(kernel.arg_spec(_specced(kernel, values)))
-    if written:
+    if written and gradients.replay is None:
         raise TraceError(f"kernel '{kernel.name}' writes its argument{'s' * (len(written) > 1)} "
                          f"{', '.join(written)}: its backward, which runs the forward again "
                          "(as activation checkpointing does), would read what the forward "
@@ -99,7 +105,8 @@ def _backward(ctx: Any, grads: tuple[Any, ...]) -> list[Any]:
     names = list(kernel.signature.parameters)
     needs = tuple(sorted(names[i] for i, n in zip(ctx.slots, ctx.needs_input_grad[4:]) if n))
     given = [grads[ctx.tensors[j]].contiguous() for j in gradients.outputs]
-    got = backward_kernel(kernel)(*values, given, needs)
+    replay = None if gradients.replay is None else astuple(gradients.replay)
+    got = backward_kernel(kernel, len(given))(*values, *given, needs, replay)
     got = got if isinstance(got, tuple) else (got,)
     by_name = {n: g for n, g in zip([n for n in gradients.inputs if n], got) if g is not None}
     return [by_name.get(names[i]) if names[i] in needs else None for i in ctx.slots]
@@ -111,25 +118,27 @@ def _specced(kernel: Any, values: list[Any]) -> list[Any]:
     return values if on_gpu else kernel.numpy_views(values)
 
 
-def backward_kernel(kernel: Any) -> Any:
-    """The tile kernel of `kernel`'s backward (made once): `def <name>_backward(<its
-    parameters>, _td_grads, _td_needs)` running its host code again (autograd_functions.backward_begin)."""
-    made = kernel.__dict__.get("_td_backward")
-    if made is not None:
-        return made
+def backward_kernel(kernel: Any, grads: int) -> Any:
+    """The tile kernel of `kernel`'s backward for `grads` output gradients (made once):
+    `def <name>_backward(<its parameters>, _td_grad_0, ..., _td_needs, _td_replay)` running
+    its host code again (autograd_functions.backward_begin)."""
+    made = kernel.__dict__.setdefault("_td_backward", {})
+    if grads in made:
+        return made[grads]
     params = list(kernel.signature.parameters.values())
-    names = [p.name for p in params]
+    given = [f"_td_grad_{i}" for i in range(grads)]
     args = ", ".join(f"{p.name}={p.name}" if p.kind == p.KEYWORD_ONLY else p.name
                      for p in params)
     name = f"{kernel.name}_backward"
     file = f"<tiledsl: the backward of kernel '{kernel.name}'>"
-    source = (f"def {name}({', '.join(names + ['_td_grads', '_td_needs'])}):\n"
-              f"    tiledsl_backward_begin(_td_grads, _td_needs)\n"
+    source = (f"def {name}({', '.join([p.name for p in params] + given)}, _td_needs, "
+              f"_td_replay):\n"
+              f"    tiledsl_backward_begin([{', '.join(given)}], _td_needs, _td_replay)\n"
               f"    tiledsl_kernel({args})\n"
               f"    return tiledsl_backward_end({kernel.name!r})\n")
     linecache.cache[file] = (len(source), None, source.splitlines(True), file)
     scope = {"tiledsl_backward_begin": backward_begin, "tiledsl_backward_end": backward_end,
              "tiledsl_kernel": kernel}
     exec(compile(source, file, "exec"), scope)
-    made = kernel.__dict__["_td_backward"] = type(kernel)(scope[name])  # (a TileKernel)
-    return made
+    made[grads] = type(kernel)(scope[name])  # (a TileKernel)
+    return made[grads]

@@ -10,7 +10,9 @@ and run. On torch CUDA tensors a backend that prepares launches gives a faster c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -29,6 +31,21 @@ from tiledsl.ir.types import TileType
 if TYPE_CHECKING:
     from tiledsl.runtime.kernel import TileKernel
     from tiledsl.runtime.traces import Traced
+
+
+
+# inside a differentiable kernel's forward (runtime/differentiable.py): writes into arguments
+# that require grad are the Function's own (Liger's cross entropy), as in its torch forward
+_GRAD_WRITES: ContextVar[bool] = ContextVar("tiledsl_grad_writes", default=False)
+
+
+@contextmanager
+def grad_writes_allowed() -> Iterator[None]:
+    token = _GRAD_WRITES.set(True)
+    try:
+        yield
+    finally:
+        _GRAD_WRITES.reset(token)
 
 
 class Plan(NamedTuple):
@@ -140,7 +157,10 @@ class Runner:
         return pack(outputs, t.returns)
 
     def refuse_grad_writes(self, values: list[Any], written: list[str]) -> None:
-        """A write in place into a torch tensor that requires grad: autograd cannot see it."""
+        """A write in place into a torch tensor that requires grad: autograd cannot see it
+        (except inside a differentiable kernel's forward, as in a Function's forward)."""
+        if _GRAD_WRITES.get():
+            return
         names, values = static_args.splice(list(self.k.specs.signature.parameters), values)
         for n in written:  # (a list's tensors by the IR's names: `a[0]`)
             if getattr(values[names.index(n)], "requires_grad", False):
