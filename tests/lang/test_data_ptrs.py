@@ -164,3 +164,36 @@ def test_data_ptr_misuse() -> None:
         _reinterpret.run(x, torch.int32, 0, backend="numpy")
     with pytest.raises(td.TraceError, match="as a number: a kernel tensor's address is not"):
         _address_as_int.run(x, backend="numpy")
+
+
+@triton.jit
+def _kernel_f16_to_f8(Y, X, N, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask)
+    tl.store(Y + offs, x, mask=mask)
+
+
+@td.tile_kernel
+def f16_to_f8(x, dtypes=tl.float8e5):
+    """TritonBench's f8 conversion wrapper, as written: a Triton dtype argument,
+    `str(x.device)`, `x.untyped_storage().size()` and `triton.reinterpret(int8 tensor, fp8)`
+    (Triton's TensorWrapper: a pointer-like object)."""
+    assert x.dtype in [torch.float16, torch.float32]
+    assert "cuda" in str(x.device), f"CUDA tensors only but got {x.device}"
+    ret = torch.empty_like(x, dtype=torch.int8)
+    grid = lambda META: (triton.cdiv(x.numel(), META['BLOCK_SIZE']),)  # noqa: E731
+    numel = x.untyped_storage().size() // x.element_size()
+    _kernel_f16_to_f8[grid](triton.reinterpret(ret, dtypes), x, numel, BLOCK_SIZE=64)
+    return ret
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
+def test_reinterpreted_fp8_output_as_written(backend: str) -> None:
+    """float16 to float8_e5m2 through the reinterpreted int8 output: torch's bits exactly."""
+    x = (np.random.default_rng(5).standard_normal(201) * 20).astype(np.float16)
+    for dt, torch_dt in ((tl.float8e5, torch.float8_e5m2), (tl.float8e4nv, torch.float8_e4m3fn)):
+        got = run_on(f16_to_f8, (x, dt), backend)
+        want = torch.from_numpy(x).to(torch_dt).view(torch.int8).numpy()
+        np.testing.assert_array_equal(got, want)

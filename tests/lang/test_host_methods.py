@@ -131,3 +131,47 @@ def pow_inside_a_grid(x):
 def test_a_tensor_power_inside_a_grid_says_to_index_it() -> None:
     with pytest.raises(td.TraceError, match="must be indexed"):
         pow_inside_a_grid(np.ones(4, np.float32))
+
+
+@td.tile_kernel
+def int4_zero_points(w, k_cache):
+    """TritonBench's int4 quantization's `(-w_min / scale).round().clamp(0, 15)` and
+    lightllm's `if k_cache == None:` (a torch tensor compared with None is a bool)."""
+    w_min, w_max = w.amin(dim=1, keepdim=True), w.amax(dim=1, keepdim=True)
+    scale = (w_max - w_min) / 15
+    zero = (-w_min / scale).round().clamp(0, 15).to(torch.int32)
+    assert not (k_cache == None) and k_cache != None  # noqa: E711
+    return zero, w.floor(), w.trunc(), k_cache.sigmoid()
+
+
+def test_rounding_methods_and_a_tensor_compared_with_none() -> None:
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((5, 33)) * 3).astype(np.float32)
+    w[0, :4] = [0.5, 1.5, 2.5, -0.5]  # halves: torch rounds them to even
+    k = rng.standard_normal(7).astype(np.float32)
+    zero, floor, trunc, sig = int4_zero_points.run(w, k, backend="numpy")
+    t = torch.from_numpy(w)
+    lo, hi = t.amin(1, keepdim=True), t.amax(1, keepdim=True)
+    want = (-lo / ((hi - lo) / 15)).round().clamp(0, 15).to(torch.int32)
+    np.testing.assert_array_equal(zero, want.numpy())
+    np.testing.assert_array_equal(floor, np.floor(w))
+    np.testing.assert_array_equal(trunc, np.trunc(w))
+    np.testing.assert_allclose(sig, 1 / (1 + np.exp(-k.astype(np.float64))), rtol=1e-6)
+    assert torch.tensor([0.5, 1.5, 2.5]).round().tolist() == [0.0, 2.0, 2.0]  # (to even)
+
+
+@td.tile_kernel
+def selected_count(x, mask):
+    """FlagGems' masked_select's host code: `torch.broadcast_tensors` of an argument and a
+    valued one (its size comes from the mask's values)."""
+    x, mask = torch.broadcast_tensors(x, mask)
+    prefix = mask.contiguous().ravel().cumsum(axis=0)
+    out = torch.zeros(prefix[-1].item() + 1, dtype=x.dtype)
+    return out, x.contiguous()
+
+
+def test_broadcast_tensors_with_a_valued_argument() -> None:
+    x = torch.arange(12.0).reshape(3, 4)
+    mask = torch.tensor([True, False, True, True])
+    out, spread = selected_count(x, mask)
+    assert out.shape == (10,) and torch.equal(spread, x)

@@ -132,5 +132,30 @@ def _scalar_data_ptr(x: TileValue) -> DataPtr:
     return _fail(f"data_ptr() of a runtime scalar ({x.dtype.name}): it has no address")
 
 
+class Storage:
+    """`x.untyped_storage()`: the memory of the tensor x views (its root): its size in
+    bytes and its address (f8 conversion's `x.untyped_storage().size() // x.element_size()`)."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: Tensor) -> None:
+        self.base = base
+
+    def size(self) -> int:
+        return int(np.prod(self.base.shape, dtype=np.int64)) * self.base.dtype.itemsize
+
+    nbytes = size
+
+    def data_ptr(self) -> DataPtr:
+        return DataPtr(self.base, 0)
+
+
+def untyped_storage(t: Tensor) -> Storage:
+    current(f"{t.name}.untyped_storage()")
+    base = root(t.value)
+    return Storage(t if base is t.value else Tensor(base, base.hint or t.name))
+
+
 Tensor.data_ptr = data_ptr  # type: ignore[attr-defined]
+Tensor.untyped_storage = untyped_storage  # type: ignore[attr-defined]
 TileValue.data_ptr = _scalar_data_ptr  # type: ignore[attr-defined]

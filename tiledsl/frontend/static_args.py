@@ -152,8 +152,11 @@ def is_constant(v: Any) -> bool:
 
 def _is_torch_constant(v: Any) -> bool:
     """torch's dtype, layout, device and memory format objects (`eye(n, dtype=torch.float16,
-    layout=torch.strided)`), without importing torch."""
-    return type(v).__module__ == "torch" and type(v).__name__ in _TORCH_CONSTANTS
+    layout=torch.strided)`), and Triton's dtypes (`f16_to_f8(x, dtypes=tl.float8e5)`), without
+    importing either."""
+    module = type(v).__module__
+    return module == "torch" and type(v).__name__ in _TORCH_CONSTANTS or \
+        module.startswith("triton.language") and type(v).__name__ == "dtype"
 
 
 _TORCH_CONSTANTS = frozenset({"dtype", "layout", "device", "memory_format"})

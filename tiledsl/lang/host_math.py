@@ -20,6 +20,7 @@ from tiledsl import dtypes
 from tiledsl.errors import ShapeError, TraceError, user_loc
 from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.loops import loop
+from tiledsl.frontend.td_names import FUNCTIONS
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, constant, no_math
 from tiledsl.ir.gathers import broadcast_dims
@@ -108,6 +109,8 @@ def _binary(name: str, fn: Fn, before: Callable, swap: bool = False) -> Callable
     """The dunder method: host math, else what the method did `before` (a pointer inside a
     grid, pointers.py; the errors of values.py)."""
     def method(self: Tensor, other: Any) -> Any:
+        if other is None and name in ("==", "!="):  # `if k_cache == None:` (lightllm's), as
+            return name == "!="  # Python answers it for a torch tensor: a bool
         if current(f"{self.name} {name} ...").depth == "host":
             other = _captured(other)
             args = (other, self) if swap else (self, other)
@@ -212,6 +215,9 @@ Tensor.__neg__ = _unary("neg", lambda x: -x)  # type: ignore[method-assign,assig
 for _name, _fn in [("exp", lang.exp), ("log", lang.log), ("sqrt", lang.sqrt),
                    ("abs", lang.abs)]:
     setattr(Tensor, _name, _unary(_name, _fn))
+for _name in ("floor", "ceil", "trunc", "round", "rsqrt", "sigmoid", "tanh", "exp2", "log2"):
+    setattr(Tensor, _name, _unary(_name, lambda x, _n=_name: FUNCTIONS[_n](x)))  # (int4
+    # quantization's `(-w_min / scale).round().clamp(0, 15)`)
 Tensor.__abs__ = Tensor.abs  # type: ignore[attr-defined]
 Tensor.masked_fill_ = masked_fill_  # type: ignore[attr-defined]
 Tensor.masked_fill = masked_fill  # type: ignore[attr-defined]

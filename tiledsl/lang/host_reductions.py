@@ -159,3 +159,5 @@ for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "flo
                       ("bool", "bool")):  # torch's `x.float()`: `x.to(torch.float32)`
     setattr(Tensor, _name, lambda self, _d=_dtype, **_: tensor_to(self, _d))
 Tensor.detach = lambda self: self  # type: ignore[attr-defined] (a kernel has no autograd)
+# torch's `x.data` (Triton's `triton.reinterpret(x, tl.float8e5)` wraps `x.data`): x itself
+Tensor.data = property(lambda self: self)  # type: ignore[attr-defined]

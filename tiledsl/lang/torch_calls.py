@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
+from tiledsl.frontend.captured import is_foreign_tensor
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
 from tiledsl.frontend.valued_args import need_scalar_values, need_values
 from tiledsl.frontend.tracer import current
@@ -115,7 +116,7 @@ _SAME = ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt
          "std", "softmax", "log_softmax", "bmm", "baddbmm", "zeros_like", "ones_like",
          "full_like", "empty_like", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh",
          "acosh", "atanh", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "pow",
-         "gelu", "leaky_relu", "softplus", "stack")
+         "gelu", "leaky_relu", "softplus", "stack", "round")
 CALLS: dict[str, str] = {name: name for name in _SAME} | {"clip": "clamp", "mm": "matmul"}
 
 
@@ -240,7 +241,7 @@ def _method(name: str) -> Callable[..., Any]:
 # torch's math methods of tensors, on tile values (F.sigmoid calls `input.sigmoid()`)
 METHODS = ("exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
            "tanh", "sigmoid", "abs", "erf", "floor", "ceil", "trunc", "relu", "clamp", "pow",
-           "isnan", "isinf", "isfinite")
+           "isnan", "isinf", "isfinite", "round")
 def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
                      kwargs: dict | None = None) -> Any:
     """torch's protocol for a kernel's tensors (host code's `torch.sum(x, 0)`,
@@ -251,9 +252,11 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
         args = (kwargs.pop("input"),)
     if name == "where" and len(args) == 3:  # torch.where(cond, x, y): td.where's (host_math.py)
         return FUNCTIONS["where"](*args)
-    if name == "broadcast_tensors" and args and all(isinstance(a, Tensor) for a in args):
-        shape = broadcast_shapes(current(), [a.shape for a in args])  # (FlagGems' masked_select)
-        return tuple(a.expand(*shape) for a in args)  # views, as torch's
+    if name == "broadcast_tensors" and args and all(
+            isinstance(a, Tensor) or is_foreign_tensor(a) for a in args):
+        shape = broadcast_shapes(current(), [tuple(a.shape) for a in args])  # (FlagGems'
+        return tuple(a if tuple(a.shape) == shape else a.expand(*shape)  # masked_select; a
+                     for a in args)  # valued argument's real tensor stays one: views, as torch's
     if name == "linear" and args and isinstance(args[0], Tensor):  # nn.Linear's forward
         from tiledsl.lang.host_matmul import linear
         return _call("torch.nn.functional.linear", linear, args, kwargs or {})
