@@ -175,3 +175,20 @@ def test_broadcast_tensors_with_a_valued_argument() -> None:
     mask = torch.tensor([True, False, True, True])
     out, spread = selected_count(x, mask)
     assert out.shape == (10,) and torch.equal(spread, x)
+
+
+@td.tile_kernel
+def extremes(x):
+    values, indices = x.max(dim=1)  # torch's (values, indices)
+    low = x.min(0, keepdim=True)
+    return values, indices, low.values, low.indices, x.max(dim=1)[0]
+
+
+def test_max_and_min_along_a_dim_give_indices() -> None:
+    """Ties give the first position, as torch's (a ragged row of 37)."""
+    x = torch.from_numpy(np.random.default_rng(13).standard_normal((5, 37)).astype(np.float32))
+    x[2, 3] = x[2, 9] = 100.0
+    got = extremes(x)
+    top, low = x.max(dim=1), x.min(0, keepdim=True)
+    for g, w in zip(got, (top.values, top.indices, low.values, low.indices, top.values)):
+        assert g.dtype == w.dtype and torch.equal(g, w)

@@ -138,16 +138,53 @@ for _kind in ("sum", "mean", "amax", "amin"):
     setattr(Tensor, _kind, _reduction(_kind))
 
 
+class _Extremes(tuple):
+    """torch's `x.max(dim)`: (values, indices), also as `.values` and `.indices`."""
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+
 def _extreme(kind: str) -> Any:
-    def method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-        if dim is not None:  # torch's (values, indices)
-            current().fail(TraceError, f"{self.name}.{kind[1:]}(dim) in host code gives the "
-                           "indices too, which tiledsl does not compute there",
-                           hint=f"take the values alone: {self.name}.{kind}(dim)")
-        return _reduce(self, kind, None, keepdim, None)
+    def method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+        if dim is None:
+            return _reduce(self, kind, None, keepdim, None)
+        values = _reduce(self, kind, dim, keepdim, None)
+        return _Extremes((values, _positions(self, "arg" + kind[1:], dim, keepdim)))
     method.__name__ = method.__qualname__ = kind[1:]
-    method.__doc__ = f"torch's `x.{kind[1:]}()` in host code: the {kind[1:]} of every element."
+    method.__doc__ = (f"torch's `x.{kind[1:]}()` in host code: the {kind[1:]} of every "
+                      f"element; `x.{kind[1:]}(dim)`, (values, indices) along dim.")
     return method
+
+
+def _positions(t: Tensor, kind: str, dim: Any, keepdim: bool) -> Tensor:
+    """torch's indices of `x.max(dim)` (int64): a grid over the other dimensions, each
+    program `td.argmax` of a whole row along dim (the first on ties, and a NaN's, as torch)."""
+    from tiledsl.frontend.td_names import FUNCTIONS
+    need_static(dim)
+    d = int(dim) % t.ndim
+    rest = [n for i, n in enumerate(t.shape) if i != d]
+    out = empty(tuple(rest) or (1,), dtypes.int64)
+
+    def body(tiles: Any, env: dict) -> dict:
+        outer = list(tiles) if isinstance(tiles, tuple) else [tiles]
+        row = t[tuple(outer[:d] + [slice(None)] + outer[d:])]
+        at = cast(FUNCTIONS[kind](row, axis=d), dtypes.int64)
+        out[tuple(outer) if outer else (slice(None),)] = at if outer else at.reshape(1)
+        return {}
+
+    if rest:
+        loop(tile(*rest), body, {}, (), None, _line())
+    else:
+        loop(grid(1), lambda _p, env: body((), env), {}, (), None, _line())
+    if keepdim:
+        return out.reshape(t.shape[:d] + (1,) + t.shape[d + 1:])  # type: ignore[attr-defined]
+    return out if rest else out.reshape(())  # type: ignore[attr-defined]
 
 
 Tensor.max, Tensor.min = _extreme("amax"), _extreme("amin")  # type: ignore[attr-defined]
