@@ -283,10 +283,11 @@ def test_the_tuner_searches_a_registered_knob(tmp_path) -> None:
 
 def test_programs_add_into_a_0d_output() -> None:
     """FlagGems' vdot: every program adds its partial sum into a 0-d tensor (NumPy's atomic
-    rule crashed on a tensor with no index)."""
+    rule crashed on a tensor with no index); torchao's float8 amax: `tl.atomic_max(ptr, v)`
+    into a tensor's first element."""
     triton = pytest.importorskip("triton")
     torch = pytest.importorskip("torch")
-    from triton_kernels_0d import sum_kernel
+    from triton_kernels_0d import amax_kernel, sum_kernel
 
     @td.tile_kernel
     def total(x):
@@ -294,8 +295,16 @@ def test_programs_add_into_a_0d_output() -> None:
         sum_kernel[(triton.cdiv(x.numel(), 32),)](x, out, x.numel(), BLOCK=32)
         return out
 
+    @td.tile_kernel
+    def amax(x):
+        out = torch.zeros(1, dtype=torch.float32, device=x.device)
+        amax_kernel[(triton.cdiv(x.numel(), 16),)](x, out, x.numel(), tl.float32, BLOCK_SIZE=16)
+        return out
+
+    tl = triton.language
     x = np.random.default_rng(7).standard_normal(37).astype(np.float32)
     for backend in ("numpy", "triton-interpret"):
         got = total.run(x, backend=backend)
         assert got.shape == ()
+        np.testing.assert_array_equal(amax.run(x, backend=backend), [np.abs(x).max()])
         td.testing.assert_close(got, x.astype(np.float64).sum(), np.float32)

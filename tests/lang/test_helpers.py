@@ -169,3 +169,35 @@ def test_a_callable_object_and_a_bound_method_are_rewritten() -> None:
     a, b = through_objects(x)
     np.testing.assert_allclose(a, 3 * x, rtol=1e-6)
     np.testing.assert_allclose(b, 3 * x, rtol=1e-6)
+
+
+_BUILT: list | None = None
+_CALLS = 0
+
+
+def _lazily_built() -> list:
+    """torchao's lazily built kernel: a helper that binds module globals under `if`s and in a
+    loop (each rewritten body is a function of its own, where the name would be local)."""
+    global _BUILT, _CALLS
+    built = _BUILT
+    if built is None:
+        built = [2.0]
+        _BUILT = built
+    for _ in range(2):
+        _CALLS = _CALLS + 1
+    return built
+
+
+@td.tile_kernel
+def scaled_by_global(x):
+    factor = _lazily_built()[0]
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * factor
+    return out
+
+
+def test_a_helper_binding_globals_under_ifs_and_loops() -> None:
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(scaled_by_global.run(x, backend="numpy"), 2 * x)
+    assert _BUILT == [2.0] and _CALLS >= 2 and _CALLS % 2 == 0

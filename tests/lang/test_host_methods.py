@@ -192,3 +192,19 @@ def test_max_and_min_along_a_dim_give_indices() -> None:
     top, low = x.max(dim=1), x.min(0, keepdim=True)
     for g, w in zip(got, (top.values, top.indices, low.values, low.indices, top.values)):
         assert g.dtype == w.dtype and torch.equal(g, w)
+
+
+@td.tile_kernel
+def group_sizes(ends, x):
+    """torchao's deepgemm metadata: `torch.diff(ends, prepend=ends.new_zeros(1))`; a row
+    appended along dim 0 of a 2-D tensor, differenced twice."""
+    return torch.diff(ends, prepend=ends.new_zeros(1)), \
+        torch.diff(x, dim=0, append=x[:1] * 5, n=2)
+
+
+def test_diff_with_prepend_and_append() -> None:
+    ends = torch.tensor([3, 7, 7, 12], dtype=torch.int32)
+    x = torch.tensor([[1, 4], [9, 2], [0, 8]], dtype=torch.int64)
+    sizes, second = group_sizes(ends, x)
+    assert torch.equal(sizes, torch.diff(ends, prepend=ends.new_zeros(1)))
+    assert torch.equal(second, torch.diff(x, dim=0, append=x[:1] * 5, n=2))

@@ -175,6 +175,8 @@ def plain(iterable: Any, line: int, what: str = "else") -> Any:
                       "loop carries; `continue` skips the rest of one iteration"),
             "else": (f"a {kind} loop cannot have an else clause",
                      "put the else clause's statements after the loop"),
+            "global": (f"a {kind} loop cannot bind a name its function declares global or "
+                       "nonlocal", "bind a local in the loop, and the global after it"),
         }.get(what, (f"this `{what}` cannot leave the {kind} loop{at}: a bare `return` ends a "
                      "grid program, and `continue` skips the rest of an iteration, only from "
                      "the loop's own body and the `if`s in it (not from a nested loop, `with` or "

@@ -180,10 +180,23 @@ class _LoopRewriter(ast.NodeTransformer):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         if self.depth > 0:  # a helper defined inside the kernel: leave it alone
             return node
+        self.declared = {n for stmt in ast.walk(node) if isinstance(stmt, (ast.Global, ast.Nonlocal))
+                         for n in stmt.names}
         self.depth += 1
         self.generic_visit(node)
         self.depth -= 1
         return node
+
+    def _binds_declared(self, stmts: list[ast.stmt]) -> bool:
+        """Whether statements bind a name the function declares `global` or `nonlocal`
+        (torchao's lazily built kernel: `global _k; ... if k is None: _k = k`): they stay
+        plain Python, as a rewritten body is a function of its own where the name is local."""
+        if not getattr(self, "declared", None):
+            return False
+        finder = _Assigned()
+        for stmt in stmts:
+            finder.visit(stmt)
+        return bool(self.declared & set(finder.names))
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         """A lambda's calls are the kernel's too (FlagGems' `map(lambda v: v if isinstance(v,
@@ -305,7 +318,8 @@ class _LoopRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if getattr(node, exits.STATIC, False):  # choosing a folded loop (exits.py)
             return node
-        if _escapes(node.body) or _escapes(node.orelse):
+        if _escapes(node.body) or _escapes(node.orelse) or \
+                self._binds_declared(node.body + node.orelse):
             node.test = _rt("truth", [node.test, ast.Constant(node.lineno)], node)
             return node
         self.count += 1
@@ -338,7 +352,7 @@ class _LoopRewriter(ast.NodeTransformer):
         condition `_td_rt.loop_test` refuses to be a runtime value."""
         node.test = _Condition().visit(node.test)  # (its own `and`, `or` and `not`)
         self.generic_visit(node)
-        if node.orelse or _escapes(node.body):
+        if node.orelse or _escapes(node.body) or self._binds_declared(node.body):
             node.test = _rt("loop_test", [node.test, ast.Constant(node.lineno)], node)
             return node
         self.count += 1
@@ -374,9 +388,10 @@ class _LoopRewriter(ast.NodeTransformer):
         escapes = _Escapes()
         for stmt in node.body:
             escapes.visit(stmt)
-        if escapes.found or node.orelse:
+        if escapes.found or node.orelse or self._binds_declared(node.body):
             at = escapes.first  # the error names its line (an else clause: the loop's)
-            what = type(at).__name__.lower() if at is not None else "else"
+            what = type(at).__name__.lower() if at is not None else \
+                "else" if node.orelse else "global"
             node.iter = ast.Call(ast.Attribute(ast.Name("_td_rt", ast.Load()), "plain", ast.Load()),
                                  [node.iter, ast.Constant(at.lineno if at else node.lineno),
                                   ast.Constant(what)], [])

@@ -53,6 +53,8 @@ def _pointer_form(fn: Callable[..., TileValue]) -> Callable[..., TileValue]:
             return _chosen(call, signature, x, args, kwargs)
         if isinstance(x, Pointer):
             return fn(x.base, [x.offset], *args, **kwargs)
+        if isinstance(x, Tensor) and current().triton_body:  # `tl.atomic_max(amax_ptr, v)`:
+            return fn(x, list(scalar_pointer(x)), *args, **kwargs)  # the pointer's element 0
         return fn(x, *args, **kwargs)
     return call
 

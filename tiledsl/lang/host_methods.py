@@ -21,6 +21,7 @@ from tiledsl.frontend.loops import loop
 from tiledsl.lang import language as lang
 from tiledsl.lang.host_math import elementwise, in_place
 from tiledsl.lang.host_matmul import matmul
+from tiledsl.lang.host_tensors import cat
 from tiledsl.lang.views import tensor_index
 
 
@@ -175,16 +176,18 @@ def reshape_as(self: Tensor, other: Any) -> Tensor:
 
 def diff(self: Tensor, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None
          ) -> Tensor:
-    """torch's `torch.diff(x, n, dim)`: `x[1:] - x[:-1]` along `dim`, `n` times."""
+    """torch's `torch.diff(x, n, dim, prepend=, append=)`: `x[1:] - x[:-1]` along `dim`, `n`
+    times, of x with `prepend` and `append` joined to it first (torchao's group sizes:
+    `torch.diff(ends, prepend=ends.new_zeros(1))`)."""
     tr = current(f"torch.diff({self.name})")
-    if prepend is not None or append is not None:
-        tr.fail(TraceError, "torch.diff(..., prepend=, append=): concatenate first "
-                "(torch.cat), then take the difference")
     if self.ndim == 0:
         tr.fail(ShapeError, "torch.diff of a 0-d tensor (torch: diff expects input to be at "
                 "least one-dimensional)")
     axis = dim % self.ndim
     out = self
+    if prepend is not None or append is not None:
+        parts = [p for p in (prepend, self, append) if p is not None]
+        out = cat(parts, axis)
     for _ in range(n):
         if out.shape[axis] == 0:
             break
