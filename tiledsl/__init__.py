@@ -51,6 +51,7 @@ from tiledsl.dtypes import float32 as float32
 from tiledsl.dtypes import float64 as float64
 from tiledsl.dtypes import float8_e4m3fn as float8_e4m3fn
 from tiledsl.dtypes import float8_e5m2 as float8_e5m2
+from tiledsl.dtypes import float8_e8m0fnu as float8_e8m0fnu
 from tiledsl.dtypes import int8 as int8
 from tiledsl.dtypes import int16 as int16
 from tiledsl.dtypes import int32 as int32

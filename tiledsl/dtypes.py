@@ -193,9 +193,12 @@ uint64 = DType("uint64", "u64", "u", 64)
 bool_ = DType("bool", "i1", "b", 1)
 float8_e4m3fn = DType("float8_e4m3fn", "f8e4m3", "f", 8)  # Triton's tl.float8e4nv
 float8_e5m2 = DType("float8_e5m2", "f8e5m2", "f", 8)  # Triton's tl.float8e5
+# MX formats' scales: 2**(bits - 127), 0xFF NaN (a uint8 in Triton's kernels; fp8.py)
+float8_e8m0fnu = DType("float8_e8m0fnu", "f8e8m0", "f", 8)
 
 ALL: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32, int64,
-                         uint8, uint16, uint32, uint64, bool_, float8_e4m3fn, float8_e5m2)
+                         uint8, uint16, uint32, uint64, bool_, float8_e4m3fn, float8_e5m2,
+                         float8_e8m0fnu)
 BY_SHORT: dict[str, DType] = {d.short: d for d in ALL}
 
 # Triton's dtype predicates, `x.dtype.is_floating()`, `x.dtype.is_fp16()`, ..., as methods
@@ -226,6 +229,7 @@ _TO_NUMPY: dict[str, np.dtype] = {
     "i1": np.dtype(np.bool_),
     "f8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
     "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8e8m0": np.dtype(ml_dtypes.float8_e8m0fnu),
 }
 _FROM_NUMPY: dict[np.dtype, DType] = {v: BY_SHORT[k] for k, v in _TO_NUMPY.items()}
 

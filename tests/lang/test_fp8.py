@@ -236,3 +236,56 @@ def test_a_uint8_tensor_viewed_as_fp8(backend: str) -> None:
 
     with pytest.raises(td.DTypeError, match="a view reads the same elements as another dtype"):
         wider(cache[0])
+
+
+@td.tile_kernel
+def mx_scales(x, old_scales, block: td.constexpr):
+    """torchao's MX scales: each block's floor(log2(amax)) built as uint8 bits and viewed as
+    float8_e8m0fnu; an e8m0 argument read through its bits (`s.view(torch.uint8)`) and by value
+    (`s.to(torch.float32)`), and `new_zeros` of it (torch's 0 bits)."""
+    import torch
+    m, n = x.shape
+    bits = torch.empty((m, n // block), dtype=torch.uint8)
+    for i, j in td.grid(m, n // block):
+        amax = td.max(td.abs(x[i, j * block + td.arange(0, block)]))
+        e = td.floor(td.log2(amax)).to(td.int32) + 127
+        bits[i, j] = td.clamp(e, 0, 254).to(td.uint8)
+    raw = old_scales.view(torch.uint8)
+    value = old_scales.to(torch.float32)
+    return bits.view(torch.float8_e8m0fnu), raw, value, old_scales.new_zeros(3)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret", gpu_backend()])
+def test_e8m0_scales_are_bits_and_values(backend: str) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal((3, 96)) * 50).astype(np.float32)
+    old = np.array([0, 1, 100, 127, 128, 254, 255], np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    on = (lambda a: torch.from_numpy(a.view(np.uint8)).view(torch.float8_e8m0fnu))
+    x_t, old_t = torch.from_numpy(x), on(old)
+    if backend == "triton-gpu":
+        scales, raw, value, zeros = mx_scales(x_t.cuda(), old_t.cuda(), 32)
+    else:
+        scales, raw, value, zeros = mx_scales.run(x_t, old_t, 32, backend=backend)
+    assert scales.dtype == torch.float8_e8m0fnu and zeros.dtype == torch.float8_e8m0fnu
+    amax = np.abs(x.astype(np.float64)).reshape(3, 3, 32).max(-1)
+    np.testing.assert_array_equal(scales.cpu().view(torch.uint8).numpy(),
+                                  np.floor(np.log2(amax)) + 127)
+    np.testing.assert_array_equal(raw.cpu().numpy(), old.view(np.uint8))
+    want = np.where(old.view(np.uint8) == 255, np.nan, 2.0 ** (old.view(np.uint8) - 127.0))
+    np.testing.assert_array_equal(value.cpu().numpy(), want.astype(np.float32))  # (2**-127 too)
+    np.testing.assert_array_equal(zeros.cpu().view(torch.uint8).numpy(), [0, 0, 0])
+
+
+def test_no_conversion_to_e8m0() -> None:
+    @td.tile_kernel
+    def rounded(x):
+        out = td.empty(x.shape, td.float8_e8m0fnu)
+        for t in td.tile(x.shape[0]):
+            out[t] = x[t].to(td.float8_e8m0fnu)
+        return out
+
+    with pytest.raises(td.DTypeError, match=r"a conversion from float32 to float8_e8m0fnu: its "
+                       r"rounding is not defined") as info:
+        rounded.run(np.ones(4, np.float32), backend="numpy")
+    assert "test_fp8.py" in str(info.value) and "view it" in str(info.value)

@@ -127,6 +127,21 @@ def test_ptx_the_cpu_runs() -> None:
               "cvt.rn.f16x2.e4m3x2 h2, sc; mov.b32 {lo, hi}, h2; cvt.f32.f16 $0, lo; }")
     np.testing.assert_array_equal(ptx.run(decode, [e4m3.view(np.uint8)], [np.float32], 1)[0],
                                   e4m3.astype(np.float32))
+    x = np.array([1.0, 3.0, 0.25, 0.3, 1e-39, 6e-39, 0.0, 2.0**127, 2.0**127 * 1.5, np.inf,
+                  np.nan, -3.0, 5e-45], np.float32)  # torchao's MX scales (sm_100)
+    scale = ptx.run("cvt.rp.ue8m0x2.f32 $0, 0.0, $1;", [x], [np.uint16], 1)[0]
+    np.testing.assert_array_equal(scale, _f32_to_e8m0_rceil(x))  # torchao's software path
+    both = ptx.run("cvt.rz.satfinite.ue8m0x2.f32 $0, $1, $1;", [x], [np.uint16], 1)[0]
+    np.testing.assert_array_equal(both >> 8, both & 0xFF)
+    np.testing.assert_array_equal(both[:9] & 0xFF, [127, 128, 125, 125, 0, 0, 0, 254, 254])
+
+
+def _f32_to_e8m0_rceil(x: np.ndarray) -> np.ndarray:
+    """torchao's `_triton_f32_to_e8m0_rceil`, in NumPy."""
+    bits = x.view(np.int32)
+    exponent, mantissa = (bits >> 23) & 0xFF, bits & 0x7FFFFF
+    up = np.where(exponent == 0, mantissa > 0x400000, mantissa != 0)
+    return np.where(exponent != 0xFF, exponent + up, 0xFF)
 
 
 @td.tile_kernel

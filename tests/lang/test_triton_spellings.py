@@ -584,9 +584,9 @@ def test_tile_trans_method_div_rn_and_a_scalar_indexed_as_a_vector() -> None:
 
     @td.tile_kernel
     def unknown_view(x):
-        return x.view(torch.float8_e8m0fnu)
+        return x.view(torch.float8_e4m3fnuz)
 
-    with pytest.raises(td.DTypeError, match="tiledsl has no dtype torch.float8_e8m0fnu"):
+    with pytest.raises(td.DTypeError, match="tiledsl has no dtype torch.float8_e4m3fnuz"):
         unknown_view(np.zeros(4, np.uint8))
 
 

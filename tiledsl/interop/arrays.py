@@ -109,7 +109,8 @@ def to_numpy(v: Any, kernel: str, name: str) -> np.ndarray:
         if library == "torch" and str(v.dtype) == "torch.bfloat16":  # (a sparse or nested
             # tensor refuses the int16 view: an ArgumentError, as for its export)
             return np.from_dlpack(v.view(_torch().int16)).view(ml_dtypes.bfloat16)
-        if library == "torch" and str(v.dtype) in ("torch.float8_e4m3fn", "torch.float8_e5m2"):
+        if library == "torch" and str(v.dtype) in ("torch.float8_e4m3fn", "torch.float8_e5m2",
+                                                   "torch.float8_e8m0fnu"):
             return np.from_dlpack(v.view(_torch().uint8)).view(getattr(ml_dtypes, str(v.dtype)[6:]))
         return np.from_dlpack(v)
     except (RuntimeError, TypeError, BufferError) as e:
@@ -129,7 +130,8 @@ def from_numpy(out: np.ndarray, like: Any) -> Any:
         torch = _torch()
         if out.dtype == ml_dtypes.bfloat16:
             return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
-        if out.dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+        if out.dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                         ml_dtypes.float8_e8m0fnu):
             return torch.from_numpy(out.view(np.uint8)).view(getattr(torch, out.dtype.name))
         return torch.from_numpy(out)
     if library == "jax":

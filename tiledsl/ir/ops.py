@@ -209,8 +209,7 @@ def _const(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[
     return list(res)
 
 
-@_def("cast", explicit_type=True, traits=(ELEMENTWISE,))
-def _cast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+def _same_shape(ts: Sequence[Type], res: Sequence[Type] | None) -> list[Type]:
     _arity(ts, 1, "cast")
     src = tile(ts[0], "cast operand")
     if res is None or len(res) != 1 or tile(res[0], "cast result").shape != src.shape:
@@ -218,11 +217,23 @@ def _cast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[T
     return list(res)
 
 
+@_def("cast", explicit_type=True, traits=(ELEMENTWISE,))
+def _cast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
+    out = _same_shape(ts, res)
+    src, dst = tile(ts[0], "cast operand").dtype, tile(out[0], "cast result").dtype
+    if dst.short == "f8e8m0" and src != dst:  # (tiledsl/lang/fp8.py)
+        raise DTypeError(f"a conversion from {src} to float8_e8m0fnu: its rounding is not "
+                         "defined", hint="make the biased exponent as a uint8 and view it "
+                         "(`bits.to(td.float8_e8m0fnu, bitcast=True)`, "
+                         "`t.view(torch.float8_e8m0fnu)`), as torchao's MX kernels do")
+    return out
+
+
 @_def("bitcast", explicit_type=True, traits=(ELEMENTWISE,))
 def _bitcast(ts: Sequence[Type], attrs: dict, res: Sequence[Type] | None) -> list[Type]:
     """The same bits read as another dtype of the same width (NumPy's `view`): a cast that
     keeps the width."""
-    out = _cast(ts, attrs, res)
+    out = _same_shape(ts, res)
     src, dst = tile(ts[0], "bitcast operand").dtype, tile(out[0], "bitcast result").dtype
     if dst.bits != src.bits or dst.is_bool or src.is_bool:
         raise DTypeError(f"bitcast from {src} to {dst}: the widths differ")

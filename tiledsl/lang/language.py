@@ -29,6 +29,7 @@ from tiledsl.frontend.values import (
 from tiledsl.frontend.values import cumsum as _cumsum
 from tiledsl.frontend.values import dot as _dot
 from tiledsl.frontend.values import where as _where
+from tiledsl.lang import fp8
 from tiledsl.lang.torch_names import addmm
 
 
@@ -377,6 +378,12 @@ def full(shape: Any, value: Any, dtype: Any = None, *, what: str = "full", devic
     v = to_value(value)
     d = v.dtype if dtype is None and not v.weak else _dtype_arg(dtype, f"td.{what}")
     _check_fill(value, d, what)
+    if d.short == "f8e8m0" and not isinstance(value, TileValue):  # its bits, as torch's
+        bits = full(shape, fp8.e8m0_bits(float(value)), dtypes.uint8, what=what)
+        if isinstance(bits, Tensor):  # (torchao's `scales.new_zeros(...)`: fp8.py)
+            return Tensor(tr.emit("tensor.bitcast", [bits.value], {"dtype": d.short})[0],
+                          bits.name)
+        return TileValue(tr.emit("bitcast", [bits.value], types=[bits.value.type.with_dtype(d)])[0])
     if tr.depth == "host":
         return _new_tensor(shape, d, what, v)
     if v.shape != ():

@@ -463,6 +463,8 @@ def _selp(m: _Machine, mods: list[str], ops: list[str], guard: np.ndarray | None
 
 @_rule("cvt")
 def _cvt(m: _Machine, mods: list[str], ops: list[str], guard: np.ndarray | None) -> None:
+    if "ue8m0x2" in mods:
+        return _cvt_ue8m0x2(m, mods, ops, guard)
     kinds = [k for k in mods if k in TYPES]
     if len(kinds) != 2:
         raise ValueError("cvt takes a destination and a source type")
@@ -494,6 +496,28 @@ def _cvt(m: _Machine, mods: list[str], ops: list[str], guard: np.ndarray | None)
     if "sat" in mods and to in floating:
         out = np.clip(np.nan_to_num(out, nan=0.0), 0, 1).astype(to)
     m.write(ops[0], dst, _flush(out, mods), guard)
+
+
+def _cvt_ue8m0x2(m: _Machine, mods: list[str], ops: list[str], guard: np.ndarray | None
+                 ) -> None:
+    """`cvt.rz|rp{.satfinite}.ue8m0x2.f32 d, a, b` (sm_100; torchao's MX scales): the biased
+    exponents (2**(e - 127)) of |a| and |b|, rounded toward zero or up, a's in d's high byte;
+    NaN, infinity and a rounded value past 2**127 give 0xFF (254 under .satfinite, NaN still
+    0xFF), and magnitudes at or below 2**-127 give 0."""
+    rounding = next((r for r in mods if r in ("rz", "rp")), None)
+    if rounding is None or "f32" not in mods or len(ops) != 3:
+        raise ValueError("cvt.ue8m0x2 takes .rz or .rp, two .f32 sources and a destination")
+    top = 254 if "satfinite" in mods else 255
+    halves = []
+    for o in ops[1:]:
+        x = np.abs(m.read(o, "f32").astype(np.float64))
+        mant, exp = np.frexp(x)  # x = mant * 2**exp, mant in [0.5, 1)
+        e = exp - 1 + ((mant != 0.5) & (rounding == "rp"))  # floor or ceil of log2(x)
+        with np.errstate(invalid="ignore"):
+            biased = np.where(x == 0, 0, np.clip(e + 127, 0, top))
+        biased = np.where(np.isinf(x), top, biased)
+        halves.append(np.where(np.isnan(x), 255, biased).astype(np.uint16))
+    m.write(ops[0], "u16", (halves[0] << np.uint16(8)) | halves[1], guard)
 
 
 @rule("inline_asm")

@@ -17,12 +17,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tiledsl.dtypes import DType
+from tiledsl.dtypes import DType, float32
 
 TL_DTYPE = {"f16": "tl.float16", "bf16": "tl.bfloat16", "f32": "tl.float32", "f64": "tl.float64",
             "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32", "i64": "tl.int64",
             "u8": "tl.uint8", "u16": "tl.uint16", "u32": "tl.uint32", "u64": "tl.uint64",
-            "i1": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5"}
+            "i1": "tl.int1", "f8e4m3": "tl.float8e4nv", "f8e5m2": "tl.float8e5",
+            "f8e8m0": "tl.uint8"}  # (Triton has no e8m0: its bits, as torchao's kernels hold them)
+# float8_e8m0fnu's bits as float32: 2**(b - 127) is the exponent field b (b = 0: the
+# subnormal 2**-127), 0xFF is NaN
+E8M0_TO_F32 = ("tl.where({e} == 255, 0x7FC00000, tl.where({e} == 0, 0x00400000, "
+               "{e}.to(tl.int32) << 23)).to(tl.float32, bitcast=True)")
 
 
 def tl_dtype(d: DType) -> str:
@@ -45,6 +50,10 @@ def convert(expr: str, src: DType, dst: DType, *, number: bool) -> str:
     the interpreter passes as a Python number, which has no `.to` (hence `tl.cast`)."""
     def to(e: str, d: str) -> str:
         return f"tl.cast({e}, {d})" if number else f"{e}.to({d})"
+    if src.short == "f8e8m0":  # (its bits: a uint8)
+        expr, src = "(" + E8M0_TO_F32.format(e=expr) + ")", float32
+        if dst.short == "f32":
+            return expr
     if dst.short == "bf16" and (not src.is_float or src.short == "f64"):
         expr = to(expr, "tl.float32")
     elif (src.is_fp8 or dst.is_fp8) and "f32" not in (src.short, dst.short):

@@ -133,8 +133,9 @@ def _host_view(op: Op) -> str:
         return f".permute{tuple(op.attrs['perm'])}"
     if op.name == "tensor.expand":
         return f".expand{tuple(op.attrs['shape'])}"
-    if op.name == "tensor.bitcast":
-        return f".view(__import__('torch').{op.result.type.dtype.name})"  # type: ignore[union-attr]
+    if op.name == "tensor.bitcast":  # (float8_e8m0fnu: its bits, which Triton takes)
+        name = op.result.type.dtype.name  # type: ignore[union-attr]
+        return f".view(__import__('torch').{'uint8' if name == 'float8_e8m0fnu' else name})"
     if op.name == "tensor.memory":
         return f".as_strided({op.result.type.shape}, (1,))"  # type: ignore[union-attr]
     if op.name == "tensor.slice":

@@ -31,7 +31,8 @@ from tiledsl.ir.types import TensorType, TileType
 ARCHS = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90": 90}
 POINTER = {"f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "f64": "*fp64", "i8": "*i8",
            "i16": "*i16", "i32": "*i32", "i64": "*i64", "u8": "*u8", "u16": "*u16",
-           "u32": "*u32", "u64": "*u64", "i1": "*i1", "f8e4m3": "*fp8e4nv", "f8e5m2": "*fp8e5"}
+           "u32": "*u32", "u64": "*u64", "i1": "*i1", "f8e4m3": "*fp8e4nv", "f8e5m2": "*fp8e5",
+           "f8e8m0": "*u8"}
 
 
 @dataclass(frozen=True)

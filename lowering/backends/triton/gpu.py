@@ -137,6 +137,8 @@ class TritonBackend:
                         for d in ("bool", "float16", "bfloat16", "float32", "float64", "int8",
                                   "int16", "int32", "int64", "uint8", "uint16", "uint32",
                                   "uint64", "float8_e4m3fn", "float8_e5m2")}
+        torch_dtypes["float8_e8m0fnu"] = torch.uint8  # (its bits: tiledsl/lang/fp8.py)
+        e8m0 = [i for i, r in enumerate(fn.outputs) if r.type.dtype.short == "f8e8m0"]
 
         def empty(shape: Any, d: str) -> Any:
             return torch.empty(shape, dtype=torch_dtypes[d], device=device)
@@ -145,11 +147,18 @@ class TritonBackend:
             return torch.full(shape, x, dtype=torch_dtypes[d], device=device)
 
         def launch(values: list[Any]) -> list[Any]:
-            targs = [a if t else scalar(a) for a, t in zip(values, tensor)]
+            targs = [(bits(a) if t else scalar(a)) for a, t in zip(values, tensor)]
             if torch.cuda.current_device() == index:  # Triton launches on the current device
-                return list(module.launch(*targs, empty=empty, full=full, num_sms=num_sms))
-            with torch.cuda.device(device):
-                return list(module.launch(*targs, empty=empty, full=full, num_sms=num_sms))
+                outs = list(module.launch(*targs, empty=empty, full=full, num_sms=num_sms))
+            else:
+                with torch.cuda.device(device):
+                    outs = list(module.launch(*targs, empty=empty, full=full, num_sms=num_sms))
+            for i in e8m0:  # float8_e8m0fnu outputs: their bits back as that dtype
+                outs[i] = outs[i].view(torch.float8_e8m0fnu)
+            return outs
+
+        def bits(a: Any) -> Any:  # a float8_e8m0fnu tensor as Triton takes it: its bits
+            return a.view(torch.uint8) if a.dtype == torch.float8_e8m0fnu else a
 
         def checked(values: list[Any]) -> list[Any]:
             try:  # as _triton_errors, without a context manager's cost on every call

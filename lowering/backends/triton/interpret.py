@@ -50,6 +50,8 @@ def to_torch(a: np.ndarray) -> Any:
         a = a.copy()
     if a.dtype == ml_dtypes.bfloat16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    if a.dtype == fp8.E8M0:  # (Triton takes its bits: tiledsl/lang/fp8.py)
+        return torch.from_numpy(a.view(np.uint8))
     if fp8.is_fp8(a.dtype):
         return torch.from_numpy(a.view(np.uint8)).view(getattr(torch, a.dtype.name))
     return torch.from_numpy(a)
@@ -62,6 +64,14 @@ def to_numpy(t: Any) -> np.ndarray:
     if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         return t.view(torch.uint8).numpy().view(getattr(ml_dtypes, str(t.dtype)[6:]))
     return t.numpy()
+
+
+def as_ir(a: np.ndarray, v: Value) -> np.ndarray:
+    """`a` (a kernel's tensor back from torch) as IR value `v`'s dtype: float8_e8m0fnu's bits
+    come back as uint8 (see `to_torch`)."""
+    dtype = getattr(v.type, "dtype", None)
+    return a.view(fp8.E8M0) if dtype is not None and dtype.short == "f8e8m0" and \
+        a.dtype == np.uint8 else a
 
 
 def _empty(shape: Any, dtype: str) -> Any:
@@ -269,7 +279,7 @@ def write_back(fn: Function, args: list[Any], tensors: list[Any]) -> None:
     written = views.written(fn)
     for v, a, t in zip(fn.args, args, tensors):
         if v in written and isinstance(a, np.ndarray) and not viewable(a):
-            a[...] = to_numpy(t)
+            a[...] = as_ir(to_numpy(t), v)
 
 
 # Persistent kernels launch this many programs in the interpreter, so each walks several tiles.
@@ -303,8 +313,9 @@ class TritonInterpretBackend:
                 num_sms=INTERPRETER_SMS)
         write_back(fn, args, targs)
         by_tensor = {id(t): a for t, a in zip(targs, args)}
+        results = fn.outputs
         return check_written(fn, config, [by_tensor.get(id(o)) if id(o) in by_tensor
-                                          else to_numpy(o) for o in outs])
+                                          else as_ir(to_numpy(o), r) for o, r in zip(outs, results)])
 
 
 registry.register_backend(TritonInterpretBackend())
