@@ -950,3 +950,40 @@ def test_a_float_argument_is_tritons_float32_scalar(backend: str) -> None:
     x = np.array([0.0, 0.5, 1e-3, 0.0, 2.0], np.float16)
     want = np.log(np.maximum(x.astype(np.float64), np.float32(1e-10)))
     assert_close(run_on(log_clamped, (x, 1e-10), backend), want, np.float32)
+
+
+def _build_doubler():  # type: ignore[no-untyped-def]
+    import triton.language as tl  # a local the kernel closes over (torchao's lazy builds)
+
+    @triton.jit
+    def _doubler(X, Y, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + offs, mask=offs < n) * 2, mask=offs < n)
+    return _doubler
+
+
+_DOUBLER = None
+
+
+def _get_doubler():  # type: ignore[no-untyped-def]
+    """torchao's `_get_act_quant_kernel`: a global bound under `if`s, the kernel built once."""
+    global _DOUBLER
+    kernel = _DOUBLER
+    if kernel is None:
+        kernel = _build_doubler()
+        _DOUBLER = kernel
+    return kernel
+
+
+@td.tile_kernel
+def doubled(x):
+    y = torch.empty_like(x)
+    _get_doubler()[(triton.cdiv(x.numel(), 8),)](x, y, x.numel(), BLOCK=8)
+    return y
+
+
+def test_a_kernel_built_lazily_inside_a_function() -> None:
+    x = np.random.default_rng(80).standard_normal(19).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        np.testing.assert_array_equal(doubled.run(x, backend=backend), 2 * x)
+    assert _DOUBLER is not None

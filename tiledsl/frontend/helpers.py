@@ -29,7 +29,7 @@ import sys
 import sysconfig
 import textwrap
 import weakref
-from types import FunctionType, ModuleType
+from types import CellType, FunctionType, ModuleType
 from typing import Any, Callable
 
 from tiledsl import dtypes
@@ -254,15 +254,27 @@ def _as_tiledsl(fn: FunctionType) -> FunctionType:
     td's. One copy per function while its module's globals stay as they were (so the rewrite's
     cache keys on it); a global bound again makes a new one."""
     module = fn.__globals__
+    cells = tuple(_contents(c) for c in fn.__closure__ or ())
     hit = _TRITON_BODIES.get(fn)
     if hit is None or len(hit[1]) != len(module) or \
-            any(module.get(k, _MISSING) is not v for k, v in hit[1].items()):
+            any(module.get(k, _MISSING) is not v for k, v in hit[1].items()) or \
+            any(a is not b for a, b in zip(hit[2], cells)):
         names = {k: _td_of(v) for k, v in module.items()}
-        body = FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+        closure = None if fn.__closure__ is None else tuple(  # (a kernel defined inside a
+            CellType(_td_of(v)) if v is not _MISSING else c  # function that imported `tl`:
+            for c, v in zip(fn.__closure__, cells))  # torchao's lazily built kernels)
+        body = FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, closure)
         body.__kwdefaults__, body.__qualname__ = fn.__kwdefaults__, fn.__qualname__
         body.__module__ = fn.__module__
-        hit = _TRITON_BODIES[fn] = (body, dict(module))
+        hit = _TRITON_BODIES[fn] = (body, dict(module), cells)
     return hit[0]
+
+
+def _contents(cell: CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # (an empty cell)
+        return _MISSING
 
 
 _MISSING = object()
@@ -298,7 +310,7 @@ def _td_of(v: Any) -> Any:
     return v
 
 
-_TRITON_BODIES: weakref.WeakKeyDictionary[FunctionType, tuple[FunctionType, dict]] = \
+_TRITON_BODIES: weakref.WeakKeyDictionary[FunctionType, tuple[FunctionType, dict, tuple]] = \
     weakref.WeakKeyDictionary()
 
 
