@@ -201,3 +201,25 @@ def test_a_helper_binding_globals_under_ifs_and_loops() -> None:
     x = np.arange(5, dtype=np.float32)
     np.testing.assert_array_equal(scaled_by_global.run(x, backend="numpy"), 2 * x)
     assert _BUILT == [2.0] and _CALLS >= 2 and _CALLS % 2 == 0
+
+
+def _doubled_in_torchao(x):  # type: ignore[no-untyped-def]
+    out = td.empty_like(x)
+    for t in td.tile(x.shape[0]):
+        out[t] = x[t] * 2 if x.shape[0] > 0 else x[t]
+    return out
+
+
+_doubled_in_torchao.__module__ = "torchao.prototype.kernels"  # a library named torch*, not torch
+
+
+@td.tile_kernel
+def calls_torchao(x):
+    return _doubled_in_torchao(x)
+
+
+def test_a_library_whose_name_starts_with_torch_is_traced() -> None:
+    """torchao's functions are the user's, traced as helpers: only `torch` and `torch.*` are
+    torch's own (which a kernel calls as they are)."""
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(calls_torchao.run(x, backend="numpy"), 2 * x)

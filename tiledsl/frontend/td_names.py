@@ -32,6 +32,13 @@ TRITON_LANGUAGE = _TritonLanguage("tiledsl (as triton.language)")
 SUBSTITUTES: list[Callable[[Any], Callable[..., Any] | None]] = []
 
 
+def of_torch(fn: Any) -> bool:
+    """Whether `fn` is torch's own: its module is `torch` or `torch.*` (not torchao's or
+    torchvision's, whose functions a kernel traces as any library's)."""
+    module = getattr(fn, "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")
+
+
 def substitute(fn: Any) -> Any:
     """What a kernel calls for `fn(...)` where `fn` is not a Python function: a td function in
     its place (SUBSTITUTES), else `fn`."""

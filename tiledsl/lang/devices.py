@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
-from tiledsl.frontend.td_names import SUBSTITUTES
+from tiledsl.frontend.td_names import SUBSTITUTES, of_torch
 from tiledsl.frontend.tracer import WHILE_TRACING
 from tiledsl.frontend.values import Tensor, TileValue
 
@@ -86,11 +86,11 @@ _QUERIES: dict[str, Callable[..., Any]] = {
 def device_call(fn: Any) -> Any:
     """What a kernel calls for torch's device functions, else None."""
     module, name = getattr(fn, "__module__", None) or "", getattr(fn, "__name__", None)
-    if name == "device" and module.startswith("torch"):
+    if name == "device" and of_torch(fn):
         return _device_of(fn)
-    if name == "autocast" and module.startswith("torch"):  # `with torch.autocast("cuda",
+    if name == "autocast" and of_torch(fn):  # `with torch.autocast("cuda",
         return lambda *_, **__: nullcontext()  # dtype=x.dtype)` (attorch): kernels set dtypes
-    if name == "_DeviceGuard" and module.startswith("torch"):  # `with torch.cuda.
+    if name == "_DeviceGuard" and of_torch(fn):  # `with torch.cuda.
         return lambda *_, **__: nullcontext()  # _DeviceGuard(x.device.index)` (FlagGems')
     if module == "torch.cuda" and name in _QUERIES and \
             getattr(sys.modules["torch"].cuda, name, None) is fn:

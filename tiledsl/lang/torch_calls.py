@@ -22,7 +22,7 @@ from typing import Any, Callable
 from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
 from tiledsl.frontend.captured import is_foreign_tensor
-from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES
+from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES, of_torch
 from tiledsl.frontend.valued_args import need_scalar_values, need_values
 from tiledsl.frontend.tracer import current
 from tiledsl.lang.devices import Device
@@ -288,7 +288,7 @@ def dtype_arguments(fn: Any) -> Callable[..., Any] | None:
     """Another torch function given a kernel tensor's dtype (FlagGems' `is_integer_dtype(
     x.dtype)` from torch._prims_common, `torch.promote_types(x.dtype, ...)`): called with
     torch's dtype of that name."""
-    if not (getattr(fn, "__module__", None) or "").startswith("torch") or isinstance(fn, type):
+    if not of_torch(fn) or isinstance(fn, type):
         return None
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -313,8 +313,7 @@ SUBSTITUTES.append(dtype_arguments)
 def is_tensor(fn: Any) -> Callable[..., Any] | None:
     """`torch.is_tensor(x)`: True of a kernel's tensors, as `isinstance(x, torch.Tensor)` is
     (FlagGems' generated ops count `t.ndim for t in args if torch.is_tensor(t)`)."""
-    if getattr(fn, "__name__", None) != "is_tensor" or \
-            not (getattr(fn, "__module__", None) or "").startswith("torch"):
+    if getattr(fn, "__name__", None) != "is_tensor" or not of_torch(fn):
         return None
     return lambda obj: isinstance(obj, Tensor) or isinstance(obj, TileValue) and not obj.weak \
         or fn(obj)
