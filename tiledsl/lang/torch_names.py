@@ -338,22 +338,29 @@ def _is_contiguous(self: Tensor) -> bool:
 
 
 def _as_strided(self: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
-    """`x.as_strided(size, stride)` (torch) of a contiguous x, where the strides lay `size` out
-    as a permutation of a row-major layout: a view of x's memory, as its flat view reshaped
-    and permuted (torchao's column-major `x.new_empty(...).as_strided((m, k), (1, m))`)."""
+    """`x.as_strided(size, stride)` (torch) of a contiguous x, or of a view of row-major
+    memory (torch's as_strided addresses the memory from the view's first element), where the
+    strides lay `size` out as a permutation of a row-major layout: a view of that memory, as
+    its flat view reshaped and permuted (torchao's column-major `x.new_empty(...).as_strided(
+    (m, k), (1, m))`)."""
     tr = current(f"{self.name}.as_strided()")
     size, stride = tuple(size), tuple(stride)
     order = sorted(range(len(size)), key=lambda d: -stride[d])  # the largest stride first
     dense = tuple(size[d] for d in order)
     offset = 0 if storage_offset is None else storage_offset
+    base = root(self.value)
+    if base is not self.value and base not in tr.layouts:  # a view of row-major memory:
+        if storage_offset is None:  # torch's as_strided addresses that memory, from the
+            offset = _storage_offset(self)  # view's start (torchao's `torch.empty_like(
+        self, storage_offset = Tensor(base, base.hint or self.name), None  # col_major)
+        # .as_strided(size, (1, k))`)
     count = int(np.prod(size, dtype=np.int64))
     laid = len(size) == len(stride) and all(isinstance(v, (int, np.integer)) for v in
                                             (*size, *stride, offset)) and \
         [stride[d] for d in order if size[d] != 1] == \
         [r for r, n in zip(row_major(dense), dense) if n != 1]
     if not laid or not _is_contiguous(self) or offset < 0 or \
-            offset + count > int(np.prod(self.shape, dtype=np.int64)) or \
-            storage_offset is not None and root(self.value) is not self.value:
+            offset + count > int(np.prod(self.shape, dtype=np.int64)):
         tr.fail(ShapeError, f"{self.name}.as_strided({size}, {stride}): tiledsl takes strides "
                 "that lay the size out as a permutation of a row-major layout, over a "
                 "contiguous tensor's memory (from its first element, or an offset into an "
