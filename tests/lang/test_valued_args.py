@@ -173,3 +173,34 @@ def test_what_values_may_not_do(tmp_path) -> None:  # type: ignore[no-untyped-de
     flag = np.array([True])
     with pytest.raises(td.TraceError, match="reads the values of no_lora_flag_cpu"):
         lora_or_not.export(tmp_path / "lora.tdpkg", x, flag)
+
+
+@triton.jit
+def _fill_starts(starts_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(starts_ptr + offs, mask=offs < n) * 10, mask=offs < n)
+
+
+def permute_indices(tokens, alignment):
+    """torchao's `generate_permute_indices`: torch host math on the values (`clamp_min` has no
+    tiledsl counterpart: the argument is valued), then a launch, returning both."""
+    sizes = torch.clamp_min(tokens, alignment)
+    offsets = torch.cumsum(sizes, 0) - sizes
+    out = torch.empty_like(offsets)
+    _fill_starts[(1,)](offsets, out, offsets.numel(), BLOCK=16)
+    return out, sizes
+
+
+@td.tile_kernel
+def permuted(tokens):
+    return permute_indices(tokens, 3)
+
+
+def test_a_helper_on_real_tensors_that_launches_is_traced() -> None:
+    """Run as Python, the helper would launch real Triton on the CPU: it is traced instead,
+    and the torch tensor it returns comes back as the kernel's output."""
+    tokens = torch.tensor([4, 0, 7, 2], dtype=torch.int64)
+    out, sizes = permuted(tokens)
+    want_sizes = torch.clamp_min(tokens, 3)
+    assert torch.equal(sizes, want_sizes)
+    assert torch.equal(out, (torch.cumsum(want_sizes, 0) - want_sizes) * 10)

@@ -100,15 +100,43 @@ def helper(fn: Any, rewrite: Rewrite) -> Any:
 def _eager_on_values(fn: FunctionType, traced: Callable[..., Any]) -> Callable[..., Any]:
     """In a trace with valued arguments (valued_args.py): `fn` as Python runs it where its
     arguments hold real tensors and no value of the kernel's (fla's `prepare_chunk_indices(
-    cu_seqlens, BT)` computes with torch), else as the kernel traces it."""
+    cu_seqlens, BT)` computes with torch), else as the kernel traces it: also where running it
+    would launch a Triton kernel (torchao's `generate_permute_indices` computes with torch,
+    then launches: the launch is the kernel's)."""
     def call(*args: Any, **kwargs: Any) -> Any:
         given = [*args, *kwargs.values()]
         given += [x for a in given if isinstance(a, (list, tuple)) for x in a]
         if any(is_foreign_tensor(a, zero_d=True) for a in given) and \
                 not any(type(a).__module__.startswith("tiledsl.") for a in given):
-            return fn(*args, **kwargs)
+            try:
+                with _no_triton_launches():
+                    return fn(*args, **kwargs)
+            except _Launches:
+                pass
         return traced(*args, **kwargs)
     return call
+
+
+class _Launches(BaseException):
+    """A Triton launch in a helper run as Python (`_eager_on_values`): trace it instead."""
+
+
+@contextlib.contextmanager
+def _no_triton_launches() -> Any:
+    """Triton's launches (a JIT function's, an autotuner's, a heuristic's) raise `_Launches`."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise _Launches()
+    saved = [(c, c.run) for c in (JITFunction, Autotuner, Heuristics)]
+    for c, _ in saved:
+        c.run = refuse  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for c, run in saved:
+            c.run = run  # type: ignore[method-assign]
 
 
 _HIGHER_ORDER = frozenset(map(id, (map, filter, sorted, functools.reduce)))  # (builtins: ids

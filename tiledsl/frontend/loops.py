@@ -30,7 +30,7 @@ from tiledsl.ir.types import UNBOUNDED, RangeType
 from tiledsl.ir.views import root
 from tiledsl.lang.language import Counted, TileRange
 from tiledsl.frontend import locks
-from tiledsl.frontend.captured import is_foreign_tensor
+from tiledsl.frontend.captured import capture as capture_tensor, is_foreign_tensor
 from tiledsl.frontend.jagged import jagged_mask, jagged_rows
 from tiledsl.frontend.pointers import Pointer
 from tiledsl.frontend.tracer import Induction, Tracer, active, current
@@ -107,6 +107,9 @@ def result(value: Any, line: int) -> Any:
     if value is None:
         return None
     tr = current()
+    if tr.valued:  # a torch tensor computed from the values (torchao's `m_sizes`): a copy
+        value = returns.map_tensors(value, lambda r: capture_tensor(r, "result").clone()
+                                    if is_foreign_tensor(r) else r)
     tuple_ = isinstance(value, (tuple, list))
     items = returns.flat(value) if tuple_ else [value]  # (nested: mamba3's `Out, [s, k, v]`)
     items = [r for r in items if r is not None]  # an optional output left out (returns.py)

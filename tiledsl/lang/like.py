@@ -22,6 +22,7 @@ from typing import Any
 
 from tiledsl.dtypes import DType
 from tiledsl.errors import TraceError
+from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue
 from tiledsl.ir import views
@@ -71,6 +72,8 @@ def alloc_like(x: Tensor, value: Any, dtype: DType | Any, memory_format: Any = N
 def _like(x: Any, value: Any, dtype: Any, what: str, memory_format: Any = None
           ) -> Tensor | TileValue:
     tr = current(f"td.{what}()")
+    if is_foreign_tensor(x) and tr.depth == "host":  # a real torch tensor (a valued argument's
+        x = capture(x, "like")  # values): its shape, dtype and layout (frontend/captured.py)
     if not isinstance(x, (Tensor, TileValue)):
         tr.fail(TraceError, f"td.{what}() takes a tensor, got {type(x).__name__}",
                 hint=f"td.{what}(v) of a tile value v makes a tile inside the tile loops; for "
