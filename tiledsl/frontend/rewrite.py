@@ -191,8 +191,9 @@ class _LoopRewriter(ast.NodeTransformer):
         """Whether statements bind a name the function declares `global` or `nonlocal`
         (torchao's lazily built kernel: `global _k; ... if k is None: _k = k`): they stay
         plain Python, as a rewritten body is a function of its own where the name is local."""
-        if not getattr(self, "declared", None):
-            return False
+        if not getattr(self, "declared", None) or any(
+                isinstance(n, (ast.Global, ast.Nonlocal)) for s in stmts for n in ast.walk(s)):
+            return False  # (a declaration inside them: the error at its line, as before)
         finder = _Assigned()
         for stmt in stmts:
             finder.visit(stmt)
