@@ -17,6 +17,8 @@ class Caches:
     tuned: dict[tuple, Any] = field(default_factory=dict)  # memo of result-cache lookups
     plans: dict[tuple, Any] = field(default_factory=dict)  # dispatch cache (runner.Plan)
     fast: dict[tuple, Any] = field(default_factory=dict)  # torch CUDA calls by layout
+    # torch CUDA layouts (fast keys) whose outputs are not differentiable (differentiable.py)
+    plain: set[tuple] = field(default_factory=set)
 
     def forget_dispatch(self) -> None:
         """Drop what was decided from a tuned config or a compile-time set that changed."""

@@ -42,13 +42,20 @@ def wanted(values: list[Any]) -> bool:
 
 def call(kernel: Any, values: list[Any]) -> Any:
     """The kernel's outputs on `values`, differentiable where they are one Function's (else
-    NotImplemented: the caller runs it as before)."""
+    NotImplemented: the caller runs it as before). A CUDA layout found not differentiable is
+    remembered, so its later calls take the fast path at once."""
+    kernel._reads.sync(kernel)
+    key = kernel.fast_key(values)
+    if key is not None and key in kernel.caches.plain:
+        return NotImplemented
     spec = kernel.arg_spec(_specced(kernel, values))
     grads = kernel._grads(values, spec)
     with with_grads(grads):
         traced = kernel.traces.get(spec)
     gradients = traced.gradients
     if gradients is None:
+        if key is not None:
+            kernel.caches.plain.add(key)
         return NotImplemented
     names = list(kernel.signature.parameters)
     slots = tuple(names.index(n) for n in dict.fromkeys(n for n in gradients.inputs if n))

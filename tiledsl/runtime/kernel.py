@@ -196,10 +196,7 @@ class TileKernel:
     def _call(self, values: list[Any]) -> Any:
         """`__call__` on bound `values` that are not all NumPy's."""
         self._reads.sync(self)
-        fast_key = dispatch.key(values)
-        if fast_key is not None:  # compile-time values pick the trace: they are in the key
-            fast_key += (tuple(v for n, v in zip(self.signature.parameters, values)
-                               if type(v) is bool or n in self.specs.static),)
+        fast_key = self.fast_key(values)
         if fast_key is not None and (fast := self.caches.fast.get(fast_key)) is not None:
             return fast(values)
         names, flat = static_args.splice(list(self.signature.parameters), values)
@@ -217,6 +214,15 @@ class TileKernel:
                     self.runner.remember_fast(fast_key, values)
             return result
         return self._converted(values, names, flat, at, "triton" if at.gpu else "numpy")
+
+    def fast_key(self, values: list[Any]) -> tuple | None:
+        """The key of a call on torch CUDA tensors by layout (dispatch.py), compile-time values
+        included (they pick the trace); None for other calls."""
+        key = dispatch.key(values)
+        if key is None:
+            return None
+        return key + (tuple(v for n, v in zip(self.signature.parameters, values)
+                            if type(v) is bool or n in self.specs.static),)
 
     def _grads(self, values: list[Any], spec: tuple[ArgSpec, ...]) -> frozenset[str]:
         """The arguments that require grad (torch tensors) and whose `x.requires_grad` the code
