@@ -412,6 +412,20 @@ def colmajor_doubled(x):
     return out, again
 
 
+@td.tile_kernel
+def inductor_reinterpret(x):
+    """Inductor's generated wrappers (TritonBench's fused layer norm): a buffer from
+    `empty_strided`, its memory viewed by `torch.ops.inductor._reinterpret_tensor`."""
+    import torch
+    n = x.shape[0]
+    buf = torch.empty_strided((n, 2), (1, n), dtype=torch.float32)  # column-major
+    view = torch.ops.inductor._reinterpret_tensor(buf, (2, n), (n, 1), 0)  # its memory, rows
+    for t in td.tile(n):
+        view[0, t] = x[t] * 3
+        view[1, t] = x[t] * 5
+    return buf
+
+
 def test_as_strided_as_a_permuted_row_major_view() -> None:
     x = np.random.default_rng(44).standard_normal((37, 5)).astype(np.float32)
     for backend in ("numpy", "triton-interpret"):
@@ -419,6 +433,10 @@ def test_as_strided_as_a_permuted_row_major_view() -> None:
         np.testing.assert_array_equal(out, 2 * x)
         np.testing.assert_array_equal(again, x + 1)
         assert out.strides == again.strides == (4, 37 * 4)  # column-major, as torch's
+
+    import torch
+    cols = inductor_reinterpret(torch.from_numpy(x[:, 0].copy())).numpy()
+    np.testing.assert_array_equal(cols, np.stack([3 * x[:, 0], 5 * x[:, 0]], 1))
 
     @td.tile_kernel
     def overlapping(x):

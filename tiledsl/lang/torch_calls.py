@@ -257,6 +257,8 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
         shape = broadcast_shapes(current(), [tuple(a.shape) for a in args])  # (FlagGems'
         return tuple(a if tuple(a.shape) == shape else a.expand(*shape)  # masked_select; a
                      for a in args)  # valued argument's real tensor stays one: views, as torch's
+    if name == "_reinterpret_tensor" and args and isinstance(args[0], Tensor):  # Inductor's
+        return args[0].as_strided(*args[1:], **kwargs)  # (size, stride, offset): as_strided
     if name == "linear" and args and isinstance(args[0], Tensor):  # nn.Linear's forward
         from tiledsl.lang.host_matmul import linear
         return _call("torch.nn.functional.linear", linear, args, kwargs or {})
