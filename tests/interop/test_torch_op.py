@@ -407,6 +407,22 @@ def test_backward_through_an_op_is_a_clear_error(triton: bool) -> None:
                  np.float32)
     with pytest.raises(td.ArgumentError, match=r"op tdtest::softmax_\d+ has no backward"):
         out.sum().backward()
+    if triton:
+        return
+
+    def backward(ctx, grad):  # softmax's: s * (g - sum(g * s))
+        (s,) = ctx.saved_tensors
+        return s * (grad - (grad * s).sum(-1, keepdim=True))
+
+    def setup_context(ctx, inputs, output):  # (torch passes these by name)
+        ctx.save_for_backward(output)
+
+    op.register_autograd(backward, setup_context=setup_context)
+    g = torch.randn(5, 6)
+    (got,) = torch.autograd.grad(op(x), (x,), g)  # torch's API gives the op a backward
+    x64 = x.detach().double().requires_grad_()
+    (want,) = torch.autograd.grad(torch.softmax(x64, -1), (x64,), g.double())
+    assert_close(got.numpy(), want.numpy(), np.float32)
 
 
 def test_an_in_place_write_into_a_tensor_that_requires_grad_is_a_clear_error() -> None:
