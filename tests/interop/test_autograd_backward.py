@@ -277,3 +277,42 @@ def test_what_has_no_backward() -> None:
                        r"backward, which runs the forward again"):
         y.sum().backward()
     assert not doubled(x, torch.randn(10)).requires_grad
+
+
+class GradsInForward(torch.autograd.Function):
+    """Liger's fused linear cross entropy's shape: the forward computes the gradients itself,
+    only for the inputs that require grad, and saves them; its loss is 0-d."""
+
+    @staticmethod
+    def forward(ctx, x, b):
+        gx = x * 2 if x.requires_grad else torch.zeros_like(x)
+        ctx.save_for_backward(gx)
+        return (x * x).sum() + b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (gx,) = ctx.saved_tensors
+        if torch.equal(grad_output, torch.tensor(1.0, device=grad_output.device)):
+            return gx, grad_output
+        return grad_output * gx, grad_output  # (JSD's: a 0-d gradient times a saved tensor)
+
+
+@td.tile_kernel
+def grads_in_forward(x, b):
+    return GradsInForward.apply(x, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_requires_grad_in_the_recomputed_forward_and_a_0d_argument(dtype: str) -> None:
+    """The backward's run of the forward sees `x.requires_grad` as the call had it (else the
+    saved gradient is zeros: a silent wrong answer); a 0-d tensor argument (PolyNorm's bias)
+    gets its gradient; a 0-d gradient of any value (its `torch.equal` reads it, bfloat16 too)
+    multiplies a saved tensor in host code."""
+    dt = getattr(torch, dtype)
+    x = torch.linspace(-1, 1, 37).to(dt).requires_grad_()
+    b = torch.tensor(0.5, dtype=dt, requires_grad=True)
+    for weight in (1.0, 3.0):
+        gx, gb = torch.autograd.grad(grads_in_forward(x, b) * weight, (x, b))
+        torch.testing.assert_close(gx.float(), (2 * weight * x.detach()).float().to(dt).float(),
+                                   rtol=1e-2, atol=1e-2)
+        assert gb.shape == () and float(gb) == weight

@@ -208,3 +208,22 @@ def test_diff_with_prepend_and_append() -> None:
     sizes, second = group_sizes(ends, x)
     assert torch.equal(sizes, torch.diff(ends, prepend=ends.new_zeros(1)))
     assert torch.equal(second, torch.diff(x, dim=0, append=x[:1] * 5, n=2))
+
+
+@td.tile_kernel
+def accumulated(a, b):
+    """Liger's fused linear JSD: `grad_weight.add_(g.t() @ x)`, and the other in-place
+    spellings."""
+    gw = torch.zeros(a.shape[1], b.shape[1], dtype=a.dtype, device=a.device)
+    gw.add_(a.t() @ b)
+    gw.add_(a.t() @ b, alpha=0.5)
+    gw.mul_(2.0)
+    gw.sub_(1.0)
+    return gw.div_(4.0)
+
+
+def test_in_place_add_sub_mul_div() -> None:
+    rng = np.random.default_rng(15)
+    a, b = (torch.from_numpy(rng.standard_normal((9, s)).astype(np.float32)) for s in (5, 3))
+    want = ((a.double().t() @ b.double()) * 1.5 * 2.0 - 1.0) / 4.0
+    torch.testing.assert_close(accumulated(a, b).double(), want, rtol=1e-5, atol=1e-5)

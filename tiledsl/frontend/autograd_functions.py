@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 from tiledsl.errors import TraceError
 from tiledsl.frontend.tracer import active, current
-from tiledsl.frontend.values import Tensor
+from tiledsl.frontend.td_names import FUNCTIONS
+from tiledsl.frontend.values import Tensor, TileValue
 
 
 class Context:
@@ -90,7 +91,8 @@ class Replay:
 
     def context(self, tr: Any) -> Context:
         ctx = Context()
-        proxies = {n: Tensor(v, n) for v, n in tr.arguments.items()}
+        proxies = {n: Tensor(v, n) for v, n in tr.arguments.items()} | \
+            {n: TileValue(v) for v, n in tr.array_scalars.items()}
         ctx.saved_tensors = tuple(proxies[n] for n in self.saved)
         for name, value in self.attributes:
             setattr(ctx, name, value)
@@ -144,8 +146,11 @@ def owner_has_backward(owner: type) -> bool:
 
 
 def _argument(tr: Any, v: Any) -> str | None:
-    """The name of the kernel argument `v` is (itself, not a view of it), else None."""
-    return tr.arguments.get(v.value) if isinstance(v, Tensor) else None
+    """The name of the kernel argument `v` is (itself, not a view of it; a 0-d tensor argument
+    is a scalar here: PolyNorm's bias), else None."""
+    if isinstance(v, Tensor):
+        return tr.arguments.get(v.value)
+    return tr.array_scalars.get(v.value) if isinstance(v, TileValue) else None
 
 
 @dataclass(frozen=True)
@@ -220,5 +225,12 @@ def backward_end(kernel: str) -> tuple[Any, ...]:
         tr.fail(TraceError, f"the backward of kernel '{kernel}' ran its host code again, which "
                 "called no torch.autograd.Function's apply this time")
     applied = tr.applies[0]
-    return tuple(g for a, g in zip(applied.inputs, result + (None,) * len(applied.inputs))
+    return tuple(_as_tensor(g) for a, g in zip(applied.inputs,
+                                               result + (None,) * len(applied.inputs))
                  if _argument(tr, a) is not None)
+
+
+def _as_tensor(g: Any) -> Any:
+    """A gradient the backward computed as a runtime scalar (a 0-d argument's): a 0-d tensor,
+    as the kernel returns it."""
+    return FUNCTIONS["full"]((), g, g.dtype) if isinstance(g, TileValue) else g

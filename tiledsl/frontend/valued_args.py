@@ -64,7 +64,8 @@ class Valued:
         torch = sys.modules.get("torch")
         if torch is None:
             return self.array.copy()
-        t = torch.from_numpy(self.array.copy())
+        from tiledsl.interop.arrays import from_numpy  # (bfloat16 and fp8 through their bits)
+        t = from_numpy(self.array.copy(), torch.empty(0))
         return t if self.gpu is None else t.cuda(self.gpu)
 
 

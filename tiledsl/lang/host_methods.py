@@ -92,6 +92,18 @@ def _power(swap: bool) -> Any:
 _pow, _rpow = _power(False), _power(True)
 
 
+def _in_place_method(name: str, fn: Any) -> Any:
+    """torch's `x.add_(y, alpha=)`, `x.sub_`, `x.mul_(y)`, `x.div_(y)` in host code: x
+    updated in place (Liger's fused linear JSD: `grad_weight.add_(g.t() @ x)`), a grid."""
+    def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        if current(f"{self.name}.{name}()").depth != "host":
+            no_math(self, f"{self.name}[t] = {self.name}[t] ...")
+        scaled = other if _one(alpha) else other * alpha
+        return in_place(self, f"{self.name}.{name}(...)", fn, scaled)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 (torch's)
     """torch's `x.clamp(min=, max=)` (and `torch.clamp`, `x.clip`) in host code."""
     from tiledsl.frontend.td_names import FUNCTIONS
@@ -242,6 +254,9 @@ for _name, _op in (("eq", "__eq__"), ("ne", "__ne__"), ("lt", "__lt__"), ("le", 
                    ("remainder", "__mod__")):
     setattr(Tensor, _name, _method(_name, _op))
 Tensor.add, Tensor.sub, Tensor.div = add, sub, div  # type: ignore[attr-defined]
+for _name, _fn in (("add_", lambda a, b: a + b), ("sub_", lambda a, b: a - b),
+                   ("mul_", lambda a, b: a * b), ("div_", lambda a, b: a / b)):
+    setattr(Tensor, _name, _in_place_method(_name, _fn))
 Tensor.__pow__, Tensor.__rpow__ = _pow, _rpow  # type: ignore[method-assign,assignment]
 Tensor.pow = _pow  # type: ignore[attr-defined]
 Tensor.reshape_as = reshape_as  # type: ignore[attr-defined]

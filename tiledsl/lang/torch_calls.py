@@ -16,12 +16,13 @@ input's dtype (or `dtype=`), as torch's (`_stacklevel` is what `torch.nn.functio
 from __future__ import annotations
 
 import inspect
+import operator
 import sys
 from typing import Any, Callable
 
 from tiledsl import dtypes
 from tiledsl.errors import TileDSLError, TraceError
-from tiledsl.frontend.captured import is_foreign_tensor
+from tiledsl.frontend.captured import capture, is_foreign_tensor
 from tiledsl.frontend.td_names import FUNCTIONS, SUBSTITUTES, of_torch
 from tiledsl.frontend.valued_args import need_scalar_values, need_values
 from tiledsl.frontend.tracer import current
@@ -242,6 +243,15 @@ def _method(name: str) -> Callable[..., Any]:
 METHODS = ("exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
            "tanh", "sigmoid", "abs", "erf", "floor", "ceil", "trunc", "relu", "clamp", "pow",
            "isnan", "isinf", "isfinite", "round")
+_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+    **dict.fromkeys(("__mul__", "mul", "multiply"), operator.mul),
+    **dict.fromkeys(("__add__", "add"), operator.add),
+    **dict.fromkeys(("__sub__", "sub", "subtract"), operator.sub),
+    **dict.fromkeys(("__truediv__", "div", "divide", "true_divide"), operator.truediv),
+    "__rmul__": lambda a, b: b * a, "__radd__": lambda a, b: b + a,
+    "__rsub__": lambda a, b: b - a, "__rtruediv__": lambda a, b: b / a}
+
+
 def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tuple = (),
                      kwargs: dict | None = None) -> Any:
     """torch's protocol for a kernel's tensors (host code's `torch.sum(x, 0)`,
@@ -257,6 +267,11 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
         shape = broadcast_shapes(current(), [tuple(a.shape) for a in args])  # (FlagGems'
         return tuple(a if tuple(a.shape) == shape else a.expand(*shape)  # masked_select; a
                      for a in args)  # valued argument's real tensor stays one: views, as torch's
+    if name in _ARITHMETIC and len(args) == 2 and not kwargs and \
+            any(is_foreign_tensor(a, zero_d=True) for a in args):  # a real tensor and a kernel's
+        a, b = (capture(v, "operand") if is_foreign_tensor(v, zero_d=True) else v for v in args)
+        return _ARITHMETIC[name](a, b)  # (Liger's JSD backward: `grad_output * dX`, a valued
+        # 0-d gradient times a tensor its forward saved): host math on both (host_math.py)
     if name == "_reinterpret_tensor" and args and isinstance(args[0], Tensor):  # Inductor's
         return args[0].as_strided(*args[1:], **kwargs)  # (size, stride, offset): as_strided
     if name == "linear" and args and isinstance(args[0], Tensor):  # nn.Linear's forward

@@ -100,8 +100,8 @@ def _backward(ctx: Any, grads: tuple[Any, ...]) -> list[Any]:
     and the gradients of the apply's outputs."""
     kernel, gradients = ctx.kernel, ctx.gradients
     values = list(ctx.values)
-    for i, t in zip(ctx.slots, ctx.saved_tensors):  # (a backward may write them, as
-        values[i] = t.detach()  # Liger's swiglu writes its gradients into the inputs)
+    for i, t in zip(ctx.slots, ctx.saved_tensors):  # (as the forward had them: its
+        values[i] = t  # `x.requires_grad` reads answer as they did there)
     written = kernel.traces.written(kernel.arg_spec(_specced(kernel, values)))
     if written and gradients.replay is None:
         raise TraceError(f"kernel '{kernel.name}' writes its argument{'s' * (len(written) > 1)} "
@@ -113,7 +113,9 @@ def _backward(ctx: Any, grads: tuple[Any, ...]) -> list[Any]:
     needs = tuple(sorted(names[i] for i, n in zip(ctx.slots, ctx.needs_input_grad[4:]) if n))
     given = [grads[ctx.tensors[j]].contiguous() for j in gradients.outputs]
     replay = None if gradients.replay is None else astuple(gradients.replay)
-    got = backward_kernel(kernel, len(given))(*values, *given, needs, replay)
+    with grad_writes_allowed():  # (a backward may write them: Liger's swiglu writes its
+        got = backward_kernel(kernel, len(given))(*values, *given, needs, replay)  # gradients
+        # into its inputs, as on a GPU)
     got = got if isinstance(got, tuple) else (got,)
     by_name = {n: g for n, g in zip([n for n in gradients.inputs if n], got) if g is not None}
     return [by_name.get(names[i]) if names[i] in needs else None for i in ctx.slots]
