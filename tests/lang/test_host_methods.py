@@ -227,3 +227,17 @@ def test_in_place_add_sub_mul_div() -> None:
     a, b = (torch.from_numpy(rng.standard_normal((9, s)).astype(np.float32)) for s in (5, 3))
     want = ((a.double().t() @ b.double()) * 1.5 * 2.0 - 1.0) / 4.0
     torch.testing.assert_close(accumulated(a, b).double(), want, rtol=1e-5, atol=1e-5)
+
+
+@td.tile_kernel
+def folded_batch(s):
+    """Liger's multi-token attention: `int(torch.prod(torch.tensor(batch)))` of sizes known
+    while tracing is torch's, on those numbers."""
+    *batch, rows, cols = s.shape
+    n = int(torch.prod(torch.tensor(batch))) if batch else 1
+    return s.reshape(n, rows, cols) * 2.0
+
+
+def test_a_torch_function_of_numbers_known_while_tracing() -> None:
+    s = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(2, 3, 4, 5)
+    assert torch.equal(folded_batch(s), s.reshape(6, 4, 5) * 2)

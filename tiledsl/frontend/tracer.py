@@ -66,6 +66,8 @@ class Tracer:
         self.captured: list[tuple[Any, Any]] = []  # (array, its Tensor): captured.py
         self.arguments: dict[Value, str] = {}  # the kernel's tensor arguments -> their names
         self.valued: dict[int, str] = {}  # valued arguments' real tensors -> names (valued_args)
+        # tensors host code made of numbers known while tracing -> those numbers (host_tensors)
+        self.constants: dict[Value, Any] = {}
         self.cas_keys: dict[Value, tuple] = {}  # compare-and-swaps' results -> where (locks.py)
         self.access_mask: Any = None  # (tracer, indices, shape) -> their rows' masks, or None
         self.jagged_rows: Any = None  # (tracer, value, axis) -> the rows' lanes in range, or None

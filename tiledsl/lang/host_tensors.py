@@ -69,6 +69,8 @@ def tensor(data: Any, dtype: Any = None, **torch: Any) -> Any:
         return {}
 
     loop(lang.tile(len(numbers)), body, {}, (), None, _line())
+    if not any(isinstance(n, TileValue) for n in numbers):  # (torch functions of it: torch's)
+        tr.constants[out.value] = np.array(numbers, dtype=result.np)
     return out
 
 

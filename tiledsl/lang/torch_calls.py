@@ -284,8 +284,15 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
         return getattr(args[0], name)(*args[1:], **(kwargs or {}))
     if name in HOST_CALLS and name in FUNCTIONS:  # `torch.atleast_2d([a, b])` of a list
         return _call(f"torch.{name}", FUNCTIONS[name], args, kwargs or {})
-    need_values([a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)])  # (torch's,
-    # on the values of small int arguments: fla's repeat_interleave of chunk counts)
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    known = current().constants
+    if tensors and all(t.value in known for t in tensors):  # numbers known while tracing:
+        import torch  # torch computes on them (Liger's `int(torch.prod(torch.tensor(batch)))`)
+        def real(a: Any) -> Any:
+            return torch.from_numpy(known[a.value].copy()) if isinstance(a, Tensor) else a
+        return func(*map(real, args), **{k: real(v) for k, v in kwargs.items()})
+    need_values(tensors)  # (torch's, on the values of small int arguments: fla's
+    # repeat_interleave of chunk counts)
     current().fail(TraceError, f"torch.{name} has no tiledsl counterpart on the kernel's "
                    "tensors", hint="host code may view (reshape, permute, x[:, 1:]), reduce "
                    "(x.sum(dim), x.amax(dim), torch.logsumexp), compute elementwise (x + y, "
