@@ -1,6 +1,7 @@
 """The kernel's device, as a wrapper asks about it: `x.device`, `torch.device(x.device)`,
 `torch.cuda.device(...)`, `torch.cuda.current_device()`, `torch.cuda.get_device_properties(...)`
-and `torch.cuda.get_device_capability()` in host code (SUBSTITUTES, frontend/td_names.py).
+and `torch.cuda.get_device_capability()` in host code (SUBSTITUTES, frontend/td_names.py);
+`torch.cuda.is_available()` in the kernel's code (not tiledsl's own) is True.
 
 A kernel is traced once for whatever runs it, so the answers are a GPU's: `x.device.type` is
 "cuda" (Triton's, whichever backend runs), and the properties are those of the CUDA device
@@ -92,6 +93,9 @@ def device_call(fn: Any) -> Any:
         return lambda *_, **__: nullcontext()  # dtype=x.dtype)` (attorch): kernels set dtypes
     if name == "_DeviceGuard" and of_torch(fn):  # `with torch.cuda.
         return lambda *_, **__: nullcontext()  # _DeviceGuard(x.device.index)` (FlagGems')
+    if module == "torch.cuda" and name == "is_available" and \
+            getattr(sys.modules["torch"].cuda, name, None) is fn:  # the kernel's device is a
+        return lambda: True  # GPU (Liger's `infer_device()` picks its CUDA branch)
     if module == "torch.cuda" and name in _QUERIES and \
             getattr(sys.modules["torch"].cuda, name, None) is fn:
         return _QUERIES[name]
