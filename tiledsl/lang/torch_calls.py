@@ -288,8 +288,11 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
     known = current().constants
     if tensors and all(t.value in known for t in tensors):  # numbers known while tracing:
         import torch  # torch computes on them (Liger's `int(torch.prod(torch.tensor(batch)))`)
+        from tiledsl.interop.arrays import from_numpy  # (bfloat16 through its bits)
+
         def real(a: Any) -> Any:
-            return torch.from_numpy(known[a.value].copy()) if isinstance(a, Tensor) else a
+            return from_numpy(known[a.value].copy(), torch.empty(0)) \
+                if isinstance(a, Tensor) else a
         return func(*map(real, args), **{k: real(v) for k, v in kwargs.items()})
     need_values(tensors)  # (torch's, on the values of small int arguments: fla's
     # repeat_interleave of chunk counts)
