@@ -15,6 +15,7 @@ and before any config is chosen, so every backend rejects the kernel the same wa
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from tiledsl.errors import Loc, TraceError, user_loc
@@ -28,6 +29,35 @@ from tiledsl.frontend.static_args import need_static_in
 from tiledsl.frontend.tracer import Tracer
 
 
+# While one access is checked: each op's path in the grid's block, by id (`_indexed`)
+_INDEXED: dict[int, dict[int, list[tuple[Op, int]]]] = {}
+
+
+def _paths(block: Block, prefix: tuple = ()) -> dict[int, list[tuple[Op, int]]]:
+    out: dict[int, list[tuple[Op, int]]] = {}
+    for op in block.ops:
+        out[id(op)] = list(prefix)
+        for i, region in enumerate(op.regions):
+            out.update(_paths(region, (*prefix, (op, i))))
+    return out
+
+
+def _indexed(check: Callable[..., None]) -> Callable[..., None]:
+    """`check` of one access with the paths of the grid's ops found once, not once per earlier
+    access it is compared with (a loop unrolled many times has many: torchao's Hadamard
+    butterfly spent 46 s of a 154 s trace in `_path`). No op is emitted while it runs."""
+    @functools.wraps(check)
+    def run(tr: Tracer, *args: Any, **kwargs: Any) -> None:
+        if len(tr.depths) < 2 or tr.depths[1] != "grid" or id(tr.blocks[1]) in _INDEXED:
+            return check(tr, *args, **kwargs)
+        _INDEXED[id(tr.blocks[1])] = _paths(tr.blocks[1])
+        try:
+            return check(tr, *args, **kwargs)
+        finally:
+            del _INDEXED[id(tr.blocks[1])]
+    return run
+
+
 def _waits(tr: Tracer, later: Loc | None, again: Callable[[Loc | None], None]) -> bool:
     """Inside a counted loop, a check that fails waits to run `again` once the loop's body is
     traced, with its steps known (loops.py `_inductions`), at the access's line `later` (the
@@ -39,6 +69,7 @@ def _waits(tr: Tracer, later: Loc | None, again: Callable[[Loc | None], None]) -
     return True
 
 
+@_indexed
 def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
                 mask: Value | None = None, later: Loc | None = None,
                 target: Value | None = None, attrs: dict | None = None,
@@ -267,6 +298,9 @@ def _never_meet(progs: Programs, a: tuple, b: tuple) -> bool:
 
 def _path(block: Block, target: Op) -> list[tuple[Op, int]] | None:
     """The (op, region index) pairs from `block` down to the block holding `target`."""
+    index = _INDEXED.get(id(block))
+    if index is not None:  # (found once per check: `_indexed`)
+        return index.get(id(target))
     for op in block.ops:
         if op is target:
             return []
@@ -354,6 +388,7 @@ def _static_retry(tr: Tracer, indices: list[Value], mask: Value | None, op: Op) 
                    tr.int_params)
 
 
+@_indexed
 def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                   atomic: bool = False, mask: Value | None = None, later: Loc | None = None,
                   path: list | None = None) -> None:
@@ -509,6 +544,7 @@ def _moved(entry: tuple, start: int, step: int) -> tuple:
     return (key, Slice(start + span.start * step, span.size, span.step * step), None)
 
 
+@_indexed
 def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                      writing: bool, mask: Value | None = None, later: Loc | None = None,
                      path: list | None = None) -> None:
