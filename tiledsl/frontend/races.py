@@ -30,7 +30,7 @@ from tiledsl.frontend.tracer import Tracer
 
 
 # While one access is checked: each op's path in the grid's block, by id (`_indexed`)
-_INDEXED: dict[int, dict[int, list[tuple[Op, int]]]] = {}
+_INDEXED: dict[int, dict[int, list[tuple[Op, int]]] | None] = {}
 
 
 def _paths(block: Block, prefix: tuple = ()) -> dict[int, list[tuple[Op, int]]]:
@@ -50,7 +50,7 @@ def _indexed(check: Callable[..., None]) -> Callable[..., None]:
     def run(tr: Tracer, *args: Any, **kwargs: Any) -> None:
         if len(tr.depths) < 2 or tr.depths[1] != "grid" or id(tr.blocks[1]) in _INDEXED:
             return check(tr, *args, **kwargs)
-        _INDEXED[id(tr.blocks[1])] = _paths(tr.blocks[1])
+        _INDEXED[id(tr.blocks[1])] = None  # (built by `_path` if the check needs it)
         try:
             return check(tr, *args, **kwargs)
         finally:
@@ -298,8 +298,10 @@ def _never_meet(progs: Programs, a: tuple, b: tuple) -> bool:
 
 def _path(block: Block, target: Op) -> list[tuple[Op, int]] | None:
     """The (op, region index) pairs from `block` down to the block holding `target`."""
-    index = _INDEXED.get(id(block))
-    if index is not None:  # (found once per check: `_indexed`)
+    if id(block) in _INDEXED:  # (found once per check, at its first need: `_indexed`)
+        index = _INDEXED[id(block)]
+        if index is None:
+            index = _INDEXED[id(block)] = _paths(block)
         return index.get(id(target))
     for op in block.ops:
         if op is target:
