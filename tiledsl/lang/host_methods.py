@@ -4,8 +4,9 @@ other comparisons, `x.add(y, alpha=)`, `x.sub`, `x.mul`, `x.div(y, rounding_mode
 `x.pow(y)` and `**`, `x.clamp(min=, max=)` and `x.clamp_`, `x.reshape_as(y)`,
 `x.gather(dim, index)`, `torch.searchsorted`, `torch.diff(x)` (fla's `prepare_lens`),
 `torch.count_nonzero(x)` (Unsloth's cross entropy), `torch.matmul(a, b, out=)` (and
-`torch.mm`), and `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)`
-(Unsloth's LoRA, fla's fused KL divergence). Each is a grid of its own, as the operators it
+`torch.mm`), `x.addmm_(a, b, alpha=)` / `torch.addmm(input=, mat1=, mat2=, out=)`
+(Unsloth's LoRA, fla's fused KL divergence), and the in-place `x.add_(y, alpha=)`, `x.sub_`,
+`x.mul_`, `x.div_` (Liger's fused linear JSD). Each is a grid of its own, as the operators it
 stands for.
 """
 
