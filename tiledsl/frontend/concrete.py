@@ -13,7 +13,9 @@ before. Liger's kernels store through flat views at offsets such as `(bh // H) *
 * sh + rows * sm + cols`, unroll stores with `tl.static_range`, or guard a role with `if pid ==
 E`: exact for the trace's shapes, which the kernel is traced for.
 
-At most 2**22 (program, element) pairs per access are computed; past that, undecided.
+At most 2**22 (program, element) pairs per access are computed; past that, undecided. An
+access compared with many (an unrolled loop's stores against its loads) computes its elements
+once (`Tracer.race_memo`, up to 2**23 int64s per trace).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tiledsl.ir.types import RangeType, TensorType, TileType
 from tiledsl.ir.views import in_root, offset_of, root, strides_of
 
 LIMIT = 1 << 22
+MEMO_LIMIT = 1 << 23  # int64s kept for the next pair (accesses' elements, their spans)
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
           "mod": np.mod, "minimum": np.minimum, "maximum": np.maximum, "and": np.bitwise_and,
           "or": np.bitwise_or, "xor": np.bitwise_xor, "eq": np.equal, "ne": np.not_equal,
@@ -73,10 +76,10 @@ def meet(tr: Tracer, a: Access, b: Access | None = None, slots: bool = False) ->
         eb = ea if b is None else _elements(tr, b, common, used and used[1])
         if ea is None or eb is None:
             return None
-    lo_a, hi_a, elems_a = _spans(ea[0], ea[1])
+    lo_a, hi_a, elems_a = _spans_of(tr, ea)
     if b is None:
         return bool(np.any(lo_a != hi_a))
-    lo_b, hi_b, elems_b = _spans(eb[0], eb[1])
+    lo_b, hi_b, elems_b = _spans_of(tr, eb)
     _, ia, ib = np.intersect1d(elems_a, elems_b, assume_unique=True, return_indices=True)
     one = (lo_a[ia] == hi_a[ia]) & (lo_b[ib] == hi_b[ib]) & (lo_a[ia] == lo_b[ib])
     return not bool(np.all(one))
@@ -97,6 +100,9 @@ def _elements(tr: Tracer, acc: Access, dims: frozenset | None = None,
     `dims` asks, the element's position along the root dimensions `dims` (or those known),
     and those dimensions; None where undecided. With `slots`, loaded scalars are slots
     (`_Evaluator.slots`), and the set collects them."""
+    key = None if slots is not None else _key(tr, acc, dims)
+    if key is not None and key in tr.race_memo:
+        return tr.race_memo[key]
     grid = _Evaluator(tr)
     if grid.counts is None:
         return None
@@ -106,7 +112,38 @@ def _elements(tr: Tracer, acc: Access, dims: frozenset | None = None,
             loops += grid.counters(tr, op)
     ev = _Evaluator(tr, loops) if loops else grid
     ev.slots = slots
-    return None if ev.counts is None else ev.elements(acc, dims)
+    got = None if ev.counts is None else ev.elements(acc, dims)
+    if key is not None:
+        _remember(tr, key, got, 0 if got is None else 2 * got[0].size)
+    return got
+
+
+def _remember(tr: Tracer, key: tuple, value: Any, size: int) -> None:
+    """Keep `value` (of `size` int64s) in `Tracer.race_memo`, within its budget."""
+    memo = tr.race_memo
+    used = memo.get("used", 0)
+    if used + size <= MEMO_LIMIT:
+        memo[key], memo["used"] = value, used + size
+
+
+def _spans_of(tr: Tracer, got: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+    """`_spans` of the elements and programs `_elements` gave, computed once for a kept one
+    (the key holds the array, so its id is not reused)."""
+    key = ("spans", id(got[0]))
+    if key in tr.race_memo:
+        return tr.race_memo[key][1]
+    spans = _spans(got[0], got[1])
+    _remember(tr, key, (got[0], spans), 3 * spans[2].size)
+    return spans
+
+
+def _key(tr: Tracer, acc: Access, dims: frozenset | None) -> tuple:
+    """What `_elements` of `acc` depends on: the access, the grid it is in, and the loops'
+    counters and steps the trace knows so far (they only grow). The key holds its values, so
+    their ids are not reused while it is kept (`Tracer.race_memo`)."""
+    shape = (tuple(acc.attrs.get("full", ())), repr(acc.attrs.get("slices", ())))
+    return (tr.blocks[1], acc.tensor, tuple(acc.indices), acc.mask, tuple(acc.path), shape,
+            dims, len(tr.counters), len(tr.inductions))
 
 
 def _spans(elems: Any, progs: Any) -> tuple[Any, Any, Any]:

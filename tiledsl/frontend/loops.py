@@ -395,6 +395,7 @@ def _grid(tr: Tracer, rng: TileRange, body: Body, env: dict, assigned: tuple[str
             locks.check_released(tr, rng.loc)
         finally:
             tr.program_ids, tr.lock = saved, None
+            tr.race_memo.clear()  # (the race check's, for this grid: concrete.py)
     for n in assigned:
         if n in env and n in out and out[n] is not env[n] and (read_after is None
                                                                or n in read_after) \

@@ -25,7 +25,7 @@ from tiledsl.ir.types import RangeType
 from tiledsl.ir.views import root, root_coords
 from tiledsl.frontend import concrete
 from tiledsl.frontend.separation import ANY, Programs
-from tiledsl.frontend.static_args import need_static_in
+from tiledsl.frontend.static_args import StaticNeeded, int_arguments, need_static_in
 from tiledsl.frontend.tracer import Tracer
 
 
@@ -356,6 +356,41 @@ def _under_masks(tr: Tracer, shared: Programs, mine: Value | None, theirs: Value
     return progs
 
 
+class _Made:
+    """The analyses of one access being checked, made once per set of shared `if` branches
+    (`_shared_ifs`), not once per earlier access it is compared with (an unrolled loop has
+    hundreds: torchao's Hadamard butterfly)."""
+
+    def __init__(self, tr: Tracer, shape: Any, indices: list[Value], attrs: dict,
+                 mask: Value | None) -> None:
+        self.tr, self.shape, self.indices, self.attrs, self.mask = tr, shape, indices, attrs, mask
+        self._analyses: dict[frozenset, tuple[Programs, list]] = {}
+        self._lanes: dict[frozenset, Programs] = {}
+        self._ints: frozenset[str] | None = None
+
+    def analysis(self, guards: set) -> tuple[Programs, list]:
+        """The grid's analysis under `guards`, and the access's form in it (`_access`)."""
+        key = frozenset(guards)
+        if key not in self._analyses:
+            shared = Programs(self.tr, guards)
+            self._analyses[key] = shared, _access(shared, self.shape, self.indices, self.attrs)
+        return self._analyses[key]
+
+    def int_arguments(self) -> frozenset[str]:
+        """The int arguments the access's indices and mask read (`_static_retry`)."""
+        if self._ints is None:
+            self._ints = int_arguments([*self.indices, *([self.mask] if self.mask is not None
+                                                          else [])], self.tr.int_params)
+        return self._ints
+
+    def lanes(self, guards: set) -> Programs:
+        """The analysis whose lanes the access's own mask bounds (`_masked`)."""
+        key = frozenset(guards)
+        if key not in self._lanes:
+            self._lanes[key] = _masked(self.tr, self.mask, guards)
+        return self._lanes[key]
+
+
 def _shared_ifs(tr: Tracer, op: Op) -> set:
     """The branches of `if`s that hold both the access being traced and `op`: only their
     conditions bound both (`Programs._guard`)."""
@@ -383,11 +418,17 @@ def _mask_of(op: Op) -> Value | None:
     return op.operands[-1] if op.name == "load" else op.operands[-2]
 
 
-def _static_retry(tr: Tracer, indices: list[Value], mask: Value | None, op: Op) -> None:
+def _static_retry(tr: Tracer, made: _Made, op: Op) -> None:
     """Before refusing two accesses: where their indices or masks read int arguments, trace
     again with those as constants (static_args.py `need_static_in`)."""
-    need_static_in([*indices, *([mask] if mask is not None else []), *op.operands[1:]],
-                   tr.int_params)
+    if not tr.int_params:
+        return
+    key = ("int arguments", op)  # (an earlier op, compared with many later accesses)
+    if key not in tr.race_memo:
+        tr.race_memo[key] = int_arguments(op.operands[1:], tr.int_params)
+    found = made.int_arguments() | tr.race_memo[key]
+    if found:
+        raise StaticNeeded(found)
 
 
 @_indexed
@@ -404,20 +445,20 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
     path = _open_path(tr) if path is None else path  # (the access's, when checked later)
     shape = tensor.type.shape
     base = root(tensor.value)
+    made = _Made(tr, shape, indices, attrs, mask)
     for op in walk(tr.blocks[1]):
         if op.name not in ("store", "atomic") or root(op.operands[0]) is not base or \
                 (atomic and op.name == "atomic") or op.attrs.get("disjoint") or \
                 _both_locked(attrs, op):
             continue  # (a disjoint store is its author's word, checked by NumPy: disjoint.py)
         guards = _shared_ifs(tr, op)
-        shared = Programs(tr, guards)
-        mine = _access(shared, shape, indices, attrs)
+        shared, mine = made.analysis(guards)
         progs = _under_masks(tr, shared, mask, _mask_of(op) if op.name == "store" else None,
                              guards)
         new = mine if progs is shared else _access(progs, shape, indices, attrs)
         if op.operands[0] is tensor.value:
             old = _access(progs, shape, op.operands[1:-1], op.attrs)
-            lanes = (_masked(tr, mask, guards),
+            lanes = (made.lanes(guards),
                      _masked(tr, _mask_of(op) if op.name == "store" else None, guards))
             if _own_elements(progs, new, old) or _own_windows(progs, new, old, lanes) \
                     or [k for k, _, _ in old] == [k for k, _, _ in new] and _alike(tr, progs, op) \
@@ -425,7 +466,7 @@ def check_overlap(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
                 continue
         elif _apart_views(progs, (tensor.value, new), (op.operands[0], op.operands[1:-1], op)):
             continue
-        _static_retry(tr, indices, mask, op)
+        _static_retry(tr, made, op)
         if _waits(tr, later, lambda where: check_overlap(tr, tensor, indices, attrs, atomic,
                                                          mask, where, path)):
             return
@@ -565,24 +606,24 @@ def check_read_write(tr: Tracer, tensor: Any, indices: list[Value], attrs: dict,
            and not _both_locked(attrs, op)]
     if not ops:
         return
+    made = _Made(tr, tensor.type.shape, indices, attrs, mask)
     for op in ops:
         if not writing and _replicated(tr, op):
             continue
         guards = _shared_ifs(tr, op)
-        shared = Programs(tr, guards)
-        mine = _access(shared, tensor.type.shape, indices, attrs)
+        shared, mine = made.analysis(guards)
         progs = _under_masks(tr, shared, mask, _mask_of(op), guards)
         this = mine if progs is shared else _access(progs, tensor.type.shape, indices, attrs)
         theirs = op.operands[1:] if writing else op.operands[1:-1]
         if op.operands[0] is tensor.value:
             that = _access(progs, tensor.type.shape, theirs, op.attrs)
-            lanes = (_masked(tr, mask, guards), _masked(tr, _mask_of(op), guards))  # (this, that)
+            lanes = (made.lanes(guards), _masked(tr, _mask_of(op), guards))  # (this, that)
             if _apart(progs, *((this, that, lanes) if writing
                                else (that, this, (lanes[1], lanes[0])))):
                 continue
         elif _apart_views(progs, (tensor.value, this), (op.operands[0], theirs, op)):
             continue
-        _static_retry(tr, indices, mask, op)
+        _static_retry(tr, made, op)
         if _waits(tr, later, lambda where: check_read_write(tr, tensor, indices, attrs, writing,
                                                             mask, where, path)):
             return

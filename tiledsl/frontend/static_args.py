@@ -300,9 +300,14 @@ def need_static_in(values: list[Value], int_params: dict[Value, str]) -> None:
     """Raise StaticNeeded for every int argument that values' expressions read (through any
     op), if any: where a check needs constants in them, the kernel traces again with those
     arguments as Python ints."""
-    found = {int_params[v] for v in upstream(values) if v in int_params}
+    found = int_arguments(values, int_params)
     if found:
-        raise StaticNeeded(frozenset(found))
+        raise StaticNeeded(found)
+
+
+def int_arguments(values: list[Value], int_params: dict[Value, str]) -> frozenset[str]:
+    """The int arguments that values' expressions read (through any op)."""
+    return frozenset(int_params[v] for v in upstream(values) if v in int_params)
 
 
 def _int_leaves(v: Value, int_params: dict[Value, str], found: set[str],

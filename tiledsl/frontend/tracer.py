@@ -49,6 +49,9 @@ class Tracer:
         # values a counted loop carries and steps by a fixed amount each trip (a pointer bump),
         # -> how (loops.py `_inductions`)
         self.inductions: dict[Value, Induction] = {}
+        # the race check's memos for the grid being traced: accesses' elements per program
+        # (concrete.py), the int arguments ops read (races.py)
+        self.race_memo: dict[Any, Any] = {}
         # per open counted loop, race checks waiting for its carried values' steps (races.py)
         self.deferred: list[list[Any]] = []
         # inside a Triton launch's body (frontend/launches.py): tl.program_id(axis)'s values
