@@ -336,6 +336,25 @@ def test_host_reductions_and_casts_of_tensors(backend: str) -> None:
 
 
 @td.tile_kernel
+def reduce_dims(x, dims: td.constexpr):
+    """mamba's chunk-scan backward: `dD[:n].sum(dim=(0, 1, 2))`, a reduction over several
+    dimensions at once (here of a float16 tensor: accumulated in float32 throughout)."""
+    return x[:2].sum(dim=dims), x.mean((1, -1), keepdim=True), torch.amax(x, dim=[0, 2])
+
+
+def test_host_reductions_over_several_dimensions() -> None:
+    x = np.random.default_rng(14).standard_normal((3, 4, 5, 6)).astype(np.float16)
+    x64 = x.astype(np.float64)
+    total, mean, top = reduce_dims(x, (0, 1, 3))
+    assert total.dtype == mean.dtype == np.float16 and mean.shape == (3, 1, 5, 1)  # torch's
+    td.testing.assert_close(total, x64[:2].sum((0, 1, 3)), np.float16)
+    td.testing.assert_close(mean, x64.mean((1, 3), keepdims=True), np.float16)
+    np.testing.assert_array_equal(top, x.max((0, 2)))
+    with pytest.raises(td.TraceError, match=r"dim must be distinct axes .* got \(1, -3\)"):
+        reduce_dims(x, (1, -3))
+
+
+@td.tile_kernel
 def host_views_of_torch(x, mask):
     """torch's host-code spellings of FlagGems' wrappers: `flatten(start, end)`, `ravel`,
     `view_as`, `torch.sum(x, dim)`, and `mask.sum()` of bools (an int64 count)."""

@@ -241,3 +241,34 @@ def folded_batch(s):
 def test_a_torch_function_of_numbers_known_while_tracing() -> None:
     s = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(2, 3, 4, 5)
     assert torch.equal(folded_batch(s), s.reshape(6, 4, 5) * 2)
+
+
+@td.tile_kernel
+def einsums_and_flips(a, b, x, x3, y3):
+    """flash-attn's layer-norm-linear backward (`torch.einsum("bo,bi->oi", dout, y)`), mamba's
+    SSD backward (a reversed cumulative sum by `flip`, `torch.cumsum(..., out=)`)."""
+    z = x.clone()
+    torch.cumsum(z, dim=0, out=z)
+    return (torch.einsum("bo,bi->oi", a, b), x.flip([-1]).cumsum(dim=-1).flip([-1]), z,
+            torch.flip(x, (0, 1)), torch.einsum("ij->ji", a), torch.einsum("ij,ij->i", a, a),
+            torch.einsum("bij,bjk->bki", x3, y3))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_einsum_flip_and_a_result_into_out(backend: str) -> None:
+    rng = np.random.default_rng(31)
+    a, b, x, x3, y3 = (rng.standard_normal(s).astype(np.float32)
+                       for s in ((37, 5), (37, 9), (7, 13), (3, 4, 6), (3, 6, 5)))
+    want = [np.einsum("bo,bi->oi", a.astype(np.float64), b),
+            np.flip(np.flip(x, -1).astype(np.float64).cumsum(-1), -1),
+            x.astype(np.float64).cumsum(0), x[::-1, ::-1], a.T,
+            (a.astype(np.float64) * a).sum(1), np.einsum("bij,bjk->bki", x3.astype(np.float64), y3)]
+    got = run_on(einsums_and_flips, (a, b, x, x3, y3), backend)
+    for g, w in zip(got, want):
+        td.testing.assert_close(g, w, np.float32)
+    with pytest.raises(td.ShapeError, match="each index once per operand"):
+        td.tile_kernel(_diagonal)(a[:5])
+
+
+def _diagonal(a):
+    return torch.einsum("ii->i", a)

@@ -50,15 +50,15 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
         flat = t.reshape(-1)  # type: ignore[attr-defined]
         out = _reduce(flat, kind, 0, False, dtype)  # 0-d, as torch's
         return out.reshape((1,) * t.ndim) if keepdim else out  # type: ignore[attr-defined]
+    if isinstance(dim, (tuple, list)):
+        return _reduce_dims(t, kind, dim, keepdim, dtype)
     need_static(dim)  # an int argument: traced as that int
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or \
             not -t.ndim <= dim < t.ndim:
         tr.fail(TraceError, f"{t.name}.{kind}(): dim must be one axis of the tensor's "
                 f"{t.ndim}, got {dim!r}", hint="reduce one dimension per call")
     d = int(dim) % t.ndim
-    accumulate = dtypes.float32 if t.dtype.short in ("f16", "bf16") else t.dtype
-    if kind in ("sum", "prod") and (t.dtype.is_bool or t.dtype.is_int and t.dtype.bits < 64):
-        accumulate = dtypes.uint64 if t.dtype.kind == "u" else dtypes.int64  # as torch's
+    accumulate = _accumulator(t, kind)
     default = t.dtype if t.dtype.is_float else accumulate  # torch's: a float16 sum is float16
     result = default if dtype is None else as_dtype(dtype, f"{t.name}.{kind}")
     if kind == "mean" and not result.is_float:
@@ -88,6 +88,36 @@ def _reduce(t: Tensor, kind: str, dim: Any, keepdim: bool, dtype: Any) -> Tensor
     if keepdim:
         return out.reshape(t.shape[:d] + (1,) + t.shape[d + 1:])  # type: ignore[attr-defined]
     return out if rest else out.reshape(())  # type: ignore[attr-defined]  # (0-d: torch's)
+
+
+def _accumulator(t: Tensor, kind: str) -> Any:
+    """The dtype a reduction of `t` accumulates in: float32 for 16-bit floats, 64-bit ints for
+    a sum of smaller ints or bools (as torch's)."""
+    if kind in ("sum", "prod") and (t.dtype.is_bool or t.dtype.is_int and t.dtype.bits < 64):
+        return dtypes.uint64 if t.dtype.kind == "u" else dtypes.int64
+    return dtypes.float32 if t.dtype.short in ("f16", "bf16") else t.dtype
+
+
+def _reduce_dims(t: Tensor, kind: str, dims: Any, keepdim: bool, dtype: Any) -> Tensor:
+    """torch's `x.sum(dim=(0, 1, 2))` (mamba's chunk-scan backward): one dimension at a time,
+    the last first (the others keep their places), the steps before the last in the
+    accumulator's dtype (no rounding between them); `dim=()` reduces every dimension."""
+    if not dims:
+        return _reduce(t, kind, None, keepdim, dtype)
+    for d in dims:
+        need_static(d)
+    if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or
+           not -t.ndim <= d < t.ndim for d in dims) or \
+            len({int(d) % t.ndim for d in dims}) < len(dims):
+        current().fail(TraceError, f"{t.name}.{kind}(): dim must be distinct axes of the "
+                       f"tensor's {t.ndim}, got {tuple(dims)!r}")
+    order = sorted((int(d) % t.ndim for d in dims), reverse=True)
+    accumulate = _accumulator(t, kind)
+    result = dtype if dtype is not None else t.dtype if t.dtype.is_float else accumulate
+    out = t
+    for i, d in enumerate(order):
+        out = _reduce(out, kind, d, keepdim, result if i == len(order) - 1 else accumulate)
+    return out
 
 
 def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:

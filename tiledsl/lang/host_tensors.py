@@ -23,6 +23,7 @@ from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, as_dtype, cast, need_static, to_value
 from tiledsl.lang import language as lang
+from tiledsl.lang.access import load
 from tiledsl.lang.host_stores import tensor_assign
 
 MAX_NUMBERS = 64  # lanes of td.tensor: each is a select in the one grid that writes them
@@ -150,6 +151,41 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
     return out
 
 
+def flip(t: Tensor, *dims: Any) -> Tensor:
+    """torch's `x.flip(dims)` (`torch.flip(x, dims)`) in host code: a new tensor, a grid over its
+    tiles each loading x at the mirrored positions along `dims` (mamba's SSD backward:
+    `ddA.flip([-1]).cumsum(dim=-1).flip([-1])`, a reversed cumulative sum)."""
+    tr = current(f"{t.name}.flip()")
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    for d in dims:
+        need_static(d)
+    if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or
+           not -t.ndim <= d < max(t.ndim, 1) for d in dims) or \
+            len({int(d) % max(t.ndim, 1) for d in dims}) < len(dims):
+        tr.fail(TraceError, f"{t.name}.flip(): dims must be distinct axes of the tensor's "
+                f"{t.ndim}, got {dims!r}")
+    flipped = {int(d) % t.ndim for d in dims} if t.ndim else set()
+    out = lang.empty(t.shape, t.dtype)
+    if not flipped:
+        tensor_assign(out, Ellipsis, t)
+        return out
+
+    def body(tiles: Any, env: dict) -> dict:
+        tiles = tiles if isinstance(tiles, tuple) else (tiles,)
+        index, mask = [], None
+        for d, tile in enumerate(tiles):
+            at = tile.index if d not in flipped else (t.shape[d] - 1) - tile.index
+            at = at[(None,) * d + (slice(None),) + (None,) * (t.ndim - d - 1)]
+            if d in flipped:  # (past the end: a mirrored position below 0)
+                mask = at >= 0 if mask is None else mask & (at >= 0)
+            index.append(at)
+        out[tiles] = load(t, index, mask=mask)
+        return {}
+    loop(lang.tile(*t.shape), body, {}, (), None, _line())
+    return out
+
+
 def empty_strided(size: Any, stride: Any, *, dtype: Any = None, **torch: Any) -> Tensor:
     """torch's `empty_strided(size, stride, dtype=)` in host code (FlagGems allocates outputs in
     its inputs' layout): a new tensor in the layout the strides describe, a permutation of a
@@ -178,3 +214,4 @@ def _line() -> int:
 
 
 Tensor.new_tensor = new_tensor  # type: ignore[attr-defined]
+Tensor.flip = flip  # type: ignore[attr-defined]

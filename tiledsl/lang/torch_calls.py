@@ -274,6 +274,12 @@ def _tensor_function(cls: type, func: Callable[..., Any], types: Any, args: tupl
         # 0-d gradient times a tensor its forward saved): host math on both (host_math.py)
     if name == "_reinterpret_tensor" and args and isinstance(args[0], Tensor):  # Inductor's
         return args[0].as_strided(*args[1:], **kwargs)  # (size, stride, offset): as_strided
+    if isinstance(kwargs.get("out"), Tensor):  # torch.cumsum(x, -1, out=x) (mamba's): the
+        out = kwargs.pop("out")  # result, copied into `out` (host_stores.py)
+        return out.copy_(_tensor_function(cls, func, types, args, kwargs))
+    if name == "einsum" and args and isinstance(args[0], str):  # (host_matmul.py)
+        from tiledsl.lang.host_matmul import einsum
+        return einsum(*args)
     if name == "linear" and args and isinstance(args[0], Tensor):  # nn.Linear's forward
         from tiledsl.lang.host_matmul import linear
         return _call("torch.nn.functional.linear", linear, args, kwargs or {})
