@@ -105,6 +105,28 @@ def test_backward_of_a_functions_apply(device: str) -> None:
         torch.testing.assert_close(got.detach().cpu().double(), want, rtol=2e-5, atol=2e-5)
 
 
+@td.tile_kernel
+def rms_norm_of_cast(x, w):
+    return RMSNorm.apply(x.to(torch.float64), w.double(), 1e-6)  # (mamba3 casts Q to bf16)
+
+
+def test_a_gradient_reaches_an_argument_through_a_host_cast() -> None:
+    """The apply's inputs are casts of the arguments: the gradients reach the arguments, in
+    their dtype, as torch's autograd takes them through `x.to(dtype)`."""
+    gen = torch.Generator().manual_seed(5)
+    x, w = torch.randn(4, 19, generator=gen), torch.randn(19, generator=gen)
+    x.requires_grad_(), w.requires_grad_()
+    dy = torch.randn(4, 19, generator=gen, dtype=torch.float64)
+    y = rms_norm_of_cast(x, w)
+    assert y.dtype == torch.float64
+    y.backward(dy)
+    want_y, want_dx, want_dw = _reference(x, w, dy)
+    assert x.grad.dtype == w.grad.dtype == torch.float32
+    torch.testing.assert_close(y.detach(), want_y.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(x.grad.double(), want_dx, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(w.grad.double(), want_dw, rtol=1e-6, atol=1e-6)
+
+
 def test_only_the_inputs_that_need_a_gradient_get_one() -> None:
     """A weight without grad: the backward is traced with `needs_input_grad[1]` False (its
     gradient is not computed) and torch gets None for it."""
@@ -190,6 +212,44 @@ def test_setup_context_style_and_a_backward_writing_its_inputs() -> None:
     torch.testing.assert_close(c.detach().double(), want.detach(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(a.grad.double(), want_da, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(b.grad.double(), want_db, rtol=1e-5, atol=1e-6)
+
+
+FORWARD_NEEDS: list[tuple[bool, ...]] = []  # the `ctx.needs_input_grad` forwards saw
+
+
+class SavedIfNeeded(torch.autograd.Function):
+    """mamba3's shape: the forward saves its inputs only where `any(ctx.needs_input_grad)`."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        FORWARD_NEEDS.append(tuple(ctx.needs_input_grad))
+        if any(ctx.needs_input_grad):
+            ctx.save_for_backward(a, b)
+        return SiluMul.forward(a, b)
+
+    backward = SiluMul.backward
+
+
+@td.tile_kernel
+def silu_mul_if_needed(a, b):
+    return SavedIfNeeded.apply(a, b)
+
+
+def test_needs_input_grad_in_the_forward() -> None:
+    """The forward's `ctx.needs_input_grad` is the call's (its trace is per answer)."""
+    gen = torch.Generator().manual_seed(4)
+    a0, b0, dc = (torch.randn(21, generator=gen) for _ in range(3))
+    FORWARD_NEEDS.clear()
+    plain = silu_mul_if_needed(a0, b0)
+    assert plain.grad_fn is None and FORWARD_NEEDS == [(False, False)]
+    a = a0.clone().requires_grad_()
+    silu_mul_if_needed(a, b0.clone()).backward(dc)  # (the backward writes over its inputs)
+    a64 = a0.double().requires_grad_()
+    (want,) = torch.autograd.grad(torch.nn.functional.silu(a64) * b0.double(), (a64,),
+                                  dc.double())
+    torch.testing.assert_close(a.grad.double(), want, rtol=1e-5, atol=1e-6)
+    assert (True, False) in FORWARD_NEEDS
+    torch.testing.assert_close(silu_mul_if_needed(a0, b0), plain)  # the first trace again
 
 
 @triton.jit

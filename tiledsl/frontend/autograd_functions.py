@@ -108,7 +108,7 @@ def apply(owner: type, forward: Callable[..., Any], with_ctx: bool,
         host = tr is not None and tr.depth == "host"
         backward = tr.backward if host and tr.backward is not None and \
             tr.backward.result is None else None
-        needs = tuple(backward is not None and _argument(tr, a) in backward.needs for a in args)
+        needs = tuple(_needs(tr, a, backward) for a in args)
         if backward is not None and backward.replay is not None:  # its context, no forward
             ctx = backward.replay.context(tr)
             ctx.needs_input_grad = needs
@@ -145,12 +145,36 @@ def owner_has_backward(owner: type) -> bool:
         getattr(owner, "backward", None) is not getattr(module.Function, "backward", None)
 
 
+def _needs(tr: Any, v: Any, backward: Any) -> bool:
+    """`ctx.needs_input_grad` of the apply's input `v`: in a backward trace, whether its
+    gradient is asked for; in a forward, whether it is a kernel argument that requires grad in
+    this call (the kernel traces once per answer, as for `x.requires_grad`: mamba3's forward
+    saves its tensors only where `any(ctx.needs_input_grad)`)."""
+    name = _source(tr, v) if tr is not None else None
+    if backward is not None:
+        return name in backward.needs
+    if name is None:
+        return False
+    tr.grad_reads.add(name)
+    return name in tr.grad_true
+
+
 def _argument(tr: Any, v: Any) -> str | None:
     """The name of the kernel argument `v` is (itself, not a view of it; a 0-d tensor argument
     is a scalar here: PolyNorm's bias), else None."""
     if isinstance(v, Tensor):
         return tr.arguments.get(v.value)
     return tr.array_scalars.get(v.value) if isinstance(v, TileValue) else None
+
+
+def _source(tr: Any, v: Any) -> str | None:
+    """The name of the kernel argument `v` is, or that host code cast to make it
+    (`Q.to(torch.bfloat16)`: mamba3's wrapper casts its inputs before its apply, and a
+    gradient reaches Q through the cast, as torch's autograd takes it), else None."""
+    name = _argument(tr, v)
+    if name is None and isinstance(v, Tensor) and v.value in tr.host_casts:
+        return _source(tr, Tensor(tr.host_casts[v.value], v.name))
+    return name
 
 
 @dataclass(frozen=True)
@@ -174,7 +198,7 @@ def gradients(tr: Any, returned: list[Any], returns: str) -> Gradients | None:
     if len(tr.applies) != 1 or not flat or not owner_has_backward(tr.applies[0].owner):
         return None
     applied = tr.applies[0]
-    inputs = tuple(_argument(tr, a) for a in applied.inputs)
+    inputs = tuple(_source(tr, a) for a in applied.inputs)
     where = {id(t.value): i for i, t in enumerate(returned)}
     tensors = [o for o in applied.outputs if isinstance(o, Tensor)]
     if not any(inputs) or len(tensors) != len(returned) or \
@@ -227,7 +251,8 @@ def backward_end(kernel: str) -> tuple[Any, ...]:
     applied = tr.applies[0]
     return tuple(_as_tensor(g) for a, g in zip(applied.inputs,
                                                result + (None,) * len(applied.inputs))
-                 if _argument(tr, a) is not None)
+                 if _source(tr, a) is not None)  # (a cast's gradient in its dtype: torch's
+    # autograd casts it to the argument's)
 
 
 def _as_tensor(g: Any) -> Any:

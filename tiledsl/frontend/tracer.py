@@ -68,6 +68,9 @@ class Tracer:
         self.backward: Any = None  # in a kernel's backward: what its apply computes (the same)
         self.captured: list[tuple[Any, Any]] = []  # (array, its Tensor): captured.py
         self.arguments: dict[Value, str] = {}  # the kernel's tensor arguments -> their names
+        # host code's copies of a tensor in another dtype (`x.to(torch.bfloat16)`) -> the
+        # tensor copied: a gradient reaches an argument through them (autograd_functions.py)
+        self.host_casts: dict[Value, Value] = {}
         self.valued: dict[int, str] = {}  # valued arguments' real tensors -> names (valued_args)
         # tensors host code made of numbers known while tracing -> those numbers (host_tensors)
         self.constants: dict[Value, Any] = {}

@@ -139,6 +139,7 @@ def tensor_to(t: Tensor, dtype: Any = None, *args: Any, **torch: Any) -> Tensor:
     if target == t.dtype:
         return t
     out = empty(t.shape, target)
+    tr.host_casts[out.value] = t.value
     src, dst = (t, out) if t.shape else (t.reshape(1), out.reshape(1))  # a 0-d: its element
 
     def body(tiles: Any, env: dict) -> dict:
