@@ -1379,6 +1379,42 @@ def test_an_access_compared_with_many_computes_its_elements_once(monkeypatch) ->
 
 
 @td.tile_kernel
+def rest_zeroed(x, B: td.constexpr):
+    """mamba's ddAcs kernel: a row's first part written by one loop, the rest zeroed by a
+    second that goes on from the offset the first left; rows named through `//` and `-`."""
+    n, m = x.shape
+    out = td.empty_like(x)
+    flat = out.view(-1)
+    for pid in td.grid(n):
+        half = pid // 2
+        row = half * 2 + (pid - half * 2)
+        lanes = td.arange(0, B)
+        off = row * m + 1 + lanes
+        td.store(flat, [row * m], td.load(x, [row, 0]))
+        hi = (pid % 3 + 1) * B
+        for s in range(0, hi, B):
+            v = td.load(x, [row, 1 + s + lanes], mask=1 + s + lanes < m)
+            td.store(flat, [off], v * 2, mask=1 + s + lanes < m)
+            off += B
+        for s in range(hi, m - 1, B):
+            td.store(flat, [off], td.zeros((B,), x.dtype), mask=1 + s + lanes < m)
+            off += B
+    return out
+
+
+@pytest.mark.parametrize("m", [21, 5])
+def test_a_loop_going_on_from_where_another_left_is_apart(m: int) -> None:
+    """The second loop's offsets start from the first's last (`first + amount * trips`,
+    concrete.py `_exit`); at m=5 it runs no trip in any program (it touches nothing)."""
+    x = np.random.default_rng(26).standard_normal((7, m)).astype(np.float32)
+    want = np.zeros_like(x)
+    want[:, 0] = x[:, 0]
+    for p in range(7):
+        want[p, 1:1 + 4 * (p % 3 + 1)] = 2 * x[p, 1:1 + 4 * (p % 3 + 1)]
+    np.testing.assert_array_equal(rest_zeroed(x, 4), want)
+
+
+@td.tile_kernel
 def persistent_rows(X, P: td.constexpr, step: td.constexpr):
     """Liger's dyt: a grid over (column block, worker), each worker taking rows `range(worker,
     M, P)` through a flat view, the columns masked to the row."""

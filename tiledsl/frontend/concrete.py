@@ -212,7 +212,7 @@ class _Evaluator:
             if start is None or stop is None or step <= 0:
                 continue
             trips = int(np.max(-(-(np.asarray(stop) - start) // step), initial=0))
-            if 0 < trips <= LIMIT:
+            if 0 <= trips <= LIMIT:  # (none: the accesses in it touch nothing)
                 out.append(_Counter(arg, start, step, stop, trips))
         return out
 
@@ -481,6 +481,8 @@ class _Evaluator:
             got = self._chosen(op, op.results.index(v))
             return None if got is None or self._slotted & {id(o) for o in op.operands} \
                 else got  # (a test on a slot is no test of the values)
+        if op is not None and op.name == "while" and isinstance(t, TileType) and t.dtype.is_int:
+            return self._exit(op, op.results.index(v))
         if op is None or op.regions or not isinstance(t, TileType) or \
                 not (t.dtype.is_int or t.dtype.is_bool):
             return None
@@ -547,6 +549,28 @@ class _Evaluator:
         lifted = [np.asarray(x) for x in (a, d)]
         a, d = (x.reshape((1,) * (self.rank + own - x.ndim) + x.shape) for x in lifted)
         return a + d * trip.reshape(trip.shape + (1,) * own)
+
+    def _exit(self, op: Op, k: int) -> Any:
+        """Result `k` of counted loop `op` where it is a value the loop steps by a fixed amount
+        (`Tracer.inductions`): `first + amount * trips` after its last trip, in each program
+        (mamba's SSD backward zeroes the rest of a row through the pointer its first loop
+        left: `for start_n in range(hi, chunk_size, BLOCK_N): tl.store(ddAcs_ptrs + ...)`)."""
+        tr = self.progs.tr
+        arg = op.regions[0].args[k]
+        if arg not in tr.inductions:
+            return None
+        first, amount, counter, step, sign = tr.inductions[arg]
+        bounds = [self.value(x) for x in tr.counters.get(counter, ())]
+        a, d = self.value(first), self.value(amount)
+        if len(bounds) != 2 or any(x is None for x in (*bounds, a, d)):
+            return None
+        start, stop = (np.asarray(x) for x in bounds)
+        trips = np.maximum(-(-(stop - start) // step), 0)
+        own = len(arg.type.shape)  # type: ignore[union-attr]
+        trips = trips.reshape((1,) * (self.rank - trips.ndim) + trips.shape + (1,) * own)
+        a, d = (np.asarray(x).reshape((1,) * (self.rank + own - np.ndim(x)) + np.shape(x))
+                for x in (a, d))
+        return a + sign * d * trips
 
     def _chosen(self, op: Op, k: int) -> Any:
         """Scalar result `k` of an `if` whose branches only yield values computed here (the
