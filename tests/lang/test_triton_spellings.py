@@ -80,6 +80,22 @@ def test_a_dot_into_zeros_outside_a_loop() -> None:
     assert 'input_precision="ieee"' in one_block_dot.source(a, b, target="triton")
 
 
+@td.tile_kernel
+def transposed_dots(a, b):
+    """Triton before 2.1's `tl.dot(q, k, trans_b=True)` (flash-attn's flash_attn_triton.py)."""
+    out = td.empty((a.shape[1], b.shape[0]), dtype=td.float32)
+    for i in td.grid(1):
+        out[:, :] = td.dot(a[:, :], b[:, :], trans_a=True, trans_b=True)
+    return out
+
+
+def test_dot_of_transposed_operands_spelled_as_triton_before_2_1() -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((8, 16))
+    np.testing.assert_allclose(transposed_dots(a, b.astype(np.float32)),
+                               a.T.astype(np.float64) @ b.T, rtol=1e-5, atol=1e-5)
+
+
 def test_constexpr_computes_as_its_value() -> None:
     c = td.constexpr(3)
     assert (c == 3, c + 1, 1 + c, c * 2.0, -c, 7 // c, 2 ** c) == (True, 4, 4, 6.0, -3, 2, 8)

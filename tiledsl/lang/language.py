@@ -441,13 +441,19 @@ def where(cond: Any, x: Any, y: Any) -> TileValue:
 
 def dot(a: Any, b: Any, acc: Any = None, out_dtype: Any = None, *,
         input_precision: str | None = None, allow_tf32: bool | None = None,
-        max_num_imprecise_acc: int | None = None) -> TileValue:
+        max_num_imprecise_acc: int | None = None, trans_a: bool = False,
+        trans_b: bool = False) -> TileValue:
     """Matrix product of two 2-D tiles; 16-bit inputs accumulate and return float32. With
     `acc` (Triton's `tl.dot(a, b, acc)`), `acc + a @ b` in acc's dtype; `out_dtype` (Helion's
     `hl.dot`) casts the result. Triton's `input_precision=`, `allow_tf32=` and
     `max_num_imprecise_acc=` are taken and change nothing: float32 products are IEEE float32
-    (NumPy's) on every backend."""
+    (NumPy's) on every backend. `trans_a=` / `trans_b=` are Triton's before 2.1 (flash-attn's
+    `flash_attn_triton.py`: `tl.dot(q, k, trans_b=True)`): that operand transposed."""
     tr = current("td.dot()")
+    if trans_a or trans_b:
+        from tiledsl.frontend.td_names import FUNCTIONS
+        a = FUNCTIONS["trans"](a) if trans_a else a
+        b = FUNCTIONS["trans"](b) if trans_b else b
     if input_precision not in (None, "ieee", "tf32", "tf32x3", "bf16x3", "bf16x6") or \
             allow_tf32 not in (None, True, False):
         tr.fail(TraceError, f"td.dot: input_precision={input_precision!r}, "
