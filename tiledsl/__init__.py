@@ -20,6 +20,7 @@ from tiledsl.lang import host_rows as _host_rows  # noqa: F401 (host `torch.sort
 from tiledsl.lang import devices as _devices  # noqa: F401 (host `x.device`, device queries)
 from tiledsl.lang import host_random as _host_random  # noqa: F401 (random.randint, torch.rand)
 from tiledsl.lang import type_promotion as _type_promotion  # noqa: F401 (elementwise_dtypes)
+from tiledsl.frontend import tensor_subclasses as _subclasses  # noqa: F401 (torchao's wrappers)
 from tiledsl.lang.host_tensors import tensor as tensor  # host `torch.tensor([...])`
 from tiledsl.lang.host_tensors import empty_strided as empty_strided  # host torch's
 from tiledsl.lang import philox as philox

@@ -113,6 +113,8 @@ def result(value: Any, line: int) -> Any:
     tuple_ = isinstance(value, (tuple, list))
     items = returns.flat(value) if tuple_ else [value]  # (nested: mamba3's `Out, [s, k, v]`)
     items = [r for r in items if r is not None]  # an optional output left out (returns.py)
+    items = [x for r in items for x in (returns.inner_tensors(r) if returns.is_subclass(r)
+                                        else [r])]  # (a tensor subclass: tensor_subclasses.py)
     for r in items:
         if tuple_ and returns.is_number(r):  # Liger's `return y, rstd, BLOCK_SIZE, num_warps`
             continue

@@ -19,11 +19,11 @@ from tiledsl import dtypes
 from tiledsl.errors import DTypeError, ShapeError, TraceError, user_loc
 from tiledsl.frontend import pointer_tables
 from tiledsl.frontend.data_ptrs import DataPtr
+from tiledsl.frontend.td_names import FUNCTIONS
 from tiledsl.frontend.loops import loop
 from tiledsl.frontend.tracer import current
 from tiledsl.frontend.values import Tensor, TileValue, as_dtype, cast, need_static, to_value
 from tiledsl.lang import language as lang
-from tiledsl.lang.access import load
 from tiledsl.lang.host_stores import tensor_assign
 
 MAX_NUMBERS = 64  # lanes of td.tensor: each is a select in the one grid that writes them
@@ -180,7 +180,7 @@ def flip(t: Tensor, *dims: Any) -> Tensor:
             if d in flipped:  # (past the end: a mirrored position below 0)
                 mask = at >= 0 if mask is None else mask & (at >= 0)
             index.append(at)
-        out[tiles] = load(t, index, mask=mask)
+        out[tiles] = FUNCTIONS["load"](t, index, mask=mask)
         return {}
     loop(lang.tile(*t.shape), body, {}, (), None, _line())
     return out

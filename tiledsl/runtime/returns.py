@@ -16,15 +16,53 @@ manifest `returns`):
   elements, written "[...]" or "(...)": mamba3's step returns `Out, [state, k, v, V]`, which
   is "tuple:tensor,[tensor,tensor,tensor,tensor]". The trace's outputs are the tensors alone,
   in order (depth first).
+- "subclass:N", alone or as an element: a torch tensor subclass host code made around kernel
+  tensors (frontend/tensor_subclasses.py), rebuilt from its inner tensors by `REBUILDS[N]` of
+  this process (so a package or a custom op refuses it).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 TENSOR, NONE = "tensor", "None"
 NUMBERS: dict[str, type] = {"bool": bool, "int": int, "float": float}
+
+
+@dataclass(frozen=True, eq=False)
+class Rebuild:
+    """How a returned tensor subclass is made again from its inner tensors (torch's
+    `__tensor_unflatten__`), with what its `__tensor_flatten__` gave while tracing."""
+    cls: type
+    names: tuple[str, ...]
+    ctx: Any
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    def __call__(self, tensors: Sequence[Any]) -> Any:
+        import torch
+        from tiledsl.interop.arrays import from_numpy  # (16-bit floats through their bits)
+        inner = {n: t if isinstance(t, torch.Tensor) else
+                 from_numpy(t, torch.empty(0)) if hasattr(t, "__array_interface__") else
+                 torch.from_dlpack(t) for n, t in zip(self.names, tensors)}
+        return self.cls.__tensor_unflatten__(inner, self.ctx, self.size, self.stride)
+
+
+REBUILDS: list[Rebuild] = []  # "subclass:N" -> REBUILDS[N]
+
+
+def is_subclass(value: Any) -> bool:
+    """Whether `value` is a torch tensor subclass with torch's `__tensor_flatten__`."""
+    return hasattr(type(value), "__tensor_flatten__") and hasattr(value, "stride")
+
+
+def _subclass(value: Any) -> str:
+    names, ctx = value.__tensor_flatten__()
+    REBUILDS.append(Rebuild(type(value), tuple(names), ctx, tuple(value.size()),
+                            tuple(value.stride())))
+    return f"subclass:{len(REBUILDS) - 1}"
 
 
 def is_number(value: Any) -> bool:
@@ -41,7 +79,7 @@ def _element(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         inner = ",".join(_element(v) for v in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner})"
-    return TENSOR
+    return _subclass(value) if is_subclass(value) else TENSOR
 
 
 def flat(result: Any) -> list[Any]:
@@ -57,10 +95,20 @@ def form(result: Any) -> tuple[list[Any], str]:
     if result is None:
         return [], "none"
     if not isinstance(result, (tuple, list)):
-        return [result], "single"
+        return _inner([result]), _subclass(result) if is_subclass(result) else "single"
     parts = [_element(r) for r in result]
-    tensors = [r for r in flat(result) if _element(r) == TENSOR]
+    tensors = _inner([r for r in flat(result) if r is not None and not is_number(r)])
     return tensors, "tuple" if all(p == TENSOR for p in parts) else "tuple:" + ",".join(parts)
+
+
+def _inner(items: list[Any]) -> list[Any]:
+    """`items` with each tensor subclass replaced by its inner tensors."""
+    return [x for r in items for x in (inner_tensors(r) if is_subclass(r) else [r])]
+
+
+def inner_tensors(value: Any) -> list[Any]:
+    """A tensor subclass's inner tensors, as its `__tensor_flatten__` names them."""
+    return [getattr(value, n) for n in value.__tensor_flatten__()[0]]
 
 
 def elements(returns: str) -> list[str] | None:
@@ -86,11 +134,14 @@ def outputs_needed(returns: str) -> int | None:
     """How many outputs a form returns; None for "tuple" (any number)."""
     if returns in ("none", "single"):
         return {"none": 0, "single": 1}[returns]
+    if returns.startswith("subclass:"):
+        return _count(returns)
     parts = elements(returns)
     return None if parts is None else sum(_count(p) for p in parts)
 
 
-_ELEMENT = re.compile(r"tensor|None|bool:(True|False)|int:-?[0-9]+|float:[-+.0-9a-z]+")
+_ELEMENT = re.compile(r"tensor|None|bool:(True|False)|int:-?[0-9]+|float:[-+.0-9a-z]+|"
+                      r"subclass:[0-9]+")
 
 
 def _count(part: str) -> int:
@@ -100,7 +151,17 @@ def _count(part: str) -> int:
         return sum(_count(p) for p in inner or ())
     if not _ELEMENT.fullmatch(part):
         raise ValueError(f"{part!r} is not an element of a return form")
+    if part.startswith("subclass:"):
+        return len(_rebuild(part).names)
     return part == TENSOR
+
+
+def _rebuild(part: str) -> Rebuild:
+    """The Rebuild a "subclass:N" element names; a ValueError where this process has none."""
+    n = int(part.partition(":")[2])
+    if n >= len(REBUILDS):
+        raise ValueError(f"{part!r} names no tensor subclass of this process")
+    return REBUILDS[n]
 
 
 def pack(outputs: Sequence[Any], returns: str) -> Any:
@@ -109,6 +170,8 @@ def pack(outputs: Sequence[Any], returns: str) -> Any:
         return None
     if returns == "single":
         return outputs[0]
+    if returns.startswith("subclass:"):
+        return _unpacked(returns, iter(outputs))
     parts = elements(returns)
     if parts is None:
         return tuple(outputs)
@@ -121,6 +184,9 @@ def _unpacked(part: str, tensors: Any) -> Any:
         inner = [_unpacked(p, tensors) for p in elements("tuple:" + part[1:-1]) or ()] \
             if part[1:-1] else []
         return inner if part[0] == "[" else tuple(inner)
+    if part.startswith("subclass:"):
+        rebuild = _rebuild(part)
+        return rebuild([next(tensors) for _ in rebuild.names])
     return next(tensors) if part == TENSOR else _value(part)
 
 
@@ -145,4 +211,4 @@ def map_tensors(result: Any, f: Any) -> Any:
     numbers as they are (a call on torch tensors hands its NumPy outputs back as torch's)."""
     if isinstance(result, (list, tuple)):
         return type(result)(map_tensors(r, f) for r in result)
-    return result if result is None or is_number(result) else f(result)
+    return result if result is None or is_number(result) or is_subclass(result) else f(result)

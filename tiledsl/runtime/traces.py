@@ -80,6 +80,12 @@ class Traced:
                              f"code reads the values of {', '.join(self.valued)} (a trace per "
                              "values)", kernel=self.ir.name, hint="pass what the host code "
                              "computes from them (sizes, index tables) as arguments")
+        if "subclass:" in self.returns:
+            raise TraceError(f"{what} returns tensors of its own, and the kernel returns a "
+                             "tensor subclass its host code built (frontend/tensor_subclasses.py"
+                             "), which only this process can rebuild", kernel=self.ir.name,
+                             hint="return the subclass's inner tensors, and build it around "
+                                  "what the call returns")
         if self.captured:
             names = ", ".join(a.hint or "?" for a in self.ir.args[-len(self.captured):])
             raise TraceError(f"{what} passes only the kernel's arguments, and its code reaches "
