@@ -105,6 +105,28 @@ class TraceError(TileDSLError):
     """The kernel body does something the DSL does not allow."""
 
 
+# the Python exceptions a kernel's host code raises on purpose (a wrapper's own check,
+# `raise RuntimeError("feature dim >= 64KB")`): the TraceError that reports one is one of them
+# too, so the caller's `except RuntimeError` still catches it (`raised_as`)
+_ON_PURPOSE = (RuntimeError, ValueError, NotImplementedError, AssertionError, KeyError,
+               IndexError, TypeError)
+_AS: dict[type, type] = {}
+
+
+def raised_as(e: BaseException) -> type[TraceError]:
+    """The TraceError class that reports `e`, an exception a `raise` statement of the user's
+    code raised while tracing: a subclass of TraceError and of `type(e)` where that is one of
+    Python's own (`_ON_PURPOSE`, or a subclass of one), else TraceError."""
+    kind = type(e)
+    if not issubclass(kind, _ON_PURPOSE) or kind.__module__ != "builtins":
+        return TraceError
+    if kind not in _AS:
+        _AS[kind] = type("TraceError", (TraceError, kind), {
+            "__doc__": f"A {kind.__name__} the kernel's code raised, reported by tiledsl.",
+            "__module__": __name__, "__qualname__": f"TraceError[{kind.__name__}]"})
+    return _AS[kind]
+
+
 class ShapeError(TraceError, ValueError):
     """Shapes do not line up: `@`, stores, broadcasting, a tile on the wrong dimension."""
 

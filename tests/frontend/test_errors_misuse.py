@@ -899,3 +899,25 @@ def test_a_carried_int32_widened_by_a_sum_says_why() -> None:
     err = trace_error(td.TraceError, int32_count, np.ones(37, np.int32))
     assert "loop-carried 'acc' is int32() before the loop but int64()" in msg(err)
     assert "td.sum of a narrower int or bool is int64" in err.hint
+
+
+@td.tile_kernel
+def refuses_wide_rows(x):
+    if x.shape[-1] > 4:
+        raise RuntimeError("This layer norm doesn't support feature dim >= 64KB.")  # <- here
+    if x.shape[-1] == 3:
+        return x.reshape(7)  # (a ShapeError of tiledsl's, not raised by the kernel's code)
+    return x + 1
+
+
+def test_an_exception_the_kernel_raises_is_also_of_its_own_type() -> None:
+    """TritonBench's rmsnorm wrapper raises a RuntimeError its test catches: the TraceError is
+    one too (and names the line); what tiledsl itself raises keeps its own class."""
+    with pytest.raises(RuntimeError) as info:
+        refuses_wide_rows(f32(2, 8))
+    err = info.value
+    assert isinstance(err, td.TraceError) and "RuntimeError: This layer norm" in msg(err)
+    assert err.loc is not None and err.loc.line == marker_line(refuses_wide_rows)
+    with pytest.raises(td.ShapeError) as shape:
+        refuses_wide_rows(f32(2, 3))
+    assert type(shape.value) is td.ShapeError

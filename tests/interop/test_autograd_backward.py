@@ -127,6 +127,18 @@ def test_a_gradient_reaches_an_argument_through_a_host_cast() -> None:
     torch.testing.assert_close(w.grad.double(), want_dw, rtol=1e-6, atol=1e-6)
 
 
+@td.tile_kernel
+def rms_norm_doubled(x, w):
+    return RMSNorm.apply(x, w, 1e-6) * 2  # (host math on the output: fast_ce_loss's `/ n`)
+
+
+def test_outputs_that_are_not_one_applys_say_so() -> None:
+    x = torch.randn(3, 20, requires_grad=True)
+    with pytest.warns(td.TileDSLWarning, match=r"calls RMSNorm.apply, but its outputs are not"):
+        y = rms_norm_doubled(x, torch.randn(20))
+    assert y.grad_fn is None
+
+
 def test_only_the_inputs_that_need_a_gradient_get_one() -> None:
     """A weight without grad: the backward is traced with `needs_input_grad[1]` False (its
     gradient is not computed) and torch gets None for it."""

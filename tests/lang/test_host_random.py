@@ -167,6 +167,16 @@ def test_a_second_run_reads_the_same_draws() -> None:
     np.testing.assert_array_equal(out, seeds % 7)
 
 
+def test_a_call_of_no_array_argument_returns_torch_tensors_its_code_made() -> None:
+    """TritonBench's `wrapper(size_m, d_head)` draws its inputs with torch and its caller
+    calls `.clone()` on the result: torch's tensors, as the code made (`.run`: NumPy's)."""
+    torch.manual_seed(5)
+    out, seeds = residues(45)
+    assert isinstance(out, torch.Tensor) and isinstance(seeds, torch.Tensor)
+    torch.manual_seed(5)
+    assert torch.equal(seeds, torch.randint(0, 1000, (45,))) and torch.equal(out, seeds % 7)
+
+
 def test_without_torch_numpy_draws_and_its_seed_holds() -> None:
     """`draws.draw` (NumPy's generator where torch is not imported, CuPy's in a package)."""
     for name in ("float16", "float32", "float64"):

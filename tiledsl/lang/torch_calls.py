@@ -208,10 +208,16 @@ def host_call(fn: Any) -> Callable[..., Any] | None:
         return None
     if name in HOST_RANDOM:  # drawn on every call (host_random.py), not td's Philox td.rand
         from tiledsl.lang import host_random
-        return getattr(host_random, name)
+        draw = getattr(host_random, name)
+
+        def drawn(*args: Any, **kwargs: Any) -> Any:
+            current().torch_made = True
+            return draw(*args, **kwargs)
+        return drawn
     td_fn = FUNCTIONS[name]
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        current().torch_made = True  # (a kernel of no array argument returns torch's tensors)
         if name == "tensor" and current().valued and _numbers(args[0] if args else None):
             # a constant beside a valued argument's real tensor (Liger's `torch.equal(
             # grad_output, torch.tensor(1.0, device=grad_output.device))`): torch's own

@@ -25,7 +25,7 @@ import sys
 from dataclasses import astuple
 from typing import Any
 
-from tiledsl.errors import TraceError
+from tiledsl.errors import TraceError, warn
 from tiledsl.frontend.autograd_functions import Gradients, backward_begin, backward_end
 from tiledsl.runtime.runner import grad_writes_allowed
 from tiledsl.runtime.traces import with_grads
@@ -56,10 +56,23 @@ def call(kernel: Any, values: list[Any]) -> Any:
     if gradients is None:
         if key is not None:
             kernel.caches.plain.add(key)
+        if traced.applies:
+            _not_differentiable(kernel.name, traced.applies)
         return NotImplemented
     names = list(kernel.signature.parameters)
     slots = tuple(names.index(n) for n in dict.fromkeys(n for n in gradients.inputs if n))
     return _node().apply(kernel, values, gradients, slots, *(values[i] for i in slots))
+
+
+def _not_differentiable(kernel: str, applies: tuple[str, ...]) -> None:
+    """Say, once per kernel and Functions, that a call whose arguments require grad gets
+    outputs with no grad_fn although its code applied an autograd Function (a `.backward()`
+    through them would fail, or a gradient be missing, with no word from tiledsl)."""
+    names = ", ".join(f"{n}.apply" for n in dict.fromkeys(applies))
+    warn(f"kernel '{kernel}' calls {names}, but its outputs are not what one apply returns "
+         "(host math on them, views of them, or several applies), so they have no grad_fn: "
+         "torch sees no gradient through them; return what one `Fn.apply(...)` returns (None "
+         "and numbers may sit beside its outputs) and do the rest outside the kernel")
 
 
 _NODE: Any = None

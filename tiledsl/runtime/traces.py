@@ -25,7 +25,7 @@ from tiledsl.runtime.arg_specs import ArgSpec
 from tiledsl.runtime.caches import Caches
 from tiledsl.runtime.config import Config
 from tiledsl.runtime.returns import form
-from tiledsl.errors import Loc, TileDSLError, TraceError, is_internal
+from tiledsl.errors import Loc, TileDSLError, TraceError, is_internal, raised_as
 from tiledsl.ir import views
 from tiledsl.ir.core import Function, Value
 from tiledsl.ir.printer import ir_hash
@@ -67,6 +67,8 @@ class Traced:
     valued: tuple[str, ...] = ()  # arguments whose values it holds (frontend/valued_args.py)
     # its outputs as one torch.autograd.Function's (frontend/autograd_functions.py), or None
     gradients: autograd_functions.Gradients | None = field(default=None, compare=False)
+    torch_made: bool = False  # its host code made tensors with torch's factories
+    applies: tuple[str, ...] = ()  # the autograd Functions with a backward its code applied
 
     @property
     def hash(self) -> str:
@@ -171,7 +173,9 @@ class Traces:
         lowered = registry.pipeline()(fn.clone())
         verify(lowered)
         return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
-                      grad_reads=frozenset(tracer.grad_reads),
+                      grad_reads=frozenset(tracer.grad_reads), torch_made=tracer.torch_made,
+                      applies=tuple(a.owner.__name__ for a in tracer.applies
+                                    if autograd_functions.owner_has_backward(a.owner)),
                       captured=tuple(o for o, _ in tracer.captured),
                       valued=tuple(sorted(tracer.valued.values())),
                       gradients=autograd_functions.gradients(tracer, outputs, returns))
@@ -271,8 +275,9 @@ class Traces:
                 elif isinstance(e, NameError):
                     hint = ("a name bound only inside a tile loop does not exist after it; bind "
                             "it before the loop to carry its value out")
-                raise TraceError(f"{type(e).__name__}: {e}", kernel=self.name,
-                                 loc=_user_frame(e), hint=hint) from e
+                kind = raised_as(e) if _raised_by_user(e) else TraceError
+                raise kind(f"{type(e).__name__}: {e}", kernel=self.name,
+                           loc=_user_frame(e), hint=hint) from e
         return tracer, values, outputs, returns
 
     def shape_function(self, spec: tuple[ArgSpec, ...]) -> symdims.ShapeFunction:
@@ -326,6 +331,15 @@ def _user_frame(e: BaseException) -> Loc | None:
         if not is_internal(frame.filename) and frame.lineno is not None:
             loc = Loc(frame.filename, frame.lineno)
     return loc
+
+
+def _raised_by_user(e: BaseException) -> bool:
+    """Whether `e` was raised by a `raise` statement outside tiledsl (the innermost frame of
+    its traceback), not by Python or a library meeting tiledsl's values."""
+    frames = traceback.extract_tb(e.__traceback__)
+    last = frames[-1] if frames else None
+    return last is not None and not is_internal(last.filename) and \
+        (last.line or "").lstrip().startswith("raise")
 
 
 def _positional(sig: inspect.Signature, proxies: list[Any]) -> list[Any]:
