@@ -191,8 +191,28 @@ def bad_seed(x, seed):
 def tile_seed(x):
     out = td.empty_like(x)
     for t in td.tile(x.shape[0]):
-        out[t] = td.rand(t.index, t.index)
+        out[t] = td.rand(td.arange(0, 2), t.index)
     return out
+
+
+@td.tile_kernel
+def seed_per_lane(seeds, offsets):
+    """TritonBench's multinomial sampling: `tl.rand(tl.load(Seeds + off), offset)`."""
+    out = td.empty(seeds.shape, dtype=td.float32)
+    for t in td.tile(seeds.shape[0]):
+        out[t] = td.rand(seeds[t], offsets[t])
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "triton-interpret"])
+def test_a_seed_per_lane(backend: str) -> None:
+    rng = np.random.default_rng(6)
+    seeds = rng.integers(-2**62, 2**62, 37)
+    offsets = rng.integers(0, 2**31, 37).astype(np.int32)
+    want = [td.philox.rand(int(s), np.array([o]))[0] for s, o in zip(seeds, offsets)]
+    np.testing.assert_array_equal(seed_per_lane.run(seeds, offsets, backend=backend), want)
+    if backend == "numpy":  # (Triton's tl.rand takes a tile of seeds: it compiles)
+        assert seed_per_lane.compile(seeds, offsets, arch="sm_90")[0].registers > 0
 
 
 @td.tile_kernel
@@ -212,8 +232,9 @@ def huge_seed(x):
 
 
 @pytest.mark.parametrize("call, error, words", [
-    (lambda x: bad_seed(x, 0.5), td.DTypeError, "must be an integer scalar, got a float64 scalar"),
-    (lambda x: tile_seed(x), td.DTypeError, "got a tile of shape (t,) (int32)"),
+    (lambda x: bad_seed(x, 0.5), td.DTypeError,
+     "must be an integer scalar or tile, got a float64 scalar"),
+    (lambda x: tile_seed(x), td.DTypeError, "seeds of shape (2,) for offsets of shape (t,)"),
     (lambda x: float_offsets(x), td.DTypeError, "offsets must be an integer tile, got float32"),
     (lambda x: huge_seed(x), td.DTypeError, "does not fit in int64"),
 ], ids=["float-seed", "tile-seed", "float-offsets", "huge-seed"])

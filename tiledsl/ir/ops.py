@@ -447,15 +447,16 @@ RANDOM_OPS = {"rand": (dtypes.float32, 1), "randn": (dtypes.float32, 1),
 
 
 def _random_rule(name: str) -> Rule:
-    """(integer scalar seed, integer offsets) -> random tiles of the offsets' shape, lane i a
-    function of the seed and offset i only."""
+    """(integer seed: a scalar, or a tile of the offsets' shape, integer offsets) -> random
+    tiles of the offsets' shape, lane i a function of its seed and offset i only."""
     dtype, count = RANDOM_OPS[name]
 
     def rule(ts: Sequence[Type], attrs: dict, _res: Sequence[Type] | None) -> list[Type]:
         _arity(ts, 2, name)
         seed, offsets = tile(ts[0], f"{name} seed"), tile(ts[1], f"{name} offsets")
-        if seed.shape != () or not seed.dtype.is_int:
-            raise DTypeError(f"{name}: the seed must be an integer scalar, got {seed}")
+        if seed.shape not in ((), offsets.shape) or not seed.dtype.is_int:
+            raise DTypeError(f"{name}: the seed must be an integer scalar or a tile of the "
+                             f"offsets' shape, got {seed}")
         if not offsets.dtype.is_int:
             raise DTypeError(f"{name}: offsets must be integers, got {offsets.dtype}")
         return [offsets.with_dtype(dtype)] * count

@@ -27,17 +27,26 @@ from tiledsl.lang import bits as _bits  # noqa: F401 (x.to(dtype, bitcast=True))
 _HOST_HINT = "on the host, td.philox.{name}(seed, offsets) gives the numbers td.{name} draws"
 
 
-def _seed(tr: Tracer, name: str, seed: Any) -> TileValue:
+def _seed(tr: Tracer, name: str, seed: Any, offsets: TileValue | None = None) -> TileValue:
+    """The seed as a value: an integer scalar, or (for the draws of `offsets`) a tile of
+    seeds, one per offset."""
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) and \
             not -2**63 <= int(seed) < 2**63:
         tr.fail(DTypeError, f"td.{name}: the seed {int(seed)} does not fit in int64",
                 hint="a seed is a 64-bit integer; Triton reads a uint64 seed's bits, so "
                      f"{int(seed)} is the same seed as {int(seed) - 2**64}")
     v = to_value(seed)
-    if v.shape != () or not v.dtype.is_int:
+    if v.shape != () and v.dtype.is_int and offsets is not None:  # a seed per lane (TritonBench's multinomial
+        if len(v.shape) > len(offsets.shape) or any(  # sampling loads them)
+                a != 1 and a != b for a, b in zip(v.shape[::-1], offsets.shape[::-1])):
+            tr.fail(DTypeError, f"td.{name}: seeds of shape {tr.describe_shape(v.shape)} for "
+                    f"offsets of shape {tr.describe_shape(offsets.shape)}",
+                    hint="give one seed, or one per offset")
+        return broadcast_to(v, offsets.shape)
+    if not v.dtype.is_int:
         got = f"a {v.dtype} scalar" if v.shape == () else \
             f"a tile of shape {tr.describe_shape(v.shape)} ({v.dtype})"
-        tr.fail(DTypeError, f"td.{name}: the seed must be an integer scalar, got {got}",
+        tr.fail(DTypeError, f"td.{name}: the seed must be an integer scalar or tile, got {got}",
                 hint=f"pass an int (a kernel argument or a constant): td.{name}(seed, t.index)")
     return v
 
@@ -56,7 +65,8 @@ def _random(name: str, seed: Any, offsets: Any, n_rounds: Any = 10) -> list[Tile
         raise TraceError(f"td.{name}() can only be used inside a @td.tile_kernel function",
                          loc=user_loc(), hint=_HOST_HINT.format(name=name))
     tr = current()
-    s, o = _seed(tr, name, seed), _offsets(tr, name, offsets)
+    o = _offsets(tr, name, offsets)
+    s = _seed(tr, name, seed, o)
     attrs = {} if n_rounds == 10 else {"n_rounds": _rounds(tr, name, n_rounds)}
     return [TileValue(r) for r in tr.emit(name, [s.value, o.value], attrs, hint=name)]
 
@@ -72,7 +82,8 @@ def _rounds(tr: Tracer, name: str, n_rounds: Any) -> int:
 
 def rand(*args: Any, n_rounds: Any = 10, **kwargs: Any) -> TileValue:
     """Uniform float32 in [0, 1), one per offset: Triton's `tl.rand(seed, offset)`, bit for
-    bit. `seed` is an integer scalar, `offset` an integer tile (typically `t.index`). Helion's
+    bit. `seed` is an integer scalar (or a tile of seeds, one per offset), `offset` an
+    integer tile (typically `t.index`). Helion's
     `hl.rand([tile_m, tile_n], seed=s)` draws them at each element's row-major index over the
     tiles' whole dimensions (`helion_offsets`)."""
     kwargs.pop("device", None)

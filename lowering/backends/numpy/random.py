@@ -21,7 +21,8 @@ def _random(ex: Executor, op: Op, xs: list[Any]) -> list[Any]:
     seed, offsets = (np.asarray(x) for x in xs)
     t = op.operands[1].type
     assert isinstance(t, TileType)
-    seed = seed.reshape(seed.shape + (1,) * t.rank)  # one seed per program: over its lanes
+    if not op.operands[0].type.shape:  # type: ignore[union-attr]  # one seed per program:
+        seed = seed.reshape(seed.shape + (1,) * t.rank)  # over its lanes (else one per lane)
     out = _HOST[op.name](seed, offsets, op.attrs.get("n_rounds", philox.N_ROUNDS))
     return list(out) if isinstance(out, tuple) else [out]
 
