@@ -264,6 +264,47 @@ def test_needs_input_grad_in_the_forward() -> None:
     torch.testing.assert_close(silu_mul_if_needed(a0, b0), plain)  # the first trace again
 
 
+class WithState(torch.autograd.Function):
+    """fla's fused_recurrent_delta shape: an optional initial state saved as None, outputs the
+    wrapper unpacks (`o, final_state = Fn.apply(...)`) before returning them."""
+
+    @staticmethod
+    def forward(ctx, a, b, initial=None):
+        FORWARD_NEEDS.append(tuple(ctx.needs_input_grad))  # (each forward traced)
+        ctx.save_for_backward(a, b, initial)
+        return SiluMul.forward(a, b), None
+
+    @staticmethod
+    def backward(ctx, dc, d_final):
+        a, b, initial = ctx.saved_tensors
+        assert initial is None
+        _silu_mul_bwd[(triton.cdiv(a.numel(), 16),)](dc, a, b, a.numel(), BLOCK=16)
+        return a, b, None
+
+
+@td.tile_kernel
+def with_state(a, b):
+    o, final_state = WithState.apply(a, b, None)
+    return o, final_state
+
+
+def test_a_replayed_context_with_none_and_unpacked_outputs() -> None:
+    """The backward rebuilds the context (None included) and runs no forward; the wrapper's
+    unpacking of the apply's outputs gets stand-ins of their shapes."""
+    gen = torch.Generator().manual_seed(6)
+    a0, b0, dc = (torch.randn(23, generator=gen) for _ in range(3))
+    a = a0.clone().requires_grad_()
+    FORWARD_NEEDS.clear()
+    o, final_state = with_state(a, b0.clone())
+    assert final_state is None
+    o.backward(dc)
+    assert FORWARD_NEEDS.count((True, False, False)) == 1  # (the backward ran no forward)
+    a64 = a0.double().requires_grad_()
+    (want,) = torch.autograd.grad(torch.nn.functional.silu(a64) * b0.double(), (a64,),
+                                  dc.double())
+    torch.testing.assert_close(a.grad.double(), want, rtol=1e-5, atol=1e-6)
+
+
 @triton.jit
 def _half_square_sum(X, LOSS, n, BLOCK: tl.constexpr):
     """loss = sum(x^2) / 2, and x's gradient (x itself) stored over x, as Liger's cross

@@ -64,6 +64,7 @@ class Applied:
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
     ctx: Context | None = None
+    single: bool = False  # its forward returned one output, not a tuple
 
 
 # What a context holds that is not the forward's: torch's bookkeeping
@@ -85,15 +86,31 @@ class Backward:
 class Replay:
     """A forward's context made from the kernel's arguments alone: the arguments it saved
     (by name) and its other attributes (Python values). A backward then needs no forward."""
-    saved: tuple[str, ...]
+    saved: tuple[str, ...]  # ("" for a None it saved: fla's optional initial state)
     attributes: tuple[tuple[str, Any], ...]
-    tensor_outputs: tuple[bool, ...]  # which of the apply's outputs are tensors
+    # per output of the apply: ("tensor", shape, dtype name), or ("value", a Python value)
+    outputs: tuple[tuple[Any, ...], ...]
+    single: bool  # its forward returned one output, not a tuple
+
+    @property
+    def tensor_outputs(self) -> tuple[bool, ...]:
+        """Which of the apply's outputs are tensors."""
+        return tuple(o[0] == "tensor" for o in self.outputs)
+
+    def stand_ins(self) -> Any:
+        """What the apply returns where the backward replays it: new tensors of its outputs'
+        shapes and dtypes (the host code after it may unpack them, `o, final_state =
+        Fn.apply(...)` in fla's fused_recurrent_delta; what it computes from them is not the
+        backward's result) and its other values."""
+        made = tuple(FUNCTIONS["empty"](o[1], dtype=o[2]) if o[0] == "tensor" else o[1]
+                     for o in self.outputs)
+        return made[0] if self.single else made
 
     def context(self, tr: Any) -> Context:
         ctx = Context()
         proxies = {n: Tensor(v, n) for v, n in tr.arguments.items()} | \
             {n: TileValue(v) for v, n in tr.array_scalars.items()}
-        ctx.saved_tensors = tuple(proxies[n] for n in self.saved)
+        ctx.saved_tensors = tuple(proxies[n] if n else None for n in self.saved)
         for name, value in self.attributes:
             setattr(ctx, name, value)
         return ctx
@@ -116,7 +133,7 @@ def apply(owner: type, forward: Callable[..., Any], with_ctx: bool,
             grads = iter(backward.grads)
             given = [next(grads) if t else None for t in backward.replay.tensor_outputs]
             backward.result = _results(rewritten(owner.backward)(ctx, *given))
-            return None
+            return backward.replay.stand_ins()
         ctx = Context()
         ctx.needs_input_grad = needs
         out = forward(ctx, *args, **kwargs) if with_ctx else forward(*args, **kwargs)
@@ -125,7 +142,8 @@ def apply(owner: type, forward: Callable[..., Any], with_ctx: bool,
         outputs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         if not with_ctx and (backward is not None or owner_has_backward(owner)):
             rewritten(owner.setup_context)(ctx, args, out)  # (that style fills the context)
-        tr.applies.append(Applied(owner, args, outputs, ctx))
+        tr.applies.append(Applied(owner, args, outputs, ctx,
+                                  single=not isinstance(out, (tuple, list))))
         if backward is not None:
             grads = iter(backward.grads)
             given = [next(grads) if isinstance(o, Tensor) else None for o in outputs]
@@ -212,7 +230,8 @@ def _replay(tr: Any, applied: Applied) -> Replay | None:
     ctx = applied.ctx
     if ctx is None:
         return None
-    saved = tuple(_argument(tr, t) for t in getattr(ctx, "saved_tensors", ()))
+    saved = tuple("" if t is None else _argument(tr, t)  # ("": a None it saved)
+                  for t in getattr(ctx, "saved_tensors", ()))
     attributes = tuple(sorted((k, v) for k, v in vars(ctx).items() if k not in _BOOKKEEPING))
     if None in saved or not all(_plain(v) for _, v in attributes):
         return None
@@ -220,8 +239,12 @@ def _replay(tr: Any, applied: Applied) -> Replay | None:
         hash(attributes)
     except TypeError:
         return None
-    return Replay(saved, attributes,  # type: ignore[arg-type]
-                  tuple(isinstance(o, Tensor) for o in applied.outputs))
+    outputs = tuple(("tensor", tuple(o.shape), o.dtype.name) if isinstance(o, Tensor) else
+                    ("value", o) for o in applied.outputs)
+    if not all(isinstance(d, int) for o in outputs if o[0] == "tensor" for d in o[1]) or \
+            not all(_plain(o[1]) for o in outputs if o[0] == "value"):
+        return None  # (symbolic sizes, or an output the backward cannot stand in for)
+    return Replay(saved, attributes, outputs, applied.single)  # type: ignore[arg-type]
 
 
 def _plain(v: Any) -> bool:
