@@ -877,6 +877,47 @@ def test_a_triton_store_indexed_by_loaded_values_is_checked_on_the_data() -> Non
 
 
 @triton.jit
+def _persistent_row_sums(x_ptr, out_ptr, n_tiles, k_tiles, NUM_SMS: tl.constexpr,
+                         BM: tl.constexpr, BK: tl.constexpr, MARK: tl.constexpr):
+    """Triton's persistent matmul tutorial as it was (TritonBench's matmul_persistent): one
+    loop over this program's tiles and their k steps, the tile changing under `if ki == 0`."""
+    start_pid = tl.program_id(0)
+    tiles_per_sm = n_tiles // NUM_SMS + (start_pid < n_tiles % NUM_SMS)
+    tile_id = start_pid - NUM_SMS
+    ki = -1
+    acc = tl.zeros((BM,), dtype=tl.float32)
+    for _ in range(0, k_tiles * tiles_per_sm):
+        ki = tl.where(ki == k_tiles - 1, 0, ki + 1)
+        if ki == 0:
+            tile_id += NUM_SMS
+        rows = tile_id * BM + tl.arange(0, BM)
+        cols = ki * BK + tl.arange(0, BK)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * (k_tiles * BK) + cols[None, :]), axis=1)
+        if ki == k_tiles - 1:
+            tl.store(out_ptr + rows, acc + MARK * start_pid)  # (MARK: who wrote it)
+            acc = tl.zeros((BM,), dtype=tl.float32)
+
+
+@td.tile_kernel
+def persistent_row_sums(x, sms, programs, mark=0):
+    out = torch.empty(x.shape[0], dtype=torch.float32)
+    _persistent_row_sums[(programs,)](x, out, x.shape[0] // 8, x.shape[1] // 4, sms, 8, 4, mark)
+    return out
+
+
+def test_a_store_indexed_by_what_a_loop_carries_is_checked_on_the_data() -> None:
+    """The race check cannot follow `tile_id` (carried, bumped under an `if`): in a Triton
+    kernel the store is taken as disjoint=True is, and the NumPy backend checks each run."""
+    x = np.random.default_rng(79).standard_normal((56, 12)).astype(np.float32)
+    for backend in ("numpy", "triton-interpret"):
+        assert_close(persistent_row_sums.run(x, 3, 3, backend=backend),
+                     x.astype(np.float64).sum(1), np.float32)
+    with pytest.raises(td.RaceError, match="a Triton kernel's store"):
+        persistent_row_sums(x, 2, 3, 1)  # a program more than it strides by: programs 0 and 2
+        # write tiles 2, 4 and 6
+
+
+@triton.jit
 def _scaled_rows_sum(x_ptr, s_ptr, out_ptr, n_k, NO_GROUPS: tl.constexpr, B: tl.constexpr):
     offs = tl.arange(0, B)
     if NO_GROUPS:

@@ -108,7 +108,7 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
     if target is not None and concrete.meet(
             tr, concrete.Access(target, indices, attrs or {}, mask, path)) is False:
         return  # each program's elements, computed, are its own (concrete.py)
-    if _authors_word(tr, attrs, (indices, mask)):
+    if _authors_word(tr, attrs, (indices, mask), carried=ANY <= deps):
         return
     if ANY <= deps:
         tr.fail(TraceError,
@@ -172,16 +172,18 @@ def _terms(v: Value) -> list[Value]:
     return [v]
 
 
-def _authors_word(tr: Tracer, attrs: dict | None, *accesses: tuple[list[Value], Value | None]
-                  ) -> bool:
+def _authors_word(tr: Tracer, attrs: dict | None, *accesses: tuple[list[Value], Value | None],
+                  carried: bool = False) -> bool:
     """Inside a `@triton.jit` body (a launch as written), a store the check cannot tell apart
     where one of the accesses is indexed or masked by values loaded from memory (FlagGems'
     index kernel, moe_align_block_size's `range(cumsum[pid], cumsum[pid + 1])`, a paged KV
-    cache's loaded slot) is the author's word that the programs write apart, as
-    `td.store(..., disjoint=True)` says it: Triton has no race check, and `tl.store` no way to
-    say so. It becomes such a store (`attrs`, the store's own), which the NumPy backend checks
-    on the data it runs (disjoint.py). Whether it did."""
-    if not tr.triton_body or attrs is None or \
+    cache's loaded slot), or (`carried`) whose index a loop carries (a persistent matmul's
+    `tile_id += NUM_SMS` under `if ki == 0`, stream-K's `start_iter = end_iter`), is the
+    author's word that the programs write apart, as `td.store(..., disjoint=True)` says it:
+    Triton has no race check, and `tl.store` no way to say so. It becomes such a store
+    (`attrs`, the store's own), which the NumPy backend checks on the data it runs
+    (disjoint.py). Whether it did."""
+    if not tr.triton_body or attrs is None or not carried and \
             not Programs(tr).from_memory([v for ix, m in accesses for v in (*ix, m)]):
         return False
     attrs["disjoint"] = "triton"  # (the word is implied: the NumPy backend's error says so)

@@ -103,7 +103,7 @@ class Tracer:
              types: list[Type] | None = None, hint: str | None = None,
              loc: Loc | None = None) -> list[Value]:
         """Append one op to the current block, typed by its rule; returns its results."""
-        attrs = attrs or {}
+        attrs = {} if attrs is None else attrs  # (the caller's dict: a check that waits marks it)
         loc = loc or user_loc()
         try:
             rtypes = result_types(name, [o.type for o in operands], attrs, types)
