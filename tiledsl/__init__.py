@@ -82,6 +82,7 @@ from tiledsl.lang.asserts import device_assert as device_assert
 from tiledsl.lang.scans import sort as sort
 from tiledsl.lang.scans import topk as topk
 from tiledsl.runtime.kernel import tile_kernel as tile_kernel
+from tiledsl.runtime.launch_mode import triton_launches as triton_launches
 from tiledsl.lang.language import abs as abs  # noqa: A004
 from tiledsl.lang.language import argmax as argmax
 from tiledsl.lang.language import argmin as argmin

@@ -1,0 +1,98 @@
+"""`with td.triton_launches():` a library's Triton launches run through tiledsl, its host code
+(wrappers, autograd Functions, host math) as it is (tiledsl/runtime/launch_mode.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiledsl as td
+
+triton = pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+tl = triton.language
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+
+def scale(x, factor):
+    """A wrapper as libraries write it: a grid function closing over this call's size."""
+    out = torch.empty_like(x)
+    n = x.numel()
+    _scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, factor, BLOCK=64)
+    return out
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return scale(x, factor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return scale(grad, ctx.factor), None
+
+
+def test_host_code_and_autograd_run_as_they_are() -> None:
+    """Host math and views after the apply (TritonBench's fast_rope_embedding transposes it;
+    fast_ce_loss divides its sum), and the backward's launches, through tiledsl."""
+    gen = torch.Generator().manual_seed(0)
+    for shape in ((3, 37), (5, 200)):  # (a grid function per size: a launch kernel each)
+        x = torch.randn(*shape, generator=gen, requires_grad=True)
+        with td.triton_launches():
+            y = Scale.apply(x, 1.5).transpose(0, 1) / 4
+            (y * y).sum().backward()
+        x64 = x.detach().double().requires_grad_()
+        want = (x64 * 1.5).transpose(0, 1) / 4
+        (want * want).sum().backward()
+        torch.testing.assert_close(y.detach().double(), want.detach(), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(x.grad.double(), x64.grad, rtol=1e-6, atol=1e-6)
+
+
+@triton.jit
+def _sum_into_first(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.program_id(0) * 0, tl.sum(tl.load(x_ptr + offs, mask=offs < n,
+                                                            other=0.0)))
+
+
+def test_a_launch_is_checked_as_tiledsl_checks_kernels() -> None:
+    """A race Triton would run silently, and an access past a tensor, are tiledsl's errors;
+    outside the block, launches are Triton's again."""
+    x = torch.randn(100)
+    out = torch.empty(1)
+    with td.triton_launches(), pytest.raises(td.TraceError, match="same elements"):
+        _sum_into_first[(4,)](x, out, 100, BLOCK=32)  # every program stores to element 0
+    with td.triton_launches(), pytest.raises(td.OutOfBoundsError, match="store to 'out_ptr'"):
+        _scale_kernel[(1,)](x, out, 100, 2.0, BLOCK=64)  # out holds 1 element, n says 100
+    from triton.runtime.jit import KernelInterface
+    assert "launch_mode" not in KernelInterface.__getitem__.__code__.co_filename
+    y = torch.randn(100, requires_grad=True)
+    y0 = y.detach().clone()
+    with td.triton_launches():  # (as Triton writes it: fast_ce_loss's backward writes the
+        _scale_kernel[(2,)](y, y, 100, 2.0, BLOCK=64)  # logits' gradient over them)
+    torch.testing.assert_close(y.detach(), 2 * y0)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})],
+                 key=["n"])
+@triton.jit
+def _tuned_scale(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * factor, mask=offs < n)
+
+
+def test_an_autotuned_kernel_and_a_bad_grid() -> None:
+    x = torch.randn(300)
+    out = torch.empty_like(x)
+    with td.triton_launches():
+        _tuned_scale[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300, -2.0)
+    np.testing.assert_array_equal(out.numpy(), -2.0 * x.numpy())
+    with td.triton_launches(), pytest.raises(td.ArgumentError, match="neither a constant"):
+        _scale_kernel[[np.ones(2)]](x, out, 300, 2.0, BLOCK=64)
