@@ -120,11 +120,23 @@ def raised_as(e: BaseException) -> type[TraceError]:
     kind = type(e)
     if not issubclass(kind, _ON_PURPOSE) or kind.__module__ != "builtins":
         return TraceError
+    return _raised_class(kind)
+
+
+def _raised_class(kind: type) -> type[TraceError]:
     if kind not in _AS:
         _AS[kind] = type("TraceError", (TraceError, kind), {
             "__doc__": f"A {kind.__name__} the kernel's code raised, reported by tiledsl.",
-            "__module__": __name__, "__qualname__": f"TraceError[{kind.__name__}]"})
+            "__module__": __name__, "__qualname__": f"TraceError[{kind.__name__}]",
+            "__reduce__": lambda self: (_raised_again, (
+                kind, self.message, self.kernel, self.loc, self.hint))})
     return _AS[kind]
+
+
+def _raised_again(kind: type, message: str, kernel: str | None, loc: Loc | None,
+                  hint: str | None) -> TraceError:
+    """A `raised_as` error made again where it is unpickled (an autotuning worker's)."""
+    return _raised_class(kind)(message, kernel=kernel, loc=loc, hint=hint)
 
 
 class ShapeError(TraceError, ValueError):

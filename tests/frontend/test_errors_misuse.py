@@ -5,6 +5,7 @@ error_checks.py for what every case asserts)."""
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -918,6 +919,8 @@ def test_an_exception_the_kernel_raises_is_also_of_its_own_type() -> None:
     err = info.value
     assert isinstance(err, td.TraceError) and "RuntimeError: This layer norm" in msg(err)
     assert err.loc is not None and err.loc.line == marker_line(refuses_wide_rows)
+    again = pickle.loads(pickle.dumps(err))  # (as an autotuning worker sends it back)
+    assert isinstance(again, RuntimeError) and str(again) == str(err)
     with pytest.raises(td.ShapeError) as shape:
         refuses_wide_rows(f32(2, 3))
     assert type(shape.value) is td.ShapeError
