@@ -72,7 +72,9 @@ def _not_differentiable(kernel: str, applies: tuple[str, ...]) -> None:
     warn(f"kernel '{kernel}' calls {names}, but its outputs are not what one apply returns "
          "(host math on them, views of them, or several applies), so they have no grad_fn: "
          "torch sees no gradient through them; return what one `Fn.apply(...)` returns (None "
-         "and numbers may sit beside its outputs) and do the rest outside the kernel")
+         "and numbers may sit beside its outputs) and do the rest outside the kernel, or call "
+         "the undecorated function under `with td.triton_launches():` (its launches through "
+         "tiledsl, its host code and autograd as they are)")
 
 
 _NODE: Any = None
