@@ -80,6 +80,29 @@ def test_a_launch_is_checked_as_tiledsl_checks_kernels() -> None:
     torch.testing.assert_close(y.detach(), 2 * y0)
 
 
+@triton.jit
+def _column_sums(x_ptr, out_ptr, n_rows, stride, BLOCK: tl.constexpr):
+    """TritonBench's iv_dependent_matmul: the pointer a loop carries, made again from the
+    loop's counter (int32 in Triton: its bound is a cdiv of int32 arguments)."""
+    offs = tl.arange(0, BLOCK)
+    ptrs = x_ptr + offs
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(0, tl.cdiv(n_rows, 1)):
+        acc += tl.load(ptrs, mask=k < n_rows)
+        ptrs = x_ptr + (k + 1) * stride + offs
+    tl.store(out_ptr + offs, acc)
+
+
+def test_int_arguments_are_typed_as_triton_types_them() -> None:
+    """A launch's ints are int32 where they fit (a tile kernel's int argument is an int64, and
+    the loop-carried pointer would change dtype: TritonBench's iv_dependent_matmul)."""
+    x = torch.randn(7, 16)
+    out = torch.empty(16)
+    with td.triton_launches():
+        _column_sums[(1,)](x, out, 7, x.stride(0), BLOCK=16)
+    torch.testing.assert_close(out.double(), x.double().sum(0), rtol=1e-6, atol=1e-6)
+
+
 @triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})],
                  key=["n"])
 @triton.jit

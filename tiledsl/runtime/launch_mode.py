@@ -21,6 +21,8 @@ import linecache
 from collections import OrderedDict
 from typing import Any, Iterator
 
+import numpy as np
+
 from tiledsl.errors import ArgumentError
 from tiledsl.runtime.runner import grad_writes_allowed
 
@@ -56,7 +58,17 @@ def launch(kernel: Any, grid: Any, args: tuple, kwargs: dict) -> None:
     else:
         _MADE.move_to_end(key)
     with grad_writes_allowed():  # (Triton writes a tensor that requires grad as any other:
-        made(*args)  # a Function's forward or backward writes its inputs' memory)
+        made(*map(_as_triton_types, args))  # a Function's forward or backward writes its
+        # inputs' memory)
+
+
+def _as_triton_types(v: Any) -> Any:
+    """A launch's argument as Triton types it: a Python int an int32 where it fits, else an
+    int64 (a tile kernel's int argument is an int64: a pointer offset `k * stride` in a loop
+    would widen where Triton's stays int32)."""
+    if type(v) is int:
+        return np.int32(v) if -2**31 <= v < 2**31 else np.int64(v)
+    return v
 
 
 def _key(v: Any, what: str) -> Any:
