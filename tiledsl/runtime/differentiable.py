@@ -20,13 +20,13 @@ The output gradients reach the backward contiguous (`y.sum()`'s is a stride-0 ex
 
 from __future__ import annotations
 
-import linecache
 import sys
 from dataclasses import astuple
 from typing import Any
 
 from tiledsl.errors import TraceError, warn
 from tiledsl.frontend.autograd_functions import Gradients, backward_begin, backward_end
+from tiledsl.runtime.generated import kernel_from_source
 from tiledsl.runtime.runner import grad_writes_allowed
 from tiledsl.runtime.traces import with_grads
 
@@ -160,9 +160,7 @@ def backward_kernel(kernel: Any, grads: int) -> Any:
               f"    tiledsl_backward_begin([{', '.join(given)}], _td_needs, _td_replay)\n"
               f"    tiledsl_kernel({args})\n"
               f"    return tiledsl_backward_end({kernel.name!r})\n")
-    linecache.cache[file] = (len(source), None, source.splitlines(True), file)
-    scope = {"tiledsl_backward_begin": backward_begin, "tiledsl_backward_end": backward_end,
-             "tiledsl_kernel": kernel}
-    exec(compile(source, file, "exec"), scope)
-    made[grads] = type(kernel)(scope[name])  # (a TileKernel)
+    made[grads] = kernel_from_source(type(kernel), name, source, file, {
+        "tiledsl_backward_begin": backward_begin, "tiledsl_backward_end": backward_end,
+        "tiledsl_kernel": kernel})
     return made[grads]

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import linecache
 from collections import OrderedDict
 from typing import Any, Iterator
 
 import numpy as np
 
 from tiledsl.errors import ArgumentError
+from tiledsl.runtime.generated import kernel_from_source
+from tiledsl.runtime.kernel import TileKernel
 from tiledsl.runtime.runner import grad_writes_allowed
 
 CACHED = 256  # launch kernels kept (a grid that closes over a new value each call makes one)
@@ -90,17 +91,14 @@ def _key(v: Any, what: str) -> Any:
 
 def _made(kernel: Any, grid: Any, args: tuple, kwargs: dict) -> Any:
     """The tile kernel `def launch(a0, a1, ...): KERNEL[GRID](a0, a1, ..., k=KW['k'], ...)`."""
-    from tiledsl.runtime.kernel import TileKernel
     name = f"{_name(kernel)}_launch"
     params = _params(kernel, len(args))
     keywords = [f"{k}=_td_kw[{k!r}]" for k in kwargs]
     file = f"<tiledsl: a launch of Triton kernel '{name[:-7]}' ({next(_COUNT)})>"
     source = (f"def {name}({', '.join(params)}):\n"
               f"    _td_kernel[_td_grid]({', '.join(params + keywords)})\n")
-    linecache.cache[file] = (len(source), None, source.splitlines(True), file)
-    scope = {"_td_kernel": kernel, "_td_grid": grid, "_td_kw": dict(kwargs)}
-    exec(compile(source, file, "exec"), scope)
-    return TileKernel(scope[name])
+    return kernel_from_source(TileKernel, name, source, file,
+                              {"_td_kernel": kernel, "_td_grid": grid, "_td_kw": dict(kwargs)})
 
 
 def _params(kernel: Any, n: int) -> list[str]:
