@@ -103,19 +103,49 @@ def test_int_arguments_are_typed_as_triton_types_them() -> None:
     torch.testing.assert_close(out.double(), x.double().sum(0), rtol=1e-6, atol=1e-6)
 
 
+@triton.jit
+def _rows_doubled(X, Y, M, N, rows_per_program, BLOCK_N: tl.constexpr):
+    """flash-attn's and Mamba's layer-norm backward: each program a block of rows, its pointers
+    bumped by a loop whose bounds are int arguments."""
+    row_start = tl.program_id(0) * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    cols = tl.arange(0, BLOCK_N)
+    X += row_start * N
+    Y += row_start * N
+    for _ in range(row_start, row_end):
+        tl.store(Y + cols, 2 * tl.load(X + cols, mask=cols < N, other=0.0), mask=cols < N)
+        X += N
+        Y += N
+
+
+def test_a_loop_whose_bounds_are_int_arguments_steps_apart() -> None:
+    """The race check traces again with the loop's bound arguments as constants (a launch's
+    ints are runtime arguments; a wrapper's are constants where it computes them)."""
+    x = torch.randn(13, 20)
+    y = torch.empty_like(x)
+    with td.triton_launches():
+        _rows_doubled[(4,)](x, y, 13, 20, 4, BLOCK_N=32)
+    torch.testing.assert_close(y, 2 * x)
+
+
 @triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})],
                  key=["n"])
 @triton.jit
-def _tuned_scale(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):
+def _tuned_scale(x_ptr, out_ptr, block_ptr, n, factor, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * factor, mask=offs < n)
+    if tl.program_id(0) == 0:
+        tl.store(block_ptr, BLOCK)
 
 
 def test_an_autotuned_kernel_and_a_bad_grid() -> None:
+    """The autotuner's `best_config` after the launch is the config it ran (mamba's SSD
+    backward reads `kernel.best_config.kwargs["BLOCK_SIZE"]` to sum the blocks it wrote)."""
     x = torch.randn(300)
-    out = torch.empty_like(x)
+    out, block = torch.empty_like(x), torch.zeros(1, dtype=torch.int32)
     with td.triton_launches():
-        _tuned_scale[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, 300, -2.0)
+        _tuned_scale[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, out, block, 300, -2.0)
     np.testing.assert_array_equal(out.numpy(), -2.0 * x.numpy())
+    assert _tuned_scale.best_config.kwargs["BLOCK"] == int(block)
     with td.triton_launches(), pytest.raises(td.ArgumentError, match="neither a constant"):
         _scale_kernel[[np.ones(2)]](x, out, 300, 2.0, BLOCK=64)

@@ -168,7 +168,8 @@ def _configured(tuner: Any, meta: dict, keywords: set[str], helper: Callable[[An
     if not configs:
         current().fail(TraceError, f"{name}'s early_config_prune kept no config")
     chosen = configs[register_tunable(f"{name}_config", Choice(tuple(range(len(configs)))))]
-    tuner.best_config = chosen  # as Triton's autotuner records it (attorch's p-loss reads it)
+    tuner.best_config = chosen  # as Triton's autotuner records it (attorch's p-loss reads it),
+    current().best_configs.append((tuner, chosen))  # and again on each run of the trace
     meta = {**chosen.kwargs, **meta}
     if getattr(chosen, "pre_hook", None) is not None:
         helper(chosen.pre_hook)(meta)

@@ -103,8 +103,10 @@ def check_store(tr: Tracer, tensor: str, indices: list[Value], value: Value,
             tr, tensor, indices, value, mask, where, target, attrs, path)):
         return
     if ANY <= deps or later is not None:  # a value carried around a loop, or out of an `if`
-        need_static_in([i.amount for i in tr.inductions.values()],
-                       tr.int_params)  # the steps' int arguments as constants, then again
+        need_static_in([*(i.amount for i in tr.inductions.values()),  # the steps' and the
+                        *(b for bounds in tr.counters.values() for b in bounds)],  # loops'
+                       tr.int_params)  # bounds' int arguments as constants, then again (a
+        # layer norm's `for row in range(row_start, min(row_start + rows, M))`)
     if target is not None and concrete.meet(
             tr, concrete.Access(target, indices, attrs or {}, mask, path)) is False:
         return  # each program's elements, computed, are its own (concrete.py)

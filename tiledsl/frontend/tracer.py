@@ -69,6 +69,8 @@ class Tracer:
         self.captured: list[tuple[Any, Any]] = []  # (array, its Tensor): captured.py
         self.arguments: dict[Value, str] = {}  # the kernel's tensor arguments -> their names
         self.torch_made = False  # host code made a tensor with torch's factories (torch_calls)
+        # (Triton autotuner, the config a launch chose): each run sets its `best_config`
+        self.best_configs: list[tuple[Any, Any]] = []
         # host code's copies of a tensor in another dtype (`x.to(torch.bfloat16)`) -> the
         # tensor copied: a gradient reaches an argument through them (autograd_functions.py)
         self.host_casts: dict[Value, Value] = {}

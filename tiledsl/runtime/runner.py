@@ -147,6 +147,8 @@ class Runner:
         config = (chosen or space.default()) if config is None else space.validate(config)
         if t.tunables:  # a registered knob's value is the trace's (tunables.py)
             t = self.k.traces.for_config(spec, config)
+        for tuner, chosen_config in t.best_configs:  # as Triton's autotuner records the
+            tuner.best_config = chosen_config  # config it ran (the trace's, this run's)
         if t.captured:  # tensors the code reaches without arguments (frontend/captured.py)
             values = [*values, *self.captured(t.captured, backend)]
         try:

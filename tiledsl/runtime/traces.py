@@ -69,6 +69,9 @@ class Traced:
     gradients: autograd_functions.Gradients | None = field(default=None, compare=False)
     torch_made: bool = False  # its host code made tensors with torch's factories
     applies: tuple[str, ...] = ()  # the autograd Functions with a backward its code applied
+    # (Triton autotuner, the config its launch chose): a run sets each one's `best_config`,
+    # which host code after the launch reads (mamba's `kernel.best_config.kwargs["BLOCK"]`)
+    best_configs: tuple[tuple[Any, Any], ...] = field(default=(), compare=False)
 
     @property
     def hash(self) -> str:
@@ -174,6 +177,7 @@ class Traces:
         verify(lowered)
         return Traced(fn, lowered, dict(tracer.labels), returns, tunables=dict(tracer.tunables),
                       grad_reads=frozenset(tracer.grad_reads), torch_made=tracer.torch_made,
+                      best_configs=tuple(tracer.best_configs),
                       applies=tuple(a.owner.__name__ for a in tracer.applies
                                     if autograd_functions.owner_has_backward(a.owner)),
                       captured=tuple(o for o, _ in tracer.captured),
